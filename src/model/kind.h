@@ -1,0 +1,85 @@
+/*
+ * model/kind.h: the registry of kinds fatia understands.
+ *
+ * One struct fatia_kind per kind: its group, versions, REST names, scope, the naming rule for
+ * metadata.name, the schema of the whole object, the printer columns of its upstream CRD (for
+ * `kubectl get`), and how older served versions convert to the storage version. The API server,
+ * the validator, the CLI and the OpenAPI generator all read this one table.
+ *
+ * Versions: `version` is the storage (and preferred) version. `others` lists further served
+ * versions with a to_storage conversion (and from_storage for serving them back). Conversion runs
+ * before validation, so errors name storage-version paths; a conversion only moves and renames
+ * members and never fails on a member of the wrong type (validation reports that afterwards).
+ */
+#ifndef FATIA_MODEL_KIND_H
+#define FATIA_MODEL_KIND_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "model/schema.h"
+
+enum fatia_name_rule {
+    FATIA_NAME_SUBDOMAIN,    /* DNS-1123 subdomain, <= 253 (most kinds) */
+    FATIA_NAME_LABEL,        /* DNS-1123 label, <= 63 (Namespace) */
+    FATIA_NAME_SUBDOMAIN63,  /* subdomain that must also fit a label value (Job: job-name label) */
+    FATIA_NAME_PATH_SEGMENT, /* anything but "", ".", "..", "/" and "%" (Node, Event) */
+};
+
+struct fatia_column {
+    const char *name;      /* "Cohort" */
+    const char *type;      /* "string" | "integer" | "number" | "boolean" | "date" */
+    const char *json_path; /* ".spec.cohortName" */
+    int priority;          /* 0 = default view, 1 = -o wide only */
+    const char *desc;
+};
+
+struct fatia_kind_version {
+    const char *version;
+    /* Converts an object of this version to the storage version, in place. */
+    void (*to_storage)(json_t *obj);
+    /* Converts a storage-version object to this version, in place (for serving it). */
+    void (*from_storage)(json_t *obj);
+    const char *warning; /* deprecation warning, or NULL */
+};
+
+struct fatia_kind {
+    const char *group; /* "" for the core group */
+    const char *version;
+    const char *kind;
+    const char *plural;
+    const char *singular;
+    const char *const *short_names; /* NULL-terminated, may be NULL */
+    const char *const *categories;  /* NULL-terminated, may be NULL */
+    bool namespaced;
+    bool has_status; /* serves a status subresource */
+    enum fatia_name_rule name_rule;
+    const struct fatia_schema *schema;  /* the whole object (apiVersion, kind, metadata, ...) */
+    const struct fatia_column *columns; /* terminated by {NULL}; NULL = name and age only */
+    const struct fatia_kind_version *others; /* terminated by {NULL}; may be NULL */
+};
+
+/* All registered kinds, NULL-terminated, in a stable order. */
+extern const struct fatia_kind *const fatia_kinds[];
+
+/* Lookups. apiVersion is "group/version" or "v1" for the core group. A version that is served
+ * (storage or other) matches; *ret_version gets the matched version entry (NULL = storage). */
+const struct fatia_kind *fatia_kind_find(const char *api_version, const char *kind,
+                                         const struct fatia_kind_version **ret_version);
+/* The kind for a kind name alone ("ClusterQueue"), any group; NULL if unknown or ambiguous. */
+const struct fatia_kind *fatia_kind_by_name(const char *kind);
+/* By REST resource: group + plural ("kueue.x-k8s.io", "clusterqueues"). */
+const struct fatia_kind *fatia_kind_by_resource(const char *group, const char *plural);
+/* By any name a person types: plural, singular, short name, kind, with optional ".group". */
+const struct fatia_kind *fatia_kind_by_any_name(const char *name);
+
+/* "kueue.x-k8s.io/v1beta2" or "v1" into buf. */
+void fatia_kind_api_version(const struct fatia_kind *k, char *buf, size_t n);
+
+/* The lowercase kind used in object ids: "clusterqueue". */
+void fatia_kind_lower(const struct fatia_kind *k, char *buf, size_t n);
+
+/* Checks metadata.name against the kind's rule; false with why on failure. */
+bool fatia_kind_check_name(const struct fatia_kind *k, const char *name, char *why, size_t n);
+
+#endif

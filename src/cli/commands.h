@@ -1,0 +1,12 @@
+/*
+ * cli/commands.h: the subcommands of `fatia`, one per cmd_<name>.c, listed in main.c.
+ */
+#ifndef FATIA_CLI_COMMANDS_H
+#define FATIA_CLI_COMMANDS_H
+
+#include "cli/cli.h"
+
+extern const struct fatia_cli_cmd fatia_cmd_validate;
+extern const struct fatia_cli_cmd fatia_cmd_api_resources;
+
+#endif

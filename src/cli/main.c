@@ -1,0 +1,68 @@
+/*
+ * cli/main.c: the `fatia` command: global options and the dispatch to subcommands.
+ */
+#include "base/compat.h"
+
+#include "base/log.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+
+static const struct fatia_cli_cmd *const commands[] = {
+    &fatia_cmd_validate,
+    &fatia_cmd_api_resources,
+    NULL,
+};
+
+static void print_help(FILE *f)
+{
+    fprintf(f, "fatia: GPU-as-a-Service engine: slices, quotas, catalog, serving.\n\n"
+               "Usage: fatia [-v] COMMAND [ARGS...]\n\nCommands:\n");
+    for (size_t i = 0; commands[i]; i++)
+        fprintf(f, "  %-14s %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(f, "\nRun 'fatia COMMAND --help' for a command's options.\n"
+               "Exit status: 0 success, 1 failure or invalid input, 2 usage error.\n");
+}
+
+int main(int argc, char **argv)
+{
+    int i = 1;
+
+    fatia_log_set_ident("fatia");
+    fatia_log_set_level(FATIA_LOG_WARNING);
+    if (fatia_log_level_from_env() < 0)
+        fprintf(stderr, "fatia: unknown FATIA_LOG level '%s', ignoring\n", getenv("FATIA_LOG"));
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+            fatia_log_set_level(fatia_log_get_level() < FATIA_LOG_INFO ? FATIA_LOG_INFO
+                                                                       : FATIA_LOG_DEBUG);
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            print_help(stdout);
+            return FATIA_EXIT_OK;
+        } else if (!strcmp(argv[i], "--version")) {
+            printf("fatia %s\n", FATIA_VERSION);
+            return FATIA_EXIT_OK;
+        } else {
+            fprintf(stderr, "fatia: unknown option '%s'\n", argv[i]);
+            print_help(stderr);
+            return FATIA_EXIT_USAGE;
+        }
+    }
+    if (i >= argc) {
+        print_help(stderr);
+        return FATIA_EXIT_USAGE;
+    }
+    if (!strcmp(argv[i], "help")) {
+        if (i + 1 < argc)
+            for (size_t c = 0; commands[c]; c++)
+                if (!strcmp(commands[c]->name, argv[i + 1]))
+                    return fatia_cli_help(commands[c]);
+        print_help(stdout);
+        return FATIA_EXIT_OK;
+    }
+    for (size_t c = 0; commands[c]; c++)
+        if (!strcmp(commands[c]->name, argv[i]))
+            return commands[c]->run(argc - i, argv + i);
+    fprintf(stderr, "fatia: unknown command '%s'\n", argv[i]);
+    print_help(stderr);
+    return FATIA_EXIT_USAGE;
+}

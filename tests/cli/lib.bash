@@ -1,0 +1,41 @@
+# tests/cli/lib.bash: helpers for shell tests. Source it; $1 of the test is the build directory.
+set -u
+BUILD=${1:?usage: $0 BUILD_DIR}
+FATIA=$BUILD/bin/fatia
+TMP=$(mktemp -d /tmp/fatia-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+FAILS=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    FAILS=$((FAILS + 1))
+}
+
+# expect_rc WANT CMD...: runs CMD, output in $TMP/out and $TMP/err, checks the exit status.
+expect_rc() {
+    want=$1
+    shift
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if [ "$rc" != "$want" ]; then
+        fail "'$*' exited $rc, want $want"
+        sed 's/^/  out: /' "$TMP/out" >&2
+        sed 's/^/  err: /' "$TMP/err" >&2
+    fi
+}
+
+# expect_line FILE FIXED-STRING: FILE has a line containing the string.
+expect_line() {
+    if ! grep -qF -- "$2" "$1"; then
+        fail "$1 lacks: $2"
+        sed 's/^/  | /' "$1" >&2
+    fi
+}
+
+finish() {
+    if [ "$FAILS" -gt 0 ]; then
+        echo "$FAILS check(s) failed" >&2
+        exit 1
+    fi
+    echo "all checks passed"
+}

@@ -145,8 +145,8 @@ static int run(int argc, char **argv)
                 const char *name = fatia_json_str(meta, "name");
                 const struct fatia_kind *k = kind ? fatia_kind_by_name(kind) : NULL;
                 if (k) {
-                    fatia_object_format_id(k, fatia_json_str(meta, "namespace"),
-                                           name ? name : "?", id, sizeof(id));
+                    fatia_object_format_id(k, fatia_json_str(meta, "namespace"), name ? name : "?",
+                                           id, sizeof(id));
                 } else {
                     snprintf(id, sizeof(id), "%s/%s", kind ? kind : "object", name ? name : "?");
                     for (char *q = id; *q && *q != '/'; q++)

@@ -101,6 +101,9 @@ static struct fatia_srcpos current_pos(const struct fatia_vctx *ctx)
 }
 
 static void vreport(struct fatia_vctx *ctx, enum fatia_diag_level level, struct fatia_srcpos pos,
+                    const char *path, const char *fmt, va_list ap) FATIA_PRINTF(5, 0);
+
+static void vreport(struct fatia_vctx *ctx, enum fatia_diag_level level, struct fatia_srcpos pos,
                     const char *path, const char *fmt, va_list ap)
 {
     fatia_diag_vadd(ctx->diag, level, ctx->file, pos.line, pos.col,
@@ -162,6 +165,9 @@ static int push_rel(struct fatia_vctx *ctx, const json_t *v, const char *rel, si
     }
     return pushed;
 }
+
+static void vreport_at(struct fatia_vctx *ctx, enum fatia_diag_level level, const json_t *v,
+                       const char *rel, const char *fmt, va_list ap) FATIA_PRINTF(5, 0);
 
 static void vreport_at(struct fatia_vctx *ctx, enum fatia_diag_level level, const json_t *v,
                        const char *rel, const char *fmt, va_list ap)

@@ -85,6 +85,9 @@ static int emit(yaml_emitter_t *em, const json_t *v, int depth)
     case JSON_INTEGER:
     case JSON_REAL:
         fatia_json_number_text(v, num, sizeof(num));
+        /* a real stays a real when read back: 2.0, not 2 */
+        if (json_is_real(v) && !strpbrk(num, ".eE"))
+            snprintf(num + strlen(num), sizeof(num) - strlen(num), ".0");
         yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)num, (int)strlen(num), 1, 0,
                                      YAML_PLAIN_SCALAR_STYLE);
         break;

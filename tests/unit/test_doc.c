@@ -210,7 +210,7 @@ static void test_dump_round_trip(void **state)
 {
     static const char *const inputs[] = {
         "{\"a\": \"true\", \"b\": \"12\", \"c\": \"\", \"d\": \"null\", \"e\": \"yes\"}",
-        "{\"n\": 1.5, \"i\": -3, \"t\": true, \"z\": null, \"s\": \"hello world\"}",
+        "{\"n\": 1.5, \"i\": -3, \"t\": true, \"z\": null, \"s\": \"hello world\", \"r\": 2.0}",
         "{\"l\": [1, \"2\", {\"k\": [\"x: y\", \"- z\", \"#c\"]}], \"m\": \"a\\nb\\n\"}",
         "{\"weird key: x\": \"v\", \"123\": \"w\", \"nvidia.com/gpu\": \"8\"}",
     };

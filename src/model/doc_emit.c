@@ -24,7 +24,8 @@ static bool reads_as_string(const char *s, size_t n)
     char why[64];
     bool ok;
 
-    if (n == 0 || memchr(s, '\n', n))
+    /* "<<" reads as a string but a plain "<<" key is a YAML merge key: quote it */
+    if (n == 0 || memchr(s, '\n', n) || (n == 2 && s[0] == '<' && s[1] == '<'))
         return false;
     /* Reuse the loader's rules through a one-scalar parse, so the two are always in step. */
     if (fatia_yaml_parse(s, n, &v, why, sizeof(why)) < 0)

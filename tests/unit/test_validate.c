@@ -40,6 +40,8 @@ struct vcase {
 #define WL_HEAD                                                                                \
     "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: w, namespace: ns}\n" \
     "spec:\n"
+#define SC_HEAD \
+    "apiVersion: fatia.dev/v1alpha1\nkind: SchedulerConfig\nmetadata: {name: default}\nspec:\n"
 #define CTR_LINE   "  containers: [{name: c, image: x}]\n"
 #define CTR_INLINE "containers: [{name: c, image: x}]"
 #define HWP_IDS \
@@ -248,6 +250,54 @@ static const struct vcase cases[] = {
      CQ_HEAD "  queueingStrategy: Nope\n---\n" CQ_HEAD "  {}\n",
      {{"error", 5, "spec.queueingStrategy", "unsupported value"},
       {"error", 7, "metadata.name", "also defined at t.yaml:1"}}},
+    {"scheduler config: every switch",
+     SC_HEAD
+     "  fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare, "
+     "LessThanInitialShare]}\n"
+     "  admissionFairSharing: {usageHalfLifeTime: 168h, resourceWeights: "
+     "{nvidia.com/gpu: 2}}\n"
+     "  partialAdmission: false\n"
+     "  resources:\n    quotaCheckStrategy: IgnoreUndeclared\n"
+     "    transformations: [{input: nvidia.com/mig-1g.18gb, strategy: Replace, outputs: "
+     "{fatia.dev/gpu-equivalent: 143m}}]\n"
+     "    deviceClassMappings: [{name: fatia.dev/gpu, deviceClassNames: [gpu.nvidia.com]}]\n",
+     {{NULL}}},
+    {"scheduler config: strategy order",
+     SC_HEAD "  fairSharing: {preemptionStrategies: [LessThanInitialShare, "
+             "LessThanOrEqualToFinalShare]}\n",
+     {{"error", 5, "spec.fairSharing.preemptionStrategies",
+       "must be [LessThanOrEqualToFinalShare]"}}},
+    {"scheduler config: unknown strategy",
+     SC_HEAD "  fairSharing: {preemptionStrategies: [Fairest]}\n",
+     {{"error", 5, "spec.fairSharing.preemptionStrategies[0]", "unsupported value"}}},
+    {"scheduler config: durations",
+     SC_HEAD "  admissionFairSharing: {usageHalfLifeTime: soon, usageSamplingInterval: -5m}\n",
+     {{"error", 5, "spec.admissionFairSharing.usageHalfLifeTime", "invalid duration"},
+      {"error", 5, "spec.admissionFairSharing.usageSamplingInterval", "must not be negative"}}},
+    {"scheduler config: half-life is required",
+     SC_HEAD "  admissionFairSharing: {usageSamplingInterval: 1m}\n",
+     {{"error", 5, "spec.admissionFairSharing.usageHalfLifeTime", "required"}}},
+    {"scheduler config: negative resource weight",
+     SC_HEAD "  admissionFairSharing: {usageHalfLifeTime: 1h, resourceWeights: {cpu: -1}}\n",
+     {{"error", 5, "spec.admissionFairSharing.resourceWeights[cpu]", "must not be negative"}}},
+    {"scheduler config: quota check strategy",
+     SC_HEAD "  resources: {quotaCheckStrategy: Sometimes}\n",
+     {{"error", 5, "spec.resources.quotaCheckStrategy", "unsupported value"}}},
+    {"scheduler config: transformation of itself and twice",
+     SC_HEAD "  resources:\n    transformations:\n    - {input: a.io/x, outputs: {a.io/x: 2}}\n"
+             "    - {input: a.io/x, strategy: Keep}\n",
+     {{"error", 7, "spec.resources.transformations[0].outputs[a.io/x]", "input resource"},
+      {"error", 8, "spec.resources.transformations[1].strategy", "unsupported value"},
+      {"error", 8, "spec.resources.transformations[1].input", "duplicate"}}},
+    {"scheduler config: a device class mapped twice",
+     SC_HEAD "  resources:\n    deviceClassMappings:\n"
+             "    - {name: a.io/gpu, deviceClassNames: [gpu.nvidia.com]}\n"
+             "    - {name: a.io/mig, deviceClassNames: [mig.nvidia.com, gpu.nvidia.com]}\n",
+     {{"error", 8, "spec.resources.deviceClassMappings[1].deviceClassNames[1]",
+       "already mapped by [0]"}}},
+    {"scheduler config: device class names required",
+     SC_HEAD "  resources: {deviceClassMappings: [{name: a.io/gpu, deviceClassNames: []}]}\n",
+     {{"error", 5, "spec.resources.deviceClassMappings[0].deviceClassNames", "at least 1"}}},
     {"same name in two namespaces is fine",
      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q, namespace: a}\n"
      "spec: {clusterQueue: x}\n---\n"

@@ -41,5 +41,6 @@ extern const struct fatia_kind fatia_kind_localqueue;
 extern const struct fatia_kind fatia_kind_workloadpriorityclass;
 extern const struct fatia_kind fatia_kind_workload;
 extern const struct fatia_kind fatia_kind_hardwareprofile;
+extern const struct fatia_kind fatia_kind_schedulerconfig;
 
 #endif

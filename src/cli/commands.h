@@ -8,5 +8,6 @@
 
 extern const struct fatia_cli_cmd fatia_cmd_validate;
 extern const struct fatia_cli_cmd fatia_cmd_api_resources;
+extern const struct fatia_cli_cmd fatia_cmd_schedule;
 
 #endif

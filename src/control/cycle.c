@@ -1,0 +1,779 @@
+/*
+ * control/cycle.c: one scheduling cycle (Kueue pkg/scheduler/scheduler.go schedule,
+ * fair_sharing_iterator.go; reference/kueue.md §2.2, §2.6 and §2.8).
+ *
+ *   1. heads: one pop per active ClusterQueue (backoffs that expired are queued first);
+ *   2. nominate: namespace check, then flavor assignment, preemption targets and partial
+ *      admission against the tree as it stands (control/assign.c, preempt.c);
+ *   3. order: classical (non-borrowing first by borrowing level, higher priority, older) or the
+ *      fair-sharing tournament: per root cohort, every child nominates its best entry and the
+ *      entries compete at each cohort on (not borrowing on their flavors, lower dominant resource
+ *      share with their usage added, higher priority, older);
+ *   4. process each entry against the tree mutated by the entries before it: NoFit; Preempt
+ *      without targets (and, unless reclaimWithinCohort is Any, a capped reservation so that
+ *      later entries cannot take that capacity this cycle); targets overlapping victims of an
+ *      earlier entry (skip); no longer fits once this cycle's victims are removed (skip);
+ *      otherwise charge the usage and either issue the preemptions (the preemptor waits, sticky
+ *      in BestEffortFIFO) or admit;
+ *   5. requeue every head not admitted (queue.c decides heap or inadmissible), write its
+ *      message, and take back the usage that was only reserved for this cycle (preemptors and
+ *      reservations).
+ *
+ * The engine's tree is the snapshot: admissions stay, the rest is undone at step 5, which keeps
+ * the invariant that every node's usage is that of the workloads holding quota.
+ *
+ * Fair-sharing values are cached per entry and level with the epochs of the nodes on its path;
+ * an entry's value at a level depends only on the nodes below that level (their usage and the
+ * static lendable capacity of their parent), so admitting in one ClusterQueue invalidates only
+ * the entries that share a node below the root with it.
+ */
+#include "base/compat.h"
+
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/str.h"
+#include "control/internal.h"
+
+enum estatus {
+    ES_NOT_NOMINATED,
+    ES_SKIPPED,
+    ES_ASSUMED
+};
+
+enum rreason {
+    RR_GENERIC,
+    RR_NAMESPACE_MISMATCH,
+    RR_NOFIT,
+    RR_NO_CANDIDATES,
+    RR_FAILED_AFTER_NOMINATION,
+    RR_PENDING_PREEMPTION,
+};
+
+#define MAX_LEVELS 32
+
+struct entry {
+    struct ctl_wl *w;
+    struct ctl_cq *cq;
+    struct ctl_assignment a;
+    struct ctl_targets t;
+    bool nominated;
+    enum estatus st;
+    enum rreason rr;
+    char *msg;
+    bool reserved; /* usage charged for this cycle only (a preemptor or a reservation) */
+    struct ctl_use *res_use;
+    size_t n_res_use;
+    /* fair sharing */
+    bool fs_done;
+    int n_lvl;
+    const struct ctl_node *lvl[MAX_LEVELS];
+    uint64_t lvl_epoch[MAX_LEVELS];
+    struct ctl_drs lvl_drs[MAX_LEVELS];
+    bool lvl_borrow[MAX_LEVELS];
+    bool lvl_valid;
+};
+
+/* ---- result ---- */
+
+int ctl_result_add_eviction(struct fatia_control *c, const struct ctl_wl *w, const char *reason,
+                            const char *message, const struct ctl_wl *preemptor, bool pending)
+{
+    struct fatia_control_eviction e;
+
+    if (pending) {
+        /* decided between cycles: kept on the heap until the next cycle's result */
+        e.ns = fatia_strdup(w->ns);
+        e.name = fatia_strdup(w->name);
+        e.key = fatia_strdup(w->key);
+        e.cluster_queue = fatia_strdup(w->cq ? w->cq->name : "");
+        e.reason = reason;
+        e.message = fatia_strdup(message);
+        e.preemptor = preemptor ? fatia_strdup(preemptor->key) : NULL;
+        if (!e.ns || !e.name || !e.key || !e.cluster_queue || !e.message ||
+            (preemptor && !e.preemptor) || FATIA_VEC_PUSH(&c->pending_ev, e) < 0) {
+            fatia_free((char *)e.ns);
+            fatia_free((char *)e.name);
+            fatia_free((char *)e.key);
+            fatia_free((char *)e.cluster_queue);
+            fatia_free((char *)e.message);
+            fatia_free((char *)e.preemptor);
+            return -ENOMEM;
+        }
+        return 0;
+    }
+    e.ns = ctl_arena_strdup(c, w->ns);
+    e.name = ctl_arena_strdup(c, w->name);
+    e.key = ctl_arena_strdup(c, w->key);
+    e.cluster_queue = ctl_arena_strdup(c, w->cq ? w->cq->name : "");
+    e.reason = reason;
+    e.message = ctl_arena_strdup(c, message);
+    e.preemptor = preemptor ? ctl_arena_strdup(c, preemptor->key) : NULL;
+    if (!e.ns || !e.name || !e.key || !e.cluster_queue || !e.message || (preemptor && !e.preemptor))
+        return -ENOMEM;
+    return FATIA_VEC_PUSH(&c->res_ev, e);
+}
+
+static int take_pending_evictions(struct fatia_control *c)
+{
+    int r = 0;
+
+    for (size_t i = 0; i < c->pending_ev.n; i++) {
+        struct fatia_control_eviction *p = &c->pending_ev.v[i], e = *p;
+        if (r == 0) {
+            e.ns = ctl_arena_strdup(c, p->ns);
+            e.name = ctl_arena_strdup(c, p->name);
+            e.key = ctl_arena_strdup(c, p->key);
+            e.cluster_queue = ctl_arena_strdup(c, p->cluster_queue);
+            e.message = ctl_arena_strdup(c, p->message);
+            e.preemptor = p->preemptor ? ctl_arena_strdup(c, p->preemptor) : NULL;
+            if (!e.ns || !e.name || !e.key || !e.cluster_queue || !e.message ||
+                (p->preemptor && !e.preemptor) || FATIA_VEC_PUSH(&c->res_ev, e) < 0)
+                r = -ENOMEM;
+        }
+        fatia_free((char *)p->ns);
+        fatia_free((char *)p->name);
+        fatia_free((char *)p->key);
+        fatia_free((char *)p->cluster_queue);
+        fatia_free((char *)p->message);
+        fatia_free((char *)p->preemptor);
+    }
+    c->pending_ev.n = 0;
+    return r;
+}
+
+static int result_admission(struct fatia_control *c, const struct ctl_wl *w)
+{
+    struct fatia_control_admission a = {0};
+    struct fatia_control_podset *ps;
+
+    a.ns = ctl_arena_strdup(c, w->ns);
+    a.name = ctl_arena_strdup(c, w->name);
+    a.key = ctl_arena_strdup(c, w->key);
+    a.cluster_queue = ctl_arena_strdup(c, w->cq->name);
+    a.borrowing = w->borrowing;
+    a.n_podsets = w->n_ps;
+    ps = ctl_arena_alloc(c, (w->n_ps ? w->n_ps : 1) * sizeof(*ps));
+    if (!a.ns || !a.name || !a.key || !a.cluster_queue || !ps)
+        return -ENOMEM;
+    for (size_t i = 0; i < w->n_ps; i++) {
+        struct fatia_control_flavor_use *u;
+        ps[i].name = w->ps[i].name;
+        ps[i].count = w->asg[i].count;
+        ps[i].n = w->asg[i].n;
+        u = ctl_arena_alloc(c, (w->asg[i].n ? w->asg[i].n : 1) * sizeof(*u));
+        if (!u)
+            return -ENOMEM;
+        for (size_t k = 0; k < w->asg[i].n; k++) {
+            u[k].resource = ctl_res_name(c, w->asg[i].v[k].res);
+            u[k].flavor = ctl_flavor_name(c, w->asg[i].v[k].flavor);
+            u[k].milli = w->asg[i].v[k].total;
+        }
+        ps[i].v = u;
+    }
+    a.podsets = ps;
+    return FATIA_VEC_PUSH(&c->res_adm, a);
+}
+
+static int result_pending(struct fatia_control *c, const struct ctl_wl *w)
+{
+    struct fatia_control_pending p;
+
+    p.ns = ctl_arena_strdup(c, w->ns);
+    p.name = ctl_arena_strdup(c, w->name);
+    p.key = ctl_arena_strdup(c, w->key);
+    p.cluster_queue = w->msg_cq ? ctl_arena_strdup(c, w->msg_cq->name) : NULL;
+    p.reason = w->reason ? w->reason : "Pending";
+    p.message = ctl_arena_strdup(c, w->msg ? w->msg : "");
+    if (!p.ns || !p.name || !p.key || !p.message || (w->msg_cq && !p.cluster_queue))
+        return -ENOMEM;
+    return FATIA_VEC_PUSH(&c->res_pend, p);
+}
+
+/* ---- admission ---- */
+
+static int admit(struct fatia_control *c, struct entry *e)
+{
+    struct ctl_wl *w = e->w;
+    struct ctl_cq *cq = e->cq;
+    struct ctl_ps_assign *asg;
+    struct ctl_use *use;
+
+    asg = fatia_calloc(w->n_ps ? w->n_ps : 1, sizeof(*asg));
+    use = fatia_calloc(e->a.n_use ? e->a.n_use : 1, sizeof(*use));
+    if (!asg || !use) {
+        fatia_free(asg);
+        fatia_free(use);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < w->n_ps && i < e->a.n_ps; i++) {
+        const struct ctl_ps_result *p = &e->a.ps[i];
+        asg[i].count = p->count;
+        asg[i].n = p->n_flv;
+        if (p->n_flv) {
+            asg[i].v = fatia_calloc(p->n_flv, sizeof(*asg[i].v));
+            if (!asg[i].v) {
+                for (size_t k = 0; k < i; k++)
+                    fatia_free(asg[k].v);
+                fatia_free(asg);
+                fatia_free(use);
+                return -ENOMEM;
+            }
+        }
+        for (size_t k = 0; k < p->n_flv; k++) {
+            asg[i].v[k].res = p->flv[k].res;
+            asg[i].v[k].flavor = p->flv[k].flavor;
+            asg[i].v[k].total = p->flv[k].total;
+        }
+    }
+    memcpy(use, e->a.use, e->a.n_use * sizeof(*use));
+    ctl_wl_drop_admission(w);
+    w->asg = asg;
+    w->use = use;
+    w->n_use = e->a.n_use;
+    w->state = CTL_WL_ADMITTED;
+    w->qr_time = c->now;
+    w->borrowing = e->a.borrowing > 0;
+    w->sticky = false;
+    w->evicted_cond = false;
+    if (w->q == CTL_Q_INFLIGHT) {
+        cq->n_inflight--;
+        w->q = CTL_Q_NONE;
+    }
+    /* the node usage was charged by the caller; record the admission */
+    w->adm_idx = cq->admitted.n;
+    if (FATIA_VEC_PUSH(&cq->admitted, w) < 0) {
+        ctl_remove_uses(&cq->node, w->use, w->n_use);
+        w->state = CTL_WL_PENDING;
+        ctl_wl_drop_admission(w);
+        return -ENOMEM;
+    }
+    if (w->lq && w->lq->usage)
+        for (size_t i = 0; i < w->n_use; i++)
+            w->lq->usage[w->use[i].fr] = amt_add(w->lq->usage[w->use[i].fr], w->use[i].v);
+    fatia_free(w->msg);
+    w->msg = NULL;
+    w->reason = NULL;
+    w->msg_cq = NULL;
+    e->st = ES_ASSUMED;
+    c->n_admissions++;
+    c->result.n_borrowing += w->borrowing;
+    return result_admission(c, w);
+}
+
+/* ---- ordering ---- */
+
+static int classical_cmp(const void *x, const void *y)
+{
+    const struct entry *a = *(struct entry *const *)x, *b = *(struct entry *const *)y;
+    int r;
+
+    if (a->a.borrowing != b->a.borrowing)
+        return a->a.borrowing < b->a.borrowing ? -1 : 1;
+    if (a->w->priority != b->w->priority)
+        return a->w->priority > b->w->priority ? -1 : 1;
+    if (a->w->created != b->w->created)
+        return a->w->created < b->w->created ? -1 : 1;
+    r = strcmp(a->w->uid, b->w->uid);
+    return r ? r : strcmp(a->w->key, b->w->key);
+}
+
+/* Fair sharing: values of entry e at each level of its path (see the file comment). */
+static void fs_levels(struct fatia_control *c, struct entry *e)
+{
+    const struct ctl_node *n;
+    int k = 0;
+    bool valid = e->lvl_valid;
+
+    if (valid)
+        for (int i = 0; i < e->n_lvl; i++)
+            if (e->lvl[i]->epoch != e->lvl_epoch[i]) {
+                valid = false;
+                break;
+            }
+    if (valid)
+        return;
+    /* the usage that reaches each node when e's usage is added at its ClusterQueue */
+    {
+        struct ctl_use ex_a[64], ex_b[64], *ex = ex_a, *nx = ex_b, *tmp;
+        size_t m = e->a.n_use < 64 ? e->a.n_use : 64;
+        memcpy(ex, e->a.use, m * sizeof(*ex));
+        for (n = &e->cq->node; n->parent && k < MAX_LEVELS; n = n->parent, k++) {
+            bool borrow = false;
+            e->lvl[k] = n;
+            e->lvl_epoch[k] = n->epoch;
+            e->lvl_drs[k] = ctl_drs(c, n, ex, m);
+            for (size_t i = 0; i < m; i++)
+                borrow |= amt_add(n->slot[ex[i].fr].usage, ex[i].v) > n->slot[ex[i].fr].subtree;
+            e->lvl_borrow[k] = borrow;
+            for (size_t i = 0; i < m; i++) {
+                amt_t la = ctl_local_available(n, ex[i].fr);
+                nx[i].fr = ex[i].fr;
+                nx[i].v = ex[i].v > la ? amt_sub(ex[i].v, la) : 0;
+            }
+            tmp = ex;
+            ex = nx;
+            nx = tmp;
+        }
+    }
+    e->n_lvl = k;
+    e->lvl_valid = true;
+}
+
+/* The level index of e's node whose parent is P, or -1. */
+static int level_at(const struct entry *e, const struct ctl_node *p)
+{
+    for (int i = 0; i < e->n_lvl; i++)
+        if (e->lvl[i]->parent == p)
+            return i;
+    return -1;
+}
+
+static bool fs_less(const struct entry *a, const struct entry *b, const struct ctl_node *p)
+{
+    int ia = level_at(a, p), ib = level_at(b, p), r;
+
+    if (ia >= 0 && ib >= 0) {
+        if (a->lvl_borrow[ia] != b->lvl_borrow[ib])
+            return !a->lvl_borrow[ia];
+        r = ctl_drs_cmp(a->lvl_drs[ia], b->lvl_drs[ib]);
+        if (r)
+            return r < 0;
+    }
+    if (a->w->priority != b->w->priority)
+        return a->w->priority > b->w->priority;
+    if (a->w->created != b->w->created)
+        return a->w->created < b->w->created;
+    r = strcmp(a->w->uid, b->w->uid);
+    return (r ? r : strcmp(a->w->key, b->w->key)) < 0;
+}
+
+struct fs_iter {
+    struct fatia_control *c;
+    struct entry **v; /* entries sorted by ClusterQueue name */
+    size_t n, left;
+};
+
+static struct entry *tournament(struct fs_iter *it, struct ctl_cohort *co, int depth)
+{
+    struct entry *best = NULL;
+
+    if (depth > 100000)
+        return NULL;
+    for (size_t i = 0; i < co->child_cohorts.n; i++) {
+        struct entry *x = tournament(it, co->child_cohorts.v[i], depth + 1);
+        if (x && (!best || fs_less(x, best, &co->node)))
+            best = x;
+    }
+    for (size_t i = 0; i < co->child_cqs.n; i++) {
+        struct ctl_cq *cq = co->child_cqs.v[i];
+        struct entry *x = cq->cycle_entry;
+        if (x && !x->fs_done && (!best || fs_less(x, best, &co->node)))
+            best = x;
+    }
+    return best;
+}
+
+static struct entry *fs_pop(struct fs_iter *it)
+{
+    struct entry *e0 = NULL, *win;
+    struct ctl_cohort *root;
+
+    for (size_t i = 0; i < it->n; i++)
+        if (!it->v[i]->fs_done) {
+            e0 = it->v[i];
+            break;
+        }
+    if (!e0)
+        return NULL;
+    if (!e0->cq->node.parent) {
+        e0->fs_done = true;
+        it->left--;
+        return e0;
+    }
+    for (root = e0->cq->cohort; root->parent; root = root->parent)
+        ;
+    for (size_t i = 0; i < it->n; i++) {
+        struct entry *e = it->v[i];
+        struct ctl_cohort *r;
+        if (e->fs_done || !e->cq->cohort)
+            continue;
+        for (r = e->cq->cohort; r->parent; r = r->parent)
+            ;
+        if (r == root)
+            fs_levels(it->c, e);
+    }
+    win = tournament(it, root, 0);
+    if (!win)
+        win = e0;
+    it->c->result.n_fair_decisions++;
+    win->fs_done = true;
+    it->left--;
+    return win;
+}
+
+static int cmp_entry_cq(const void *x, const void *y)
+{
+    const struct entry *a = *(struct entry *const *)x, *b = *(struct entry *const *)y;
+    return strcmp(a->cq->name, b->cq->name);
+}
+
+/* ---- processing ---- */
+
+static bool is_marked(const struct fatia_control *c, const struct ctl_wl *w)
+{
+    return w->preempt_mark == c->cycle_no;
+}
+
+static bool targets_overlap(const struct fatia_control *c, const struct entry *e)
+{
+    for (size_t i = 0; i < e->t.n; i++)
+        if (is_marked(c, e->t.v[i].wl))
+            return true;
+    return false;
+}
+
+/* Kueue fits(): the entry's usage fits once this cycle's victims and its own targets (which do
+ * not overlap them, checked before) are taken out. */
+static bool fits_now(struct fatia_control *c, struct entry *e, struct ctl_wl **victims,
+                     size_t n_victims)
+{
+    bool fits = true;
+
+    for (size_t i = 0; i < n_victims; i++)
+        ctl_snapshot_remove(c, victims[i]);
+    for (size_t i = 0; i < e->t.n; i++)
+        ctl_snapshot_remove(c, e->t.v[i].wl);
+    for (size_t i = 0; i < e->a.n_use && fits; i++)
+        if (ctl_available(&e->cq->node, e->a.use[i].fr) < e->a.use[i].v)
+            fits = false;
+    for (size_t i = 0; i < e->t.n; i++)
+        ctl_snapshot_add(c, e->t.v[i].wl);
+    for (size_t i = 0; i < n_victims; i++)
+        ctl_snapshot_add(c, victims[i]);
+    return fits;
+}
+
+static int reserve(struct entry *e)
+{
+    struct ctl_cq *cq = e->cq;
+    struct ctl_use *u = fatia_calloc(e->a.n_use ? e->a.n_use : 1, sizeof(*u));
+
+    if (!u)
+        return -ENOMEM;
+    for (size_t i = 0; i < e->a.n_use; i++) {
+        const struct ctl_slot *s = &cq->node.slot[e->a.use[i].fr];
+        amt_t v = e->a.use[i].v;
+        if (e->a.borrowing > 0) {
+            if (s->blimit != AMT_NONE)
+                v = amt_min(v, amt_sub(amt_add(s->nominal, s->blimit), s->usage));
+        } else {
+            v = amt_max(0, amt_min(v, amt_sub(s->nominal, s->usage)));
+        }
+        u[i] = (struct ctl_use){e->a.use[i].fr, v};
+    }
+    ctl_add_uses(&cq->node, u, e->a.n_use);
+    e->res_use = u;
+    e->n_res_use = e->a.n_use;
+    e->reserved = true;
+    return 0;
+}
+
+static const char *human_reason(const char *reason)
+{
+    if (!strcmp(reason, "InClusterQueue"))
+        return "prioritization in the ClusterQueue";
+    if (!strcmp(reason, "InCohortReclamation"))
+        return "reclamation within the cohort";
+    if (!strcmp(reason, "InCohortFairSharing"))
+        return "Fair Sharing within the cohort";
+    if (!strcmp(reason, "InCohortReclaimWhileBorrowing"))
+        return "reclamation within the cohort while borrowing";
+    return "UNKNOWN";
+}
+
+static int set_entry_msg(struct entry *e, const char *m)
+{
+    char *x = fatia_strdup(m);
+
+    if (!x)
+        return -ENOMEM;
+    fatia_free(e->msg);
+    e->msg = x;
+    return 0;
+}
+
+static int process(struct fatia_control *c, struct entry *e, struct ctl_wl ***victims,
+                   size_t *n_victims, size_t *cap_victims)
+{
+    char buf[512];
+    int r;
+
+    if (e->a.mode == CTL_NOFIT) {
+        e->rr = RR_NOFIT;
+        return 0;
+    }
+    if (e->a.mode == CTL_PREEMPT && e->t.n == 0) {
+        e->rr = RR_NO_CANDIDATES;
+        if (e->cq->reclaim != CTL_ANY)
+            return reserve(e);
+        return 0;
+    }
+    if (targets_overlap(c, e)) {
+        e->st = ES_SKIPPED;
+        c->result.n_skipped++;
+        return set_entry_msg(e, "Workload has overlapping preemption targets with another "
+                                "workload");
+    }
+    if (!fits_now(c, e, *victims, *n_victims)) {
+        e->st = ES_SKIPPED;
+        c->result.n_skipped++;
+        return set_entry_msg(e, "Workload no longer fits after processing another workload");
+    }
+    for (size_t i = 0; i < e->t.n; i++) {
+        if (*n_victims == *cap_victims) {
+            size_t nc = *cap_victims ? *cap_victims * 2 : 16;
+            struct ctl_wl **v = fatia_reallocarray(*victims, nc, sizeof(*v));
+            if (!v)
+                return -ENOMEM;
+            *victims = v;
+            *cap_victims = nc;
+        }
+        (*victims)[(*n_victims)++] = e->t.v[i].wl;
+        e->t.v[i].wl->preempt_mark = c->cycle_no;
+    }
+    ctl_add_uses(&e->cq->node, e->a.use, e->a.n_use);
+    if (e->a.mode == CTL_PREEMPT) {
+        size_t n = 0;
+        e->reserved = true;
+        e->res_use = NULL; /* the assignment's usage itself */
+        for (size_t i = 0; i < e->t.n; i++) {
+            struct ctl_wl *v = e->t.v[i].wl;
+            snprintf(buf, sizeof(buf),
+                     "Preempted to accommodate a workload (UID: %s, JobUID: %s) due to %s",
+                     *e->w->uid ? e->w->uid : "UNKNOWN", *e->w->job_uid ? e->w->job_uid : "UNKNOWN",
+                     human_reason(e->t.v[i].reason));
+            r = ctl_evict(c, v, e->t.v[i].reason, buf, e->w, true);
+            if (r < 0)
+                return r;
+            n++;
+        }
+        snprintf(buf, sizeof(buf), "%s. Pending the preemption of %zu workload(s)",
+                 e->msg ? e->msg : "", n);
+        r = set_entry_msg(e, buf);
+        if (r < 0)
+            return r;
+        e->rr = RR_PENDING_PREEMPTION;
+        e->w->sticky = true;
+        c->result.n_preemptors++;
+        return 0;
+    }
+    r = admit(c, e);
+    if (r < 0) {
+        ctl_remove_uses(&e->cq->node, e->a.use, e->a.n_use);
+        return r;
+    }
+    return 0;
+}
+
+/* requeueAndUpdate */
+static int requeue(struct fatia_control *c, struct entry *e)
+{
+    struct ctl_wl *w = e->w;
+    struct ctl_cq *cq = e->cq;
+    bool immediate;
+
+    if (e->st == ES_ASSUMED)
+        return 0;
+    if (e->st != ES_NOT_NOMINATED && e->rr == RR_GENERIC)
+        e->rr = RR_FAILED_AFTER_NOMINATION;
+    if (e->st == ES_SKIPPED)
+        e->rr = RR_FAILED_AFTER_NOMINATION;
+    fatia_free(w->msg);
+    w->msg = e->msg;
+    e->msg = NULL;
+    w->reason = "Pending";
+    w->msg_cq = cq;
+    if (w->q != CTL_Q_INFLIGHT)
+        return 0; /* removed from its queue during the cycle (not expected) */
+    if (cq->strategy == CTL_STRICT)
+        immediate = e->rr != RR_NAMESPACE_MISMATCH;
+    else
+        immediate = e->rr == RR_FAILED_AFTER_NOMINATION || e->rr == RR_PENDING_PREEMPTION;
+    if (e->rr != RR_PENDING_PREEMPTION)
+        w->sticky = false;
+    if (w->requeue_at <= c->now && (immediate || w->pop_gen != cq->requeue_gen))
+        return ctl_queue_push(c, cq, w);
+    c->result.quiet = false;
+    return ctl_queue_inadmissible(c, cq, w, e->rr == RR_NOFIT || e->rr == RR_NO_CANDIDATES);
+}
+
+static void entry_release(struct entry *e)
+{
+    ctl_assignment_release(&e->a);
+    ctl_targets_release(&e->t);
+    fatia_free(e->msg);
+    fatia_free(e->res_use);
+}
+
+int fatia_control_cycle(struct fatia_control *c, int64_t now,
+                        const struct fatia_control_result **ret)
+{
+    struct entry *entries = NULL, **order = NULL;
+    struct ctl_wl **victims = NULL;
+    size_t n = 0, n_victims = 0, cap_victims = 0, n_nom = 0;
+    int r = 0;
+
+    c->now = now;
+    if (c->tree_dirty) {
+        r = ctl_rebuild_tree(c);
+        if (r < 0)
+            return r;
+    }
+    ctl_arena_reset(&c->arena);
+    c->res_adm.n = c->res_ev.n = c->res_pend.n = 0;
+    memset(&c->result, 0, sizeof(c->result));
+    c->result.quiet = true;
+    c->result_valid = false;
+    r = take_pending_evictions(c);
+    if (r < 0)
+        return r;
+    c->n_cycles++;
+    c->cycle_no++;
+    c->stamp++;
+
+    /* 1. heads */
+    for (size_t i = 0; i < c->cqs.n; i++) {
+        struct ctl_cq *cq = c->cqs.v[i];
+        if (cq->backoff.n && (r = ctl_queue_expire_backoff(c, cq, now)) < 0)
+            goto out;
+        if (cq->defined && cq->active && cq->heap_n)
+            n++;
+    }
+    entries = fatia_calloc(n ? n : 1, sizeof(*entries));
+    order = fatia_calloc(n ? n : 1, sizeof(*order));
+    if (!entries || !order) {
+        r = -ENOMEM;
+        goto out;
+    }
+    n = 0;
+    for (size_t i = 0; i < c->cqs.n; i++) {
+        struct ctl_cq *cq = c->cqs.v[i];
+        if (!cq->defined || !cq->active || !cq->heap_n)
+            continue;
+        entries[n].cq = cq;
+        entries[n].w = ctl_queue_pop(c, cq);
+        n++;
+    }
+    c->result.n_heads = n;
+
+    /* 2. nominate */
+    for (size_t i = 0; i < n; i++) {
+        struct entry *e = &entries[i];
+        c->phases.nominate++;
+        if (!ctl_ns_matches(c, e->cq, e->w->ns)) {
+            e->rr = RR_NAMESPACE_MISMATCH;
+            r = set_entry_msg(e, "Workload namespace doesn't match ClusterQueue selector");
+        } else if (e->w->bad) {
+            r = set_entry_msg(e, e->w->bad_msg ? e->w->bad_msg : "invalid workload");
+        } else {
+            r = ctl_get_assignments(c, e->cq, e->w, &e->a, &e->t);
+            if (r == 0) {
+                e->msg = ctl_assignment_message(&e->a, e->w);
+                if (!e->msg)
+                    r = -ENOMEM;
+                e->nominated = true;
+                order[n_nom++] = e;
+            }
+        }
+        if (r < 0)
+            goto out;
+    }
+
+    /* 3. order and 4. process */
+    if (c->cfg.fair_sharing) {
+        struct fs_iter it = {c, order, n_nom, n_nom};
+        struct entry *e;
+        if (n_nom > 1)
+            qsort(order, n_nom, sizeof(*order), cmp_entry_cq);
+        for (size_t i = 0; i < n_nom; i++)
+            order[i]->cq->cycle_entry = order[i];
+        while ((e = fs_pop(&it))) {
+            c->phases.process++;
+            r = process(c, e, &victims, &n_victims, &cap_victims);
+            if (r < 0)
+                goto out;
+        }
+    } else {
+        if (n_nom > 1)
+            qsort(order, n_nom, sizeof(*order), classical_cmp);
+        for (size_t i = 0; i < n_nom; i++) {
+            c->phases.process++;
+            r = process(c, order[i], &victims, &n_victims, &cap_victims);
+            if (r < 0)
+                goto out;
+        }
+    }
+
+    /* 5. requeue, and take back what was only reserved for this cycle */
+    for (size_t i = 0; i < n; i++) {
+        struct entry *e = &entries[i];
+        if (e->reserved) {
+            if (e->res_use)
+                ctl_remove_uses(&e->cq->node, e->res_use, e->n_res_use);
+            else
+                ctl_remove_uses(&e->cq->node, e->a.use, e->a.n_use);
+            e->reserved = false;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct entry *e = &entries[i];
+        c->phases.requeue++;
+        if (e->st == ES_ASSUMED)
+            continue;
+        r = requeue(c, e);
+        if (r < 0)
+            goto out;
+        r = result_pending(c, e->w);
+        if (r < 0)
+            goto out;
+    }
+    if (c->res_adm.n || c->res_ev.n)
+        c->result.quiet = false;
+out:
+    for (size_t i = 0; entries && i < n; i++) {
+        entries[i].cq->cycle_entry = NULL;
+        if (r < 0 && entries[i].reserved) {
+            if (entries[i].res_use)
+                ctl_remove_uses(&entries[i].cq->node, entries[i].res_use, entries[i].n_res_use);
+            else
+                ctl_remove_uses(&entries[i].cq->node, entries[i].a.use, entries[i].a.n_use);
+        }
+        if (r < 0 && entries[i].w->q == CTL_Q_INFLIGHT)
+            ctl_queue_push(c, entries[i].cq, entries[i].w);
+        entry_release(&entries[i]);
+    }
+    fatia_free(entries);
+    fatia_free(order);
+    fatia_free(victims);
+    if (r < 0)
+        return r;
+    c->result.n_admitted = c->res_adm.n;
+    c->result.admitted = c->res_adm.v;
+    c->result.n_evicted = c->res_ev.n;
+    c->result.evicted = c->res_ev.v;
+    c->result.n_pending = c->res_pend.n;
+    c->result.pending = c->res_pend.v;
+    c->result_valid = true;
+    *ret = &c->result;
+    return 0;
+}
+
+bool fatia_control_has_work(const struct fatia_control *c)
+{
+    for (size_t i = 0; i < c->cqs.n; i++) {
+        const struct ctl_cq *cq = c->cqs.v[i];
+        if (cq->defined && cq->heap_n && (cq->active || c->tree_dirty))
+            return true;
+    }
+    return false;
+}

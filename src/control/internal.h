@@ -1,0 +1,584 @@
+/*
+ * control/internal.h: the admission engine's data structures, shared by the files of
+ * src/control (not a public header).
+ *
+ * Interning: resource names, flavor names and (flavor, resource) pairs ("fr") are small dense
+ * integers, so quota and usage are flat arrays indexed by fr id on every node of the quota tree.
+ * Amounts are int64 milli-units (cpu 500m = 500, memory 1Gi = 1073741824000, nvidia.com/gpu 2 =
+ * 2000), read with fatia_quantity_milli, and every sum saturates at INT64_MAX / INT64_MIN as
+ * Kueue's resources.Amount does (a 9 PiB memory quota saturates; nothing wraps).
+ *
+ * The quota tree (Kueue pkg/cache/scheduler/resource_node.go): every ClusterQueue and Cohort is a
+ * struct ctl_node with per-fr {nominal, borrowingLimit, lendingLimit, subtree quota, usage}.
+ * Cohorts referenced by name only are implicit nodes without quota. Usage of a ClusterQueue is the
+ * sum of its admitted (and evicting) workloads; a cohort's usage is what its children use past
+ * their local (lending-limited) quota. Invariant: after every engine call, each node's usage
+ * equals that recomputed from the admitted workloads (fatia_control_check verifies it).
+ */
+#ifndef FATIA_CONTROL_INTERNAL_H
+#define FATIA_CONTROL_INTERNAL_H
+
+#include "base/compat.h"
+
+#include <jansson.h>
+
+#include "base/buf.h"
+#include "base/map.h"
+#include "base/vec.h"
+#include "control/control.h"
+#include "model/selector.h"
+
+typedef int64_t amt_t;
+#define AMT_NONE INT64_MIN /* an absent limit */
+#define AMT_MAX  INT64_MAX
+
+static inline amt_t amt_add(amt_t a, amt_t b)
+{
+    amt_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN + 1;
+    return r;
+}
+
+static inline amt_t amt_sub(amt_t a, amt_t b)
+{
+    amt_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? INT64_MAX : INT64_MIN + 1;
+    return r;
+}
+
+static inline amt_t amt_mul(amt_t a, int64_t k)
+{
+    amt_t r;
+    if (__builtin_mul_overflow(a, k, &r))
+        return ((a < 0) != (k < 0)) ? INT64_MIN + 1 : INT64_MAX;
+    return r;
+}
+
+static inline amt_t amt_max(amt_t a, amt_t b)
+{
+    return a > b ? a : b;
+}
+
+static inline amt_t amt_min(amt_t a, amt_t b)
+{
+    return a < b ? a : b;
+}
+
+/* ---- quota tree ---- */
+
+struct ctl_slot {
+    amt_t nominal;
+    amt_t blimit; /* AMT_NONE: unlimited */
+    amt_t llimit; /* AMT_NONE: lends everything */
+    amt_t subtree;
+    amt_t usage;
+};
+
+struct ctl_cq;
+struct ctl_cohort;
+
+struct ctl_node {
+    struct ctl_node *parent; /* NULL: root (or no cohort, or in a cycle) */
+    struct ctl_slot *slot;   /* n_fr_cap entries of the engine */
+    uint32_t *frs;           /* fr ids with quota or usage in the subtree, sorted */
+    size_t n_frs;
+    double weight; /* fairSharing.weight; 1 by default */
+    int height;    /* Kueue getNodeHeight: 0 for a ClusterQueue */
+    bool is_cq;
+    uint64_t epoch; /* bumped whenever usage changes (fair-sharing caches) */
+    const char *name;
+    amt_t *lend; /* cohorts: per resource id, what a child can reach through this node
+                       (Kueue calculateLendable), rebuilt with the tree */
+};
+
+/* ---- resource groups, as declared ---- */
+
+struct ctl_rg_quota {
+    uint32_t flavor;
+    uint32_t res;
+    amt_t nominal, blimit, llimit;
+};
+
+struct ctl_rg {
+    uint32_t *res; /* covered resources, in spec order */
+    size_t n_res;
+    uint32_t *flavors; /* in spec order */
+    size_t n_flavors;
+};
+
+struct ctl_quota_spec {
+    struct ctl_rg *rgs;
+    size_t n_rgs;
+    struct ctl_rg_quota *q; /* one per (flavor, covered resource) */
+    size_t n_q;
+};
+
+/* ---- flavors ---- */
+
+struct ctl_taint {
+    char *key, *value, *effect;
+};
+
+struct ctl_toleration {
+    char *key, *value, *effect;
+    bool exists; /* operator Exists */
+};
+
+struct ctl_flavor {
+    char *name;
+    uint32_t id;
+    bool defined;   /* a ResourceFlavor object exists */
+    json_t *labels; /* nodeLabels (owned reference, may be NULL) */
+    struct ctl_taint *taints;
+    size_t n_taints;
+    struct ctl_toleration *tols;
+    size_t n_tols;
+};
+
+/* ---- workloads ---- */
+
+struct ctl_req {
+    uint32_t res;
+    amt_t per_pod;
+};
+
+struct ctl_placement; /* pod template constraints (match.c) */
+
+struct ctl_podset {
+    char *name;
+    int32_t count;
+    int32_t min_count;   /* == count when the pod set has no minCount */
+    struct ctl_req *req; /* sorted by resource name */
+    size_t n_req;
+    struct ctl_placement *place; /* NULL: no tolerations, nodeSelector nor affinity */
+};
+
+struct ctl_use {
+    uint32_t fr;
+    amt_t v;
+};
+
+struct ctl_ps_assign {
+    int32_t count;
+    size_t n;
+
+    struct {
+        uint32_t res;
+        uint32_t flavor;
+        amt_t total;
+    } * v;
+};
+
+enum ctl_wl_state {
+    CTL_WL_PENDING,
+    CTL_WL_ADMITTED,
+    CTL_WL_EVICTING,
+};
+
+enum ctl_qstate {
+    CTL_Q_NONE,         /* not queued: admitted, evicting, inactive, or its queue is missing */
+    CTL_Q_HEAP,         /* in its ClusterQueue's active heap */
+    CTL_Q_INADMISSIBLE, /* parked until a capacity event */
+    CTL_Q_BACKOFF,      /* waiting for requeueAt */
+    CTL_Q_INFLIGHT,     /* popped in the running cycle */
+};
+
+struct ctl_lq;
+
+struct ctl_wl {
+    char *key; /* "ns/name" */
+    char *ns, *name;
+    char *uid;     /* metadata.uid, "" when absent */
+    char *job_uid; /* label kueue.x-k8s.io/job-uid, "" when absent */
+    char *queue_name;
+    int32_t priority;
+    int64_t created;    /* queue-order timestamp, usec */
+    int64_t qr_time;    /* QuotaReserved time, usec; 0 = none */
+    int64_t requeue_at; /* requeueState.requeueAt, usec; 0 = none */
+    bool active;
+    bool evicted_cond; /* Evicted=True (only meaningful while it holds quota) */
+    bool sticky;       /* preemptor waiting for its victims (BestEffortFIFO head first) */
+    bool bad;          /* cannot be admitted (see msg) */
+    char *bad_msg;
+    uint64_t shape_hash; /* scheduling-equivalence hash */
+    struct ctl_podset *ps;
+    size_t n_ps;
+
+    enum ctl_wl_state state;
+    struct ctl_lq *lq; /* NULL when the LocalQueue does not exist */
+    struct ctl_cq *cq; /* queue target while pending; admission CQ while holding quota */
+
+    /* admission (ADMITTED / EVICTING) */
+    struct ctl_ps_assign *asg; /* n_ps entries */
+    struct ctl_use *use;       /* merged usage per fr */
+    size_t n_use;
+    bool borrowing;
+
+    /* queue */
+    enum ctl_qstate q;
+    size_t heap_idx;
+    struct ctl_wl *prev, *next; /* inadmissible / backoff list links */
+    size_t adm_idx;             /* index in cq->admitted */
+    uint64_t pop_gen;           /* cq->requeue_gen when popped */
+    uint64_t preempt_mark;      /* cycle number in which it became a preemption target */
+
+    /* last scheduling attempt (for pending output) */
+    const char *reason; /* static string */
+    char *msg;
+    struct ctl_cq *msg_cq;
+};
+
+/* ---- queues ---- */
+
+struct ctl_wlist {
+    struct ctl_wl *head, *tail;
+    size_t n;
+};
+
+struct ctl_lq {
+    bool defined; /* a LocalQueue object exists (else only named by workloads) */
+    char *key;    /* ns/name */
+    char *ns, *name;
+    char *cq_name;
+    bool stopped;                   /* stopPolicy != None */
+    bool drain;                     /* HoldAndDrain */
+    double weight;                  /* fairSharing.weight */
+    struct ctl_cq *cq;              /* resolved */
+    FATIA_VEC(struct ctl_wl *) wls; /* every workload naming this queue */
+    /* admission fair sharing */
+    double *consumed; /* per resource id (n_res_cap), NULL until used */
+    double *penalty;
+    int64_t afs_last;
+    amt_t *usage; /* per fr, admitted; n_fr_cap entries, NULL until used */
+    amt_t *reserve;
+};
+
+enum ctl_strategy {
+    CTL_BEST_EFFORT,
+    CTL_STRICT
+};
+
+enum ctl_policy {
+    CTL_NEVER,
+    CTL_LOWER,
+    CTL_LOWER_OR_NEWER_EQUAL,
+    CTL_ANY
+};
+
+enum ctl_fung {
+    CTL_MAY_STOP,
+    CTL_TRY_NEXT
+};
+
+struct ctl_cq {
+    struct ctl_node node;
+    char *name;
+    bool defined;      /* a ClusterQueue object exists (else a name only, kept for its workloads) */
+    char *cohort_name; /* NULL or "" = none */
+    struct ctl_quota_spec qs;
+    int16_t *rg_of_res; /* per resource id: rg index, -1; n_res_cap entries */
+    bool covers_pods;
+    uint32_t pods_res;
+
+    enum ctl_strategy strategy;
+    struct fatia_selector *ns_sel; /* NULL: no namespace */
+    enum ctl_fung when_borrow, when_preempt;
+    bool pref_preemption_over_borrowing;
+    enum ctl_policy within, reclaim;
+    bool borrow_within; /* borrowWithinCohort.policy LowerPriority */
+    bool has_threshold;
+    int32_t threshold;
+    bool stopped, drain;
+    bool has_checks; /* admission checks (not supported: the queue is inactive) */
+    bool afs;        /* admissionScope UsageBasedAdmissionFairSharing */
+
+    bool active;
+    const char *inactive_reason;
+    char *inactive_msg;
+
+    /* queue */
+    struct ctl_wl **heap;
+    size_t heap_n, heap_cap;
+    struct ctl_wlist inadm;
+    struct ctl_wlist backoff;
+    uint64_t requeue_gen; /* bumped each time its inadmissible workloads are requeued */
+    size_t n_inflight;
+    size_t n_pending_other; /* backoff + inflight */
+    uint64_t *nofit_hashes; /* equivalence hashes made inadmissible since the last requeue */
+    size_t n_nofit, nofit_cap;
+
+    FATIA_VEC(struct ctl_wl *) admitted; /* ADMITTED and EVICTING */
+    FATIA_VEC(struct ctl_lq *) lqs;
+
+    struct ctl_cohort *cohort;
+    size_t index;   /* in the engine's cqs vector */
+    bool listed;    /* in the engine's active list */
+    uint64_t stamp; /* scratch marks of one preemption search */
+    bool pruned;
+    size_t grp, grp_n, grp_pos;
+    void *cycle_entry; /* the head of this queue in the running cycle (fair sharing) */
+};
+
+struct ctl_cohort {
+    struct ctl_node node;
+    char *name;
+    char *parent_name;
+    bool defined; /* a Cohort object exists */
+    bool in_cycle;
+    struct ctl_quota_spec qs;
+    FATIA_VEC(struct ctl_cohort *) child_cohorts;
+    FATIA_VEC(struct ctl_cq *) child_cqs;
+    struct ctl_cohort *parent;
+    size_t n_subtree_cqs;
+    uint64_t stamp; /* scratch marks of one preemption search */
+    bool pruned;
+};
+
+struct ctl_ns {
+    char *name;
+    json_t *labels; /* owned; always has kubernetes.io/metadata.name */
+};
+
+struct ctl_wpc {
+    char *name;
+    int32_t value;
+};
+
+struct ctl_transform {
+    uint32_t input;
+    bool replace;
+    struct ctl_req *out; /* per unit of input (milli per unit) */
+    size_t n_out;
+};
+
+struct ctl_config {
+    bool fair_sharing;
+    int n_strategies;
+    int strategies[2]; /* 0 = LessThanOrEqualToFinalShare, 1 = LessThanInitialShare */
+    bool partial_admission;
+    bool ignore_undeclared;
+    bool afs;
+    int64_t afs_half_life, afs_interval; /* usec */
+    double *afs_weight;                  /* per resource id; default 1 */
+    size_t n_afs_weight;
+    struct ctl_transform *tr;
+    size_t n_tr;
+    char **exclude_prefixes;
+    size_t n_exclude;
+};
+
+/* ---- the result arena of one cycle ---- */
+
+struct ctl_arena {
+    char **blocks;
+    size_t n, cap;
+    size_t used; /* in the current block */
+    size_t block_size;
+};
+
+struct ctl_preempted {
+    struct ctl_wl *wl;
+};
+
+struct fatia_control {
+    /* interning */
+    struct fatia_strmap res_index; /* name -> id + 1 */
+    FATIA_VEC(char *) res_names;
+    struct fatia_strmap flavor_index; /* name -> struct ctl_flavor * */
+    FATIA_VEC(struct ctl_flavor *) flavors;
+    int32_t **fr_of; /* [flavor][res] -> fr id or -1; rows sized fr_res_cap */
+    size_t fr_rows, fr_res_cap;
+    FATIA_VEC(uint32_t) fr_flavor; /* per fr id */
+    FATIA_VEC(uint32_t) fr_res;
+    size_t n_fr_cap; /* slot arrays are this long */
+    size_t n_res_cap;
+
+    /* objects */
+    struct fatia_strmap cq_index; /* name -> cq */
+    FATIA_VEC(struct ctl_cq *) cqs;
+    struct fatia_strmap cohort_index;
+    FATIA_VEC(struct ctl_cohort *) cohorts;
+    struct fatia_strmap lq_index; /* ns/name -> lq */
+    FATIA_VEC(struct ctl_lq *) lqs;
+    struct fatia_strmap ns_index;
+    FATIA_VEC(struct ctl_ns *) nss;
+    struct fatia_strmap wpc_index;
+    FATIA_VEC(struct ctl_wpc *) wpcs;
+    struct fatia_strmap wl_index; /* key -> wl */
+    FATIA_VEC(struct ctl_wl *) wls;
+    struct ctl_config cfg;
+    bool tree_dirty; /* structure changed: rebuild before the next cycle */
+    int64_t now;     /* the latest clock value a caller passed */
+
+    /* cycle */
+    uint64_t cycle_no;
+    struct ctl_arena arena;
+    FATIA_VEC(struct fatia_control_admission) res_adm;
+    FATIA_VEC(struct fatia_control_eviction) res_ev;
+    FATIA_VEC(struct fatia_control_pending) res_pend;
+    FATIA_VEC(struct fatia_control_eviction) pending_ev; /* decided outside cycles */
+    struct fatia_control_result result;
+    bool result_valid;
+
+    /* scratch */
+    amt_t *scratch_amt;  /* n_fr_cap */
+    double *scratch_dbl; /* n_res_cap */
+    double *scratch_dbl2;
+
+    uint64_t stamp; /* for the scratch marks on queues and cohorts */
+
+    /* counters */
+    uint64_t n_cycles, n_admissions, n_evictions, n_preemptions;
+    struct fatia_control_phase_counts phases;
+};
+
+/* ---- intern.c ---- */
+int ctl_res_intern(struct fatia_control *c, const char *name, uint32_t *ret);
+int ctl_res_find(const struct fatia_control *c, const char *name); /* -1 */
+int ctl_flavor_intern(struct fatia_control *c, const char *name, struct ctl_flavor **ret);
+int ctl_fr_intern(struct fatia_control *c, uint32_t flavor, uint32_t res, uint32_t *ret);
+int ctl_fr_find(const struct fatia_control *c, uint32_t flavor, uint32_t res); /* -1 */
+const char *ctl_res_name(const struct fatia_control *c, uint32_t res);
+const char *ctl_flavor_name(const struct fatia_control *c, uint32_t flavor);
+char *ctl_arena_strdup(struct fatia_control *c, const char *s);
+void *ctl_arena_alloc(struct fatia_control *c, size_t n);
+void ctl_arena_reset(struct ctl_arena *a);
+void ctl_arena_release(struct ctl_arena *a);
+int ctl_grow_scratch(struct fatia_control *c);
+
+/* ---- quota.c ---- */
+amt_t ctl_local_quota(const struct ctl_node *n, uint32_t fr);
+amt_t ctl_local_available(const struct ctl_node *n, uint32_t fr);
+amt_t ctl_available_raw(const struct ctl_node *n, uint32_t fr);
+amt_t ctl_available(const struct ctl_node *n, uint32_t fr); /* max(0, raw) */
+amt_t ctl_potential_available(const struct ctl_node *n, uint32_t fr);
+void ctl_add_usage(struct ctl_node *n, uint32_t fr, amt_t v);
+void ctl_remove_usage(struct ctl_node *n, uint32_t fr, amt_t v);
+void ctl_add_uses(struct ctl_node *n, const struct ctl_use *u, size_t k);
+void ctl_remove_uses(struct ctl_node *n, const struct ctl_use *u, size_t k);
+bool ctl_borrowing_with(const struct ctl_node *n, uint32_t fr, amt_t v);
+int ctl_find_height(const struct ctl_cq *cq, uint32_t fr, amt_t v, bool *may_reclaim);
+bool ctl_fits_in_quota(const struct ctl_node *n, const struct ctl_use *req, size_t k,
+                       struct ctl_use *remaining);
+bool ctl_within_nominal(const struct ctl_node *n, const uint32_t *frs, size_t k);
+int ctl_rebuild_tree(struct fatia_control *c);
+void ctl_node_usage_recompute(struct fatia_control *c);
+
+/* Dominant resource share of a node with optional extra usage (Kueue fair_sharing.go). */
+struct ctl_drs {
+    double ratio;  /* unweighted borrowed x 1000 / lendable, max over resources */
+    double weight; /* the node's weight */
+    uint32_t res;  /* dominant resource */
+};
+struct ctl_drs ctl_drs(struct fatia_control *c, const struct ctl_node *n,
+                       const struct ctl_use *extra, size_t k);
+int ctl_drs_cmp(struct ctl_drs a, struct ctl_drs b);
+int64_t ctl_drs_rounded(struct ctl_drs d);
+
+/* ---- match.c ---- */
+int ctl_toleration_parse(const json_t *t, struct ctl_toleration *ret);
+int ctl_placement_parse(const json_t *pod_spec, struct ctl_placement **ret, char *why, size_t n);
+void ctl_placement_free(struct ctl_placement *p);
+/* NULL when the pod set may use the flavor, else a reason ("untolerated taint ..."). */
+const char *ctl_flavor_mismatch(const struct ctl_podset *ps, const struct ctl_flavor *f, char *buf,
+                                size_t n);
+
+/* ---- objects.c ---- */
+struct ctl_cq *ctl_cq_get(const struct fatia_control *c, const char *name);
+void ctl_wl_free(struct ctl_wl *w);
+void ctl_wl_charge(struct fatia_control *c, struct ctl_wl *w); /* add usage to its CQ and LQ */
+void ctl_wl_uncharge(struct fatia_control *c, struct ctl_wl *w);
+void ctl_wl_drop_admission(struct ctl_wl *w);
+bool ctl_ns_matches(const struct fatia_control *c, const struct ctl_cq *cq, const char *ns);
+int ctl_evict(struct fatia_control *c, struct ctl_wl *w, const char *reason, const char *msg,
+              const struct ctl_wl *preemptor, bool in_cycle);
+void ctl_resolve_queue(struct fatia_control *c, struct ctl_wl *w);
+
+/* ---- queue.c ---- */
+bool ctl_wl_before(const struct ctl_cq *cq, const struct ctl_wl *a, const struct ctl_wl *b);
+int ctl_queue_push(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w);
+struct ctl_wl *ctl_queue_pop(struct fatia_control *c, struct ctl_cq *cq);
+void ctl_queue_remove(struct fatia_control *c, struct ctl_wl *w);
+int ctl_queue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
+                           bool record_hash);
+int ctl_queue_expire_backoff(struct fatia_control *c, struct ctl_cq *cq, int64_t now);
+int ctl_queue_requeue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, int64_t now);
+int ctl_queue_requeue_tree(struct fatia_control *c, struct ctl_cq *cq, int64_t now);
+int ctl_queue_requeue_all(struct fatia_control *c, int64_t now);
+size_t ctl_queue_pending(const struct ctl_cq *cq);
+void ctl_wlist_remove(struct ctl_wlist *l, struct ctl_wl *w);
+void ctl_wlist_append(struct ctl_wlist *l, struct ctl_wl *w);
+void ctl_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reason, const char *fmt, ...)
+    FATIA_PRINTF(4, 5);
+
+/* ---- assign.c ---- */
+enum ctl_mode {
+    CTL_NOFIT = 0,
+    CTL_PREEMPT = 1,
+    CTL_FIT = 3
+};
+
+struct ctl_flv_asg {
+    uint32_t res, flavor, fr;
+    enum ctl_mode mode;
+    int borrow;
+    amt_t total; /* request of the pod set for this resource */
+};
+
+struct ctl_ps_result {
+    int32_t count;
+    struct ctl_flv_asg *flv; /* sorted by resource name */
+    size_t n_flv, cap_flv;
+    bool failed; /* some requested resource got no flavor */
+    char **reasons;
+    size_t n_reasons, cap_reasons;
+};
+
+struct ctl_assignment {
+    struct ctl_ps_result *ps; /* n_ps; only the pod sets processed (NoFit stops early) */
+    size_t n_ps;
+    int borrowing;
+    enum ctl_mode mode;
+    struct ctl_use *use; /* merged usage per fr of the whole assignment */
+    size_t n_use, cap_use;
+};
+
+struct ctl_target {
+    struct ctl_wl *wl;
+    const char *reason;
+};
+
+struct ctl_targets {
+    struct ctl_target *v;
+    size_t n, cap;
+};
+
+int ctl_assign(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w, const int32_t *counts,
+               struct ctl_assignment *ret);
+void ctl_assignment_release(struct ctl_assignment *a);
+/* Kueue getInitialAssignments: full assignment, its preemption targets, partial admission. */
+int ctl_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
+                        struct ctl_assignment *ret, struct ctl_targets *targets);
+/* "couldn't assign flavors to pod set main: ..." (Kueue Assignment.Message). Caller frees. */
+char *ctl_assignment_message(const struct ctl_assignment *a, const struct ctl_wl *w);
+
+/* ---- preempt.c ---- */
+int ctl_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl_wl *w,
+                    const uint32_t *frs_need, size_t n_need, const struct ctl_use *req,
+                    size_t n_req, struct ctl_targets *ret);
+void ctl_targets_release(struct ctl_targets *t);
+int ctl_targets_push(struct ctl_targets *t, struct ctl_wl *w, const char *reason);
+void ctl_snapshot_remove(struct fatia_control *c, struct ctl_wl *w);
+void ctl_snapshot_add(struct fatia_control *c, struct ctl_wl *w);
+bool ctl_wl_uses_frs(const struct ctl_wl *w, const uint32_t *frs, size_t n);
+
+/* ---- status.c ---- */
+int ctl_pending_list(const struct fatia_control *c, json_t *out);
+
+/* ---- cycle.c ---- */
+int ctl_result_add_eviction(struct fatia_control *c, const struct ctl_wl *w, const char *reason,
+                            const char *message, const struct ctl_wl *preemptor, bool pending);
+
+#endif

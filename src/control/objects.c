@@ -1,0 +1,1873 @@
+/*
+ * control/objects.c: validated Kueue objects into the engine's structs, and the object-level
+ * events (apply, delete, finished, released, evictions outside cycles).
+ *
+ * Every tree handed to fatia_control_apply has been validated and defaulted by the model layer
+ * (model/kinds/kueue.c, fatia_config.c), so member types are as the schema promises, except the
+ * pod template's affinity, which match.c parses defensively.
+ *
+ * Names that are referenced before (or after) their object exists are kept as "undefined"
+ * entries: a LocalQueue named by workloads, a ClusterQueue named by a LocalQueue or by an
+ * admission, a ResourceFlavor named by a quota, a Cohort named by a ClusterQueue. This keeps every
+ * workload attached to one LocalQueue entry, and every admission to one ClusterQueue entry, so
+ * that an object arriving later (watch events come in any order) simply defines its entry.
+ *
+ * What the engine derives from a Workload (Kueue pkg/workload/resources.go, workload.go):
+ *   - per-pod requests: sum over containers (limits stand for missing requests), the max with
+ *     init containers (restartable init containers add to the running sum), plus overhead; a
+ *     pod-level spec.resources.requests entry replaces the computed one; then the SchedulerConfig
+ *     excludes resource prefixes and applies resource transformations (Retain keeps the input,
+ *     Replace drops it; outputs are per unit of input);
+ *   - priority: spec.priority, else the WorkloadPriorityClass value at the time the workload is
+ *     first seen (later class changes do not move existing workloads, as upstream), else 0;
+ *   - queue-order time: metadata.creationTimestamp, or the Evicted condition's time when it was
+ *     evicted by PodsReadyTimeout or AdmissionCheck;
+ *   - admission: status.admission with QuotaReserved=True; each pod set's usage is its
+ *     resourceUsage, or per-pod requests x count where resourceUsage lacks the resource.
+ */
+#include "base/compat.h"
+
+#include <stdarg.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/hash.h"
+#include "base/json.h"
+#include "base/str.h"
+#include "control/internal.h"
+#include "model/quantity.h"
+
+void ctl_cohort_free(struct ctl_cohort *co);
+int ctl_cohort_ensure(struct fatia_control *c, const char *name, struct ctl_cohort **ret);
+void ctl_cq_update_active(struct fatia_control *c, struct ctl_cq *cq);
+
+/* ---- small helpers ---- */
+
+static amt_t q_milli(const json_t *v)
+{
+    struct fatia_quantity q;
+
+    if (!v || fatia_quantity_parse_json(v, &q, NULL, 0) < 0)
+        return 0;
+    return fatia_quantity_milli(&q);
+}
+
+static int64_t parse_time(const char *s, int64_t def)
+{
+    fatia_usec_t t;
+
+    if (!s || fatia_time_parse_rfc3339(s, &t) < 0)
+        return def;
+    return t;
+}
+
+static const json_t *find_condition(const json_t *obj, const char *type)
+{
+    const json_t *conds = fatia_json_path(obj, "status.conditions");
+    size_t i;
+    json_t *cnd;
+
+    json_array_foreach(conds, i, cnd)
+    {
+        const char *t = fatia_json_str(cnd, "type");
+        if (t && !strcmp(t, type))
+            return cnd;
+    }
+    return NULL;
+}
+
+static bool condition_true(const json_t *cnd)
+{
+    const char *s = fatia_json_str(cnd, "status");
+    return s && !strcmp(s, "True");
+}
+
+static void quota_spec_release(struct ctl_quota_spec *qs)
+{
+    for (size_t i = 0; i < qs->n_rgs; i++) {
+        fatia_free(qs->rgs[i].res);
+        fatia_free(qs->rgs[i].flavors);
+    }
+    fatia_free(qs->rgs);
+    fatia_free(qs->q);
+    memset(qs, 0, sizeof(*qs));
+}
+
+/* spec.resourceGroups into qs; interns every flavor, resource and flavor-resource. */
+static int quota_spec_parse(struct fatia_control *c, const json_t *groups,
+                            struct ctl_quota_spec *ret)
+{
+    struct ctl_quota_spec qs = {0};
+    size_t gi, fi, ri, nq = 0;
+    json_t *g, *f, *rq;
+    int r = -ENOMEM;
+
+    json_array_foreach(groups, gi, g)
+    {
+        json_array_foreach(json_object_get(g, "flavors"), fi, f) nq +=
+            json_array_size(json_object_get(f, "resources"));
+    }
+    if (json_array_size(groups)) {
+        qs.rgs = fatia_calloc(json_array_size(groups), sizeof(*qs.rgs));
+        if (!qs.rgs)
+            goto fail;
+    }
+    if (nq) {
+        qs.q = fatia_calloc(nq, sizeof(*qs.q));
+        if (!qs.q)
+            goto fail;
+    }
+    json_array_foreach(groups, gi, g)
+    {
+        struct ctl_rg *rg = &qs.rgs[qs.n_rgs++];
+        const json_t *cov = json_object_get(g, "coveredResources");
+        const json_t *flv = json_object_get(g, "flavors");
+        json_t *x;
+        size_t k;
+        rg->res = fatia_calloc(json_array_size(cov) + 1, sizeof(*rg->res));
+        rg->flavors = fatia_calloc(json_array_size(flv) + 1, sizeof(*rg->flavors));
+        if (!rg->res || !rg->flavors)
+            goto fail;
+        json_array_foreach(cov, k, x)
+        {
+            if (ctl_res_intern(c, json_string_value(x), &rg->res[rg->n_res]) < 0)
+                goto fail;
+            rg->n_res++;
+        }
+        json_array_foreach(flv, fi, f)
+        {
+            struct ctl_flavor *fl;
+            if (ctl_flavor_intern(c, fatia_json_str(f, "name"), &fl) < 0)
+                goto fail;
+            rg->flavors[rg->n_flavors++] = fl->id;
+            json_array_foreach(json_object_get(f, "resources"), ri, rq)
+            {
+                struct ctl_rg_quota *q = &qs.q[qs.n_q];
+                uint32_t res, fr;
+                json_t *bl = json_object_get(rq, "borrowingLimit");
+                json_t *ll = json_object_get(rq, "lendingLimit");
+                if (ctl_res_intern(c, fatia_json_str(rq, "name"), &res) < 0 ||
+                    ctl_fr_intern(c, fl->id, res, &fr) < 0)
+                    goto fail;
+                q->flavor = fl->id;
+                q->res = res;
+                q->nominal = q_milli(json_object_get(rq, "nominalQuota"));
+                q->blimit = bl && !json_is_null(bl) ? q_milli(bl) : AMT_NONE;
+                q->llimit = ll && !json_is_null(ll) ? q_milli(ll) : AMT_NONE;
+                qs.n_q++;
+            }
+        }
+    }
+    *ret = qs;
+    return 0;
+fail:
+    quota_spec_release(&qs);
+    return r;
+}
+
+static double weight_of(const json_t *spec)
+{
+    const json_t *w = fatia_json_path(spec, "fairSharing.weight");
+
+    if (!w)
+        return 1.0;
+    return (double)q_milli(w) / 1000.0;
+}
+
+/* ---- engine ---- */
+
+int fatia_control_new(struct fatia_control **ret)
+{
+    struct fatia_control *c = fatia_calloc(1, sizeof(*c));
+
+    if (!c)
+        return -ENOMEM;
+    fatia_strmap_init(&c->res_index);
+    fatia_strmap_init(&c->flavor_index);
+    fatia_strmap_init(&c->cq_index);
+    fatia_strmap_init(&c->cohort_index);
+    fatia_strmap_init(&c->lq_index);
+    fatia_strmap_init(&c->ns_index);
+    fatia_strmap_init(&c->wpc_index);
+    fatia_strmap_init(&c->wl_index);
+    c->cfg.partial_admission = true;
+    c->cfg.n_strategies = 2;
+    c->cfg.strategies[0] = 0;
+    c->cfg.strategies[1] = 1;
+    *ret = c;
+    return 0;
+}
+
+static void flavor_clear(struct ctl_flavor *f)
+{
+    json_decref(f->labels);
+    f->labels = NULL;
+    for (size_t i = 0; i < f->n_taints; i++) {
+        fatia_free(f->taints[i].key);
+        fatia_free(f->taints[i].value);
+        fatia_free(f->taints[i].effect);
+    }
+    fatia_free(f->taints);
+    f->taints = NULL;
+    f->n_taints = 0;
+    for (size_t i = 0; i < f->n_tols; i++) {
+        fatia_free(f->tols[i].key);
+        fatia_free(f->tols[i].value);
+        fatia_free(f->tols[i].effect);
+    }
+    fatia_free(f->tols);
+    f->tols = NULL;
+    f->n_tols = 0;
+}
+
+void ctl_wl_drop_admission(struct ctl_wl *w)
+{
+    for (size_t i = 0; w->asg && i < w->n_ps; i++)
+        fatia_free(w->asg[i].v);
+    fatia_free(w->asg);
+    w->asg = NULL;
+    fatia_free(w->use);
+    w->use = NULL;
+    w->n_use = 0;
+}
+
+static void podsets_free(struct ctl_podset *ps, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        fatia_free(ps[i].name);
+        fatia_free(ps[i].req);
+        ctl_placement_free(ps[i].place);
+    }
+    fatia_free(ps);
+}
+
+void ctl_wl_free(struct ctl_wl *w)
+{
+    if (!w)
+        return;
+    ctl_wl_drop_admission(w);
+    podsets_free(w->ps, w->n_ps);
+    fatia_free(w->key);
+    fatia_free(w->ns);
+    fatia_free(w->name);
+    fatia_free(w->uid);
+    fatia_free(w->job_uid);
+    fatia_free(w->queue_name);
+    fatia_free(w->bad_msg);
+    fatia_free(w->msg);
+    fatia_free(w);
+}
+
+static void cq_free(struct ctl_cq *cq)
+{
+    fatia_free(cq->name);
+    fatia_free(cq->cohort_name);
+    quota_spec_release(&cq->qs);
+    fatia_free(cq->rg_of_res);
+    fatia_selector_free(cq->ns_sel);
+    fatia_free(cq->inactive_msg);
+    fatia_free(cq->heap);
+    fatia_free(cq->nofit_hashes);
+    FATIA_VEC_RELEASE(&cq->admitted);
+    FATIA_VEC_RELEASE(&cq->lqs);
+    fatia_free(cq->node.slot);
+    fatia_free(cq->node.frs);
+    fatia_free(cq->node.lend);
+    fatia_free(cq);
+}
+
+void ctl_cohort_free(struct ctl_cohort *co)
+{
+    if (!co)
+        return;
+    fatia_free(co->name);
+    fatia_free(co->parent_name);
+    quota_spec_release(&co->qs);
+    FATIA_VEC_RELEASE(&co->child_cohorts);
+    FATIA_VEC_RELEASE(&co->child_cqs);
+    fatia_free(co->node.slot);
+    fatia_free(co->node.frs);
+    fatia_free(co->node.lend);
+    fatia_free(co);
+}
+
+static void lq_free(struct ctl_lq *lq)
+{
+    fatia_free(lq->key);
+    fatia_free(lq->ns);
+    fatia_free(lq->name);
+    fatia_free(lq->cq_name);
+    FATIA_VEC_RELEASE(&lq->wls);
+    fatia_free(lq->consumed);
+    fatia_free(lq->penalty);
+    fatia_free(lq->usage);
+    fatia_free(lq->reserve);
+    fatia_free(lq);
+}
+
+static void config_release(struct ctl_config *cfg)
+{
+    fatia_free(cfg->afs_weight);
+    for (size_t i = 0; i < cfg->n_tr; i++)
+        fatia_free(cfg->tr[i].out);
+    fatia_free(cfg->tr);
+    for (size_t i = 0; i < cfg->n_exclude; i++)
+        fatia_free(cfg->exclude_prefixes[i]);
+    fatia_free(cfg->exclude_prefixes);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+void fatia_control_free(struct fatia_control *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->wls.n; i++)
+        ctl_wl_free(c->wls.v[i]);
+    FATIA_VEC_RELEASE(&c->wls);
+    for (size_t i = 0; i < c->cqs.n; i++)
+        cq_free(c->cqs.v[i]);
+    FATIA_VEC_RELEASE(&c->cqs);
+    for (size_t i = 0; i < c->cohorts.n; i++)
+        ctl_cohort_free(c->cohorts.v[i]);
+    FATIA_VEC_RELEASE(&c->cohorts);
+    for (size_t i = 0; i < c->lqs.n; i++)
+        lq_free(c->lqs.v[i]);
+    FATIA_VEC_RELEASE(&c->lqs);
+    for (size_t i = 0; i < c->nss.n; i++) {
+        fatia_free(c->nss.v[i]->name);
+        json_decref(c->nss.v[i]->labels);
+        fatia_free(c->nss.v[i]);
+    }
+    FATIA_VEC_RELEASE(&c->nss);
+    for (size_t i = 0; i < c->wpcs.n; i++) {
+        fatia_free(c->wpcs.v[i]->name);
+        fatia_free(c->wpcs.v[i]);
+    }
+    FATIA_VEC_RELEASE(&c->wpcs);
+    for (size_t i = 0; i < c->flavors.n; i++) {
+        flavor_clear(c->flavors.v[i]);
+        fatia_free(c->flavors.v[i]->name);
+        fatia_free(c->flavors.v[i]);
+    }
+    FATIA_VEC_RELEASE(&c->flavors);
+    for (size_t i = 0; i < c->fr_rows; i++)
+        fatia_free(c->fr_of[i]);
+    fatia_free(c->fr_of);
+    for (size_t i = 0; i < c->res_names.n; i++)
+        fatia_free(c->res_names.v[i]);
+    FATIA_VEC_RELEASE(&c->res_names);
+    FATIA_VEC_RELEASE(&c->fr_flavor);
+    FATIA_VEC_RELEASE(&c->fr_res);
+    config_release(&c->cfg);
+    fatia_strmap_release(&c->res_index);
+    fatia_strmap_release(&c->flavor_index);
+    fatia_strmap_release(&c->cq_index);
+    fatia_strmap_release(&c->cohort_index);
+    fatia_strmap_release(&c->lq_index);
+    fatia_strmap_release(&c->ns_index);
+    fatia_strmap_release(&c->wpc_index);
+    fatia_strmap_release(&c->wl_index);
+    ctl_arena_release(&c->arena);
+    FATIA_VEC_RELEASE(&c->res_adm);
+    FATIA_VEC_RELEASE(&c->res_ev);
+    FATIA_VEC_RELEASE(&c->res_pend);
+    FATIA_VEC_RELEASE(&c->pending_ev);
+    fatia_free(c->scratch_amt);
+    fatia_free(c->scratch_dbl);
+    fatia_free(c->scratch_dbl2);
+    fatia_free(c);
+}
+
+/* ---- entries by name ---- */
+
+struct ctl_cq *ctl_cq_get(const struct fatia_control *c, const char *name)
+{
+    return fatia_strmap_get(&c->cq_index, name);
+}
+
+static int node_alloc(struct fatia_control *c, struct ctl_node *n)
+{
+    if (c->n_fr_cap) {
+        n->slot = fatia_calloc(c->n_fr_cap, sizeof(*n->slot));
+        if (!n->slot)
+            return -ENOMEM;
+        for (size_t i = 0; i < c->n_fr_cap; i++)
+            n->slot[i] = (struct ctl_slot){0, AMT_NONE, AMT_NONE, 0, 0};
+    }
+    n->weight = 1.0;
+    return 0;
+}
+
+static int cq_ensure(struct fatia_control *c, const char *name, struct ctl_cq **ret)
+{
+    struct ctl_cq *cq = ctl_cq_get(c, name);
+
+    if (cq) {
+        *ret = cq;
+        return 0;
+    }
+    cq = fatia_calloc(1, sizeof(*cq));
+    if (!cq)
+        return -ENOMEM;
+    cq->name = fatia_strdup(name);
+    if (c->n_res_cap)
+        cq->rg_of_res = fatia_reallocarray(NULL, c->n_res_cap, sizeof(int16_t));
+    if (!cq->name || (c->n_res_cap && !cq->rg_of_res) || node_alloc(c, &cq->node) < 0)
+        goto fail;
+    if (cq->rg_of_res)
+        memset(cq->rg_of_res, 0xff, c->n_res_cap * sizeof(int16_t));
+    cq->node.is_cq = true;
+    cq->node.name = cq->name;
+    cq->active = false;
+    cq->inactive_reason = "ClusterQueueNotFound";
+    if (FATIA_VEC_PUSH(&c->cqs, cq) < 0)
+        goto fail;
+    cq->index = c->cqs.n - 1;
+    if (fatia_strmap_put(&c->cq_index, cq->name, cq) < 0) {
+        c->cqs.n--;
+        goto fail;
+    }
+    c->tree_dirty = true;
+    *ret = cq;
+    return 0;
+fail:
+    cq_free(cq);
+    return -ENOMEM;
+}
+
+int ctl_cohort_ensure(struct fatia_control *c, const char *name, struct ctl_cohort **ret)
+{
+    struct ctl_cohort *co = fatia_strmap_get(&c->cohort_index, name);
+
+    if (co) {
+        *ret = co;
+        return 0;
+    }
+    co = fatia_calloc(1, sizeof(*co));
+    if (!co)
+        return -ENOMEM;
+    co->name = fatia_strdup(name);
+    if (!co->name || node_alloc(c, &co->node) < 0 || FATIA_VEC_PUSH(&c->cohorts, co) < 0)
+        goto fail;
+    co->node.name = co->name;
+    if (fatia_strmap_put(&c->cohort_index, co->name, co) < 0) {
+        c->cohorts.n--;
+        goto fail;
+    }
+    c->tree_dirty = true;
+    *ret = co;
+    return 0;
+fail:
+    ctl_cohort_free(co);
+    return -ENOMEM;
+}
+
+static char *make_key(const char *ns, const char *name)
+{
+    char *k;
+
+    if (asprintf(&k, "%s/%s", ns ? ns : "", name ? name : "") < 0)
+        return NULL;
+    return k;
+}
+
+static int lq_ensure(struct fatia_control *c, const char *ns, const char *name, struct ctl_lq **ret)
+{
+    char *key = make_key(ns, name);
+    struct ctl_lq *lq;
+
+    if (!key)
+        return -ENOMEM;
+    lq = fatia_strmap_get(&c->lq_index, key);
+    if (lq) {
+        free(key);
+        *ret = lq;
+        return 0;
+    }
+    lq = fatia_calloc(1, sizeof(*lq));
+    if (!lq) {
+        free(key);
+        return -ENOMEM;
+    }
+    lq->key = fatia_strdup(key);
+    free(key);
+    lq->ns = fatia_strdup(ns ? ns : "");
+    lq->name = fatia_strdup(name ? name : "");
+    lq->weight = 1.0;
+    if (c->n_fr_cap) {
+        lq->usage = fatia_calloc(c->n_fr_cap, sizeof(*lq->usage));
+        lq->reserve = fatia_calloc(c->n_fr_cap, sizeof(*lq->reserve));
+    }
+    if (c->n_res_cap) {
+        lq->consumed = fatia_calloc(c->n_res_cap, sizeof(double));
+        lq->penalty = fatia_calloc(c->n_res_cap, sizeof(double));
+    }
+    if (!lq->key || !lq->ns || !lq->name || (c->n_fr_cap && (!lq->usage || !lq->reserve)) ||
+        (c->n_res_cap && (!lq->consumed || !lq->penalty)) || FATIA_VEC_PUSH(&c->lqs, lq) < 0)
+        goto fail;
+    if (fatia_strmap_put(&c->lq_index, lq->key, lq) < 0) {
+        c->lqs.n--;
+        goto fail;
+    }
+    *ret = lq;
+    return 0;
+fail:
+    lq_free(lq);
+    return -ENOMEM;
+}
+
+/* ---- messages ---- */
+
+void ctl_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    char *m = NULL;
+
+    va_start(ap, fmt);
+    if (vasprintf(&m, fmt, ap) < 0)
+        m = NULL;
+    va_end(ap);
+    fatia_free(w->msg);
+    if (m) {
+        w->msg = fatia_strdup(m);
+        free(m);
+    } else {
+        w->msg = NULL;
+    }
+    w->reason = reason;
+    w->msg_cq = cq;
+}
+
+/* ---- namespaces ---- */
+
+bool ctl_ns_matches(const struct fatia_control *c, const struct ctl_cq *cq, const char *ns)
+{
+    struct ctl_ns *n;
+    json_t *labels;
+    bool ok;
+
+    if (!cq->ns_sel)
+        return false;
+    if (fatia_selector_is_empty(cq->ns_sel))
+        return true;
+    n = fatia_strmap_get(&c->ns_index, ns);
+    if (n)
+        return fatia_selector_matches(cq->ns_sel, n->labels);
+    /* A namespace not given: it has the label every namespace gets from the API server. */
+    labels = json_pack("{s:s}", "kubernetes.io/metadata.name", ns);
+    ok = labels && fatia_selector_matches(cq->ns_sel, labels);
+    json_decref(labels);
+    return ok;
+}
+
+/* ---- charging ---- */
+
+void ctl_wl_charge(struct fatia_control *c, struct ctl_wl *w)
+{
+    struct ctl_cq *cq = w->cq;
+
+    w->adm_idx = cq->admitted.n;
+    if (FATIA_VEC_PUSH(&cq->admitted, w) < 0) {
+        /* cannot record it: force a rebuild, which will not count it either; the workload
+         * is then reported pending. */
+        c->tree_dirty = true;
+        return;
+    }
+    if (!c->tree_dirty)
+        ctl_add_uses(&cq->node, w->use, w->n_use);
+    if (w->lq && w->lq->usage)
+        for (size_t i = 0; i < w->n_use; i++)
+            w->lq->usage[w->use[i].fr] = amt_add(w->lq->usage[w->use[i].fr], w->use[i].v);
+}
+
+void ctl_wl_uncharge(struct fatia_control *c, struct ctl_wl *w)
+{
+    struct ctl_cq *cq = w->cq;
+    size_t i = w->adm_idx;
+
+    if (i >= cq->admitted.n || cq->admitted.v[i] != w)
+        return;
+    cq->admitted.v[i] = cq->admitted.v[--cq->admitted.n];
+    cq->admitted.v[i]->adm_idx = i;
+    if (!c->tree_dirty)
+        ctl_remove_uses(&cq->node, w->use, w->n_use);
+    if (w->lq && w->lq->usage)
+        for (size_t j = 0; j < w->n_use; j++)
+            w->lq->usage[w->use[j].fr] = amt_sub(w->lq->usage[w->use[j].fr], w->use[j].v);
+}
+
+/* ---- queue resolution ---- */
+
+void ctl_resolve_queue(struct fatia_control *c, struct ctl_wl *w)
+{
+    struct ctl_cq *target = NULL;
+
+    if (w->state != CTL_WL_PENDING)
+        return;
+    if (w->active && w->lq && w->lq->defined && !w->lq->stopped && w->lq->cq &&
+        w->lq->cq->defined && !w->bad)
+        target = w->lq->cq;
+    if (w->q != CTL_Q_NONE && w->cq == target)
+        return;
+    if (w->q != CTL_Q_NONE)
+        ctl_queue_remove(c, w);
+    w->cq = w->lq && w->lq->defined ? w->lq->cq : NULL;
+    if (!target)
+        return;
+    w->cq = target;
+    if (ctl_queue_push(c, target, w) < 0)
+        c->tree_dirty = true; /* nothing better to do on OOM: it stays unqueued */
+}
+
+/* ---- evictions outside and inside cycles ---- */
+
+int ctl_evict(struct fatia_control *c, struct ctl_wl *w, const char *reason, const char *msg,
+              const struct ctl_wl *preemptor, bool in_cycle)
+{
+    if (w->state != CTL_WL_ADMITTED)
+        return 0;
+    w->state = CTL_WL_EVICTING;
+    w->evicted_cond = true;
+    /* until the scheduler looks at it again, its pending message is the eviction's */
+    ctl_set_msg(w, w->cq, preemptor ? "Preempted" : reason, "%s", msg);
+    c->n_evictions++;
+    if (preemptor)
+        c->n_preemptions++;
+    return ctl_result_add_eviction(c, w, reason, msg, preemptor, !in_cycle);
+}
+
+/* ---- ResourceFlavor ---- */
+
+static int apply_flavor(struct fatia_control *c, const json_t *obj, int64_t now)
+{
+    const char *name = json_string_value(fatia_json_path(obj, "metadata.name"));
+    const json_t *spec = json_object_get(obj, "spec");
+    const json_t *taints = json_object_get(spec, "nodeTaints");
+    const json_t *tols = json_object_get(spec, "tolerations");
+    struct ctl_flavor *f;
+    size_t i;
+    json_t *t;
+    int r;
+
+    if (!name)
+        return -EINVAL;
+    r = ctl_flavor_intern(c, name, &f);
+    if (r < 0)
+        return r;
+    flavor_clear(f);
+    f->defined = true;
+    if (json_object_size(json_object_get(spec, "nodeLabels")))
+        f->labels = json_deep_copy(json_object_get(spec, "nodeLabels"));
+    if (json_array_size(taints)) {
+        f->taints = fatia_calloc(json_array_size(taints), sizeof(*f->taints));
+        if (!f->taints)
+            return -ENOMEM;
+        json_array_foreach(taints, i, t)
+        {
+            struct ctl_taint *x = &f->taints[f->n_taints++];
+            x->key = fatia_strdup(fatia_json_str(t, "key") ? fatia_json_str(t, "key") : "");
+            x->value = fatia_strdup(fatia_json_str(t, "value") ? fatia_json_str(t, "value") : "");
+            x->effect =
+                fatia_strdup(fatia_json_str(t, "effect") ? fatia_json_str(t, "effect") : "");
+            if (!x->key || !x->value || !x->effect)
+                return -ENOMEM;
+        }
+    }
+    if (json_array_size(tols)) {
+        f->tols = fatia_calloc(json_array_size(tols), sizeof(*f->tols));
+        if (!f->tols)
+            return -ENOMEM;
+        json_array_foreach(tols, i, t)
+        {
+            if (ctl_toleration_parse(t, &f->tols[f->n_tols++]) < 0)
+                return -ENOMEM;
+        }
+    }
+    c->tree_dirty = true;
+    return ctl_queue_requeue_all(c, now);
+}
+
+/* ---- ClusterQueue ---- */
+
+static enum ctl_policy policy_of(const char *s)
+{
+    if (!s || !strcmp(s, "Never"))
+        return CTL_NEVER;
+    if (!strcmp(s, "LowerPriority"))
+        return CTL_LOWER;
+    if (!strcmp(s, "LowerOrNewerEqualPriority"))
+        return CTL_LOWER_OR_NEWER_EQUAL;
+    return CTL_ANY;
+}
+
+static void drain_cq(struct fatia_control *c, struct ctl_cq *cq)
+{
+    for (size_t i = 0; i < cq->admitted.n; i++)
+        ctl_evict(c, cq->admitted.v[i], "ClusterQueueStopped", "The ClusterQueue is stopped", NULL,
+                  false);
+}
+
+static int apply_cq(struct fatia_control *c, const json_t *obj, int64_t now,
+                    struct fatia_diag *diag)
+{
+    const char *name = json_string_value(fatia_json_path(obj, "metadata.name"));
+    const json_t *spec = json_object_get(obj, "spec");
+    const json_t *sel = json_object_get(spec, "namespaceSelector");
+    const char *s;
+    struct ctl_quota_spec qs;
+    struct fatia_selector *ns_sel = NULL;
+    struct ctl_cq *cq;
+    char why[256];
+    int r;
+
+    if (!name)
+        return -EINVAL;
+    r = cq_ensure(c, name, &cq);
+    if (r < 0)
+        return r;
+    r = quota_spec_parse(c, json_object_get(spec, "resourceGroups"), &qs);
+    if (r < 0)
+        return r;
+    if (sel && !json_is_null(sel)) {
+        r = fatia_selector_from_json(sel, &ns_sel, why, sizeof(why));
+        if (r == -ENOMEM) {
+            quota_spec_release(&qs);
+            return r;
+        }
+        if (r < 0 && diag)
+            fatia_diag_add(diag, FATIA_DIAG_ERROR, NULL, 0, 0, name, "spec.namespaceSelector", "%s",
+                           why);
+    }
+    quota_spec_release(&cq->qs);
+    cq->qs = qs;
+    /* the CQ's resource-to-group map (rg_of_res may be NULL if no resource existed before) */
+    if (!cq->rg_of_res && c->n_res_cap) {
+        cq->rg_of_res = fatia_reallocarray(NULL, c->n_res_cap, sizeof(int16_t));
+        if (!cq->rg_of_res)
+            return -ENOMEM;
+    }
+    if (cq->rg_of_res)
+        memset(cq->rg_of_res, 0xff, c->n_res_cap * sizeof(int16_t));
+    cq->covers_pods = false;
+    for (size_t g = 0; g < qs.n_rgs; g++) {
+        for (size_t k = 0; k < qs.rgs[g].n_res; k++) {
+            cq->rg_of_res[qs.rgs[g].res[k]] = (int16_t)g;
+            if (!strcmp(ctl_res_name(c, qs.rgs[g].res[k]), "pods")) {
+                cq->covers_pods = true;
+                cq->pods_res = qs.rgs[g].res[k];
+            }
+        }
+    }
+    fatia_free(cq->cohort_name);
+    s = fatia_json_str(spec, "cohortName");
+    cq->cohort_name = s && *s ? fatia_strdup(s) : NULL;
+    s = fatia_json_str(spec, "queueingStrategy");
+    cq->strategy = s && !strcmp(s, "StrictFIFO") ? CTL_STRICT : CTL_BEST_EFFORT;
+    fatia_selector_free(cq->ns_sel);
+    cq->ns_sel = ns_sel;
+    s = fatia_json_str(json_object_get(spec, "flavorFungibility"), "whenCanBorrow");
+    cq->when_borrow = s && !strcmp(s, "TryNextFlavor") ? CTL_TRY_NEXT : CTL_MAY_STOP;
+    s = fatia_json_str(json_object_get(spec, "flavorFungibility"), "whenCanPreempt");
+    cq->when_preempt = s && !strcmp(s, "MayStopSearch") ? CTL_MAY_STOP : CTL_TRY_NEXT;
+    s = fatia_json_str(json_object_get(spec, "flavorFungibility"), "preference");
+    cq->pref_preemption_over_borrowing = s && !strcmp(s, "PreemptionOverBorrowing");
+    cq->within =
+        policy_of(fatia_json_str(json_object_get(spec, "preemption"), "withinClusterQueue"));
+    cq->reclaim =
+        policy_of(fatia_json_str(json_object_get(spec, "preemption"), "reclaimWithinCohort"));
+    s = json_string_value(fatia_json_path(spec, "preemption.borrowWithinCohort.policy"));
+    cq->borrow_within = s && !strcmp(s, "LowerPriority");
+    {
+        int64_t t = 0;
+        cq->has_threshold = fatia_json_int(fatia_json_path(spec, "preemption.borrowWithinCohort"),
+                                           "maxPriorityThreshold", &t);
+        cq->threshold = (int32_t)t;
+    }
+    s = fatia_json_str(spec, "stopPolicy");
+    {
+        bool was_drain = cq->drain && cq->defined;
+        cq->stopped = s && strcmp(s, "None");
+        cq->drain = s && !strcmp(s, "HoldAndDrain");
+        cq->defined = true;
+        if (cq->drain && !was_drain)
+            drain_cq(c, cq);
+    }
+    cq->has_checks =
+        json_array_size(fatia_json_path(spec, "admissionChecksStrategy.admissionChecks")) > 0;
+    s = json_string_value(fatia_json_path(spec, "admissionScope.admissionMode"));
+    cq->afs = s && !strcmp(s, "UsageBasedAdmissionFairSharing");
+    cq->node.weight = weight_of(spec);
+    c->tree_dirty = true;
+    /* LocalQueues that name it, and their workloads */
+    for (size_t i = 0; i < c->lqs.n; i++) {
+        struct ctl_lq *lq = c->lqs.v[i];
+        if (lq->defined && lq->cq_name && !strcmp(lq->cq_name, name) && lq->cq != cq) {
+            lq->cq = cq;
+            if (FATIA_VEC_PUSH(&cq->lqs, lq) < 0)
+                return -ENOMEM;
+        }
+        if (lq->cq == cq)
+            for (size_t j = 0; j < lq->wls.n; j++)
+                ctl_resolve_queue(c, lq->wls.v[j]);
+    }
+    return ctl_queue_requeue_all(c, now);
+}
+
+/* The Active condition of a ClusterQueue (Kueue clusterqueue.go updateQueueStatus). */
+void ctl_cq_update_active(struct fatia_control *c, struct ctl_cq *cq)
+{
+    bool active = true;
+    char buf[512];
+
+    fatia_free(cq->inactive_msg);
+    cq->inactive_msg = NULL;
+    cq->inactive_reason = "Ready";
+    if (!cq->defined) {
+        active = false;
+        cq->inactive_reason = "ClusterQueueNotFound";
+        snprintf(buf, sizeof(buf), "ClusterQueue %s doesn't exist", cq->name);
+    } else if (cq->stopped) {
+        active = false;
+        cq->inactive_reason = "Stopped";
+        snprintf(buf, sizeof(buf), "Can't admit new workloads: ClusterQueue is stopped");
+    } else if (cq->cohort && cq->cohort->in_cycle) {
+        active = false;
+        cq->inactive_reason = "CohortCycle";
+        snprintf(buf, sizeof(buf), "Can't admit new workloads: cohort %s is part of a cycle",
+                 cq->cohort->name);
+    } else if (cq->has_checks) {
+        active = false;
+        cq->inactive_reason = "AdmissionCheckNotFound";
+        snprintf(buf, sizeof(buf),
+                 "Can't admit new workloads: references missing "
+                 "AdmissionCheck(s) (fatia has no admission checks)");
+    } else {
+        for (size_t i = 0; i < cq->qs.n_rgs && active; i++) {
+            for (size_t j = 0; j < cq->qs.rgs[i].n_flavors; j++) {
+                struct ctl_flavor *f = c->flavors.v[cq->qs.rgs[i].flavors[j]];
+                if (!f->defined) {
+                    active = false;
+                    cq->inactive_reason = "FlavorNotFound";
+                    snprintf(buf, sizeof(buf),
+                             "Can't admit new workloads: references missing ResourceFlavor(s): "
+                             "%s",
+                             f->name);
+                    break;
+                }
+            }
+        }
+    }
+    if (!active)
+        cq->inactive_msg = fatia_strdup(buf);
+    cq->active = active;
+}
+
+/* ---- Cohort ---- */
+
+static int apply_cohort(struct fatia_control *c, const json_t *obj, int64_t now)
+{
+    const char *name = json_string_value(fatia_json_path(obj, "metadata.name"));
+    const json_t *spec = json_object_get(obj, "spec");
+    const char *parent = fatia_json_str(spec, "parentName");
+    struct ctl_quota_spec qs;
+    struct ctl_cohort *co;
+    int r;
+
+    if (!name)
+        return -EINVAL;
+    r = ctl_cohort_ensure(c, name, &co);
+    if (r < 0)
+        return r;
+    r = quota_spec_parse(c, json_object_get(spec, "resourceGroups"), &qs);
+    if (r < 0)
+        return r;
+    quota_spec_release(&co->qs);
+    co->qs = qs;
+    fatia_free(co->parent_name);
+    co->parent_name = parent && *parent ? fatia_strdup(parent) : NULL;
+    co->defined = true;
+    co->node.weight = weight_of(spec);
+    c->tree_dirty = true;
+    return ctl_queue_requeue_all(c, now);
+}
+
+/* ---- LocalQueue ---- */
+
+static void drain_lq(struct fatia_control *c, struct ctl_lq *lq)
+{
+    for (size_t i = 0; i < lq->wls.n; i++)
+        ctl_evict(c, lq->wls.v[i], "LocalQueueStopped", "The LocalQueue is stopped", NULL, false);
+}
+
+static int apply_lq(struct fatia_control *c, const json_t *obj, int64_t now)
+{
+    const char *ns = json_string_value(fatia_json_path(obj, "metadata.namespace"));
+    const char *name = json_string_value(fatia_json_path(obj, "metadata.name"));
+    const json_t *spec = json_object_get(obj, "spec");
+    const char *cqn = fatia_json_str(spec, "clusterQueue");
+    const char *stop = fatia_json_str(spec, "stopPolicy");
+    struct ctl_lq *lq;
+    struct ctl_cq *cq = NULL;
+    bool was_drain;
+    int r;
+
+    if (!name || !cqn)
+        return -EINVAL;
+    r = lq_ensure(c, ns, name, &lq);
+    if (r < 0)
+        return r;
+    r = cq_ensure(c, cqn, &cq);
+    if (r < 0)
+        return r;
+    if (lq->cq && lq->cq != cq) {
+        for (size_t i = 0; i < lq->cq->lqs.n; i++)
+            if (lq->cq->lqs.v[i] == lq) {
+                lq->cq->lqs.v[i] = lq->cq->lqs.v[--lq->cq->lqs.n];
+                break;
+            }
+    }
+    if (lq->cq != cq && FATIA_VEC_PUSH(&cq->lqs, lq) < 0)
+        return -ENOMEM;
+    lq->cq = cq;
+    fatia_free(lq->cq_name);
+    lq->cq_name = fatia_strdup(cqn);
+    if (!lq->cq_name)
+        return -ENOMEM;
+    was_drain = lq->drain && lq->defined;
+    lq->stopped = stop && strcmp(stop, "None");
+    lq->drain = stop && !strcmp(stop, "HoldAndDrain");
+    lq->weight = weight_of(spec);
+    lq->defined = true;
+    if (lq->drain && !was_drain)
+        drain_lq(c, lq);
+    for (size_t i = 0; i < lq->wls.n; i++)
+        ctl_resolve_queue(c, lq->wls.v[i]);
+    (void)now;
+    return 0;
+}
+
+/* ---- Namespace, WorkloadPriorityClass ---- */
+
+static int apply_ns(struct fatia_control *c, const json_t *obj, int64_t now)
+{
+    const char *name = json_string_value(fatia_json_path(obj, "metadata.name"));
+    const json_t *labels = fatia_json_path(obj, "metadata.labels");
+    struct ctl_ns *n;
+
+    if (!name)
+        return -EINVAL;
+    n = fatia_strmap_get(&c->ns_index, name);
+    if (!n) {
+        n = fatia_calloc(1, sizeof(*n));
+        if (!n)
+            return -ENOMEM;
+        n->name = fatia_strdup(name);
+        if (!n->name || FATIA_VEC_PUSH(&c->nss, n) < 0) {
+            fatia_free(n->name);
+            fatia_free(n);
+            return -ENOMEM;
+        }
+        if (fatia_strmap_put(&c->ns_index, n->name, n) < 0) {
+            c->nss.n--;
+            fatia_free(n->name);
+            fatia_free(n);
+            return -ENOMEM;
+        }
+    }
+    json_decref(n->labels);
+    n->labels = json_is_object(labels) ? json_deep_copy(labels) : json_object();
+    if (!n->labels ||
+        json_object_set_new(n->labels, "kubernetes.io/metadata.name", json_string(name)) < 0)
+        return -ENOMEM;
+    return ctl_queue_requeue_all(c, now);
+}
+
+static int apply_wpc(struct fatia_control *c, const json_t *obj)
+{
+    const char *name = json_string_value(fatia_json_path(obj, "metadata.name"));
+    int64_t v = 0;
+    struct ctl_wpc *p;
+
+    if (!name)
+        return -EINVAL;
+    fatia_json_int(obj, "value", &v);
+    p = fatia_strmap_get(&c->wpc_index, name);
+    if (!p) {
+        p = fatia_calloc(1, sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        p->name = fatia_strdup(name);
+        if (!p->name || FATIA_VEC_PUSH(&c->wpcs, p) < 0) {
+            fatia_free(p->name);
+            fatia_free(p);
+            return -ENOMEM;
+        }
+        if (fatia_strmap_put(&c->wpc_index, p->name, p) < 0) {
+            c->wpcs.n--;
+            fatia_free(p->name);
+            fatia_free(p);
+            return -ENOMEM;
+        }
+    }
+    p->value = (int32_t)v;
+    return 0;
+}
+
+/* ---- SchedulerConfig ---- */
+
+static int apply_config(struct fatia_control *c, const json_t *obj)
+{
+    const json_t *spec = json_object_get(obj, "spec");
+    const json_t *fs = json_object_get(spec, "fairSharing");
+    const json_t *afs = json_object_get(spec, "admissionFairSharing");
+    const json_t *res = json_object_get(spec, "resources");
+    struct ctl_config cfg = {0};
+    const char *s;
+    size_t i;
+    json_t *v;
+    int64_t usec;
+
+    cfg.fair_sharing = fs && fatia_json_bool(fs, "enable", true);
+    cfg.n_strategies = 2;
+    cfg.strategies[0] = 0;
+    cfg.strategies[1] = 1;
+    if (json_array_size(json_object_get(fs, "preemptionStrategies"))) {
+        cfg.n_strategies = 0;
+        json_array_foreach(json_object_get(fs, "preemptionStrategies"), i, v)
+        {
+            if (cfg.n_strategies < 2)
+                cfg.strategies[cfg.n_strategies++] =
+                    !strcmp(json_string_value(v), "LessThanInitialShare") ? 1 : 0;
+        }
+    }
+    cfg.partial_admission = fatia_json_bool(spec, "partialAdmission", true);
+    s = fatia_json_str(res, "quotaCheckStrategy");
+    cfg.ignore_undeclared = s && !strcmp(s, "IgnoreUndeclared");
+    if (afs) {
+        cfg.afs = true;
+        if (fatia_parse_duration_usec(fatia_json_str(afs, "usageHalfLifeTime"), &usec) == 0)
+            cfg.afs_half_life = usec;
+        cfg.afs_interval = 5 * 60 * INT64_C(1000000);
+        if (fatia_json_str(afs, "usageSamplingInterval") &&
+            fatia_parse_duration_usec(fatia_json_str(afs, "usageSamplingInterval"), &usec) == 0)
+            cfg.afs_interval = usec;
+    }
+    if (json_array_size(json_object_get(res, "excludeResourcePrefixes"))) {
+        const json_t *l = json_object_get(res, "excludeResourcePrefixes");
+        cfg.exclude_prefixes = fatia_calloc(json_array_size(l), sizeof(char *));
+        if (!cfg.exclude_prefixes)
+            goto oom;
+        json_array_foreach(l, i, v)
+        {
+            cfg.exclude_prefixes[cfg.n_exclude] = fatia_strdup(json_string_value(v));
+            if (!cfg.exclude_prefixes[cfg.n_exclude++])
+                goto oom;
+        }
+    }
+    if (json_array_size(json_object_get(res, "transformations"))) {
+        const json_t *l = json_object_get(res, "transformations");
+        cfg.tr = fatia_calloc(json_array_size(l), sizeof(*cfg.tr));
+        if (!cfg.tr)
+            goto oom;
+        json_array_foreach(l, i, v)
+        {
+            struct ctl_transform *t = &cfg.tr[cfg.n_tr++];
+            const json_t *outs = json_object_get(v, "outputs");
+            const char *k;
+            json_t *q;
+            s = fatia_json_str(v, "strategy");
+            t->replace = s && !strcmp(s, "Replace");
+            if (ctl_res_intern(c, fatia_json_str(v, "input"), &t->input) < 0)
+                goto oom;
+            if (json_object_size(outs)) {
+                t->out = fatia_calloc(json_object_size(outs), sizeof(*t->out));
+                if (!t->out)
+                    goto oom;
+            }
+            json_object_foreach((json_t *)outs, k, q)
+            {
+                struct ctl_req *o = &t->out[t->n_out++];
+                if (ctl_res_intern(c, k, &o->res) < 0)
+                    goto oom;
+                o->per_pod = q_milli(q);
+            }
+        }
+    }
+    /* weights last: interning above may have grown n_res_cap */
+    if (afs) {
+        const char *k;
+        json_t *w;
+        cfg.afs_weight = fatia_calloc(c->n_res_cap ? c->n_res_cap : 1, sizeof(double));
+        if (!cfg.afs_weight)
+            goto oom;
+        cfg.n_afs_weight = c->n_res_cap ? c->n_res_cap : 1;
+        for (i = 0; i < cfg.n_afs_weight; i++)
+            cfg.afs_weight[i] = 1.0;
+        json_object_foreach(json_object_get(afs, "resourceWeights"), k, w)
+        {
+            uint32_t r;
+            if (ctl_res_intern(c, k, &r) < 0)
+                goto oom;
+            if (r < cfg.n_afs_weight)
+                cfg.afs_weight[r] = json_number_value(w);
+        }
+    }
+    config_release(&c->cfg);
+    c->cfg = cfg;
+    return 0;
+oom:
+    config_release(&cfg);
+    return -ENOMEM;
+}
+
+/* ---- Workload ---- */
+
+struct acc {
+    struct ctl_req *v;
+    size_t n, cap;
+};
+
+static int acc_find(struct acc *a, uint32_t res)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (a->v[i].res == res)
+            return (int)i;
+    return -1;
+}
+
+static int acc_slot(struct acc *a, uint32_t res)
+{
+    int i = acc_find(a, res);
+
+    if (i >= 0)
+        return i;
+    if (a->n == a->cap) {
+        size_t nc = a->cap ? a->cap * 2 : 8;
+        struct ctl_req *p = fatia_reallocarray(a->v, nc, sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        a->v = p;
+        a->cap = nc;
+    }
+    a->v[a->n] = (struct ctl_req){res, 0};
+    return (int)a->n++;
+}
+
+/* requests (limits where a request is missing) of one container into a */
+static int container_requests(struct fatia_control *c, const json_t *ctr, struct acc *a)
+{
+    const json_t *req = fatia_json_path(ctr, "resources.requests");
+    const json_t *lim = fatia_json_path(ctr, "resources.limits");
+    const char *k;
+    json_t *q;
+    uint32_t res;
+    int i;
+
+    json_object_foreach((json_t *)req, k, q)
+    {
+        if (ctl_res_intern(c, k, &res) < 0 || (i = acc_slot(a, res)) < 0)
+            return -ENOMEM;
+        a->v[i].per_pod = amt_add(a->v[i].per_pod, q_milli(q));
+    }
+    json_object_foreach((json_t *)lim, k, q)
+    {
+        if (json_object_get(req, k))
+            continue;
+        if (ctl_res_intern(c, k, &res) < 0 || (i = acc_slot(a, res)) < 0)
+            return -ENOMEM;
+        a->v[i].per_pod = amt_add(a->v[i].per_pod, q_milli(q));
+    }
+    return 0;
+}
+
+static int cmp_req_name(const void *x, const void *y, void *arg)
+{
+    const struct fatia_control *c = arg;
+    return strcmp(c->res_names.v[((const struct ctl_req *)x)->res],
+                  c->res_names.v[((const struct ctl_req *)y)->res]);
+}
+
+static int pod_requests(struct fatia_control *c, const json_t *spec, struct ctl_req **ret,
+                        size_t *ret_n)
+{
+    struct acc sum = {0}, init_max = {0}, restartable = {0}, one = {0};
+    const json_t *ctrs = json_object_get(spec, "containers");
+    const json_t *inits = json_object_get(spec, "initContainers");
+    size_t i;
+    json_t *ctr;
+    const char *k;
+    json_t *q;
+    int r = -ENOMEM, j;
+
+    json_array_foreach(ctrs, i, ctr)
+    {
+        if (container_requests(c, ctr, &sum) < 0)
+            goto out;
+    }
+    json_array_foreach(inits, i, ctr)
+    {
+        const char *rp = fatia_json_str(ctr, "restartPolicy");
+        bool sidecar = rp && !strcmp(rp, "Always");
+        one.n = 0;
+        if (container_requests(c, ctr, &one) < 0)
+            goto out;
+        if (sidecar) {
+            for (size_t m = 0; m < one.n; m++) {
+                if ((j = acc_slot(&restartable, one.v[m].res)) < 0)
+                    goto out;
+                restartable.v[j].per_pod = amt_add(restartable.v[j].per_pod, one.v[m].per_pod);
+            }
+            /* this step needs everything restartable so far */
+            for (size_t m = 0; m < restartable.n; m++) {
+                if ((j = acc_slot(&init_max, restartable.v[m].res)) < 0)
+                    goto out;
+                init_max.v[j].per_pod = amt_max(init_max.v[j].per_pod, restartable.v[m].per_pod);
+            }
+        } else {
+            for (size_t m = 0; m < restartable.n; m++) {
+                if ((j = acc_slot(&one, restartable.v[m].res)) < 0)
+                    goto out;
+                one.v[j].per_pod = amt_add(one.v[j].per_pod, restartable.v[m].per_pod);
+            }
+            for (size_t m = 0; m < one.n; m++) {
+                if ((j = acc_slot(&init_max, one.v[m].res)) < 0)
+                    goto out;
+                init_max.v[j].per_pod = amt_max(init_max.v[j].per_pod, one.v[m].per_pod);
+            }
+        }
+    }
+    /* running: containers + restartable init containers; effective: max with the init peak */
+    for (size_t m = 0; m < restartable.n; m++) {
+        if ((j = acc_slot(&sum, restartable.v[m].res)) < 0)
+            goto out;
+        sum.v[j].per_pod = amt_add(sum.v[j].per_pod, restartable.v[m].per_pod);
+    }
+    for (size_t m = 0; m < init_max.n; m++) {
+        if ((j = acc_slot(&sum, init_max.v[m].res)) < 0)
+            goto out;
+        sum.v[j].per_pod = amt_max(sum.v[j].per_pod, init_max.v[m].per_pod);
+    }
+    json_object_foreach(json_object_get(spec, "overhead"), k, q)
+    {
+        uint32_t res;
+        if (ctl_res_intern(c, k, &res) < 0 || (j = acc_slot(&sum, res)) < 0)
+            goto out;
+        sum.v[j].per_pod = amt_add(sum.v[j].per_pod, q_milli(q));
+    }
+    json_object_foreach(fatia_json_path(spec, "resources.requests"), k, q)
+    {
+        uint32_t res;
+        if (ctl_res_intern(c, k, &res) < 0 || (j = acc_slot(&sum, res)) < 0)
+            goto out;
+        sum.v[j].per_pod = q_milli(q);
+    }
+    /* SchedulerConfig: excluded prefixes, then transformations */
+    for (size_t m = 0; m < sum.n; m++) {
+        for (size_t e = 0; e < c->cfg.n_exclude; e++) {
+            if (fatia_str_has_prefix(c->res_names.v[sum.v[m].res], c->cfg.exclude_prefixes[e])) {
+                sum.v[m--] = sum.v[--sum.n];
+                break;
+            }
+        }
+    }
+    if (c->cfg.n_tr) {
+        size_t n0 = sum.n;
+        struct ctl_req *orig = fatia_reallocarray(NULL, n0 ? n0 : 1, sizeof(*orig));
+        if (!orig)
+            goto out;
+        memcpy(orig, sum.v, n0 * sizeof(*orig));
+        for (size_t t = 0; t < c->cfg.n_tr; t++) {
+            const struct ctl_transform *tr = &c->cfg.tr[t];
+            amt_t in = -1;
+            for (size_t m = 0; m < n0; m++)
+                if (orig[m].res == tr->input)
+                    in = orig[m].per_pod;
+            if (in < 0)
+                continue;
+            for (size_t o = 0; o < tr->n_out; o++) {
+                fatia_i128 p = (fatia_i128)in * tr->out[o].per_pod;
+                fatia_i128 v = p >= 0 ? (p + 999) / 1000 : p / 1000;
+                amt_t add = v > INT64_MAX ? INT64_MAX : v < -INT64_MAX ? -INT64_MAX : (amt_t)v;
+                if ((j = acc_slot(&sum, tr->out[o].res)) < 0) {
+                    fatia_free(orig);
+                    goto out;
+                }
+                sum.v[j].per_pod = amt_add(sum.v[j].per_pod, add);
+            }
+            if (tr->replace && (j = acc_find(&sum, tr->input)) >= 0)
+                sum.v[j] = sum.v[--sum.n];
+        }
+        fatia_free(orig);
+    }
+    if (sum.n > 1)
+        qsort_r(sum.v, sum.n, sizeof(*sum.v), cmp_req_name, c);
+    *ret = sum.v;
+    *ret_n = sum.n;
+    sum.v = NULL;
+    r = 0;
+out:
+    fatia_free(sum.v);
+    fatia_free(init_max.v);
+    fatia_free(restartable.v);
+    fatia_free(one.v);
+    return r;
+}
+
+static uint64_t shape_hash(const struct ctl_wl *w, const json_t *podsets)
+{
+    uint64_t h = fatia_hash64(&w->priority, sizeof(w->priority));
+
+    for (size_t i = 0; i < w->n_ps; i++) {
+        const struct ctl_podset *p = &w->ps[i];
+        h = h * 1099511628211ULL ^ fatia_hash64(&p->count, sizeof(p->count));
+        h = h * 1099511628211ULL ^ fatia_hash64(&p->min_count, sizeof(p->min_count));
+        if (p->n_req)
+            h = h * 1099511628211ULL ^ fatia_hash64(p->req, p->n_req * sizeof(*p->req));
+        if (p->place) {
+            /* placement constraints: hash their JSON text */
+            json_t *spec = fatia_json_path(json_array_get(podsets, i), "template.spec");
+            const char *keys[] = {"tolerations", "nodeSelector", "affinity"};
+            for (size_t k = 0; k < 3; k++) {
+                char *t = json_dumps(json_object_get(spec, keys[k]), JSON_SORT_KEYS | JSON_COMPACT);
+                if (t) {
+                    h = h * 1099511628211ULL ^ fatia_hash_str(t);
+                    free(t);
+                }
+            }
+        }
+    }
+    return h;
+}
+
+static int parse_podsets(struct fatia_control *c, const json_t *list, struct ctl_podset **ret,
+                         size_t *ret_n, char *why, size_t why_n)
+{
+    struct ctl_podset *ps;
+    size_t i, n = json_array_size(list);
+    json_t *p;
+    int r;
+
+    ps = fatia_calloc(n ? n : 1, sizeof(*ps));
+    if (!ps)
+        return -ENOMEM;
+    json_array_foreach(list, i, p)
+    {
+        const json_t *spec = fatia_json_path(p, "template.spec");
+        int64_t cnt = 1, minc;
+        const char *nm = fatia_json_str(p, "name");
+        ps[i].name = fatia_strdup(nm ? nm : "main");
+        if (!ps[i].name) {
+            r = -ENOMEM;
+            goto fail;
+        }
+        fatia_json_int(p, "count", &cnt);
+        if (cnt > INT32_MAX)
+            cnt = INT32_MAX;
+        ps[i].count = (int32_t)cnt;
+        ps[i].min_count = ps[i].count;
+        if (c->cfg.partial_admission && fatia_json_int(p, "minCount", &minc) && minc < cnt)
+            ps[i].min_count = (int32_t)minc;
+        r = pod_requests(c, spec, &ps[i].req, &ps[i].n_req);
+        if (r < 0)
+            goto fail;
+        r = ctl_placement_parse(spec, &ps[i].place, why, why_n);
+        if (r < 0)
+            goto fail;
+    }
+    *ret = ps;
+    *ret_n = n;
+    return 0;
+fail:
+    podsets_free(ps, n);
+    return r;
+}
+
+/* status.admission into w->asg / w->use; interns flavors as needed. */
+static int parse_admission(struct fatia_control *c, struct ctl_wl *w, const json_t *adm)
+{
+    const json_t *psas = json_object_get(adm, "podSetAssignments");
+    struct acc use = {0};
+    size_t i;
+    json_t *psa;
+    int r = -ENOMEM;
+
+    w->asg = fatia_calloc(w->n_ps ? w->n_ps : 1, sizeof(*w->asg));
+    if (!w->asg)
+        return -ENOMEM;
+    json_array_foreach(psas, i, psa)
+    {
+        const char *nm = fatia_json_str(psa, "name");
+        const json_t *flv = json_object_get(psa, "flavors");
+        const json_t *ru = json_object_get(psa, "resourceUsage");
+        struct ctl_ps_assign *a = NULL;
+        struct ctl_podset *p = NULL;
+        int64_t cnt;
+        const char *res;
+        json_t *fl;
+        for (size_t k = 0; k < w->n_ps; k++)
+            if (!strcmp(w->ps[k].name, nm ? nm : "main")) {
+                a = &w->asg[k];
+                p = &w->ps[k];
+            }
+        if (!a || a->v)
+            continue;
+        a->count = fatia_json_int(psa, "count", &cnt) ? (int32_t)cnt : p->count;
+        if (json_object_size(flv)) {
+            a->v = fatia_calloc(json_object_size(flv), sizeof(*a->v));
+            if (!a->v)
+                goto out;
+        }
+        json_object_foreach((json_t *)flv, res, fl)
+        {
+            struct ctl_flavor *f;
+            uint32_t rid, fr;
+            amt_t total = -1;
+            int j;
+            if (ctl_res_intern(c, res, &rid) < 0 ||
+                ctl_flavor_intern(c, json_string_value(fl), &f) < 0 ||
+                ctl_fr_intern(c, f->id, rid, &fr) < 0)
+                goto out;
+            if (json_object_get(ru, res))
+                total = q_milli(json_object_get(ru, res));
+            else if (!strcmp(res, "pods"))
+                total = amt_mul(1000, a->count);
+            else
+                for (size_t k = 0; k < p->n_req; k++)
+                    if (p->req[k].res == rid)
+                        total = amt_mul(p->req[k].per_pod, a->count);
+            if (total < 0)
+                total = 0;
+            a->v[a->n].res = rid;
+            a->v[a->n].flavor = f->id;
+            a->v[a->n].total = total;
+            a->n++;
+            if ((j = acc_slot(&use, fr)) < 0)
+                goto out;
+            use.v[j].per_pod = amt_add(use.v[j].per_pod, total);
+        }
+    }
+    w->use = fatia_calloc(use.n ? use.n : 1, sizeof(*w->use));
+    if (!w->use)
+        goto out;
+    for (i = 0; i < use.n; i++)
+        w->use[i] = (struct ctl_use){use.v[i].res, use.v[i].per_pod};
+    w->n_use = use.n;
+    r = 0;
+out:
+    fatia_free(use.v);
+    if (r < 0)
+        ctl_wl_drop_admission(w);
+    return r;
+}
+
+static int wl_attach_lq(struct fatia_control *c, struct ctl_wl *w)
+{
+    struct ctl_lq *lq;
+    int r = lq_ensure(c, w->ns, w->queue_name ? w->queue_name : "", &lq);
+
+    if (r < 0)
+        return r;
+    if (FATIA_VEC_PUSH(&lq->wls, w) < 0)
+        return -ENOMEM;
+    w->lq = lq;
+    return 0;
+}
+
+static void wl_detach_lq(struct ctl_wl *w)
+{
+    struct ctl_lq *lq = w->lq;
+
+    if (!lq)
+        return;
+    for (size_t i = 0; i < lq->wls.n; i++)
+        if (lq->wls.v[i] == w) {
+            lq->wls.v[i] = lq->wls.v[--lq->wls.n];
+            break;
+        }
+    w->lq = NULL;
+}
+
+static void wl_remove(struct fatia_control *c, struct ctl_wl *w, int64_t now)
+{
+    bool held = w->state != CTL_WL_PENDING;
+    struct ctl_cq *cq = w->cq;
+
+    if (w->q != CTL_Q_NONE)
+        ctl_queue_remove(c, w);
+    if (held) {
+        ctl_wl_uncharge(c, w);
+        if (cq && cq->defined)
+            ctl_queue_requeue_tree(c, cq, now);
+    }
+    wl_detach_lq(w);
+    fatia_strmap_del(&c->wl_index, w->key);
+    for (size_t i = 0; i < c->wls.n; i++)
+        if (c->wls.v[i] == w) {
+            c->wls.v[i] = c->wls.v[--c->wls.n];
+            break;
+        }
+    ctl_wl_free(w);
+}
+
+static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
+                    struct fatia_diag *diag)
+{
+    const char *ns = json_string_value(fatia_json_path(obj, "metadata.namespace"));
+    const char *name = json_string_value(fatia_json_path(obj, "metadata.name"));
+    const char *uid = json_string_value(fatia_json_path(obj, "metadata.uid"));
+    const json_t *spec = json_object_get(obj, "spec");
+    const json_t *qr = find_condition(obj, "QuotaReserved");
+    const json_t *ev = find_condition(obj, "Evicted");
+    const json_t *adm = fatia_json_path(obj, "status.admission");
+    const char *qn = fatia_json_str(spec, "queueName");
+    struct ctl_wl *w, *old;
+    char *key, why[256] = "";
+    int64_t prio;
+    int r;
+
+    if (!name)
+        return -EINVAL;
+    key = make_key(ns, name);
+    if (!key)
+        return -ENOMEM;
+    old = fatia_strmap_get(&c->wl_index, key);
+    if (condition_true(find_condition(obj, "Finished"))) {
+        free(key);
+        if (old)
+            wl_remove(c, old, now);
+        return 0;
+    }
+    w = fatia_calloc(1, sizeof(*w));
+    if (!w) {
+        free(key);
+        return -ENOMEM;
+    }
+    w->key = fatia_strdup(key);
+    free(key);
+    w->ns = fatia_strdup(ns ? ns : "");
+    w->name = fatia_strdup(name);
+    w->uid = fatia_strdup(uid ? uid : "");
+    w->job_uid = fatia_strdup(
+        fatia_json_str(fatia_json_path(obj, "metadata.labels"), "kueue.x-k8s.io/job-uid")
+            ? fatia_json_str(fatia_json_path(obj, "metadata.labels"), "kueue.x-k8s.io/job-uid")
+            : "");
+    w->queue_name = fatia_strdup(qn ? qn : "");
+    if (!w->key || !w->ns || !w->name || !w->uid || !w->job_uid || !w->queue_name) {
+        ctl_wl_free(w);
+        return -ENOMEM;
+    }
+    if (fatia_json_int(spec, "priority", &prio)) {
+        w->priority = (int32_t)prio;
+    } else if (old) {
+        w->priority = old->priority;
+    } else {
+        const char *pc = json_string_value(fatia_json_path(spec, "priorityClassRef.name"));
+        const char *kind = json_string_value(fatia_json_path(spec, "priorityClassRef.kind"));
+        struct ctl_wpc *p = pc && kind && !strcmp(kind, "WorkloadPriorityClass")
+                                ? fatia_strmap_get(&c->wpc_index, pc)
+                                : NULL;
+        w->priority = p ? p->value : 0;
+    }
+    w->active = fatia_json_bool(spec, "active", true);
+    w->created =
+        parse_time(json_string_value(fatia_json_path(obj, "metadata.creationTimestamp")), now);
+    if (ev) {
+        const char *reason = fatia_json_str(ev, "reason");
+        if (reason && (!strcmp(reason, "PodsReadyTimeout") || !strcmp(reason, "AdmissionCheck")))
+            w->created = parse_time(fatia_json_str(ev, "lastTransitionTime"), w->created);
+    }
+    w->requeue_at =
+        parse_time(json_string_value(fatia_json_path(obj, "status.requeueState.requeueAt")), 0);
+    r = parse_podsets(c, json_object_get(spec, "podSets"), &w->ps, &w->n_ps, why, sizeof(why));
+    if (r == -ENOMEM) {
+        ctl_wl_free(w);
+        return r;
+    }
+    if (r < 0) {
+        w->bad = true;
+        w->bad_msg = fatia_strdup(why);
+        if (diag)
+            fatia_diag_add(diag, FATIA_DIAG_WARNING, NULL, 0, 0, w->key, "spec.podSets",
+                           "%s, the workload cannot be admitted", why);
+        w->ps = NULL;
+        w->n_ps = 0;
+    }
+    w->shape_hash = shape_hash(w, json_object_get(spec, "podSets"));
+
+    if (old) {
+        /* Update: the engine's own admission state stays; spec-derived fields change. */
+        bool requeue = false;
+        old->priority = w->priority;
+        if (old->state == CTL_WL_PENDING) {
+            podsets_free(old->ps, old->n_ps);
+            old->ps = w->ps;
+            old->n_ps = w->n_ps;
+            w->ps = NULL;
+            w->n_ps = 0;
+            old->shape_hash = w->shape_hash;
+            old->bad = w->bad;
+            fatia_free(old->bad_msg);
+            old->bad_msg = w->bad_msg;
+            w->bad_msg = NULL;
+            old->created = w->created;
+            old->requeue_at = w->requeue_at;
+            requeue = true;
+        }
+        if (old->active != w->active) {
+            old->active = w->active;
+            if (!w->active && old->state == CTL_WL_ADMITTED)
+                ctl_evict(c, old, "InactiveWorkload", "The workload is deactivated", NULL, false);
+            requeue = true;
+        }
+        if (strcmp(old->queue_name, w->queue_name) && old->state == CTL_WL_PENDING) {
+            char *t = old->queue_name;
+            old->queue_name = w->queue_name;
+            w->queue_name = t;
+            wl_detach_lq(old);
+            r = wl_attach_lq(c, old);
+            if (r < 0) {
+                ctl_wl_free(w);
+                return r;
+            }
+            requeue = true;
+        }
+        ctl_wl_free(w);
+        if (requeue && old->state == CTL_WL_PENDING) {
+            if (old->q != CTL_Q_NONE)
+                ctl_queue_remove(c, old);
+            ctl_resolve_queue(c, old);
+        }
+        return 0;
+    }
+
+    if (FATIA_VEC_PUSH(&c->wls, w) < 0) {
+        ctl_wl_free(w);
+        return -ENOMEM;
+    }
+    if (fatia_strmap_put(&c->wl_index, w->key, w) < 0) {
+        c->wls.n--;
+        ctl_wl_free(w);
+        return -ENOMEM;
+    }
+    r = wl_attach_lq(c, w);
+    if (r < 0)
+        goto fail;
+    if (adm && condition_true(qr) && !w->bad) {
+        const char *cqn = fatia_json_str(adm, "clusterQueue");
+        struct ctl_cq *cq;
+        r = cq_ensure(c, cqn ? cqn : "", &cq);
+        if (r < 0)
+            goto fail;
+        r = parse_admission(c, w, adm);
+        if (r < 0)
+            goto fail;
+        w->cq = cq;
+        w->qr_time = parse_time(fatia_json_str(qr, "lastTransitionTime"), now);
+        w->state = CTL_WL_ADMITTED;
+        if (condition_true(ev)) {
+            w->state = CTL_WL_EVICTING;
+            w->evicted_cond = true;
+        }
+        ctl_wl_charge(c, w);
+        if (!w->active && w->state == CTL_WL_ADMITTED)
+            ctl_evict(c, w, "InactiveWorkload", "The workload is deactivated", NULL, false);
+        else if (w->state == CTL_WL_ADMITTED && cq->drain)
+            ctl_evict(c, w, "ClusterQueueStopped", "The ClusterQueue is stopped", NULL, false);
+        else if (w->state == CTL_WL_ADMITTED && w->lq->drain)
+            ctl_evict(c, w, "LocalQueueStopped", "The LocalQueue is stopped", NULL, false);
+        return 0;
+    }
+    w->state = CTL_WL_PENDING;
+    ctl_resolve_queue(c, w);
+    return 0;
+fail:
+    wl_remove(c, w, now);
+    return r;
+}
+
+/* ---- public entry points ---- */
+
+int fatia_control_apply(struct fatia_control *c, const json_t *obj, int64_t now,
+                        struct fatia_diag *diag)
+{
+    const char *kind = fatia_json_str(obj, "kind");
+    const char *api = fatia_json_str(obj, "apiVersion");
+
+    c->result_valid = false;
+    if (!kind || !api)
+        return -EINVAL;
+    if (!strcmp(api, "v1")) {
+        if (!strcmp(kind, "Namespace"))
+            return apply_ns(c, obj, now);
+        return 0;
+    }
+    if (!strcmp(api, "fatia.dev/v1alpha1")) {
+        if (!strcmp(kind, "SchedulerConfig"))
+            return apply_config(c, obj);
+        return 0;
+    }
+    if (strncmp(api, "kueue.x-k8s.io/", 15))
+        return 0;
+    if (!strcmp(kind, "ResourceFlavor"))
+        return apply_flavor(c, obj, now);
+    if (!strcmp(kind, "ClusterQueue"))
+        return apply_cq(c, obj, now, diag);
+    if (!strcmp(kind, "Cohort"))
+        return apply_cohort(c, obj, now);
+    if (!strcmp(kind, "LocalQueue"))
+        return apply_lq(c, obj, now);
+    if (!strcmp(kind, "WorkloadPriorityClass"))
+        return apply_wpc(c, obj);
+    if (!strcmp(kind, "Workload"))
+        return apply_wl(c, obj, now, diag);
+    return 0;
+}
+
+int fatia_control_delete(struct fatia_control *c, const char *kind, const char *ns,
+                         const char *name, int64_t now)
+{
+    c->result_valid = false;
+    if (!strcmp(kind, "Workload")) {
+        char *key = make_key(ns, name);
+        struct ctl_wl *w = key ? fatia_strmap_get(&c->wl_index, key) : NULL;
+        free(key);
+        if (!w)
+            return -ENOENT;
+        wl_remove(c, w, now);
+        return 0;
+    }
+    if (!strcmp(kind, "ResourceFlavor")) {
+        struct ctl_flavor *f = fatia_strmap_get(&c->flavor_index, name);
+        if (!f || !f->defined)
+            return -ENOENT;
+        flavor_clear(f);
+        f->defined = false;
+        c->tree_dirty = true;
+        return 0;
+    }
+    if (!strcmp(kind, "ClusterQueue")) {
+        struct ctl_cq *cq = ctl_cq_get(c, name);
+        if (!cq || !cq->defined)
+            return -ENOENT;
+        cq->defined = false;
+        quota_spec_release(&cq->qs);
+        fatia_free(cq->cohort_name);
+        cq->cohort_name = NULL;
+        c->tree_dirty = true;
+        /* pending workloads leave its queue; admitted ones keep their (now uncounted) quota
+         * until they finish, as Kueue keeps them admitted */
+        for (size_t i = 0; i < c->wls.n; i++)
+            if (c->wls.v[i]->state == CTL_WL_PENDING && c->wls.v[i]->cq == cq &&
+                c->wls.v[i]->q != CTL_Q_NONE)
+                ctl_queue_remove(c, c->wls.v[i]);
+        return 0;
+    }
+    if (!strcmp(kind, "Cohort")) {
+        struct ctl_cohort *co = fatia_strmap_get(&c->cohort_index, name);
+        if (!co || !co->defined)
+            return -ENOENT;
+        co->defined = false;
+        quota_spec_release(&co->qs);
+        fatia_free(co->parent_name);
+        co->parent_name = NULL;
+        co->node.weight = 1.0;
+        c->tree_dirty = true;
+        return ctl_queue_requeue_all(c, now);
+    }
+    if (!strcmp(kind, "LocalQueue")) {
+        char *key = make_key(ns, name);
+        struct ctl_lq *lq = key ? fatia_strmap_get(&c->lq_index, key) : NULL;
+        free(key);
+        if (!lq || !lq->defined)
+            return -ENOENT;
+        lq->defined = false;
+        for (size_t i = 0; i < lq->wls.n; i++) {
+            struct ctl_wl *w = lq->wls.v[i];
+            if (w->state == CTL_WL_PENDING && w->q != CTL_Q_NONE)
+                ctl_queue_remove(c, w);
+        }
+        return 0;
+    }
+    if (!strcmp(kind, "Namespace")) {
+        struct ctl_ns *n = fatia_strmap_get(&c->ns_index, name);
+        if (!n)
+            return -ENOENT;
+        fatia_strmap_del(&c->ns_index, n->name);
+        for (size_t i = 0; i < c->nss.n; i++)
+            if (c->nss.v[i] == n)
+                c->nss.v[i] = c->nss.v[--c->nss.n];
+        fatia_free(n->name);
+        json_decref(n->labels);
+        fatia_free(n);
+        return 0;
+    }
+    if (!strcmp(kind, "WorkloadPriorityClass")) {
+        struct ctl_wpc *p = fatia_strmap_get(&c->wpc_index, name);
+        if (!p)
+            return -ENOENT;
+        fatia_strmap_del(&c->wpc_index, p->name);
+        for (size_t i = 0; i < c->wpcs.n; i++)
+            if (c->wpcs.v[i] == p)
+                c->wpcs.v[i] = c->wpcs.v[--c->wpcs.n];
+        fatia_free(p->name);
+        fatia_free(p);
+        return 0;
+    }
+    if (!strcmp(kind, "SchedulerConfig")) {
+        config_release(&c->cfg);
+        c->cfg.partial_admission = true;
+        c->cfg.n_strategies = 2;
+        c->cfg.strategies[1] = 1;
+        return 0;
+    }
+    return -ENOENT;
+}
+
+static struct ctl_wl *wl_get(const struct fatia_control *c, const char *ns, const char *name)
+{
+    char *key = make_key(ns, name);
+    struct ctl_wl *w = key ? fatia_strmap_get(&c->wl_index, key) : NULL;
+
+    free(key);
+    return w;
+}
+
+int fatia_control_workload_finished(struct fatia_control *c, const char *ns, const char *name,
+                                    int64_t now)
+{
+    struct ctl_wl *w = wl_get(c, ns, name);
+
+    c->result_valid = false;
+    if (!w)
+        return -ENOENT;
+    wl_remove(c, w, now);
+    return 0;
+}
+
+int fatia_control_workload_released(struct fatia_control *c, const char *ns, const char *name,
+                                    int64_t now)
+{
+    struct ctl_wl *w = wl_get(c, ns, name);
+    struct ctl_cq *cq;
+
+    c->result_valid = false;
+    if (!w)
+        return -ENOENT;
+    if (w->state != CTL_WL_EVICTING)
+        return -EINVAL;
+    cq = w->cq;
+    ctl_wl_uncharge(c, w);
+    ctl_wl_drop_admission(w);
+    w->state = CTL_WL_PENDING;
+    w->evicted_cond = false;
+    w->borrowing = false;
+    w->qr_time = 0;
+    w->sticky = false;
+    w->q = CTL_Q_NONE;
+    w->cq = NULL;
+    ctl_resolve_queue(c, w);
+    if (cq && cq->defined)
+        ctl_queue_requeue_tree(c, cq, now);
+    return 0;
+}

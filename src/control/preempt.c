@@ -1,0 +1,847 @@
+/*
+ * control/preempt.c: choosing preemption targets (Kueue pkg/scheduler/preemption: classical
+ * hierarchical preemption and fair-sharing preemption; reference/kueue.md §2.5 and §2.6).
+ *
+ * Both searches work on the live quota tree as a snapshot: a candidate is "removed" by taking
+ * its usage off its ClusterQueue (propagating up the tree) and every removal is undone before
+ * the function returns, so the tree is unchanged on every path out (the invariant checks in the
+ * tests would catch a leak at once).
+ *
+ * Classical: candidates in the preemptor's ClusterQueue that withinClusterQueue allows, and, when
+ * reclaimWithinCohort allows, candidates in the rest of the cohort tree reached by walking from
+ * the parent to the root and descending only into subtrees above their nominal quota on the
+ * needed flavor-resources. Each cross-queue candidate is classified: hierarchical reclaim (the
+ * preemptor's subtree covers the request), reclaim without borrowing, or reclaim while borrowing
+ * (borrowWithinCohort and maxPriorityThreshold). Candidates are ordered (evicted first, other
+ * ClusterQueues first, lower priority, most recent quota reservation, UID) and removed greedily
+ * until the preemptor fits, with or without borrowing as the attempt allows, then added back in
+ * reverse order while it still fits (the minimisation).
+ *
+ * Fair sharing: candidates are the preemptor's own (withinClusterQueue) and those of every
+ * borrowing ClusterQueue of the tree (reclaimWithinCohort); the preemptor's usage is added first
+ * so shares are "after admission". Target ClusterQueues are chosen by descending from the root
+ * into the child with the highest dominant resource share; a target in the preemptor's queue is
+ * preempted unconditionally, a preemptor within its nominal quota reclaims unconditionally
+ * (FairSharingPreemptWithinNominal), otherwise the first strategy (LessThanOrEqualToFinalShare:
+ * preemptor's new share <= target's share after the removal) decides per candidate, and the
+ * rejected ones get one chance per ClusterQueue under the second (LessThanInitialShare).
+ */
+#include "base/compat.h"
+
+#include "base/alloc.h"
+#include "base/error.h"
+#include "control/internal.h"
+
+enum variant {
+    V_NEVER,
+    V_WITHIN_CQ,
+    V_HIER,
+    V_WITHOUT_BORROWING,
+    V_WHILE_BORROWING
+};
+
+struct cand {
+    struct ctl_wl *wl;
+    const struct ctl_node *lca;
+    enum variant v;
+};
+
+struct cands {
+    struct cand *v;
+    size_t n, cap;
+};
+
+struct pctx {
+    struct fatia_control *c;
+    struct ctl_cq *cq;
+    const struct ctl_wl *w;
+    const uint32_t *frs;
+    size_t n_frs;
+    const struct ctl_use *req;
+    size_t n_req;
+};
+
+/* ---- targets list ---- */
+
+int ctl_targets_push(struct ctl_targets *t, struct ctl_wl *w, const char *reason)
+{
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 8;
+        struct ctl_target *v = fatia_reallocarray(t->v, nc, sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        t->v = v;
+        t->cap = nc;
+    }
+    t->v[t->n++] = (struct ctl_target){w, reason};
+    return 0;
+}
+
+void ctl_targets_release(struct ctl_targets *t)
+{
+    fatia_free(t->v);
+    memset(t, 0, sizeof(*t));
+}
+
+static int cands_push(struct cands *l, struct cand c)
+{
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 16;
+        struct cand *v = fatia_reallocarray(l->v, nc, sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        l->v = v;
+        l->cap = nc;
+    }
+    l->v[l->n++] = c;
+    return 0;
+}
+
+/* ---- snapshot ---- */
+
+void ctl_snapshot_remove(struct fatia_control *c, struct ctl_wl *w)
+{
+    (void)c;
+    ctl_remove_uses(&w->cq->node, w->use, w->n_use);
+}
+
+void ctl_snapshot_add(struct fatia_control *c, struct ctl_wl *w)
+{
+    (void)c;
+    ctl_add_uses(&w->cq->node, w->use, w->n_use);
+}
+
+static void restore(struct fatia_control *c, const struct ctl_targets *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        ctl_snapshot_add(c, t->v[i].wl);
+}
+
+bool ctl_wl_uses_frs(const struct ctl_wl *w, const uint32_t *frs, size_t n)
+{
+    for (size_t i = 0; i < w->n_use; i++)
+        for (size_t j = 0; j < n; j++)
+            if (w->use[i].fr == frs[j])
+                return true;
+    return false;
+}
+
+/* workloadFits: every request fits the preemptor's ClusterQueue as the snapshot stands. */
+static bool workload_fits(const struct pctx *p, bool allow_borrowing)
+{
+    for (size_t i = 0; i < p->n_req; i++) {
+        uint32_t fr = p->req[i].fr;
+        if (!allow_borrowing && ctl_borrowing_with(&p->cq->node, fr, p->req[i].v))
+            return false;
+        if (p->req[i].v > ctl_available(&p->cq->node, fr))
+            return false;
+    }
+    return true;
+}
+
+static bool cq_is_borrowing(const struct ctl_cq *cq, const uint32_t *frs, size_t n)
+{
+    if (!cq->node.parent)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (ctl_borrowing_with(&cq->node, frs[i], 0))
+            return true;
+    return false;
+}
+
+/* ---- ordering (Kueue CandidatesOrdering) ---- */
+
+struct order_ctx {
+    const struct ctl_cq *cq;
+    int64_t now;
+};
+
+static bool evicted(const struct ctl_wl *w)
+{
+    return w->evicted_cond || w->state == CTL_WL_EVICTING;
+}
+
+static int cand_cmp(const struct ctl_wl *a, const struct ctl_wl *b, const struct order_ctx *o)
+{
+    bool ae = evicted(a), be = evicted(b), ain = a->cq == o->cq, bin = b->cq == o->cq;
+    int64_t ta, tb;
+    int r;
+
+    if (ae != be)
+        return ae ? -1 : 1;
+    if (ain != bin)
+        return ain ? 1 : -1;
+    if (a->priority != b->priority)
+        return a->priority < b->priority ? -1 : 1;
+    ta = a->qr_time ? a->qr_time : o->now;
+    tb = b->qr_time ? b->qr_time : o->now;
+    if (ta != tb)
+        return ta > tb ? -1 : 1;
+    r = strcmp(a->uid, b->uid);
+    if (r)
+        return r;
+    return strcmp(a->key, b->key);
+}
+
+static int cand_qsort_cmp(const void *x, const void *y, void *arg)
+{
+    return cand_cmp(((const struct cand *)x)->wl, ((const struct cand *)y)->wl, arg);
+}
+
+static int wl_qsort_cmp(const void *x, const void *y, void *arg)
+{
+    return cand_cmp(*(struct ctl_wl *const *)x, *(struct ctl_wl *const *)y, arg);
+}
+
+/* ---- policies ---- */
+
+static bool satisfies_policy(const struct pctx *p, const struct ctl_wl *cand)
+{
+    enum ctl_policy pol = cand->cq == p->cq ? p->cq->within : p->cq->reclaim;
+    int32_t in = p->w->priority, cp = cand->priority;
+
+    switch (pol) {
+    case CTL_NEVER:
+        return false;
+    case CTL_LOWER:
+        return in > cp;
+    case CTL_LOWER_OR_NEWER_EQUAL:
+        return in > cp || (in == cp && p->w->created < cand->created);
+    case CTL_ANY:
+        return true;
+    }
+    return false;
+}
+
+static enum variant classify(const struct pctx *p, const struct ctl_wl *cand, bool adv)
+{
+    int32_t in = p->w->priority, cp = cand->priority;
+
+    if (!ctl_wl_uses_frs(cand, p->frs, p->n_frs))
+        return V_NEVER;
+    if (!satisfies_policy(p, cand))
+        return V_NEVER;
+    if (cand->cq == p->cq)
+        return V_WITHIN_CQ;
+    if (adv)
+        return V_HIER;
+    if (!p->cq->borrow_within)
+        return V_WITHOUT_BORROWING;
+    if (cp >= in || (p->cq->has_threshold && cp > p->cq->threshold))
+        return V_WITHOUT_BORROWING;
+    return V_WHILE_BORROWING;
+}
+
+static const char *variant_reason(enum variant v)
+{
+    switch (v) {
+    case V_WITHIN_CQ:
+        return "InClusterQueue";
+    case V_HIER:
+    case V_WITHOUT_BORROWING:
+        return "InCohortReclamation";
+    case V_WHILE_BORROWING:
+        return "InCohortReclaimWhileBorrowing";
+    case V_NEVER:
+        break;
+    }
+    return "Unknown";
+}
+
+static int cands_from_cq(const struct pctx *p, struct ctl_cq *cq, const struct ctl_node *lca,
+                         bool adv, struct cands *out)
+{
+    for (size_t i = 0; i < cq->admitted.n; i++) {
+        enum variant v = classify(p, cq->admitted.v[i], adv);
+        if (v == V_NEVER)
+            continue;
+        if (cands_push(out, (struct cand){cq->admitted.v[i], lca, v}) < 0)
+            return -ENOMEM;
+    }
+    p->c->phases.preempt_candidates += cq->admitted.n;
+    return 0;
+}
+
+static int collect_in_subtree(const struct pctx *p, struct ctl_cohort *cur,
+                              const struct ctl_node *root, const struct ctl_cohort *skip, bool adv,
+                              struct cands *out)
+{
+    int r;
+
+    for (size_t i = 0; i < cur->child_cohorts.n; i++) {
+        struct ctl_cohort *ch = cur->child_cohorts.v[i];
+        if (ch == skip || ctl_within_nominal(&ch->node, p->frs, p->n_frs))
+            continue;
+        r = collect_in_subtree(p, ch, root, skip, adv, out);
+        if (r < 0)
+            return r;
+    }
+    for (size_t i = 0; i < cur->child_cqs.n; i++) {
+        struct ctl_cq *ch = cur->child_cqs.v[i];
+        if (ch == p->cq || ctl_within_nominal(&ch->node, p->frs, p->n_frs))
+            continue;
+        r = cands_from_cq(p, ch, root, adv, out);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static size_t split_evicted(const struct cands *l)
+{
+    size_t i = 0;
+
+    while (i < l->n && evicted(l->v[i].wl))
+        i++;
+    return i;
+}
+
+static bool cand_valid(const struct pctx *p, const struct cand *cd, bool borrow)
+{
+    const struct ctl_cq *cq = cd->wl->cq;
+
+    if (cq == p->cq)
+        return true;
+    if (borrow && cd->v == V_WITHOUT_BORROWING)
+        return false;
+    if (ctl_within_nominal(&cq->node, p->frs, p->n_frs))
+        return false;
+    for (const struct ctl_node *n = cq->node.parent; n && n != cd->lca; n = n->parent)
+        if (ctl_within_nominal(n, p->frs, p->n_frs))
+            return false;
+    return true;
+}
+
+static bool queue_under_nominal(const struct pctx *p)
+{
+    for (size_t i = 0; i < p->n_frs; i++) {
+        const struct ctl_slot *s = &p->cq->node.slot[p->frs[i]];
+        if (s->usage >= s->nominal)
+            return false;
+    }
+    return true;
+}
+
+static void fill_back(const struct pctx *p, struct ctl_targets *t, bool borrow)
+{
+    if (t->n < 2)
+        return;
+    for (size_t i = t->n - 1; i-- > 0;) {
+        ctl_snapshot_add(p->c, t->v[i].wl);
+        if (workload_fits(p, borrow))
+            t->v[i] = t->v[--t->n];
+        else
+            ctl_snapshot_remove(p->c, t->v[i].wl);
+    }
+}
+
+static int classical(const struct pctx *p, struct ctl_targets *ret)
+{
+    struct cands same = {0}, hier = {0}, prio = {0}, all = {0};
+    struct order_ctx o = {p->cq, p->c->now};
+    bool forbidden = !p->cq->borrow_within, attempts[2];
+    size_t n_attempts, ev_h, ev_p, ev_s;
+    int r = 0;
+
+    if (p->cq->within != CTL_NEVER) {
+        r = cands_from_cq(p, p->cq, NULL, false, &same);
+        if (r < 0)
+            goto out;
+    }
+    if (p->cq->node.parent && p->cq->reclaim != CTL_NEVER) {
+        struct ctl_use rem_a[64], rem_b[64], *rem = rem_a, *nxt = rem_b, *tmp;
+        const struct ctl_cohort *prev = NULL;
+        size_t k = p->n_req < 64 ? p->n_req : 64;
+        bool adv = ctl_fits_in_quota(&p->cq->node, p->req, k, rem);
+        for (struct ctl_cohort *cur = p->cq->cohort; cur; cur = cur->parent) {
+            r = collect_in_subtree(p, cur, &cur->node, prev, adv, adv ? &hier : &prio);
+            if (r < 0)
+                goto out;
+            adv = ctl_fits_in_quota(&cur->node, rem, k, nxt) || adv;
+            tmp = rem;
+            rem = nxt;
+            nxt = tmp;
+            prev = cur;
+        }
+    }
+    if (same.n > 1)
+        qsort_r(same.v, same.n, sizeof(*same.v), cand_qsort_cmp, &o);
+    if (hier.n > 1)
+        qsort_r(hier.v, hier.n, sizeof(*hier.v), cand_qsort_cmp, &o);
+    if (prio.n > 1)
+        qsort_r(prio.v, prio.n, sizeof(*prio.v), cand_qsort_cmp, &o);
+    ev_h = split_evicted(&hier);
+    ev_p = split_evicted(&prio);
+    ev_s = split_evicted(&same);
+    {
+        const struct cands *lists[3] = {&hier, &prio, &same};
+        const size_t ev[3] = {ev_h, ev_p, ev_s};
+        for (int pass = 0; pass < 2; pass++)
+            for (int l = 0; l < 3; l++) {
+                size_t from = pass ? ev[l] : 0, to = pass ? lists[l]->n : ev[l];
+                for (size_t i = from; i < to; i++)
+                    if ((r = cands_push(&all, lists[l]->v[i])) < 0)
+                        goto out;
+            }
+    }
+    if ((hier.n == 0 && prio.n == 0) || (forbidden && !queue_under_nominal(p))) {
+        attempts[0] = true;
+        n_attempts = 1;
+    } else if (forbidden && hier.n == 0) {
+        attempts[0] = false;
+        attempts[1] = true;
+        n_attempts = 2;
+    } else {
+        attempts[0] = true;
+        attempts[1] = false;
+        n_attempts = 2;
+    }
+    for (size_t a = 0; a < n_attempts; a++) {
+        bool borrow = attempts[a];
+        ret->n = 0;
+        for (size_t i = 0; i < all.n; i++) {
+            if (!cand_valid(p, &all.v[i], borrow))
+                continue;
+            ctl_snapshot_remove(p->c, all.v[i].wl);
+            if ((r = ctl_targets_push(ret, all.v[i].wl, variant_reason(all.v[i].v))) < 0) {
+                ctl_snapshot_add(p->c, all.v[i].wl);
+                restore(p->c, ret);
+                ret->n = 0;
+                goto out;
+            }
+            if (workload_fits(p, borrow)) {
+                fill_back(p, ret, borrow);
+                restore(p->c, ret);
+                goto out;
+            }
+        }
+        restore(p->c, ret);
+        ret->n = 0;
+    }
+out:
+    fatia_free(same.v);
+    fatia_free(hier.v);
+    fatia_free(prio.v);
+    fatia_free(all.v);
+    return r;
+}
+
+/* ---- fair sharing ---- */
+
+struct fs_state {
+    const struct pctx *p;
+    struct ctl_wl **wls; /* candidates grouped by ClusterQueue, each group in candidate order */
+    size_t n;
+    uint64_t stamp;
+    struct ctl_targets *t;
+    bool fits;
+};
+
+static struct ctl_cohort *root_of(struct ctl_cq *cq)
+{
+    struct ctl_cohort *co = cq->cohort;
+
+    while (co && co->parent)
+        co = co->parent;
+    return co;
+}
+
+static bool on_preemptor_path(const struct pctx *p, const struct ctl_cohort *co)
+{
+    for (const struct ctl_cohort *x = p->cq->cohort; x; x = x->parent)
+        if (x == co)
+            return true;
+    return false;
+}
+
+static bool cq_pruned(const struct fs_state *s, const struct ctl_cq *cq)
+{
+    return cq->stamp == s->stamp && cq->pruned;
+}
+
+static bool cq_has_workload(const struct fs_state *s, const struct ctl_cq *cq)
+{
+    return cq->stamp == s->stamp && cq->grp_pos < cq->grp_n;
+}
+
+static void cq_prune(const struct fs_state *s, struct ctl_cq *cq)
+{
+    if (cq->stamp != s->stamp) {
+        cq->stamp = s->stamp;
+        cq->grp_n = cq->grp_pos = 0;
+    }
+    cq->pruned = true;
+}
+
+static bool co_pruned(const struct fs_state *s, const struct ctl_cohort *co)
+{
+    return co->stamp == s->stamp && co->pruned;
+}
+
+static void co_prune(const struct fs_state *s, struct ctl_cohort *co)
+{
+    co->stamp = s->stamp;
+    co->pruned = true;
+}
+
+/* Builds the per-ClusterQueue groups of a candidate list (already ordered). */
+static int fs_groups(struct fs_state *s, struct ctl_wl **list, size_t n)
+{
+    struct fatia_control *c = s->p->c;
+    struct ctl_wl **out;
+    size_t k = 0;
+
+    s->stamp = ++c->stamp;
+    out = fatia_reallocarray(NULL, n ? n : 1, sizeof(*out));
+    if (!out)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        struct ctl_cq *cq = list[i]->cq;
+        if (cq->stamp != s->stamp) {
+            cq->stamp = s->stamp;
+            cq->pruned = false;
+            cq->grp_n = 0;
+            cq->grp_pos = 0;
+        }
+        cq->grp_n++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct ctl_cq *cq = list[i]->cq;
+        if (cq->grp_pos == 0 && cq->grp_n) {
+            cq->grp = k;
+            k += cq->grp_n;
+            cq->grp_pos = cq->grp_n; /* used as a fill counter below */
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct ctl_cq *cq = list[i]->cq;
+        out[cq->grp + (cq->grp_n - cq->grp_pos)] = list[i];
+        cq->grp_pos--;
+    }
+    fatia_free(s->wls);
+    s->wls = out;
+    s->n = n;
+    /* preemptor CQ without candidates still needs its stamp for pruning */
+    if (s->p->cq->stamp != s->stamp) {
+        s->p->cq->stamp = s->stamp;
+        s->p->cq->pruned = false;
+        s->p->cq->grp_n = s->p->cq->grp_pos = 0;
+    }
+    return 0;
+}
+
+static struct ctl_wl *cq_pop(struct fs_state *s, struct ctl_cq *cq)
+{
+    return s->wls[cq->grp + cq->grp_pos++];
+}
+
+/* nextTarget: descends from co into the child with the highest share. */
+static struct ctl_cq *next_target(struct fs_state *s, struct ctl_cohort *co, int depth)
+{
+    const struct pctx *p = s->p;
+    struct fatia_control *c = p->c;
+    struct ctl_cq *best_cq = NULL;
+    struct ctl_cohort *best_co = NULL;
+    struct ctl_drs cq_drs = {0}, co_drs = {0};
+
+    if (depth > 100000)
+        return NULL;
+    for (size_t i = 0; i < co->child_cqs.n; i++) {
+        struct ctl_cq *cq = co->child_cqs.v[i];
+        struct ctl_drs d;
+        if (cq_pruned(s, cq))
+            continue;
+        d = ctl_drs(c, &cq->node, NULL, 0);
+        if ((d.ratio == 0 && cq != p->cq) || !cq_has_workload(s, cq))
+            cq_prune(s, cq);
+        else if (!best_cq || ctl_drs_cmp(d, cq_drs) >= 0) {
+            best_cq = cq;
+            cq_drs = d;
+        }
+    }
+    for (size_t i = 0; i < co->child_cohorts.n; i++) {
+        struct ctl_cohort *ch = co->child_cohorts.v[i];
+        struct ctl_drs d;
+        if (co_pruned(s, ch))
+            continue;
+        d = ctl_drs(c, &ch->node, NULL, 0);
+        if (d.ratio == 0 && !on_preemptor_path(p, ch))
+            co_prune(s, ch);
+        else if (!best_co || ctl_drs_cmp(d, co_drs) >= 0) {
+            best_co = ch;
+            co_drs = d;
+        }
+    }
+    if (!best_cq && !best_co) {
+        co_prune(s, co);
+        return NULL;
+    }
+    if (best_co && (!best_cq || ctl_drs_cmp(co_drs, cq_drs) >= 0))
+        return next_target(s, best_co, depth + 1);
+    return best_cq;
+}
+
+/* The almost-LCA nodes of (preemptor, target): the children of their lowest common ancestor. */
+static void almost_lcas(const struct pctx *p, const struct ctl_cq *target,
+                        const struct ctl_node **ret_pre, const struct ctl_node **ret_tgt)
+{
+    const struct ctl_cohort *lca = NULL;
+    const struct ctl_node *prev;
+
+    for (const struct ctl_cohort *x = target->cohort; x && !lca; x = x->parent)
+        if (on_preemptor_path(p, x))
+            lca = x;
+    prev = &p->cq->node;
+    for (const struct ctl_cohort *x = p->cq->cohort; x && x != lca; x = x->parent)
+        prev = &x->node;
+    *ret_pre = prev;
+    prev = &target->node;
+    for (const struct ctl_cohort *x = target->cohort; x && x != lca; x = x->parent)
+        prev = &x->node;
+    *ret_tgt = prev;
+}
+
+static bool strategy_passes(int strategy, struct ctl_drs pnew, struct ctl_drs told,
+                            struct ctl_drs tnew)
+{
+    if (strategy == 0)
+        return ctl_drs_cmp(pnew, tnew) <= 0;
+    return ctl_drs_cmp(pnew, told) < 0;
+}
+
+/* Yields one target: the candidate is already removed. Checks whether the preemptor fits. */
+static int fs_yield(struct fs_state *s, struct ctl_wl *wl, const char *reason)
+{
+    const struct pctx *p = s->p;
+    int r = ctl_targets_push(s->t, wl, reason);
+
+    if (r < 0) {
+        ctl_snapshot_add(p->c, wl);
+        return r;
+    }
+    ctl_remove_uses(&p->cq->node, p->req, p->n_req);
+    s->fits = workload_fits(p, true);
+    ctl_add_uses(&p->cq->node, p->req, p->n_req);
+    p->c->phases.preempt_candidates++;
+    return 0;
+}
+
+static int fs_first(struct fs_state *s, int strategy, struct ctl_wl ***ret_retry,
+                    size_t *ret_n_retry)
+{
+    const struct pctx *p = s->p;
+    struct fatia_control *c = p->c;
+    struct ctl_wl **retry = NULL;
+    size_t n_retry = 0;
+    struct ctl_cohort *root = root_of(p->cq);
+    bool within_nominal = true;
+    int r = 0;
+
+    retry = fatia_reallocarray(NULL, s->n ? s->n : 1, sizeof(*retry));
+    if (!retry)
+        return -ENOMEM;
+    for (size_t i = 0; i < p->n_frs; i++) {
+        const struct ctl_slot *sl = &p->cq->node.slot[p->frs[i]];
+        if (sl->usage > sl->nominal)
+            within_nominal = false;
+    }
+    for (;;) {
+        struct ctl_cq *tq;
+        if (!root) {
+            tq = cq_has_workload(s, p->cq) ? p->cq : NULL;
+            if (!tq)
+                break;
+        } else {
+            if (co_pruned(s, root))
+                break;
+            tq = next_target(s, root, 0);
+            if (!tq)
+                continue;
+        }
+        c->result.n_fair_decisions++;
+        if (tq == p->cq) {
+            struct ctl_wl *wl = cq_pop(s, tq);
+            ctl_snapshot_remove(c, wl);
+            if ((r = fs_yield(s, wl, "InClusterQueue")) < 0 || s->fits)
+                goto out;
+            continue;
+        }
+        if (within_nominal) {
+            struct ctl_wl *wl = cq_pop(s, tq);
+            ctl_snapshot_remove(c, wl);
+            if ((r = fs_yield(s, wl, "InCohortReclamation")) < 0 || s->fits)
+                goto out;
+            continue;
+        }
+        {
+            const struct ctl_node *pa, *ta;
+            struct ctl_drs pnew, told;
+            almost_lcas(p, tq, &pa, &ta);
+            pnew = ctl_drs(c, pa, NULL, 0);
+            told = ctl_drs(c, ta, NULL, 0);
+            while (cq_has_workload(s, tq)) {
+                struct ctl_wl *wl = cq_pop(s, tq);
+                struct ctl_drs tnew;
+                ctl_snapshot_remove(c, wl);
+                tnew = ctl_drs(c, ta, NULL, 0);
+                if (strategy_passes(strategy, pnew, told, tnew)) {
+                    if ((r = fs_yield(s, wl, "InCohortFairSharing")) < 0 || s->fits)
+                        goto out;
+                    break;
+                }
+                ctl_snapshot_add(c, wl);
+                retry[n_retry++] = wl;
+            }
+        }
+    }
+out:
+    *ret_retry = retry;
+    *ret_n_retry = n_retry;
+    return r;
+}
+
+static int fs_second(struct fs_state *s, struct ctl_wl **retry, size_t n_retry)
+{
+    const struct pctx *p = s->p;
+    struct fatia_control *c = p->c;
+    struct ctl_cohort *root = root_of(p->cq);
+    int r = fs_groups(s, retry, n_retry);
+
+    if (r < 0)
+        return r;
+    for (;;) {
+        struct ctl_cq *tq;
+        const struct ctl_node *pa, *ta;
+        if (!root) {
+            tq = cq_has_workload(s, p->cq) ? p->cq : NULL;
+            if (!tq)
+                break;
+        } else {
+            if (co_pruned(s, root))
+                break;
+            tq = next_target(s, root, 0);
+            if (!tq)
+                continue;
+        }
+        c->result.n_fair_decisions++;
+        almost_lcas(p, tq, &pa, &ta);
+        {
+            struct ctl_drs pnew = ctl_drs(c, pa, NULL, 0), told = ctl_drs(c, ta, NULL, 0);
+            struct ctl_wl *wl = cq_pop(s, tq);
+            if (strategy_passes(1, pnew, told, told)) {
+                ctl_snapshot_remove(c, wl);
+                if ((r = fs_yield(s, wl, "InCohortFairSharing")) < 0 || s->fits)
+                    return r;
+            }
+        }
+        cq_prune(s, tq);
+        if (!root)
+            break;
+    }
+    return 0;
+}
+
+static int collect_fair_tree(const struct pctx *p, struct ctl_cohort *co, struct ctl_wl ***v,
+                             size_t *n, size_t *cap, int depth)
+{
+    if (depth > 100000)
+        return 0;
+    for (size_t i = 0; i < co->child_cqs.n; i++) {
+        struct ctl_cq *cq = co->child_cqs.v[i];
+        if (cq == p->cq || !cq_is_borrowing(cq, p->frs, p->n_frs))
+            continue;
+        for (size_t j = 0; j < cq->admitted.n; j++) {
+            struct ctl_wl *x = cq->admitted.v[j];
+            if (!satisfies_policy(p, x) || !ctl_wl_uses_frs(x, p->frs, p->n_frs))
+                continue;
+            if (*n == *cap) {
+                size_t nc = *cap ? *cap * 2 : 16;
+                struct ctl_wl **q = fatia_reallocarray(*v, nc, sizeof(*q));
+                if (!q)
+                    return -ENOMEM;
+                *v = q;
+                *cap = nc;
+            }
+            (*v)[(*n)++] = x;
+        }
+        p->c->phases.preempt_candidates += cq->admitted.n;
+    }
+    for (size_t i = 0; i < co->child_cohorts.n; i++) {
+        int r = collect_fair_tree(p, co->child_cohorts.v[i], v, n, cap, depth + 1);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static int fair(const struct pctx *p, struct ctl_targets *ret)
+{
+    struct fatia_control *c = p->c;
+    struct ctl_wl **cands = NULL, **retry = NULL;
+    size_t n = 0, cap = 0, n_retry = 0;
+    struct order_ctx o = {p->cq, c->now};
+    struct fs_state s = {.p = p, .t = ret};
+    int r = 0;
+
+    ret->n = 0;
+    if (p->cq->within != CTL_NEVER) {
+        for (size_t j = 0; j < p->cq->admitted.n; j++) {
+            struct ctl_wl *x = p->cq->admitted.v[j];
+            if (!satisfies_policy(p, x) || !ctl_wl_uses_frs(x, p->frs, p->n_frs))
+                continue;
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 16;
+                struct ctl_wl **q = fatia_reallocarray(cands, nc, sizeof(*q));
+                if (!q) {
+                    r = -ENOMEM;
+                    goto out;
+                }
+                cands = q;
+                cap = nc;
+            }
+            cands[n++] = x;
+        }
+    }
+    if (p->cq->node.parent && p->cq->reclaim != CTL_NEVER) {
+        r = collect_fair_tree(p, root_of(p->cq), &cands, &n, &cap, 0);
+        if (r < 0)
+            goto out;
+    }
+    if (!n)
+        goto out;
+    if (n > 1)
+        qsort_r(cands, n, sizeof(*cands), wl_qsort_cmp, &o);
+    ctl_add_uses(&p->cq->node, p->req, p->n_req);
+    r = fs_groups(&s, cands, n);
+    if (r == 0)
+        r = fs_first(&s, c->cfg.strategies[0], &retry, &n_retry);
+    if (r == 0 && !s.fits && c->cfg.n_strategies > 1)
+        r = fs_second(&s, retry, n_retry);
+    ctl_remove_uses(&p->cq->node, p->req, p->n_req);
+    if (r < 0 || !s.fits) {
+        restore(c, ret);
+        ret->n = 0;
+        goto out;
+    }
+    fill_back(p, ret, true);
+    restore(c, ret);
+out:
+    fatia_free(s.wls);
+    fatia_free(cands);
+    fatia_free(retry);
+    return r;
+}
+
+int ctl_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl_wl *w,
+                    const uint32_t *frs_need, size_t n_need, const struct ctl_use *req,
+                    size_t n_req, struct ctl_targets *ret)
+{
+    struct pctx p = {c, cq, w, frs_need, n_need, req, n_req};
+
+    ret->n = 0;
+    if (!n_need)
+        return 0;
+    if (c->cfg.fair_sharing)
+        return fair(&p, ret);
+    return classical(&p, ret);
+}

@@ -42,6 +42,9 @@ struct vcase {
     "spec:\n"
 #define SC_HEAD \
     "apiVersion: fatia.dev/v1alpha1\nkind: SchedulerConfig\nmetadata: {name: default}\nspec:\n"
+#define NP_HEAD "apiVersion: fatia.dev/v1alpha1\nkind: NodePool\nmetadata: {name: p}\nspec:\n"
+#define GSP_HEAD \
+    "apiVersion: fatia.dev/v1alpha1\nkind: GPUSharingPolicy\nmetadata: {name: g}\nspec:\n"
 #define CTR_LINE   "  containers: [{name: c, image: x}]\n"
 #define CTR_INLINE "containers: [{name: c, image: x}]"
 #define HWP_IDS \
@@ -304,6 +307,43 @@ static const struct vcase cases[] = {
      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: q, namespace: b}\n"
      "spec: {clusterQueue: x}\n",
      {{NULL}}},
+    /* fatia.dev NodePool and GPUSharingPolicy (model/kinds/fatia_supply.c) */
+    {"nodepool and policies are valid",
+     NP_HEAD "  count: 2\n  gpus: [{product: H200, count: 8}]\n"
+             "  nvlinkIslands: [[0, 1, 2, 3], [4, 5, 6, 7]]\n---\n" GSP_HEAD
+             "  gpuIndices: [0, 1]\n  timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: "
+             "4}]}\n---\n"
+             "apiVersion: fatia.dev/v1alpha1\nkind: GPUSharingPolicy\nmetadata: {name: m}\n"
+             "spec:\n  mig: {config: all-balanced}\n  timeSlicing: {resources: [{name: "
+             "nvidia.com/mig-1g.18gb, replicas: 2}]}\n",
+     {{NULL}}},
+    {"nodepool islands name GPUs that exist, once",
+     NP_HEAD "  gpus: [{product: H200, count: 4}]\n  nvlinkIslands: [[0, 1], [1, 4]]\n",
+     {{"error", 6, "spec.nvlinkIslands[1][0]", "GPU 1 is already in nvlinkIslands[0]"},
+      {"error", 6, "spec.nvlinkIslands[1][1]", "GPU index 4 does not exist"}}},
+    {"nodepool needs a spec, positive counts and a product",
+     NP_HEAD "  count: 0\n  gpus: [{count: 2}]\n",
+     {{"error", 5, "spec.count", "greater than or equal to 1"},
+      {"error", 6, "spec.gpus[0].product", "required field is missing"}}},
+    {"policy replicas >= 2 and one strategy",
+     GSP_HEAD "  timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 1}]}\n"
+              "  fractional: {}\n",
+     {{"error", 5, "spec.timeSlicing.resources[0].replicas", "number of replicas must be >= 2"},
+      {"error", 6, "spec.fractional", "exclude each other"}}},
+    {"policy: MPS on MIG, and no strategy at all",
+     GSP_HEAD "  mig: {config: all-balanced}\n  mps: {resources: [{name: nvidia.com/gpu, "
+              "replicas: 2}]}\n---\n"
+              "apiVersion: fatia.dev/v1alpha1\nkind: GPUSharingPolicy\nmetadata: {name: q}\n"
+              "spec: {gpuIndices: [0]}\n",
+     {{"error", 6, "spec.mps", "MPS on MIG is not supported"},
+      {"error", 11, "spec", "set one of timeSlicing, mps, mig and fractional"}}},
+    {"policy mig needs exactly one layout and a known strategy",
+     GSP_HEAD "  mig: {strategy: none, config: all-balanced, mig-devices: {1g.18gb: 1}}\n",
+     {{"error", 5, "spec.mig.strategy", "unsupported value \"none\""},
+      {"error", 5, "spec.mig", "set exactly one of config"}}},
+    {"policy gpuIndices unique",
+     GSP_HEAD "  gpuIndices: [3, 3]\n  fractional: {}\n",
+     {{"error", 5, "spec.gpuIndices[1]", "duplicate GPU index 3"}}},
 };
 
 static void run_case(const struct vcase *c)

@@ -1,0 +1,70 @@
+/*
+ * apiserver/auth.h: bearer tokens, who may do what, and kubeconfig files.
+ *
+ * The tokens file (DATA_DIR/tokens, mode 0600) has one token per line:
+ *
+ *     # TOKEN  USER  GROUPS  NAMESPACES  ACCESS
+ *     5c0f...  admin   system:masters  *           rw
+ *     9a1e...  alice   -               team-a      ro
+ *
+ * GROUPS and NAMESPACES are comma-separated ("-" for no group, "*" for every namespace); ACCESS is
+ * rw or ro. Blank lines and # comments are ignored. The server re-reads the file when it changes
+ * (checked at most once a second), so `fatia token create` takes effect without a restart; a file
+ * that no longer parses is reported and the previous tokens stay in force.
+ *
+ * Authorization (fatia_user_may): system:masters may do anything. Everyone else may act only in
+ * the namespaces of their token (listing across namespaces needs "*"), may read cluster-scoped
+ * objects but never write them, and with ro may only read.
+ */
+#ifndef FATIA_APISERVER_AUTH_H
+#define FATIA_APISERVER_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "apiserver/apiserver.h"
+#include "base/buf.h"
+
+#define FATIA_TOKEN_LEN 64 /* hex characters of a generated token */
+
+struct fatia_auth;
+
+/* Opens the tokens file (it must exist). 0, -ENOENT, -FATIA_E_PARSE (why says where), -ENOMEM. */
+int fatia_auth_open(const char *path, struct fatia_auth **ret, char *why, size_t why_n);
+void fatia_auth_free(struct fatia_auth *a);
+
+/* The user of a token (borrowed until the next lookup that reloads), or NULL. Reloads the file
+ * if it changed. */
+const struct fatia_user *fatia_auth_lookup(struct fatia_auth *a, const char *token);
+
+/* The token of the first line for user (borrowed until the next reload), or NULL. */
+const char *fatia_auth_token_of(struct fatia_auth *a, const char *user);
+
+/* Parses tokens-file text into an auth set (no path: no reloads). For tests and fuzzing. */
+int fatia_auth_parse(const char *text, size_t n, struct fatia_auth **ret, char *why, size_t why_n);
+
+/* May u do verb (get, list, watch, create, update, patch, delete, deletecollection) on a kind
+ * (namespaced or not) in ns (NULL: every namespace, or a cluster-scoped kind)? On false, why
+ * gets upstream's wording tail ("cannot list resource ..." is built by the caller). */
+bool fatia_user_may(const struct fatia_user *u, const char *verb, bool namespaced, const char *ns);
+
+/* Generates a token (FATIA_TOKEN_LEN hex characters + NUL) from the kernel's random source. */
+int fatia_token_generate(char out[FATIA_TOKEN_LEN + 1]);
+
+/* Appends a token line to the tokens file (created 0600 if absent), under an exclusive lock.
+ * namespaces NULL = "*". Validates user and namespace names. 0, -EINVAL, -errno. */
+int fatia_tokens_append(const char *path, const char *token, const char *user,
+                        const char *const *groups, const char *const *namespaces, bool read_only);
+
+/* The kubeconfig of one user for the server at url, as YAML (appended to out). ns may be NULL. */
+int fatia_kubeconfig_format(struct fatia_buf *out, const char *url, const char *user,
+                            const char *token, const char *ns);
+
+/* Writes a kubeconfig file atomically, mode 0600. 0 or -errno. */
+int fatia_kubeconfig_write(const char *path, const char *url, const char *user, const char *token,
+                           const char *ns);
+
+/* Reads the server URL of the first cluster of a kubeconfig. 0, -ENOENT, -FATIA_E_PARSE. */
+int fatia_kubeconfig_server(const char *path, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,594 @@
+/*
+ * apiserver/handlers.c: HTTP requests -> routes, authentication, operations, answers.
+ *
+ * One function, handle_http, sees every complete request: it parses the target, routes it,
+ * authenticates the bearer token (everything but /version and the health checks needs one),
+ * negotiates the answer's form (JSON, or a Table when the Accept header asks `as=Table`), reads
+ * the body (JSON or YAML, nesting bounded) and calls the operation. Writes answer from their
+ * completion callback, once durable; reads answer at once.
+ */
+#include "base/compat.h"
+
+#include <event2/buffer.h>
+
+#include "apiserver/internal.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "model/doc.h"
+
+json_t *discovery_version(void);
+json_t *discovery_api(const char *address);
+json_t *discovery_resources(const char *group, const char *version);
+json_t *discovery_groups(void);
+json_t *discovery_group(const char *group);
+const char *openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *ret_len,
+                           const char **ret_hash);
+int op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
+            struct evbuffer *out, struct opres *r);
+void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, const char *name,
+                      bool table, struct fatia_http_req *req, struct opres *err);
+void logs_start(const struct opctx *c, const struct fatia_api_query *q, struct fatia_http_req *req,
+                struct opres *err);
+
+/* ---- answering ---- */
+
+static void add_warnings(struct fatia_http_req *req, const struct opres *r)
+{
+    for (size_t i = 0; i < r->n_warnings; i++) {
+        struct fatia_buf b = FATIA_BUF_INIT;
+        (void)fatia_buf_puts(&b, "299 - \"");
+        for (const char *p = r->warnings[i]; *p; p++) {
+            if (*p == '"' || *p == '\\')
+                (void)fatia_buf_putc(&b, '\\');
+            (void)fatia_buf_putc(&b, *p);
+        }
+        (void)fatia_buf_putc(&b, '"');
+        fatia_http_add_header(req, "Warning", b.p);
+        fatia_buf_release(&b);
+    }
+}
+
+static void reply_json(struct fatia_http_req *req, int code, const json_t *v)
+{
+    struct evbuffer *out = evbuffer_new();
+
+    if (!out || evbuffer_add_json(out, v) < 0) {
+        if (out)
+            evbuffer_free(out);
+        fatia_http_reply(req, 500, "text/plain", "out of memory\n", 14);
+        return;
+    }
+    fatia_http_reply_evbuf(req, code, "application/json", out);
+    evbuffer_free(out);
+}
+
+static void reply_status(struct fatia_http_req *req, int code, const char *reason,
+                         const char *fmt, ...) FATIA_PRINTF(4, 5);
+
+static void reply_status(struct fatia_http_req *req, int code, const char *reason,
+                         const char *fmt, ...)
+{
+    struct fatia_buf b = FATIA_BUF_INIT;
+    va_list ap;
+    json_t *st;
+
+    va_start(ap, fmt);
+    (void)fatia_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    st = status_new(code, reason, b.p);
+    reply_json(req, code, st);
+    json_decref(st);
+    fatia_buf_release(&b);
+}
+
+/* The answer of an operation, in the request's version. */
+static void reply_opres(struct fatia_http_req *req, const struct rtable *t,
+                        const struct fatia_kind_version *ver, const struct opres *r)
+{
+    add_warnings(req, r);
+    if (ver && ver->warning)
+        fatia_http_add_header(req, "Warning", "299 - \"deprecated API version\"");
+    if (r->status || !r->ver) {
+        if (r->status)
+            reply_json(req, r->code ? r->code : 500, r->status);
+        else
+            reply_status(req, 500, "InternalError", "no answer");
+        return;
+    }
+    struct evbuffer *out = evbuffer_new();
+    if (!out || render_object(t, ver, r->ver, out) < 0) {
+        if (out)
+            evbuffer_free(out);
+        reply_status(req, 500, "InternalError", "out of memory");
+        return;
+    }
+    fatia_http_reply_evbuf(req, r->code, "application/json", out);
+    evbuffer_free(out);
+}
+
+struct http_wait {
+    struct fatia_http_req *req;
+    const struct rtable *t;
+    const struct fatia_kind_version *ver;
+};
+
+static void http_op_done(void *arg, struct opres *r)
+{
+    struct http_wait *w = arg;
+
+    reply_opres(w->req, w->t, w->ver, r);
+    fatia_free(w);
+}
+
+/* ---- request helpers ---- */
+
+static bool header_contains(const struct fatia_http_head *h, const char *name, const char *needle)
+{
+    struct fatia_str v;
+    size_t n = strlen(needle);
+
+    if (!fatia_http_head_get(h, name, &v))
+        return false;
+    for (size_t i = 0; i + n <= v.n; i++)
+        if (!strncasecmp(v.p + i, needle, n))
+            return true;
+    return false;
+}
+
+/* Does the client accept JSON? (everything we answer is JSON) */
+static bool accepts_json(const struct fatia_http_head *h)
+{
+    struct fatia_str v;
+
+    if (!fatia_http_head_get(h, "Accept", &v) || v.n == 0)
+        return true;
+    return header_contains(h, "Accept", "json") || header_contains(h, "Accept", "*/*");
+}
+
+static bool wants_table(const struct fatia_http_head *h)
+{
+    return header_contains(h, "Accept", "as=Table");
+}
+
+/* Deepest nesting of JSON text (outside strings). */
+static unsigned json_depth(const char *p, size_t n)
+{
+    unsigned depth = 0, max = 0;
+    bool in_str = false;
+
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > max)
+                max = depth;
+        } else if ((c == '}' || c == ']') && depth) {
+            depth--;
+        }
+    }
+    return max;
+}
+
+/* Parses the request body as JSON or YAML. NULL with a failure answered. */
+static json_t *read_body(struct fatia_apiserver *s, struct fatia_http_req *req, bool allow_yaml)
+{
+    const struct fatia_http_head *h = fatia_http_req_head(req);
+    size_t n;
+    const char *body = fatia_http_req_body(req, &n);
+    json_error_t jerr;
+    json_t *v;
+
+    if (n == 0) {
+        reply_status(req, 400, "BadRequest", "the request has no body");
+        return NULL;
+    }
+    if (json_depth(body, n) > s->o.max_json_depth) {
+        reply_status(req, 400, "BadRequest", "the request body is nested deeper than %u levels",
+                     s->o.max_json_depth);
+        return NULL;
+    }
+    if (allow_yaml && header_contains(h, "Content-Type", "yaml")) {
+        char why[256];
+        if (fatia_yaml_parse(body, n, &v, why, sizeof(why)) < 0) {
+            reply_status(req, 400, "BadRequest", "error decoding YAML body: %s", why);
+            return NULL;
+        }
+        return v;
+    }
+    v = json_loadb(body, n, JSON_REJECT_DUPLICATES, &jerr);
+    if (!v) {
+        reply_status(req, 400, "BadRequest", "error decoding JSON body: %s (line %d, column %d)",
+                     jerr.text, jerr.line, jerr.column);
+        return NULL;
+    }
+    return v;
+}
+
+static const struct fatia_user *authenticate(struct fatia_apiserver *s,
+                                             struct fatia_http_req *req)
+{
+    const struct fatia_http_head *h = fatia_http_req_head(req);
+    struct fatia_str v;
+    char token[256];
+
+    if (!s->auth)
+        return &fatia_user_system;
+    if (!fatia_http_head_get(h, "Authorization", &v) || v.n < 8 ||
+        strncasecmp(v.p, "Bearer ", 7) || v.n - 7 >= sizeof(token))
+        return NULL;
+    memcpy(token, v.p + 7, v.n - 7);
+    token[v.n - 7] = '\0';
+    return fatia_auth_lookup(s->auth, token);
+}
+
+/* ---- endpoints ---- */
+
+static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
+                        struct fatia_http_req *req)
+{
+    json_t *body = read_body(s, req, true), *attrs;
+    const char *verb, *resource, *group, *ns;
+    const struct fatia_kind *k;
+    bool allowed, namespaced;
+
+    if (!body)
+        return;
+    attrs = fatia_json_path(body, "spec.resourceAttributes");
+    verb = fatia_json_str(attrs, "verb");
+    resource = fatia_json_str(attrs, "resource");
+    group = fatia_json_str(attrs, "group");
+    ns = fatia_json_str(attrs, "namespace");
+    if (!verb || !resource) {
+        json_decref(body);
+        reply_status(req, 400, "BadRequest", "spec.resourceAttributes.verb and resource are "
+                                             "required");
+        return;
+    }
+    k = fatia_kind_by_resource(group ? group : "", resource);
+    namespaced = k ? k->namespaced : (ns && *ns);
+    if (!strcmp(verb, "*"))
+        verb = "delete";
+    allowed = fatia_user_may(u, verb, namespaced, ns && *ns ? ns : NULL);
+    json_object_set_new(body, "status",
+                        json_pack("{s:b,s:s}", "allowed", allowed, "reason",
+                                  allowed ? "allowed by fatia's token rules" : ""));
+    reply_json(req, 201, body);
+    json_decref(body);
+}
+
+static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *u,
+                            struct fatia_http_req *req, const struct fatia_api_route *rt,
+                            const struct fatia_api_query *q, const char *method)
+{
+    const struct fatia_http_head *h = fatia_http_req_head(req);
+    struct rtable *t = server_table_by_resource(s, rt->group, rt->resource);
+    const struct fatia_kind_version *ver = NULL;
+    struct opctx c;
+    struct opres r = {0};
+    bool table = wants_table(h);
+
+    if (!t) {
+        if (!strcmp(rt->group, "authorization.k8s.io") && !strcmp(rt->version, "v1") &&
+            !strcmp(rt->resource, "selfsubjectaccessreviews") && !rt->name &&
+            !strcmp(method, "POST")) {
+            handle_ssar(s, u, req);
+            return;
+        }
+        reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+        return;
+    }
+    if (strcmp(rt->version, t->kind->version)) {
+        const struct fatia_kind_version *o = t->kind->others;
+        while (o && o->version && strcmp(o->version, rt->version))
+            o++;
+        if (!o || !o->version) {
+            reply_status(req, 404, "NotFound",
+                         "the server could not find the requested resource");
+            return;
+        }
+        ver = o;
+    }
+    if ((!t->kind->namespaced && rt->ns) || (t->kind->namespaced && rt->name && !rt->ns) ||
+        (rt->sub && !rt->name)) {
+        reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+        return;
+    }
+    if (rt->sub && !(!strcmp(rt->sub, "status") && t->kind->has_status) &&
+        !(!strcmp(rt->sub, "log") && !strcmp(t->kind->kind, "Pod") && !t->kind->group[0])) {
+        reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+        return;
+    }
+    c = (struct opctx){.s = s,
+                       .user = u,
+                       .t = t,
+                       .ver = ver,
+                       .ns = rt->ns,
+                       .name = rt->name,
+                       .subresource = rt->sub,
+                       .dry_run = q->dry_run,
+                       .fv = q->fv};
+
+    if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) {
+        if (rt->sub && !strcmp(rt->sub, "log")) {
+            logs_start(&c, q, req, &r);
+            if (r.code)
+                reply_opres(req, t, ver, &r);
+            opres_release(&r);
+            return;
+        }
+        if (q->watch || rt->watch_prefix) {
+            watch_start_http(&c, q, rt->name, table, req, &r);
+            if (r.code)
+                reply_opres(req, t, ver, &r);
+            opres_release(&r);
+            return;
+        }
+        if (rt->name) {
+            char key[600];
+            struct entry *e;
+            if (authorize(&c, "get", &r) < 0) {
+                reply_opres(req, t, ver, &r);
+                opres_release(&r);
+                return;
+            }
+            entry_key(t, rt->ns, rt->name, key, sizeof(key));
+            e = rtable_find(t, key);
+            if (!e || !e->committed) {
+                opres_not_found(&r, t, rt->name);
+                reply_opres(req, t, ver, &r);
+                opres_release(&r);
+                return;
+            }
+            if (table) {
+                char rvs[24];
+                json_t *tbl = json_pack("{s:s,s:s,s:{s:s},s:o,s:[o]}", "kind", "Table",
+                                        "apiVersion", "meta.k8s.io/v1", "metadata",
+                                        "resourceVersion", "", "columnDefinitions",
+                                        table_columns(t->kind), "rows",
+                                        table_row(t, ver, e->committed, q->include_object,
+                                                  fatia_now_real_usec()));
+                snprintf(rvs, sizeof(rvs), "%" PRIu64, e->committed->rv);
+                json_object_set_new(json_object_get(tbl, "metadata"), "resourceVersion",
+                                    json_string(rvs));
+                reply_json(req, 200, tbl);
+                json_decref(tbl);
+                return;
+            }
+            r.code = 200;
+            r.ver = objver_ref(e->committed);
+            reply_opres(req, t, ver, &r);
+            opres_release(&r);
+            return;
+        }
+        {
+            struct evbuffer *out = evbuffer_new();
+            if (!out) {
+                reply_status(req, 500, "InternalError", "out of memory");
+                return;
+            }
+            if (op_list(&c, q, table, out, &r) < 0) {
+                evbuffer_free(out);
+                reply_opres(req, t, ver, &r);
+                opres_release(&r);
+                return;
+            }
+            fatia_http_reply_evbuf(req, 200, "application/json", out);
+            evbuffer_free(out);
+            return;
+        }
+    }
+
+    if (rt->sub && !strcmp(rt->sub, "log")) {
+        reply_status(req, 405, "MethodNotAllowed", "the server does not allow this method on "
+                                                   "the requested resource");
+        return;
+    }
+    {
+        struct http_wait *w = fatia_calloc(1, sizeof(*w));
+        json_t *body = NULL;
+        if (!w) {
+            reply_status(req, 500, "InternalError", "out of memory");
+            return;
+        }
+        *w = (struct http_wait){req, t, ver};
+        if (!strcmp(method, "POST") && !rt->name) {
+            if ((body = read_body(s, req, true)))
+                op_create(&c, body, http_op_done, w);
+            else
+                fatia_free(w);
+        } else if (!strcmp(method, "PUT") && rt->name) {
+            if ((body = read_body(s, req, true)))
+                op_update(&c, body, http_op_done, w);
+            else
+                fatia_free(w);
+        } else if (!strcmp(method, "PATCH") && rt->name) {
+            size_t n;
+            const char *p = fatia_http_req_body(req, &n);
+            enum fatia_patch_type type;
+            if (header_contains(h, "Content-Type", "application/json-patch+json")) {
+                type = FATIA_PATCH_JSON;
+            } else if (header_contains(h, "Content-Type", "application/merge-patch+json")) {
+                type = FATIA_PATCH_MERGE;
+            } else if (header_contains(h, "Content-Type",
+                                       "application/strategic-merge-patch+json")) {
+                type = FATIA_PATCH_STRATEGIC;
+            } else {
+                fatia_free(w);
+                reply_status(req, 415, "UnsupportedMediaType",
+                             "the body of the request was in an unknown format - accepted "
+                             "media types include: application/json-patch+json, "
+                             "application/merge-patch+json, "
+                             "application/strategic-merge-patch+json");
+                return;
+            }
+            if (json_depth(p, n) > s->o.max_json_depth) {
+                fatia_free(w);
+                reply_status(req, 400, "BadRequest",
+                             "the request body is nested deeper than %u levels",
+                             s->o.max_json_depth);
+                return;
+            }
+            op_patch(&c, type, p, n, http_op_done, w);
+        } else if (!strcmp(method, "DELETE")) {
+            size_t n;
+            json_t *opts = NULL;
+            fatia_http_req_body(req, &n);
+            if (n && !(opts = read_body(s, req, false))) {
+                fatia_free(w);
+                return;
+            }
+            if (opts && json_is_array(json_object_get(opts, "dryRun")) &&
+                json_array_size(json_object_get(opts, "dryRun")))
+                c.dry_run = true;
+            if (rt->name)
+                op_delete(&c, opts, http_op_done, w);
+            else
+                op_delete_collection(&c, q, opts, http_op_done, w);
+            json_decref(opts);
+        } else {
+            fatia_free(w);
+            reply_status(req, 405, "MethodNotAllowed",
+                         "the server does not allow this method on the requested resource");
+        }
+        json_decref(body);
+    }
+}
+
+void handle_http(void *arg, struct fatia_http_req *req)
+{
+    struct fatia_apiserver *s = arg;
+    const struct fatia_http_head *h = fatia_http_req_head(req);
+    struct fatia_api_target tgt;
+    struct fatia_api_route rt;
+    struct fatia_api_query q;
+    const struct fatia_user *u;
+    char method[16], why[256];
+    int r;
+
+    snprintf(method, sizeof(method), "%.*s", (int)FATIA_MIN(h->method.n, 15), h->method.p);
+    fatia_debug("%s %s %.*s", fatia_http_req_peer(req), method, (int)h->target.n, h->target.p);
+    r = fatia_api_target_parse(h->target.p, h->target.n, &tgt);
+    if (r < 0) {
+        reply_status(req, r == -E2BIG ? 414 : 400, "BadRequest", "malformed request target");
+        return;
+    }
+    if (fatia_api_route_parse(&tgt, &rt) < 0) {
+        fatia_api_target_release(&tgt);
+        reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+        return;
+    }
+    if (s->shutting_down) {
+        fatia_api_target_release(&tgt);
+        reply_status(req, 503, "ServiceUnavailable", "the server is shutting down");
+        return;
+    }
+    if (rt.type == FATIA_ROUTE_HEALTH) {
+        fatia_api_target_release(&tgt);
+        fatia_http_reply(req, 200, "text/plain; charset=utf-8", "ok", 2);
+        return;
+    }
+    if (rt.type == FATIA_ROUTE_VERSION) {
+        json_t *v = discovery_version();
+        fatia_api_target_release(&tgt);
+        reply_json(req, 200, v);
+        json_decref(v);
+        return;
+    }
+    u = authenticate(s, req);
+    if (!u) {
+        fatia_api_target_release(&tgt);
+        reply_status(req, 401, "Unauthorized", "Unauthorized");
+        return;
+    }
+    if (!accepts_json(h) && rt.type != FATIA_ROUTE_OPENAPI_V2) {
+        fatia_api_target_release(&tgt);
+        reply_status(req, 406, "NotAcceptable",
+                     "only the following media types are accepted: application/json");
+        return;
+    }
+    r = fatia_api_query_parse(&tgt, &q, why, sizeof(why));
+    if (r < 0) {
+        fatia_api_target_release(&tgt);
+        reply_status(req, 400, "BadRequest", "%s", why);
+        return;
+    }
+    switch (rt.type) {
+    case FATIA_ROUTE_API: {
+        char addr[80];
+        snprintf(addr, sizeof(addr), "%s", "127.0.0.1");
+        json_t *v = discovery_api(addr);
+        reply_json(req, 200, v);
+        json_decref(v);
+        break;
+    }
+    case FATIA_ROUTE_API_V1:
+    case FATIA_ROUTE_GROUP_VERSION: {
+        json_t *v = discovery_resources(rt.group, rt.version);
+        if (v)
+            reply_json(req, 200, v);
+        else
+            reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+        json_decref(v);
+        break;
+    }
+    case FATIA_ROUTE_APIS: {
+        json_t *v = discovery_groups();
+        reply_json(req, 200, v);
+        json_decref(v);
+        break;
+    }
+    case FATIA_ROUTE_GROUP: {
+        json_t *v = discovery_group(rt.group);
+        if (v)
+            reply_json(req, 200, v);
+        else
+            reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+        json_decref(v);
+        break;
+    }
+    case FATIA_ROUTE_OPENAPI_V2:
+        if (!accepts_json(h)) {
+            reply_status(req, 406, "NotAcceptable",
+                         "only the following media types are accepted: application/json");
+            break;
+        }
+        fatia_http_reply(req, 200, "application/json", s->openapi_v2, s->openapi_v2_len);
+        break;
+    case FATIA_ROUTE_OPENAPI_V3:
+        fatia_http_reply(req, 200, "application/json", s->openapi_v3_root,
+                         s->openapi_v3_root_len);
+        break;
+    case FATIA_ROUTE_OPENAPI_V3_GV: {
+        char key[200];
+        size_t n;
+        const char *hash, *doc;
+        if (rt.group[0])
+            snprintf(key, sizeof(key), "apis/%s/%s", rt.group, rt.version);
+        else
+            snprintf(key, sizeof(key), "api/%s", rt.version);
+        doc = openapi_v3_doc(s, key, &n, &hash);
+        if (!doc) {
+            reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+            break;
+        }
+        fatia_http_add_header(req, "Etag", hash);
+        fatia_http_reply(req, 200, "application/json", doc, n);
+        break;
+    }
+    case FATIA_ROUTE_RESOURCE:
+        handle_resource(s, u, req, &rt, &q, method);
+        break;
+    default:
+        reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+        break;
+    }
+    fatia_api_target_release(&tgt);
+}

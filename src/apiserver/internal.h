@@ -1,0 +1,323 @@
+/*
+ * apiserver/internal.h: what the files of src/apiserver share (not for other layers).
+ *
+ * Object cache: for each kind a table of entries sorted by key ("ns/name", or "name" for
+ * cluster-scoped kinds: the byte order etcd keys have, so lists come out in upstream's order).
+ * An entry holds two versions of its object:
+ *   committed: durable, what reads, lists and watches serve;
+ *   latest:    committed plus the writes queued or in flight, what writes check against (so two
+ *              writes in one group commit still see each other: the second gets a 409).
+ * A version (struct objver) is immutable once built and reference-counted: the tree, its compact
+ * JSON text (served without re-encoding) and its resourceVersion.
+ *
+ * Writes: a request builds a transaction (struct wtxn) of operations, each of which moves an
+ * entry's latest version and takes the next resourceVersion; the transaction joins the batch
+ * being filled. One batch at a time is in the store's writer; when it is done, its operations
+ * become committed in order (watch events go out), then the next batch is submitted. A failed
+ * commit fails its transactions and the ones queued behind it (they were checked against state
+ * that never became durable) and rolls every latest back to committed.
+ */
+#ifndef FATIA_APISERVER_INTERNAL_H
+#define FATIA_APISERVER_INTERNAL_H
+
+#include "base/compat.h"
+
+#include <jansson.h>
+
+#include "apiserver/apiserver.h"
+#include "apiserver/auth.h"
+#include "apiserver/client.h"
+#include "apiserver/http.h"
+#include "apiserver/request.h"
+#include "base/buf.h"
+#include "base/map.h"
+#include "base/vec.h"
+#include "model/kind.h"
+#include "model/selector.h"
+#include "store/store.h"
+
+struct event;
+struct evbuffer;
+
+/* ---- object versions and the cache ---- */
+
+struct objver {
+    unsigned refs;
+    uint64_t rv;
+    json_t *tree; /* owned; never modified once the version is built */
+    char *text;   /* compact JSON of tree */
+    size_t len;
+};
+
+/* Builds a version from tree (taken) whose metadata.resourceVersion is set to rv. NULL on OOM
+ * (tree is released). */
+struct objver *objver_new(json_t *tree, uint64_t rv);
+struct objver *objver_ref(struct objver *v);
+void objver_unref(struct objver *v);
+
+struct entry {
+    char *key;         /* "ns/name" or "name" */
+    const char *ns;    /* "" for cluster-scoped; points into key storage */
+    const char *name;
+    struct objver *committed;
+    struct objver *latest;
+    unsigned pending; /* operations queued or in flight */
+};
+
+struct watcher;
+
+struct rtable {
+    const struct fatia_kind *kind;
+    size_t index; /* in fatia_kinds[] */
+    char resource[128]; /* "clusterqueues.kueue.x-k8s.io" / "pods", for messages */
+    FATIA_VEC(struct entry *) entries; /* sorted by key */
+    size_t n_committed;
+    struct watcher *watchers;
+};
+
+/* Key of ns/name into buf ("ns/name" or "name"). */
+void entry_key(const struct rtable *t, const char *ns, const char *name, char *buf, size_t n);
+struct entry *rtable_find(const struct rtable *t, const char *key);
+/* Finds or creates the entry for ns/name. NULL on OOM. */
+struct entry *rtable_get_or_add(struct rtable *t, const char *ns, const char *name);
+/* Drops the entry if nothing holds it (no committed, no latest, nothing pending). */
+void rtable_maybe_remove(struct rtable *t, struct entry *e);
+/* [lo, hi) of the entries of namespace ns (all entries when ns is NULL or the kind is
+ * cluster-scoped). */
+void rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi);
+/* The first entry with key > after, at or after lo. */
+size_t rtable_upper_bound(const struct rtable *t, const char *after);
+
+/* ---- watch history ---- */
+
+struct wevent {
+    uint64_t rv;
+    enum fatia_store_event type;
+    struct rtable *t;
+    struct objver *obj; /* the object after the event (for DELETED: the last state) */
+    struct objver *old; /* the object before (MODIFIED, DELETED); may be NULL */
+    char *line;         /* cached {"type":..,"object":..}\n in the storage version */
+    size_t line_len;
+};
+
+/* ---- write transactions ---- */
+
+struct wop {
+    struct rtable *t;
+    struct entry *e;
+    enum fatia_store_event type;
+    struct objver *ver;  /* the new version (DELETED: the last state, with the delete's rv) */
+    struct objver *prev; /* latest before this op; may be NULL */
+};
+
+struct wtxn;
+typedef void (*wtxn_done_fn)(struct fatia_apiserver *s, struct wtxn *tx, int err);
+
+struct wtxn {
+    FATIA_VEC(struct wop) ops;
+    wtxn_done_fn done;
+    void *arg;
+    struct objver *result; /* what to answer with (borrowed from an op) */
+    struct wtxn *next;     /* in a batch */
+};
+
+struct batch {
+    struct fatia_store_batch sb;
+    FATIA_VEC(struct fatia_store_op) ops;
+    struct wtxn *txns, **txns_tail;
+};
+
+/* ---- the server ---- */
+
+struct admission_entry {
+    struct fatia_admission p;
+};
+
+struct fatia_apiserver {
+    struct event_base *base;
+    struct fatia_store *store;
+    struct fatia_apiserver_opts o;
+    struct fatia_http_server *http;
+    struct event *store_ev;
+    struct event *bookmark_ev;
+    struct fatia_auth *auth;
+
+    struct rtable *tables; /* one per kind, in fatia_kinds[] order */
+    size_t n_tables;
+    struct fatia_strmap by_resource; /* "group/plural" -> table */
+
+    uint64_t rv_next;      /* the last resourceVersion handed out */
+    uint64_t rv_committed; /* the last one readers see */
+
+    struct batch *filling;  /* accumulating; NULL when empty */
+    struct batch *inflight; /* in the store's writer; NULL when idle */
+
+    /* watch history: a ring of the newest events */
+    struct wevent *ring;
+    size_t ring_cap, ring_head, ring_n;
+    uint64_t history_floor; /* every event with rv > floor is in the ring */
+
+    FATIA_VEC(struct admission_entry) admission;
+    fatia_log_provider_fn log_provider;
+    void *log_arg;
+
+    /* cached documents */
+    struct fatia_strmap openapi_v3; /* "apis/group/version" -> struct doc */
+    char *openapi_v3_root;
+    size_t openapi_v3_root_len;
+    char *openapi_v2;
+    size_t openapi_v2_len;
+
+    bool shutting_down;
+    void (*shutdown_done)(void *arg);
+    void *shutdown_arg;
+    struct watcher *all_watchers_for_shutdown;
+};
+
+struct rtable *server_table_for(struct fatia_apiserver *s, const struct fatia_kind *k);
+struct rtable *server_table_by_resource(struct fatia_apiserver *s, const char *group,
+                                        const char *plural);
+
+/* ---- results of operations ---- */
+
+/* What an operation answers: an HTTP code and either an object version (success) or a
+ * metav1.Status tree (failure, or a Status success). Warnings become Warning headers. */
+struct opres {
+    int code;
+    struct objver *ver; /* ref; NULL when status is set */
+    json_t *status;     /* owned */
+    char *warnings[8];
+    size_t n_warnings;
+};
+
+void opres_release(struct opres *r);
+void opres_warn(struct opres *r, const char *fmt, ...) FATIA_PRINTF(2, 3);
+
+/* metav1.Status trees (status.c). */
+json_t *status_new(int code, const char *reason, const char *message);
+json_t *status_success(void);
+/* Sets r to a failure. fmt makes the message. */
+void opres_fail(struct opres *r, int code, const char *reason, const char *fmt, ...)
+    FATIA_PRINTF(4, 5);
+/* 404 NotFound for kind/name: `clusterqueues.kueue.x-k8s.io "x" not found`. */
+void opres_not_found(struct opres *r, const struct rtable *t, const char *name);
+/* 422 Invalid from validation diagnostics. */
+void opres_invalid(struct opres *r, const struct rtable *t, const char *name,
+                   const struct fatia_diag *diag);
+/* Maps an internal error code to a failure (500 for the unexpected). */
+void opres_from_errno(struct opres *r, int err, const char *what);
+/* "Kind.group" as upstream names a kind in messages ("ClusterQueue.kueue.x-k8s.io"). */
+void kind_qualified(const struct fatia_kind *k, char *buf, size_t n);
+
+/* ---- operations (ops.c) ---- */
+
+struct opctx {
+    struct fatia_apiserver *s;
+    const struct fatia_user *user;
+    struct rtable *t;
+    const struct fatia_kind_version *ver; /* served version of the request; NULL = storage */
+    const char *ns;                       /* NULL for cluster-scoped or all namespaces */
+    const char *name;
+    const char *subresource; /* NULL or "status" */
+    bool dry_run;
+    enum fatia_field_validation fv;
+};
+
+typedef void (*op_done_fn)(void *arg, struct opres *res);
+
+/* Each runs the write pipeline and calls done(arg, res) exactly once, from the loop (possibly
+ * before returning when the answer needs no commit). body is borrowed (a deep copy is made where
+ * needed). */
+void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg);
+void op_update(const struct opctx *c, json_t *body, op_done_fn done, void *arg);
+void op_patch(const struct opctx *c, enum fatia_patch_type type, const char *patch, size_t n,
+              op_done_fn done, void *arg);
+void op_delete(const struct opctx *c, const json_t *options, op_done_fn done, void *arg);
+void op_delete_collection(const struct opctx *c, const struct fatia_api_query *q,
+                          const json_t *options, op_done_fn done, void *arg);
+
+/* Authorization: 0 or a failure in r. verb: get list watch create update patch delete
+ * deletecollection. */
+int authorize(const struct opctx *c, const char *verb, struct opres *r);
+
+/* ---- reads (read.c) ---- */
+
+/* Renders an object version for a request: the stored text for the storage version, else a
+ * converted copy. Appends to out. */
+int render_object(const struct rtable *t, const struct fatia_kind_version *ver,
+                  const struct objver *v, struct evbuffer *out);
+/* The served-version tree of a version (new reference). */
+json_t *served_tree(const struct rtable *t, const struct fatia_kind_version *ver,
+                    const struct objver *v);
+
+/* Filters (labels, fields) of a list or watch. */
+struct filter {
+    struct fatia_selector *labels;
+    struct fieldsel *fields;
+};
+void filter_release(struct filter *f);
+bool filter_match(const struct filter *f, const json_t *obj);
+/* Parses the selectors of a query; 0 or a 400 in r. */
+int filter_from_query(struct filter *f, const struct fatia_api_query *q, struct opres *r);
+
+/* ---- tables (table.c) ---- */
+
+/* Column definitions of a kind's Table (new reference). */
+json_t *table_columns(const struct fatia_kind *k);
+/* One row for an object; include: 0 none, 1 metadata, 2 object. */
+json_t *table_row(const struct rtable *t, const struct fatia_kind_version *ver,
+                  const struct objver *v, int include, fatia_usec_t now);
+
+/* ---- watch (watch.c) ---- */
+
+void history_init(struct fatia_apiserver *s);
+void history_release(struct fatia_apiserver *s);
+/* Records a committed event and hands it to the matching watchers. Takes refs on obj/old. */
+void history_publish(struct fatia_apiserver *s, struct rtable *t, enum fatia_store_event type,
+                     struct objver *obj, struct objver *old);
+void watch_shutdown_all(struct fatia_apiserver *s);
+void watch_send_bookmarks(struct fatia_apiserver *s);
+
+/* ---- transactions (txn.c) ---- */
+
+struct wtxn *wtxn_new(wtxn_done_fn done, void *arg);
+void wtxn_free(struct wtxn *tx);
+/* Adds an operation on entry e (found or created by the caller): PUT a new tree (taken; its
+ * metadata.resourceVersion is set to the next rv) or DELETE (tree NULL: the last state of e with
+ * the delete's rv). Moves e->latest. 0 or -ENOMEM (tree released, nothing changed). */
+int wtxn_put(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e,
+             enum fatia_store_event type, json_t *tree);
+int wtxn_delete(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e);
+/* The same with a given last state (taken): an update that removed the last finalizer. */
+int wtxn_delete_with(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e,
+                     json_t *last);
+/* Queues the transaction for group commit; tx->done runs once it is durable (or failed). An
+ * empty transaction completes from the loop at once. */
+void wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx);
+/* Drops an uncommitted transaction, undoing its operations on latest. */
+void wtxn_abort(struct fatia_apiserver *s, struct wtxn *tx);
+void store_event_cb(int fd, short what, void *arg);
+bool server_idle(const struct fatia_apiserver *s);
+
+/* ---- HTTP handlers ---- */
+
+void handle_http(void *arg, struct fatia_http_req *req);
+int discovery_init(struct fatia_apiserver *s);
+int openapi_build(struct fatia_apiserver *s);
+void openapi_release(struct fatia_apiserver *s);
+
+/* JSON text helpers */
+int evbuffer_add_json(struct evbuffer *out, const json_t *v);
+char *json_dump_compact(const json_t *v, size_t *ret_len);
+
+/* s, or "" for NULL. */
+static inline const char *nz(const char *s)
+{
+    return s ? s : "";
+}
+
+/* Random identifiers. */
+void random_uid(char out[37]);
+void random_suffix(char out[6]);
+
+#endif

@@ -1,0 +1,145 @@
+/*
+ * apiserver/logs.c: GET /api/v1/namespaces/NS/pods/NAME/log, plumbed to a provider.
+ *
+ * The API server does not know where logs live: the node agent registers a provider
+ * (fatia_apiserver_set_log_provider) that writes the bytes of one container's log to a stream.
+ * Until one is registered the endpoint answers 503 ServiceUnavailable with a message saying so.
+ * The answer is text/plain, chunked, so follow=true streams for as long as the provider writes;
+ * a client that hangs up cancels the provider through its cancel callback.
+ *
+ * Stream states: created -> (first write: HTTP stream started) -> ended by the provider;
+ * "gone" (client closed or fell behind) can happen in either, after which writes fail with
+ * -EPIPE and the provider still ends the stream.
+ */
+#include "base/compat.h"
+
+#include "apiserver/internal.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/json.h"
+
+struct fatia_log_stream {
+    struct fatia_http_req *req;
+    bool started;
+    bool gone;
+    void (*cancel)(void *arg);
+    void *cancel_arg;
+};
+
+void logs_start(const struct opctx *c, const struct fatia_api_query *q, struct fatia_http_req *req,
+                struct opres *err);
+
+void fatia_apiserver_set_log_provider(struct fatia_apiserver *s, fatia_log_provider_fn fn,
+                                      void *arg)
+{
+    s->log_provider = fn;
+    s->log_arg = arg;
+}
+
+static void close_cb(void *arg)
+{
+    struct fatia_log_stream *st = arg;
+
+    st->gone = true;
+    if (st->cancel) {
+        void (*cancel)(void *) = st->cancel;
+        st->cancel = NULL;
+        cancel(st->cancel_arg);
+    }
+}
+
+void logs_start(const struct opctx *c, const struct fatia_api_query *q, struct fatia_http_req *req,
+                struct opres *err)
+{
+    struct fatia_apiserver *s = c->s;
+    struct fatia_log_stream *st;
+    struct fatia_log_req lr;
+    struct entry *e;
+    char key[600];
+    int rc;
+
+    if (authorize(c, "get", err) < 0)
+        return;
+    entry_key(c->t, c->ns, c->name, key, sizeof(key));
+    e = rtable_find(c->t, key);
+    if (!e || !e->committed) {
+        opres_not_found(err, c->t, c->name);
+        return;
+    }
+    if (!s->log_provider) {
+        opres_fail(err, 503, "ServiceUnavailable",
+                   "logs of pod \"%s\" are not available: no node agent serves pod logs in this "
+                   "fatiad",
+                   c->name);
+        return;
+    }
+    st = fatia_calloc(1, sizeof(*st));
+    if (!st) {
+        opres_from_errno(err, -ENOMEM, "log");
+        return;
+    }
+    st->req = req;
+    lr = (struct fatia_log_req){.ns = c->ns,
+                                .name = c->name,
+                                .container = q->container,
+                                .follow = q->follow,
+                                .previous = q->previous,
+                                .timestamps = q->timestamps,
+                                .tail_lines = q->tail_lines,
+                                .limit_bytes = q->limit_bytes,
+                                .since_seconds = q->since_seconds,
+                                .pod = e->committed->tree};
+    fatia_http_req_set_close_cb(req, close_cb, st);
+    rc = s->log_provider(s->log_arg, &lr, st);
+    if (rc < 0) {
+        fatia_http_req_set_close_cb(req, NULL, NULL);
+        fatia_free(st);
+        if (rc == -ENOENT)
+            opres_fail(err, 400, "BadRequest", "container %s is not valid for pod %s",
+                       q->container ? q->container : "(default)", c->name);
+        else if (rc == -EAGAIN)
+            opres_fail(err, 400, "BadRequest",
+                       "container \"%s\" in pod \"%s\" is waiting to start",
+                       q->container ? q->container : "(default)", c->name);
+        else
+            opres_fail(err, 500, "InternalError", "cannot read the logs of pod \"%s\": %s",
+                       c->name, fatia_strerror(rc));
+    }
+}
+
+int fatia_log_stream_write(struct fatia_log_stream *st, const void *data, size_t n)
+{
+    int r;
+
+    if (st->gone || !st->req)
+        return -EPIPE;
+    if (!st->started) {
+        fatia_http_stream_start(st->req, 200, "text/plain");
+        st->started = true;
+    }
+    r = fatia_http_stream_write(st->req, data, n);
+    if (r < 0) {
+        st->gone = true;
+        return -EPIPE;
+    }
+    return 0;
+}
+
+void fatia_log_stream_set_cancel(struct fatia_log_stream *st, void (*cancel)(void *arg),
+                                 void *arg)
+{
+    st->cancel = cancel;
+    st->cancel_arg = arg;
+}
+
+void fatia_log_stream_end(struct fatia_log_stream *st)
+{
+    if (st->req) {
+        fatia_http_req_set_close_cb(st->req, NULL, NULL);
+        if (st->started)
+            fatia_http_stream_end(st->req);
+        else
+            fatia_http_reply(st->req, 200, "text/plain", NULL, 0);
+    }
+    fatia_free(st);
+}

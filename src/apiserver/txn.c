@@ -1,0 +1,312 @@
+/*
+ * apiserver/txn.c: write transactions and group commit (see internal.h for the model).
+ *
+ * Batches move through three places:
+ *
+ *     wtxn_commit --> s->filling --kick: writer idle--> s->inflight --store done fd-->
+ *         finish_batch: ops become committed in order, watch events, answers; then kick again
+ *
+ * At most one batch is in the store at a time, so the next one accumulates every write that
+ * arrives during a commit (one fsync for all of them) and a failure never has later batches
+ * behind it in the store. resourceVersions are handed out when an operation joins a
+ * transaction, in loop order, so they increase along the batches as the store requires.
+ */
+#include "base/compat.h"
+
+#include <event2/event.h>
+
+#include "apiserver/internal.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/log.h"
+
+struct wtxn *wtxn_new(wtxn_done_fn done, void *arg)
+{
+    struct wtxn *tx = fatia_calloc(1, sizeof(*tx));
+
+    if (!tx)
+        return NULL;
+    tx->done = done;
+    tx->arg = arg;
+    return tx;
+}
+
+void wtxn_free(struct wtxn *tx)
+{
+    if (!tx)
+        return;
+    for (size_t i = 0; i < tx->ops.n; i++) {
+        objver_unref(tx->ops.v[i].ver);
+        objver_unref(tx->ops.v[i].prev);
+    }
+    FATIA_VEC_RELEASE(&tx->ops);
+    fatia_free(tx);
+}
+
+static int add_op(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e,
+                  enum fatia_store_event type, json_t *tree)
+{
+    uint64_t rv = s->rv_next + 1;
+    struct objver *ver;
+    struct wop op;
+
+    if (FATIA_VEC_RESERVE(&tx->ops, tx->ops.n + 1) < 0) {
+        json_decref(tree);
+        return -ENOMEM;
+    }
+    ver = objver_new(tree, rv);
+    if (!ver)
+        return -ENOMEM;
+    op = (struct wop){.t = t, .e = e, .type = type, .ver = ver, .prev = e->latest};
+    tx->ops.v[tx->ops.n++] = op;
+    e->latest = type == FATIA_STORE_DELETED ? NULL : objver_ref(ver);
+    e->pending++;
+    s->rv_next = rv;
+    tx->result = ver;
+    return 0;
+}
+
+int wtxn_put(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e,
+             enum fatia_store_event type, json_t *tree)
+{
+    FATIA_ASSERT(type != FATIA_STORE_DELETED);
+    return add_op(s, tx, t, e, type, tree);
+}
+
+int wtxn_delete(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e)
+{
+    json_t *last;
+
+    FATIA_ASSERT(e->latest);
+    last = json_deep_copy(e->latest->tree);
+    if (!last)
+        return -ENOMEM;
+    return add_op(s, tx, t, e, FATIA_STORE_DELETED, last);
+}
+
+int wtxn_delete_with(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e,
+                     json_t *last)
+{
+    FATIA_ASSERT(e->latest);
+    return add_op(s, tx, t, e, FATIA_STORE_DELETED, last);
+}
+
+void wtxn_abort(struct fatia_apiserver *s, struct wtxn *tx)
+{
+    while (tx->ops.n) {
+        struct wop *op = &tx->ops.v[--tx->ops.n];
+        /* only the newest operations can be undone this way */
+        FATIA_ASSERT(op->ver->rv == s->rv_next);
+        objver_unref(op->e->latest);
+        op->e->latest = op->prev;
+        op->e->pending--;
+        s->rv_next--;
+        rtable_maybe_remove(op->t, op->e);
+        objver_unref(op->ver);
+    }
+    wtxn_free(tx);
+}
+
+static void batch_free(struct batch *b)
+{
+    if (!b)
+        return;
+    FATIA_VEC_RELEASE(&b->ops);
+    fatia_free(b);
+}
+
+bool server_idle(const struct fatia_apiserver *s)
+{
+    return !s->inflight && !s->filling;
+}
+
+static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err);
+
+static void kick(struct fatia_apiserver *s)
+{
+    struct batch *b = s->filling;
+    int r;
+
+    if (s->inflight || !b)
+        return;
+    s->filling = NULL;
+    s->inflight = b;
+    b->sb.ops = b->ops.v;
+    b->sb.n = b->ops.n;
+    b->sb.user = b;
+    r = fatia_store_submit(s->store, &b->sb);
+    if (r < 0)
+        fail_batch(s, b, r);
+}
+
+void wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx)
+{
+    struct batch *b = s->filling;
+
+    FATIA_ASSERT(tx->ops.n > 0);
+    if (!b) {
+        b = fatia_calloc(1, sizeof(*b));
+        if (!b)
+            goto out_fail;
+        b->txns_tail = &b->txns;
+        s->filling = b;
+    }
+    if (FATIA_VEC_RESERVE(&b->ops, b->ops.n + tx->ops.n) < 0)
+        goto out_fail;
+    for (size_t i = 0; i < tx->ops.n; i++) {
+        const struct wop *op = &tx->ops.v[i];
+        b->ops.v[b->ops.n++] = (struct fatia_store_op){
+            .rv = op->ver->rv,
+            .type = op->type,
+            .group = op->t->kind->group,
+            .kind = op->t->kind->kind,
+            .ns = op->e->ns,
+            .name = op->e->name,
+            .uid = fatia_json_str(json_object_get(op->ver->tree, "metadata"), "uid"),
+            .json = op->ver->text,
+            .json_len = op->ver->len,
+        };
+    }
+    tx->next = NULL;
+    *b->txns_tail = tx;
+    b->txns_tail = &tx->next;
+    kick(s);
+    return;
+
+out_fail:
+    /* Out of memory before queueing: undo, and answer. A filling batch with no transactions
+     * yet is left for the next commit. */
+    {
+        wtxn_done_fn done = tx->done;
+        void *arg = tx->arg;
+        struct wtxn fake = {.done = done, .arg = arg};
+        wtxn_abort(s, tx);
+        done(s, &fake, -ENOMEM);
+    }
+}
+
+struct touched {
+    struct rtable *t;
+    struct entry *e;
+};
+
+static int cmp_touched(const void *a, const void *b)
+{
+    const struct touched *x = a, *y = b;
+
+    return x->e < y->e ? -1 : x->e > y->e;
+}
+
+/* A commit failed: every transaction in b and in the filling batch fails (they were checked
+ * against latest states that will never be durable), and latest goes back to committed. */
+static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err)
+{
+    struct batch *also = s->filling;
+    FATIA_VEC(struct touched) touched = {0};
+    struct wtxn *txns[2] = {b->txns, also ? also->txns : NULL};
+
+    fatia_error("store commit failed: %s; failing %zu queued operations", fatia_strerror(err),
+                b->ops.n + (also ? also->ops.n : 0));
+    s->inflight = NULL;
+    s->filling = NULL;
+    for (int k = 0; k < 2; k++) {
+        for (struct wtxn *tx = txns[k]; tx; tx = tx->next) {
+            for (size_t i = 0; i < tx->ops.n; i++) {
+                struct entry *e = tx->ops.v[i].e;
+                e->pending = 0;
+                objver_unref(e->latest);
+                e->latest = objver_ref(e->committed);
+                if (FATIA_VEC_PUSH(&touched, ((struct touched){tx->ops.v[i].t, e})) < 0)
+                    FATIA_ASSERT(!"out of memory while rolling back"); /* cannot recover */
+            }
+        }
+    }
+    if (touched.n)
+        qsort(touched.v, touched.n, sizeof(*touched.v), cmp_touched);
+    for (size_t i = 0; i < touched.n; i++)
+        if (i == 0 || touched.v[i].e != touched.v[i - 1].e)
+            rtable_maybe_remove(touched.v[i].t, touched.v[i].e);
+    FATIA_VEC_RELEASE(&touched);
+    s->rv_next = s->rv_committed;
+    for (int k = 0; k < 2; k++) {
+        struct wtxn *tx = txns[k], *next;
+        for (; tx; tx = next) {
+            next = tx->next;
+            /* the ops no longer own entry state: drop them before answering */
+            for (size_t i = 0; i < tx->ops.n; i++) {
+                objver_unref(tx->ops.v[i].ver);
+                objver_unref(tx->ops.v[i].prev);
+            }
+            tx->ops.n = 0;
+            tx->result = NULL;
+            tx->done(s, tx, err);
+            wtxn_free(tx);
+        }
+    }
+    batch_free(b);
+    batch_free(also);
+}
+
+static void finish_batch(struct fatia_apiserver *s, struct batch *b)
+{
+    struct wtxn *tx, *next;
+
+    s->inflight = NULL;
+    if (b->sb.result < 0) {
+        fail_batch(s, b, b->sb.result);
+        return;
+    }
+    for (tx = b->txns; tx; tx = tx->next) {
+        for (size_t i = 0; i < tx->ops.n; i++) {
+            struct wop *op = &tx->ops.v[i];
+            struct entry *e = op->e;
+            struct objver *old = e->committed;
+            e->committed = op->type == FATIA_STORE_DELETED ? NULL : objver_ref(op->ver);
+            if (!old && e->committed)
+                op->t->n_committed++;
+            else if (old && !e->committed)
+                op->t->n_committed--;
+            s->rv_committed = op->ver->rv;
+            history_publish(s, op->t, op->type, op->ver, old);
+            objver_unref(old);
+            e->pending--;
+        }
+    }
+    /* Entries are dropped only after every op of the batch ran: a later op may name one. */
+    for (tx = b->txns; tx; tx = tx->next)
+        for (size_t i = 0; i < tx->ops.n; i++)
+            if (tx->ops.v[i].e && !tx->ops.v[i].e->pending && !tx->ops.v[i].e->committed &&
+                !tx->ops.v[i].e->latest) {
+                struct entry *e = tx->ops.v[i].e;
+                /* forget the pointer in later ops before freeing */
+                for (struct wtxn *u = tx; u; u = u->next)
+                    for (size_t j = 0; j < u->ops.n; j++)
+                        if (u->ops.v[j].e == e)
+                            u->ops.v[j].e = NULL;
+                rtable_maybe_remove(tx->ops.v[i].t, e);
+            }
+    for (tx = b->txns; tx; tx = next) {
+        next = tx->next;
+        tx->done(s, tx, 0);
+        wtxn_free(tx);
+    }
+    batch_free(b);
+}
+
+void store_event_cb(int fd, short what, void *arg)
+{
+    struct fatia_apiserver *s = arg;
+    struct fatia_store_batch *sb;
+
+    (void)fd;
+    (void)what;
+    while ((sb = fatia_store_reap(s->store)))
+        finish_batch(s, sb->user);
+    kick(s);
+    if (s->shutting_down && server_idle(s) && s->shutdown_done) {
+        void (*done)(void *) = s->shutdown_done;
+        s->shutdown_done = NULL;
+        done(s->shutdown_arg);
+    }
+}

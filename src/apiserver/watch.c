@@ -1,0 +1,569 @@
+/*
+ * apiserver/watch.c: the watch history and watchers (HTTP streams and in-process callbacks).
+ *
+ * History: a ring of the newest committed events (s->ring, capacity opts.watch_history). Every
+ * event with rv > history_floor is in the ring; a watch that starts from rv >= floor replays the
+ * ring's events after rv and then follows live ones, one that starts further back gets 410 Gone
+ * (reason Expired) and must list again, exactly as upstream's watch cache answers.
+ *
+ * Watchers hang off their kind's table. Each committed event is offered to them in rv order; a
+ * watcher with selectors sees upstream's transitions: an object that starts matching arrives as
+ * ADDED, one that stops matching as DELETED. An HTTP watcher's events go straight into its
+ * connection's output; the HTTP layer drops a client more than max_stream_backlog behind, and the
+ * watcher goes with it, so a slow client costs bounded memory and never stalls the others. An
+ * in-process watcher's events are queued and delivered from a deferred loop callback, so
+ * callbacks never run inside a commit (and may write, or stop the watch, freely).
+ *
+ * Watcher life: start (replay) -> live -> ended by timeout (stream ends cleanly, the client
+ * re-watches), by the client closing, by being dropped for slowness, or by shutdown.
+ */
+#include "base/compat.h"
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "apiserver/internal.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/log.h"
+
+struct qevent {
+    enum fatia_watch_event type;
+    struct objver *obj; /* NULL for BOOKMARK */
+    uint64_t rv;
+};
+
+struct watcher {
+    struct fatia_apiserver *s;
+    struct rtable *t;
+    char *ns;
+    struct filter f;
+    const struct fatia_kind_version *ver;
+    bool table;
+    int include_object;
+    bool bookmarks;
+    uint64_t rv; /* the newest rv this watcher has been offered */
+    /* HTTP */
+    struct fatia_http_req *req;
+    /* in-process */
+    fatia_watch_fn fn;
+    void *fn_arg;
+    struct event *flush_ev;
+    FATIA_VEC(struct qevent) queue;
+    bool delivering;
+    bool stopped;
+    bool replaying; /* initial state and history: as long as a list, not bounded by the backlog */
+
+    struct event *timeout_ev;
+    struct watcher *prev, *next;
+};
+
+static const char *const type_names[] = {"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+
+void history_init(struct fatia_apiserver *s)
+{
+    s->ring_cap = s->o.watch_history;
+    s->ring = fatia_xcalloc(s->ring_cap, sizeof(*s->ring));
+    s->ring_head = s->ring_n = 0;
+}
+
+static void wevent_release(struct wevent *ev)
+{
+    objver_unref(ev->obj);
+    objver_unref(ev->old);
+    fatia_free(ev->line);
+    memset(ev, 0, sizeof(*ev));
+}
+
+void history_release(struct fatia_apiserver *s)
+{
+    for (size_t i = 0; i < s->ring_n; i++)
+        wevent_release(&s->ring[(s->ring_head + i) % s->ring_cap]);
+    fatia_free(s->ring);
+    s->ring = NULL;
+    s->ring_n = 0;
+}
+
+/* ---- encoding ---- */
+
+static int encode(struct watcher *w, const char *type, const struct objver *v, struct evbuffer *out)
+{
+    int r;
+
+    evbuffer_add_printf(out, "{\"type\":\"%s\",\"object\":", type);
+    if (w->table) {
+        json_t *tbl = json_pack("{s:s,s:s,s:{s:s},s:o,s:[o]}", "kind", "Table", "apiVersion",
+                                "meta.k8s.io/v1", "metadata", "resourceVersion", "",
+                                "columnDefinitions", table_columns(w->t->kind), "rows",
+                                table_row(w->t, w->ver, v, w->include_object,
+                                          fatia_now_real_usec()));
+        char rvs[24];
+        if (!tbl)
+            return -ENOMEM;
+        snprintf(rvs, sizeof(rvs), "%" PRIu64, v->rv);
+        json_object_set_new(json_object_get(tbl, "metadata"), "resourceVersion", json_string(rvs));
+        r = evbuffer_add_json(out, tbl);
+        json_decref(tbl);
+    } else {
+        r = render_object(w->t, w->ver, v, out);
+    }
+    if (r < 0)
+        return r;
+    evbuffer_add(out, "}\n", 2);
+    return 0;
+}
+
+static int encode_bookmark(struct watcher *w, uint64_t rv, bool initial_end, struct evbuffer *out)
+{
+    char av[128];
+
+    if (w->ver)
+        snprintf(av, sizeof(av), "%s%s%s", w->t->kind->group, w->t->kind->group[0] ? "/" : "",
+                 w->ver->version);
+    else
+        fatia_kind_api_version(w->t->kind, av, sizeof(av));
+    evbuffer_add_printf(out,
+                        "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\","
+                        "\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\"%s}}}\n",
+                        w->table ? "Table" : w->t->kind->kind, w->table ? "meta.k8s.io/v1" : av,
+                        rv,
+                        initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}"
+                                    : "");
+    return 0;
+}
+
+/* ---- lifecycle ---- */
+
+static void watcher_unlink(struct watcher *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else if (w->t->watchers == w)
+        w->t->watchers = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+}
+
+static void watcher_free(struct watcher *w)
+{
+    if (w->timeout_ev)
+        event_free(w->timeout_ev);
+    if (w->flush_ev)
+        event_free(w->flush_ev);
+    for (size_t i = 0; i < w->queue.n; i++)
+        objver_unref(w->queue.v[i].obj);
+    FATIA_VEC_RELEASE(&w->queue);
+    filter_release(&w->f);
+    fatia_free(w->ns);
+    fatia_free(w);
+}
+
+/* Ends an HTTP watcher: unlinks it, ends its stream (if still there) and frees it. */
+static void http_watcher_end(struct watcher *w)
+{
+    struct fatia_http_req *req = w->req;
+
+    watcher_unlink(w);
+    w->req = NULL;
+    if (req) {
+        fatia_http_req_set_close_cb(req, NULL, NULL);
+        fatia_http_stream_end(req);
+    }
+    watcher_free(w);
+}
+
+static void http_close_cb(void *arg)
+{
+    struct watcher *w = arg;
+
+    http_watcher_end(w);
+}
+
+static void timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct watcher *w = arg;
+
+    (void)fd;
+    (void)what;
+    /* only HTTP watches have a timeout: the client re-watches from where it was */
+    if (w->req)
+        http_watcher_end(w);
+}
+
+/* ---- delivery ---- */
+
+static void local_flush_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Offers one event (already transformed for this watcher) to w. Returns false when w is gone. */
+static bool deliver(struct watcher *w, enum fatia_watch_event type, struct objver *v,
+                    struct wevent *ev)
+{
+    if (w->req) {
+        bool common = ev && (int)type == (int)ev->type && !w->table && !w->ver;
+        int r = 0;
+        if (common && ev->line) {
+            r = w->replaying ? fatia_http_stream_write_unbounded(w->req, ev->line, ev->line_len)
+                             : fatia_http_stream_write(w->req, ev->line, ev->line_len);
+        } else {
+            struct evbuffer *out = evbuffer_new();
+            size_t n;
+            if (!out)
+                return true;
+            r = encode(w, type_names[type], v, out);
+            n = evbuffer_get_length(out);
+            if (r == 0) {
+                const char *p = (const char *)evbuffer_pullup(out, -1);
+                if (common && (ev->line = fatia_malloc(n))) {
+                    memcpy(ev->line, p, n);
+                    ev->line_len = n;
+                }
+                r = w->replaying ? fatia_http_stream_write_unbounded(w->req, p, n)
+                                 : fatia_http_stream_write(w->req, p, n);
+            }
+            evbuffer_free(out);
+        }
+        if (r == -ENOBUFS || r == -EPIPE) {
+            http_watcher_end(w);
+            return false;
+        }
+        return true;
+    }
+    if (w->stopped)
+        return true;
+    if (FATIA_VEC_PUSH(&w->queue, ((struct qevent){type, objver_ref(v), v ? v->rv : w->rv})) <
+        0) {
+        objver_unref(v);
+        return true;
+    }
+    event_active(w->flush_ev, EV_TIMEOUT, 0);
+    return true;
+}
+
+/* Offers a committed event to w with the selector transitions. */
+static bool offer(struct watcher *w, struct wevent *ev)
+{
+    const json_t *nt = ev->obj->tree;
+    bool nm, om;
+
+    if (ev->rv <= w->rv)
+        return true;
+    w->rv = ev->rv;
+    if (w->ns && w->t->kind->namespaced &&
+        strcmp(nz(fatia_json_str(json_object_get(nt, "metadata"), "namespace")), w->ns))
+        return true;
+    nm = filter_match(&w->f, nt);
+    switch (ev->type) {
+    case FATIA_STORE_ADDED:
+        return nm ? deliver(w, FATIA_WATCH_ADDED, ev->obj, ev) : true;
+    case FATIA_STORE_DELETED:
+        return nm ? deliver(w, FATIA_WATCH_DELETED, ev->obj, ev) : true;
+    case FATIA_STORE_MODIFIED:
+        om = ev->old ? filter_match(&w->f, ev->old->tree) : nm;
+        if (nm && om)
+            return deliver(w, FATIA_WATCH_MODIFIED, ev->obj, ev);
+        if (nm)
+            return deliver(w, FATIA_WATCH_ADDED, ev->obj, ev);
+        if (om)
+            return deliver(w, FATIA_WATCH_DELETED, ev->obj, ev);
+        return true;
+    }
+    return true;
+}
+
+void history_publish(struct fatia_apiserver *s, struct rtable *t, enum fatia_store_event type,
+                     struct objver *obj, struct objver *old)
+{
+    struct wevent *ev;
+    struct watcher *w, *next;
+
+    if (s->ring_n == s->ring_cap) {
+        struct wevent *oldest = &s->ring[s->ring_head];
+        s->history_floor = oldest->rv;
+        wevent_release(oldest);
+        s->ring_head = (s->ring_head + 1) % s->ring_cap;
+        s->ring_n--;
+    }
+    ev = &s->ring[(s->ring_head + s->ring_n) % s->ring_cap];
+    *ev = (struct wevent){.rv = obj->rv, .type = type, .t = t, .obj = objver_ref(obj),
+                          .old = objver_ref(old)};
+    s->ring_n++;
+    for (w = t->watchers; w; w = next) {
+        next = w->next;
+        offer(w, ev);
+    }
+}
+
+static void local_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct watcher *w = arg;
+    size_t i;
+
+    (void)fd;
+    (void)what;
+    w->delivering = true;
+    for (i = 0; i < w->queue.n && !w->stopped; i++) {
+        struct qevent *q = &w->queue.v[i];
+        w->fn(w->fn_arg, q->type, q->obj ? q->obj->tree : NULL, q->rv);
+    }
+    for (size_t j = 0; j < w->queue.n; j++)
+        objver_unref(w->queue.v[j].obj);
+    w->queue.n = 0;
+    w->delivering = false;
+    if (w->stopped)
+        watcher_free(w);
+}
+
+/* ---- starting a watch ---- */
+
+/* The rv a watch asks to start from: 0 for "now, with the current state first". */
+static int start_rv(const struct fatia_api_query *q, uint64_t *ret)
+{
+    if (!q->resource_version || !strcmp(q->resource_version, "0")) {
+        *ret = 0;
+        return 0;
+    }
+    return fatia_parse_u64(q->resource_version, ret);
+}
+
+/* Sends the current objects as ADDED (sorted, like a list), up to the committed rv. */
+static bool send_initial(struct watcher *w)
+{
+    size_t lo, hi;
+
+    rtable_range(w->t, w->ns, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) {
+        struct entry *e = w->t->entries.v[i];
+        if (!e->committed || !filter_match(&w->f, e->committed->tree))
+            continue;
+        if (!deliver(w, FATIA_WATCH_ADDED, e->committed, NULL))
+            return false;
+    }
+    return true;
+}
+
+/* Replays the history after w->rv. */
+static bool replay(struct watcher *w)
+{
+    struct fatia_apiserver *s = w->s;
+
+    for (size_t i = 0; i < s->ring_n; i++) {
+        struct wevent *ev = &s->ring[(s->ring_head + i) % s->ring_cap];
+        if (ev->t != w->t || ev->rv <= w->rv)
+            continue;
+        if (!offer(w, ev))
+            return false;
+    }
+    w->rv = s->rv_committed > w->rv ? s->rv_committed : w->rv;
+    return true;
+}
+
+static struct watcher *watcher_new(struct fatia_apiserver *s, struct rtable *t, const char *ns)
+{
+    struct watcher *w = fatia_calloc(1, sizeof(*w));
+
+    if (!w)
+        return NULL;
+    w->s = s;
+    w->t = t;
+    if (ns && !(w->ns = fatia_strdup(ns))) {
+        fatia_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+static void watcher_link(struct watcher *w)
+{
+    w->next = w->t->watchers;
+    if (w->next)
+        w->next->prev = w;
+    w->t->watchers = w;
+}
+
+/* HTTP: answers the request (an error, or a stream that lives on). */
+void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, const char *name,
+                      bool table, struct fatia_http_req *req, struct opres *err);
+
+void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, const char *name,
+                      bool table, struct fatia_http_req *req, struct opres *err)
+{
+    struct fatia_apiserver *s = c->s;
+    struct watcher *w;
+    uint64_t rv;
+    fatia_usec_t timeout;
+    struct timeval tv;
+    bool initial;
+    char fs[1024];
+    int r;
+
+    if (authorize(c, "watch", err) < 0)
+        return;
+    if (start_rv(q, &rv) < 0) {
+        opres_fail(err, 400, "BadRequest", "invalid resourceVersion \"%s\"", q->resource_version);
+        return;
+    }
+    if (rv && rv < s->history_floor) {
+        opres_fail(err, 410, "Expired", "too old resource version: %" PRIu64 " (%" PRIu64 ")", rv,
+                   s->history_floor + 1);
+        return;
+    }
+    w = watcher_new(s, c->t, c->ns);
+    if (!w) {
+        opres_from_errno(err, -ENOMEM, "watch");
+        return;
+    }
+    if (name) {
+        /* GET .../NAME?watch=1: a watch of one object */
+        struct fatia_api_query one = *q;
+        snprintf(fs, sizeof(fs), "metadata.name=%s%s%s", name, q->field_selector ? "," : "",
+                 q->field_selector ? q->field_selector : "");
+        one.field_selector = fs;
+        r = filter_from_query(&w->f, &one, err);
+    } else {
+        r = filter_from_query(&w->f, q, err);
+    }
+    if (r < 0) {
+        watcher_free(w);
+        return;
+    }
+    w->ver = c->ver;
+    w->table = table;
+    w->include_object = q->include_object;
+    w->bookmarks = q->allow_bookmarks;
+    w->req = req;
+    w->timeout_ev = evtimer_new(s->base, timeout_cb, w);
+    if (!w->timeout_ev) {
+        watcher_free(w);
+        opres_from_errno(err, -ENOMEM, "watch");
+        return;
+    }
+    fatia_http_req_set_close_cb(req, http_close_cb, w);
+    fatia_http_add_header(req, "Content-Type", "application/json");
+    fatia_http_stream_start(req, 200, NULL);
+    initial = rv == 0;
+    w->rv = initial ? s->rv_committed : rv;
+    w->replaying = true;
+    if (initial && !send_initial(w))
+        return;
+    if (!initial && !replay(w))
+        return;
+    w->replaying = false;
+    if (q->send_initial_events && w->bookmarks) {
+        struct evbuffer *out = evbuffer_new();
+        encode_bookmark(w, s->rv_committed, true, out);
+        r = fatia_http_stream_write(req, evbuffer_pullup(out, -1), evbuffer_get_length(out));
+        evbuffer_free(out);
+        if (r < 0) {
+            http_watcher_end(w);
+            return;
+        }
+    }
+    timeout = q->timeout_seconds >= 0 ? q->timeout_seconds * FATIA_USEC_PER_SEC
+                                      : 1800 * FATIA_USEC_PER_SEC;
+    tv = (struct timeval){.tv_sec = timeout / FATIA_USEC_PER_SEC};
+    evtimer_add(w->timeout_ev, &tv);
+    watcher_link(w);
+}
+
+void watch_send_bookmarks(struct fatia_apiserver *s)
+{
+    for (size_t i = 0; i < s->n_tables; i++) {
+        struct watcher *w, *next;
+        for (w = s->tables[i].watchers; w; w = next) {
+            next = w->next;
+            if (!w->bookmarks)
+                continue;
+            if (w->req) {
+                struct evbuffer *out = evbuffer_new();
+                int r;
+                if (!out)
+                    continue;
+                encode_bookmark(w, s->rv_committed, false, out);
+                r = fatia_http_stream_write(w->req, evbuffer_pullup(out, -1),
+                                            evbuffer_get_length(out));
+                evbuffer_free(out);
+                if (r < 0)
+                    http_watcher_end(w);
+            } else {
+                w->rv = s->rv_committed > w->rv ? s->rv_committed : w->rv;
+                deliver(w, FATIA_WATCH_BOOKMARK, NULL, NULL);
+            }
+        }
+    }
+}
+
+void watch_shutdown_all(struct fatia_apiserver *s)
+{
+    for (size_t i = 0; i < s->n_tables; i++) {
+        while (s->tables[i].watchers) {
+            struct watcher *w = s->tables[i].watchers;
+            if (w->req) {
+                http_watcher_end(w);
+            } else {
+                watcher_unlink(w);
+                w->stopped = true;
+                if (!w->delivering)
+                    watcher_free(w);
+            }
+        }
+    }
+}
+
+/* ---- in-process watches (client.c) ---- */
+
+struct fatia_client_watch;
+
+int watch_start_local(struct fatia_apiserver *s, struct rtable *t, const char *ns,
+                      const struct fatia_api_query *q, uint64_t rv, fatia_watch_fn fn, void *arg,
+                      struct watcher **ret, struct opres *err);
+void watch_stop_local(struct watcher *w);
+
+int watch_start_local(struct fatia_apiserver *s, struct rtable *t, const char *ns,
+                      const struct fatia_api_query *q, uint64_t rv, fatia_watch_fn fn, void *arg,
+                      struct watcher **ret, struct opres *err)
+{
+    struct watcher *w;
+
+    if (rv && rv < s->history_floor) {
+        opres_fail(err, 410, "Expired", "too old resource version: %" PRIu64 " (%" PRIu64 ")", rv,
+                   s->history_floor + 1);
+        return -FATIA_E_GONE;
+    }
+    w = watcher_new(s, t, ns);
+    if (!w)
+        return -ENOMEM;
+    if (filter_from_query(&w->f, q, err) < 0) {
+        watcher_free(w);
+        return -EINVAL;
+    }
+    w->fn = fn;
+    w->fn_arg = arg;
+    w->bookmarks = true;
+    w->flush_ev = event_new(s->base, -1, 0, local_flush_cb, w);
+    if (!w->flush_ev) {
+        watcher_free(w);
+        return -ENOMEM;
+    }
+    w->rv = rv ? rv : s->rv_committed;
+    if (!rv) {
+        send_initial(w);
+        deliver(w, FATIA_WATCH_BOOKMARK, NULL, NULL);
+    } else {
+        replay(w);
+    }
+    watcher_link(w);
+    *ret = w;
+    return 0;
+}
+
+void watch_stop_local(struct watcher *w)
+{
+    if (w->stopped)
+        return;
+    watcher_unlink(w);
+    w->stopped = true;
+    if (!w->delivering)
+        watcher_free(w);
+}

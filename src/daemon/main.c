@@ -1,0 +1,543 @@
+/*
+ * daemon/main.c: fatiad, the fatia daemon: wiring only.
+ *
+ * Start-up, in order:
+ *   1. the data directory (created 0700) and its lock (one fatiad per directory);
+ *   2. on first start, an admin token in DATA/tokens (group system:masters);
+ *   3. the store (DATA/store.db), then the API server over it on this thread's event loop;
+ *   4. the namespace "default" if missing, then the manifests of -f applied (created, or updated
+ *      when they exist), every write through the API server's ordinary write path;
+ *   5. listening (loopback only, unless --insecure-listen-anywhere), DATA/kubeconfig (0600)
+ *      written for the admin token and the address actually bound, and one log line that says
+ *      where the API is and where the kubeconfig is.
+ * SIGTERM and SIGINT stop it cleanly: no new requests, watches ended, writes in flight committed.
+ *
+ * Manifests applied with -f carry kubectl's last-applied-configuration annotation (the manifest
+ * as JSON with sorted keys, as kubectl writes it), so a later `kubectl apply -f` of the same
+ * files sees nothing to change.
+ *
+ * Threads: the main thread runs the loop; the store's writer thread does the fsyncs.
+ */
+#include "base/compat.h"
+
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <event2/event.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "apiserver/apiserver.h"
+#include "apiserver/auth.h"
+#include "apiserver/client.h"
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/str.h"
+#include "model/doc.h"
+#include "model/kind.h"
+#include "store/store.h"
+
+static const char usage[] =
+    "Usage: fatiad --data-dir DIR [--listen HOST:PORT] [-f PATH]... [options]\n"
+    "\n"
+    "Serves the Kubernetes API over fatia's objects from an embedded SQLite store.\n"
+    "\n"
+    "  -d, --data-dir DIR          store, tokens and kubeconfig live here (created if missing)\n"
+    "  -l, --listen HOST:PORT      address to serve on (default 127.0.0.1:6443; port 0 picks a\n"
+    "                              free one); non-loopback addresses need the next option\n"
+    "      --insecure-listen-anywhere\n"
+    "                              allow a non-loopback address (plain HTTP: tokens travel in\n"
+    "                              clear text)\n"
+    "  -f, --filename PATH         apply the manifests of a file or directory at start (create\n"
+    "                              or update); repeatable\n"
+    "      --watch-history N       events kept for watches that resume (default 10000)\n"
+    "      --max-body-bytes N      largest request body (default 3145728)\n"
+    "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
+    "  -v, --verbose               log every request (debug)\n"
+    "  -h, --help                  this text\n";
+
+struct daemon {
+    struct event_base *base;
+    struct fatia_store *store;
+    struct fatia_apiserver *api;
+    struct fatia_client *client;
+    struct event *sig_term, *sig_int;
+    const char *data_dir;
+    char host[128];
+    uint16_t port;
+    char **files;
+    size_t n_files;
+    struct fatia_docset docs;
+    size_t outstanding;
+    size_t applied, failed;
+    int exit_code;
+    bool serving;
+};
+
+static bool is_loopback(const char *host)
+{
+    return fatia_str_has_prefix(host, "127.") || !strcmp(host, "::1");
+}
+
+static int parse_listen(const char *s, char *host, size_t host_n, uint16_t *port)
+{
+    const char *colon;
+    int p;
+
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':')
+            return -EINVAL;
+        snprintf(host, host_n, "%.*s", (int)(close - s - 1), s + 1);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            return -EINVAL;
+        snprintf(host, host_n, "%.*s", (int)(colon - s), s);
+    }
+    if (!host[0] || !strcmp(host, "localhost"))
+        snprintf(host, host_n, "127.0.0.1");
+    if (fatia_parse_int(colon + 1, 0, 65535, &p) < 0)
+        return -EINVAL;
+    *port = (uint16_t)p;
+    return 0;
+}
+
+static int mkdir_p(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+
+    if (n >= sizeof(buf))
+        return -ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+/* ---- kubectl's last-applied-configuration ---- */
+
+/* JSON as Go's encoding/json writes an unstructured object: sorted keys, compact, <>& escaped,
+ * a final newline. */
+static char *go_json(const json_t *v)
+{
+    struct fatia_buf out = FATIA_BUF_INIT;
+    char *raw = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(15));
+
+    if (!raw)
+        return NULL;
+    for (const char *p = raw; *p; p++) {
+        if (*p == '<')
+            (void)fatia_buf_puts(&out, "\\u003c");
+        else if (*p == '>')
+            (void)fatia_buf_puts(&out, "\\u003e");
+        else if (*p == '&')
+            (void)fatia_buf_puts(&out, "\\u0026");
+        else if (!strncmp(p, "\xe2\x80\xa8", 3)) {
+            (void)fatia_buf_puts(&out, "\\u2028");
+            p += 2;
+        } else if (!strncmp(p, "\xe2\x80\xa9", 3)) {
+            (void)fatia_buf_puts(&out, "\\u2029");
+            p += 2;
+        } else
+            (void)fatia_buf_putc(&out, *p);
+    }
+    free(raw);
+    (void)fatia_buf_putc(&out, '\n');
+    return fatia_buf_steal(&out);
+}
+
+/* ---- start-up steps ---- */
+
+static void start_serving(struct daemon *d);
+
+static void apply_done(void *arg, const struct fatia_client_result *res);
+
+struct apply_item {
+    struct daemon *d;
+    char what[320];
+};
+
+static void apply_one(struct daemon *d, json_t *doc, const char *file)
+{
+    const struct fatia_kind *k;
+    const char *av = fatia_json_str(doc, "apiVersion"), *kind = fatia_json_str(doc, "kind");
+    json_t *meta = json_object_get(doc, "metadata"), *ann, *obj;
+    const json_t *cur;
+    struct apply_item *it;
+    const char *name, *ns;
+    char *last;
+    int r;
+
+    k = av && kind ? fatia_kind_find(av, kind, NULL) : NULL;
+    name = fatia_json_str(meta, "name");
+    if (!k || !json_is_object(meta) || !name) {
+        fatia_error("%s: %s%s%s: not an object fatia serves (apiVersion, kind and metadata.name "
+                    "are required)",
+                    file, kind ? kind : "object", name ? "/" : "", name ? name : "");
+        d->failed++;
+        return;
+    }
+    if (k->namespaced && !fatia_json_str(meta, "namespace"))
+        json_object_set_new(meta, "namespace", json_string("default"));
+    ns = k->namespaced ? fatia_json_str(meta, "namespace") : NULL;
+    obj = json_deep_copy(doc);
+    last = go_json(doc);
+    if (!obj || !last) {
+        json_decref(obj);
+        fatia_free(last);
+        d->failed++;
+        return;
+    }
+    ann = fatia_json_object_ensure(json_object_get(obj, "metadata"), "annotations");
+    if (ann)
+        json_object_set_new(ann, "kubectl.kubernetes.io/last-applied-configuration",
+                            json_string(last));
+    fatia_free(last);
+    it = fatia_xcalloc(1, sizeof(*it));
+    it->d = d;
+    snprintf(it->what, sizeof(it->what), "%s %s%s%s", k->kind, ns ? ns : "", ns ? "/" : "", name);
+    cur = fatia_client_cached(d->client, k, ns, name);
+    if (cur) {
+        json_t *m = json_object_get(obj, "metadata");
+        json_object_set(m, "resourceVersion",
+                        json_object_get(json_object_get(cur, "metadata"), "resourceVersion"));
+        r = fatia_client_update(d->client, obj, NULL, apply_done, it);
+    } else {
+        r = fatia_client_create(d->client, obj, NULL, apply_done, it);
+    }
+    json_decref(obj);
+    if (r < 0) {
+        fatia_error("%s: %s: %s", file, it->what, fatia_strerror(r));
+        fatia_free(it);
+        d->failed++;
+        return;
+    }
+    d->outstanding++;
+}
+
+static void apply_done(void *arg, const struct fatia_client_result *res)
+{
+    struct apply_item *it = arg;
+    struct daemon *d = it->d;
+
+    if (res->status) {
+        fatia_error("applying %s: %s", it->what, fatia_json_str(res->status, "message"));
+        d->failed++;
+    } else {
+        d->applied++;
+    }
+    fatia_free(it);
+    if (--d->outstanding == 0)
+        start_serving(d);
+}
+
+static int apply_files(struct daemon *d)
+{
+    struct fatia_diag diag;
+    int r = 0;
+
+    fatia_docset_init(&d->docs);
+    fatia_diag_init(&diag);
+    for (size_t i = 0; i < d->n_files; i++) {
+        int rc = fatia_docset_load_path(&d->docs, d->files[i], false, &diag);
+        if (rc < 0 && r == 0)
+            r = rc;
+    }
+    if (fatia_diag_has_errors(&diag) || r < 0) {
+        fatia_diag_print(&diag, stderr);
+        fatia_diag_release(&diag);
+        return r < 0 ? r : -FATIA_E_PARSE;
+    }
+    fatia_diag_release(&diag);
+    for (size_t i = 0; i < d->docs.n; i++)
+        apply_one(d, d->docs.docs[i].root, d->docs.docs[i].file);
+    return 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg);
+
+static void shutdown_done(void *arg)
+{
+    struct daemon *d = arg;
+
+    event_base_loopexit(d->base, NULL);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct daemon *d = arg;
+
+    (void)what;
+    fatia_info("%s received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    event_del(d->sig_term);
+    event_del(d->sig_int);
+    fatia_apiserver_shutdown(d->api, shutdown_done, d);
+}
+
+static const char *admin_token(struct daemon *d, char *buf, size_t n)
+{
+    char path[4096], why[256];
+    struct fatia_auth *a;
+    const char *t;
+
+    snprintf(path, sizeof(path), "%s/tokens", d->data_dir);
+    if (fatia_auth_open(path, &a, why, sizeof(why)) < 0) {
+        fatia_error("tokens file '%s': %s", path, why);
+        return NULL;
+    }
+    t = fatia_auth_token_of(a, "admin");
+    if (t)
+        snprintf(buf, n, "%s", t);
+    fatia_auth_free(a);
+    return t ? buf : NULL;
+}
+
+static void start_serving(struct daemon *d)
+{
+    char url[200], path[4096], token[300];
+    int r;
+
+    if (d->serving)
+        return;
+    d->serving = true;
+    if (d->failed) {
+        fatia_error("%zu manifests could not be applied, stopping", d->failed);
+        d->exit_code = 1;
+        fatia_apiserver_shutdown(d->api, shutdown_done, d);
+        return;
+    }
+    r = fatia_apiserver_listen(d->api, d->host, d->port, &d->port);
+    if (r < 0) {
+        fatia_error("cannot listen on %s:%u: %s%s", d->host, d->port, fatia_strerror(r),
+                    r == -EADDRINUSE ? " (try --listen 127.0.0.1:0 for any free port)" : "");
+        d->exit_code = 1;
+        fatia_apiserver_shutdown(d->api, shutdown_done, d);
+        return;
+    }
+    if (strchr(d->host, ':'))
+        snprintf(url, sizeof(url), "http://[%s]:%u", d->host, d->port);
+    else
+        snprintf(url, sizeof(url), "http://%s:%u", d->host, d->port);
+    snprintf(path, sizeof(path), "%s/kubeconfig", d->data_dir);
+    if (!admin_token(d, token, sizeof(token)) ||
+        (r = fatia_kubeconfig_write(path, url, "admin", token, "default")) < 0) {
+        fatia_error("cannot write '%s'", path);
+        d->exit_code = 1;
+        fatia_apiserver_shutdown(d->api, shutdown_done, d);
+        return;
+    }
+    fatia_info("serving the Kubernetes API at %s (resourceVersion %" PRIu64
+               ", %zu manifests applied); kubeconfig: %s",
+               url, fatia_apiserver_rv(d->api), d->applied, path);
+}
+
+static void default_ns_done(void *arg, const struct fatia_client_result *res)
+{
+    struct daemon *d = arg;
+
+    if (res->status) {
+        fatia_error("creating namespace default: %s", fatia_json_str(res->status, "message"));
+        d->failed++;
+    }
+    if (--d->outstanding == 0)
+        start_serving(d);
+}
+
+static int ensure_tokens(struct daemon *d)
+{
+    char path[4096], token[FATIA_TOKEN_LEN + 1];
+    int r;
+
+    snprintf(path, sizeof(path), "%s/tokens", d->data_dir);
+    if (access(path, F_OK) == 0)
+        return 0;
+    r = fatia_token_generate(token);
+    if (r == 0)
+        r = fatia_tokens_append(path, token, "admin",
+                                (const char *const[]){"system:masters", NULL}, NULL, false);
+    if (r < 0)
+        fatia_log_errno(FATIA_LOG_ERROR, r, "cannot create '%s'", path);
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"data-dir", required_argument, NULL, 'd'},
+        {"listen", required_argument, NULL, 'l'},
+        {"filename", required_argument, NULL, 'f'},
+        {"insecure-listen-anywhere", no_argument, NULL, 'A'},
+        {"watch-history", required_argument, NULL, 'W'},
+        {"max-body-bytes", required_argument, NULL, 'B'},
+        {"idle-timeout", required_argument, NULL, 'I'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    struct daemon d = {.exit_code = 0};
+    struct fatia_apiserver_opts ao = {0};
+    struct fatia_store_opts so = {0};
+    const char *listen = "127.0.0.1:6443";
+    char path[4096], tokens[4096];
+    bool anywhere = false;
+    int c, r, lock_fd;
+    uint64_t u;
+    int64_t dur;
+
+    fatia_log_set_ident("fatiad");
+    fatia_log_set_timestamps(true);
+    fatia_log_set_level(FATIA_LOG_INFO);
+    if (fatia_log_level_from_env() < 0)
+        fprintf(stderr, "fatiad: unknown FATIA_LOG level, ignoring\n");
+    d.files = fatia_xcalloc((size_t)argc, sizeof(char *));
+    while ((c = getopt_long(argc, argv, "d:l:f:vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            d.data_dir = optarg;
+            break;
+        case 'l':
+            listen = optarg;
+            break;
+        case 'f':
+            d.files[d.n_files++] = optarg;
+            break;
+        case 'A':
+            anywhere = true;
+            break;
+        case 'W':
+            if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 10000000) {
+                fprintf(stderr, "fatiad: --watch-history: expected 1..10000000\n");
+                return 2;
+            }
+            ao.watch_history = (size_t)u;
+            break;
+        case 'B':
+            if (fatia_parse_u64(optarg, &u) < 0 || u < 1024 || u > (1u << 30)) {
+                fprintf(stderr, "fatiad: --max-body-bytes: expected 1024..1073741824\n");
+                return 2;
+            }
+            ao.http.max_body_bytes = (size_t)u;
+            break;
+        case 'I':
+            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < FATIA_USEC_PER_SEC / 10) {
+                fprintf(stderr, "fatiad: --idle-timeout: expected a duration like 30s\n");
+                return 2;
+            }
+            ao.http.idle_timeout = dur;
+            break;
+        case 'v':
+            fatia_log_set_level(FATIA_LOG_DEBUG);
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return 0;
+        default:
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (!d.data_dir || optind != argc) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    if (parse_listen(listen, d.host, sizeof(d.host), &d.port) < 0) {
+        fprintf(stderr, "fatiad: --listen: expected HOST:PORT, got '%s'\n", listen);
+        return 2;
+    }
+    if (!is_loopback(d.host) && !anywhere) {
+        fprintf(stderr,
+                "fatiad: refusing to listen on '%s' without TLS: the API and its tokens would "
+                "travel in clear text. Listen on 127.0.0.1, or pass --insecure-listen-anywhere\n",
+                d.host);
+        return 2;
+    }
+    r = mkdir_p(d.data_dir);
+    if (r < 0) {
+        fatia_log_errno(FATIA_LOG_ERROR, r, "cannot create '%s'", d.data_dir);
+        return 1;
+    }
+    snprintf(path, sizeof(path), "%s/fatiad.lock", d.data_dir);
+    lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        fatia_error("'%s' is in use by another fatiad (lock '%s')", d.data_dir, path);
+        return 1;
+    }
+    if (ensure_tokens(&d) < 0)
+        return 1;
+    snprintf(tokens, sizeof(tokens), "%s/tokens", d.data_dir);
+    ao.tokens_path = tokens;
+
+    signal(SIGPIPE, SIG_IGN);
+    d.base = event_base_new();
+    if (!d.base) {
+        fatia_error("cannot create the event loop");
+        return 1;
+    }
+    snprintf(path, sizeof(path), "%s/store.db", d.data_dir);
+    r = fatia_store_open(path, &so, &d.store);
+    if (r < 0) {
+        fatia_log_errno(FATIA_LOG_ERROR, r, "cannot open the store '%s'", path);
+        return 1;
+    }
+    r = fatia_apiserver_new(d.base, d.store, &ao, &d.api);
+    if (r < 0) {
+        fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the API server");
+        fatia_store_close(d.store);
+        return 1;
+    }
+    d.client = fatia_client_new_local(d.api, &fatia_user_system);
+    d.sig_term = evsignal_new(d.base, SIGTERM, on_signal, &d);
+    d.sig_int = evsignal_new(d.base, SIGINT, on_signal, &d);
+    if (!d.client || !d.sig_term || !d.sig_int) {
+        fatia_error("out of memory");
+        return 1;
+    }
+    event_add(d.sig_term, NULL);
+    event_add(d.sig_int, NULL);
+
+    /* the namespace "default", then -f; serving starts once they are committed */
+    d.outstanding = 1; /* held until everything is queued */
+    if (!fatia_client_cached(d.client, fatia_kind_by_resource("", "namespaces"), NULL,
+                             "default")) {
+        json_t *ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+                               "metadata", "name", "default");
+        if (fatia_client_create(d.client, ns, NULL, default_ns_done, &d) == 0)
+            d.outstanding++;
+        json_decref(ns);
+    }
+    if (d.n_files && apply_files(&d) < 0) {
+        d.failed++;
+    }
+    if (--d.outstanding == 0)
+        start_serving(&d);
+
+    event_base_dispatch(d.base);
+
+    fatia_client_free(d.client);
+    fatia_apiserver_free(d.api);
+    fatia_store_close(d.store);
+    event_free(d.sig_term);
+    event_free(d.sig_int);
+    event_base_free(d.base);
+    fatia_docset_release(&d.docs);
+    fatia_free(d.files);
+    close(lock_fd);
+    if (d.exit_code == 0)
+        fatia_info("stopped");
+    return d.exit_code;
+}

@@ -1,0 +1,137 @@
+/*
+ * store/store.h: the durable object store (SQLite, WAL) and its watch log.
+ *
+ * Model: one row per object (group, kind, namespace, name, uid, resourceVersion, the JSON text of
+ * the storage version) and one row per change in the log (resourceVersion, event type, identity,
+ * the JSON text after the change, or the last state for a delete). resourceVersions are global,
+ * assigned by the caller (the API server), and strictly increase across the batches it commits;
+ * the highest committed one is kept in `meta`, so it never goes backwards even when every object
+ * is deleted and the log is pruned.
+ *
+ * Durability: WAL mode with synchronous=FULL, so a commit returns only after the WAL is on disk;
+ * an acknowledged write survives kill -9 and power loss, and recovery is SQLite's own (no repair
+ * step). Group commit: the writer thread takes every batch submitted while it was busy and
+ * commits them in one transaction (one fsync for all), so the API loop never waits on the disk.
+ *
+ * Threads: the store's connection belongs to whoever opened it until fatia_store_writer_start;
+ * from then on only the writer thread touches SQLite. The loop thread submits batches and learns
+ * of their completion through an eventfd (fatia_store_done_fd) it watches, then reaps them; this
+ * keeps libevent (or any loop) out of this layer. Only src/store includes sqlite3.h.
+ *
+ * Rejected: one transaction per write on the loop thread (an fsync per request blocks the loop:
+ * p99 of fdatasync here is about 4 ms); synchronous=NORMAL plus our own fsync of the WAL (works,
+ * but outside SQLite's documented contract); a store per kind (one global resourceVersion needs
+ * one transaction across kinds).
+ */
+#ifndef FATIA_STORE_STORE_H
+#define FATIA_STORE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Event types, as the watch log records them (and the API serves them). */
+enum fatia_store_event {
+    FATIA_STORE_ADDED = 1,
+    FATIA_STORE_MODIFIED = 2,
+    FATIA_STORE_DELETED = 3,
+};
+
+/* One change. Strings are borrowed from the caller until the batch is reaped. ns is "" for
+ * cluster-scoped objects. json is the object after the change (for DELETED: its last state). */
+struct fatia_store_op {
+    uint64_t rv;
+    enum fatia_store_event type;
+    const char *group;
+    const char *kind;
+    const char *ns;
+    const char *name;
+    const char *uid;
+    const char *json;
+    size_t json_len;
+};
+
+/* A batch of changes committed atomically. The caller owns the memory; between submit and reap
+ * the store links it into its queues and the caller must not touch it. */
+struct fatia_store_batch {
+    struct fatia_store_op *ops;
+    size_t n;
+    int result;  /* set when done: 0 or a negative code (the batch had no effect) */
+    void *user;  /* the caller's */
+    struct fatia_store_batch *next; /* store-internal */
+};
+
+/* A stored row, as fatia_store_load / fatia_store_load_log report it (borrowed for the call). */
+struct fatia_store_row {
+    uint64_t rv;
+    enum fatia_store_event type; /* log rows only */
+    const char *group, *kind, *ns, *name, *uid;
+    const char *json;
+    size_t json_len;
+};
+
+struct fatia_store_opts {
+    uint64_t log_keep; /* log rows kept (the newest); 0 = 100000 */
+    bool read_only;    /* open for inspection (checkers): no migration, no writes */
+};
+
+struct fatia_store;
+
+/* Opens (creating and migrating as needed) the store at path. Returns 0, -EBUSY (another
+ * process holds the write lock), -FATIA_E_CORRUPT (not a fatia store, or a newer schema),
+ * -EIO, -ENOMEM. */
+int fatia_store_open(const char *path, const struct fatia_store_opts *opts,
+                     struct fatia_store **ret);
+
+/* Stops the writer thread (after it finishes the batch in progress; queued batches still
+ * commit), closes the database. Reap what is done before freeing the batches. NULL is fine. */
+void fatia_store_close(struct fatia_store *s);
+
+/* The highest committed resourceVersion (0 for a new store). Before fatia_store_writer_start
+ * only: the writer thread owns it afterwards. */
+uint64_t fatia_store_rv(const struct fatia_store *s);
+
+/* Calls cb for every object, ordered by (group, kind, namespace, name); a negative return from
+ * cb stops the walk and is returned. Before fatia_store_writer_start only. */
+int fatia_store_load(struct fatia_store *s, int (*cb)(void *arg, const struct fatia_store_row *row),
+                     void *arg);
+
+/* Calls cb for every log row with rv > after, in rv order. Same rules. */
+int fatia_store_load_log(struct fatia_store *s, uint64_t after,
+                         int (*cb)(void *arg, const struct fatia_store_row *row), void *arg);
+
+/* The lowest rv still in the log, or 0 when the log is empty. */
+uint64_t fatia_store_log_first(struct fatia_store *s);
+
+/* Commits one batch synchronously (tools and tests; before the writer starts). Every op's rv must
+ * exceed fatia_store_rv(). Returns 0 or a negative code; on failure nothing changed. */
+int fatia_store_commit(struct fatia_store *s, struct fatia_store_op *ops, size_t n);
+
+/* Runs PRAGMA quick_check; 0 when the database is sound, -FATIA_E_CORRUPT otherwise. */
+int fatia_store_check(struct fatia_store *s);
+
+/* ---- group commit ---- */
+
+/* Starts the writer thread. 0, -EAGAIN, -ENOMEM. */
+int fatia_store_writer_start(struct fatia_store *s);
+
+/* Queues a batch for the writer. Batches commit in submission order. 0, or -ESHUTDOWN once
+ * closing. */
+int fatia_store_submit(struct fatia_store *s, struct fatia_store_batch *b);
+
+/* A nonblocking eventfd that becomes readable when batches are done. The loop watches it, then
+ * calls fatia_store_reap until it returns NULL. */
+int fatia_store_done_fd(const struct fatia_store *s);
+
+/* Pops the oldest completed batch (b->result set), or NULL. Clears the eventfd when empty. */
+struct fatia_store_batch *fatia_store_reap(struct fatia_store *s);
+
+/* Counters for benchmarks and /metrics. */
+struct fatia_store_stats {
+    uint64_t transactions; /* commits (each one fsync) */
+    uint64_t batches;
+    uint64_t ops;
+};
+void fatia_store_get_stats(struct fatia_store *s, struct fatia_store_stats *ret);
+
+#endif

@@ -39,11 +39,11 @@ struct fatia_apiserver;
 #define FATIA_APISERVER_KUBE_VERSION "v1.33.0"
 
 struct fatia_apiserver_opts {
-    const char *tokens_path;       /* bearer tokens file (auth.h); NULL = no authentication */
-    struct fatia_http_opts http;   /* limits of the HTTP layer */
-    size_t watch_history;          /* events kept for watches that resume; 0 = 10000 */
+    const char *tokens_path;        /* bearer tokens file (auth.h); NULL = no authentication */
+    struct fatia_http_opts http;    /* limits of the HTTP layer */
+    size_t watch_history;           /* events kept for watches that resume; 0 = 10000 */
     fatia_usec_t bookmark_interval; /* periodic BOOKMARK events; 0 = 60 s */
-    unsigned max_json_depth;       /* nesting of request bodies; 0 = 64 */
+    unsigned max_json_depth;        /* nesting of request bodies; 0 = 64 */
 };
 
 /* Builds a server on base over an opened store: loads every object into memory, starts the
@@ -136,10 +136,10 @@ struct fatia_log_req {
     bool follow;
     bool previous;
     bool timestamps;
-    int64_t tail_lines;   /* -1: all */
-    int64_t limit_bytes;  /* -1: none */
+    int64_t tail_lines;    /* -1: all */
+    int64_t limit_bytes;   /* -1: none */
     int64_t since_seconds; /* -1: none */
-    const json_t *pod;    /* the Pod (borrowed for the call) */
+    const json_t *pod;     /* the Pod (borrowed for the call) */
 };
 
 struct fatia_log_stream;
@@ -156,8 +156,7 @@ void fatia_apiserver_set_log_provider(struct fatia_apiserver *s, fatia_log_provi
                                       void *arg);
 /* Bytes of log text. 0, or -EPIPE once the client went away (stop and end the stream). */
 int fatia_log_stream_write(struct fatia_log_stream *st, const void *data, size_t n);
-void fatia_log_stream_set_cancel(struct fatia_log_stream *st, void (*cancel)(void *arg),
-                                 void *arg);
+void fatia_log_stream_set_cancel(struct fatia_log_stream *st, void (*cancel)(void *arg), void *arg);
 /* Ends the stream (st is freed). */
 void fatia_log_stream_end(struct fatia_log_stream *st);
 

@@ -147,8 +147,7 @@ static int parse_line(char *line, struct token *t, char *why, size_t why_n)
             *p++ = '\0';
     }
     if (n != 5) {
-        snprintf(why, why_n, "expected 5 fields (TOKEN USER GROUPS NAMESPACES ACCESS), got %zu",
-                 n);
+        snprintf(why, why_n, "expected 5 fields (TOKEN USER GROUPS NAMESPACES ACCESS), got %zu", n);
         return -FATIA_E_PARSE;
     }
     if (strlen(f[0]) < 16) {
@@ -344,7 +343,9 @@ void fatia_auth_free(struct fatia_auth *a)
     fatia_free(a);
 }
 
-static void maybe_reload(struct fatia_auth *a)
+/* Re-reads the file if it changed. force: check now (a token was not found: it may have just
+ * been added); otherwise at most once a second (to notice revocations). */
+static void maybe_reload(struct fatia_auth *a, bool force)
 {
     fatia_usec_t now;
     struct stat st;
@@ -354,7 +355,7 @@ static void maybe_reload(struct fatia_auth *a)
     if (!a->path)
         return;
     now = fatia_now_mono_usec();
-    if (now - a->checked_at < FATIA_USEC_PER_SEC)
+    if (!force && now - a->checked_at < FATIA_USEC_PER_SEC)
         return;
     a->checked_at = now;
     if (stat(a->path, &st) < 0)
@@ -373,8 +374,12 @@ const struct fatia_user *fatia_auth_lookup(struct fatia_auth *a, const char *tok
 {
     struct token *t;
 
-    maybe_reload(a);
+    maybe_reload(a, false);
     t = fatia_strmap_get(&a->set->map, token);
+    if (!t) {
+        maybe_reload(a, true);
+        t = fatia_strmap_get(&a->set->map, token);
+    }
     return t ? &t->user : NULL;
 }
 
@@ -449,8 +454,7 @@ int fatia_tokens_append(const char *path, const char *token, const char *user,
         r = -errno;
         goto out_release;
     }
-    if (flock(fd, LOCK_EX) < 0 || write(fd, line.p, line.len) != (ssize_t)line.len ||
-        fsync(fd) < 0)
+    if (flock(fd, LOCK_EX) < 0 || write(fd, line.p, line.len) != (ssize_t)line.len || fsync(fd) < 0)
         r = errno ? -errno : -EIO;
     close(fd);
 out_release:
@@ -473,18 +477,23 @@ static int yaml_quote(struct fatia_buf *out, const char *s)
     return r ? r : fatia_buf_putc(out, '"');
 }
 
-int fatia_kubeconfig_format(struct fatia_buf *out, const char *url, const char *user,
-                            const char *token, const char *ns)
+int fatia_kubeconfig_format(struct fatia_buf *out, const char *url, const char *ca,
+                            const char *user, const char *token, const char *ns)
 {
     int r = fatia_buf_puts(out, "apiVersion: v1\nkind: Config\nclusters:\n- name: fatia\n"
                                 "  cluster:\n    server: ");
     r = r ? r : yaml_quote(out, url);
+    if (ca) {
+        r = r ? r : fatia_buf_puts(out, "\n    certificate-authority-data: ");
+        r = r ? r : yaml_quote(out, ca);
+    }
     r = r ? r : fatia_buf_puts(out, "\nusers:\n- name: ");
     r = r ? r : yaml_quote(out, user);
     r = r ? r : fatia_buf_puts(out, "\n  user:\n    token: ");
     r = r ? r : yaml_quote(out, token);
-    r = r ? r : fatia_buf_puts(out, "\ncontexts:\n- name: fatia\n  context:\n    cluster: fatia\n"
-                                    "    user: ");
+    r = r ? r
+          : fatia_buf_puts(out, "\ncontexts:\n- name: fatia\n  context:\n    cluster: fatia\n"
+                                "    user: ");
     r = r ? r : yaml_quote(out, user);
     if (ns) {
         r = r ? r : fatia_buf_puts(out, "\n    namespace: ");
@@ -494,8 +503,8 @@ int fatia_kubeconfig_format(struct fatia_buf *out, const char *url, const char *
     return r;
 }
 
-int fatia_kubeconfig_write(const char *path, const char *url, const char *user, const char *token,
-                           const char *ns)
+int fatia_kubeconfig_write(const char *path, const char *url, const char *ca, const char *user,
+                           const char *token, const char *ns)
 {
     struct fatia_buf b = FATIA_BUF_INIT;
     char tmp[4096];
@@ -503,7 +512,7 @@ int fatia_kubeconfig_write(const char *path, const char *url, const char *user, 
 
     if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
         return -ENAMETOOLONG;
-    r = fatia_kubeconfig_format(&b, url, user, token, ns);
+    r = fatia_kubeconfig_format(&b, url, ca, user, token, ns);
     if (r < 0)
         goto out_release;
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -527,8 +536,9 @@ out_release:
     return r;
 }
 
-int fatia_kubeconfig_server(const char *path, char *buf, size_t n)
+int fatia_kubeconfig_server(const char *path, char *buf, size_t n, char **ret_ca)
 {
+    const char *ca;
     struct stat st;
     json_t *root = NULL;
     const char *server;
@@ -549,6 +559,8 @@ int fatia_kubeconfig_server(const char *path, char *buf, size_t n)
         return -FATIA_E_PARSE;
     }
     snprintf(buf, n, "%s", server);
+    ca = json_string_value(fatia_json_path(root, "clusters[0].cluster.certificate-authority-data"));
+    *ret_ca = ca ? fatia_strdup(ca) : NULL;
     json_decref(root);
-    return 0;
+    return ca && !*ret_ca ? -ENOMEM : 0;
 }

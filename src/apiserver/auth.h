@@ -56,15 +56,17 @@ int fatia_token_generate(char out[FATIA_TOKEN_LEN + 1]);
 int fatia_tokens_append(const char *path, const char *token, const char *user,
                         const char *const *groups, const char *const *namespaces, bool read_only);
 
-/* The kubeconfig of one user for the server at url, as YAML (appended to out). ns may be NULL. */
-int fatia_kubeconfig_format(struct fatia_buf *out, const char *url, const char *user,
-                            const char *token, const char *ns);
+/* The kubeconfig of one user for the server at url, as YAML (appended to out). ns and ca (the
+ * base64 certificate-authority-data of an https url) may be NULL. */
+int fatia_kubeconfig_format(struct fatia_buf *out, const char *url, const char *ca,
+                            const char *user, const char *token, const char *ns);
 
 /* Writes a kubeconfig file atomically, mode 0600. 0 or -errno. */
-int fatia_kubeconfig_write(const char *path, const char *url, const char *user, const char *token,
-                           const char *ns);
+int fatia_kubeconfig_write(const char *path, const char *url, const char *ca, const char *user,
+                           const char *token, const char *ns);
 
-/* Reads the server URL of the first cluster of a kubeconfig. 0, -ENOENT, -FATIA_E_PARSE. */
-int fatia_kubeconfig_server(const char *path, char *buf, size_t n);
+/* Reads the server URL and certificate-authority-data (NULL when absent; free with fatia_free)
+ * of the first cluster of a kubeconfig. 0, -ENOENT, -FATIA_E_PARSE. */
+int fatia_kubeconfig_server(const char *path, char *buf, size_t n, char **ret_ca);
 
 #endif

@@ -94,8 +94,7 @@ static void op_done(void *arg, struct opres *r)
     else if (r->ver)
         defer(w->s, w->done, w->arg, r->code, json_incref(r->ver->tree), NULL, r->ver->rv);
     else
-        defer(w->s, w->done, w->arg, 500, NULL, status_new(500, "InternalError", "no answer"),
-              0);
+        defer(w->s, w->done, w->arg, 500, NULL, status_new(500, "InternalError", "no answer"), 0);
     fatia_free(w);
 }
 
@@ -275,8 +274,7 @@ static int l_del(struct fatia_client *c, const struct fatia_kind *k, const char 
         cx.dry_run = o->dry_run;
         opts = json_pack("{s:{}}", "preconditions");
         if (o->uid)
-            json_object_set_new(json_object_get(opts, "preconditions"), "uid",
-                                json_string(o->uid));
+            json_object_set_new(json_object_get(opts, "preconditions"), "uid", json_string(o->uid));
         if (o->resource_version)
             json_object_set_new(json_object_get(opts, "preconditions"), "resourceVersion",
                                 json_string(o->resource_version));
@@ -315,8 +313,8 @@ static int l_watch(struct fatia_client *c, const struct fatia_kind *k, const cha
     cw = fatia_calloc(1, sizeof(*cw));
     if (!cw)
         return -ENOMEM;
-    rc = watch_start_local(lc->s, cx.t, cx.ns, &q, o ? o->resource_version : 0, fn, arg, &cw->w,
-                           &r);
+    rc =
+        watch_start_local(lc->s, cx.t, cx.ns, &q, o ? o->resource_version : 0, fn, arg, &cw->w, &r);
     opres_release(&r);
     if (rc < 0) {
         fatia_free(cw);

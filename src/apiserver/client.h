@@ -44,7 +44,7 @@ typedef void (*fatia_client_done_fn)(void *arg, const struct fatia_client_result
 struct fatia_list_opts {
     const char *label_selector; /* NULL: everything */
     const char *field_selector;
-    int64_t limit;              /* 0: no paging */
+    int64_t limit; /* 0: no paging */
     const char *continue_token;
 };
 
@@ -81,8 +81,8 @@ struct fatia_client;
 struct fatia_client_watch;
 
 struct fatia_client_ops {
-    int (*get)(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
-               const char *name, fatia_client_done_fn done, void *arg);
+    int (*get)(struct fatia_client *c, const struct fatia_kind *k, const char *ns, const char *name,
+               fatia_client_done_fn done, void *arg);
     int (*list)(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
                 const struct fatia_list_opts *o, fatia_client_done_fn done, void *arg);
     /* verb: "create", "update", "update_status" */
@@ -92,9 +92,8 @@ struct fatia_client_ops {
                  const char *name, const char *subresource, enum fatia_patch_type type,
                  const char *patch, size_t n, const struct fatia_write_opts *o,
                  fatia_client_done_fn done, void *arg);
-    int (*del)(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
-               const char *name, const struct fatia_delete_opts *o, fatia_client_done_fn done,
-               void *arg);
+    int (*del)(struct fatia_client *c, const struct fatia_kind *k, const char *ns, const char *name,
+               const struct fatia_delete_opts *o, fatia_client_done_fn done, void *arg);
     int (*watch)(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
                  const struct fatia_watch_opts *o, fatia_watch_fn fn, void *arg,
                  struct fatia_client_watch **ret);
@@ -169,8 +168,7 @@ static inline int fatia_client_delete(struct fatia_client *c, const struct fatia
 
 static inline int fatia_client_watch(struct fatia_client *c, const struct fatia_kind *k,
                                      const char *ns, const struct fatia_watch_opts *o,
-                                     fatia_watch_fn fn, void *arg,
-                                     struct fatia_client_watch **ret)
+                                     fatia_watch_fn fn, void *arg, struct fatia_client_watch **ret)
 {
     return c->ops->watch(c, k, ns, o, fn, arg, ret);
 }
@@ -180,9 +178,8 @@ static inline void fatia_client_watch_stop(struct fatia_client *c, struct fatia_
     c->ops->watch_stop(w);
 }
 
-static inline const json_t *fatia_client_cached(struct fatia_client *c,
-                                                const struct fatia_kind *k, const char *ns,
-                                                const char *name)
+static inline const json_t *fatia_client_cached(struct fatia_client *c, const struct fatia_kind *k,
+                                                const char *ns, const char *name)
 {
     return c->ops->cached ? c->ops->cached(c, k, ns, name) : NULL;
 }

@@ -82,10 +82,10 @@ json_t *discovery_resources(const char *group, const char *version)
         json_array_append_new(res, r);
         if (k->has_status) {
             snprintf(sub, sizeof(sub), "%s/status", k->plural);
-            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s,s,s]}", "name", sub,
-                                                 "singularName", "", "namespaced", k->namespaced,
-                                                 "kind", k->kind, "verbs", "get", "patch",
-                                                 "update"));
+            json_array_append_new(res,
+                                  json_pack("{s:s,s:s,s:b,s:s,s:[s,s,s]}", "name", sub,
+                                            "singularName", "", "namespaced", k->namespaced, "kind",
+                                            k->kind, "verbs", "get", "patch", "update"));
         }
         if (!k->group[0] && !strcmp(k->kind, "Pod")) {
             json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name", "pods/log",
@@ -97,9 +97,8 @@ json_t *discovery_resources(const char *group, const char *version)
         any = true;
         json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name",
                                              "selfsubjectaccessreviews", "singularName",
-                                             "selfsubjectaccessreview", "namespaced", false,
-                                             "kind", "SelfSubjectAccessReview", "verbs",
-                                             "create"));
+                                             "selfsubjectaccessreview", "namespaced", false, "kind",
+                                             "SelfSubjectAccessReview", "verbs", "create"));
     }
     if (!any) {
         json_decref(res);
@@ -191,6 +190,5 @@ json_t *discovery_groups(void)
         json_object_del(a, "apiVersion");
         json_array_append_new(groups, a);
     }
-    return json_pack("{s:s,s:s,s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups",
-                     groups);
+    return json_pack("{s:s,s:s,s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups", groups);
 }

@@ -64,11 +64,11 @@ static void reply_json(struct fatia_http_req *req, int code, const json_t *v)
     evbuffer_free(out);
 }
 
-static void reply_status(struct fatia_http_req *req, int code, const char *reason,
-                         const char *fmt, ...) FATIA_PRINTF(4, 5);
+static void reply_status(struct fatia_http_req *req, int code, const char *reason, const char *fmt,
+                         ...) FATIA_PRINTF(4, 5);
 
-static void reply_status(struct fatia_http_req *req, int code, const char *reason,
-                         const char *fmt, ...)
+static void reply_status(struct fatia_http_req *req, int code, const char *reason, const char *fmt,
+                         ...)
 {
     struct fatia_buf b = FATIA_BUF_INIT;
     va_list ap;
@@ -190,6 +190,13 @@ static json_t *read_body(struct fatia_apiserver *s, struct fatia_http_req *req, 
         reply_status(req, 400, "BadRequest", "the request has no body");
         return NULL;
     }
+    if (header_contains(h, "Content-Type", "protobuf")) {
+        /* client-go falls back to JSON on 415 */
+        reply_status(req, 415, "UnsupportedMediaType",
+                     "the body of the request was in an unknown format - accepted media types "
+                     "include: application/json, application/yaml");
+        return NULL;
+    }
     if (json_depth(body, n) > s->o.max_json_depth) {
         reply_status(req, 400, "BadRequest", "the request body is nested deeper than %u levels",
                      s->o.max_json_depth);
@@ -212,8 +219,7 @@ static json_t *read_body(struct fatia_apiserver *s, struct fatia_http_req *req, 
     return v;
 }
 
-static const struct fatia_user *authenticate(struct fatia_apiserver *s,
-                                             struct fatia_http_req *req)
+static const struct fatia_user *authenticate(struct fatia_apiserver *s, struct fatia_http_req *req)
 {
     const struct fatia_http_head *h = fatia_http_req_head(req);
     struct fatia_str v;
@@ -221,8 +227,8 @@ static const struct fatia_user *authenticate(struct fatia_apiserver *s,
 
     if (!s->auth)
         return &fatia_user_system;
-    if (!fatia_http_head_get(h, "Authorization", &v) || v.n < 8 ||
-        strncasecmp(v.p, "Bearer ", 7) || v.n - 7 >= sizeof(token))
+    if (!fatia_http_head_get(h, "Authorization", &v) || v.n < 8 || strncasecmp(v.p, "Bearer ", 7) ||
+        v.n - 7 >= sizeof(token))
         return NULL;
     memcpy(token, v.p + 7, v.n - 7);
     token[v.n - 7] = '\0';
@@ -231,14 +237,127 @@ static const struct fatia_user *authenticate(struct fatia_apiserver *s,
 
 /* ---- endpoints ---- */
 
+/* A protobuf field reader: the next (number, wire type, payload) of [*p, end). */
+struct pbfield_view {
+    int num;
+    int wire;
+    uint64_t varint;
+    const unsigned char *data;
+    size_t len;
+};
+
+static bool pb_varint(const unsigned char **p, const unsigned char *end, uint64_t *ret)
+{
+    uint64_t v = 0;
+
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        unsigned char c = *(*p)++;
+        v |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *ret = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool pb_next(const unsigned char **p, const unsigned char *end, struct pbfield_view *f)
+{
+    uint64_t tag, len;
+
+    if (*p >= end || !pb_varint(p, end, &tag))
+        return false;
+    f->num = (int)(tag >> 3);
+    f->wire = (int)(tag & 7);
+    switch (f->wire) {
+    case 0:
+        return pb_varint(p, end, &f->varint);
+    case 1:
+        if (end - *p < 8)
+            return false;
+        *p += 8;
+        return true;
+    case 2:
+        if (!pb_varint(p, end, &len) || len > (uint64_t)(end - *p))
+            return false;
+        f->data = *p;
+        f->len = (size_t)len;
+        *p += len;
+        return true;
+    case 5:
+        if (end - *p < 4)
+            return false;
+        *p += 4;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The length-delimited field num of a message, or false. */
+static bool pb_find(const unsigned char *p, size_t n, int num, const unsigned char **ret,
+                    size_t *ret_len)
+{
+    const unsigned char *end = p + n;
+    struct pbfield_view f;
+
+    while (pb_next(&p, end, &f)) {
+        if (f.num == num && f.wire == 2) {
+            *ret = f.data;
+            *ret_len = f.len;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* kubectl 1.32+ sends SelfSubjectAccessReview as Kubernetes protobuf: the "k8s\0" envelope
+ * (runtime.Unknown: raw = 2) around the object (spec = 2) whose resourceAttributes (= 1) hold
+ * namespace 1, verb 2, group 3, version 4, resource 5, subresource 6, name 7. */
+static json_t *ssar_from_protobuf(const char *body, size_t n)
+{
+    static const char *const names[] = {NULL,      "namespace", "verb",        "group",
+                                        "version", "resource",  "subresource", "name"};
+    const unsigned char *raw, *spec, *attrs, *p, *end;
+    size_t raw_n, spec_n, attrs_n;
+    struct pbfield_view f;
+    json_t *ra = json_object();
+
+    if (n < 4 || memcmp(body, "k8s\0", 4) ||
+        !pb_find((const unsigned char *)body + 4, n - 4, 2, &raw, &raw_n) ||
+        !pb_find(raw, raw_n, 2, &spec, &spec_n)) {
+        json_decref(ra);
+        return NULL;
+    }
+    if (pb_find(spec, spec_n, 1, &attrs, &attrs_n)) {
+        for (p = attrs, end = attrs + attrs_n; pb_next(&p, end, &f);)
+            if (f.wire == 2 && f.num >= 1 && f.num <= 7)
+                json_object_set_new(ra, names[f.num], json_stringn((const char *)f.data, f.len));
+    }
+    return json_pack("{s:s,s:s,s:{},s:{s:o}}", "kind", "SelfSubjectAccessReview", "apiVersion",
+                     "authorization.k8s.io/v1", "metadata", "spec", "resourceAttributes", ra);
+}
+
 static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
                         struct fatia_http_req *req)
 {
-    json_t *body = read_body(s, req, true), *attrs;
+    const struct fatia_http_head *h = fatia_http_req_head(req);
+    json_t *body, *attrs;
     const char *verb, *resource, *group, *ns;
     const struct fatia_kind *k;
     bool allowed, namespaced;
 
+    if (header_contains(h, "Content-Type", "protobuf")) {
+        size_t n;
+        const char *raw = fatia_http_req_body(req, &n);
+        body = ssar_from_protobuf(raw, n);
+        if (!body) {
+            reply_status(req, 400, "BadRequest", "cannot decode the SelfSubjectAccessReview");
+            return;
+        }
+    } else {
+        body = read_body(s, req, true);
+    }
     if (!body)
         return;
     attrs = fatia_json_path(body, "spec.resourceAttributes");
@@ -248,8 +367,9 @@ static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
     ns = fatia_json_str(attrs, "namespace");
     if (!verb || !resource) {
         json_decref(body);
-        reply_status(req, 400, "BadRequest", "spec.resourceAttributes.verb and resource are "
-                                             "required");
+        reply_status(req, 400, "BadRequest",
+                     "spec.resourceAttributes.verb and resource are "
+                     "required");
         return;
     }
     k = fatia_kind_by_resource(group ? group : "", resource);
@@ -290,8 +410,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
         while (o && o->version && strcmp(o->version, rt->version))
             o++;
         if (!o || !o->version) {
-            reply_status(req, 404, "NotFound",
-                         "the server could not find the requested resource");
+            reply_status(req, 404, "NotFound", "the server could not find the requested resource");
             return;
         }
         ver = o;
@@ -349,12 +468,11 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
             }
             if (table) {
                 char rvs[24];
-                json_t *tbl = json_pack("{s:s,s:s,s:{s:s},s:o,s:[o]}", "kind", "Table",
-                                        "apiVersion", "meta.k8s.io/v1", "metadata",
-                                        "resourceVersion", "", "columnDefinitions",
-                                        table_columns(t->kind), "rows",
-                                        table_row(t, ver, e->committed, q->include_object,
-                                                  fatia_now_real_usec()));
+                json_t *tbl = json_pack(
+                    "{s:s,s:s,s:{s:s},s:o,s:[o]}", "kind", "Table", "apiVersion", "meta.k8s.io/v1",
+                    "metadata", "resourceVersion", "", "columnDefinitions", table_columns(t->kind),
+                    "rows",
+                    table_row(t, ver, e->committed, q->include_object, fatia_now_real_usec()));
                 snprintf(rvs, sizeof(rvs), "%" PRIu64, e->committed->rv);
                 json_object_set_new(json_object_get(tbl, "metadata"), "resourceVersion",
                                     json_string(rvs));
@@ -387,8 +505,9 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
     }
 
     if (rt->sub && !strcmp(rt->sub, "log")) {
-        reply_status(req, 405, "MethodNotAllowed", "the server does not allow this method on "
-                                                   "the requested resource");
+        reply_status(req, 405, "MethodNotAllowed",
+                     "the server does not allow this method on "
+                     "the requested resource");
         return;
     }
     {
@@ -555,16 +674,18 @@ void handle_http(void *arg, struct fatia_http_req *req)
         break;
     }
     case FATIA_ROUTE_OPENAPI_V2:
-        if (!accepts_json(h)) {
+        if (header_contains(h, "Accept", "protobuf"))
+            fatia_http_reply(req, 200, "application/octet-stream", s->openapi_v2_pb,
+                             s->openapi_v2_pb_len);
+        else if (accepts_json(h))
+            fatia_http_reply(req, 200, "application/json", s->openapi_v2, s->openapi_v2_len);
+        else
             reply_status(req, 406, "NotAcceptable",
-                         "only the following media types are accepted: application/json");
-            break;
-        }
-        fatia_http_reply(req, 200, "application/json", s->openapi_v2, s->openapi_v2_len);
+                         "only the following media types are accepted: application/json, "
+                         "application/com.github.proto-openapi.spec.v2@v1.0+protobuf");
         break;
     case FATIA_ROUTE_OPENAPI_V3:
-        fatia_http_reply(req, 200, "application/json", s->openapi_v3_root,
-                         s->openapi_v3_root_len);
+        fatia_http_reply(req, 200, "application/json", s->openapi_v3_root, s->openapi_v3_root_len);
         break;
     case FATIA_ROUTE_OPENAPI_V3_GV: {
         char key[200];

@@ -33,8 +33,10 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <openssl/ssl.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -241,8 +243,8 @@ static void finish_request(struct fatia_http_req *r)
             /* Pipelined input may already hold the next request: parse it from the loop, not
              * from here, so that a handler answering at once does not recurse. */
             if (evbuffer_get_length(bufferevent_get_input(c->bev)))
-                bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
-                                                         BEV_TRIG_DEFER_CALLBACKS);
+                bufferevent_trigger(c->bev, EV_READ,
+                                    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
             return;
         }
         c->state = CONN_CLOSING;
@@ -355,10 +357,11 @@ static void reply_error_and_close(struct conn *c, int status, const char *reason
     char body[512];
     int n;
 
-    n = snprintf(body, sizeof(body),
-                 "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
-                 "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}",
-                 msg, reason, status);
+    n = snprintf(
+        body, sizeof(body),
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+        "\"message\":\"%s\",\"reason\":\"%s\",\"code\":%d}",
+        msg, reason, status);
     evbuffer_add_printf(out,
                         "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\n"
                         "Content-Length: %d\r\n\r\n",
@@ -433,9 +436,9 @@ static int start_body(struct conn *c)
     struct fatia_str v;
     uint64_t len = 0;
 
-    r->keep_alive = r->head.minor_version >= 1 ? !header_has_token(&r->head, "Connection", "close")
-                                               : header_has_token(&r->head, "Connection",
-                                                                  "keep-alive");
+    r->keep_alive = r->head.minor_version >= 1
+                        ? !header_has_token(&r->head, "Connection", "close")
+                        : header_has_token(&r->head, "Connection", "keep-alive");
     if (fatia_http_head_get(&r->head, "Transfer-Encoding", &v)) {
         if (!header_has_token(&r->head, "Transfer-Encoding", "chunked") ||
             fatia_http_head_get(&r->head, "Content-Length", &v)) {
@@ -610,6 +613,8 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
     struct conn *c = arg;
 
     (void)bev;
+    if (what == BEV_EVENT_CONNECTED)
+        return; /* the TLS handshake completed */
     if (what & BEV_EVENT_TIMEOUT)
         fatia_debug("%s: write timeout, closing", c->peer);
     conn_free(c);
@@ -649,7 +654,18 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
         return;
     }
     c->srv = s;
-    c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (s->o.tls_ctx) {
+        SSL *ssl = SSL_new(s->o.tls_ctx);
+        c->bev = ssl ? bufferevent_openssl_socket_new(s->base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                                      BEV_OPT_CLOSE_ON_FREE)
+                     : NULL;
+        if (!c->bev)
+            SSL_free(ssl);
+        else
+            bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+    } else {
+        c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    }
     c->deadline = evtimer_new(s->base, deadline_cb, c);
     if (!c->bev || !c->deadline) {
         if (c->bev)
@@ -726,6 +742,7 @@ int fatia_http_server_listen(struct fatia_http_server *s, const char *host, uint
         struct sockaddr_in6 in6;
         struct sockaddr_storage ss;
     } a;
+
     socklen_t len;
     int fd, one = 1;
 

@@ -75,12 +75,13 @@ struct fatia_http_server;
 struct fatia_http_req;
 
 struct fatia_http_opts {
-    size_t max_head_bytes;       /* 0 = 64 KiB */
-    size_t max_body_bytes;       /* 0 = 3 MiB (kube-apiserver's limit) */
-    fatia_usec_t idle_timeout;   /* 0 = 60 s: a whole request must arrive within it */
-    fatia_usec_t write_timeout;  /* 0 = 60 s */
-    size_t max_stream_backlog;   /* 0 = 16 MiB of unsent stream output */
-    size_t max_conns;            /* 0 = 4096 */
+    size_t max_head_bytes;      /* 0 = 64 KiB */
+    size_t max_body_bytes;      /* 0 = 3 MiB (kube-apiserver's limit) */
+    fatia_usec_t idle_timeout;  /* 0 = 60 s: a whole request must arrive within it */
+    fatia_usec_t write_timeout; /* 0 = 60 s */
+    size_t max_stream_backlog;  /* 0 = 16 MiB of unsent stream output */
+    size_t max_conns;           /* 0 = 4096 */
+    void *tls_ctx;              /* an SSL_CTX (tls.h) to serve HTTPS; NULL = plain HTTP */
 };
 
 typedef void (*fatia_http_handler_fn)(void *arg, struct fatia_http_req *req);

@@ -15,10 +15,9 @@
  */
 #include "base/compat.h"
 
-#include "apiserver/http.h"
-
 #include <strings.h>
 
+#include "apiserver/http.h"
 #include "base/error.h"
 
 static bool is_tchar(unsigned char c)
@@ -197,7 +196,7 @@ int fatia_http_chunked_feed(struct fatia_http_chunked *c, const char *in, size_t
             if (ch != '\n')
                 goto bad;
             i++;
-        size_done:
+size_done:
             c->line_len = 0;
             c->state = c->remaining ? CH_DATA : CH_TRAILER;
             break;

@@ -56,8 +56,8 @@ struct objver *objver_ref(struct objver *v);
 void objver_unref(struct objver *v);
 
 struct entry {
-    char *key;         /* "ns/name" or "name" */
-    const char *ns;    /* "" for cluster-scoped; points into key storage */
+    char *key;      /* "ns/name" or "name" */
+    const char *ns; /* "" for cluster-scoped; points into key storage */
     const char *name;
     struct objver *committed;
     struct objver *latest;
@@ -68,8 +68,8 @@ struct watcher;
 
 struct rtable {
     const struct fatia_kind *kind;
-    size_t index; /* in fatia_kinds[] */
-    char resource[128]; /* "clusterqueues.kueue.x-k8s.io" / "pods", for messages */
+    size_t index;                      /* in fatia_kinds[] */
+    char resource[128];                /* "clusterqueues.kueue.x-k8s.io" / "pods", for messages */
     FATIA_VEC(struct entry *) entries; /* sorted by key */
     size_t n_committed;
     struct watcher *watchers;
@@ -167,6 +167,8 @@ struct fatia_apiserver {
     size_t openapi_v3_root_len;
     char *openapi_v2;
     size_t openapi_v2_len;
+    char *openapi_v2_pb; /* the same in protocol buffers (openapi_pb.c) */
+    size_t openapi_v2_pb_len;
 
     bool shutting_down;
     void (*shutdown_done)(void *arg);
@@ -255,6 +257,7 @@ struct filter {
     struct fatia_selector *labels;
     struct fieldsel *fields;
 };
+
 void filter_release(struct filter *f);
 bool filter_match(const struct filter *f, const json_t *obj);
 /* Parses the selectors of a query; 0 or a 400 in r. */

@@ -98,12 +98,11 @@ void logs_start(const struct opctx *c, const struct fatia_api_query *q, struct f
             opres_fail(err, 400, "BadRequest", "container %s is not valid for pod %s",
                        q->container ? q->container : "(default)", c->name);
         else if (rc == -EAGAIN)
-            opres_fail(err, 400, "BadRequest",
-                       "container \"%s\" in pod \"%s\" is waiting to start",
+            opres_fail(err, 400, "BadRequest", "container \"%s\" in pod \"%s\" is waiting to start",
                        q->container ? q->container : "(default)", c->name);
         else
-            opres_fail(err, 500, "InternalError", "cannot read the logs of pod \"%s\": %s",
-                       c->name, fatia_strerror(rc));
+            opres_fail(err, 500, "InternalError", "cannot read the logs of pod \"%s\": %s", c->name,
+                       fatia_strerror(rc));
     }
 }
 
@@ -125,8 +124,7 @@ int fatia_log_stream_write(struct fatia_log_stream *st, const void *data, size_t
     return 0;
 }
 
-void fatia_log_stream_set_cancel(struct fatia_log_stream *st, void (*cancel)(void *arg),
-                                 void *arg)
+void fatia_log_stream_set_cancel(struct fatia_log_stream *st, void (*cancel)(void *arg), void *arg)
 {
     st->cancel = cancel;
     st->cancel_arg = arg;

@@ -104,8 +104,9 @@ static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth)
         else
             json_decref(req);
         if (s->flags & FATIA_S_OPEN)
-            json_object_set_new(o, v3 ? "x-kubernetes-preserve-unknown-fields"
-                                      : "x-kubernetes-preserve-unknown-fields",
+            json_object_set_new(o,
+                                v3 ? "x-kubernetes-preserve-unknown-fields"
+                                   : "x-kubernetes-preserve-unknown-fields",
                                 json_true());
         break;
     }
@@ -114,8 +115,7 @@ static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth)
                       s->items ? schema_json(s->items, v3, depth + 1) : json_object());
         if (s->list_key) {
             json_object_set_new(o, "x-kubernetes-list-type", json_string("map"));
-            json_object_set_new(o, "x-kubernetes-list-map-keys",
-                                json_pack("[s]", s->list_key));
+            json_object_set_new(o, "x-kubernetes-list-map-keys", json_pack("[s]", s->list_key));
         }
         if (s->flags & FATIA_S_MIN)
             json_object_set_new(o, "minItems", json_integer(s->min));
@@ -198,9 +198,9 @@ static json_t *operation(const struct fatia_kind *k, const char *version, const 
         json_array_append_new(params, param("fieldValidation", "query", false, v3));
     }
     if (!strcmp(action, "list") || !strcmp(action, "deletecollection")) {
-        static const char *const lp[] = {"labelSelector", "fieldSelector", "limit", "continue",
-                                         "resourceVersion", "timeoutSeconds", "watch",
-                                         "allowWatchBookmarks"};
+        static const char *const lp[] = {"labelSelector", "fieldSelector",      "limit",
+                                         "continue",      "resourceVersion",    "timeoutSeconds",
+                                         "watch",         "allowWatchBookmarks"};
         for (size_t i = 0; i < FATIA_ARRAY_SIZE(lp); i++)
             json_array_append_new(params, param(lp[i], "query", false, v3));
     }
@@ -214,27 +214,26 @@ static json_t *operation(const struct fatia_kind *k, const char *version, const 
                                 json_pack("{s:{s:{s:o}},s:b}", "content", "application/json",
                                           "schema", schema, "required", true));
         else if (patch)
-            json_object_set_new(
-                op, "requestBody",
-                json_pack("{s:{s:{s:{s:s}},s:{s:{s:s}}},s:b}", "content",
-                          "application/json-patch+json", "schema", "type", "object",
-                          "application/merge-patch+json", "schema", "type", "object", "required",
-                          true));
+            json_object_set_new(op, "requestBody",
+                                json_pack("{s:{s:{s:{s:s}},s:{s:{s:s}}},s:b}", "content",
+                                          "application/json-patch+json", "schema", "type", "object",
+                                          "application/merge-patch+json", "schema", "type",
+                                          "object", "required", true));
         else
             json_decref(schema);
     } else {
         resp = json_pack("{s:{s:s,s:{s:s}}}", "200", "description", "OK", "schema", "$ref", ref);
         if (body)
-            json_array_append_new(params, json_pack("{s:s,s:s,s:b,s:{s:s}}", "name", "body", "in",
-                                                    "body", "required", true, "schema", "$ref",
-                                                    ref));
+            json_array_append_new(params,
+                                  json_pack("{s:s,s:s,s:b,s:{s:s}}", "name", "body", "in", "body",
+                                            "required", true, "schema", "$ref", ref));
         if (patch) {
-            json_array_append_new(params, json_pack("{s:s,s:s,s:b,s:{s:s}}", "name", "body", "in",
-                                                    "body", "required", true, "schema", "type",
-                                                    "object"));
-            json_object_set_new(op, "consumes",
-                                json_pack("[s,s]", "application/json-patch+json",
-                                          "application/merge-patch+json"));
+            json_array_append_new(params,
+                                  json_pack("{s:s,s:s,s:b,s:{s:s}}", "name", "body", "in", "body",
+                                            "required", true, "schema", "type", "object"));
+            json_object_set_new(
+                op, "consumes",
+                json_pack("[s,s]", "application/json-patch+json", "application/merge-patch+json"));
         }
     }
     json_object_set_new(op, "responses", resp);
@@ -286,15 +285,14 @@ static void add_paths(json_t *paths, const struct fatia_kind *k, const char *ver
         snprintf(opid, sizeof(opid), "replace%sStatus%s", k->kind, version);
         json_object_set_new(p, "put", operation(k, version, "put", ref, true, false, v3, opid));
         snprintf(opid, sizeof(opid), "patch%sStatus%s", k->kind, version);
-        json_object_set_new(p, "patch",
-                            operation(k, version, "patch", ref, false, true, v3, opid));
+        json_object_set_new(p, "patch", operation(k, version, "patch", ref, false, true, v3, opid));
         json_object_set_new(paths, status, p);
     }
     if (k->namespaced) {
         snprintf(opid, sizeof(opid), "list%sForAllNamespaces%s", k->kind, version);
-        json_object_set_new(paths, all,
-                            json_pack("{s:o}", "get",
-                                      operation(k, version, "list", ref, false, false, v3, opid)));
+        json_object_set_new(
+            paths, all,
+            json_pack("{s:o}", "get", operation(k, version, "list", ref, false, false, v3, opid)));
     }
 }
 
@@ -317,8 +315,8 @@ static json_t *kind_schema(const struct fatia_kind *k, const char *version, bool
     if (storage) {
         sch = schema_json(k->schema, v3, 0);
     } else {
-        sch = json_pack("{s:s,s:b}", "type", "object", "x-kubernetes-preserve-unknown-fields",
-                        true);
+        sch =
+            json_pack("{s:s,s:b}", "type", "object", "x-kubernetes-preserve-unknown-fields", true);
     }
     json_object_set_new(sch, "x-kubernetes-group-version-kind", json_pack("[o]", gvk(k, version)));
     return sch;
@@ -354,6 +352,7 @@ void openapi_release(struct fatia_apiserver *s)
     fatia_strmap_release(&s->openapi_v3);
     FATIA_FREE(&s->openapi_v3_root);
     FATIA_FREE(&s->openapi_v2);
+    FATIA_FREE(&s->openapi_v2_pb);
 }
 
 static int add_v3_doc(struct fatia_apiserver *s, json_t *root_paths, const char *group,
@@ -376,9 +375,9 @@ static int add_v3_doc(struct fatia_apiserver *s, json_t *root_paths, const char 
         return 0;
     }
     add_gv(paths, schemas, group, version, true);
-    doc = json_pack("{s:s,s:{s:s,s:s},s:o,s:{s:o}}", "openapi", "3.0.0", "info", "title",
-                    "fatia", "version", FATIA_APISERVER_KUBE_VERSION, "paths", paths,
-                    "components", "schemas", schemas);
+    doc = json_pack("{s:s,s:{s:s,s:s},s:o,s:{s:o}}", "openapi", "3.0.0", "info", "title", "fatia",
+                    "version", FATIA_APISERVER_KUBE_VERSION, "paths", paths, "components",
+                    "schemas", schemas);
     d->text = json_dump_compact(doc, &d->len);
     json_decref(doc);
     if (!d->text) {
@@ -394,6 +393,8 @@ static int add_v3_doc(struct fatia_apiserver *s, json_t *root_paths, const char 
     json_object_set_new(root_paths, d->key, json_pack("{s:s}", "serverRelativeURL", url));
     return 0;
 }
+
+int openapi_v2_protobuf(const json_t *doc, struct fatia_buf *out);
 
 int openapi_build(struct fatia_apiserver *s)
 {
@@ -428,12 +429,23 @@ int openapi_build(struct fatia_apiserver *s)
         if (!seen)
             add_gv(v2paths, v2defs, k->group, k->version, false);
     }
-    v2 = json_pack("{s:s,s:{s:s,s:s},s:o,s:o}", "swagger", "2.0", "info", "title", "fatia",
-                   "version", FATIA_APISERVER_KUBE_VERSION, "paths", v2paths, "definitions",
-                   v2defs);
+    v2 =
+        json_pack("{s:s,s:{s:s,s:s},s:o,s:o}", "swagger", "2.0", "info", "title", "fatia",
+                  "version", FATIA_APISERVER_KUBE_VERSION, "paths", v2paths, "definitions", v2defs);
     s->openapi_v2 = json_dump_compact(v2, &s->openapi_v2_len);
+    {
+        struct fatia_buf pb = FATIA_BUF_INIT;
+        r = openapi_v2_protobuf(v2, &pb);
+        if (r == 0) {
+            s->openapi_v2_pb_len = pb.len;
+            s->openapi_v2_pb = fatia_buf_steal(&pb);
+        }
+        fatia_buf_release(&pb);
+    }
     json_decref(v2);
-    return s->openapi_v3_root && s->openapi_v2 ? 0 : -ENOMEM;
+    if (r < 0)
+        return r;
+    return s->openapi_v3_root && s->openapi_v2 && s->openapi_v2_pb ? 0 : -ENOMEM;
 }
 
 /* The v3 document of "api/v1" / "apis/G/V", or NULL. */

@@ -232,8 +232,8 @@ static int run_plugins(const struct opctx *c, enum fatia_admit_phase phase, enum
         a = (struct fatia_admit_attrs){
             .op = op,
             .kind = c->t->kind,
-            .ns = c->t->kind->namespaced ? fatia_json_str(meta_of((json_t *)src), "namespace")
-                                         : NULL,
+            .ns =
+                c->t->kind->namespaced ? fatia_json_str(meta_of((json_t *)src), "namespace") : NULL,
             .name = name_of(src),
             .subresource = c->subresource,
             .user = c->user,
@@ -250,8 +250,7 @@ static int run_plugins(const struct opctx *c, enum fatia_admit_phase phase, enum
         }
         if (rc == -FATIA_E_FORBIDDEN) {
             opres_fail(r, 403, "Forbidden", "%s \"%s\" is forbidden: %s: %s", c->t->resource,
-                       nz(name_of(src)), p->name,
-                       diag.n ? diag.v[0].msg : "rejected by admission");
+                       nz(name_of(src)), p->name, diag.n ? diag.v[0].msg : "rejected by admission");
             fatia_diag_release(&diag);
             return rc;
         }
@@ -281,16 +280,16 @@ static bool is_unknown_field(const struct fatia_diag_entry *e)
 }
 
 /* Steps 4-6 of the write path. tree is in the storage version. 0 or a failure in r. */
-static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree,
-                    const json_t *old, struct opres *r)
+static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree, const json_t *old,
+                    struct opres *r)
 {
     struct fatia_diag diag;
     bool mutated = false;
     size_t n_unknown = 0;
-    int rc;
+    int rc, decoded;
 
     fatia_diag_init(&diag);
-    rc = decode_tree(tree, op == FATIA_ADMIT_CREATE, &diag);
+    decoded = rc = decode_tree(tree, op == FATIA_ADMIT_CREATE, &diag);
     if (rc < 0 && rc != -FATIA_E_INVALID) {
         opres_from_errno(r, rc, "decode");
         goto out;
@@ -328,14 +327,15 @@ static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree,
     if (mutated) {
         fatia_diag_release(&diag);
         fatia_diag_init(&diag);
-        rc = decode_tree(tree, op == FATIA_ADMIT_CREATE, &diag);
+        decoded = rc = decode_tree(tree, op == FATIA_ADMIT_CREATE, &diag);
         if (rc < 0 && rc != -FATIA_E_INVALID) {
             opres_from_errno(r, rc, "decode");
             goto out;
         }
         prune(c->t->kind->schema, tree, 0);
     }
-    if (rc == -FATIA_E_INVALID) {
+    if (decoded == -FATIA_E_INVALID) {
+        rc = decoded;
         const char *name = name_of(tree);
         opres_invalid(r, c->t, name ? name : fatia_json_str(meta_of(tree), "generateName"), &diag);
         goto out;
@@ -422,8 +422,7 @@ static struct rtable *ns_table(struct fatia_apiserver *s)
 }
 
 /* Namespace ns in the write view: 0, or a failure in r (404 missing, 403 terminating). */
-static int check_namespace(const struct opctx *c, const char *ns, const char *name,
-                           struct opres *r)
+static int check_namespace(const struct opctx *c, const char *ns, const char *name, struct opres *r)
 {
     struct rtable *nt = ns_table(c->s);
     struct entry *e = nt ? rtable_find(nt, ns) : NULL;
@@ -518,8 +517,9 @@ void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
     }
     rv = fatia_json_str(meta, "resourceVersion");
     if (rv && *rv) {
-        opres_fail(&r, 400, "BadRequest", "resourceVersion should not be set on objects to be "
-                                          "created");
+        opres_fail(&r, 400, "BadRequest",
+                   "resourceVersion should not be set on objects to be "
+                   "created");
         goto out_answer;
     }
     for (const char *const *k = system_meta; *k; k++)
@@ -541,8 +541,7 @@ void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
         do {
             char suffix[6];
             random_suffix(suffix);
-            snprintf(gen_name, sizeof(gen_name), "%.*s%s", 253 - 5, prefix ? prefix : "",
-                     suffix);
+            snprintf(gen_name, sizeof(gen_name), "%.*s%s", 253 - 5, prefix ? prefix : "", suffix);
             entry_key(c->t, ns, gen_name, key, sizeof(key));
             e = rtable_find(c->t, key);
         } while (e && e->latest && ++tries < 8);
@@ -571,8 +570,8 @@ void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
     if (e->latest) {
         opres_fail(&r, 409, "AlreadyExists", "%s \"%s\" already exists", c->t->resource, name);
         if (r.status) {
-            json_t *d = json_pack("{s:s,s:s,s:s}", "name", name, "group", c->t->kind->group,
-                                  "kind", c->t->kind->plural);
+            json_t *d = json_pack("{s:s,s:s,s:s}", "name", name, "group", c->t->kind->group, "kind",
+                                  c->t->kind->plural);
             json_object_set_new(r.status, "details", d);
         }
         goto out_answer;
@@ -926,8 +925,7 @@ static int delete_into(struct fatia_apiserver *s, struct wtxn *tx, struct rtable
     return wtxn_put(s, tx, t, e, FATIA_STORE_MODIFIED, copy);
 }
 
-static const char *const undeletable_namespaces[] = {"default", "kube-system", "kube-public",
-                                                     NULL};
+static const char *const undeletable_namespaces[] = {"default", "kube-system", "kube-public", NULL};
 
 /* DELETE of a namespace: every object in it goes (or is marked), then the namespace. */
 static int delete_namespace(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *nt,
@@ -1037,8 +1035,8 @@ void op_delete(const struct opctx *c, const json_t *options, op_done_fn done, vo
     }
     if (run_plugins(c, FATIA_ADMIT_VALIDATING, FATIA_ADMIT_DELETE, NULL, e->latest->tree, &r,
                     NULL) < 0 ||
-        run_plugins(c, FATIA_ADMIT_MUTATING, FATIA_ADMIT_DELETE, NULL, e->latest->tree, &r,
-                    NULL) < 0)
+        run_plugins(c, FATIA_ADMIT_MUTATING, FATIA_ADMIT_DELETE, NULL, e->latest->tree, &r, NULL) <
+            0)
         goto out_answer;
     if (is_deleting(e->latest->tree) && has_finalizers(e->latest->tree)) {
         /* already being deleted: nothing more to do */

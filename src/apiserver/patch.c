@@ -53,8 +53,7 @@ static json_t *merge(json_t *target, const json_t *patch, int depth)
     return target;
 }
 
-int fatia_patch_merge(const json_t *doc, const json_t *patch, json_t **ret, char *why,
-                      size_t why_n)
+int fatia_patch_merge(const json_t *doc, const json_t *patch, json_t **ret, char *why, size_t why_n)
 {
     json_t *copy = json_deep_copy(doc);
     json_t *res;
@@ -117,8 +116,7 @@ static int resolve(json_t *root, const char *ptr, json_t **ret_parent, char *tok
         } else if (json_is_array(cur)) {
             uint64_t idx;
             if (fatia_parse_u64(tok, &idx) < 0 || (tok[0] == '0' && tok[1])) {
-                snprintf(why, why_n, "JSON pointer \"%s\": \"%s\" is not an array index", ptr,
-                         tok);
+                snprintf(why, why_n, "JSON pointer \"%s\": \"%s\" is not an array index", ptr, tok);
                 return -FATIA_E_CONFLICT;
             }
             cur = json_array_get(cur, (size_t)idx);
@@ -341,12 +339,15 @@ int fatia_patch_json(const json_t *doc, const json_t *ops, json_t **ret, char *w
 
 struct smp {
     const char *name;
-    const char *merge_key;      /* a list of objects merged by this member */
-    bool merge_set;             /* a list of scalars merged as a set */
-    const struct smp *fields;   /* of the value (an object), or of each list item */
+    const char *merge_key;    /* a list of objects merged by this member */
+    bool merge_set;           /* a list of scalars merged as a set */
+    const struct smp *fields; /* of the value (an object), or of each list item */
 };
 
-#define END {NULL, NULL, false, NULL}
+#define END                     \
+    {                           \
+        NULL, NULL, false, NULL \
+    }
 
 static const struct smp object_meta[] = {
     {"finalizers", NULL, true, NULL}, {"ownerReferences", "uid", false, NULL}, END};
@@ -503,14 +504,14 @@ static json_t *merge_list_by_key(json_t *orig, const json_t *p, const char *key,
             continue;
         }
         if (!json_object_get(item, key)) {
-            snprintf(cx->why, cx->why_n, "map: %s does not contain declared merge key: %s",
-                     "item", key);
+            snprintf(cx->why, cx->why_n, "map: %s does not contain declared merge key: %s", "item",
+                     key);
             *err = -EINVAL;
             return orig;
         }
         if (found != SIZE_MAX) {
-            json_t *merged = smp_object(json_incref(json_array_get(orig, found)), item,
-                                        item_fields, depth + 1, cx, err);
+            json_t *merged = smp_object(json_incref(json_array_get(orig, found)), item, item_fields,
+                                        depth + 1, cx, err);
             if (*err < 0) {
                 json_decref(merged);
                 return orig;
@@ -571,8 +572,8 @@ static void set_element_order(json_t *list, const json_t *order, const char *key
     json_array_foreach(list, j, x)
     {
         bool listed = false;
-        json_array_foreach(order, i, o) listed |= key ? key_equal(x, o, key)
-                                                      : fatia_json_equal(x, o);
+        json_array_foreach(order, i, o) listed |=
+            key ? key_equal(x, o, key) : fatia_json_equal(x, o);
         if (!listed)
             json_array_append(sorted, x);
     }
@@ -677,8 +678,8 @@ static json_t *smp_object(json_t *orig, const json_t *patch, const struct smp *f
             size_t i;
             json_t *k;
             bool keep = false;
-            json_array_foreach(retain, i, k) keep |= json_is_string(k) &&
-                                                      !strcmp(json_string_value(k), key);
+            json_array_foreach(retain, i, k) keep |=
+                json_is_string(k) && !strcmp(json_string_value(k), key);
             if (!keep)
                 json_object_del(orig, key);
         }

@@ -176,9 +176,8 @@ void filter_release(struct filter *f)
 
 bool filter_match(const struct filter *f, const json_t *obj)
 {
-    if (f->labels &&
-        !fatia_selector_matches(f->labels, json_object_get(json_object_get(obj, "metadata"),
-                                                           "labels")))
+    if (f->labels && !fatia_selector_matches(
+                         f->labels, json_object_get(json_object_get(obj, "metadata"), "labels")))
         return false;
     return fieldsel_match(f->fields, obj);
 }
@@ -228,8 +227,7 @@ json_t *served_tree(const struct rtable *t, const struct fatia_kind_version *ver
         return NULL;
     if (ver->from_storage)
         ver->from_storage(copy);
-    snprintf(av, sizeof(av), "%s%s%s", t->kind->group, t->kind->group[0] ? "/" : "",
-             ver->version);
+    snprintf(av, sizeof(av), "%s%s%s", t->kind->group, t->kind->group[0] ? "/" : "", ver->version);
     json_object_set_new(copy, "apiVersion", json_string(av));
     return copy;
 }
@@ -403,8 +401,7 @@ int op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
     if (table)
         evbuffer_add_printf(out, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",");
     else
-        evbuffer_add_printf(out, "{\"kind\":\"%sList\",\"apiVersion\":\"%s\",", t->kind->kind,
-                            av);
+        evbuffer_add_printf(out, "{\"kind\":\"%sList\",\"apiVersion\":\"%s\",", t->kind->kind, av);
     evbuffer_add_printf(out, "\"metadata\":{\"resourceVersion\":\"%s\"", rvs);
     if (more) {
         evbuffer_add_printf(out, ",\"continue\":\"%s\"", tok);

@@ -145,8 +145,7 @@ const char *fatia_api_target_param(const struct fatia_api_target *t, const char 
 }
 
 /* segs[i..n) after /api/v1 or /apis/G/V: [watch/] [namespaces/NS/] RES [/NAME [/SUB]] */
-static int route_resource(const struct fatia_api_target *t, size_t i,
-                          struct fatia_api_route *r)
+static int route_resource(const struct fatia_api_target *t, size_t i, struct fatia_api_route *r)
 {
     size_t n = t->n_seg;
 
@@ -158,7 +157,8 @@ static int route_resource(const struct fatia_api_target *t, size_t i,
         return -ENOENT;
     if (!strcmp(t->seg[i], "namespaces") && i + 2 < n) {
         /* /namespaces/NAME/status and /finalize are the namespace's own subresources */
-        if (i + 3 == n && (!strcmp(t->seg[i + 2], "status") || !strcmp(t->seg[i + 2], "finalize"))) {
+        if (i + 3 == n &&
+            (!strcmp(t->seg[i + 2], "status") || !strcmp(t->seg[i + 2], "finalize"))) {
             r->resource = "namespaces";
             r->name = t->seg[i + 1];
             r->sub = t->seg[i + 2];

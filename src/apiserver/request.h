@@ -96,7 +96,7 @@ struct fatia_api_query {
     const char *resource_version_match;
     const char *propagation_policy;
     const char *container;
-    int64_t limit; /* 0: none */
+    int64_t limit;           /* 0: none */
     int64_t timeout_seconds; /* -1: none */
     int64_t grace_period;    /* -1: none */
     int64_t tail_lines;      /* -1: all */

@@ -68,8 +68,7 @@ static int load_row(void *arg, const struct fatia_store_row *row)
     }
     tree = json_loadb(row->json, row->json_len, 0, &jerr);
     if (!tree) {
-        fatia_error("store: %s %s/%s does not parse: %s", row->kind, row->ns, row->name,
-                    jerr.text);
+        fatia_error("store: %s %s/%s does not parse: %s", row->kind, row->ns, row->name, jerr.text);
         return -FATIA_E_CORRUPT;
     }
     e = rtable_get_or_add(t, row->ns, row->name);
@@ -120,7 +119,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
                         const struct fatia_apiserver_opts *opts, struct fatia_apiserver **ret)
 {
     struct fatia_apiserver *s = fatia_calloc(1, sizeof(*s));
-    struct load_ctx lc = {0};
+    struct load_ctx lc = {.s = NULL};
     uint64_t first, rv;
     size_t n = 0;
     int r;
@@ -129,6 +128,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         return -ENOMEM;
     s->base = base;
     s->store = store;
+    lc.s = s;
     if (opts)
         s->o = *opts;
     if (!s->o.watch_history)
@@ -204,8 +204,8 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
     r = fatia_store_writer_start(store);
     if (r < 0)
         goto out_free;
-    s->store_ev = event_new(base, fatia_store_done_fd(store), EV_READ | EV_PERSIST,
-                            store_event_cb, s);
+    s->store_ev =
+        event_new(base, fatia_store_done_fd(store), EV_READ | EV_PERSIST, store_event_cb, s);
     s->bookmark_ev = event_new(base, -1, EV_PERSIST, bookmark_cb, s);
     if (!s->store_ev || !s->bookmark_ev) {
         r = -ENOMEM;

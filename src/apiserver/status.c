@@ -138,9 +138,9 @@ void opres_invalid(struct opres *r, const struct rtable *t, const char *name,
         const struct fatia_diag_entry *e = &diag->v[i];
         if (e->level != FATIA_DIAG_ERROR)
             continue;
-        json_array_append_new(causes, json_pack("{s:s,s:s,s:s}", "reason", cause_reason(e->msg),
-                                                "message", e->msg, "field",
-                                                e->path ? e->path : ""));
+        json_array_append_new(causes,
+                              json_pack("{s:s,s:s,s:s}", "reason", cause_reason(e->msg), "message",
+                                        e->msg, "field", e->path ? e->path : ""));
         n_err++;
     }
     (void)fatia_buf_printf(&msg, "%s \"%s\" is invalid: %s", kq, name ? name : "",

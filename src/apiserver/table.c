@@ -18,9 +18,9 @@
 #include <math.h>
 
 #include "apiserver/internal.h"
-#include "base/error.h"
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/error.h"
 #include "base/json.h"
 
 #define JP_MAX 64
@@ -418,10 +418,9 @@ json_t *table_columns(const struct fatia_kind *k)
 {
     json_t *cols = json_array();
 
-    json_array_append_new(cols,
-                          json_pack("{s:s,s:s,s:s,s:s,s:i}", "name", "Name", "type", "string",
-                                    "format", "name", "description",
-                                    "Name must be unique within a namespace.", "priority", 0));
+    json_array_append_new(
+        cols, json_pack("{s:s,s:s,s:s,s:s,s:i}", "name", "Name", "type", "string", "format", "name",
+                        "description", "Name must be unique within a namespace.", "priority", 0));
     for (const struct fatia_column *c = k->columns; c && c->name; c++)
         json_array_append_new(cols, json_pack("{s:s,s:s,s:s,s:s,s:i}", "name", c->name, "type",
                                               c->type, "format", "", "description",

@@ -93,11 +93,10 @@ static int encode(struct watcher *w, const char *type, const struct objver *v, s
 
     evbuffer_add_printf(out, "{\"type\":\"%s\",\"object\":", type);
     if (w->table) {
-        json_t *tbl = json_pack("{s:s,s:s,s:{s:s},s:o,s:[o]}", "kind", "Table", "apiVersion",
-                                "meta.k8s.io/v1", "metadata", "resourceVersion", "",
-                                "columnDefinitions", table_columns(w->t->kind), "rows",
-                                table_row(w->t, w->ver, v, w->include_object,
-                                          fatia_now_real_usec()));
+        json_t *tbl = json_pack(
+            "{s:s,s:s,s:{s:s},s:o,s:[o]}", "kind", "Table", "apiVersion", "meta.k8s.io/v1",
+            "metadata", "resourceVersion", "", "columnDefinitions", table_columns(w->t->kind),
+            "rows", table_row(w->t, w->ver, v, w->include_object, fatia_now_real_usec()));
         char rvs[24];
         if (!tbl)
             return -ENOMEM;
@@ -126,8 +125,7 @@ static int encode_bookmark(struct watcher *w, uint64_t rv, bool initial_end, str
     evbuffer_add_printf(out,
                         "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\","
                         "\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\"%s}}}\n",
-                        w->table ? "Table" : w->t->kind->kind, w->table ? "meta.k8s.io/v1" : av,
-                        rv,
+                        w->table ? "Table" : w->t->kind->kind, w->table ? "meta.k8s.io/v1" : av, rv,
                         initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}"
                                     : "");
     return 0;
@@ -232,8 +230,7 @@ static bool deliver(struct watcher *w, enum fatia_watch_event type, struct objve
     }
     if (w->stopped)
         return true;
-    if (FATIA_VEC_PUSH(&w->queue, ((struct qevent){type, objver_ref(v), v ? v->rv : w->rv})) <
-        0) {
+    if (FATIA_VEC_PUSH(&w->queue, ((struct qevent){type, objver_ref(v), v ? v->rv : w->rv})) < 0) {
         objver_unref(v);
         return true;
     }
@@ -286,8 +283,8 @@ void history_publish(struct fatia_apiserver *s, struct rtable *t, enum fatia_sto
         s->ring_n--;
     }
     ev = &s->ring[(s->ring_head + s->ring_n) % s->ring_cap];
-    *ev = (struct wevent){.rv = obj->rv, .type = type, .t = t, .obj = objver_ref(obj),
-                          .old = objver_ref(old)};
+    *ev = (struct wevent){
+        .rv = obj->rv, .type = type, .t = t, .obj = objver_ref(obj), .old = objver_ref(old)};
     s->ring_n++;
     for (w = t->watchers; w; w = next) {
         next = w->next;

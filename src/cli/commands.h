@@ -10,5 +10,6 @@ extern const struct fatia_cli_cmd fatia_cmd_validate;
 extern const struct fatia_cli_cmd fatia_cmd_api_resources;
 extern const struct fatia_cli_cmd fatia_cmd_schedule;
 extern const struct fatia_cli_cmd fatia_cmd_plan;
+extern const struct fatia_cli_cmd fatia_cmd_token;
 
 #endif

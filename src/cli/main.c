@@ -12,6 +12,7 @@ static const struct fatia_cli_cmd *const commands[] = {
     &fatia_cmd_api_resources,
     &fatia_cmd_schedule,
     &fatia_cmd_plan, /* supply */
+    &fatia_cmd_token,
     NULL,
 };
 

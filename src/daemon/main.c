@@ -32,6 +32,7 @@
 #include "apiserver/apiserver.h"
 #include "apiserver/auth.h"
 #include "apiserver/client.h"
+#include "apiserver/tls.h"
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/error.h"
@@ -50,9 +51,10 @@ static const char usage[] =
     "  -d, --data-dir DIR          store, tokens and kubeconfig live here (created if missing)\n"
     "  -l, --listen HOST:PORT      address to serve on (default 127.0.0.1:6443; port 0 picks a\n"
     "                              free one); non-loopback addresses need the next option\n"
+    "      --no-tls                serve plain HTTP (kubectl then sends no token: for local\n"
+    "                              tools and benchmarks only)\n"
     "      --insecure-listen-anywhere\n"
-    "                              allow a non-loopback address (plain HTTP: tokens travel in\n"
-    "                              clear text)\n"
+    "                              with --no-tls, allow a non-loopback address\n"
     "  -f, --filename PATH         apply the manifests of a file or directory at start (create\n"
     "                              or update); repeatable\n"
     "      --watch-history N       events kept for watches that resume (default 10000)\n"
@@ -77,6 +79,8 @@ struct daemon {
     size_t applied, failed;
     int exit_code;
     bool serving;
+    bool tls;
+    void *tls_ctx;
 };
 
 static bool is_loopback(const char *host)
@@ -196,6 +200,9 @@ static void apply_one(struct daemon *d, json_t *doc, const char *file)
     if (k->namespaced && !fatia_json_str(meta, "namespace"))
         json_object_set_new(meta, "namespace", json_string("default"));
     ns = k->namespaced ? fatia_json_str(meta, "namespace") : NULL;
+    /* kubectl records the annotations member even when the manifest has none */
+    if (!json_object_get(meta, "annotations"))
+        json_object_set_new(meta, "annotations", json_object());
     obj = json_deep_copy(doc);
     last = go_json(doc);
     if (!obj || !last) {
@@ -311,6 +318,7 @@ static const char *admin_token(struct daemon *d, char *buf, size_t n)
 static void start_serving(struct daemon *d)
 {
     char url[200], path[4096], token[300];
+    char *ca = NULL;
     int r;
 
     if (d->serving)
@@ -331,17 +339,26 @@ static void start_serving(struct daemon *d)
         return;
     }
     if (strchr(d->host, ':'))
-        snprintf(url, sizeof(url), "http://[%s]:%u", d->host, d->port);
+        snprintf(url, sizeof(url), "%s://[%s]:%u", d->tls ? "https" : "http", d->host, d->port);
     else
-        snprintf(url, sizeof(url), "http://%s:%u", d->host, d->port);
-    snprintf(path, sizeof(path), "%s/kubeconfig", d->data_dir);
-    if (!admin_token(d, token, sizeof(token)) ||
-        (r = fatia_kubeconfig_write(path, url, "admin", token, "default")) < 0) {
-        fatia_error("cannot write '%s'", path);
+        snprintf(url, sizeof(url), "%s://%s:%u", d->tls ? "https" : "http", d->host, d->port);
+    snprintf(path, sizeof(path), "%s/tls.crt", d->data_dir);
+    if (d->tls && fatia_tls_ca_data(path, &ca) < 0) {
+        fatia_error("cannot read '%s'", path);
         d->exit_code = 1;
         fatia_apiserver_shutdown(d->api, shutdown_done, d);
         return;
     }
+    snprintf(path, sizeof(path), "%s/kubeconfig", d->data_dir);
+    if (!admin_token(d, token, sizeof(token)) ||
+        (r = fatia_kubeconfig_write(path, url, ca, "admin", token, "default")) < 0) {
+        fatia_error("cannot write '%s'", path);
+        fatia_free(ca);
+        d->exit_code = 1;
+        fatia_apiserver_shutdown(d->api, shutdown_done, d);
+        return;
+    }
+    fatia_free(ca);
     fatia_info("serving the Kubernetes API at %s (resourceVersion %" PRIu64
                ", %zu manifests applied); kubeconfig: %s",
                url, fatia_apiserver_rv(d->api), d->applied, path);
@@ -369,8 +386,8 @@ static int ensure_tokens(struct daemon *d)
         return 0;
     r = fatia_token_generate(token);
     if (r == 0)
-        r = fatia_tokens_append(path, token, "admin",
-                                (const char *const[]){"system:masters", NULL}, NULL, false);
+        r = fatia_tokens_append(path, token, "admin", (const char *const[]){"system:masters", NULL},
+                                NULL, false);
     if (r < 0)
         fatia_log_errno(FATIA_LOG_ERROR, r, "cannot create '%s'", path);
     return r;
@@ -378,18 +395,18 @@ static int ensure_tokens(struct daemon *d)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"data-dir", required_argument, NULL, 'd'},
-        {"listen", required_argument, NULL, 'l'},
-        {"filename", required_argument, NULL, 'f'},
-        {"insecure-listen-anywhere", no_argument, NULL, 'A'},
-        {"watch-history", required_argument, NULL, 'W'},
-        {"max-body-bytes", required_argument, NULL, 'B'},
-        {"idle-timeout", required_argument, NULL, 'I'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    struct daemon d = {.exit_code = 0};
+    static const struct option opts[] = {{"data-dir", required_argument, NULL, 'd'},
+                                         {"listen", required_argument, NULL, 'l'},
+                                         {"filename", required_argument, NULL, 'f'},
+                                         {"insecure-listen-anywhere", no_argument, NULL, 'A'},
+                                         {"no-tls", no_argument, NULL, 'T'},
+                                         {"watch-history", required_argument, NULL, 'W'},
+                                         {"max-body-bytes", required_argument, NULL, 'B'},
+                                         {"idle-timeout", required_argument, NULL, 'I'},
+                                         {"verbose", no_argument, NULL, 'v'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    struct daemon d = {.exit_code = 0, .tls = true};
     struct fatia_apiserver_opts ao = {0};
     struct fatia_store_opts so = {0};
     const char *listen = "127.0.0.1:6443";
@@ -399,6 +416,7 @@ int main(int argc, char **argv)
     uint64_t u;
     int64_t dur;
 
+    umask(077);
     fatia_log_set_ident("fatiad");
     fatia_log_set_timestamps(true);
     fatia_log_set_level(FATIA_LOG_INFO);
@@ -418,6 +436,9 @@ int main(int argc, char **argv)
             break;
         case 'A':
             anywhere = true;
+            break;
+        case 'T':
+            d.tls = false;
             break;
         case 'W':
             if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 10000000) {
@@ -459,7 +480,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "fatiad: --listen: expected HOST:PORT, got '%s'\n", listen);
         return 2;
     }
-    if (!is_loopback(d.host) && !anywhere) {
+    if (!is_loopback(d.host) && !d.tls && !anywhere) {
         fprintf(stderr,
                 "fatiad: refusing to listen on '%s' without TLS: the API and its tokens would "
                 "travel in clear text. Listen on 127.0.0.1, or pass --insecure-listen-anywhere\n",
@@ -479,6 +500,17 @@ int main(int argc, char **argv)
     }
     if (ensure_tokens(&d) < 0)
         return 1;
+    if (d.tls) {
+        char cert[4096], key[4096], why[300];
+        snprintf(cert, sizeof(cert), "%s/tls.crt", d.data_dir);
+        snprintf(key, sizeof(key), "%s/tls.key", d.data_dir);
+        if (fatia_tls_ensure(cert, key, d.host, why, sizeof(why)) < 0 ||
+            fatia_tls_server_ctx(cert, key, &d.tls_ctx, why, sizeof(why)) < 0) {
+            fatia_error("TLS: %s", why);
+            return 1;
+        }
+        ao.http.tls_ctx = d.tls_ctx;
+    }
     snprintf(tokens, sizeof(tokens), "%s/tokens", d.data_dir);
     ao.tokens_path = tokens;
 
@@ -512,8 +544,7 @@ int main(int argc, char **argv)
 
     /* the namespace "default", then -f; serving starts once they are committed */
     d.outstanding = 1; /* held until everything is queued */
-    if (!fatia_client_cached(d.client, fatia_kind_by_resource("", "namespaces"), NULL,
-                             "default")) {
+    if (!fatia_client_cached(d.client, fatia_kind_by_resource("", "namespaces"), NULL, "default")) {
         json_t *ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
                                "metadata", "name", "default");
         if (fatia_client_create(d.client, ns, NULL, default_ns_done, &d) == 0)
@@ -536,6 +567,7 @@ int main(int argc, char **argv)
     event_base_free(d.base);
     fatia_docset_release(&d.docs);
     fatia_free(d.files);
+    fatia_tls_ctx_free(d.tls_ctx);
     close(lock_fd);
     if (d.exit_code == 0)
         fatia_info("stopped");

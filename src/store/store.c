@@ -79,7 +79,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 struct fatia_store {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
-    uint64_t rv;       /* highest committed; written by whoever owns the connection */
+    uint64_t rv; /* highest committed; written by whoever owns the connection */
     uint64_t log_keep;
     uint64_t pruned_at; /* rv of the last prune */
     bool read_only;

@@ -56,8 +56,8 @@ struct fatia_store_op {
 struct fatia_store_batch {
     struct fatia_store_op *ops;
     size_t n;
-    int result;  /* set when done: 0 or a negative code (the batch had no effect) */
-    void *user;  /* the caller's */
+    int result; /* set when done: 0 or a negative code (the batch had no effect) */
+    void *user; /* the caller's */
     struct fatia_store_batch *next; /* store-internal */
 };
 
@@ -132,6 +132,7 @@ struct fatia_store_stats {
     uint64_t batches;
     uint64_t ops;
 };
+
 void fatia_store_get_stats(struct fatia_store *s, struct fatia_store_stats *ret);
 
 #endif

@@ -1,0 +1,67 @@
+# tests/cli/fatiad.bash: start and stop a real fatiad for shell tests. Source after lib.bash.
+#   start_fatiad DIR [ARGS...]  starts fatiad on DIR with a free port; sets URL, TOKEN, CA (the
+#                               TLS certificate) and KCFG (the admin kubeconfig); waits until it
+#                               serves (at most 20 s)
+#   stop_fatiad                 SIGTERM, wait; fails the test if the exit status is not 0
+#   find_kubectl                sets KUBECTL_DIR to the directory of kubectl.1.27 and .1.33, or
+#                               prints "skipped: kubectl not found" and exits 0
+#   api METHOD PATH [CURL ARGS] curl as admin; body in $TMP/body, status in $CODE
+FATIAD=$BUILD/bin/fatiad
+FATIAD_PID=
+
+start_fatiad() {
+    local dir=$1
+    shift
+    "$FATIAD" --data-dir "$dir" --listen 127.0.0.1:0 "$@" >"$dir.log" 2>&1 &
+    FATIAD_PID=$!
+    for _ in $(seq 200); do
+        if grep -q "serving the Kubernetes API at" "$dir.log" 2>/dev/null; then
+            URL=$(grep -o 'https\?://127.0.0.1:[0-9]*' "$dir.log" | tail -1)
+            TOKEN=$(awk '$2 == "admin" {print $1; exit}' "$dir/tokens")
+            CA=$dir/tls.crt
+            KCFG=$dir/kubeconfig
+            return 0
+        fi
+        if ! kill -0 "$FATIAD_PID" 2>/dev/null; then
+            cat "$dir.log" >&2
+            fail "fatiad exited at start"
+            return 1
+        fi
+        sleep 0.1
+    done
+    fail "fatiad did not start in 20 s"
+    cat "$dir.log" >&2
+    return 1
+}
+
+stop_fatiad() {
+    [ -n "$FATIAD_PID" ] || return 0
+    kill -TERM "$FATIAD_PID" 2>/dev/null
+    wait "$FATIAD_PID"
+    local rc=$?
+    [ "$rc" = 0 ] || fail "fatiad exited $rc after SIGTERM"
+    FATIAD_PID=
+}
+
+find_kubectl() {
+    local k
+    k=$(command -v kubectl 2>/dev/null) || true
+    if [ -n "$k" ]; then
+        KUBECTL_DIR=$(dirname "$(readlink -f "$k")")
+    fi
+    if [ -z "${KUBECTL_DIR:-}" ] || [ ! -x "$KUBECTL_DIR/kubectl.1.27" ] ||
+        [ ! -x "$KUBECTL_DIR/kubectl.1.33" ]; then
+        echo "skipped: kubectl not found (kubectl.1.27 and kubectl.1.33 beside kubectl)"
+        exit 0
+    fi
+}
+
+# api METHOD PATH [curl args...]: as admin (or as $AS_TOKEN when set)
+api() {
+    local method=$1 path=$2
+    shift 2
+    CODE=$(curl -s -o "$TMP/body" -w '%{http_code}' --cacert "$CA" -X "$method" \
+        -H "Authorization: Bearer ${AS_TOKEN:-$TOKEN}" "$@" "$URL$path")
+}
+
+trap 'if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT

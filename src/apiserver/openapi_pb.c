@@ -151,26 +151,23 @@ static const struct pbfield schema_f[] = {{"$ref", 1, PB_STRING, NULL, 0},
                                           {NULL, 0, 0, NULL, 0}};
 const struct pbmsg pb_schema = {schema_f, 31};
 
-static const struct pbfield operation_f[] = {{"tags", 1, PB_STRINGS, NULL, 0},
-                                             {"operationId", 5, PB_STRING, NULL, 0},
-                                             {"consumes", 7, PB_STRINGS, NULL, 0},
-                                             {"parameters", 8, PB_PARAMS, NULL, 0},
-                                             {"responses", 9, PB_RESPONSES, NULL, 0},
-                                             {NULL, 0, 0, NULL, 0}};
+static const struct pbfield operation_f[] = {
+    {"tags", 1, PB_STRINGS, NULL, 0},        {"operationId", 5, PB_STRING, NULL, 0},
+    {"consumes", 7, PB_STRINGS, NULL, 0},    {"parameters", 8, PB_PARAMS, NULL, 0},
+    {"responses", 9, PB_RESPONSES, NULL, 0}, {NULL, 0, 0, NULL, 0}};
 static const struct pbmsg pb_operation = {operation_f, 13};
 
 static const struct pbfield pathitem_f[] = {
-    {"get", 2, PB_MSG, &pb_operation, 0},    {"put", 3, PB_MSG, &pb_operation, 0},
-    {"post", 4, PB_MSG, &pb_operation, 0},   {"delete", 5, PB_MSG, &pb_operation, 0},
-    {"patch", 8, PB_MSG, &pb_operation, 0},  {NULL, 0, 0, NULL, 0}};
+    {"get", 2, PB_MSG, &pb_operation, 0},   {"put", 3, PB_MSG, &pb_operation, 0},
+    {"post", 4, PB_MSG, &pb_operation, 0},  {"delete", 5, PB_MSG, &pb_operation, 0},
+    {"patch", 8, PB_MSG, &pb_operation, 0}, {NULL, 0, 0, NULL, 0}};
 static const struct pbmsg pb_pathitem = {pathitem_f, 10};
 
-static const struct pbfield document_f[] = {
-    {"swagger", 1, PB_STRING, NULL, 0},
-    {"info", 2, PB_MSG, &pb_info, 0},
-    {"paths", 8, PB_NAMED_MAP, &pb_pathitem, 2},
-    {"definitions", 9, PB_NAMED_MAP, &pb_schema, 1},
-    {NULL, 0, 0, NULL, 0}};
+static const struct pbfield document_f[] = {{"swagger", 1, PB_STRING, NULL, 0},
+                                            {"info", 2, PB_MSG, &pb_info, 0},
+                                            {"paths", 8, PB_NAMED_MAP, &pb_pathitem, 2},
+                                            {"definitions", 9, PB_NAMED_MAP, &pb_schema, 1},
+                                            {NULL, 0, 0, NULL, 0}};
 static const struct pbmsg pb_document = {document_f, 16};
 
 /* ---- special shapes ---- */
@@ -234,13 +231,13 @@ static int encode_responses(struct fatia_buf *b, const json_t *resp, struct pbct
         r = put_str(&response, 1, desc ? desc : "");
         if (!r && json_object_get(v, "schema")) {
             r = encode_msg(&sch, &pb_schema, json_object_get(v, "schema"), cx);
-            r = r ? r : put_sub(&item, 1, &sch);     /* SchemaItem.schema */
+            r = r ? r : put_sub(&item, 1, &sch);      /* SchemaItem.schema */
             r = r ? r : put_sub(&response, 2, &item); /* Response.schema */
         }
-        r = r ? r : put_sub(&rv, 1, &response);  /* ResponseValue.response */
-        r = r ? r : put_str(&named, 1, code);    /* NamedResponseValue.name */
-        r = r ? r : put_sub(&named, 2, &rv);     /* .value */
-        r = r ? r : put_sub(&all, 1, &named);    /* Responses.response_code */
+        r = r ? r : put_sub(&rv, 1, &response); /* ResponseValue.response */
+        r = r ? r : put_str(&named, 1, code);   /* NamedResponseValue.name */
+        r = r ? r : put_sub(&named, 2, &rv);    /* .value */
+        r = r ? r : put_sub(&all, 1, &named);   /* Responses.response_code */
         fatia_buf_release(&response);
         fatia_buf_release(&rv);
         fatia_buf_release(&named);
@@ -371,8 +368,7 @@ static int encode_field(struct fatia_buf *b, const struct pbfield *f, const json
     return r;
 }
 
-static int encode_msg(struct fatia_buf *b, const struct pbmsg *m, const json_t *v,
-                      struct pbctx *cx)
+static int encode_msg(struct fatia_buf *b, const struct pbmsg *m, const json_t *v, struct pbctx *cx)
 {
     const char *key;
     json_t *el;

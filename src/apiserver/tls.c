@@ -128,8 +128,8 @@ int fatia_tls_ensure(const char *cert_path, const char *key_path, const char *ho
         return 0;
     ip = strchr(host, ':') || strspn(host, "0123456789.") == strlen(host);
     if (strcmp(host, "127.0.0.1") && strcmp(host, "::1") && strcmp(host, "localhost"))
-        snprintf(san, sizeof(san), "DNS:localhost,IP:127.0.0.1,IP:::1,%s%s", ip ? "IP:" : "DNS:",
-                 host);
+        snprintf(san, sizeof(san), "DNS:localhost,IP:127.0.0.1,IP:::1,%s%s",
+                 ip ? "IP:" : "DNS:", host);
     else
         snprintf(san, sizeof(san), "DNS:localhost,IP:127.0.0.1,IP:::1");
     key = EVP_EC_gen("P-256");
@@ -148,8 +148,7 @@ int fatia_tls_ensure(const char *cert_path, const char *key_path, const char *ho
         goto out_free;
     }
     name = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"fatia", -1, -1,
-                               0);
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"fatia", -1, -1, 0);
     X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"fatiad", -1, -1,
                                0);
     X509_set_issuer_name(x, name);

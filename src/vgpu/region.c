@@ -136,9 +136,10 @@ static void attach(struct fatia_vgpu_region *r, void *map, const uint64_t limit[
 
     r->hdr = &m->hdr;
     r->slots = m->slots;
+    pthread_mutex_init(&r->claim_lock, NULL);
     r->map_size = FATIA_VGPU_REGION_SIZE;
     atomic_store(&r->my_slot, -1);
-    r->my_owner = 0;
+    atomic_store(&r->my_owner, 0);
     r->limits_differ = false;
     for (int i = 0; i < FATIA_VGPU_MAX_DEVICES; i++) {
         r->limit[i] = r->hdr->limit[i];
@@ -294,8 +295,10 @@ int fatia_vgpu_region_create(const char *path, const uint64_t limit[FATIA_VGPU_M
 
 void fatia_vgpu_region_close(struct fatia_vgpu_region *r)
 {
-    if (r->hdr)
+    if (r->hdr) {
         munmap(r->hdr, r->map_size);
+        pthread_mutex_destroy(&r->claim_lock);
+    }
     r->hdr = NULL;
     r->slots = NULL;
 }
@@ -409,8 +412,8 @@ static int claim_slot(struct fatia_vgpu_region *r)
             atomic_store(&s->start_time, start);
             for (int d = 0; d < FATIA_VGPU_MAX_DEVICES; d++)
                 atomic_store(&s->used[d], 0);
-            r->my_owner = OWNER(FATIA_VGPU_SLOT_LIVE, me);
-            atomic_store(&s->owner, r->my_owner);
+            atomic_store(&r->my_owner, OWNER(FATIA_VGPU_SLOT_LIVE, me));
+            atomic_store(&s->owner, atomic_load(&r->my_owner));
             atomic_store(&r->my_slot, i);
             return i;
         }
@@ -420,28 +423,34 @@ static int claim_slot(struct fatia_vgpu_region *r)
     return -ENOSPC;
 }
 
-/* This process's slot, claimed on first use. If another process took it (it judged us dead:
- * processes of one slice in different PID namespaces), claim a new one and restore our bytes. */
+/* This process's slot, claimed on first use (by one thread: the others wait for it). If another
+ * process took it (it judged us dead: processes of one slice in different PID namespaces), claim
+ * a new one and restore our bytes. */
 static struct fatia_vgpu_slot *my_slot(struct fatia_vgpu_region *r)
 {
     int i = atomic_load(&r->my_slot);
-    struct fatia_vgpu_slot *s;
+    struct fatia_vgpu_slot *s = NULL;
 
-    if (i >= 0) {
-        s = &r->slots[i];
-        if (atomic_load_explicit(&s->owner, memory_order_relaxed) == r->my_owner)
-            return s;
+    if (i >= 0 && atomic_load_explicit(&r->slots[i].owner, memory_order_relaxed) ==
+                      atomic_load_explicit(&r->my_owner, memory_order_relaxed))
+        return &r->slots[i];
+    pthread_mutex_lock(&r->claim_lock);
+    i = atomic_load(&r->my_slot);
+    if (i >= 0 && atomic_load(&r->slots[i].owner) == atomic_load(&r->my_owner)) {
+        s = &r->slots[i]; /* another thread claimed it meanwhile */
+    } else {
+        bool stolen = i >= 0;
+
         atomic_store(&r->my_slot, -1);
         i = claim_slot(r);
-        if (i < 0)
-            return NULL;
-        s = &r->slots[i];
-        for (int d = 0; d < FATIA_VGPU_MAX_DEVICES; d++)
-            atomic_store(&s->used[d], atomic_load(&r->local_used[d]));
-        return s;
+        if (i >= 0) {
+            s = &r->slots[i];
+            for (int d = 0; stolen && d < FATIA_VGPU_MAX_DEVICES; d++)
+                atomic_store(&s->used[d], atomic_load(&r->local_used[d]));
+        }
     }
-    i = claim_slot(r);
-    return i < 0 ? NULL : &r->slots[i];
+    pthread_mutex_unlock(&r->claim_lock);
+    return s;
 }
 
 int fatia_vgpu_region_reserve(struct fatia_vgpu_region *r, int dev, uint64_t n)
@@ -504,7 +513,7 @@ void fatia_vgpu_region_release(struct fatia_vgpu_region *r, int dev, uint64_t n)
         return;
     i = atomic_load(&r->my_slot);
     sub_floor(&r->local_used[dev], n);
-    if (i < 0 || atomic_load(&r->slots[i].owner) != r->my_owner)
+    if (i < 0 || atomic_load(&r->slots[i].owner) != atomic_load(&r->my_owner))
         return;
     sub_floor(&r->slots[i].used[dev], n);
 }
@@ -516,7 +525,8 @@ void fatia_vgpu_region_after_fork(struct fatia_vgpu_region *r)
         atomic_store(&r->hdr->high_water, 0);
     }
     atomic_store(&r->my_slot, -1);
-    r->my_owner = 0;
+    atomic_store(&r->my_owner, 0);
+    pthread_mutex_init(&r->claim_lock, NULL); /* a parent's thread may have held it */
     for (int d = 0; d < FATIA_VGPU_MAX_DEVICES; d++)
         atomic_store(&r->local_used[d], 0);
 }

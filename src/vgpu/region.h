@@ -13,6 +13,7 @@
 #ifndef FATIA_VGPU_REGION_H
 #define FATIA_VGPU_REGION_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -70,8 +71,9 @@ struct fatia_vgpu_region {
     bool anonymous;     /* private memory: this process accounts alone */
     bool limits_differ; /* the file's caps differ from those passed to open */
     uint64_t limit[FATIA_VGPU_MAX_DEVICES];
-    _Atomic int my_slot; /* -1: none claimed yet */
-    uint64_t my_owner;   /* the owner word of my_slot */
+    _Atomic int my_slot;        /* -1: none claimed yet */
+    _Atomic uint64_t my_owner;  /* the owner word of my_slot */
+    pthread_mutex_t claim_lock; /* one claim per process, whichever thread allocates first */
     /* Bytes this process holds per device, to restore a slot that was taken from it. */
     _Atomic uint64_t local_used[FATIA_VGPU_MAX_DEVICES];
 };

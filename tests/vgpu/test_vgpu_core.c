@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -522,6 +523,52 @@ static void test_region_fork_private(void **state)
     fatia_vgpu_region_close(&r);
 }
 
+struct racer {
+    struct fatia_vgpu_region *r;
+    pthread_barrier_t *go;
+    int ret;
+};
+
+static void *race_first_reserve(void *arg)
+{
+    struct racer *x = arg;
+
+    pthread_barrier_wait(x->go);
+    x->ret = fatia_vgpu_region_reserve(x->r, 0, 10);
+    return NULL;
+}
+
+/* Threads of one process allocating for the first time at once claim one slot between them. */
+static void test_region_one_slot_per_process(void **state)
+{
+    struct fatia_vgpu_region r;
+    uint64_t l[FATIA_VGPU_MAX_DEVICES];
+    pthread_t t[16];
+    struct racer x[16];
+    pthread_barrier_t go;
+
+    (void)state;
+    limits(l, 1000);
+    for (int round = 0; round < 50; round++) {
+        assert_int_equal(fatia_vgpu_region_open(&r, NULL, l, 0, NULL, 0), 0);
+        pthread_barrier_init(&go, NULL, 16);
+        for (int i = 0; i < 16; i++) {
+            x[i] = (struct racer){&r, &go, -1};
+            pthread_create(&t[i], NULL, race_first_reserve, &x[i]);
+        }
+        for (int i = 0; i < 16; i++) {
+            pthread_join(t[i], NULL);
+            assert_int_equal(x[i].ret, 0);
+        }
+        pthread_barrier_destroy(&go);
+        assert_int_equal(fatia_vgpu_region_live_slots(&r), 1);
+        assert_int_equal(fatia_vgpu_region_used(&r, 0), 160);
+        fatia_vgpu_region_release(&r, 0, 160);
+        assert_int_equal(fatia_vgpu_region_used(&r, 0), 0);
+        fatia_vgpu_region_close(&r);
+    }
+}
+
 static void test_proc_stat(void **state)
 {
     char st;
@@ -552,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_region_rejects_foreign_files),
         cmocka_unit_test(test_region_reclaims_dead_and_zombies),
         cmocka_unit_test(test_region_fork_private),
+        cmocka_unit_test(test_region_one_slot_per_process),
         cmocka_unit_test(test_proc_stat),
     };
 

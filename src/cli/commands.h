@@ -11,5 +11,6 @@ extern const struct fatia_cli_cmd fatia_cmd_api_resources;
 extern const struct fatia_cli_cmd fatia_cmd_schedule;
 extern const struct fatia_cli_cmd fatia_cmd_plan;
 extern const struct fatia_cli_cmd fatia_cmd_token;
+extern const struct fatia_cli_cmd fatia_cmd_serve;
 
 #endif

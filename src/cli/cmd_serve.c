@@ -1,0 +1,384 @@
+/*
+ * cli/cmd_serve.c: `fatia serve plan` (the serving planner) and `fatia serve bench` (a load
+ * generator with vLLM `bench serve` metrics, used by bench/gateway.sh).
+ *
+ * The work is in the gateway library: plan.c (pure memory model), catalog.c (GPU and MIG facts),
+ * modelspec.c (data/models.yaml), loadgen.c (the benchmark client). This file parses options and
+ * prints.
+ */
+#include "base/compat.h"
+
+#include <getopt.h>
+#include <math.h>
+
+#include "base/error.h"
+#include "base/str.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "gateway/catalog.h"
+#include "gateway/modelspec.h"
+#include "gateway/plan.h"
+#include "model/quantity.h"
+
+static const char usage[] =
+    "Usage: fatia serve plan (--model NAME | --params N --layers L --kv-heads K --head-dim D)\n"
+    "                        [--dtype bf16|fp8|int8|int4] [--kv-cache-dtype bf16|fp8]\n"
+    "                        (--slice PROFILE [--gpu PRODUCT] | --memory BYTES [--gpus N] |\n"
+    "                         [--gpus N] --gpu PRODUCT)\n"
+    "                        [--context TOKENS] [-o json|table|yaml]\n"
+    "       fatia serve bench --url URL --workload shared-prefix|azure-trace [options]\n"
+    "\n"
+    "plan: does a model fit a slice (a MIG profile, a memory cap of a time-slice or MPS share,\n"
+    "or whole GPUs with tensor parallelism), how many KV-cache tokens remain, how many\n"
+    "sequences of the context fit at once, and the vLLM flags to start it with. The memory\n"
+    "model is in docs/serving.md; model shapes come from data/models.yaml.\n"
+    "\n"
+    "Model:\n"
+    "  --model NAME              a shape from models.yaml (name or Hugging Face id)\n"
+    "  --params N --layers L --kv-heads K --head-dim D\n"
+    "                            a shape by hand; optional --heads, --hidden, --intermediate,\n"
+    "                            --vocab, --max-context refine it\n"
+    "  --dtype T                 weights: bf16 (default), fp8, int8, int4\n"
+    "  --kv-cache-dtype T        bf16 (default) or fp8\n"
+    "  --models-file PATH        another models.yaml\n"
+    "Slice:\n"
+    "  --slice PROFILE           a MIG profile of --gpu (default h200), e.g. 3g.71gb\n"
+    "  --memory BYTES            memory per GPU as the engine sees it (a time-slice cap or an\n"
+    "                            MPS share), a quantity such as 40Gi\n"
+    "  --gpus N                  tensor-parallel size (default 1)\n"
+    "  --gpu PRODUCT             GPU product (h200)\n"
+    "Engine:\n"
+    "  --context TOKENS          plan for sequences of this length (default: the model's)\n"
+    "  --gpu-memory-utilization F, --max-num-seqs N, --max-num-batched-tokens N\n"
+    "                            fix these instead of letting the planner choose\n"
+    "  -o, --output FORMAT       table (default), json or yaml\n"
+    "\n"
+    "Exit status: 0 it fits, 1 it does not fit or the input is wrong, 2 usage.\n"
+    "\n"
+    "bench: see 'fatia serve bench --help'.\n";
+
+static const struct fatia_cli_cmd *self(void);
+
+static int parse_u32(const char *s, uint32_t min, uint32_t *ret)
+{
+    uint64_t v;
+    if (fatia_parse_u64(s, &v) < 0 || v < min || v > UINT32_MAX)
+        return -EINVAL;
+    *ret = (uint32_t)v;
+    return 0;
+}
+
+static json_t *plan_json(const struct fatia_plan_input *in, const struct fatia_plan *p,
+                         const struct fatia_serving_device *dev, const char *slice_kind)
+{
+    char args[512];
+    json_t *jargs = json_array(), *o;
+    char *save = NULL;
+
+    fatia_plan_vllm_args(in, p, args, sizeof(args));
+    for (char *t = strtok_r(args, " ", &save); t; t = strtok_r(NULL, " ", &save))
+        json_array_append_new(jargs, json_string(t));
+    o = json_pack("{s:s,s:s,s:s,s:{s:s,s:s?,s:s,s:I,s:i},s:b,s:s?}", "model", in->model.name,
+                  "dtype", fatia_dtype_name(in->weight_dtype), "kvCacheDtype",
+                  fatia_dtype_name(in->kv_dtype), "slice", "kind", slice_kind, "profile",
+                  dev->profile[0] ? dev->profile : NULL, "gpu",
+                  dev->product[0] ? dev->product : "", "memoryBytesPerGpu",
+                  (json_int_t)in->gpu_memory_bytes, "gpus", (int)in->gpus, "fits", p->fits,
+                  "reason", p->reason[0] ? p->reason : NULL);
+    json_object_set_new(o, "gpuMemoryUtilization",
+                        json_real(round(p->gpu_memory_utilization * 100) / 100));
+    json_object_set_new(o, "weightsBytes", json_integer((json_int_t)p->weights_bytes));
+    json_object_set_new(o, "weightsBytesPerGpu",
+                        json_integer((json_int_t)p->weights_bytes_per_gpu));
+    json_object_set_new(o, "activationBytes", json_integer((json_int_t)p->activation_bytes));
+    json_object_set_new(o, "overheadBytes", json_integer((json_int_t)p->overhead_bytes));
+    json_object_set_new(o, "kvBytesPerToken", json_integer((json_int_t)p->kv_bytes_per_token));
+    json_object_set_new(o, "kvBytesPerTokenPerGpu",
+                        json_integer((json_int_t)p->kv_bytes_per_token_per_gpu));
+    json_object_set_new(o, "kvCacheBytes", json_integer((json_int_t)p->kv_cache_bytes));
+    json_object_set_new(o, "kvCacheTokens", json_integer((json_int_t)p->kv_cache_tokens));
+    json_object_set_new(o, "kvCacheBlocks", json_integer((json_int_t)p->kv_cache_blocks));
+    json_object_set_new(o, "maxModelLen", json_integer(p->max_model_len));
+    json_object_set_new(o, "maxConcurrentSeqs", json_integer(p->max_concurrent_seqs));
+    json_object_set_new(o, "tensorParallelSize", json_integer(p->tp));
+    json_object_set_new(o, "maxNumSeqs", json_integer(p->max_num_seqs));
+    json_object_set_new(o, "maxNumBatchedTokens", json_integer(p->max_num_batched_tokens));
+    json_object_set_new(o, "vllmArgs", jargs);
+    return o;
+}
+
+static void print_table(const struct fatia_plan_input *in, const struct fatia_plan *p,
+                        const struct fatia_serving_device *dev, const char *slice_kind)
+{
+    const double gib = 1024.0 * 1024 * 1024;
+    char args[512];
+
+    printf("model:                 %s (%s weights, %s KV cache)\n", in->model.name,
+           fatia_dtype_name(in->weight_dtype), fatia_dtype_name(in->kv_dtype));
+    printf("slice:                 %s%s%s%s, %.2f GiB per GPU x %u\n", slice_kind,
+           dev->product[0] ? " " : "", dev->product, dev->profile[0] ? "" : "",
+           (double)in->gpu_memory_bytes / gib, in->gpus);
+    if (dev->profile[0])
+        printf("mig profile:           %s\n", dev->profile);
+    printf("fits:                  %s%s%s\n", p->fits ? "yes" : "no", p->reason[0] ? ": " : "",
+           p->reason);
+    printf("weights:               %.2f GiB (%.2f GiB per GPU)\n", (double)p->weights_bytes / gib,
+           (double)p->weights_bytes_per_gpu / gib);
+    printf("activations:           %.2f GiB per GPU\n", (double)p->activation_bytes / gib);
+    printf("overheads:             %.2f GiB per GPU\n", (double)p->overhead_bytes / gib);
+    printf("kv per token:          %" PRIu64 " bytes (%" PRIu64 " per GPU)\n",
+           p->kv_bytes_per_token, p->kv_bytes_per_token_per_gpu);
+    printf("kv cache:              %.2f GiB per GPU, %" PRIu64 " tokens (%" PRIu64 " blocks)\n",
+           (double)p->kv_cache_bytes / gib, p->kv_cache_tokens, p->kv_cache_blocks);
+    if (p->fits) {
+        printf("concurrent sequences:  %u of %u tokens\n", p->max_concurrent_seqs,
+               p->max_model_len);
+        fatia_plan_vllm_args(in, p, args, sizeof(args));
+        printf("vllm flags:            %s\n", args);
+    }
+}
+
+static int run_plan(int argc, char **argv)
+{
+    enum {
+        O_PARAMS = 256,
+        O_LAYERS,
+        O_KVHEADS,
+        O_HEADDIM,
+        O_HEADS,
+        O_HIDDEN,
+        O_INTER,
+        O_VOCAB,
+        O_MAXCTX,
+        O_KVDTYPE,
+        O_GPUS,
+        O_GPU,
+        O_MEMORY,
+        O_CONTEXT,
+        O_UTIL,
+        O_SEQS,
+        O_BATCHED,
+        O_MODELS,
+    };
+    static const struct option opts[] = {
+        {"model", required_argument, NULL, 'm'},
+        {"params", required_argument, NULL, O_PARAMS},
+        {"layers", required_argument, NULL, O_LAYERS},
+        {"kv-heads", required_argument, NULL, O_KVHEADS},
+        {"head-dim", required_argument, NULL, O_HEADDIM},
+        {"heads", required_argument, NULL, O_HEADS},
+        {"hidden", required_argument, NULL, O_HIDDEN},
+        {"intermediate", required_argument, NULL, O_INTER},
+        {"vocab", required_argument, NULL, O_VOCAB},
+        {"max-context", required_argument, NULL, O_MAXCTX},
+        {"dtype", required_argument, NULL, 'd'},
+        {"kv-cache-dtype", required_argument, NULL, O_KVDTYPE},
+        {"slice", required_argument, NULL, 's'},
+        {"gpus", required_argument, NULL, O_GPUS},
+        {"gpu", required_argument, NULL, O_GPU},
+        {"memory", required_argument, NULL, O_MEMORY},
+        {"context", required_argument, NULL, O_CONTEXT},
+        {"gpu-memory-utilization", required_argument, NULL, O_UTIL},
+        {"max-num-seqs", required_argument, NULL, O_SEQS},
+        {"max-num-batched-tokens", required_argument, NULL, O_BATCHED},
+        {"models-file", required_argument, NULL, O_MODELS},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    struct fatia_plan_input in = {.weight_dtype = FATIA_DTYPE_BF16,
+                                  .kv_dtype = FATIA_DTYPE_BF16};
+    struct fatia_serving_device dev = {0};
+    struct fatia_model_spec hand = {0};
+    struct fatia_plan plan;
+    const char *model = NULL, *slice = NULL, *gpu = NULL, *memory = NULL, *models_file = NULL;
+    const char *slice_kind;
+    enum fatia_output out = FATIA_OUT_TABLE;
+    bool gpus_set = false;
+    uint32_t gpus = 1;
+    char why[256];
+    int c, r;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:d:s:o:h", opts, NULL)) != -1) {
+        uint32_t *u32 = NULL;
+        uint32_t min = 1;
+        switch (c) {
+        case 'm':
+            model = optarg;
+            break;
+        case O_PARAMS:
+            if (fatia_parse_u64(optarg, &hand.params) < 0 || !hand.params)
+                return fatia_cli_usage_error(self(), "--params: expected a positive integer");
+            break;
+        case O_LAYERS:
+            u32 = &hand.layers;
+            break;
+        case O_KVHEADS:
+            u32 = &hand.kv_heads;
+            break;
+        case O_HEADDIM:
+            u32 = &hand.head_dim;
+            break;
+        case O_HEADS:
+            u32 = &hand.heads;
+            break;
+        case O_HIDDEN:
+            u32 = &hand.hidden;
+            break;
+        case O_INTER:
+            u32 = &hand.intermediate;
+            break;
+        case O_VOCAB:
+            u32 = &hand.vocab;
+            break;
+        case O_MAXCTX:
+            u32 = &hand.max_context;
+            break;
+        case 'd':
+            if (fatia_dtype_parse(optarg, &in.weight_dtype) < 0)
+                return fatia_cli_usage_error(self(), "--dtype: expected bf16, fp8, int8 or int4");
+            break;
+        case O_KVDTYPE:
+            if (fatia_dtype_parse(optarg, &in.kv_dtype) < 0 ||
+                (in.kv_dtype != FATIA_DTYPE_BF16 && in.kv_dtype != FATIA_DTYPE_FP8))
+                return fatia_cli_usage_error(self(), "--kv-cache-dtype: expected bf16 or fp8");
+            break;
+        case 's':
+            slice = optarg;
+            break;
+        case O_GPUS:
+            u32 = &gpus;
+            gpus_set = true;
+            break;
+        case O_GPU:
+            gpu = optarg;
+            break;
+        case O_MEMORY:
+            memory = optarg;
+            break;
+        case O_CONTEXT:
+            u32 = &in.context;
+            min = 16;
+            break;
+        case O_UTIL:
+            if (fatia_parse_double(optarg, &in.gpu_memory_utilization) < 0 ||
+                !(in.gpu_memory_utilization > 0 && in.gpu_memory_utilization <= 1))
+                return fatia_cli_usage_error(self(),
+                                             "--gpu-memory-utilization: expected (0, 1]");
+            break;
+        case O_SEQS:
+            u32 = &in.max_num_seqs;
+            break;
+        case O_BATCHED:
+            u32 = &in.max_num_batched_tokens;
+            break;
+        case O_MODELS:
+            models_file = optarg;
+            break;
+        case 'o':
+            if (fatia_cli_parse_output(optarg, &out) < 0)
+                return fatia_cli_usage_error(self(), "unknown output format '%s'", optarg);
+            break;
+        case 'h':
+            return fatia_cli_help(self());
+        default:
+            return fatia_cli_usage_error(self(), "unknown option");
+        }
+        if (u32 && parse_u32(optarg, min, u32) < 0)
+            return fatia_cli_usage_error(self(), "%s: expected an integer >= %u", argv[optind - 1],
+                                         min);
+    }
+    if (optind < argc)
+        return fatia_cli_usage_error(self(), "unexpected argument '%s'", argv[optind]);
+
+    if (model) {
+        struct fatia_diag diag;
+        fatia_diag_init(&diag);
+        r = fatia_model_spec_find(models_file, model, &diag, &in.model);
+        fatia_diag_print(&diag, stderr);
+        fatia_diag_release(&diag);
+        if (r < 0)
+            return FATIA_EXIT_FAIL;
+    } else if (hand.params && hand.layers && hand.kv_heads && hand.head_dim) {
+        in.model = hand;
+        snprintf(in.model.name, sizeof(in.model.name), "custom");
+    } else {
+        return fatia_cli_usage_error(self(), "give --model NAME, or --params, --layers, "
+                                             "--kv-heads and --head-dim");
+    }
+
+    if (slice && memory)
+        return fatia_cli_usage_error(self(), "--slice and --memory exclude each other");
+    if (slice && gpus_set && gpus != 1)
+        return fatia_cli_usage_error(self(), "a MIG slice serves one engine: drop --gpus");
+    if (memory) {
+        struct fatia_quantity q;
+        int64_t bytes;
+        if (fatia_quantity_parse(memory, &q, why, sizeof(why)) < 0 ||
+            (bytes = fatia_quantity_value(&q)) <= 0)
+            return fatia_cli_usage_error(self(), "--memory: '%s' is not a positive quantity",
+                                         memory);
+        in.gpu_memory_bytes = (uint64_t)bytes;
+        if (gpu && fatia_serving_device_lookup(gpu, NULL, &dev, why, sizeof(why)) < 0) {
+            fprintf(stderr, "fatia serve plan: %s\n", why);
+            return FATIA_EXIT_FAIL;
+        }
+        slice_kind = "memory-cap";
+    } else {
+        if (!slice && !gpu)
+            return fatia_cli_usage_error(self(), "give --slice PROFILE, --memory BYTES or "
+                                                 "--gpu PRODUCT");
+        if (fatia_serving_device_lookup(gpu ? gpu : "h200", slice, &dev, why, sizeof(why)) < 0) {
+            fprintf(stderr, "fatia serve plan: %s\n", why);
+            return FATIA_EXIT_FAIL;
+        }
+        in.gpu_memory_bytes = dev.memory_bytes;
+        slice_kind = slice ? "mig" : "gpu";
+    }
+    in.gpus = gpus;
+
+    if (fatia_plan_compute(&in, &plan) < 0) {
+        fprintf(stderr, "fatia serve plan: incomplete model shape\n");
+        return FATIA_EXIT_FAIL;
+    }
+    if (out == FATIA_OUT_TABLE) {
+        print_table(&in, &plan, &dev, slice_kind);
+    } else {
+        json_t *o = plan_json(&in, &plan, &dev, slice_kind);
+        if (out == FATIA_OUT_JSON) {
+            /* %.10g: utilization prints as 0.9, not as the nearest double's 17 digits */
+            char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+            r = text ? (puts(text), FATIA_EXIT_OK) : FATIA_EXIT_FAIL;
+            free(text);
+        } else {
+            r = fatia_cli_print(o, out);
+        }
+        json_decref(o);
+        if (r != FATIA_EXIT_OK)
+            return r;
+    }
+    return plan.fits ? FATIA_EXIT_OK : FATIA_EXIT_FAIL;
+}
+
+static int run(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+        return argc < 2 ? fatia_cli_usage_error(self(), "give a subcommand: plan or bench")
+                        : fatia_cli_help(self());
+    if (!strcmp(argv[1], "plan"))
+        return run_plan(argc - 1, argv + 1);
+    return fatia_cli_usage_error(self(), "unknown subcommand '%s': expected plan or bench",
+                                 argv[1]);
+}
+
+const struct fatia_cli_cmd fatia_cmd_serve = {
+    .name = "serve",
+    .summary = "plan model servers for a slice (serve plan), benchmark a serving endpoint",
+    .usage = usage,
+    .run = run,
+};
+
+static const struct fatia_cli_cmd *self(void)
+{
+    return &fatia_cmd_serve;
+}

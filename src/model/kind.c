@@ -28,6 +28,7 @@ const struct fatia_kind *const fatia_kinds[] = {
     &fatia_kind_schedulerconfig,
     &fatia_kind_nodepool,
     &fatia_kind_gpusharingpolicy,
+    &fatia_kind_inferencepool,
     NULL,
 };
 

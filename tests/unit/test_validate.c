@@ -36,6 +36,9 @@ struct vcase {
 #define HWP_HEAD                                                            \
     "apiVersion: infrastructure.opendatahub.io/v1\nkind: HardwareProfile\n" \
     "metadata: {name: p, namespace: ns}\nspec:\n"
+#define IP_HEAD                                                         \
+    "apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\n" \
+    "metadata: {name: pool, namespace: ns}\nspec:\n"
 #define POD_HEAD "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec:\n"
 #define WL_HEAD                                                                                \
     "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: w, namespace: ns}\n" \
@@ -245,6 +248,27 @@ static const struct vcase cases[] = {
      "apiVersion: infrastructure.opendatahub.io/v1alpha1\nkind: HardwareProfile\n"
      "metadata: {name: p, namespace: ns}\nspec:\n" HWP_IDS,
      {{"warning", 1, "apiVersion", "deprecated"}}},
+    {"inference pool defaults and a valid picker",
+     IP_HEAD "  selector: {matchLabels: {app: llm}}\n  targetPorts: [{number: 8000}]\n"
+             "  endpointPickerRef: {name: epp, port: {number: 9002}}\n",
+     {{NULL}}},
+    {"inference pool ports and selector",
+     IP_HEAD "  selector: {matchLabels: {\"-bad\": x}}\n"
+             "  targetPorts: [{number: 8000}, {number: 70000}, {number: 8000}]\n",
+     {{"error", 5, "spec.selector.matchLabels[-bad]", "invalid key"},
+      {"error", 6, "spec.targetPorts[1].number", "must be less than or equal to 65535"},
+      {"error", 6, "spec.targetPorts[2].number", "port number must be unique"}}},
+    {"inference pool protocol and picker",
+     IP_HEAD "  selector: {matchLabels: {app: x}}\n  targetPorts: [{number: 1}]\n"
+             "  appProtocol: grpc\n"
+             "  endpointPickerRef: {name: epp, failureMode: Maybe}\n",
+     {{"error", 7, "spec.appProtocol", "unsupported value"},
+      {"error", 8, "spec.endpointPickerRef.failureMode", "unsupported value"},
+      {"error", 8, "spec.endpointPickerRef.port", "port is required when kind is 'Service'"}}},
+    {"inference pool needs a selector and ports",
+     IP_HEAD "  targetPorts: []\n",
+     {{"error", 4, "spec.selector", "required field is missing"},
+      {"error", 5, "spec.targetPorts", "at least 1"}}},
     {"duplicate object",
      "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n"
      "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",

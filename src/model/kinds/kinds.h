@@ -44,5 +44,6 @@ extern const struct fatia_kind fatia_kind_hardwareprofile;
 extern const struct fatia_kind fatia_kind_schedulerconfig;
 extern const struct fatia_kind fatia_kind_nodepool;
 extern const struct fatia_kind fatia_kind_gpusharingpolicy;
+extern const struct fatia_kind fatia_kind_inferencepool;
 
 #endif

@@ -81,10 +81,9 @@ static json_t *plan_json(const struct fatia_plan_input *in, const struct fatia_p
     o = json_pack("{s:s,s:s,s:s,s:{s:s,s:s?,s:s,s:I,s:i},s:b,s:s?}", "model", in->model.name,
                   "dtype", fatia_dtype_name(in->weight_dtype), "kvCacheDtype",
                   fatia_dtype_name(in->kv_dtype), "slice", "kind", slice_kind, "profile",
-                  dev->profile[0] ? dev->profile : NULL, "gpu",
-                  dev->product[0] ? dev->product : "", "memoryBytesPerGpu",
-                  (json_int_t)in->gpu_memory_bytes, "gpus", (int)in->gpus, "fits", p->fits,
-                  "reason", p->reason[0] ? p->reason : NULL);
+                  dev->profile[0] ? dev->profile : NULL, "gpu", dev->product[0] ? dev->product : "",
+                  "memoryBytesPerGpu", (json_int_t)in->gpu_memory_bytes, "gpus", (int)in->gpus,
+                  "fits", p->fits, "reason", p->reason[0] ? p->reason : NULL);
     json_object_set_new(o, "gpuMemoryUtilization",
                         json_real(round(p->gpu_memory_utilization * 100) / 100));
     json_object_set_new(o, "weightsBytes", json_integer((json_int_t)p->weights_bytes));
@@ -185,8 +184,7 @@ static int run_plan(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    struct fatia_plan_input in = {.weight_dtype = FATIA_DTYPE_BF16,
-                                  .kv_dtype = FATIA_DTYPE_BF16};
+    struct fatia_plan_input in = {.weight_dtype = FATIA_DTYPE_BF16, .kv_dtype = FATIA_DTYPE_BF16};
     struct fatia_serving_device dev = {0};
     struct fatia_model_spec hand = {0};
     struct fatia_plan plan;
@@ -263,8 +261,7 @@ static int run_plan(int argc, char **argv)
         case O_UTIL:
             if (fatia_parse_double(optarg, &in.gpu_memory_utilization) < 0 ||
                 !(in.gpu_memory_utilization > 0 && in.gpu_memory_utilization <= 1))
-                return fatia_cli_usage_error(self(),
-                                             "--gpu-memory-utilization: expected (0, 1]");
+                return fatia_cli_usage_error(self(), "--gpu-memory-utilization: expected (0, 1]");
             break;
         case O_SEQS:
             u32 = &in.max_num_seqs;

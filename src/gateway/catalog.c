@@ -34,10 +34,11 @@ struct gpu_row {
 };
 
 static const struct profile_row h200_profiles[] = {
-    {"1g.18gb", 16384, 16, 1},  {"1g.18gb+me", 16384, 16, 1}, {"1g.35gb", 33280, 26, 2},
-    {"2g.35gb", 33280, 32, 2},  {"3g.71gb", 71424, 60, 4},    {"4g.71gb", 71424, 64, 4},
+    {"1g.18gb", 16384, 16, 1},    {"1g.18gb+me", 16384, 16, 1},
+    {"1g.35gb", 33280, 26, 2},    {"2g.35gb", 33280, 32, 2},
+    {"3g.71gb", 71424, 60, 4},    {"4g.71gb", 71424, 64, 4},
     {"7g.141gb", 143360, 132, 8}, {NULL, 0, 0, 0}};
-static const char *const h200_profile_names[] = {"1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb",
+static const char *const h200_profile_names[] = {"1g.18gb", "1g.18gb+me", "1g.35gb",  "2g.35gb",
                                                  "3g.71gb", "4g.71gb",    "7g.141gb", NULL};
 
 static const struct gpu_row gpus[] = {
@@ -91,8 +92,9 @@ int fatia_serving_device_lookup(const char *product, const char *profile,
         *ret = d;
         return 0;
     }
-    snprintf(why, why_n, "unknown MIG profile '%s' for %s: expected one of 1g.18gb, 1g.18gb+me, "
-                         "1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb, 7g.141gb",
+    snprintf(why, why_n,
+             "unknown MIG profile '%s' for %s: expected one of 1g.18gb, 1g.18gb+me, "
+             "1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb, 7g.141gb",
              profile, g->product);
     return -ENOENT;
 }

@@ -44,9 +44,9 @@ int fatia_dtype_parse(const char *s, enum fatia_dtype *ret)
     static const struct {
         const char *name;
         enum fatia_dtype d;
-    } names[] = {{"bf16", FATIA_DTYPE_BF16},     {"bfloat16", FATIA_DTYPE_BF16},
-                 {"fp16", FATIA_DTYPE_BF16},     {"float16", FATIA_DTYPE_BF16},
-                 {"fp8", FATIA_DTYPE_FP8},       {"int8", FATIA_DTYPE_INT8},
+    } names[] = {{"bf16", FATIA_DTYPE_BF16}, {"bfloat16", FATIA_DTYPE_BF16},
+                 {"fp16", FATIA_DTYPE_BF16}, {"float16", FATIA_DTYPE_BF16},
+                 {"fp8", FATIA_DTYPE_FP8},   {"int8", FATIA_DTYPE_INT8},
                  {"int4", FATIA_DTYPE_INT4}};
 
     for (size_t i = 0; i < FATIA_ARRAY_SIZE(names); i++)
@@ -152,8 +152,8 @@ int fatia_plan_compute(const struct fatia_plan_input *in, struct fatia_plan *ret
         !in->gpus || (in->kv_dtype != FATIA_DTYPE_BF16 && in->kv_dtype != FATIA_DTYPE_FP8))
         return -EINVAL;
     p.tp = in->gpus;
-    p.gpu_memory_utilization = in->gpu_memory_utilization > 0 ? in->gpu_memory_utilization
-                                                               : FATIA_PLAN_DEFAULT_UTIL;
+    p.gpu_memory_utilization =
+        in->gpu_memory_utilization > 0 ? in->gpu_memory_utilization : FATIA_PLAN_DEFAULT_UTIL;
     large = in->gpu_memory_bytes >= FATIA_PLAN_LARGE_GPU_BYTES;
     p.max_num_batched_tokens =
         in->max_num_batched_tokens ? in->max_num_batched_tokens : (large ? 8192 : 2048);
@@ -212,8 +212,8 @@ int fatia_plan_compute(const struct fatia_plan_input *in, struct fatia_plan *ret
         snprintf(p.reason, sizeof(p.reason),
                  "weights (%.2f GiB per GPU), activations and overheads exceed the %.2f GiB "
                  "available per GPU at utilization %.2f",
-                 (double)p.weights_bytes_per_gpu / (1 << 30),
-                 (double)p.requested_bytes / (1 << 30), p.gpu_memory_utilization);
+                 (double)p.weights_bytes_per_gpu / (1 << 30), (double)p.requested_bytes / (1 << 30),
+                 p.gpu_memory_utilization);
     } else if (p.kv_cache_tokens < min_ctx) {
         snprintf(p.reason, sizeof(p.reason),
                  "the KV cache holds %" PRIu64 " tokens, less than one sequence of %u tokens",

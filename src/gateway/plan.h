@@ -27,13 +27,13 @@ const char *fatia_dtype_name(enum fatia_dtype d);
  * zero point each, 0.53125 bytes). */
 double fatia_dtype_weight_bytes(enum fatia_dtype d);
 
-#define FATIA_PLAN_BLOCK_TOKENS      16   /* vLLM's default KV block size */
-#define FATIA_PLAN_MIN_CONTEXT       2048 /* smallest max-model-len the planner proposes */
-#define FATIA_PLAN_DEFAULT_UTIL      0.90 /* vLLM's default --gpu-memory-utilization */
-#define FATIA_PLAN_SEQ_TOKENS        1024 /* tokens per sequence assumed when sizing max-num-seqs */
-#define FATIA_PLAN_LARGE_GPU_BYTES   (UINT64_C(70) << 30)
-#define FATIA_PLAN_CUDA_CONTEXT      (UINT64_C(512) << 20) /* per process; measured ~520 MiB */
-#define FATIA_PLAN_NON_TORCH         (UINT64_C(256) << 20) /* cuBLAS workspaces, allocator slack */
+#define FATIA_PLAN_BLOCK_TOKENS    16   /* vLLM's default KV block size */
+#define FATIA_PLAN_MIN_CONTEXT     2048 /* smallest max-model-len the planner proposes */
+#define FATIA_PLAN_DEFAULT_UTIL    0.90 /* vLLM's default --gpu-memory-utilization */
+#define FATIA_PLAN_SEQ_TOKENS      1024 /* tokens per sequence assumed when sizing max-num-seqs */
+#define FATIA_PLAN_LARGE_GPU_BYTES (UINT64_C(70) << 30)
+#define FATIA_PLAN_CUDA_CONTEXT    (UINT64_C(512) << 20) /* per process; measured ~520 MiB */
+#define FATIA_PLAN_NON_TORCH       (UINT64_C(256) << 20) /* cuBLAS workspaces, allocator slack */
 /* NCCL and custom all-reduce buffers when TP > 1: fitted to two KV capacities vLLM reported
  * (llm-d benchmarks: Llama-3.1-70B TP4 on H100-80GB 461,376 tokens, Qwen3-32B TP2 307,328). */
 #define FATIA_PLAN_NCCL (UINT64_C(1946) << 20)

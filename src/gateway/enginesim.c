@@ -1,0 +1,672 @@
+/*
+ * gateway/enginesim.c: the engine-sim server (see enginesim.h).
+ *
+ * Time: one libevent timer drives the engine. kick() plans a step (fatia_engine_step_begin) when
+ * none is running and arms the timer for duration / speed; when it fires the step's tokens are
+ * emitted (fatia_engine_step_end) and the next step is planned at once. A timer that fires late
+ * (a busy CPU) delays everything after it, as a slow GPU would; the delay is exported as
+ * fatia_engine_sim_step_lag_seconds so that benchmarks can show the simulation kept up.
+ *
+ * Bodies are parsed with jansson (engine-sim is a test tool; the gateway's scanner is the fast
+ * path). SSE chunks are formatted with snprintf in the shapes vLLM sends.
+ */
+#include "base/compat.h"
+
+#include "gateway/enginesim.h"
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <math.h>
+
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "gateway/calibration.h"
+#include "gateway/hist.h"
+#include "gateway/httpd.h"
+#include "gateway/prefix.h"
+
+enum kind {
+    K_COMPLETION,
+    K_CHAT,
+    K_EMBED,
+};
+
+struct sim_req {
+    struct fatia_enginesim *s;
+    struct fatia_httpd_conn *c;
+    struct fatia_engine_req *er;
+    enum kind kind;
+    bool stream, include_usage;
+    uint64_t id;
+    uint32_t prompt_tokens, max_tokens;
+    fatia_usec_t t_arrival, t_last;
+    struct fatia_buf text; /* non-streamed answers */
+};
+
+struct fatia_enginesim {
+    struct event_base *base;
+    struct fatia_enginesim_config cfg;
+    char model_json[300]; /* the served model name, JSON-escaped */
+    struct fatia_httpd *httpd;
+    struct fatia_engine *engine;
+    struct event *ev_step;
+    bool stepping;
+    fatia_usec_t step_due;
+    uint64_t next_id;
+    time_t created;
+    uint64_t success, aborted;
+    struct fatia_hist ttft, itl, e2e, lag, iter_tokens;
+};
+
+static const char *const words[16] = {" the", " and", " for", " you", " not", " are",
+                                      " but", " all", " can", " was", " one", " out",
+                                      " has", " his", " her", " its"};
+
+static const double iter_bounds[] = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+static const double lag_bounds[] = {1e-4, 1e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                                    2.5,  5.0};
+
+static double engine_seconds(const struct fatia_enginesim *s, fatia_usec_t wall)
+{
+    return (double)wall / 1e6 * s->cfg.speed;
+}
+
+static void kick(struct fatia_enginesim *s);
+static void start_step(struct fatia_enginesim *s, fatia_usec_t start);
+
+static void req_free(struct sim_req *q)
+{
+    fatia_buf_release(&q->text);
+    fatia_free(q);
+}
+
+static int write_event(struct sim_req *q, const char *fmt, ...) FATIA_PRINTF(2, 3);
+
+static int write_event(struct sim_req *q, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(buf))
+        return -FATIA_E_LIMIT;
+    return fatia_httpd_stream_chunk(q->c, buf, (size_t)n);
+}
+
+static const char *object_name(const struct sim_req *q, bool chunk)
+{
+    if (q->kind == K_CHAT)
+        return chunk ? "chat.completion.chunk" : "chat.completion";
+    return "text_completion";
+}
+
+static void finish_stream(struct fatia_enginesim *s, struct sim_req *q, uint32_t generated)
+{
+    if (q->include_usage)
+        write_event(q,
+                    "data: {\"id\":\"%s-%" PRIu64 "\",\"object\":\"%s\",\"created\":%ld,"
+                    "\"model\":\"%s\",\"choices\":[],\"usage\":{\"prompt_tokens\":%u,"
+                    "\"total_tokens\":%u,\"completion_tokens\":%u}}\n\n",
+                    q->kind == K_CHAT ? "chatcmpl" : "cmpl", q->id, object_name(q, true), (long)s->created, s->model_json,
+                    q->prompt_tokens, q->prompt_tokens + generated, generated);
+    write_event(q, "data: [DONE]\n\n");
+    fatia_httpd_stream_end(q->c);
+    fatia_httpd_done(q->c, true);
+}
+
+static void respond_full(struct fatia_enginesim *s, struct sim_req *q, uint32_t generated)
+{
+    struct fatia_buf b = FATIA_BUF_INIT;
+
+    if (q->kind == K_EMBED) {
+        fatia_buf_printf(&b,
+                         "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,"
+                         "\"embedding\":[");
+        for (int i = 0; i < 8; i++)
+            fatia_buf_printf(&b, "%s%.4f", i ? "," : "", sin((double)(q->id + 1) * (i + 1)));
+        fatia_buf_printf(&b,
+                         "]}],\"model\":\"%s\",\"usage\":{\"prompt_tokens\":%u,"
+                         "\"total_tokens\":%u}}",
+                         s->model_json, q->prompt_tokens, q->prompt_tokens);
+    } else if (q->kind == K_CHAT) {
+        fatia_buf_printf(&b,
+                         "{\"id\":\"chatcmpl-%" PRIu64 "\",\"object\":\"chat.completion\","
+                         "\"created\":%ld,\"model\":\"%s\",\"choices\":[{\"index\":0,"
+                         "\"message\":{\"role\":\"assistant\",\"content\":\"%s\"},"
+                         "\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":%u,"
+                         "\"total_tokens\":%u,\"completion_tokens\":%u}}",
+                         q->id, (long)s->created, s->model_json, q->text.p, q->prompt_tokens,
+                         q->prompt_tokens + generated, generated);
+    } else {
+        fatia_buf_printf(&b,
+                         "{\"id\":\"cmpl-%" PRIu64 "\",\"object\":\"text_completion\","
+                         "\"created\":%ld,\"model\":\"%s\",\"choices\":[{\"index\":0,"
+                         "\"text\":\"%s\",\"logprobs\":null,\"finish_reason\":\"length\"}],"
+                         "\"usage\":{\"prompt_tokens\":%u,\"total_tokens\":%u,"
+                         "\"completion_tokens\":%u}}",
+                         q->id, (long)s->created, s->model_json, q->text.p, q->prompt_tokens,
+                         q->prompt_tokens + generated, generated);
+    }
+    fatia_httpd_respond(q->c, 200, "application/json", NULL, b.p, b.len);
+    fatia_buf_release(&b);
+}
+
+static void emit(void *cbud, void *req_ud, uint32_t generated, bool finished)
+{
+    struct fatia_enginesim *s = cbud;
+    struct sim_req *q = req_ud;
+    fatia_usec_t now = fatia_now_mono_usec();
+
+    if (generated) {
+        const char *w = words[(q->id * 7 + generated * 5) % 16];
+        if (generated == 1)
+            fatia_hist_observe(&s->ttft, engine_seconds(s, now - q->t_arrival));
+        else
+            fatia_hist_observe(&s->itl, engine_seconds(s, now - q->t_last));
+        q->t_last = now;
+        if (q->stream) {
+            if (q->kind == K_CHAT)
+                write_event(q,
+                            "data: {\"id\":\"chatcmpl-%" PRIu64 "\",\"object\":"
+                            "\"chat.completion.chunk\",\"created\":%ld,\"model\":\"%s\","
+                            "\"choices\":[{\"index\":0,\"delta\":{%s\"content\":\"%s\"},"
+                            "\"logprobs\":null,\"finish_reason\":%s}]}\n\n",
+                            q->id, (long)s->created, s->model_json,
+                            generated == 1 ? "\"role\":\"assistant\"," : "", w,
+                            finished ? "\"length\"" : "null");
+            else
+                write_event(q,
+                            "data: {\"id\":\"cmpl-%" PRIu64 "\",\"object\":\"text_completion\","
+                            "\"created\":%ld,\"model\":\"%s\",\"choices\":[{\"index\":0,"
+                            "\"text\":\"%s\",\"logprobs\":null,\"finish_reason\":%s,"
+                            "\"stop_reason\":null}]}\n\n",
+                            q->id, (long)s->created, s->model_json, w,
+                            finished ? "\"length\"" : "null");
+        } else {
+            fatia_buf_puts(&q->text, w);
+        }
+    }
+    if (!finished)
+        return;
+    fatia_hist_observe(&s->e2e, engine_seconds(s, now - q->t_arrival));
+    s->success++;
+    if (q->stream)
+        finish_stream(s, q, generated);
+    else
+        respond_full(s, q, generated);
+    req_free(q);
+}
+
+static void on_step(evutil_socket_t fd, short what, void *arg)
+{
+    struct fatia_enginesim *s = arg;
+    fatia_usec_t now = fatia_now_mono_usec();
+    struct fatia_engine_stats st;
+
+    (void)fd;
+    (void)what;
+    fatia_hist_observe(&s->lag, engine_seconds(s, now > s->step_due ? now - s->step_due : 0));
+    fatia_engine_get_stats(s->engine, &st);
+    fatia_hist_observe(&s->iter_tokens, (double)st.last_step_tokens);
+    s->stepping = false;
+    fatia_engine_step_end(s->engine, emit, s);
+    /* back to back: the next step began when this one was due, not when the timer fired */
+    start_step(s, s->step_due);
+}
+
+/* Plans a step that begins at `start` (monotonic wall time) and arms its end. */
+static void start_step(struct fatia_enginesim *s, fatia_usec_t start)
+{
+    fatia_usec_t d, wall, now;
+    struct timeval tv = {0, 0};
+
+    if (s->stepping)
+        return;
+    d = fatia_engine_step_begin(s->engine);
+    if (!d)
+        return;
+    wall = (fatia_usec_t)((double)d / s->cfg.speed);
+    now = fatia_now_mono_usec();
+    s->stepping = true;
+    s->step_due = start + wall;
+    if (s->step_due > now) {
+        tv.tv_sec = (time_t)((s->step_due - now) / FATIA_USEC_PER_SEC);
+        tv.tv_usec = (suseconds_t)((s->step_due - now) % FATIA_USEC_PER_SEC);
+    }
+    event_add(s->ev_step, &tv);
+}
+
+static void kick(struct fatia_enginesim *s)
+{
+    start_step(s, fatia_now_mono_usec());
+}
+
+/* The text the engine "tokenizes": see enginesim.h. Appends to out. */
+static int render_prompt(enum kind kind, json_t *body, struct fatia_buf *out, const char **why)
+{
+    if (kind == K_CHAT) {
+        json_t *msgs = json_object_get(body, "messages"), *m;
+        size_t i;
+        if (!json_is_array(msgs) || !json_array_size(msgs)) {
+            *why = "'messages' must be a non-empty array";
+            return -EINVAL;
+        }
+        json_array_foreach(msgs, i, m)
+        {
+            const char *role = json_string_value(json_object_get(m, "role"));
+            json_t *content = json_object_get(m, "content");
+            fatia_buf_printf(out, "<|%s|>\n", role ? role : "user");
+            if (json_is_string(content)) {
+                fatia_buf_append(out, json_string_value(content), json_string_length(content));
+            } else if (json_is_array(content)) {
+                size_t k;
+                json_t *part;
+                json_array_foreach(content, k, part)
+                {
+                    json_t *t = json_object_get(part, "text");
+                    if (json_is_string(t))
+                        fatia_buf_append(out, json_string_value(t), json_string_length(t));
+                }
+            }
+            fatia_buf_putc(out, '\n');
+        }
+        return fatia_buf_puts(out, "<|assistant|>\n");
+    }
+    {
+        json_t *p = json_object_get(body, kind == K_EMBED ? "input" : "prompt"), *v;
+        size_t i;
+        if (json_is_string(p))
+            return fatia_buf_append(out, json_string_value(p), json_string_length(p));
+        if (json_is_array(p) && json_array_size(p)) {
+            json_array_foreach(p, i, v)
+            {
+                if (json_is_string(v))
+                    fatia_buf_append(out, json_string_value(v), json_string_length(v));
+                else if (json_is_integer(v)) /* token ids: one 4-character token each */
+                    fatia_buf_printf(out, "%04" PRIx64, (uint64_t)json_integer_value(v) & 0xffff);
+            }
+            return 0;
+        }
+        *why = kind == K_EMBED ? "'input' must be a string or an array"
+                               : "'prompt' must be a string or an array";
+        return -EINVAL;
+    }
+}
+
+struct parsed {
+    json_t *body;
+    enum kind kind;
+    struct fatia_buf text;
+    uint64_t *hashes;
+    size_t n_hashes;
+    uint32_t prompt_tokens;
+};
+
+/* Parses an inference request into its tokens and block hashes. Responds with the error itself
+ * and returns < 0 when the request is bad. */
+static int parse_request(struct fatia_enginesim *s, struct fatia_httpd_conn *c, enum kind kind,
+                         const struct fatia_httpd_req *r, struct parsed *p)
+{
+    json_error_t err;
+    const char *why = NULL, *model, *salt;
+    size_t max_blocks;
+
+    memset(p, 0, sizeof(*p));
+    fatia_buf_init(&p->text, 0);
+    p->kind = kind;
+    p->body = json_loadb(r->body, r->body_len, 0, &err);
+    if (!json_is_object(p->body)) {
+        fatia_httpd_respond_error(c, 400, "BadRequestError", "invalid JSON body: %s", err.text);
+        return -EINVAL;
+    }
+    model = json_string_value(json_object_get(p->body, "model"));
+    if (model && strcmp(model, s->cfg.served_model)) {
+        fatia_httpd_respond_error(c, 404, "NotFoundError", "The model `%s` does not exist.",
+                                  model);
+        return -ENOENT;
+    }
+    if (render_prompt(kind, p->body, &p->text, &why) < 0 || !p->text.len) {
+        fatia_httpd_respond_error(c, 400, "BadRequestError", "%s", why ? why : "empty prompt");
+        return -EINVAL;
+    }
+    p->prompt_tokens = (uint32_t)FATIA_MIN((p->text.len + 3) / 4, (size_t)UINT32_MAX);
+    salt = json_string_value(json_object_get(p->body, "cache_salt"));
+    max_blocks = p->text.len / FATIA_PREFIX_BLOCK_CHARS;
+    p->hashes = fatia_malloc((max_blocks ? max_blocks : 1) * sizeof(uint64_t));
+    if (!p->hashes) {
+        fatia_httpd_respond_error(c, 500, "InternalServerError", "out of memory");
+        return -ENOMEM;
+    }
+    p->n_hashes = fatia_prefix_hash(fatia_prefix_seed(fatia_str_from(s->cfg.served_model),
+                                                      fatia_str_from(salt)),
+                                    p->text.p, p->text.len, FATIA_PREFIX_BLOCK_CHARS, p->hashes,
+                                    max_blocks);
+    return 0;
+}
+
+static void parsed_release(struct parsed *p)
+{
+    json_decref(p->body);
+    fatia_buf_release(&p->text);
+    fatia_free(p->hashes);
+}
+
+static void handle_infer(struct fatia_enginesim *s, struct fatia_httpd_conn *c, enum kind kind,
+                         const struct fatia_httpd_req *r)
+{
+    struct parsed p;
+    struct sim_req *q;
+    json_t *mt;
+    int64_t max_tokens = s->cfg.default_max_tokens;
+    int rc;
+
+    if (parse_request(s, c, kind, r, &p) < 0) {
+        parsed_release(&p);
+        return;
+    }
+    mt = json_object_get(p.body, "max_tokens");
+    if (!mt)
+        mt = json_object_get(p.body, "max_completion_tokens");
+    if (json_is_integer(mt))
+        max_tokens = json_integer_value(mt);
+    if (kind == K_EMBED)
+        max_tokens = 0;
+    else if (max_tokens < 1 || max_tokens > 1000000) {
+        fatia_httpd_respond_error(c, 400, "BadRequestError", "max_tokens must be at least 1");
+        parsed_release(&p);
+        return;
+    }
+    q = fatia_calloc(1, sizeof(*q));
+    if (!q) {
+        fatia_httpd_respond_error(c, 500, "InternalServerError", "out of memory");
+        parsed_release(&p);
+        return;
+    }
+    fatia_buf_init(&q->text, 0);
+    q->s = s;
+    q->c = c;
+    q->kind = kind;
+    q->id = ++s->next_id;
+    q->prompt_tokens = p.prompt_tokens;
+    q->max_tokens = (uint32_t)max_tokens;
+    q->stream = kind != K_EMBED && fatia_json_bool(p.body, "stream", false);
+    q->include_usage =
+        json_is_true(json_object_get(json_object_get(p.body, "stream_options"), "include_usage"));
+    q->t_arrival = r->received;
+    rc = fatia_engine_add(s->engine, p.prompt_tokens, q->max_tokens, p.hashes, p.n_hashes, q,
+                          &q->er);
+    parsed_release(&p);
+    if (rc < 0) {
+        if (rc == -FATIA_E_LIMIT)
+            fatia_httpd_respond_error(c, 400, "BadRequestError",
+                                      "This model's maximum context length is %u tokens. "
+                                      "However, you requested %u tokens (%u in the messages, %u "
+                                      "in the completion). Please reduce the length of the "
+                                      "messages or completion.",
+                                      s->cfg.engine.max_model_len,
+                                      q->prompt_tokens + q->max_tokens, q->prompt_tokens,
+                                      q->max_tokens);
+        else
+            fatia_httpd_respond_error(c, 500, "InternalServerError", "out of memory");
+        req_free(q);
+        return;
+    }
+    fatia_httpd_set_ctx(c, q);
+    if (q->stream)
+        fatia_httpd_stream_start(c, 200, "text/event-stream", NULL);
+    kick(s);
+}
+
+static void handle_lookup(struct fatia_enginesim *s, struct fatia_httpd_conn *c,
+                          const struct fatia_httpd_req *r)
+{
+    struct parsed p;
+    char out[128];
+    json_t *messages;
+    int n;
+
+    /* the body is an inference request: chat if it has messages */
+    json_t *peek = json_loadb(r->body, r->body_len, 0, NULL);
+    messages = json_object_get(peek, "messages");
+    enum kind kind = messages ? K_CHAT : K_COMPLETION;
+    json_decref(peek);
+    if (parse_request(s, c, kind, r, &p) < 0) {
+        parsed_release(&p);
+        return;
+    }
+    n = snprintf(out, sizeof(out), "{\"cachedTokens\":%u,\"promptTokens\":%u}",
+                 fatia_engine_cached_tokens(s->engine, p.hashes, p.n_hashes), p.prompt_tokens);
+    parsed_release(&p);
+    fatia_httpd_respond(c, 200, "application/json", NULL, out, (size_t)n);
+}
+
+static void handle_metrics(struct fatia_enginesim *s, struct fatia_httpd_conn *c)
+{
+    struct fatia_engine_stats st;
+    struct fatia_buf b = FATIA_BUF_INIT;
+    char lab[400];
+
+    fatia_engine_get_stats(s->engine, &st);
+    snprintf(lab, sizeof(lab), "engine=\"0\",model_name=\"%s\"", s->model_json);
+    fatia_buf_printf(&b,
+                     "# HELP vllm:num_requests_running Number of requests in model execution "
+                     "batches.\n# TYPE vllm:num_requests_running gauge\n"
+                     "vllm:num_requests_running{%s} %u\n"
+                     "# HELP vllm:num_requests_waiting Number of requests waiting to be "
+                     "processed.\n# TYPE vllm:num_requests_waiting gauge\n"
+                     "vllm:num_requests_waiting{%s} %u\n"
+                     "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent "
+                     "usage.\n# TYPE vllm:kv_cache_usage_perc gauge\n"
+                     "vllm:kv_cache_usage_perc{%s} %.6f\n"
+                     "# TYPE vllm:prefix_cache_queries counter\n"
+                     "vllm:prefix_cache_queries_total{%s} %" PRIu64 "\n"
+                     "# TYPE vllm:prefix_cache_hits counter\n"
+                     "vllm:prefix_cache_hits_total{%s} %" PRIu64 "\n"
+                     "# TYPE vllm:num_preemptions counter\n"
+                     "vllm:num_preemptions_total{%s} %" PRIu64 "\n"
+                     "# TYPE vllm:prompt_tokens counter\n"
+                     "vllm:prompt_tokens_total{%s} %" PRIu64 "\n"
+                     "# TYPE vllm:generation_tokens counter\n"
+                     "vllm:generation_tokens_total{%s} %" PRIu64 "\n"
+                     "# TYPE vllm:request_success counter\n"
+                     "vllm:request_success_total{%s,finished_reason=\"length\"} %" PRIu64 "\n"
+                     "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+                     "# TYPE vllm:cache_config_info gauge\n"
+                     "vllm:cache_config_info{block_size=\"%u\",enable_prefix_caching=\"%s\","
+                     "engine=\"0\",gpu_memory_utilization=\"%.2f\",num_gpu_blocks=\"%" PRIu64
+                     "\"} 1.0\n",
+                     lab, st.running, lab, st.waiting, lab, st.kv_usage, lab, st.prefix_queries,
+                     lab, st.prefix_hits, lab, st.preemptions, lab, st.prompt_tokens, lab,
+                     st.generation_tokens, lab, s->success, s->cfg.engine.block_tokens,
+                     s->cfg.engine.prefix_caching ? "True" : "False",
+                     s->cfg.gpu_memory_utilization, st.num_gpu_blocks);
+    fatia_buf_puts(&b, "# TYPE vllm:time_to_first_token_seconds histogram\n");
+    fatia_hist_write(&s->ttft, &b, "vllm:time_to_first_token_seconds", lab);
+    fatia_buf_puts(&b, "# TYPE vllm:inter_token_latency_seconds histogram\n");
+    fatia_hist_write(&s->itl, &b, "vllm:inter_token_latency_seconds", lab);
+    fatia_buf_puts(&b, "# TYPE vllm:e2e_request_latency_seconds histogram\n");
+    fatia_hist_write(&s->e2e, &b, "vllm:e2e_request_latency_seconds", lab);
+    fatia_buf_puts(&b, "# TYPE vllm:iteration_tokens_total histogram\n");
+    fatia_hist_write(&s->iter_tokens, &b, "vllm:iteration_tokens_total", lab);
+    fatia_buf_printf(&b,
+                     "# HELP fatia_engine_sim_speed How many times faster than real time the "
+                     "simulated engine runs.\n# TYPE fatia_engine_sim_speed gauge\n"
+                     "fatia_engine_sim_speed %g\n"
+                     "# HELP fatia_engine_sim_aborted_total Requests whose client went away.\n"
+                     "# TYPE fatia_engine_sim_aborted_total counter\n"
+                     "fatia_engine_sim_aborted_total %" PRIu64 "\n"
+                     "# HELP fatia_engine_sim_step_lag_seconds How late engine steps ended, in "
+                     "engine time.\n# TYPE fatia_engine_sim_step_lag_seconds histogram\n",
+                     s->cfg.speed, s->aborted);
+    fatia_hist_write(&s->lag, &b, "fatia_engine_sim_step_lag_seconds", "");
+    fatia_httpd_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, b.p, b.len);
+    fatia_buf_release(&b);
+}
+
+static void handle_models(struct fatia_enginesim *s, struct fatia_httpd_conn *c)
+{
+    char out[1024];
+    int n = snprintf(out, sizeof(out),
+                     "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\","
+                     "\"created\":%ld,\"owned_by\":\"fatia\",\"root\":\"%s\",\"parent\":null,"
+                     "\"max_model_len\":%u}]}",
+                     s->model_json, (long)s->created, s->model_json,
+                     s->cfg.engine.max_model_len);
+    fatia_httpd_respond(c, 200, "application/json", NULL, out, (size_t)n);
+}
+
+static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_httpd_req *r)
+{
+    struct fatia_enginesim *s = ud;
+    const struct fatia_http_head *h = r->head;
+    struct fatia_str path = h->target;
+    bool get = fatia_str_eqz(h->method, "GET"), post = fatia_str_eqz(h->method, "POST");
+    const char *q = memchr(path.p, '?', path.n);
+
+    if (q)
+        path.n = (size_t)(q - path.p);
+    if (get && fatia_str_eqz(path, "/health"))
+        fatia_httpd_respond(c, 200, NULL, NULL, "", 0);
+    else if (get && fatia_str_eqz(path, "/metrics"))
+        handle_metrics(s, c);
+    else if (get && fatia_str_eqz(path, "/v1/models"))
+        handle_models(s, c);
+    else if (post && fatia_str_eqz(path, "/v1/completions"))
+        handle_infer(s, c, K_COMPLETION, r);
+    else if (post && fatia_str_eqz(path, "/v1/chat/completions"))
+        handle_infer(s, c, K_CHAT, r);
+    else if (post && fatia_str_eqz(path, "/v1/embeddings"))
+        handle_infer(s, c, K_EMBED, r);
+    else if (post && fatia_str_eqz(path, "/fatia/cache-lookup"))
+        handle_lookup(s, c, r);
+    else
+        fatia_httpd_respond_error(c, 404, "NotFoundError", "no route for %.*s %.*s",
+                                  (int)h->method.n, h->method.p, (int)path.n, path.p);
+}
+
+static void on_abort(void *ud, struct fatia_httpd_conn *c, void *req_ctx)
+{
+    struct fatia_enginesim *s = ud;
+    struct sim_req *q = req_ctx;
+
+    (void)c;
+    if (!q)
+        return;
+    fatia_engine_abort(s->engine, q->er);
+    s->aborted++;
+    req_free(q);
+}
+
+int fatia_engine_config_for(const struct fatia_plan_input *in,
+                            const struct fatia_serving_device *dev, struct fatia_engine_config *ret,
+                            struct fatia_plan *ret_plan, char *why, size_t why_n)
+{
+    struct fatia_plan_input pi = *in;
+    struct fatia_engine_config e = {0};
+    struct fatia_plan p;
+    double sm_share, mem_share;
+
+    if (!pi.gpu_memory_bytes)
+        pi.gpu_memory_bytes = dev->memory_bytes;
+    if (!pi.gpus)
+        pi.gpus = 1;
+    if (fatia_plan_compute(&pi, &p) < 0) {
+        snprintf(why, why_n, "incomplete model shape");
+        return -EINVAL;
+    }
+    if (!p.fits) {
+        snprintf(why, why_n, "%s", p.reason);
+        return -FATIA_E_NOFIT;
+    }
+    sm_share = dev->gpu_multiprocessors ? (double)dev->multiprocessors / dev->gpu_multiprocessors
+                                        : 1.0;
+    mem_share =
+        dev->gpu_memory_slices ? (double)dev->memory_slices / dev->gpu_memory_slices : 1.0;
+    e.model = pi.model;
+    e.tp = pi.gpus;
+    e.weights_bytes_per_gpu = p.weights_bytes_per_gpu;
+    e.kv_bytes_per_token_per_gpu = p.kv_bytes_per_token_per_gpu;
+    e.block_tokens = FATIA_PLAN_BLOCK_TOKENS;
+    e.num_gpu_blocks = p.kv_cache_blocks;
+    e.max_num_seqs = p.max_num_seqs;
+    e.max_num_batched_tokens = p.max_num_batched_tokens;
+    e.max_model_len = p.max_model_len;
+    e.prefix_caching = true;
+    e.flops = FATIA_CALIB_BF16_FLOPS * sm_share;
+    e.hbm_bw = FATIA_CALIB_HBM_BYTES_PER_S * mem_share;
+    e.kv_bw = FATIA_CALIB_KV_READ_BYTES_PER_S * mem_share;
+    e.step_overhead = FATIA_CALIB_STEP_OVERHEAD_S;
+    *ret = e;
+    if (ret_plan)
+        *ret_plan = p;
+    return 0;
+}
+
+int fatia_enginesim_new(struct event_base *base, const struct fatia_enginesim_config *cfg,
+                        struct fatia_enginesim **ret)
+{
+    static const struct fatia_httpd_ops ops = {on_request, on_abort, NULL};
+    struct fatia_enginesim *s = fatia_calloc(1, sizeof(*s));
+    size_t j = 0;
+    int r;
+
+    if (!s)
+        return -ENOMEM;
+    s->base = base;
+    s->cfg = *cfg;
+    if (s->cfg.speed <= 0)
+        s->cfg.speed = 1;
+    if (!s->cfg.default_max_tokens)
+        s->cfg.default_max_tokens = 16;
+    for (const char *p = cfg->served_model; *p && j + 2 < sizeof(s->model_json); p++) {
+        if (*p == '"' || *p == '\\')
+            s->model_json[j++] = '\\';
+        if ((unsigned char)*p >= 0x20)
+            s->model_json[j++] = *p;
+    }
+    s->created = (time_t)(fatia_now_real_usec() / FATIA_USEC_PER_SEC);
+    fatia_hist_init(&s->ttft, fatia_hist_ttft_buckets, fatia_hist_ttft_n);
+    fatia_hist_init(&s->itl, fatia_hist_itl_buckets, fatia_hist_itl_n);
+    fatia_hist_init(&s->e2e, fatia_hist_e2e_buckets, fatia_hist_e2e_n);
+    fatia_hist_init(&s->lag, lag_bounds, FATIA_ARRAY_SIZE(lag_bounds));
+    fatia_hist_init(&s->iter_tokens, iter_bounds, FATIA_ARRAY_SIZE(iter_bounds));
+    r = fatia_engine_new(&cfg->engine, &s->engine);
+    if (r < 0)
+        goto fail;
+    s->ev_step = event_new(base, -1, 0, on_step, s);
+    if (!s->ev_step) {
+        r = -ENOMEM;
+        goto fail;
+    }
+    r = fatia_httpd_new(base, cfg->listen, &ops, s, NULL, &s->httpd);
+    if (r < 0)
+        goto fail;
+    *ret = s;
+    return 0;
+fail:
+    fatia_enginesim_free(s);
+    return r;
+}
+
+void fatia_enginesim_free(struct fatia_enginesim *s)
+{
+    if (!s)
+        return;
+    fatia_httpd_free(s->httpd);
+    if (s->ev_step)
+        event_free(s->ev_step);
+    fatia_engine_free(s->engine);
+    fatia_free(s);
+}
+
+int fatia_enginesim_port(const struct fatia_enginesim *s)
+{
+    return fatia_httpd_port(s->httpd);
+}

@@ -1,0 +1,53 @@
+/*
+ * gateway/enginesim.h: `fatia engine-sim`, an OpenAI-compatible server that behaves like one vLLM
+ * replica on a slice, for tests and benchmarks where no GPU or model is at hand.
+ *
+ * The engine model (engine.h) decides what each step computes and how long it takes; this server
+ * runs it against the wall clock sped up `speed` times: a step of d engine microseconds ends d /
+ * speed microseconds after it began, and every latency it reports (metrics) is in engine time
+ * (wall x speed). Requests are "tokenized" at 4 characters per token (GIE's approximation, so the
+ * gateway's 64-character prefix blocks are exactly the engine's 16-token KV blocks); chat messages
+ * are rendered as "<|role|>\ncontent\n" per message plus "<|assistant|>\n", like a chat template.
+ * Each generated token is one 4-character word.
+ *
+ * Endpoints: POST /v1/completions, /v1/chat/completions (streamed as SSE when "stream": true),
+ * /v1/embeddings; GET /v1/models, /health, /metrics (vLLM's metric names); and POST
+ * /fatia/cache-lookup (the body of an inference request; answers how many of its prompt tokens
+ * the prefix cache holds: the benchmark oracle's probe, not a vLLM endpoint).
+ */
+#ifndef FATIA_GATEWAY_ENGINESIM_H
+#define FATIA_GATEWAY_ENGINESIM_H
+
+#include "base/compat.h"
+
+#include "gateway/catalog.h"
+#include "gateway/engine.h"
+#include "gateway/plan.h"
+
+struct event_base;
+struct fatia_enginesim;
+
+struct fatia_enginesim_config {
+    const char *listen;
+    const char *served_model; /* the model name clients send and /v1/models lists */
+    struct fatia_engine_config engine;
+    double speed;                /* >= 1e-3; 1 = real time */
+    uint32_t default_max_tokens; /* when a request gives none (16) */
+    double gpu_memory_utilization; /* reported in cache_config_info */
+};
+
+/* The engine a replica would run on a device: KV capacity and scheduler limits from the serving
+ * planner (as fatia would start vLLM there), timing from the H200 calibration scaled to the
+ * slice (compute by its share of multiprocessors, bandwidth by its share of memory slices).
+ * in->gpu_memory_bytes may be left 0 to take dev's. Returns 0, or -FATIA_E_NOFIT with the
+ * planner's reason in why. */
+int fatia_engine_config_for(const struct fatia_plan_input *in,
+                            const struct fatia_serving_device *dev, struct fatia_engine_config *ret,
+                            struct fatia_plan *ret_plan, char *why, size_t why_n);
+
+int fatia_enginesim_new(struct event_base *base, const struct fatia_enginesim_config *cfg,
+                        struct fatia_enginesim **ret);
+void fatia_enginesim_free(struct fatia_enginesim *s);
+int fatia_enginesim_port(const struct fatia_enginesim *s);
+
+#endif

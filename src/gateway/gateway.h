@@ -1,0 +1,70 @@
+/*
+ * gateway/gateway.h: the KV-cache-aware inference gateway: an OpenAI-compatible HTTP/1.1 reverse
+ * proxy that picks, for each request, the model server most likely to hold its prompt prefix and
+ * with the shortest queue, and relays the answer unchanged (streamed answers chunk by chunk).
+ *
+ * Data path (docs/serving.md): request received whole (httpd) -> only model, prompt/messages,
+ * cache_salt scanned, without copying (reqbody) -> prefix blocks hashed (prefix) -> filters,
+ * weighted scorers, picker (sched) -> request head and body written to a pooled keep-alive
+ * connection straight from the client's buffer (upstream) -> response head re-emitted with
+ * x-gateway-destination-endpoint, body bytes relayed as read, with backpressure both ways.
+ *
+ * Around it, per endpoint: active health checks (GET /health), metrics scrapes (GET /metrics,
+ * vLLM names, default every 50 ms, stale after 2 s), an in-flight count, and the prefix index's
+ * LRU sized from the endpoint's vllm:cache_config_info. An endpoint that fails a request is taken
+ * out at once and returns when a health check passes; a request that got no response byte is
+ * retried once on another endpoint, one that got part of an answer is never replayed (the client
+ * connection is closed so that it sees the truncation).
+ *
+ * Endpoint states (function):
+ *   PROBING --health ok (health_done)--> READY --request or health failure (ep_fail,
+ *   health_done)--> DOWN --health ok--> READY;  any --left the pool (set_endpoints)--> REMOVED,
+ *   freed when its last exchange ends.
+ */
+#ifndef FATIA_GATEWAY_GATEWAY_H
+#define FATIA_GATEWAY_GATEWAY_H
+
+#include "base/compat.h"
+
+#include <jansson.h>
+
+#include "base/clock.h"
+#include "gateway/sched.h"
+
+struct event_base;
+struct fatia_gateway;
+
+struct fatia_gateway_config {
+    const char *listen;
+    struct fatia_sched_config sched;
+    fatia_usec_t metrics_interval;  /* 50 ms */
+    fatia_usec_t metrics_staleness; /* 2 s */
+    fatia_usec_t health_interval;   /* 1 s */
+    fatia_usec_t connect_timeout;   /* 2 s */
+    fatia_usec_t upstream_timeout;  /* response head timeout; 0 = none */
+    uint32_t max_prefix_blocks;     /* 2048 */
+    size_t lru_capacity;            /* per endpoint, blocks; 0 = from its metrics, else 31,250 */
+    size_t max_body;                /* 32 MiB */
+    uint64_t seed;                  /* tie-break randomness; 0 = from the clock */
+    const char *selector;           /* only endpoints whose labels match (label selector text) */
+};
+
+void fatia_gateway_config_default(struct fatia_gateway_config *c);
+
+struct fatia_gateway_endpoint {
+    const char *url;      /* http://host:port[/prefix] */
+    const json_t *labels; /* object of strings, or NULL; borrowed */
+};
+
+int fatia_gateway_new(struct event_base *base, const struct fatia_gateway_config *cfg,
+                      struct fatia_gateway **ret);
+void fatia_gateway_free(struct fatia_gateway *g);
+int fatia_gateway_port(const struct fatia_gateway *g);
+
+/* Makes the pool exactly these endpoints (by URL): new ones start probing, missing ones leave.
+ * Host names are resolved here (blocking). Returns 0, or -EINVAL with why naming the bad URL
+ * (the pool is unchanged). */
+int fatia_gateway_set_endpoints(struct fatia_gateway *g, const struct fatia_gateway_endpoint *v,
+                                size_t n, char *why, size_t why_n);
+
+#endif

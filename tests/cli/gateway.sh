@@ -1,0 +1,164 @@
+# tests/cli/gateway.sh: the gateway in front of engine-sims and a byte-exact fake upstream
+# (tests/gateway/fake_upstream.py): streamed answers relayed intact and chunk by chunk, an
+# endpoint failing mid-stream, health removal and return, 503 and 429, slow clients and slow
+# upstreams, keep-alive, /v1/models merging, bad requests. Everything listens on ephemeral
+# loopback ports; engine-sims run 50 times faster than real time.
+. "$(dirname "$0")/lib.bash"
+PIDS=""
+trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
+
+# start NAME CMD...: runs CMD in the background with --port-file, waits for its port.
+start() {
+    name=$1
+    shift
+    rm -f "$TMP/$name.port"
+    "$@" --port-file "$TMP/$name.port" 2>"$TMP/$name.log" &
+    eval "PID_$name=$!"
+    PIDS="$PIDS $!"
+    disown $!
+    for _ in $(seq 200); do
+        [ -s "$TMP/$name.port" ] && break
+        sleep 0.02
+    done
+    eval "PORT_$name=$(cat "$TMP/$name.port")"
+}
+
+# wait_metric PORT LINE: polls the gateway's /metrics until it has LINE (2 s at most).
+wait_metric() {
+    for _ in $(seq 100); do
+        curl -s "localhost:$1/metrics" | grep -qF -- "$2" && return 0
+        sleep 0.02
+    done
+    fail "gateway :$1 never reported: $2"
+}
+
+SIM="$FATIA engine-sim --listen 127.0.0.1:0 --speed 50 --gpu h200"
+start a $SIM
+start b $SIM
+python3 tests/gateway/fake_upstream.py "$TMP/fake.port" &
+PIDS="$PIDS $!"
+disown $!
+for _ in $(seq 200); do [ -s "$TMP/fake.port" ] && break; sleep 0.02; done
+PORT_fake=$(cat "$TMP/fake.port")
+GW_OPTS="--health-interval 50ms --metrics-interval 20ms --connect-timeout 500ms"
+start gw $FATIA gateway --listen 127.0.0.1:0 $GW_OPTS --seed 1 \
+    --endpoints "http://127.0.0.1:$PORT_a#name=a,http://127.0.0.1:$PORT_b#name=b"
+GW=localhost:$PORT_gw
+wait_metric "$PORT_gw" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_b\"} 1"
+wait_metric "$PORT_gw" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_a\"} 1"
+
+# --- answers and headers
+PROMPT=$(printf 'system prompt shared by a group of requests, long enough for blocks. %.0s' $(seq 8))
+BODY="{\"model\":\"llama-3.1-8b\",\"prompt\":\"$PROMPT\",\"max_tokens\":4}"
+expect_rc 0 curl -sf -D "$TMP/h" "$GW/v1/completions" -d "$BODY"
+expect_line "$TMP/out" '"completion_tokens":4'
+expect_line "$TMP/h" "x-gateway-destination-endpoint: 127.0.0.1:"
+first=$(grep -i x-gateway-destination "$TMP/h" | tr -d '\r' | cut -d' ' -f2)
+# the same prefix sticks to the same endpoint (prefix affinity)
+for i in 1 2 3 4 5; do
+    curl -sf -D "$TMP/h" -o /dev/null "$GW/v1/completions" -d "$BODY"
+    got=$(grep -i x-gateway-destination "$TMP/h" | tr -d '\r' | cut -d' ' -f2)
+    [ "$got" = "$first" ] || fail "request $i went to $got, not $first"
+done
+curl -s "$GW/metrics" >"$TMP/m"
+expect_line "$TMP/m" 'fatia_gateway_routing_decisions_total{reason="prefix"}'
+grep -q 'fatia_gateway_prefix_hit_ratio 0\.[6-9]' "$TMP/m" || fail "prefix hit ratio too low"
+# streaming through the gateway: SSE events, [DONE]
+expect_rc 0 curl -sfN "$GW/v1/chat/completions" \
+    -d '{"model":"llama-3.1-8b","messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stream":true}'
+[ "$(grep -c '^data: {' "$TMP/out")" = 7 ] || fail "expected 7 streamed chunks"
+expect_line "$TMP/out" "data: [DONE]"
+# /v1/models is merged (both engines serve one model: listed once); /health
+expect_rc 0 curl -sf "$GW/v1/models"
+[ "$(grep -o '"id":"llama-3.1-8b"' "$TMP/out" | wc -l)" = 1 ] || fail "/v1/models not merged"
+expect_rc 0 curl -sf "$GW/health"
+# keep-alive to the client: two requests, one connection
+curl -sv "$GW/health" "$GW/health" >/dev/null 2>"$TMP/v"
+expect_line "$TMP/v" "Re-using existing connection"
+# bad requests
+expect_rc 22 curl -sf "$GW/v1/completions" -d '{"model": "x", "prompt": "unterminated}'
+curl -s "$GW/v1/completions" -d '{"model":' >"$TMP/out"
+expect_line "$TMP/out" '"code":400'
+curl -s "$GW/v1/completions" -H 'Transfer-Encoding: chunked' -d '{}' >"$TMP/out"
+expect_line "$TMP/out" '"code":411'
+
+# --- a model server fails mid-stream: the client sees the truncation, the endpoint leaves
+SUB="x-gateway-destination-endpoint-subset: 127.0.0.1:$PORT_a"
+LONG='{"model":"llama-3.1-8b","prompt":"tell me a long story","max_tokens":4000,"stream":true}'
+curl -sN -H "$SUB" "$GW/v1/completions" -d "$LONG" >"$TMP/partial" 2>/dev/null &
+CURL=$!
+sleep 0.3
+kill -9 "$PID_a"
+wait $CURL
+rc=$?
+[ "$rc" != 0 ] || fail "a stream cut mid-way must not look complete to the client"
+grep -q '^data: {' "$TMP/partial" || fail "no partial data before the failure"
+grep -q 'DONE' "$TMP/partial" && fail "a cut stream must not end with [DONE]"
+wait_metric "$PORT_gw" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_a\"} 0"
+wait_metric "$PORT_gw" 'fatia_gateway_errors_total{reason="upstream_partial"} 1'
+# traffic goes to b only; pinned to a it is 503
+for i in 1 2 3; do
+    curl -sf -D "$TMP/h" -o /dev/null "$GW/v1/completions" -d "$BODY"
+    expect_line "$TMP/h" "x-gateway-destination-endpoint: 127.0.0.1:$PORT_b"
+done
+expect_rc 0 curl -s -H "$SUB" "$GW/v1/completions" -d "$BODY"
+expect_line "$TMP/out" '"code":503'
+# a returns on the same port and is taken back after a health check
+$SIM --listen "127.0.0.1:$PORT_a" 2>>"$TMP/a.log" &
+PID_a=$!
+PIDS="$PIDS $PID_a"
+disown $!
+wait_metric "$PORT_gw" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_a\"} 1"
+expect_rc 0 curl -sf -H "$SUB" -D "$TMP/h" "$GW/v1/completions" -d "$BODY"
+expect_line "$TMP/h" "x-gateway-destination-endpoint: 127.0.0.1:$PORT_a"
+
+# --- no endpoint at all: 503 everywhere
+start dead $FATIA gateway --listen 127.0.0.1:0 $GW_OPTS --endpoints "http://127.0.0.1:1"
+sleep 0.2
+curl -s "localhost:$PORT_dead/v1/completions" -d "$BODY" >"$TMP/out"
+expect_line "$TMP/out" '"code":503'
+expect_line "$TMP/out" "no model server is ready"
+[ "$(curl -s -o /dev/null -w '%{http_code}' "localhost:$PORT_dead/health")" = 503 ] ||
+    fail "/health must be 503 without a ready endpoint"
+
+# --- 429: every endpoint queues beyond the limit (engine-sim with one sequence slot)
+start slow $FATIA engine-sim --listen 127.0.0.1:0 --speed 1 --max-num-seqs 1
+start q $FATIA gateway --listen 127.0.0.1:0 $GW_OPTS --queue-limit 1 \
+    --endpoints "http://127.0.0.1:$PORT_slow"
+wait_metric "$PORT_q" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_slow\"} 1"
+for i in 1 2 3 4; do
+    curl -s -o /dev/null "localhost:$PORT_q/v1/completions" \
+        -d '{"model":"llama-3.1-8b","prompt":"x","max_tokens":2000}' &
+    PIDS="$PIDS $!"
+    disown $!
+done
+sleep 0.3
+curl -s "localhost:$PORT_q/v1/completions" -d "$BODY" >"$TMP/out"
+expect_line "$TMP/out" '"code":429'
+kill -9 "$PID_slow"
+
+# --- byte-exact relay, slow upstreams, slow clients, upstream dying (fake upstream)
+start f $FATIA gateway --listen 127.0.0.1:0 $GW_OPTS --policy round-robin \
+    --endpoints "http://127.0.0.1:$PORT_fake"
+wait_metric "$PORT_f" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_fake\"} 1"
+curl -s --raw "localhost:$PORT_fake/v1/completions?n=300" -d '{}' >"$TMP/direct"
+curl -s --raw "localhost:$PORT_f/v1/completions?n=300" -d '{}' >"$TMP/proxied"
+cmp -s "$TMP/direct" "$TMP/proxied" || fail "the chunked SSE stream was not relayed byte for byte"
+[ "$(stat -c %s "$TMP/direct")" -gt 10000 ] || fail "the direct stream is too short to prove much"
+# chunk by chunk: the first event arrives long before the slow stream ends
+curl -s -N -o "$TMP/slow" -w '%{time_starttransfer} %{time_total}\n' \
+    "localhost:$PORT_f/v1/completions?mode=slow" -d '{}' >"$TMP/t"
+read -r first total <"$TMP/t"
+awk -v f="$first" -v t="$total" 'BEGIN { exit !(f < 0.2 && t >= 0.45) }' ||
+    fail "slow upstream: first byte at ${first}s, total ${total}s: the stream was buffered"
+expect_line "$TMP/slow" "data: [DONE]"
+# a slow client gets a 2 MiB answer intact (backpressure, bounded buffers)
+curl -s --limit-rate 4M "localhost:$PORT_f/v1/completions?mode=big" -d '{}' | md5sum >"$TMP/m1"
+curl -s "localhost:$PORT_fake/v1/completions?mode=big" -d '{}' | md5sum >"$TMP/m2"
+cmp -s "$TMP/m1" "$TMP/m2" || fail "the big answer to a slow client was not intact"
+# the upstream dies mid-chunk: the client sees an incomplete chunked stream
+curl -s -N "localhost:$PORT_f/v1/completions?mode=die" -d '{}' >"$TMP/out" 2>/dev/null
+rc=$?
+[ "$rc" = 18 ] || [ "$rc" = 56 ] || fail "a dying upstream gave curl exit $rc, want 18 or 56"
+expect_line "$TMP/out" 'data: {"i":4'
+finish

@@ -19,12 +19,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                            \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
+#define CHECK(cond)                                                                              \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
             fprintf(stderr, "fuzz_http_request: check failed: %s (line %d)\n", #cond, __LINE__); \
-            abort();                                                                           \
-        }                                                                                      \
+            abort();                                                                             \
+        }                                                                                        \
     } while (0)
 
 static bool inside(const char *base, size_t n, struct fatia_str s)

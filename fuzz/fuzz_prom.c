@@ -14,12 +14,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                     \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
             fprintf(stderr, "fuzz_prom: check failed: %s (line %d)\n", #cond, __LINE__); \
-            abort();                                                                    \
-        }                                                                               \
+            abort();                                                                     \
+        }                                                                                \
     } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -19,12 +19,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
+#define CHECK(cond)                                                                           \
+    do {                                                                                      \
+        if (!(cond)) {                                                                        \
             fprintf(stderr, "fuzz_sse_relay: check failed: %s (line %d)\n", #cond, __LINE__); \
-            abort();                                                                         \
-        }                                                                                    \
+            abort();                                                                          \
+        }                                                                                     \
     } while (0)
 
 static void collect(void *ud, const char *p, size_t n)

@@ -88,37 +88,36 @@ static int run(int argc, char **argv)
         O_MODELS,
         O_PRINT,
     };
-    static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTEN},
-                                         {"model", required_argument, NULL, 'm'},
-                                         {"served-model-name", required_argument, NULL, O_SERVED},
-                                         {"gpu", required_argument, NULL, O_GPU},
-                                         {"slice", required_argument, NULL, O_SLICE},
-                                         {"memory", required_argument, NULL, O_MEMORY},
-                                         {"gpus", required_argument, NULL, O_GPUS},
-                                         {"dtype", required_argument, NULL, O_DTYPE},
-                                         {"kv-cache-dtype", required_argument, NULL, O_KVDTYPE},
-                                         {"speed", required_argument, NULL, O_SPEED},
-                                         {"max-num-seqs", required_argument, NULL, O_SEQS},
-                                         {"max-num-batched-tokens", required_argument, NULL,
-                                          O_BATCHED},
-                                         {"max-model-len", required_argument, NULL, O_MML},
-                                         {"gpu-memory-utilization", required_argument, NULL,
-                                          O_UTIL},
-                                         {"num-gpu-blocks", required_argument, NULL, O_BLOCKS},
-                                         {"no-prefix-caching", no_argument, NULL, O_NOPC},
-                                         {"flops", required_argument, NULL, O_FLOPS},
-                                         {"hbm-bandwidth", required_argument, NULL, O_HBM},
-                                         {"kv-bandwidth", required_argument, NULL, O_KVBW},
-                                         {"step-overhead", required_argument, NULL, O_OVER},
-                                         {"default-max-tokens", required_argument, NULL, O_DEFMAX},
-                                         {"models-file", required_argument, NULL, O_MODELS},
-                                         {"print-config", no_argument, NULL, O_PRINT},
-                                         {"port-file", required_argument, NULL, 'P'},
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"model", required_argument, NULL, 'm'},
+        {"served-model-name", required_argument, NULL, O_SERVED},
+        {"gpu", required_argument, NULL, O_GPU},
+        {"slice", required_argument, NULL, O_SLICE},
+        {"memory", required_argument, NULL, O_MEMORY},
+        {"gpus", required_argument, NULL, O_GPUS},
+        {"dtype", required_argument, NULL, O_DTYPE},
+        {"kv-cache-dtype", required_argument, NULL, O_KVDTYPE},
+        {"speed", required_argument, NULL, O_SPEED},
+        {"max-num-seqs", required_argument, NULL, O_SEQS},
+        {"max-num-batched-tokens", required_argument, NULL, O_BATCHED},
+        {"max-model-len", required_argument, NULL, O_MML},
+        {"gpu-memory-utilization", required_argument, NULL, O_UTIL},
+        {"num-gpu-blocks", required_argument, NULL, O_BLOCKS},
+        {"no-prefix-caching", no_argument, NULL, O_NOPC},
+        {"flops", required_argument, NULL, O_FLOPS},
+        {"hbm-bandwidth", required_argument, NULL, O_HBM},
+        {"kv-bandwidth", required_argument, NULL, O_KVBW},
+        {"step-overhead", required_argument, NULL, O_OVER},
+        {"default-max-tokens", required_argument, NULL, O_DEFMAX},
+        {"models-file", required_argument, NULL, O_MODELS},
+        {"print-config", no_argument, NULL, O_PRINT},
+        {"port-file", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+        {NULL, 0, NULL, 0}};
     struct fatia_enginesim_config cfg = {0};
-    struct fatia_plan_input in = {.weight_dtype = FATIA_DTYPE_BF16, .kv_dtype = FATIA_DTYPE_BF16,
-                                  .gpus = 1};
+    struct fatia_plan_input in = {
+        .weight_dtype = FATIA_DTYPE_BF16, .kv_dtype = FATIA_DTYPE_BF16, .gpus = 1};
     struct fatia_serving_device dev;
     struct fatia_plan plan;
     struct fatia_diag diag;
@@ -188,8 +187,7 @@ static int run(int argc, char **argv)
         case O_UTIL:
             if (fatia_parse_double(optarg, &in.gpu_memory_utilization) < 0 ||
                 !(in.gpu_memory_utilization > 0 && in.gpu_memory_utilization <= 1))
-                return fatia_cli_usage_error(self(),
-                                             "--gpu-memory-utilization: expected (0, 1]");
+                return fatia_cli_usage_error(self(), "--gpu-memory-utilization: expected (0, 1]");
             break;
         case O_BLOCKS:
             uv = &blocks;
@@ -277,34 +275,33 @@ static int run(int argc, char **argv)
 
     if (print) {
         const struct fatia_engine_config *e = &cfg.engine;
-        printf("{\n  \"model\": \"%s\",\n  \"servedModelName\": \"%s\",\n  \"gpu\": \"%s\",\n"
-               "  \"slice\": \"%s\",\n  \"memoryBytesPerGpu\": %" PRIu64
-               ",\n  \"tensorParallelSize\": %u,\n"
-               "  \"numGpuBlocks\": %" PRIu64 ",\n  \"blockSize\": %u,\n"
-               "  \"kvCacheTokens\": %" PRIu64 ",\n  \"maxNumSeqs\": %u,\n"
-               "  \"maxNumBatchedTokens\": %u,\n  \"maxModelLen\": %u,\n"
-               "  \"prefixCaching\": %s,\n  \"flopsPerSecond\": %.6g,\n"
-               "  \"hbmBytesPerSecond\": %.6g,\n  \"kvReadBytesPerSecond\": %.6g,\n"
-               "  \"stepOverheadSeconds\": %.6g,\n  \"speed\": %g,\n"
-               "  \"calibration\": \"%s on %s\",\n"
-               "  \"decodeStepSeconds\": {\"batch1ctx1k\": %.6f, \"batch64ctx1k\": %.6f},\n"
-               "  \"prefillSeconds\": {\"tokens2048\": %.6f, \"tokens8192\": %.6f}\n}\n",
-               in.model.name, cfg.served_model, dev.product, dev.profile[0] ? dev.profile : "gpu",
-               in.gpu_memory_bytes ? in.gpu_memory_bytes : dev.memory_bytes, e->tp,
-               e->num_gpu_blocks, e->block_tokens, e->num_gpu_blocks * e->block_tokens,
-               e->max_num_seqs, e->max_num_batched_tokens, e->max_model_len,
-               e->prefix_caching ? "true" : "false", e->flops, e->hbm_bw, e->kv_bw,
-               e->step_overhead, cfg.speed, FATIA_CALIB_MEASURED, FATIA_CALIB_GPU,
-               fatia_engine_step_seconds(e, 1, 1, 0, 1024),
-               fatia_engine_step_seconds(e, 64, 64, 0, 64 * 1024),
-               fatia_engine_step_seconds(e, 2048, 1,
-                                         4.0 * e->model.layers * e->model.heads *
-                                             e->model.head_dim * 2048.0 * 1024.0,
-                                         2048),
-               fatia_engine_step_seconds(e, 8192, 1,
-                                         4.0 * e->model.layers * e->model.heads *
-                                             e->model.head_dim * 8192.0 * 4096.0,
-                                         8192));
+        printf(
+            "{\n  \"model\": \"%s\",\n  \"servedModelName\": \"%s\",\n  \"gpu\": \"%s\",\n"
+            "  \"slice\": \"%s\",\n  \"memoryBytesPerGpu\": %" PRIu64
+            ",\n  \"tensorParallelSize\": %u,\n"
+            "  \"numGpuBlocks\": %" PRIu64 ",\n  \"blockSize\": %u,\n"
+            "  \"kvCacheTokens\": %" PRIu64 ",\n  \"maxNumSeqs\": %u,\n"
+            "  \"maxNumBatchedTokens\": %u,\n  \"maxModelLen\": %u,\n"
+            "  \"prefixCaching\": %s,\n  \"flopsPerSecond\": %.6g,\n"
+            "  \"hbmBytesPerSecond\": %.6g,\n  \"kvReadBytesPerSecond\": %.6g,\n"
+            "  \"stepOverheadSeconds\": %.6g,\n  \"speed\": %g,\n"
+            "  \"calibration\": \"%s on %s\",\n"
+            "  \"decodeStepSeconds\": {\"batch1ctx1k\": %.6f, \"batch64ctx1k\": %.6f},\n"
+            "  \"prefillSeconds\": {\"tokens2048\": %.6f, \"tokens8192\": %.6f}\n}\n",
+            in.model.name, cfg.served_model, dev.product, dev.profile[0] ? dev.profile : "gpu",
+            in.gpu_memory_bytes ? in.gpu_memory_bytes : dev.memory_bytes, e->tp, e->num_gpu_blocks,
+            e->block_tokens, e->num_gpu_blocks * e->block_tokens, e->max_num_seqs,
+            e->max_num_batched_tokens, e->max_model_len, e->prefix_caching ? "true" : "false",
+            e->flops, e->hbm_bw, e->kv_bw, e->step_overhead, cfg.speed, FATIA_CALIB_MEASURED,
+            FATIA_CALIB_GPU, fatia_engine_step_seconds(e, 1, 1, 0, 1024),
+            fatia_engine_step_seconds(e, 64, 64, 0, 64 * 1024),
+            fatia_engine_step_seconds(
+                e, 2048, 1,
+                4.0 * e->model.layers * e->model.heads * e->model.head_dim * 2048.0 * 1024.0, 2048),
+            fatia_engine_step_seconds(e, 8192, 1,
+                                      4.0 * e->model.layers * e->model.heads * e->model.head_dim *
+                                          8192.0 * 4096.0,
+                                      8192));
         return FATIA_EXIT_OK;
     }
 
@@ -327,7 +324,8 @@ static int run(int argc, char **argv)
     }
     if (port_file) {
         FILE *pf_out = fopen(port_file, "we");
-        if (!pf_out || fprintf(pf_out, "%d\n", fatia_enginesim_port(sim)) < 0 || fclose(pf_out) != 0) {
+        if (!pf_out || fprintf(pf_out, "%d\n", fatia_enginesim_port(sim)) < 0 ||
+            fclose(pf_out) != 0) {
             fprintf(stderr, "fatia engine-sim: cannot write '%s'\n", port_file);
             goto out;
         }

@@ -87,8 +87,7 @@ static int parse_endpoints(const char *s, json_t **ret)
         json_t *labels = json_object();
         if (hash) {
             *hash = 0;
-            for (char *kv = strtok_r(hash + 1, "&", &lsave); kv;
-                 kv = strtok_r(NULL, "&", &lsave)) {
+            for (char *kv = strtok_r(hash + 1, "&", &lsave); kv; kv = strtok_r(NULL, "&", &lsave)) {
                 char *eq = strchr(kv, '=');
                 if (!eq) {
                     json_decref(labels);
@@ -373,8 +372,8 @@ static int run(int argc, char **argv)
     sigterm = evsignal_new(base, SIGTERM, on_signal, base);
     evsignal_add(sigint, NULL);
     evsignal_add(sigterm, NULL);
-    fatia_log(FATIA_LOG_INFO, "gateway: listening on port %d, policy %s",
-              fatia_gateway_port(g), fatia_policy_name(cfg.sched.policy));
+    fatia_log(FATIA_LOG_INFO, "gateway: listening on port %d, policy %s", fatia_gateway_port(g),
+              fatia_policy_name(cfg.sched.policy));
     event_base_dispatch(base);
     rc = FATIA_EXIT_OK;
 out:

@@ -560,8 +560,7 @@ void fatia_engine_get_stats(const struct fatia_engine *e, struct fatia_engine_st
     ret->kv_usage = 1.0 - (double)e->n_free / (double)e->cfg.num_gpu_blocks;
 }
 
-uint32_t fatia_engine_cached_tokens(const struct fatia_engine *e, const uint64_t *hashes,
-                                    size_t n)
+uint32_t fatia_engine_cached_tokens(const struct fatia_engine *e, const uint64_t *hashes, size_t n)
 {
     uint32_t hits = 0;
 

@@ -62,7 +62,7 @@ struct fatia_engine_req;
 struct fatia_engine_stats {
     uint32_t waiting, running;
     uint64_t num_gpu_blocks, free_blocks, cached_blocks;
-    double kv_usage; /* 1 - free / total */
+    double kv_usage;                      /* 1 - free / total */
     uint64_t prefix_queries, prefix_hits; /* tokens */
     uint64_t preemptions;
     uint64_t prompt_tokens, generation_tokens; /* computed prompt tokens, emitted tokens */
@@ -95,8 +95,7 @@ void fatia_engine_step_end(struct fatia_engine *e, fatia_engine_emit_fn emit, vo
 
 void fatia_engine_get_stats(const struct fatia_engine *e, struct fatia_engine_stats *ret);
 /* Leading prompt tokens of these hashes now held in the cache (the benchmark oracle's probe). */
-uint32_t fatia_engine_cached_tokens(const struct fatia_engine *e, const uint64_t *hashes,
-                                    size_t n);
+uint32_t fatia_engine_cached_tokens(const struct fatia_engine *e, const uint64_t *hashes, size_t n);
 
 /* The duration model alone (seconds), for one step of the given shape: tokens computed,
  * sequences sampled, attention work and KV bytes read. Exposed for tests and `--print-config`. */

@@ -66,9 +66,10 @@ static const char *const words[16] = {" the", " and", " for", " you", " not", " 
                                       " but", " all", " can", " was", " one", " out",
                                       " has", " his", " her", " its"};
 
-static const double iter_bounds[] = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
-static const double lag_bounds[] = {1e-4, 1e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-                                    2.5,  5.0};
+static const double iter_bounds[] = {1,   8,    16,   32,   64,   128,  256,
+                                     512, 1024, 2048, 4096, 8192, 16384};
+static const double lag_bounds[] = {1e-4, 1e-3, 5e-3, 0.01, 0.025, 0.05,
+                                    0.1,  0.25, 0.5,  1.0,  2.5,   5.0};
 
 static double engine_seconds(const struct fatia_enginesim *s, fatia_usec_t wall)
 {
@@ -114,8 +115,9 @@ static void finish_stream(struct fatia_enginesim *s, struct sim_req *q, uint32_t
                     "data: {\"id\":\"%s-%" PRIu64 "\",\"object\":\"%s\",\"created\":%ld,"
                     "\"model\":\"%s\",\"choices\":[],\"usage\":{\"prompt_tokens\":%u,"
                     "\"total_tokens\":%u,\"completion_tokens\":%u}}\n\n",
-                    q->kind == K_CHAT ? "chatcmpl" : "cmpl", q->id, object_name(q, true), (long)s->created, s->model_json,
-                    q->prompt_tokens, q->prompt_tokens + generated, generated);
+                    q->kind == K_CHAT ? "chatcmpl" : "cmpl", q->id, object_name(q, true),
+                    (long)s->created, s->model_json, q->prompt_tokens, q->prompt_tokens + generated,
+                    generated);
     write_event(q, "data: [DONE]\n\n");
     fatia_httpd_stream_end(q->c);
     fatia_httpd_done(q->c, true);
@@ -126,9 +128,8 @@ static void respond_full(struct fatia_enginesim *s, struct sim_req *q, uint32_t 
     struct fatia_buf b = FATIA_BUF_INIT;
 
     if (q->kind == K_EMBED) {
-        fatia_buf_printf(&b,
-                         "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,"
-                         "\"embedding\":[");
+        fatia_buf_printf(&b, "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,"
+                             "\"embedding\":[");
         for (int i = 0; i < 8; i++)
             fatia_buf_printf(&b, "%s%.4f", i ? "," : "", sin((double)(q->id + 1) * (i + 1)));
         fatia_buf_printf(&b,
@@ -328,8 +329,7 @@ static int parse_request(struct fatia_enginesim *s, struct fatia_httpd_conn *c, 
     }
     model = json_string_value(json_object_get(p->body, "model"));
     if (model && strcmp(model, s->cfg.served_model)) {
-        fatia_httpd_respond_error(c, 404, "NotFoundError", "The model `%s` does not exist.",
-                                  model);
+        fatia_httpd_respond_error(c, 404, "NotFoundError", "The model `%s` does not exist.", model);
         return -ENOENT;
     }
     if (render_prompt(kind, p->body, &p->text, &why) < 0 || !p->text.len) {
@@ -344,10 +344,9 @@ static int parse_request(struct fatia_enginesim *s, struct fatia_httpd_conn *c, 
         fatia_httpd_respond_error(c, 500, "InternalServerError", "out of memory");
         return -ENOMEM;
     }
-    p->n_hashes = fatia_prefix_hash(fatia_prefix_seed(fatia_str_from(s->cfg.served_model),
-                                                      fatia_str_from(salt)),
-                                    p->text.p, p->text.len, FATIA_PREFIX_BLOCK_CHARS, p->hashes,
-                                    max_blocks);
+    p->n_hashes = fatia_prefix_hash(
+        fatia_prefix_seed(fatia_str_from(s->cfg.served_model), fatia_str_from(salt)), p->text.p,
+        p->text.len, FATIA_PREFIX_BLOCK_CHARS, p->hashes, max_blocks);
     return 0;
 }
 
@@ -410,9 +409,8 @@ static void handle_infer(struct fatia_enginesim *s, struct fatia_httpd_conn *c, 
                                       "However, you requested %u tokens (%u in the messages, %u "
                                       "in the completion). Please reduce the length of the "
                                       "messages or completion.",
-                                      s->cfg.engine.max_model_len,
-                                      q->prompt_tokens + q->max_tokens, q->prompt_tokens,
-                                      q->max_tokens);
+                                      s->cfg.engine.max_model_len, q->prompt_tokens + q->max_tokens,
+                                      q->prompt_tokens, q->max_tokens);
         else
             fatia_httpd_respond_error(c, 500, "InternalServerError", "out of memory");
         req_free(q);
@@ -455,38 +453,37 @@ static void handle_metrics(struct fatia_enginesim *s, struct fatia_httpd_conn *c
 
     fatia_engine_get_stats(s->engine, &st);
     snprintf(lab, sizeof(lab), "engine=\"0\",model_name=\"%s\"", s->model_json);
-    fatia_buf_printf(&b,
-                     "# HELP vllm:num_requests_running Number of requests in model execution "
-                     "batches.\n# TYPE vllm:num_requests_running gauge\n"
-                     "vllm:num_requests_running{%s} %u\n"
-                     "# HELP vllm:num_requests_waiting Number of requests waiting to be "
-                     "processed.\n# TYPE vllm:num_requests_waiting gauge\n"
-                     "vllm:num_requests_waiting{%s} %u\n"
-                     "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent "
-                     "usage.\n# TYPE vllm:kv_cache_usage_perc gauge\n"
-                     "vllm:kv_cache_usage_perc{%s} %.6f\n"
-                     "# TYPE vllm:prefix_cache_queries counter\n"
-                     "vllm:prefix_cache_queries_total{%s} %" PRIu64 "\n"
-                     "# TYPE vllm:prefix_cache_hits counter\n"
-                     "vllm:prefix_cache_hits_total{%s} %" PRIu64 "\n"
-                     "# TYPE vllm:num_preemptions counter\n"
-                     "vllm:num_preemptions_total{%s} %" PRIu64 "\n"
-                     "# TYPE vllm:prompt_tokens counter\n"
-                     "vllm:prompt_tokens_total{%s} %" PRIu64 "\n"
-                     "# TYPE vllm:generation_tokens counter\n"
-                     "vllm:generation_tokens_total{%s} %" PRIu64 "\n"
-                     "# TYPE vllm:request_success counter\n"
-                     "vllm:request_success_total{%s,finished_reason=\"length\"} %" PRIu64 "\n"
-                     "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
-                     "# TYPE vllm:cache_config_info gauge\n"
-                     "vllm:cache_config_info{block_size=\"%u\",enable_prefix_caching=\"%s\","
-                     "engine=\"0\",gpu_memory_utilization=\"%.2f\",num_gpu_blocks=\"%" PRIu64
-                     "\"} 1.0\n",
-                     lab, st.running, lab, st.waiting, lab, st.kv_usage, lab, st.prefix_queries,
-                     lab, st.prefix_hits, lab, st.preemptions, lab, st.prompt_tokens, lab,
-                     st.generation_tokens, lab, s->success, s->cfg.engine.block_tokens,
-                     s->cfg.engine.prefix_caching ? "True" : "False",
-                     s->cfg.gpu_memory_utilization, st.num_gpu_blocks);
+    fatia_buf_printf(
+        &b,
+        "# HELP vllm:num_requests_running Number of requests in model execution "
+        "batches.\n# TYPE vllm:num_requests_running gauge\n"
+        "vllm:num_requests_running{%s} %u\n"
+        "# HELP vllm:num_requests_waiting Number of requests waiting to be "
+        "processed.\n# TYPE vllm:num_requests_waiting gauge\n"
+        "vllm:num_requests_waiting{%s} %u\n"
+        "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent "
+        "usage.\n# TYPE vllm:kv_cache_usage_perc gauge\n"
+        "vllm:kv_cache_usage_perc{%s} %.6f\n"
+        "# TYPE vllm:prefix_cache_queries counter\n"
+        "vllm:prefix_cache_queries_total{%s} %" PRIu64 "\n"
+        "# TYPE vllm:prefix_cache_hits counter\n"
+        "vllm:prefix_cache_hits_total{%s} %" PRIu64 "\n"
+        "# TYPE vllm:num_preemptions counter\n"
+        "vllm:num_preemptions_total{%s} %" PRIu64 "\n"
+        "# TYPE vllm:prompt_tokens counter\n"
+        "vllm:prompt_tokens_total{%s} %" PRIu64 "\n"
+        "# TYPE vllm:generation_tokens counter\n"
+        "vllm:generation_tokens_total{%s} %" PRIu64 "\n"
+        "# TYPE vllm:request_success counter\n"
+        "vllm:request_success_total{%s,finished_reason=\"length\"} %" PRIu64 "\n"
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n"
+        "# TYPE vllm:cache_config_info gauge\n"
+        "vllm:cache_config_info{block_size=\"%u\",enable_prefix_caching=\"%s\","
+        "engine=\"0\",gpu_memory_utilization=\"%.2f\",num_gpu_blocks=\"%" PRIu64 "\"} 1.0\n",
+        lab, st.running, lab, st.waiting, lab, st.kv_usage, lab, st.prefix_queries, lab,
+        st.prefix_hits, lab, st.preemptions, lab, st.prompt_tokens, lab, st.generation_tokens, lab,
+        s->success, s->cfg.engine.block_tokens, s->cfg.engine.prefix_caching ? "True" : "False",
+        s->cfg.gpu_memory_utilization, st.num_gpu_blocks);
     fatia_buf_puts(&b, "# TYPE vllm:time_to_first_token_seconds histogram\n");
     fatia_hist_write(&s->ttft, &b, "vllm:time_to_first_token_seconds", lab);
     fatia_buf_puts(&b, "# TYPE vllm:inter_token_latency_seconds histogram\n");
@@ -517,8 +514,7 @@ static void handle_models(struct fatia_enginesim *s, struct fatia_httpd_conn *c)
                      "{\"object\":\"list\",\"data\":[{\"id\":\"%s\",\"object\":\"model\","
                      "\"created\":%ld,\"owned_by\":\"fatia\",\"root\":\"%s\",\"parent\":null,"
                      "\"max_model_len\":%u}]}",
-                     s->model_json, (long)s->created, s->model_json,
-                     s->cfg.engine.max_model_len);
+                     s->model_json, (long)s->created, s->model_json, s->cfg.engine.max_model_len);
     fatia_httpd_respond(c, 200, "application/json", NULL, out, (size_t)n);
 }
 
@@ -585,10 +581,9 @@ int fatia_engine_config_for(const struct fatia_plan_input *in,
         snprintf(why, why_n, "%s", p.reason);
         return -FATIA_E_NOFIT;
     }
-    sm_share = dev->gpu_multiprocessors ? (double)dev->multiprocessors / dev->gpu_multiprocessors
-                                        : 1.0;
-    mem_share =
-        dev->gpu_memory_slices ? (double)dev->memory_slices / dev->gpu_memory_slices : 1.0;
+    sm_share =
+        dev->gpu_multiprocessors ? (double)dev->multiprocessors / dev->gpu_multiprocessors : 1.0;
+    mem_share = dev->gpu_memory_slices ? (double)dev->memory_slices / dev->gpu_memory_slices : 1.0;
     e.model = pi.model;
     e.tp = pi.gpus;
     e.weights_bytes_per_gpu = p.weights_bytes_per_gpu;

@@ -31,8 +31,8 @@ struct fatia_enginesim_config {
     const char *listen;
     const char *served_model; /* the model name clients send and /v1/models lists */
     struct fatia_engine_config engine;
-    double speed;                /* >= 1e-3; 1 = real time */
-    uint32_t default_max_tokens; /* when a request gives none (16) */
+    double speed;                  /* >= 1e-3; 1 = real time */
+    uint32_t default_max_tokens;   /* when a request gives none (16) */
     double gpu_memory_utilization; /* reported in cache_config_info */
 };
 

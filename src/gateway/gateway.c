@@ -18,8 +18,9 @@
 
 #include "gateway/gateway.h"
 
-#include <event2/event.h>
 #include <sys/uio.h>
+
+#include <event2/event.h>
 
 #include "base/alloc.h"
 #include "base/buf.h"
@@ -99,7 +100,7 @@ struct gw_req {
     const char *body;
     size_t body_len;
     enum req_state st;
-    bool infer;       /* one of the scored inference paths */
+    bool infer; /* one of the scored inference paths */
     struct gw_endpoint *ep;
     struct gw_endpoint *failed; /* the endpoint a retry must avoid */
     struct fatia_upx *x;
@@ -109,8 +110,8 @@ struct gw_req {
     size_t n_hashes;
     uint64_t tokens;
     int attempts;
-    bool client_close;    /* the client response must end with a close */
-    bool dechunk;         /* HTTP/1.0 client: strip the chunked coding */
+    bool client_close; /* the client response must end with a close */
+    bool dechunk;      /* HTTP/1.0 client: strip the chunked coding */
     bool sse;
     fatia_usec_t t_received, t_dispatched;
     struct fatia_sse scan;
@@ -133,9 +134,10 @@ enum {
     ERR_CLIENT_ABORT,
     ERR_N,
 };
+
 static const char *const err_names[ERR_N] = {
-    "bad_request",       "no_endpoint",       "saturated",        "upstream_connect",
-    "upstream_reset",    "upstream_timeout",  "upstream_partial", "client_abort"};
+    "bad_request",    "no_endpoint",      "saturated",        "upstream_connect",
+    "upstream_reset", "upstream_timeout", "upstream_partial", "client_abort"};
 
 struct fatia_gateway {
     struct event_base *base;
@@ -198,8 +200,8 @@ static void ep_set_state(struct gw_endpoint *ep, enum ep_state st, const char *w
     if (st == EP_READY)
         fatia_log(FATIA_LOG_INFO, "gateway: endpoint '%s' is ready", ep->url);
     else if (st == EP_DOWN && ep->state == EP_READY)
-        fatia_log(FATIA_LOG_WARNING, "gateway: endpoint '%s' is down: %s, taking it out",
-                  ep->url, why);
+        fatia_log(FATIA_LOG_WARNING, "gateway: endpoint '%s' is down: %s, taking it out", ep->url,
+                  why);
     ep->state = st;
 }
 
@@ -289,8 +291,8 @@ static int fetch(struct gw_endpoint *ep, const char *method, const char *path, c
                      method, ep->u.prefix, path, ep->u.hostport, body_len);
     else
         n = snprintf(f->head, sizeof(f->head),
-                     "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: fatia-gateway\r\n\r\n",
-                     method, ep->u.prefix, path, ep->u.hostport);
+                     "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: fatia-gateway\r\n\r\n", method,
+                     ep->u.prefix, path, ep->u.hostport);
     f->iov[0] = (struct iovec){f->head, (size_t)n};
     f->iov[1] = (struct iovec){(void *)body, body ? body_len : 0};
     f->ev_timeout = event_new(ep->g->base, -1, 0, fetch_timeout, f);
@@ -479,8 +481,8 @@ static int up_head(void *ud, const struct fatia_http_head *h, const char *raw, s
     const struct fatia_str *ct = fatia_http_header_get(h, "content-type");
     bool client_keep = fatia_httpd_client_keep_alive(q->c);
     bool minor0 = fatia_httpd_client_minor(q->c) == 0;
-    bool close_delimited = !(h->flags & (FATIA_HTTP_CHUNKED | FATIA_HTTP_NO_BODY)) &&
-                           h->content_length < 0;
+    bool close_delimited =
+        !(h->flags & (FATIA_HTTP_CHUNKED | FATIA_HTTP_NO_BODY)) && h->content_length < 0;
     int r;
 
     q->st = RQ_RELAYING;
@@ -672,8 +674,8 @@ static int build_uphead(struct gw_req *q)
     fatia_buf_reset(&q->uphead);
     if (!(h->flags & FATIA_HTTP_HOP_BY_HOP) && h->minor >= 1 && !prefix[0])
         return 0;
-    fatia_buf_printf(&q->uphead, "%.*s %s%.*s HTTP/1.1\r\n", (int)h->method.n, h->method.p,
-                     prefix, (int)h->target.n, h->target.p);
+    fatia_buf_printf(&q->uphead, "%.*s %s%.*s HTTP/1.1\r\n", (int)h->method.n, h->method.p, prefix,
+                     (int)h->target.n, h->target.p);
     for (size_t i = 0; i < h->n_headers; i++) {
         const struct fatia_http_header *hd = &h->headers[i];
         if (fatia_http_is_hop_by_hop(hd->name))
@@ -747,14 +749,14 @@ static void forward(struct gw_req *q)
         s->kv_usage = e->m.kv_usage;
         s->inflight = e->inflight;
         s->inflight_tokens = e->inflight_tokens;
-        s->prefix_match = sc.policy == FATIA_POLICY_ORACLE  ? (q->probe_tokens ? q->probe_tokens[i] : 0)
+        s->prefix_match = sc.policy == FATIA_POLICY_ORACLE
+                              ? (q->probe_tokens ? q->probe_tokens[i] : 0)
                           : sc.policy == FATIA_POLICY_CACHE_AWARE && q->n_hashes ? g->match[i]
-                                                                                : 0;
+                                                                                 : 0;
     }
     r = fatia_sched_pick(&sc, g->snap, g->n_eps, &sr, &g->rng, &g->rr, &res);
     if (r == -ENOENT) {
-        respond_error(q, 503, ERR_NO_ENDPOINT, "ServiceUnavailable",
-                      "no model server is ready");
+        respond_error(q, 503, ERR_NO_ENDPOINT, "ServiceUnavailable", "no model server is ready");
         return;
     }
     if (r == -FATIA_E_LIMIT) {
@@ -846,8 +848,8 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
     fatia_buf_puts(&b, "# HELP fatia_gateway_requests_total Proxied and answered requests by "
                        "status class.\n# TYPE fatia_gateway_requests_total counter\n");
     for (int i = 0; i < 6; i++)
-        fatia_buf_printf(&b, "fatia_gateway_requests_total{code=\"%s\"} %" PRIu64 "\n",
-                         classes[i], g->requests_by_code[i]);
+        fatia_buf_printf(&b, "fatia_gateway_requests_total{code=\"%s\"} %" PRIu64 "\n", classes[i],
+                         g->requests_by_code[i]);
     fatia_buf_printf(&b,
                      "fatia_gateway_requests_total{code=\"400\"} %" PRIu64 "\n"
                      "fatia_gateway_requests_total{code=\"502\"} %" PRIu64 "\n"
@@ -896,8 +898,7 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
                          g->eps[i]->u.hostport, g->eps[i]->inflight);
     fatia_buf_puts(&b, "# TYPE fatia_gateway_endpoint_requests_total counter\n");
     for (size_t i = 0; i < g->n_eps; i++)
-        fatia_buf_printf(&b, "fatia_gateway_endpoint_requests_total{endpoint=\"%s\"} %" PRIu64
-                             "\n",
+        fatia_buf_printf(&b, "fatia_gateway_endpoint_requests_total{endpoint=\"%s\"} %" PRIu64 "\n",
                          g->eps[i]->u.hostport, g->eps[i]->requests);
     fatia_httpd_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, b.p, b.len);
     fatia_buf_release(&b);
@@ -982,8 +983,8 @@ static void serve_models(struct fatia_gateway *g, struct fatia_httpd_conn *c)
     for (size_t i = 0; i < g->n_eps; i++) {
         if (!ep_routable(g->eps[i]))
             continue;
-        if (fetch(g->eps[i], "GET", "/v1/models", NULL, 0, 2 * FATIA_USEC_PER_SEC, models_done,
-                  m, &m->fetches[i]) == 0) {
+        if (fetch(g->eps[i], "GET", "/v1/models", NULL, 0, 2 * FATIA_USEC_PER_SEC, models_done, m,
+                  &m->fetches[i]) == 0) {
             m->fetches[i]->slot = i;
             m->left++;
         }
@@ -1073,9 +1074,9 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
                 respond_error(q, 500, -1, "InternalServerError", "out of memory");
                 return;
             }
-            q->n_hashes = fatia_prefix_hash(fatia_prefix_seed(q->rb.model, q->rb.cache_salt),
-                                            q->rb.prompt.p, q->rb.prompt.n,
-                                            FATIA_PREFIX_BLOCK_CHARS, q->hashes, max);
+            q->n_hashes =
+                fatia_prefix_hash(fatia_prefix_seed(q->rb.model, q->rb.cache_salt), q->rb.prompt.p,
+                                  q->rb.prompt.n, FATIA_PREFIX_BLOCK_CHARS, q->hashes, max);
         }
     }
     if (q->infer && g->cfg.sched.policy == FATIA_POLICY_ORACLE)

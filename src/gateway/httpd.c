@@ -10,12 +10,13 @@
 
 #include "gateway/httpd.h"
 
-#include <event2/event.h>
-#include <event2/listener.h>
-#include <event2/util.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -313,8 +314,8 @@ int fatia_httpd_respond_error(struct fatia_httpd_conn *c, int status, const char
     }
     esc[j] = 0;
     n = snprintf(body, sizeof(body),
-                 "{\"error\":{\"message\":\"%s\",\"type\":\"%s\",\"param\":null,\"code\":%d}}",
-                 esc, type, status);
+                 "{\"error\":{\"message\":\"%s\",\"type\":\"%s\",\"param\":null,\"code\":%d}}", esc,
+                 type, status);
     if (n < 0 || (size_t)n >= sizeof(body))
         n = (int)strlen(body);
     return fatia_httpd_respond(c, status, "application/json", NULL, body, (size_t)n);
@@ -436,7 +437,10 @@ static void conn_process(struct fatia_httpd_conn *c)
         if (r == -EAGAIN)
             return;
         if (r < 0) {
-            reject(c, r == -FATIA_E_LIMIT ? 431 : r == -FATIA_E_UNSUPPORTED ? 501 : 400,
+            reject(c,
+                   r == -FATIA_E_LIMIT         ? 431
+                   : r == -FATIA_E_UNSUPPORTED ? 501
+                                               : 400,
                    r == -FATIA_E_LIMIT         ? "request head too large"
                    : r == -FATIA_E_UNSUPPORTED ? "unsupported transfer coding"
                                                : "malformed request head");
@@ -609,10 +613,9 @@ int fatia_httpd_new(struct event_base *base, const char *addr, const struct fati
         h->lim.idle_timeout = 60 * FATIA_USEC_PER_SEC;
     if (!h->lim.max_conns)
         h->lim.max_conns = 16384;
-    h->lis = evconnlistener_new_bind(base, on_accept, h,
-                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                         LEV_OPT_CLOSE_ON_EXEC,
-                                     1024, (struct sockaddr *)&ss, (int)sslen);
+    h->lis = evconnlistener_new_bind(
+        base, on_accept, h, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 1024,
+        (struct sockaddr *)&ss, (int)sslen);
     if (!h->lis) {
         r = -errno ? -errno : -EADDRINUSE;
         fatia_free(h);

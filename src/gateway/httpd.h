@@ -65,11 +65,11 @@ struct fatia_httpd_ops {
 };
 
 struct fatia_httpd_limits {
-    size_t max_body;            /* 413 beyond; default 32 MiB */
-    size_t out_high, out_low;   /* congestion watermarks; defaults 256 KiB / 64 KiB */
-    size_t out_max;             /* hard limit of queued output; default 16 MiB */
-    fatia_usec_t idle_timeout;  /* keep-alive idle and request read timeout; default 60 s */
-    unsigned max_conns;         /* default 16384 */
+    size_t max_body;           /* 413 beyond; default 32 MiB */
+    size_t out_high, out_low;  /* congestion watermarks; defaults 256 KiB / 64 KiB */
+    size_t out_max;            /* hard limit of queued output; default 16 MiB */
+    fatia_usec_t idle_timeout; /* keep-alive idle and request read timeout; default 60 s */
+    unsigned max_conns;        /* default 16384 */
 };
 
 /* Listens on addr ("127.0.0.1:8000", "[::1]:8000", ":8000" for every address). */

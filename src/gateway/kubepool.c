@@ -144,8 +144,8 @@ static json_t *named(const json_t *list, const char *name)
 }
 
 /* Reads the kubeconfig's current context into kp (flags already set win). */
-static int load_kubeconfig(struct fatia_kubepool *kp, const struct fatia_kube_config *kc,
-                           char *why, size_t why_n)
+static int load_kubeconfig(struct fatia_kubepool *kp, const struct fatia_kube_config *kc, char *why,
+                           size_t why_n)
 {
     char def[4096];
     const char *path = kc->kubeconfig;
@@ -177,8 +177,8 @@ static int load_kubeconfig(struct fatia_kubepool *kp, const struct fatia_kube_co
     ctx = json_object_get(named(json_object_get(root, "contexts"), cur), "context");
     cluster = json_object_get(
         named(json_object_get(root, "clusters"), fatia_json_str(ctx, "cluster")), "cluster");
-    user = json_object_get(named(json_object_get(root, "users"), fatia_json_str(ctx, "user")),
-                           "user");
+    user =
+        json_object_get(named(json_object_get(root, "users"), fatia_json_str(ctx, "user")), "user");
     if (!cluster) {
         snprintf(why, why_n, "kubeconfig '%s': no cluster for current-context '%s'", path,
                  cur ? cur : "");
@@ -376,10 +376,10 @@ json_t *fatia_kubepool_endpoints(const json_t *pool, const json_t *pods)
             char url[300];
             if (!fatia_json_int(port, "number", &num))
                 continue;
-            snprintf(url, sizeof(url), strchr(ip, ':') ? "http://[%s]:%" PRId64 : "http://%s:%" PRId64,
-                     ip, num);
-            json_array_append_new(out, json_pack("{s:s,s:O}", "url", url, "labels",
-                                                 labels ? labels : json_object()));
+            snprintf(url, sizeof(url),
+                     strchr(ip, ':') ? "http://[%s]:%" PRId64 : "http://%s:%" PRId64, ip, num);
+            json_array_append_new(
+                out, json_pack("{s:s,s:O}", "url", url, "labels", labels ? labels : json_object()));
         }
     }
     return out;
@@ -464,8 +464,8 @@ static int list_pods(struct fatia_kubepool *kp)
              kp->selector);
     st = api_get(kp, path, &x, 30);
     if (st != 200) {
-        fatia_log(FATIA_LOG_WARNING, "gateway: listing pods of inferencepool %s/%s: %s%ld",
-                  kp->ns, kp->name, st < 0 ? "error " : "HTTP ", st);
+        fatia_log(FATIA_LOG_WARNING, "gateway: listing pods of inferencepool %s/%s: %s%ld", kp->ns,
+                  kp->name, st < 0 ? "error " : "HTTP ", st);
         fatia_buf_release(&body);
         return st < 0 ? (int)st : -EIO;
     }
@@ -561,8 +561,9 @@ static void *api_main(void *arg)
         if (kp->relist || st == 410) {
             need_list = true;
         } else if (st != 200) {
-            fatia_log(FATIA_LOG_WARNING, "gateway: watching pods of inferencepool %s/%s: %s%ld, "
-                                         "retrying",
+            fatia_log(FATIA_LOG_WARNING,
+                      "gateway: watching pods of inferencepool %s/%s: %s%ld, "
+                      "retrying",
                       kp->ns, kp->name, st < 0 ? "error " : "HTTP ", st);
             backoff(kp, &wait_ms);
             need_list = true;
@@ -605,8 +606,7 @@ static int build_selector(struct fatia_kubepool *kp)
 
 int fatia_kubepool_start(struct event_base *base, struct fatia_gateway *g,
                          const struct fatia_kube_config *kc, const json_t *pool_obj,
-                         const char *ns_name, struct fatia_kubepool **ret, char *why,
-                         size_t why_n)
+                         const char *ns_name, struct fatia_kubepool **ret, char *why, size_t why_n)
 {
     struct fatia_kubepool *kp = fatia_calloc(1, sizeof(*kp));
     int r;
@@ -655,7 +655,8 @@ int fatia_kubepool_start(struct event_base *base, struct fatia_gateway *g,
         char path[700];
         json_t *o;
         long st;
-        if (!slash || slash == ns_name || !slash[1] || (size_t)(slash - ns_name) >= sizeof(kp->ns)) {
+        if (!slash || slash == ns_name || !slash[1] ||
+            (size_t)(slash - ns_name) >= sizeof(kp->ns)) {
             snprintf(why, why_n, "--inference-pool: expected NAMESPACE/NAME");
             r = -EINVAL;
             goto fail;
@@ -707,8 +708,8 @@ int fatia_kubepool_start(struct event_base *base, struct fatia_gateway *g,
         goto fail;
     }
     if ((r = list_pods(kp)) < 0) {
-        snprintf(why, why_n, "cannot list the pods of inferencepool %s/%s at %s", kp->ns,
-                 kp->name, kp->server);
+        snprintf(why, why_n, "cannot list the pods of inferencepool %s/%s at %s", kp->ns, kp->name,
+                 kp->server);
         goto fail;
     }
     if (pthread_create(&kp->thread, NULL, api_main, kp) != 0) {

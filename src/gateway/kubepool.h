@@ -43,8 +43,7 @@ struct fatia_kube_config {
  * found or invalid, API unreachable at start). */
 int fatia_kubepool_start(struct event_base *base, struct fatia_gateway *g,
                          const struct fatia_kube_config *kc, const json_t *pool_obj,
-                         const char *ns_name, struct fatia_kubepool **ret, char *why,
-                         size_t why_n);
+                         const char *ns_name, struct fatia_kubepool **ret, char *why, size_t why_n);
 /* Stops the thread and frees everything; NULL is fine. */
 void fatia_kubepool_stop(struct fatia_kubepool *kp);
 

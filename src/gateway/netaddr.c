@@ -5,9 +5,10 @@
 
 #include "gateway/netaddr.h"
 
-#include <netdb.h>
-#include <netinet/in.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <netdb.h>
 
 #include "base/error.h"
 #include "base/str.h"

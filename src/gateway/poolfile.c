@@ -47,8 +47,7 @@ static void duration(struct rd *r, const json_t *obj, const char *key, const cha
 
     if (!v)
         return;
-    if (!json_is_string(v) || fatia_parse_duration_usec(json_string_value(v), &us) < 0 ||
-        us <= 0) {
+    if (!json_is_string(v) || fatia_parse_duration_usec(json_string_value(v), &us) < 0 || us <= 0) {
         err_at(r, obj, key, 0, path, "expected a duration such as \"50ms\" or \"2s\"");
         return;
     }
@@ -62,8 +61,7 @@ static void uint_field(struct rd *r, const json_t *obj, const char *key, const c
 
     if (!v)
         return;
-    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-        (uint64_t)json_integer_value(v) > max) {
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max) {
         err_at(r, obj, key, 0, path, "expected an integer in [0, %" PRIu64 "]", max);
         return;
     }
@@ -89,6 +87,7 @@ static void read_scheduling(struct rd *r, const json_t *s, struct fatia_gateway_
                     {"prefix", &cfg->sched.w.prefix},
                     {"inflight", &cfg->sched.w.inflight},
                     {"tokenLoad", &cfg->sched.w.token_load}};
+
         const char *k;
         json_t *x;
         if (!json_is_object(w))

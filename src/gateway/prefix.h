@@ -23,10 +23,10 @@
 
 #include "base/str.h"
 
-#define FATIA_PREFIX_BLOCK_CHARS     64
-#define FATIA_PREFIX_DEFAULT_BLOCKS  2048  /* llm-d-router's maxPrefixBlocksToMatch */
-#define FATIA_PREFIX_DEFAULT_LRU     31250 /* GIE's lruCapacityPerServer */
-#define FATIA_PREFIX_MAX_ENDPOINTS   4096
+#define FATIA_PREFIX_BLOCK_CHARS    64
+#define FATIA_PREFIX_DEFAULT_BLOCKS 2048  /* llm-d-router's maxPrefixBlocksToMatch */
+#define FATIA_PREFIX_DEFAULT_LRU    31250 /* GIE's lruCapacityPerServer */
+#define FATIA_PREFIX_MAX_ENDPOINTS  4096
 
 /* The chain's seed: XXH64(model), then XXH64(cache_salt) seeded with it when a salt is given. */
 uint64_t fatia_prefix_seed(struct fatia_str model, struct fatia_str salt);

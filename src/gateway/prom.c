@@ -39,6 +39,7 @@ static enum which name_of(const char *p, size_t n)
         {"vllm:prefix_cache_hits", M_HITS},
         {"vllm:prefix_cache_hits_total", M_HITS},
     };
+
     if (n < 5 || memcmp(p, "vllm:", 5))
         return M_NONE;
     for (size_t i = 0; i < FATIA_ARRAY_SIZE(names); i++)
@@ -170,7 +171,7 @@ int fatia_prom_scan_vllm(const char *text, size_t n, struct fatia_engine_metrics
         case M_NONE:
             break;
         }
-    next:
+next:
         p = eol ? eol + 1 : end;
     }
     if (!(m.have & FATIA_PROM_KV) && have_kv_old) {

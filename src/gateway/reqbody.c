@@ -107,8 +107,7 @@ static int value(struct scan *s, int depth, struct fatia_str *ret)
                         *ret = (struct fatia_str){start, (size_t)(s->p - start)};
                     return 0;
                 }
-            } else if ((unsigned char)c < 0x20 && c != ' ' && c != '\t' && c != '\n' &&
-                       c != '\r') {
+            } else if ((unsigned char)c < 0x20 && c != ' ' && c != '\t' && c != '\n' && c != '\r') {
                 return fail(s, "control character");
             }
             s->p++;

@@ -182,8 +182,7 @@ int fatia_sched_pick(const struct fatia_sched_config *cfg, const struct fatia_sc
             s += cfg->w.queue * minmax(queue_of(&ep[i]), qlo, qhi);
             s += cfg->w.kv * (ep[i].fresh ? 1.0 - fmin(fmax(ep[i].kv_usage, 0), 1) : 0.5);
             s += cfg->w.inflight * minmax(ep[i].inflight, ilo, ihi);
-            s += cfg->w.token_load *
-                 (1.0 - fmin(1.0, (double)ep[i].inflight_tokens / (double)thr));
+            s += cfg->w.token_load * (1.0 - fmin(1.0, (double)ep[i].inflight_tokens / (double)thr));
             pfx = req->n_blocks ? fmin(1.0, (double)ep[i].prefix_match / req->n_blocks) : 0;
             best_pfx = pfx > best_pfx ? pfx : best_pfx;
             nopfx[i] = s;

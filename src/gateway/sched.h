@@ -39,8 +39,8 @@ int fatia_policy_parse(const char *s, enum fatia_policy *ret);
 const char *fatia_policy_name(enum fatia_policy p);
 
 enum fatia_route_reason {
-    FATIA_ROUTE_PREFIX,        /* the winner held the best prefix match, and it mattered */
-    FATIA_ROUTE_LOAD,          /* load scorers decided */
+    FATIA_ROUTE_PREFIX, /* the winner held the best prefix match, and it mattered */
+    FATIA_ROUTE_LOAD,   /* load scorers decided */
     FATIA_ROUTE_ROUND_ROBIN,
     FATIA_ROUTE_LEAST_REQUEST,
     FATIA_ROUTE_ORACLE,

@@ -27,16 +27,16 @@ typedef void (*fatia_sse_event_fn)(void *ud, const char *data, size_t n, bool tr
 struct fatia_sse {
     fatia_sse_event_fn on_event; /* NULL: count only */
     void *ud;
-    uint64_t events;    /* events with data, [DONE] excluded */
-    bool done;          /* saw data: [DONE] */
-    bool event_data;    /* the current event has a data line */
-    bool event_trunc;   /* its data was truncated */
-    bool after_cr;      /* the previous byte was a CR (a following LF ends nothing) */
-    bool line_data;     /* the current line is a data: line */
-    bool line_done_ok;  /* the current data line is still a candidate for [DONE] */
-    uint32_t line_len;  /* bytes of the current line so far (saturates) */
-    uint32_t data_lines; /* data lines of the current event */
-    char head[16];      /* the first bytes of the current line */
+    uint64_t events;       /* events with data, [DONE] excluded */
+    bool done;             /* saw data: [DONE] */
+    bool event_data;       /* the current event has a data line */
+    bool event_trunc;      /* its data was truncated */
+    bool after_cr;         /* the previous byte was a CR (a following LF ends nothing) */
+    bool line_data;        /* the current line is a data: line */
+    bool line_done_ok;     /* the current data line is still a candidate for [DONE] */
+    uint32_t line_len;     /* bytes of the current line so far (saturates) */
+    uint32_t data_lines;   /* data lines of the current event */
+    char head[16];         /* the first bytes of the current line */
     struct fatia_buf data; /* the current event's data (with a callback only) */
 };
 

@@ -10,10 +10,11 @@
 
 #include "gateway/upstream.h"
 
-#include <event2/event.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+
+#include <event2/event.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "base/alloc.h"

@@ -48,7 +48,7 @@ struct fatia_upstream {
 
 struct fatia_upx_ops {
     int (*on_head)(void *ud, const struct fatia_http_head *h, const char *raw, size_t n);
-    int (*on_body)(void *ud, const char *raw, size_t n); /* may be NULL */
+    int (*on_body)(void *ud, const char *raw, size_t n);   /* may be NULL */
     void (*on_payload)(void *ud, const char *p, size_t n); /* may be NULL */
     void (*on_done)(void *ud);
     void (*on_error)(void *ud, int err, bool responded, bool reused);

@@ -22,10 +22,16 @@ static struct fatia_engine_config llama8b(uint64_t blocks)
 {
     struct fatia_engine_config c = {0};
 
-    c.model = (struct fatia_model_spec){.name = "llama-3.1-8b", .params = 8030261248,
-                                        .layers = 32, .hidden = 4096, .intermediate = 14336,
-                                        .heads = 32, .kv_heads = 8, .head_dim = 128,
-                                        .vocab = 128256, .max_context = 131072};
+    c.model = (struct fatia_model_spec){.name = "llama-3.1-8b",
+                                        .params = 8030261248,
+                                        .layers = 32,
+                                        .hidden = 4096,
+                                        .intermediate = 14336,
+                                        .heads = 32,
+                                        .kv_heads = 8,
+                                        .head_dim = 128,
+                                        .vocab = 128256,
+                                        .max_context = 131072};
     c.tp = 1;
     c.weights_bytes_per_gpu = 16060522496;
     c.kv_bytes_per_token_per_gpu = 131072;
@@ -82,8 +88,8 @@ static void test_step_time(void **state)
      * / flops, linear params = 8030261248 - 2 x 128256 x 4096 */
     double attn = 4.0 * 32 * 32 * 128 * 8192 * 4096;
     t = fatia_engine_step_seconds(&c, 8192, 1, attn, 8192);
-    compute = (2.0 * (8030261248.0 - 2.0 * 128256 * 4096) * 8192 + 2.0 * 128256 * 4096 + attn) /
-              7.159e14;
+    compute =
+        (2.0 * (8030261248.0 - 2.0 * 128256 * 4096) * 8192 + 2.0 * 128256 * 4096 + attn) / 7.159e14;
     assert_true(fabs(t - compute) < 1e-9);
     assert_true(t > 0.17 && t < 0.20); /* the eager PyTorch upper bound measured 0.238 s */
 }

@@ -130,8 +130,8 @@ static void test_response_head(void **state)
     assert_int_equal(h.first_line_len, 17);
     assert_true(fatia_http_parse_response("HTTP/1.1 204 No Content\r\n\r\n", 27, false, &h) > 0);
     assert_true(h.flags & FATIA_HTTP_NO_BODY);
-    assert_true(fatia_http_parse_response("HTTP/1.1 200\r\nContent-Length: 3\r\n\r\n", 36, true,
-                                          &h) > 0);
+    assert_true(
+        fatia_http_parse_response("HTTP/1.1 200\r\nContent-Length: 3\r\n\r\n", 36, true, &h) > 0);
     assert_true(h.flags & FATIA_HTTP_NO_BODY);
     assert_int_equal(h.content_length, 3);
     assert_true(fatia_http_parse_response("HTTP/1.1 100 Continue\r\n\r\n", 25, false, &h) > 0);
@@ -152,8 +152,7 @@ static void collect_cb(void *ud, const char *p, size_t n)
 }
 
 /* Decodes text fed in pieces of at most `step` bytes; returns bytes consumed in all. */
-static ssize_t dechunk(const char *text, size_t n, size_t step, struct fatia_buf *out,
-                       bool *done)
+static ssize_t dechunk(const char *text, size_t n, size_t step, struct fatia_buf *out, bool *done)
 {
     struct fatia_http_chunked c;
     struct collect col;
@@ -294,10 +293,19 @@ static void test_reqbody(void **state)
     assert_false(rb.stream);
     assert_int_equal(rb.max_tokens, -1);
 
-    static const char *const bad[] = {
-        "",           "[]",          "{\"a\":1",          "{\"a\" 1}",        "{\"a\":\"x}",
-        "{\"a\":[1,}", "{\"a\":{]}",  "{\"a\":1} x",       "{\"a\":tru}",      "{,}",
-        "{\"a\":1,}", "{\"a\":@}",   "{\"a\":[\x01]}"};
+    static const char *const bad[] = {"",
+                                      "[]",
+                                      "{\"a\":1",
+                                      "{\"a\" 1}",
+                                      "{\"a\":\"x}",
+                                      "{\"a\":[1,}",
+                                      "{\"a\":{]}",
+                                      "{\"a\":1} x",
+                                      "{\"a\":tru}",
+                                      "{,}",
+                                      "{\"a\":1,}",
+                                      "{\"a\":@}",
+                                      "{\"a\":[\x01]}"};
     for (size_t i = 0; i < FATIA_ARRAY_SIZE(bad); i++)
         if (fatia_reqbody_scan(bad[i], strlen(bad[i]), &rb, why, sizeof(why)) != -FATIA_E_PARSE)
             fail_msg("accepted bad body %zu: %s", i, bad[i]);

@@ -120,8 +120,12 @@ static void test_index_lru(void **state)
 
 static struct fatia_sched_endpoint ep(double waiting, double kv, uint32_t inflight, uint32_t pfx)
 {
-    struct fatia_sched_endpoint e = {.ready = true, .fresh = true, .waiting = waiting,
-                                     .kv_usage = kv, .inflight = inflight, .prefix_match = pfx};
+    struct fatia_sched_endpoint e = {.ready = true,
+                                     .fresh = true,
+                                     .waiting = waiting,
+                                     .kv_usage = kv,
+                                     .inflight = inflight,
+                                     .prefix_match = pfx};
     return e;
 }
 

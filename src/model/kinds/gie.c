@@ -15,11 +15,10 @@
 #include "base/json.h"
 #include "model/kinds/kinds.h"
 
-static const struct fatia_schema port_number = {FATIA_T_INT, "A port number",
-                                                .flags = FATIA_S_MIN | FATIA_S_MAX, .min = 1,
-                                                .max = 65535};
-static const struct fatia_field port_fields[] = {
-    {"number", &port_number, FATIA_F_REQUIRED, NULL}, {0}};
+static const struct fatia_schema port_number = {
+    FATIA_T_INT, "A port number", .flags = FATIA_S_MIN | FATIA_S_MAX, .min = 1, .max = 65535};
+static const struct fatia_field port_fields[] = {{"number", &port_number, FATIA_F_REQUIRED, NULL},
+                                                 {0}};
 static const struct fatia_schema port = {FATIA_T_OBJECT, .fields = port_fields};
 
 static void check_ports(struct fatia_vctx *ctx, json_t *ports)
@@ -36,8 +35,7 @@ static void check_ports(struct fatia_vctx *ctx, json_t *ports)
             if (fatia_json_int(json_array_get(ports, j), "number", &b) && a == b) {
                 char rel[32];
                 snprintf(rel, sizeof(rel), "[%zu].number", i);
-                fatia_verr_at(ctx, ports, rel, "port number must be unique (also at index %zu)",
-                              j);
+                fatia_verr_at(ctx, ports, rel, "port number must be unique (also at index %zu)", j);
                 break;
             }
         }
@@ -77,8 +75,8 @@ static void check_picker(struct fatia_vctx *ctx, json_t *ref)
 }
 
 static const struct fatia_field picker_fields[] = {
-    {"group",
-     &(const struct fatia_schema){FATIA_T_STRING, .flags = FATIA_S_MAX, .max = 253}, 0, "\"\""},
+    {"group", &(const struct fatia_schema){FATIA_T_STRING, .flags = FATIA_S_MAX, .max = 253}, 0,
+     "\"\""},
     {"kind",
      &(const struct fatia_schema){FATIA_T_STRING, .flags = FATIA_S_MIN | FATIA_S_MAX, .min = 1,
                                   .max = 63},
@@ -105,8 +103,8 @@ static const struct fatia_field spec_fields[] = {
 
 static const struct fatia_field fields[] = {
     FATIA_OBJECT_FIELDS,
-    {"spec", &(const struct fatia_schema){FATIA_T_OBJECT, .fields = spec_fields},
-     FATIA_F_REQUIRED, NULL},
+    {"spec", &(const struct fatia_schema){FATIA_T_OBJECT, .fields = spec_fields}, FATIA_F_REQUIRED,
+     NULL},
     {"status", &fatia_s_status_any, 0, NULL},
     {0}};
 

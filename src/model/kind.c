@@ -9,6 +9,7 @@
 
 #include <strings.h>
 
+#include "base/error.h"
 #include "model/kinds/kinds.h"
 #include "model/labels.h"
 
@@ -29,6 +30,10 @@ const struct fatia_kind *const fatia_kinds[] = {
     &fatia_kind_nodepool,
     &fatia_kind_gpusharingpolicy,
     &fatia_kind_inferencepool,
+    &fatia_kind_deviceclass,
+    &fatia_kind_resourceslice,
+    &fatia_kind_resourceclaim,
+    &fatia_kind_resourceclaimtemplate,
     NULL,
 };
 
@@ -159,4 +164,31 @@ bool fatia_kind_check_name(const struct fatia_kind *k, const char *name, char *w
         return true;
     }
     return true;
+}
+
+static struct {
+    const struct fatia_kind *kind;
+    fatia_check_fn fn;
+} extra_checks[FATIA_KIND_MAX_EXTRA_CHECKS];
+
+static size_t n_extra_checks;
+
+int fatia_kind_add_check(const struct fatia_kind *k, fatia_check_fn fn)
+{
+    for (size_t i = 0; i < n_extra_checks; i++)
+        if (extra_checks[i].kind == k && extra_checks[i].fn == fn)
+            return 0;
+    if (n_extra_checks == FATIA_ARRAY_SIZE(extra_checks))
+        return -FATIA_E_LIMIT;
+    extra_checks[n_extra_checks].kind = k;
+    extra_checks[n_extra_checks].fn = fn;
+    n_extra_checks++;
+    return 0;
+}
+
+void fatia_kind_run_checks(const struct fatia_kind *k, struct fatia_vctx *ctx, json_t *obj)
+{
+    for (size_t i = 0; i < n_extra_checks; i++)
+        if (extra_checks[i].kind == k)
+            extra_checks[i].fn(ctx, obj);
 }

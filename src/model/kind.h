@@ -82,4 +82,18 @@ void fatia_kind_lower(const struct fatia_kind *k, char *buf, size_t n);
 /* Checks metadata.name against the kind's rule; false with why on failure. */
 bool fatia_kind_check_name(const struct fatia_kind *k, const char *name, char *why, size_t n);
 
+/* Extra checks registered by a layer above the model, for rules the model cannot make itself:
+ * the demand layer compiles the CEL selectors of DeviceClasses and ResourceClaims (CEL lives in
+ * src/demand, which the model may not call). fatia_object_decode runs a kind's extra checks on
+ * the whole object after its schema, exactly like a schema check callback (same context, so
+ * errors carry file, line, object and field path; read members through type-checking accessors,
+ * the object may have schema errors). Register at start-up, before any thread decodes
+ * (fatia_demand_register_checks() in the CLI's main and in fatiad). Registering the same
+ * (kind, fn) again is a no-op. Returns 0, or -FATIA_E_LIMIT past FATIA_KIND_MAX_EXTRA_CHECKS. */
+#define FATIA_KIND_MAX_EXTRA_CHECKS 16
+int fatia_kind_add_check(const struct fatia_kind *k, fatia_check_fn fn);
+
+/* Runs the extra checks registered for k (fatia_object_decode calls it). */
+void fatia_kind_run_checks(const struct fatia_kind *k, struct fatia_vctx *ctx, json_t *obj);
+
 #endif

@@ -155,6 +155,7 @@ int fatia_object_decode(json_t *root, const struct fatia_decode_opts *opts, stru
     fatia_vctx_set_object(&ctx, o->id, opts->pos);
     fatia_schema_validate(&ctx, k->schema, root);
     check_metadata(&ctx, k, root, opts);
+    fatia_kind_run_checks(k, &ctx, root);
     fatia_vctx_release(&ctx);
 
     /* Cluster-scoped objects carry no namespace once accepted. */

@@ -45,5 +45,9 @@ extern const struct fatia_kind fatia_kind_schedulerconfig;
 extern const struct fatia_kind fatia_kind_nodepool;
 extern const struct fatia_kind fatia_kind_gpusharingpolicy;
 extern const struct fatia_kind fatia_kind_inferencepool;
+extern const struct fatia_kind fatia_kind_deviceclass;
+extern const struct fatia_kind fatia_kind_resourceslice;
+extern const struct fatia_kind fatia_kind_resourceclaim;
+extern const struct fatia_kind fatia_kind_resourceclaimtemplate;
 
 #endif

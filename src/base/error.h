@@ -32,7 +32,8 @@
     XX(EXISTS, 1011, "already exists")                     \
     XX(CORRUPT, 1012, "stored data is corrupt")            \
     XX(COST, 1013, "evaluation cost limit exceeded")       \
-    XX(TYPE, 1014, "type error")
+    XX(TYPE, 1014, "type error")                           \
+    XX(EVAL, 1015, "expression evaluation failed")
 
 enum fatia_err {
 #define FATIA_ERR_ENUM(name, value, msg) FATIA_E_##name = (value),

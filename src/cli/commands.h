@@ -10,6 +10,7 @@ extern const struct fatia_cli_cmd fatia_cmd_validate;
 extern const struct fatia_cli_cmd fatia_cmd_api_resources;
 extern const struct fatia_cli_cmd fatia_cmd_schedule;
 extern const struct fatia_cli_cmd fatia_cmd_plan;
+extern const struct fatia_cli_cmd fatia_cmd_export;
 extern const struct fatia_cli_cmd fatia_cmd_token;
 extern const struct fatia_cli_cmd fatia_cmd_serve;
 extern const struct fatia_cli_cmd fatia_cmd_engine_sim;

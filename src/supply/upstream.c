@@ -248,17 +248,12 @@ static int import_dp(const struct dp_key *keys, size_t n, const char *default_ke
 
 /* ---- import: mig-parted ---- */
 
-static const char *strategy_of(const char *s, bool *warned, const char *name,
-                               struct fatia_diag *diag)
+/* mig-parted cuts whatever the device plugin's strategy; a MIG config on a node whose device
+ * plugin says migStrategy none is planned with the mixed strategy (upstream would not advertise
+ * the devices at all). */
+static const char *strategy_of(const char *s)
 {
-    if (!strcmp(s, "single") || !strcmp(s, "mixed"))
-        return s;
-    if (!*warned)
-        fatia_diag_add(diag, FATIA_DIAG_WARNING, name, 0, 0, NULL, NULL,
-                       "MIG devices under migStrategy \"none\" are not advertised upstream; "
-                       "planning them with the mixed strategy");
-    *warned = true;
-    return "mixed";
+    return !strcmp(s, "single") ? "single" : "mixed";
 }
 
 static int mig_entry_spec(const char *name, const char *cfgname, size_t i, const json_t *e,
@@ -327,7 +322,6 @@ static int import_mig(const char *name, json_t *root, const struct dp_key *keys,
 {
     json_t *file = root, *data, *configs, *entries, *e, *parsed = NULL;
     const char *cn, *k;
-    bool warned = false;
     size_t i, errors = diag->n_errors;
     int r = 0;
 
@@ -378,20 +372,20 @@ static int import_mig(const char *name, json_t *root, const struct dp_key *keys,
                 json_t *s = json_deep_copy(spec), *sel;
                 if (dk && !dk->key) {
                     /* a bare device-plugin file serves every node: one policy */
-                    strategy = strategy_of(dk->strategy, &warned, name, diag);
+                    strategy = strategy_of(dk->strategy);
                     sel = label_selector(MIG_LABEL, cn, NULL, NULL, NULL);
                     snprintf(pname, sizeof(pname), "mig-parted-%s-%zu", base, i);
                     kk = n_keys;
                 } else if (dk) {
                     char kb[120];
                     dns_name(dk->key, kb, sizeof(kb));
-                    strategy = strategy_of(dk->strategy, &warned, name, diag);
+                    strategy = strategy_of(dk->strategy);
                     sel = label_selector(MIG_LABEL, cn, DP_LABEL, dk->key, NULL);
                     snprintf(pname, sizeof(pname), "mig-parted-%s-%zu-%s", base, i, kb);
                 } else {
                     for (size_t d = 0; default_key && d < n_keys; d++)
                         if (keys[d].key && !strcmp(keys[d].key, default_key))
-                            strategy = strategy_of(keys[d].strategy, &warned, name, diag);
+                            strategy = strategy_of(keys[d].strategy);
                     sel = label_selector(MIG_LABEL, cn, NULL, NULL, n_keys ? DP_LABEL : NULL);
                     snprintf(pname, sizeof(pname), "mig-parted-%s-%zu", base, i);
                 }

@@ -71,15 +71,42 @@ int fatia_inventory_own_model(struct fatia_inventory *inv, struct fatia_gpu_mode
     return 0;
 }
 
+/* Writes the low `digits` hex digits of v, most significant first. */
+static char *hex(char *p, uint64_t v, int digits)
+{
+    static const char x[] = "0123456789abcdef";
+
+    for (int i = digits - 1; i >= 0; i--)
+        p[i] = x[v & 15], v >>= 4;
+    return p + digits;
+}
+
 void fatia_sim_uuid(const char *prefix, const char *key, char *buf, size_t n)
 {
-    size_t len = strlen(key);
+    size_t len = strlen(key), plen = strlen(prefix);
     uint64_t a = fatia_hash_chain64(key, len, 0x66617469612d3031ull);
     uint64_t b = fatia_hash_chain64(key, len, a ^ 0x9e3779b97f4a7c15ull);
+    char tmp[64], *p = tmp;
 
-    snprintf(buf, n, "%s-%08" PRIx32 "-%04" PRIx32 "-%04" PRIx32 "-%04" PRIx32 "-%012" PRIx64,
-             prefix, (uint32_t)(a >> 32), (uint32_t)(a >> 16) & 0xffff, (uint32_t)a & 0xffff,
-             (uint32_t)(b >> 48), (uint64_t)(b & UINT64_C(0xffffffffffff)));
+    /* PREFIX-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, as NVML prints UUIDs (the same text as
+     * "%08x-%04x-%04x-%04x-%012x" of a>>32, a>>16, a, b>>48, b; written by hand: 80,000
+     * simulated GPUs make snprintf show in the profile) */
+    if (plen > 16)
+        plen = 16;
+    memcpy(p, prefix, plen);
+    p += plen;
+    *p++ = '-';
+    p = hex(p, a >> 32, 8);
+    *p++ = '-';
+    p = hex(p, a >> 16, 4);
+    *p++ = '-';
+    p = hex(p, a, 4);
+    *p++ = '-';
+    p = hex(p, b >> 48, 4);
+    *p++ = '-';
+    p = hex(p, b, 12);
+    *p = '\0';
+    snprintf(buf, n, "%s", tmp);
 }
 
 /* The model of a pool's gpus[i]: the catalog's, or a copy with the declared overrides, or a new
@@ -170,6 +197,8 @@ int fatia_inventory_sim(struct fatia_inventory *inv, const struct fatia_supply_c
 {
     const struct fatia_gpu_model *models[FATIA_NODE_MAX_GPUS];
     int island[FATIA_NODE_MAX_GPUS];
+    char key[320];
+    size_t key_len;
     struct fatia_strmap names;
     size_t n_nodes = 0, n_gpus = 0, name_bytes = 0, errors = diag->n_errors, ni = 0, gi = 0;
     char *sp;
@@ -243,9 +272,11 @@ int fatia_inventory_sim(struct fatia_inventory *inv, const struct fatia_supply_c
             node->gpus = &inv->gpu_store[gi];
             node->n_gpus = pool->total_gpus;
             gi += pool->total_gpus;
+            key_len = (size_t)snprintf(key, sizeof(key) - 24, "fatia-sim/%s/", node->name);
+            if (key_len > sizeof(key) - 24)
+                key_len = sizeof(key) - 24;
             for (uint32_t x = 0; x < pool->total_gpus; x++) {
                 struct fatia_inv_gpu *gpu = &node->gpus[x];
-                char key[320];
                 gpu->index = gpu->minor = x;
                 gpu->model = models[x];
                 gpu->island = island[x];

@@ -204,6 +204,15 @@ struct plan_ctx {
     int8_t *pool_match;   /* [pool][policy]: -1 unknown, 0, 1 */
     uint8_t **res_used;   /* [policy][resource] */
     const struct fatia_mig_layout *empty;
+    uint16_t res_gpu;     /* "nvidia.com/gpu", interned */
+    int16_t *share_cache; /* [policy][resource < 64]: index into p->res, -1 none, -2 unknown */
+
+    struct profile_res {
+        const struct fatia_mig_profile *profile;
+        uint16_t res;
+    } profile_res[64];
+
+    size_t n_profile_res;
     int err; /* -ENOMEM seen */
 };
 
@@ -483,10 +492,54 @@ static void human_bytes(uint64_t b, char *buf, size_t n)
         snprintf(buf, n, "%" PRIu64 "Mi", b >> 20);
 }
 
+/* find_res by interned resource, cached per (policy, resource): the planner asks it for every
+ * device of the fleet. */
+#define SHARE_CACHE_RES 64
+
+static const struct fatia_share_res *share_res(struct plan_ctx *c, const struct fatia_policy *p,
+                                               uint16_t res, size_t *ret_i)
+{
+    size_t pi = (size_t)(p - c->cfg->policies);
+    int16_t *slot = res < SHARE_CACHE_RES ? &c->share_cache[pi * SHARE_CACHE_RES + res] : NULL;
+    size_t i;
+
+    if (slot && *slot != -2) {
+        *ret_i = (size_t)*slot;
+        return *slot >= 0 ? &p->res[*slot] : NULL;
+    }
+    if (!find_res(p, c->plan->resources[res], &i)) {
+        if (slot)
+            *slot = -1;
+        return NULL;
+    }
+    if (slot)
+        *slot = (int16_t)i;
+    *ret_i = i;
+    return &p->res[i];
+}
+
+/* The resource a MIG profile is counted under in the mixed strategy, interned once. */
+static int profile_res(struct plan_ctx *c, const struct fatia_mig_profile *p, uint16_t *ret)
+{
+    char name[96];
+    int r;
+
+    for (size_t i = 0; i < c->n_profile_res; i++)
+        if (c->profile_res[i].profile == p) {
+            *ret = c->profile_res[i].res;
+            return 0;
+        }
+    fatia_mig_resource_name(p->name, name, sizeof(name));
+    r = intern(c->plan, name, ret);
+    if (r == 0 && c->n_profile_res < FATIA_ARRAY_SIZE(c->profile_res))
+        c->profile_res[c->n_profile_res++] = (struct profile_res){p, *ret};
+    return r;
+}
+
 /* One base device (a whole GPU or one MIG instance) and its sharing. */
 struct base_dev {
-    uint8_t mig; /* FATIA_NO_MIG or layout index */
-    const char *resource;
+    uint8_t mig;  /* FATIA_NO_MIG or layout index */
+    uint16_t res; /* the resource it is counted under (interned) */
     uint64_t memory;
     uint32_t sms;
     const char *what; /* "NVIDIA H200" or "1g.18gb" for messages */
@@ -512,7 +565,7 @@ static int emit_device(struct plan_ctx *c, uint32_t ni, uint16_t gi, struct fati
     s.multiprocessors = d->sms;
     s.memory_bytes = d->memory;
     if (sp && sp->share != FATIA_SHARE_FRACTIONAL)
-        sr = find_res(sp, d->resource, &ri);
+        sr = share_res(c, sp, d->res, &ri);
     if (sr)
         c->res_used[sp - c->cfg->policies][ri] = 1;
     if (!sr || sp->share == FATIA_SHARE_NONE) {
@@ -531,8 +584,7 @@ static int emit_device(struct plan_ctx *c, uint32_t ni, uint16_t gi, struct fati
         }
         s.kind = d->mig == FATIA_NO_MIG ? FATIA_SLICE_WHOLE : FATIA_SLICE_MIG;
         s.isolation = FATIA_ISO_HARDWARE;
-        if ((r = intern(plan, d->resource, &res)) < 0)
-            return r;
+        res = d->res;
         s.resource = res;
         if ((r = add_cap(nc, res, 1, exists)) < 0)
             return r;
@@ -706,18 +758,15 @@ static int plan_gpu(struct plan_ctx *c, uint32_t ni, uint16_t gi, struct node_ca
     if (pg->mig_enabled) {
         for (unsigned i = 0; i < pg->layout->n; i++) {
             const struct fatia_mig_profile *prof = pg->layout->v[i].profile;
-            char res[96];
-            struct base_dev d = {(uint8_t)i, res, prof->memory_bytes, prof->multiprocessors,
+            struct base_dev d = {(uint8_t)i, c->res_gpu, prof->memory_bytes, prof->multiprocessors,
                                  prof->name};
-            if (pg->strategy == FATIA_MIG_STRATEGY_SINGLE)
-                snprintf(res, sizeof(res), "nvidia.com/gpu");
-            else
-                fatia_mig_resource_name(prof->name, res, sizeof(res));
+            if (pg->strategy != FATIA_MIG_STRATEGY_SINGLE && (r = profile_res(c, prof, &d.res)) < 0)
+                return r;
             if ((r = emit_device(c, ni, gi, pg, &d, nc)) < 0)
                 return r;
         }
     } else {
-        struct base_dev d = {FATIA_NO_MIG, "nvidia.com/gpu", g->model->memory_bytes,
+        struct base_dev d = {FATIA_NO_MIG, c->res_gpu, g->model->memory_bytes,
                              g->model->multiprocessors, g->model->product};
         if ((r = emit_device(c, ni, gi, pg, &d, nc)) < 0)
             return r;
@@ -834,6 +883,15 @@ int fatia_supply_plan(const struct fatia_inventory *inv, const struct fatia_supp
     c.empty = new_layout(plan);
     if (!c.empty)
         goto out;
+    c.share_cache = fatia_malloc((cfg->n_policies + 1) * SHARE_CACHE_RES * sizeof(int16_t));
+    if (!c.share_cache)
+        goto out;
+    for (size_t i = 0; i < (cfg->n_policies + 1) * SHARE_CACHE_RES; i++)
+        c.share_cache[i] = -2;
+    r = intern(plan, "nvidia.com/gpu", &c.res_gpu);
+    if (r < 0)
+        goto out;
+    r = -ENOMEM;
     /* a first guess: one slice per GPU, several per shared one */
     if (fatia_vec_reserve_raw((void **)&plan->slices, &plan->slices_cap, n_gpus * 2 + 16,
                               sizeof(*plan->slices)) < 0)
@@ -884,6 +942,7 @@ out:
         json_decref(c.pool_labels[i]);
     fatia_free(c.pool_labels);
     fatia_free(c.pool_match);
+    fatia_free(c.share_cache);
     for (size_t pi = 0; c.res_used && pi < cfg->n_policies; pi++)
         fatia_free(c.res_used[pi]);
     fatia_free(c.res_used);

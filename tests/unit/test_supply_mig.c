@@ -8,7 +8,9 @@
  *   - named configs (all-balanced, all-<profile>, all-<profile>.me) per product;
  *   - the pool planner equals a brute-force optimum on random pools of 1 to 4 GPUs (random
  *     current layouts, busy instances and demand): the brute force enumerates, per GPU, every
- *     valid layout by subsets, and tries every combination of per-GPU supply vectors.
+ *     valid layout by subsets, and tries every combination of per-GPU supply vectors. Built a
+ *     second time with MIG_SLOW for the slow tier: 10x the random pools, and 4-GPU H200 pools
+ *     with all 7 profiles demanded.
  */
 #include "base/compat.h"
 
@@ -534,12 +536,26 @@ static void pool_case(const char *product, size_t n_gpus, size_t n_profiles_dema
     free(all.v);
 }
 
+#ifdef MIG_SLOW
+/* The slow tier (tests/supply/CMakeLists.txt builds this file again with MIG_SLOW): many more
+ * random pools, and 4-GPU H200 pools with every profile demanded, the widest state space. */
+#define POOL_ROUNDS 400
+#else
+#define POOL_ROUNDS 40
+#endif
+
 static void test_pool_vs_brute_force(void **state)
 {
     static const char *const products[] = {"H200", "A30", "A100-40GB", "H100-80GB"};
 
     (void)state;
-    for (int round = 0; round < 40; round++)
+#ifdef MIG_SLOW
+    for (int round = 0; round < 3; round++)
+        pool_case("H200", 4, 7);
+    for (int round = 0; round < 20; round++)
+        pool_case("H100-NVL", 1 + rnd(4), 1 + rnd(5));
+#endif
+    for (int round = 0; round < POOL_ROUNDS; round++)
         for (size_t p = 0; p < FATIA_ARRAY_SIZE(products); p++) {
             size_t n_gpus = 1 + rnd(4);
             size_t n_prof = 1 + rnd(3);

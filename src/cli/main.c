@@ -9,10 +9,17 @@
 #include "demand/demand.h"
 
 static const struct fatia_cli_cmd *const commands[] = {
-    &fatia_cmd_validate,   &fatia_cmd_api_resources, &fatia_cmd_schedule,
-    &fatia_cmd_plan,       &fatia_cmd_export, /* supply */
-    &fatia_cmd_token,      &fatia_cmd_serve,  /* serving */
-    &fatia_cmd_engine_sim, &fatia_cmd_gateway,       NULL,
+    &fatia_cmd_validate,
+    &fatia_cmd_api_resources,
+    &fatia_cmd_schedule,
+    &fatia_cmd_plan,
+    &fatia_cmd_export, /* supply */
+    &fatia_cmd_token,
+    &fatia_cmd_serve, /* serving */
+    &fatia_cmd_engine_sim,
+    &fatia_cmd_gateway,
+    &fatia_cmd_profiles, /* demand */
+    NULL,
 };
 
 static void print_help(FILE *f)

@@ -640,10 +640,11 @@ static int node_assign(const struct fatia_plan *plan, size_t ni, json_t *dp_conf
         bool done[FATIA_NODE_MAX_GPUS] = {false};
         for (uint32_t g = 0; g < n->n_gpus; g++) {
             const struct fatia_plan_gpu *pg = &pn->gpus[g];
-            json_t *devices = json_array(), *entry;
+            json_t *devices, *entry;
             bool all = true;
             if (done[g] || pg->mig_policy != mps_[k])
                 continue;
+            devices = json_array();
             for (uint32_t h = g; h < n->n_gpus; h++) {
                 const struct fatia_plan_gpu *ph = &pn->gpus[h];
                 bool same_product = ph->inv->model == pg->inv->model;

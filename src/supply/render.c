@@ -619,6 +619,9 @@ static json_t *model_json(const struct fatia_gpu_model *m)
                       "decoders", (json_int_t)p->decoders, "encoders", (json_int_t)p->encoders,
                       "jpegEngines", (json_int_t)p->jpeg_engines, "ofaEngines",
                       (json_int_t)p->ofa_engines, "placements", starts));
+        if (p->verified)
+            json_object_set_new(json_array_get(profiles, json_array_size(profiles) - 1), "verified",
+                                json_string(p->verified));
     }
     json_object_set_new(j, "mig",
                         json_pack("{s:i,s:i,s:o}", "memorySlices", m->mig->memory_slices,

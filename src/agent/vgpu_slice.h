@@ -22,9 +22,11 @@
 #include "vgpu/config.h"
 
 /* The device memory one CUDA context holds outside any allocation on an H200 (CUDA 13.0, driver
- * 580), measured by scripts/vgpu-proof (docs/vgpu.md): the reserve DESIGN §7 subtracts per
- * replica. Settable per GPU model by the caller. */
-#define FATIA_VGPU_CONTEXT_RESERVE_H200 (UINT64_C(544) << 20)
+ * 580), the reserve DESIGN §7 subtracts per replica. scripts/vgpu-proof measured 527 MiB for a
+ * bare runtime context and 685 MiB for PyTorch once cuBLAS is loaded (docs/vgpu.md); 768 MiB
+ * covers the latter with room for contexts that grow while the GPU is full. Settable per GPU
+ * model by the caller. */
+#define FATIA_VGPU_CONTEXT_RESERVE_H200 (UINT64_C(768) << 20)
 
 struct fatia_vgpu_slice {
     const char *library;         /* path of libfatia-vgpu.so */

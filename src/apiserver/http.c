@@ -297,6 +297,12 @@ void fatia_http_stream_start(struct fatia_http_req *r, int status, const char *c
     if (!c)
         return;
     c->state = CONN_STREAMING;
+    {
+        /* A stream's kernel buffer is bounded too (no autotuning to megabytes), so that a client
+         * that stops reading shows up in our backlog soon and costs bounded memory. */
+        int sndbuf = 128 * 1024;
+        setsockopt(bufferevent_getfd(c->bev), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+    }
     write_status_line(bufferevent_get_output(c->bev), r, status, content_type);
     evbuffer_add_printf(bufferevent_get_output(c->bev), "Transfer-Encoding: chunked\r\n\r\n");
     bufferevent_flush(c->bev, EV_WRITE, BEV_NORMAL);

@@ -60,6 +60,7 @@ static const char usage[] =
     "      --watch-history N       events kept for watches that resume (default 10000)\n"
     "      --max-body-bytes N      largest request body (default 3145728)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
+    "      --watch-backlog N       drop a watcher more than N bytes behind (default 16 MiB)\n"
     "  -v, --verbose               log every request (debug)\n"
     "  -h, --help                  this text\n";
 
@@ -403,6 +404,7 @@ int main(int argc, char **argv)
                                          {"watch-history", required_argument, NULL, 'W'},
                                          {"max-body-bytes", required_argument, NULL, 'B'},
                                          {"idle-timeout", required_argument, NULL, 'I'},
+        {"watch-backlog", required_argument, NULL, 'K'},
                                          {"verbose", no_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -460,6 +462,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             ao.http.idle_timeout = dur;
+            break;
+        case 'K':
+            if (fatia_parse_u64(optarg, &u) < 0 || u < 4096 || u > (1u << 30)) {
+                fprintf(stderr, "fatiad: --watch-backlog: expected 4096..1073741824\n");
+                return 2;
+            }
+            ao.http.max_stream_backlog = (size_t)u;
             break;
         case 'v':
             fatia_log_set_level(FATIA_LOG_DEBUG);

@@ -1,0 +1,16 @@
+#!/bin/bash
+# tests/cli/apiserver-http.sh: fatiad over raw HTTP (tests/cli/apiserver_http.py): every error
+# code, token rules, conflicts, lifecycle, selectors, paging, watch (expiry, bookmarks, a stuck
+# watcher dropped), and the limits, against a fatiad with small limits.
+. "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/fatiad.bash"
+command -v python3 >/dev/null || {
+    echo "skipped: python3 not found"
+    exit 0
+}
+start_fatiad "$TMP/data" --watch-history 50 --max-body-bytes 65536 --idle-timeout 2s \
+    --watch-backlog 65536 -f examples/ || exit 1
+python3 tests/cli/apiserver_http.py "$URL" "$CA" "$TOKEN" "$TMP/data" "$FATIA" ||
+    fail "HTTP checks failed"
+stop_fatiad
+finish

@@ -404,7 +404,7 @@ int main(int argc, char **argv)
                                          {"watch-history", required_argument, NULL, 'W'},
                                          {"max-body-bytes", required_argument, NULL, 'B'},
                                          {"idle-timeout", required_argument, NULL, 'I'},
-        {"watch-backlog", required_argument, NULL, 'K'},
+                                         {"watch-backlog", required_argument, NULL, 'K'},
                                          {"verbose", no_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};

@@ -202,7 +202,7 @@ int fatia_store_open(const char *path, const struct fatia_store_opts *opts,
         goto out_close;
     }
     sqlite3_busy_timeout(s->db, 2000);
-    if (!s->read_only) {
+    if (!s->read_only && strcmp(path, ":memory:") != 0) {
         /* journal_mode answers with a row: the mode it is in now. */
         char **res = NULL;
         int rows = 0, cols = 0;

@@ -77,7 +77,8 @@ struct fatia_store_opts {
 
 struct fatia_store;
 
-/* Opens (creating and migrating as needed) the store at path. Returns 0, -EBUSY (another
+/* Opens (creating and migrating as needed) the store at path (":memory:": a store that lives as
+ * long as it is open, for tests and fuzzing). Returns 0, -EBUSY (another
  * process holds the write lock), -FATIA_E_CORRUPT (not a fatia store, or a newer schema),
  * -EIO, -ENOMEM. */
 int fatia_store_open(const char *path, const struct fatia_store_opts *opts,

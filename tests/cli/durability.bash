@@ -9,9 +9,15 @@ crash_test() {
     python3 tests/cli/durability.py write "$URL" "$CA" "$TOKEN" "$TMP/acks" "$threads" \
         "$TMP/stop" >"$TMP/writer.out" 2>&1 &
     wpid=$!
+    local step=$((writes_want / kills_want)) next
     while [ "$kills" -lt "$kills_want" ] || [ "$acks" -lt "$writes_want" ]; do
-        # a random point: 50 to 350 ms into this run
-        sleep "0.$(printf '%03d' $((50 + RANDOM % 300)))"
+        # a random point: after 1/2 to 3/2 of this run's share of the writes, so that the kills
+        # spread over all of them
+        next=$((acks + step / 2 + RANDOM % (step + 1)))
+        while [ "$(grep -c '^ACK' "$TMP/acks" 2>/dev/null)" -lt "$next" ]; do
+            sleep 0.0$((1 + RANDOM % 5))
+            kill -0 "$wpid" 2>/dev/null || break
+        done
         kill -9 "$FATIAD_PID"
         wait "$FATIAD_PID" 2>/dev/null
         FATIAD_PID=

@@ -14,7 +14,7 @@ start_fatiad() {
     shift
     "$FATIAD" --data-dir "$dir" --listen 127.0.0.1:0 "$@" >"$dir.log" 2>&1 &
     FATIAD_PID=$!
-    for _ in $(seq 200); do
+    for _ in $(seq 1000); do
         if grep -q "serving the Kubernetes API at" "$dir.log" 2>/dev/null; then
             URL=$(grep -o 'https\?://127.0.0.1:[0-9]*' "$dir.log" | tail -1)
             TOKEN=$(awk '$2 == "admin" {print $1; exit}' "$dir/tokens")
@@ -27,7 +27,7 @@ start_fatiad() {
             fail "fatiad exited at start"
             return 1
         fi
-        sleep 0.1
+        sleep 0.02
     done
     fail "fatiad did not start in 20 s"
     cat "$dir.log" >&2

@@ -33,8 +33,8 @@ static void setup(void)
     if (!base || fatia_store_open(":memory:", NULL, &store) < 0 ||
         fatia_apiserver_new(base, store, NULL, &srv) < 0)
         abort();
-    ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata",
-                   "name", "default");
+    ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
+                   "default");
     op_create(&(struct opctx){.s = srv,
                               .user = &fatia_user_system,
                               .t = server_table_by_resource(srv, "", "namespaces")},

@@ -211,7 +211,7 @@ static json_t *operation(const struct fatia_kind *k, const char *version, const 
                          "application/json", "schema", schema);
         if (body)
             json_object_set_new(op, "requestBody",
-                                json_pack("{s:{s:{s:o}},s:b}", "content", "application/json",
+                                json_pack("{s:{s:{s:O}},s:b}", "content", "application/json",
                                           "schema", schema, "required", true));
         else if (patch)
             json_object_set_new(op, "requestBody",
@@ -219,8 +219,7 @@ static json_t *operation(const struct fatia_kind *k, const char *version, const 
                                           "application/json-patch+json", "schema", "type", "object",
                                           "application/merge-patch+json", "schema", "type",
                                           "object", "required", true));
-        else
-            json_decref(schema);
+        json_decref(schema);
     } else {
         resp = json_pack("{s:{s:s,s:{s:s}}}", "200", "description", "OK", "schema", "$ref", ref);
         if (body)

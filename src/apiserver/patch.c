@@ -552,11 +552,11 @@ static json_t *merge_set(json_t *orig, const json_t *p)
  * after them, in their current order. */
 static void set_element_order(json_t *list, const json_t *order, const char *key)
 {
-    json_t *sorted = json_array();
+    json_t *sorted;
     size_t i, j;
     json_t *o, *x;
 
-    if (!json_is_array(list) || !json_is_array(order))
+    if (!json_is_array(list) || !json_is_array(order) || !(sorted = json_array()))
         return;
     json_array_foreach(order, i, o)
     {

@@ -1,6 +1,12 @@
 # tests/cli/durability.bash: kill -9 fatiad at random points while writers write, then check
 # every acknowledged write from another process after a restart. Source after fatiad.bash.
 #   crash_test KILLS WRITES THREADS
+acks_now() {
+    local n
+    n=$(grep -c '^ACK' "$TMP/acks" 2>/dev/null)
+    echo "${n:-0}"
+}
+
 crash_test() {
     local kills_want=$1 writes_want=$2 threads=$3
     local dir=$TMP/crash port kills=0 acks=0 wpid
@@ -14,7 +20,7 @@ crash_test() {
         # a random point: after 1/2 to 3/2 of this run's share of the writes, so that the kills
         # spread over all of them
         next=$((acks + step / 2 + RANDOM % (step + 1)))
-        while [ "$(grep -c '^ACK' "$TMP/acks" 2>/dev/null)" -lt "$next" ]; do
+        while [ "$(acks_now)" -lt "$next" ]; do
             sleep 0.0$((1 + RANDOM % 5))
             kill -0 "$wpid" 2>/dev/null || break
         done
@@ -23,7 +29,7 @@ crash_test() {
         FATIAD_PID=
         kills=$((kills + 1))
         start_fatiad "$dir" --listen "127.0.0.1:$port" || return 1
-        acks=$(grep -c '^ACK' "$TMP/acks" 2>/dev/null || echo 0)
+        acks=$(acks_now)
         if ! kill -0 "$wpid" 2>/dev/null; then
             fail "the writer died"
             cat "$TMP/writer.out" >&2

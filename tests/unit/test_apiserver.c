@@ -304,15 +304,15 @@ static void test_tokens(void **state)
     assert_int_equal(fatia_auth_parse("short u - * rw\n", 15, &a, why, sizeof(why)),
                      -FATIA_E_PARSE);
     assert_non_null(strstr(why, "line 1"));
-    assert_int_equal(fatia_auth_parse("0123456789abcdef0123 u - * maybe\n", 34, &a, why,
-                                      sizeof(why)),
-                     -FATIA_E_PARSE);
+    assert_int_equal(
+        fatia_auth_parse("0123456789abcdef0123 u - * maybe\n", 34, &a, why, sizeof(why)),
+        -FATIA_E_PARSE);
 }
 
 /* ---- store ---- */
 
-static void op(struct fatia_store_op *o, uint64_t rv, enum fatia_store_event type,
-               const char *name, const char *json)
+static void op(struct fatia_store_op *o, uint64_t rv, enum fatia_store_event type, const char *name,
+               const char *json)
 {
     *o = (struct fatia_store_op){.rv = rv,
                                  .type = type,
@@ -387,8 +387,7 @@ static void test_store(void **state)
     /* an independent reader opens it read-only */
     {
         struct fatia_store *ro;
-        assert_int_equal(fatia_store_open(path, &(struct fatia_store_opts){.read_only = true},
-                                          &ro),
+        assert_int_equal(fatia_store_open(path, &(struct fatia_store_opts){.read_only = true}, &ro),
                          0);
         assert_int_equal(fatia_store_rv(ro), 5);
         fatia_store_close(ro);
@@ -405,9 +404,9 @@ static void test_store(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_routes),        cmocka_unit_test(test_query),
-        cmocka_unit_test(test_http_head),     cmocka_unit_test(test_http_chunked),
-        cmocka_unit_test(test_merge_patch),   cmocka_unit_test(test_json_patch),
+        cmocka_unit_test(test_routes),          cmocka_unit_test(test_query),
+        cmocka_unit_test(test_http_head),       cmocka_unit_test(test_http_chunked),
+        cmocka_unit_test(test_merge_patch),     cmocka_unit_test(test_json_patch),
         cmocka_unit_test(test_strategic_patch), cmocka_unit_test(test_tokens),
         cmocka_unit_test(test_store),
     };

@@ -39,11 +39,11 @@ struct fatia_apiserver;
 #define FATIA_APISERVER_KUBE_VERSION "v1.33.0"
 
 struct fatia_apiserver_opts {
-    const char *tokens_path;        /* bearer tokens file (auth.h); NULL = no authentication */
-    struct fatia_http_opts http;    /* limits of the HTTP layer */
-    size_t watch_history;           /* events kept for watches that resume; 0 = 10000 */
-    fatia_usec_t bookmark_interval; /* periodic BOOKMARK events; 0 = 60 s */
-    unsigned max_json_depth;        /* nesting of request bodies; 0 = 64 */
+    const char *tokens_path;         /* bearer tokens file (auth.h); NULL = no authentication */
+    struct fatia_api_http_opts http; /* limits of the HTTP layer */
+    size_t watch_history;            /* events kept for watches that resume; 0 = 10000 */
+    fatia_usec_t bookmark_interval;  /* periodic BOOKMARK events; 0 = 60 s */
+    unsigned max_json_depth;         /* nesting of request bodies; 0 = 64 */
 };
 
 /* Builds a server on base over an opened store: loads every object into memory, starts the

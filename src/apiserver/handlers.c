@@ -28,13 +28,13 @@ const char *openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *r
 int op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
             struct evbuffer *out, struct opres *r);
 void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, const char *name,
-                      bool table, struct fatia_http_req *req, struct opres *err);
-void logs_start(const struct opctx *c, const struct fatia_api_query *q, struct fatia_http_req *req,
-                struct opres *err);
+                      bool table, struct fatia_api_http_req *req, struct opres *err);
+void logs_start(const struct opctx *c, const struct fatia_api_query *q,
+                struct fatia_api_http_req *req, struct opres *err);
 
 /* ---- answering ---- */
 
-static void add_warnings(struct fatia_http_req *req, const struct opres *r)
+static void add_warnings(struct fatia_api_http_req *req, const struct opres *r)
 {
     for (size_t i = 0; i < r->n_warnings; i++) {
         struct fatia_buf b = FATIA_BUF_INIT;
@@ -45,30 +45,30 @@ static void add_warnings(struct fatia_http_req *req, const struct opres *r)
             (void)fatia_buf_putc(&b, *p);
         }
         (void)fatia_buf_putc(&b, '"');
-        fatia_http_add_header(req, "Warning", b.p);
+        fatia_api_http_add_header(req, "Warning", b.p);
         fatia_buf_release(&b);
     }
 }
 
-static void reply_json(struct fatia_http_req *req, int code, const json_t *v)
+static void reply_json(struct fatia_api_http_req *req, int code, const json_t *v)
 {
     struct evbuffer *out = evbuffer_new();
 
     if (!out || evbuffer_add_json(out, v) < 0) {
         if (out)
             evbuffer_free(out);
-        fatia_http_reply(req, 500, "text/plain", "out of memory\n", 14);
+        fatia_api_http_reply(req, 500, "text/plain", "out of memory\n", 14);
         return;
     }
-    fatia_http_reply_evbuf(req, code, "application/json", out);
+    fatia_api_http_reply_evbuf(req, code, "application/json", out);
     evbuffer_free(out);
 }
 
-static void reply_status(struct fatia_http_req *req, int code, const char *reason, const char *fmt,
-                         ...) FATIA_PRINTF(4, 5);
+static void reply_status(struct fatia_api_http_req *req, int code, const char *reason,
+                         const char *fmt, ...) FATIA_PRINTF(4, 5);
 
-static void reply_status(struct fatia_http_req *req, int code, const char *reason, const char *fmt,
-                         ...)
+static void reply_status(struct fatia_api_http_req *req, int code, const char *reason,
+                         const char *fmt, ...)
 {
     struct fatia_buf b = FATIA_BUF_INIT;
     va_list ap;
@@ -84,12 +84,12 @@ static void reply_status(struct fatia_http_req *req, int code, const char *reaso
 }
 
 /* The answer of an operation, in the request's version. */
-static void reply_opres(struct fatia_http_req *req, const struct rtable *t,
+static void reply_opres(struct fatia_api_http_req *req, const struct rtable *t,
                         const struct fatia_kind_version *ver, const struct opres *r)
 {
     add_warnings(req, r);
     if (ver && ver->warning)
-        fatia_http_add_header(req, "Warning", "299 - \"deprecated API version\"");
+        fatia_api_http_add_header(req, "Warning", "299 - \"deprecated API version\"");
     if (r->status || !r->ver) {
         if (r->status)
             reply_json(req, r->code ? r->code : 500, r->status);
@@ -104,12 +104,12 @@ static void reply_opres(struct fatia_http_req *req, const struct rtable *t,
         reply_status(req, 500, "InternalError", "out of memory");
         return;
     }
-    fatia_http_reply_evbuf(req, r->code, "application/json", out);
+    fatia_api_http_reply_evbuf(req, r->code, "application/json", out);
     evbuffer_free(out);
 }
 
 struct http_wait {
-    struct fatia_http_req *req;
+    struct fatia_api_http_req *req;
     const struct rtable *t;
     const struct fatia_kind_version *ver;
 };
@@ -124,12 +124,13 @@ static void http_op_done(void *arg, struct opres *r)
 
 /* ---- request helpers ---- */
 
-static bool header_contains(const struct fatia_http_head *h, const char *name, const char *needle)
+static bool header_contains(const struct fatia_api_http_head *h, const char *name,
+                            const char *needle)
 {
     struct fatia_str v;
     size_t n = strlen(needle);
 
-    if (!fatia_http_head_get(h, name, &v))
+    if (!fatia_api_http_head_get(h, name, &v))
         return false;
     for (size_t i = 0; i + n <= v.n; i++)
         if (!strncasecmp(v.p + i, needle, n))
@@ -138,16 +139,16 @@ static bool header_contains(const struct fatia_http_head *h, const char *name, c
 }
 
 /* Does the client accept JSON? (everything we answer is JSON) */
-static bool accepts_json(const struct fatia_http_head *h)
+static bool accepts_json(const struct fatia_api_http_head *h)
 {
     struct fatia_str v;
 
-    if (!fatia_http_head_get(h, "Accept", &v) || v.n == 0)
+    if (!fatia_api_http_head_get(h, "Accept", &v) || v.n == 0)
         return true;
     return header_contains(h, "Accept", "json") || header_contains(h, "Accept", "*/*");
 }
 
-static bool wants_table(const struct fatia_http_head *h)
+static bool wants_table(const struct fatia_api_http_head *h)
 {
     return header_contains(h, "Accept", "as=Table");
 }
@@ -178,11 +179,11 @@ static unsigned json_depth(const char *p, size_t n)
 }
 
 /* Parses the request body as JSON or YAML. NULL with a failure answered. */
-static json_t *read_body(struct fatia_apiserver *s, struct fatia_http_req *req, bool allow_yaml)
+static json_t *read_body(struct fatia_apiserver *s, struct fatia_api_http_req *req, bool allow_yaml)
 {
-    const struct fatia_http_head *h = fatia_http_req_head(req);
+    const struct fatia_api_http_head *h = fatia_api_http_req_head(req);
     size_t n;
-    const char *body = fatia_http_req_body(req, &n);
+    const char *body = fatia_api_http_req_body(req, &n);
     json_error_t jerr;
     json_t *v;
 
@@ -219,16 +220,17 @@ static json_t *read_body(struct fatia_apiserver *s, struct fatia_http_req *req, 
     return v;
 }
 
-static const struct fatia_user *authenticate(struct fatia_apiserver *s, struct fatia_http_req *req)
+static const struct fatia_user *authenticate(struct fatia_apiserver *s,
+                                             struct fatia_api_http_req *req)
 {
-    const struct fatia_http_head *h = fatia_http_req_head(req);
+    const struct fatia_api_http_head *h = fatia_api_http_req_head(req);
     struct fatia_str v;
     char token[256];
 
     if (!s->auth)
         return &fatia_user_system;
-    if (!fatia_http_head_get(h, "Authorization", &v) || v.n < 8 || strncasecmp(v.p, "Bearer ", 7) ||
-        v.n - 7 >= sizeof(token))
+    if (!fatia_api_http_head_get(h, "Authorization", &v) || v.n < 8 ||
+        strncasecmp(v.p, "Bearer ", 7) || v.n - 7 >= sizeof(token))
         return NULL;
     memcpy(token, v.p + 7, v.n - 7);
     token[v.n - 7] = '\0';
@@ -339,9 +341,9 @@ static json_t *ssar_from_protobuf(const char *body, size_t n)
 }
 
 static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
-                        struct fatia_http_req *req)
+                        struct fatia_api_http_req *req)
 {
-    const struct fatia_http_head *h = fatia_http_req_head(req);
+    const struct fatia_api_http_head *h = fatia_api_http_req_head(req);
     json_t *body, *attrs;
     const char *verb, *resource, *group, *ns;
     const struct fatia_kind *k;
@@ -349,7 +351,7 @@ static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
 
     if (header_contains(h, "Content-Type", "protobuf")) {
         size_t n;
-        const char *raw = fatia_http_req_body(req, &n);
+        const char *raw = fatia_api_http_req_body(req, &n);
         body = ssar_from_protobuf(raw, n);
         if (!body) {
             reply_status(req, 400, "BadRequest", "cannot decode the SelfSubjectAccessReview");
@@ -385,10 +387,10 @@ static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
 }
 
 static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *u,
-                            struct fatia_http_req *req, const struct fatia_api_route *rt,
+                            struct fatia_api_http_req *req, const struct fatia_api_route *rt,
                             const struct fatia_api_query *q, const char *method)
 {
-    const struct fatia_http_head *h = fatia_http_req_head(req);
+    const struct fatia_api_http_head *h = fatia_api_http_req_head(req);
     struct rtable *t = server_table_by_resource(s, rt->group, rt->resource);
     const struct fatia_kind_version *ver = NULL;
     struct opctx c;
@@ -498,7 +500,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 opres_release(&r);
                 return;
             }
-            fatia_http_reply_evbuf(req, 200, "application/json", out);
+            fatia_api_http_reply_evbuf(req, 200, "application/json", out);
             evbuffer_free(out);
             return;
         }
@@ -530,7 +532,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 fatia_free(w);
         } else if (!strcmp(method, "PATCH") && rt->name) {
             size_t n;
-            const char *p = fatia_http_req_body(req, &n);
+            const char *p = fatia_api_http_req_body(req, &n);
             enum fatia_patch_type type;
             if (header_contains(h, "Content-Type", "application/json-patch+json")) {
                 type = FATIA_PATCH_JSON;
@@ -559,7 +561,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
         } else if (!strcmp(method, "DELETE")) {
             size_t n;
             json_t *opts = NULL;
-            fatia_http_req_body(req, &n);
+            fatia_api_http_req_body(req, &n);
             if (n && !(opts = read_body(s, req, false))) {
                 fatia_free(w);
                 return;
@@ -581,10 +583,10 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
     }
 }
 
-void handle_http(void *arg, struct fatia_http_req *req)
+void handle_http(void *arg, struct fatia_api_http_req *req)
 {
     struct fatia_apiserver *s = arg;
-    const struct fatia_http_head *h = fatia_http_req_head(req);
+    const struct fatia_api_http_head *h = fatia_api_http_req_head(req);
     struct fatia_api_target tgt;
     struct fatia_api_route rt;
     struct fatia_api_query q;
@@ -593,7 +595,7 @@ void handle_http(void *arg, struct fatia_http_req *req)
     int r;
 
     snprintf(method, sizeof(method), "%.*s", (int)FATIA_MIN(h->method.n, 15), h->method.p);
-    fatia_debug("%s %s %.*s", fatia_http_req_peer(req), method, (int)h->target.n, h->target.p);
+    fatia_debug("%s %s %.*s", fatia_api_http_req_peer(req), method, (int)h->target.n, h->target.p);
     r = fatia_api_target_parse(h->target.p, h->target.n, &tgt);
     if (r < 0) {
         reply_status(req, r == -E2BIG ? 414 : 400, "BadRequest", "malformed request target");
@@ -611,7 +613,7 @@ void handle_http(void *arg, struct fatia_http_req *req)
     }
     if (rt.type == FATIA_ROUTE_HEALTH) {
         fatia_api_target_release(&tgt);
-        fatia_http_reply(req, 200, "text/plain; charset=utf-8", "ok", 2);
+        fatia_api_http_reply(req, 200, "text/plain; charset=utf-8", "ok", 2);
         return;
     }
     if (rt.type == FATIA_ROUTE_VERSION) {
@@ -675,17 +677,18 @@ void handle_http(void *arg, struct fatia_http_req *req)
     }
     case FATIA_ROUTE_OPENAPI_V2:
         if (header_contains(h, "Accept", "protobuf"))
-            fatia_http_reply(req, 200, "application/octet-stream", s->openapi_v2_pb,
-                             s->openapi_v2_pb_len);
+            fatia_api_http_reply(req, 200, "application/octet-stream", s->openapi_v2_pb,
+                                 s->openapi_v2_pb_len);
         else if (accepts_json(h))
-            fatia_http_reply(req, 200, "application/json", s->openapi_v2, s->openapi_v2_len);
+            fatia_api_http_reply(req, 200, "application/json", s->openapi_v2, s->openapi_v2_len);
         else
             reply_status(req, 406, "NotAcceptable",
                          "only the following media types are accepted: application/json, "
                          "application/com.github.proto-openapi.spec.v2@v1.0+protobuf");
         break;
     case FATIA_ROUTE_OPENAPI_V3:
-        fatia_http_reply(req, 200, "application/json", s->openapi_v3_root, s->openapi_v3_root_len);
+        fatia_api_http_reply(req, 200, "application/json", s->openapi_v3_root,
+                             s->openapi_v3_root_len);
         break;
     case FATIA_ROUTE_OPENAPI_V3_GV: {
         char key[200];
@@ -700,8 +703,8 @@ void handle_http(void *arg, struct fatia_http_req *req)
             reply_status(req, 404, "NotFound", "the server could not find the requested resource");
             break;
         }
-        fatia_http_add_header(req, "Etag", hash);
-        fatia_http_reply(req, 200, "application/json", doc, n);
+        fatia_api_http_add_header(req, "Etag", hash);
+        fatia_api_http_reply(req, 200, "application/json", doc, n);
         break;
     }
     case FATIA_ROUTE_RESOURCE:

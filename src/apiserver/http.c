@@ -53,10 +53,10 @@ enum conn_state {
 
 struct conn;
 
-struct fatia_http_req {
+struct fatia_api_http_req {
     struct conn *conn; /* NULL once detached */
     char *head_text;   /* owned copy of the head; the views of head point into it */
-    struct fatia_http_head head;
+    struct fatia_api_http_head head;
     struct fatia_buf body;
     struct fatia_buf out_headers; /* extra "Name: value\r\n" lines */
     char peer[64];
@@ -67,24 +67,26 @@ struct fatia_http_req {
 };
 
 struct conn {
-    struct fatia_http_server *srv;
+    struct fatia_api_http_server *srv;
     struct bufferevent *bev;
     struct event *deadline;
     enum conn_state state;
-    struct fatia_http_req *req; /* the request being read or handled */
+    struct fatia_api_http_req *req; /* the request being read or handled */
     char peer[64];
     /* body reading */
     bool head_done;
+    bool draining; /* answered an error: discard input until the client is done or gives up */
+    size_t drained;
     bool chunked;
     uint64_t content_length;
-    struct fatia_http_chunked chunk;
+    struct fatia_api_http_chunked chunk;
     struct conn *prev, *next;
 };
 
-struct fatia_http_server {
+struct fatia_api_http_server {
     struct event_base *base;
-    struct fatia_http_opts o;
-    fatia_http_handler_fn handler;
+    struct fatia_api_http_opts o;
+    fatia_api_http_handler_fn handler;
     void *arg;
     struct evconnlistener *listener;
     struct conn *conns;
@@ -94,7 +96,7 @@ struct fatia_http_server {
 static void conn_free(struct conn *c);
 static void process_input(struct conn *c);
 
-const char *fatia_http_reason(int status)
+const char *fatia_api_http_reason(int status)
 {
     switch (status) {
     case 200:
@@ -160,7 +162,7 @@ static struct timeval to_tv(fatia_usec_t us)
 
 /* ---- requests ---- */
 
-static void req_free(struct fatia_http_req *r)
+static void req_free(struct fatia_api_http_req *r)
 {
     if (!r)
         return;
@@ -170,34 +172,34 @@ static void req_free(struct fatia_http_req *r)
     fatia_free(r);
 }
 
-const struct fatia_http_head *fatia_http_req_head(const struct fatia_http_req *r)
+const struct fatia_api_http_head *fatia_api_http_req_head(const struct fatia_api_http_req *r)
 {
     return &r->head;
 }
 
-const char *fatia_http_req_body(const struct fatia_http_req *r, size_t *ret_len)
+const char *fatia_api_http_req_body(const struct fatia_api_http_req *r, size_t *ret_len)
 {
     *ret_len = r->body.len;
     return r->body.p;
 }
 
-const char *fatia_http_req_peer(const struct fatia_http_req *r)
+const char *fatia_api_http_req_peer(const struct fatia_api_http_req *r)
 {
     return r->peer;
 }
 
-bool fatia_http_req_connected(const struct fatia_http_req *r)
+bool fatia_api_http_req_connected(const struct fatia_api_http_req *r)
 {
     return r->conn != NULL;
 }
 
-void fatia_http_req_set_close_cb(struct fatia_http_req *r, void (*cb)(void *arg), void *arg)
+void fatia_api_http_req_set_close_cb(struct fatia_api_http_req *r, void (*cb)(void *arg), void *arg)
 {
     r->close_cb = cb;
     r->close_arg = arg;
 }
 
-int fatia_http_add_header(struct fatia_http_req *r, const char *name, const char *value)
+int fatia_api_http_add_header(struct fatia_api_http_req *r, const char *name, const char *value)
 {
     /* Header values come from our code, but never let a CR or LF through. */
     if (strpbrk(name, "\r\n:") || strpbrk(value, "\r\n"))
@@ -214,10 +216,10 @@ static void arm_deadline(struct conn *c)
     evtimer_add(c->deadline, &tv);
 }
 
-static void write_status_line(struct evbuffer *out, struct fatia_http_req *r, int status,
+static void write_status_line(struct evbuffer *out, struct fatia_api_http_req *r, int status,
                               const char *ctype)
 {
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, fatia_http_reason(status));
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, fatia_api_http_reason(status));
     if (ctype)
         evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
     evbuffer_add_printf(out, "Cache-Control: no-cache, private\r\n");
@@ -228,7 +230,7 @@ static void write_status_line(struct evbuffer *out, struct fatia_http_req *r, in
 }
 
 /* The request is done (reply sent or stream ended): free it, go back to reading or close. */
-static void finish_request(struct fatia_http_req *r)
+static void finish_request(struct fatia_api_http_req *r)
 {
     struct conn *c = r->conn;
 
@@ -255,8 +257,8 @@ static void finish_request(struct fatia_http_req *r)
     req_free(r);
 }
 
-void fatia_http_reply_evbuf(struct fatia_http_req *r, int status, const char *content_type,
-                            struct evbuffer *evbuf)
+void fatia_api_http_reply_evbuf(struct fatia_api_http_req *r, int status, const char *content_type,
+                                struct evbuffer *evbuf)
 {
     struct conn *c = r->conn;
 
@@ -272,8 +274,8 @@ void fatia_http_reply_evbuf(struct fatia_http_req *r, int status, const char *co
     finish_request(r);
 }
 
-void fatia_http_reply(struct fatia_http_req *r, int status, const char *content_type,
-                      const void *body, size_t n)
+void fatia_api_http_reply(struct fatia_api_http_req *r, int status, const char *content_type,
+                          const void *body, size_t n)
 {
     struct conn *c = r->conn;
 
@@ -288,7 +290,7 @@ void fatia_http_reply(struct fatia_http_req *r, int status, const char *content_
     finish_request(r);
 }
 
-void fatia_http_stream_start(struct fatia_http_req *r, int status, const char *content_type)
+void fatia_api_http_stream_start(struct fatia_api_http_req *r, int status, const char *content_type)
 {
     struct conn *c = r->conn;
 
@@ -308,7 +310,7 @@ void fatia_http_stream_start(struct fatia_http_req *r, int status, const char *c
     bufferevent_flush(c->bev, EV_WRITE, BEV_NORMAL);
 }
 
-static int stream_write(struct fatia_http_req *r, const void *data, size_t n, bool bounded)
+static int stream_write(struct fatia_api_http_req *r, const void *data, size_t n, bool bounded)
 {
     struct conn *c = r->conn;
     struct evbuffer *out;
@@ -333,22 +335,22 @@ static int stream_write(struct fatia_http_req *r, const void *data, size_t n, bo
     return 0;
 }
 
-int fatia_http_stream_write(struct fatia_http_req *r, const void *data, size_t n)
+int fatia_api_http_stream_write(struct fatia_api_http_req *r, const void *data, size_t n)
 {
     return stream_write(r, data, n, true);
 }
 
-int fatia_http_stream_write_unbounded(struct fatia_http_req *r, const void *data, size_t n)
+int fatia_api_http_stream_write_unbounded(struct fatia_api_http_req *r, const void *data, size_t n)
 {
     return stream_write(r, data, n, false);
 }
 
-size_t fatia_http_stream_backlog(const struct fatia_http_req *r)
+size_t fatia_api_http_stream_backlog(const struct fatia_api_http_req *r)
 {
     return r->conn ? evbuffer_get_length(bufferevent_get_output(r->conn->bev)) : 0;
 }
 
-void fatia_http_stream_end(struct fatia_http_req *r)
+void fatia_api_http_stream_end(struct fatia_api_http_req *r)
 {
     FATIA_ASSERT(r->streaming);
     if (r->conn)
@@ -371,15 +373,22 @@ static void reply_error_and_close(struct conn *c, int status, const char *reason
     evbuffer_add_printf(out,
                         "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\n"
                         "Content-Length: %d\r\n\r\n",
-                        status, fatia_http_reason(status), n);
+                        status, fatia_api_http_reason(status), n);
     evbuffer_add(out, body, (size_t)n);
     if (c->req) {
         req_free(c->req);
         c->req = NULL;
     }
+    /* Lingering close: a client may still be sending the body we refused; closing now would
+     * reset the connection before it reads the answer. Discard its input for up to 2 s. */
     c->state = CONN_CLOSING;
-    bufferevent_disable(c->bev, EV_READ);
-    evtimer_del(c->deadline);
+    c->draining = true;
+    evbuffer_drain(bufferevent_get_input(c->bev),
+                   evbuffer_get_length(bufferevent_get_input(c->bev)));
+    {
+        struct timeval tv = {.tv_sec = 2};
+        evtimer_add(c->deadline, &tv);
+    }
 }
 
 static void conn_unlink(struct conn *c)
@@ -395,7 +404,7 @@ static void conn_unlink(struct conn *c)
 
 static void conn_free(struct conn *c)
 {
-    struct fatia_http_req *r = c->req;
+    struct fatia_api_http_req *r = c->req;
 
     conn_unlink(c);
     bufferevent_free(c->bev);
@@ -416,7 +425,8 @@ static void conn_free(struct conn *c)
     fatia_free(c);
 }
 
-static bool header_has_token(const struct fatia_http_head *h, const char *name, const char *token)
+static bool header_has_token(const struct fatia_api_http_head *h, const char *name,
+                             const char *token)
 {
     struct fatia_str v;
     size_t tn = strlen(token);
@@ -438,16 +448,16 @@ static bool header_has_token(const struct fatia_http_head *h, const char *name, 
 /* The head is complete: decide how the body is framed. 0, or an error already answered. */
 static int start_body(struct conn *c)
 {
-    struct fatia_http_req *r = c->req;
+    struct fatia_api_http_req *r = c->req;
     struct fatia_str v;
     uint64_t len = 0;
 
     r->keep_alive = r->head.minor_version >= 1
                         ? !header_has_token(&r->head, "Connection", "close")
                         : header_has_token(&r->head, "Connection", "keep-alive");
-    if (fatia_http_head_get(&r->head, "Transfer-Encoding", &v)) {
+    if (fatia_api_http_head_get(&r->head, "Transfer-Encoding", &v)) {
         if (!header_has_token(&r->head, "Transfer-Encoding", "chunked") ||
-            fatia_http_head_get(&r->head, "Content-Length", &v)) {
+            fatia_api_http_head_get(&r->head, "Content-Length", &v)) {
             reply_error_and_close(c, 400, "BadRequest", "unsupported transfer encoding");
             return -EBADMSG;
         }
@@ -456,7 +466,7 @@ static int start_body(struct conn *c)
         return 0;
     }
     c->chunked = false;
-    if (fatia_http_head_get(&r->head, "Content-Length", &v)) {
+    if (fatia_api_http_head_get(&r->head, "Content-Length", &v)) {
         char num[24];
         if (v.n == 0 || v.n >= sizeof(num)) {
             reply_error_and_close(c, 400, "BadRequest", "invalid Content-Length");
@@ -481,7 +491,7 @@ static int start_body(struct conn *c)
 /* Reads as much of the body as is buffered. 1 when complete, 0 for more, <0 answered. */
 static int read_body(struct conn *c, struct evbuffer *in)
 {
-    struct fatia_http_req *r = c->req;
+    struct fatia_api_http_req *r = c->req;
 
     if (!c->chunked) {
         size_t have = evbuffer_get_length(in);
@@ -504,7 +514,7 @@ static int read_body(struct conn *c, struct evbuffer *in)
         int rc;
         if (evbuffer_peek(in, -1, NULL, &vec, 1) < 1)
             break;
-        rc = fatia_http_chunked_feed(&c->chunk, vec.iov_base, vec.iov_len, &used, &r->body);
+        rc = fatia_api_http_chunked_feed(&c->chunk, vec.iov_base, vec.iov_len, &used, &r->body);
         evbuffer_drain(in, used);
         if (rc == -FATIA_E_LIMIT) {
             reply_error_and_close(c, 413, "RequestEntityTooLarge",
@@ -523,7 +533,7 @@ static int read_body(struct conn *c, struct evbuffer *in)
 
 static void dispatch(struct conn *c)
 {
-    struct fatia_http_req *r = c->req;
+    struct fatia_api_http_req *r = c->req;
 
     evtimer_del(c->deadline);
     c->state = CONN_BUSY;
@@ -539,8 +549,8 @@ static void process_input(struct conn *c)
         if (!c->head_done) {
             size_t avail = evbuffer_get_length(in);
             size_t look = FATIA_MIN(avail, c->srv->o.max_head_bytes);
-            struct fatia_http_req *r;
-            struct fatia_http_head head;
+            struct fatia_api_http_req *r;
+            struct fatia_api_http_head head;
             const char *p;
             int n;
 
@@ -549,7 +559,7 @@ static void process_input(struct conn *c)
             p = (const char *)evbuffer_pullup(in, (ssize_t)look);
             if (!p)
                 return;
-            n = fatia_http_parse_head(p, look, &head);
+            n = fatia_api_http_parse_head(p, look, &head);
             if (n == -EAGAIN) {
                 if (avail >= c->srv->o.max_head_bytes)
                     reply_error_and_close(c, 431, "RequestHeaderFieldsTooLarge",
@@ -576,7 +586,7 @@ static void process_input(struct conn *c)
             evbuffer_remove(in, r->head_text, (size_t)n);
             r->head_text[n] = '\0';
             /* Reparse in our copy so that the views point into it. */
-            if (fatia_http_parse_head(r->head_text, (size_t)n, &r->head) != n) {
+            if (fatia_api_http_parse_head(r->head_text, (size_t)n, &r->head) != n) {
                 req_free(r);
                 reply_error_and_close(c, 400, "BadRequest", "malformed HTTP request");
                 return;
@@ -600,17 +610,24 @@ static void read_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
 
-    (void)bev;
-    if (c->state == CONN_READING)
+    if (c->state == CONN_READING) {
         process_input(c);
-    /* BUSY / STREAMING: input waits; the watermark bounds it. CLOSING: reading is off. */
+    } else if (c->state == CONN_CLOSING && c->draining) {
+        size_t n = evbuffer_get_length(bufferevent_get_input(bev));
+        evbuffer_drain(bufferevent_get_input(bev), n);
+        c->drained += n;
+        if (c->drained > 64u * 1024 * 1024)
+            conn_free(c);
+    }
+    /* BUSY / STREAMING: input waits; the watermark bounds it. */
 }
 
 static void write_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
 
-    if (c->state == CONN_CLOSING && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+    if (c->state == CONN_CLOSING && !c->draining &&
+        evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         conn_free(c);
 }
 
@@ -632,6 +649,10 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    if (c->state == CONN_CLOSING && c->draining) {
+        conn_free(c); /* the lingering close is over */
+        return;
+    }
     if (c->state != CONN_READING)
         return;
     if (!c->req && evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
@@ -644,7 +665,7 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
                       void *arg)
 {
-    struct fatia_http_server *s = arg;
+    struct fatia_api_http_server *s = arg;
     struct timeval wtv = to_tv(s->o.write_timeout);
     struct conn *c;
     int one = 1;
@@ -711,10 +732,11 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     arm_deadline(c);
 }
 
-int fatia_http_server_new(struct event_base *base, const struct fatia_http_opts *opts,
-                          fatia_http_handler_fn handler, void *arg, struct fatia_http_server **ret)
+int fatia_api_http_server_new(struct event_base *base, const struct fatia_api_http_opts *opts,
+                              fatia_api_http_handler_fn handler, void *arg,
+                              struct fatia_api_http_server **ret)
 {
-    struct fatia_http_server *s = fatia_calloc(1, sizeof(*s));
+    struct fatia_api_http_server *s = fatia_calloc(1, sizeof(*s));
 
     if (!s)
         return -ENOMEM;
@@ -739,8 +761,8 @@ int fatia_http_server_new(struct event_base *base, const struct fatia_http_opts 
     return 0;
 }
 
-int fatia_http_server_listen(struct fatia_http_server *s, const char *host, uint16_t port,
-                             uint16_t *ret_port)
+int fatia_api_http_server_listen(struct fatia_api_http_server *s, const char *host, uint16_t port,
+                                 uint16_t *ret_port)
 {
     union {
         struct sockaddr sa;
@@ -789,7 +811,7 @@ int fatia_http_server_listen(struct fatia_http_server *s, const char *host, uint
     return 0;
 }
 
-void fatia_http_server_stop_listening(struct fatia_http_server *s)
+void fatia_api_http_server_stop_listening(struct fatia_api_http_server *s)
 {
     if (s->listener) {
         evconnlistener_free(s->listener);
@@ -797,17 +819,17 @@ void fatia_http_server_stop_listening(struct fatia_http_server *s)
     }
 }
 
-void fatia_http_server_free(struct fatia_http_server *s)
+void fatia_api_http_server_free(struct fatia_api_http_server *s)
 {
     if (!s)
         return;
-    fatia_http_server_stop_listening(s);
+    fatia_api_http_server_stop_listening(s);
     while (s->conns)
         conn_free(s->conns);
     fatia_free(s);
 }
 
-size_t fatia_http_server_conns(const struct fatia_http_server *s)
+size_t fatia_api_http_server_conns(const struct fatia_api_http_server *s)
 {
     return s->n_conns;
 }

@@ -4,12 +4,12 @@
  * Model: one connection serves one request at a time (pipelined requests wait in the input
  * buffer); a request is read whole (head, then a Content-Length or chunked body, both bounded)
  * before the handler sees it. The handler answers at once or later (a write waits for its group
- * commit) with fatia_http_reply, or streams a chunked answer (watch, logs) with
- * fatia_http_stream_*. Every request is finished exactly once by the handler, even when the
+ * commit) with fatia_api_http_reply, or streams a chunked answer (watch, logs) with
+ * fatia_api_http_stream_*. Every request is finished exactly once by the handler, even when the
  * client went away meanwhile: then the request is detached from its connection and finishing it
  * only frees it; the close callback tells a streaming handler to stop.
  *
- * Limits (struct fatia_http_opts): head size (431), body size (413), one deadline for a whole
+ * Limits (struct fatia_api_http_opts): head size (431), body size (413), one deadline for a whole
  * request to arrive after the connection became idle (408, then close: this also closes idle
  * keep-alive connections and slow-loris senders), a write timeout (a client that reads nothing
  * for that long is dropped), and for streams a bound on unsent output (a watcher that falls that
@@ -32,31 +32,32 @@
 #include "base/clock.h"
 #include "base/str.h"
 
-#define FATIA_HTTP_MAX_HEADERS 64
+#define FATIA_API_HTTP_MAX_HEADERS 64
 
-struct fatia_http_header {
+struct fatia_api_http_header {
     struct fatia_str name;
     struct fatia_str value;
 };
 
-struct fatia_http_head {
+struct fatia_api_http_head {
     struct fatia_str method;
     struct fatia_str target; /* as sent: path and query, percent-encoded */
     int minor_version;       /* HTTP/1.x */
-    struct fatia_http_header headers[FATIA_HTTP_MAX_HEADERS];
+    struct fatia_api_http_header headers[FATIA_API_HTTP_MAX_HEADERS];
     size_t n_headers;
 };
 
 /* Parses a request head (request line, headers, blank line) at the start of buf. Returns the
  * length of the head, -EAGAIN when more input is needed, -EBADMSG when malformed, -E2BIG when it
- * has more than FATIA_HTTP_MAX_HEADERS headers. Views point into buf. */
-int fatia_http_parse_head(const char *buf, size_t n, struct fatia_http_head *ret);
+ * has more than FATIA_API_HTTP_MAX_HEADERS headers. Views point into buf. */
+int fatia_api_http_parse_head(const char *buf, size_t n, struct fatia_api_http_head *ret);
 
 /* The value of a header (case-insensitive name), or false when absent. */
-bool fatia_http_head_get(const struct fatia_http_head *h, const char *name, struct fatia_str *ret);
+bool fatia_api_http_head_get(const struct fatia_api_http_head *h, const char *name,
+                             struct fatia_str *ret);
 
 /* Incremental decoder of a chunked body. Zero-initialise; feed input as it arrives. */
-struct fatia_http_chunked {
+struct fatia_api_http_chunked {
     int state;
     uint64_t remaining;
     size_t line_len;
@@ -65,16 +66,16 @@ struct fatia_http_chunked {
 /* Consumes up to n bytes of in, appending the decoded data to out (whose max bounds the body).
  * Returns 1 when the body (with its trailers) is complete, 0 when more input is needed, -EBADMSG
  * on a framing error, -FATIA_E_LIMIT when out is full. *consumed is set in every case. */
-int fatia_http_chunked_feed(struct fatia_http_chunked *c, const char *in, size_t n,
-                            size_t *consumed, struct fatia_buf *out);
+int fatia_api_http_chunked_feed(struct fatia_api_http_chunked *c, const char *in, size_t n,
+                                size_t *consumed, struct fatia_buf *out);
 
 /* ---- server ---- */
 
 struct event_base;
-struct fatia_http_server;
-struct fatia_http_req;
+struct fatia_api_http_server;
+struct fatia_api_http_req;
 
-struct fatia_http_opts {
+struct fatia_api_http_opts {
     size_t max_head_bytes;      /* 0 = 64 KiB */
     size_t max_body_bytes;      /* 0 = 3 MiB (kube-apiserver's limit) */
     fatia_usec_t idle_timeout;  /* 0 = 60 s: a whole request must arrive within it */
@@ -84,68 +85,71 @@ struct fatia_http_opts {
     void *tls_ctx;              /* an SSL_CTX (tls.h) to serve HTTPS; NULL = plain HTTP */
 };
 
-typedef void (*fatia_http_handler_fn)(void *arg, struct fatia_http_req *req);
+typedef void (*fatia_api_http_handler_fn)(void *arg, struct fatia_api_http_req *req);
 
 /* Builds a server on base. handler(arg, req) runs for each complete request. 0 or -ENOMEM. */
-int fatia_http_server_new(struct event_base *base, const struct fatia_http_opts *opts,
-                          fatia_http_handler_fn handler, void *arg, struct fatia_http_server **ret);
+int fatia_api_http_server_new(struct event_base *base, const struct fatia_api_http_opts *opts,
+                              fatia_api_http_handler_fn handler, void *arg,
+                              struct fatia_api_http_server **ret);
 
 /* Listens on host:port (port 0: any free port); *ret_port gets the port bound. 0 or -errno. */
-int fatia_http_server_listen(struct fatia_http_server *s, const char *host, uint16_t port,
-                             uint16_t *ret_port);
+int fatia_api_http_server_listen(struct fatia_api_http_server *s, const char *host, uint16_t port,
+                                 uint16_t *ret_port);
 
 /* Stops accepting; open connections stay until freed. */
-void fatia_http_server_stop_listening(struct fatia_http_server *s);
+void fatia_api_http_server_stop_listening(struct fatia_api_http_server *s);
 
 /* Closes every connection (detaching their requests, running close callbacks) and frees the
  * server. Requests still held by handlers stay valid until finished. NULL is fine. */
-void fatia_http_server_free(struct fatia_http_server *s);
+void fatia_api_http_server_free(struct fatia_api_http_server *s);
 
 /* Number of open connections, requests served (for tests and metrics). */
-size_t fatia_http_server_conns(const struct fatia_http_server *s);
+size_t fatia_api_http_server_conns(const struct fatia_api_http_server *s);
 
 /* ---- requests ---- */
 
-const struct fatia_http_head *fatia_http_req_head(const struct fatia_http_req *r);
+const struct fatia_api_http_head *fatia_api_http_req_head(const struct fatia_api_http_req *r);
 /* The body (NUL-terminated; len may be 0). */
-const char *fatia_http_req_body(const struct fatia_http_req *r, size_t *ret_len);
+const char *fatia_api_http_req_body(const struct fatia_api_http_req *r, size_t *ret_len);
 /* The peer's address as text ("127.0.0.1:53422"), for logs. */
-const char *fatia_http_req_peer(const struct fatia_http_req *r);
+const char *fatia_api_http_req_peer(const struct fatia_api_http_req *r);
 /* Whether the client is still connected. */
-bool fatia_http_req_connected(const struct fatia_http_req *r);
+bool fatia_api_http_req_connected(const struct fatia_api_http_req *r);
 
 /* Handler data, and the callback run once if the connection closes before the request is
  * finished (the handler may finish the request inside it). */
-void fatia_http_req_set_close_cb(struct fatia_http_req *r, void (*cb)(void *arg), void *arg);
+void fatia_api_http_req_set_close_cb(struct fatia_api_http_req *r, void (*cb)(void *arg),
+                                     void *arg);
 
 /* Adds a response header (before the reply or stream start). 0 or -ENOMEM. */
-int fatia_http_add_header(struct fatia_http_req *r, const char *name, const char *value);
+int fatia_api_http_add_header(struct fatia_api_http_req *r, const char *name, const char *value);
 
 /* Sends a complete response and finishes the request (r is freed). body may be NULL when n is 0.
  * close: ask the connection to close after it. */
-void fatia_http_reply(struct fatia_http_req *r, int status, const char *content_type,
-                      const void *body, size_t n);
+void fatia_api_http_reply(struct fatia_api_http_req *r, int status, const char *content_type,
+                          const void *body, size_t n);
 
 /* Same, taking the body from an evbuffer (moved, not copied; evbuf is left empty). */
 struct evbuffer;
-void fatia_http_reply_evbuf(struct fatia_http_req *r, int status, const char *content_type,
-                            struct evbuffer *evbuf);
+void fatia_api_http_reply_evbuf(struct fatia_api_http_req *r, int status, const char *content_type,
+                                struct evbuffer *evbuf);
 
 /* Starts a chunked response. */
-void fatia_http_stream_start(struct fatia_http_req *r, int status, const char *content_type);
+void fatia_api_http_stream_start(struct fatia_api_http_req *r, int status,
+                                 const char *content_type);
 /* Appends one chunk. 0; -EPIPE when the client is gone; -ENOBUFS when the client fell more than
  * max_stream_backlog behind: the connection was dropped (no close callback runs for that). The
- * request must still be finished with fatia_http_stream_end. */
-int fatia_http_stream_write(struct fatia_http_req *r, const void *data, size_t n);
+ * request must still be finished with fatia_api_http_stream_end. */
+int fatia_api_http_stream_write(struct fatia_api_http_req *r, const void *data, size_t n);
 /* The same without the backlog bound: for output as long as a list answer (a watch's initial
  * state), which the client asked for at once. */
-int fatia_http_stream_write_unbounded(struct fatia_http_req *r, const void *data, size_t n);
+int fatia_api_http_stream_write_unbounded(struct fatia_api_http_req *r, const void *data, size_t n);
 /* Unsent bytes of this stream (0 when detached). */
-size_t fatia_http_stream_backlog(const struct fatia_http_req *r);
+size_t fatia_api_http_stream_backlog(const struct fatia_api_http_req *r);
 /* Ends the stream and finishes the request (r is freed). */
-void fatia_http_stream_end(struct fatia_http_req *r);
+void fatia_api_http_stream_end(struct fatia_api_http_req *r);
 
 /* The reason phrase of a status code ("Not Found"). */
-const char *fatia_http_reason(int status);
+const char *fatia_api_http_reason(int status);
 
 #endif

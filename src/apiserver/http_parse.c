@@ -43,10 +43,10 @@ static int line_end(const char *p, const char *end, const char **next)
     return (int)FATIA_MIN(len, (size_t)INT_MAX);
 }
 
-int fatia_http_parse_head(const char *buf, size_t n, struct fatia_http_head *ret)
+int fatia_api_http_parse_head(const char *buf, size_t n, struct fatia_api_http_head *ret)
 {
     const char *p = buf, *end = buf + n, *next, *q, *le;
-    struct fatia_http_head h;
+    struct fatia_api_http_head h;
     int len;
 
     memset(&h, 0, sizeof(h));
@@ -91,7 +91,7 @@ int fatia_http_parse_head(const char *buf, size_t n, struct fatia_http_head *ret
             ;
         if (q == name || q >= le || *q != ':')
             return -EBADMSG;
-        if (h.n_headers == FATIA_HTTP_MAX_HEADERS)
+        if (h.n_headers == FATIA_API_HTTP_MAX_HEADERS)
             return -E2BIG;
         h.headers[h.n_headers].name = (struct fatia_str){name, (size_t)(q - name)};
         val = q + 1;
@@ -113,7 +113,8 @@ int fatia_http_parse_head(const char *buf, size_t n, struct fatia_http_head *ret
     return (int)(next - buf);
 }
 
-bool fatia_http_head_get(const struct fatia_http_head *h, const char *name, struct fatia_str *ret)
+bool fatia_api_http_head_get(const struct fatia_api_http_head *h, const char *name,
+                             struct fatia_str *ret)
 {
     size_t n = strlen(name);
 
@@ -151,8 +152,8 @@ static int hexval(char c)
     return -1;
 }
 
-int fatia_http_chunked_feed(struct fatia_http_chunked *c, const char *in, size_t n,
-                            size_t *consumed, struct fatia_buf *out)
+int fatia_api_http_chunked_feed(struct fatia_api_http_chunked *c, const char *in, size_t n,
+                                size_t *consumed, struct fatia_buf *out)
 {
     size_t i = 0;
     int r;

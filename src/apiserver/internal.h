@@ -137,7 +137,7 @@ struct fatia_apiserver {
     struct event_base *base;
     struct fatia_store *store;
     struct fatia_apiserver_opts o;
-    struct fatia_http_server *http;
+    struct fatia_api_http_server *http;
     struct event *store_ev;
     struct event *bookmark_ev;
     struct fatia_auth *auth;
@@ -304,7 +304,7 @@ bool server_idle(const struct fatia_apiserver *s);
 
 /* ---- HTTP handlers ---- */
 
-void handle_http(void *arg, struct fatia_http_req *req);
+void handle_http(void *arg, struct fatia_api_http_req *req);
 int discovery_init(struct fatia_apiserver *s);
 int openapi_build(struct fatia_apiserver *s);
 void openapi_release(struct fatia_apiserver *s);

@@ -19,15 +19,15 @@
 #include "base/json.h"
 
 struct fatia_log_stream {
-    struct fatia_http_req *req;
+    struct fatia_api_http_req *req;
     bool started;
     bool gone;
     void (*cancel)(void *arg);
     void *cancel_arg;
 };
 
-void logs_start(const struct opctx *c, const struct fatia_api_query *q, struct fatia_http_req *req,
-                struct opres *err);
+void logs_start(const struct opctx *c, const struct fatia_api_query *q,
+                struct fatia_api_http_req *req, struct opres *err);
 
 void fatia_apiserver_set_log_provider(struct fatia_apiserver *s, fatia_log_provider_fn fn,
                                       void *arg)
@@ -48,8 +48,8 @@ static void close_cb(void *arg)
     }
 }
 
-void logs_start(const struct opctx *c, const struct fatia_api_query *q, struct fatia_http_req *req,
-                struct opres *err)
+void logs_start(const struct opctx *c, const struct fatia_api_query *q,
+                struct fatia_api_http_req *req, struct opres *err)
 {
     struct fatia_apiserver *s = c->s;
     struct fatia_log_stream *st;
@@ -89,10 +89,10 @@ void logs_start(const struct opctx *c, const struct fatia_api_query *q, struct f
                                 .limit_bytes = q->limit_bytes,
                                 .since_seconds = q->since_seconds,
                                 .pod = e->committed->tree};
-    fatia_http_req_set_close_cb(req, close_cb, st);
+    fatia_api_http_req_set_close_cb(req, close_cb, st);
     rc = s->log_provider(s->log_arg, &lr, st);
     if (rc < 0) {
-        fatia_http_req_set_close_cb(req, NULL, NULL);
+        fatia_api_http_req_set_close_cb(req, NULL, NULL);
         fatia_free(st);
         if (rc == -ENOENT)
             opres_fail(err, 400, "BadRequest", "container %s is not valid for pod %s",
@@ -113,10 +113,10 @@ int fatia_log_stream_write(struct fatia_log_stream *st, const void *data, size_t
     if (st->gone || !st->req)
         return -EPIPE;
     if (!st->started) {
-        fatia_http_stream_start(st->req, 200, "text/plain");
+        fatia_api_http_stream_start(st->req, 200, "text/plain");
         st->started = true;
     }
-    r = fatia_http_stream_write(st->req, data, n);
+    r = fatia_api_http_stream_write(st->req, data, n);
     if (r < 0) {
         st->gone = true;
         return -EPIPE;
@@ -133,11 +133,11 @@ void fatia_log_stream_set_cancel(struct fatia_log_stream *st, void (*cancel)(voi
 void fatia_log_stream_end(struct fatia_log_stream *st)
 {
     if (st->req) {
-        fatia_http_req_set_close_cb(st->req, NULL, NULL);
+        fatia_api_http_req_set_close_cb(st->req, NULL, NULL);
         if (st->started)
-            fatia_http_stream_end(st->req);
+            fatia_api_http_stream_end(st->req);
         else
-            fatia_http_reply(st->req, 200, "text/plain", NULL, 0);
+            fatia_api_http_reply(st->req, 200, "text/plain", NULL, 0);
     }
     fatia_free(st);
 }

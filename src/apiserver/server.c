@@ -198,7 +198,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
             goto out_free;
         }
     }
-    r = fatia_http_server_new(base, &s->o.http, handle_http, s, &s->http);
+    r = fatia_api_http_server_new(base, &s->o.http, handle_http, s, &s->http);
     if (r < 0)
         goto out_free;
     r = fatia_store_writer_start(store);
@@ -229,7 +229,7 @@ out_free:
 int fatia_apiserver_listen(struct fatia_apiserver *s, const char *host, uint16_t port,
                            uint16_t *ret_port)
 {
-    return fatia_http_server_listen(s->http, host, port, ret_port);
+    return fatia_api_http_server_listen(s->http, host, port, ret_port);
 }
 
 uint64_t fatia_apiserver_rv(const struct fatia_apiserver *s)
@@ -255,7 +255,7 @@ void fatia_apiserver_shutdown(struct fatia_apiserver *s, void (*done)(void *arg)
     s->shutdown_done = done;
     s->shutdown_arg = arg;
     if (s->http)
-        fatia_http_server_stop_listening(s->http);
+        fatia_api_http_server_stop_listening(s->http);
     watch_shutdown_all(s);
     if (s->bookmark_ev)
         event_del(s->bookmark_ev);
@@ -269,7 +269,7 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
         return;
     if (s->http)
         watch_shutdown_all(s);
-    fatia_http_server_free(s->http);
+    fatia_api_http_server_free(s->http);
     if (s->store_ev)
         event_free(s->store_ev);
     if (s->bookmark_ev)

@@ -45,7 +45,7 @@ struct watcher {
     bool bookmarks;
     uint64_t rv; /* the newest rv this watcher has been offered */
     /* HTTP */
-    struct fatia_http_req *req;
+    struct fatia_api_http_req *req;
     /* in-process */
     fatia_watch_fn fn;
     void *fn_arg;
@@ -161,13 +161,13 @@ static void watcher_free(struct watcher *w)
 /* Ends an HTTP watcher: unlinks it, ends its stream (if still there) and frees it. */
 static void http_watcher_end(struct watcher *w)
 {
-    struct fatia_http_req *req = w->req;
+    struct fatia_api_http_req *req = w->req;
 
     watcher_unlink(w);
     w->req = NULL;
     if (req) {
-        fatia_http_req_set_close_cb(req, NULL, NULL);
-        fatia_http_stream_end(req);
+        fatia_api_http_req_set_close_cb(req, NULL, NULL);
+        fatia_api_http_stream_end(req);
     }
     watcher_free(w);
 }
@@ -202,8 +202,8 @@ static bool deliver(struct watcher *w, enum fatia_watch_event type, struct objve
         bool common = ev && (int)type == (int)ev->type && !w->table && !w->ver;
         int r = 0;
         if (common && ev->line) {
-            r = w->replaying ? fatia_http_stream_write_unbounded(w->req, ev->line, ev->line_len)
-                             : fatia_http_stream_write(w->req, ev->line, ev->line_len);
+            r = w->replaying ? fatia_api_http_stream_write_unbounded(w->req, ev->line, ev->line_len)
+                             : fatia_api_http_stream_write(w->req, ev->line, ev->line_len);
         } else {
             struct evbuffer *out = evbuffer_new();
             size_t n;
@@ -217,8 +217,8 @@ static bool deliver(struct watcher *w, enum fatia_watch_event type, struct objve
                     memcpy(ev->line, p, n);
                     ev->line_len = n;
                 }
-                r = w->replaying ? fatia_http_stream_write_unbounded(w->req, p, n)
-                                 : fatia_http_stream_write(w->req, p, n);
+                r = w->replaying ? fatia_api_http_stream_write_unbounded(w->req, p, n)
+                                 : fatia_api_http_stream_write(w->req, p, n);
             }
             evbuffer_free(out);
         }
@@ -381,10 +381,10 @@ static void watcher_link(struct watcher *w)
 
 /* HTTP: answers the request (an error, or a stream that lives on). */
 void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, const char *name,
-                      bool table, struct fatia_http_req *req, struct opres *err);
+                      bool table, struct fatia_api_http_req *req, struct opres *err);
 
 void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, const char *name,
-                      bool table, struct fatia_http_req *req, struct opres *err)
+                      bool table, struct fatia_api_http_req *req, struct opres *err)
 {
     struct fatia_apiserver *s = c->s;
     struct watcher *w;
@@ -436,9 +436,9 @@ void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, co
         opres_from_errno(err, -ENOMEM, "watch");
         return;
     }
-    fatia_http_req_set_close_cb(req, http_close_cb, w);
-    fatia_http_add_header(req, "Content-Type", "application/json");
-    fatia_http_stream_start(req, 200, NULL);
+    fatia_api_http_req_set_close_cb(req, http_close_cb, w);
+    fatia_api_http_add_header(req, "Content-Type", "application/json");
+    fatia_api_http_stream_start(req, 200, NULL);
     initial = rv == 0;
     w->rv = initial ? s->rv_committed : rv;
     w->replaying = true;
@@ -450,7 +450,7 @@ void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, co
     if (q->send_initial_events && w->bookmarks) {
         struct evbuffer *out = evbuffer_new();
         encode_bookmark(w, s->rv_committed, true, out);
-        r = fatia_http_stream_write(req, evbuffer_pullup(out, -1), evbuffer_get_length(out));
+        r = fatia_api_http_stream_write(req, evbuffer_pullup(out, -1), evbuffer_get_length(out));
         evbuffer_free(out);
         if (r < 0) {
             http_watcher_end(w);
@@ -478,8 +478,8 @@ void watch_send_bookmarks(struct fatia_apiserver *s)
                 if (!out)
                     continue;
                 encode_bookmark(w, s->rv_committed, false, out);
-                r = fatia_http_stream_write(w->req, evbuffer_pullup(out, -1),
-                                            evbuffer_get_length(out));
+                r = fatia_api_http_stream_write(w->req, evbuffer_pullup(out, -1),
+                                                evbuffer_get_length(out));
                 evbuffer_free(out);
                 if (r < 0)
                     http_watcher_end(w);

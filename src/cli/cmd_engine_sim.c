@@ -255,6 +255,10 @@ static int run(int argc, char **argv)
         fprintf(stderr, "fatia engine-sim: %s does not fit: %s\n", in.model.name, why);
         return FATIA_EXIT_FAIL;
     }
+    if (strcmp(dev.product, FATIA_CALIB_GPU) && (flops <= 0 || hbm <= 0))
+        fatia_warn("engine-sim: the timing model is calibrated on the %s only; %s uses its "
+                   "numbers unless --flops and --hbm-bandwidth are given",
+                   FATIA_CALIB_GPU, dev.product);
     if (blocks)
         cfg.engine.num_gpu_blocks = blocks;
     if (no_pc)

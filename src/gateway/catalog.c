@@ -1,11 +1,12 @@
 /*
- * gateway/catalog.c: the minimal GPU table of the serving plane (see catalog.h).
+ * gateway/catalog.c: the serving plane's view of a GPU product or MIG profile (see catalog.h),
+ * read from the supply layer's GPU catalog (data/gpus, supply/catalog.h).
  *
- * Whole-GPU memory is what CUDA reports as total (torch.cuda.get_device_properties().total_memory,
- * recorded by scripts/calibrate-h200: 150,109,880,320 bytes), because vLLM sizes its KV cache as a
- * fraction of that total. NVML reports 645 MB more (143,771 MiB); the difference is the driver's
- * reservation. MIG profile memory is NVML's memorySizeMB for the profile (read on the H200 with
- * driver 580.159.04): what CUDA shows inside an instance is a little less, not measured here.
+ * Memory is what the engine sees: vLLM sizes its KV cache as a fraction of the total CUDA reports,
+ * which is less than NVML's total by the driver's reservation. That total was measured on the H200
+ * by scripts/calibrate-h200 (150,109,880,320 bytes against NVML's 150,754,820,096) and is used for
+ * the calibrated product; other products get NVML's total (a few hundred MB optimistic). MIG
+ * profile memory is NVML's memorySizeMB of the profile, as the catalog records it.
  */
 #include "base/compat.h"
 
@@ -13,88 +14,67 @@
 
 #include <strings.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 #include "gateway/calibration.h"
-
-struct profile_row {
-    const char *name;
-    uint32_t mem_mib;
-    uint32_t sms;
-    uint32_t memory_slices;
-};
-
-struct gpu_row {
-    const char *product;
-    const char *const *names; /* accepted spellings, lowercase */
-    uint64_t memory_bytes;
-    uint32_t sms;
-    uint32_t memory_slices;
-    const struct profile_row *profiles;
-    const char *const *profile_names;
-};
-
-static const struct profile_row h200_profiles[] = {
-    {"1g.18gb", 16384, 16, 1},    {"1g.18gb+me", 16384, 16, 1},
-    {"1g.35gb", 33280, 26, 2},    {"2g.35gb", 33280, 32, 2},
-    {"3g.71gb", 71424, 60, 4},    {"4g.71gb", 71424, 64, 4},
-    {"7g.141gb", 143360, 132, 8}, {NULL, 0, 0, 0}};
-static const char *const h200_profile_names[] = {"1g.18gb", "1g.18gb+me", "1g.35gb",  "2g.35gb",
-                                                 "3g.71gb", "4g.71gb",    "7g.141gb", NULL};
-
-static const struct gpu_row gpus[] = {
-    {"NVIDIA H200", (const char *const[]){"h200", "nvidia-h200", "nvidia h200", "h200-141gb", NULL},
-     FATIA_CALIB_CUDA_TOTAL_MEMORY, FATIA_CALIB_MULTIPROCESSORS, 8, h200_profiles,
-     h200_profile_names},
-};
-
-static const struct gpu_row *find_gpu(const char *product)
-{
-    for (size_t i = 0; i < FATIA_ARRAY_SIZE(gpus); i++)
-        for (size_t j = 0; gpus[i].names[j]; j++)
-            if (!strcasecmp(product, gpus[i].names[j]))
-                return &gpus[i];
-    return NULL;
-}
-
-const char *const *fatia_serving_profiles(const char *product)
-{
-    const struct gpu_row *g = find_gpu(product);
-    return g ? g->profile_names : NULL;
-}
+#include "supply/catalog.h"
 
 int fatia_serving_device_lookup(const char *product, const char *profile,
                                 struct fatia_serving_device *ret, char *why, size_t why_n)
 {
-    const struct gpu_row *g = find_gpu(product);
     struct fatia_serving_device d = {0};
+    struct fatia_catalog cat;
+    struct fatia_diag diag;
+    const struct fatia_gpu_model *m;
+    char path[4096];
+    int r;
 
-    if (!g) {
-        snprintf(why, why_n, "unknown GPU product '%s': the serving plane knows h200", product);
-        return -ENOENT;
+    fatia_catalog_default_path(NULL, path, sizeof(path));
+    fatia_catalog_init(&cat);
+    fatia_diag_init(&diag);
+    r = fatia_catalog_load(&cat, path, &diag);
+    if (r < 0) {
+        snprintf(why, why_n, "cannot load the GPU catalog '%s'%s%s", path, diag.n ? ": " : "",
+                 diag.n ? diag.v[0].msg : "");
+        goto out;
     }
-    snprintf(d.product, sizeof(d.product), "%s", g->product);
-    d.gpu_multiprocessors = g->sms;
-    d.gpu_memory_slices = g->memory_slices;
+    m = fatia_catalog_find(&cat, product);
+    if (!m && !strncasecmp(product, "nvidia-", 7))
+        m = fatia_catalog_find(&cat, product + 7);
+    if (!m) {
+        snprintf(why, why_n, "unknown GPU product '%s' (not in the catalog '%s')", product, path);
+        r = -ENOENT;
+        goto out;
+    }
+    snprintf(d.product, sizeof(d.product), "%s", m->product);
+    d.gpu_multiprocessors = m->multiprocessors;
+    d.gpu_memory_slices = m->mig ? m->mig->memory_slices : 1;
     if (!profile || !*profile) {
-        d.memory_bytes = g->memory_bytes;
-        d.multiprocessors = g->sms;
-        d.memory_slices = g->memory_slices;
-        *ret = d;
-        return 0;
-    }
-    for (const struct profile_row *p = g->profiles; p->name; p++) {
-        if (strcasecmp(p->name, profile))
-            continue;
+        d.memory_bytes =
+            !strcmp(m->product, FATIA_CALIB_GPU) ? FATIA_CALIB_CUDA_TOTAL_MEMORY : m->memory_bytes;
+        d.multiprocessors = m->multiprocessors;
+        d.memory_slices = d.gpu_memory_slices;
+    } else {
+        const struct fatia_mig_profile *p = m->mig ? fatia_mig_geom_find(m->mig, profile) : NULL;
+        if (!p) {
+            struct fatia_buf names = FATIA_BUF_INIT;
+            for (size_t i = 0; m->mig && i < m->mig->n_profiles; i++)
+                fatia_buf_printf(&names, "%s%s", i ? ", " : "", m->mig->profiles[i].name);
+            snprintf(why, why_n, "unknown MIG profile '%s' for %s%s%s", profile, m->product,
+                     names.len ? ": expected one of " : " (not MIG capable)", names.p);
+            fatia_buf_release(&names);
+            r = -ENOENT;
+            goto out;
+        }
         snprintf(d.profile, sizeof(d.profile), "%s", p->name);
-        d.memory_bytes = (uint64_t)p->mem_mib << 20;
-        d.multiprocessors = p->sms;
+        d.memory_bytes = p->memory_bytes;
+        d.multiprocessors = p->multiprocessors;
         d.memory_slices = p->memory_slices;
-        *ret = d;
-        return 0;
     }
-    snprintf(why, why_n,
-             "unknown MIG profile '%s' for %s: expected one of 1g.18gb, 1g.18gb+me, "
-             "1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb, 7g.141gb",
-             profile, g->product);
-    return -ENOENT;
+    *ret = d;
+    r = 0;
+out:
+    fatia_diag_release(&diag);
+    fatia_catalog_release(&cat);
+    return r;
 }

@@ -1,12 +1,7 @@
 /*
- * gateway/catalog.h: the GPU facts the serving plane needs (memory, multiprocessors, memory
- * slices of a MIG profile), behind one lookup.
- *
- * The supply layer owns fatia's GPU catalog (data/, issue 3). Until the serving plane reads it,
- * this file keeps a minimal table of the one GPU measured here, the H200, and its MIG profiles as
- * the driver reports them (reference/h200-facts.md, mig-profiles.yaml: verified on hardware).
- * fatia_serving_device_lookup() is the only function that reads the table, so switching to the
- * supply catalog is a change in one place.
+ * gateway/catalog.h: the GPU facts the serving plane needs (memory as the engine sees it,
+ * multiprocessors, memory slices of a MIG profile), behind one lookup over the supply layer's GPU
+ * catalog (data/gpus).
  */
 #ifndef FATIA_GATEWAY_CATALOG_H
 #define FATIA_GATEWAY_CATALOG_H
@@ -23,13 +18,10 @@ struct fatia_serving_device {
     uint32_t gpu_memory_slices;
 };
 
-/* product: "h200" (case-insensitive; "nvidia-h200" and "NVIDIA H200" too); profile: NULL or "" for
- * the whole GPU, or a MIG profile name. 0, or -ENOENT with a message naming what exists in why. */
+/* product: a catalog name or alias, case-insensitive ("h200", "NVIDIA H200", "nvidia-h200");
+ * profile: NULL or "" for the whole GPU, or a MIG profile name. 0, or -ENOENT with a message
+ * naming what exists in why (or the catalog's load error). Reads the catalog files: an I/O edge. */
 int fatia_serving_device_lookup(const char *product, const char *profile,
                                 struct fatia_serving_device *ret, char *why, size_t why_n);
-
-/* The MIG profile names of a product, in table order, NULL-terminated (for help and golden runs);
- * NULL for an unknown product. */
-const char *const *fatia_serving_profiles(const char *product);
 
 #endif

@@ -669,8 +669,12 @@ int fatia_kubepool_start(struct event_base *base, struct fatia_gateway *g,
                  kp->name);
         st = api_get(kp, path, &x, 30);
         if (st != 200) {
-            snprintf(why, why_n, "inferencepool %s/%s: %s%ld from %s", kp->ns, kp->name,
-                     st < 0 ? "error " : "HTTP ", st, kp->server);
+            if (st < 0)
+                snprintf(why, why_n, "inferencepool %s/%s: %s (%s)", kp->ns, kp->name,
+                         fatia_strerror((int)st), kp->server);
+            else
+                snprintf(why, why_n, "inferencepool %s/%s: HTTP %ld from %s", kp->ns, kp->name, st,
+                         kp->server);
             fatia_buf_release(&body);
             r = st == 404 ? -ENOENT : -EIO;
             goto fail;

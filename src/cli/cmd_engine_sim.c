@@ -47,6 +47,8 @@ static const char usage[] =
     "  --flops F, --hbm-bandwidth B, --kv-bandwidth B, --step-overhead SECONDS\n"
     "                              timing terms (default: the calibration, scaled to the slice)\n"
     "  --default-max-tokens N      output length when a request gives none (default 16)\n"
+    "  --engine-timestamps         add the engine's virtual times to streamed chunks\n"
+    "                              (\"engine_arrival\", \"engine_time\"; for benchmarks)\n"
     "  --models-file PATH          another models.yaml\n"
     "  --port-file PATH            write the port listened on (for --listen ADDR:0)\n"
     "  --print-config              print the effective configuration as JSON and exit\n"
@@ -87,6 +89,7 @@ static int run(int argc, char **argv)
         O_DEFMAX,
         O_MODELS,
         O_PRINT,
+        O_STAMPS,
     };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
@@ -112,6 +115,7 @@ static int run(int argc, char **argv)
         {"default-max-tokens", required_argument, NULL, O_DEFMAX},
         {"models-file", required_argument, NULL, O_MODELS},
         {"print-config", no_argument, NULL, O_PRINT},
+        {"engine-timestamps", no_argument, NULL, O_STAMPS},
         {"port-file", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -215,6 +219,9 @@ static int run(int argc, char **argv)
             break;
         case O_PRINT:
             print = true;
+            break;
+        case O_STAMPS:
+            cfg.timestamps = true;
             break;
         case 'P':
             port_file = optarg;

@@ -55,6 +55,8 @@ static const char usage[] =
     "  --metrics-interval D        scrape each endpoint's /metrics this often (default 50ms)\n"
     "  --metrics-staleness D       ignore metrics older than this (default 2s)\n"
     "  --health-interval D         health check period (default 1s)\n"
+    "  --health-timeout D          a check slower than this fails (default 2s)\n"
+    "  --health-failures N         failed checks in a row that take an endpoint out (default 3)\n"
     "  --connect-timeout D         (default 2s)\n"
     "  --upstream-timeout D        time to the response head (default: none)\n"
     "  --max-body BYTES            largest request body (default 32 MiB)\n"
@@ -137,6 +139,8 @@ static int run(int argc, char **argv)
         O_MINT,
         O_MSTALE,
         O_HINT,
+        O_HTO,
+        O_HFAIL,
         O_CTO,
         O_UTO,
         O_MAXBODY,
@@ -162,6 +166,8 @@ static int run(int argc, char **argv)
         {"metrics-interval", required_argument, NULL, O_MINT},
         {"metrics-staleness", required_argument, NULL, O_MSTALE},
         {"health-interval", required_argument, NULL, O_HINT},
+        {"health-timeout", required_argument, NULL, O_HTO},
+        {"health-failures", required_argument, NULL, O_HFAIL},
         {"connect-timeout", required_argument, NULL, O_CTO},
         {"upstream-timeout", required_argument, NULL, O_UTO},
         {"max-body", required_argument, NULL, O_MAXBODY},
@@ -234,6 +240,11 @@ static int run(int argc, char **argv)
                 return fatia_cli_usage_error(self(), "--weights: expected "
                                                      "queue=N,kv=N,prefix=N,inflight=N,tokens=N");
             break;
+        case O_HFAIL:
+            if (fatia_parse_u64(optarg, &u) < 0 || !u || u > 1000)
+                return fatia_cli_usage_error(self(), "--health-failures: expected 1..1000");
+            cfg.health_failure_threshold = (uint32_t)u;
+            break;
         case O_QLIMIT:
         case O_MAXBLOCKS:
         case O_LRU:
@@ -256,6 +267,7 @@ static int run(int argc, char **argv)
         case O_MINT:
         case O_MSTALE:
         case O_HINT:
+        case O_HTO:
         case O_CTO:
         case O_UTO: {
             fatia_usec_t d;
@@ -268,6 +280,8 @@ static int run(int argc, char **argv)
                 over.metrics_staleness = d, set_mstale = true;
             else if (c == O_HINT)
                 over.health_interval = d, set_hint = true;
+            else if (c == O_HTO)
+                cfg.health_timeout = d;
             else if (c == O_CTO)
                 cfg.connect_timeout = d;
             else

@@ -11,11 +11,13 @@
 #include <getopt.h>
 #include <math.h>
 
+#include "base/alloc.h"
 #include "base/error.h"
 #include "base/str.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "gateway/catalog.h"
+#include "gateway/loadgen.h"
 #include "gateway/modelspec.h"
 #include "gateway/plan.h"
 #include "model/quantity.h"
@@ -357,6 +359,262 @@ static int run_plan(int argc, char **argv)
     return plan.fits ? FATIA_EXIT_OK : FATIA_EXIT_FAIL;
 }
 
+static const char bench_usage[] =
+    "Usage: fatia serve bench --url URL [--workload shared-prefix|azure-trace] [options]\n"
+    "\n"
+    "Sends an open-loop workload of streamed completions to an OpenAI-compatible server (a\n"
+    "gateway or one engine) and reports vLLM bench serve's metrics: TTFT, TPOT, ITL, E2EL\n"
+    "(mean and percentiles), request and output-token throughput, and the engines' prefix\n"
+    "cache hit ratio. Against engine-sims run --speed N times faster, give the same --speed:\n"
+    "every figure is then in engine time.\n"
+    "\n"
+    "Options:\n"
+    "  --url URL                 the server (http://host:port)\n"
+    "  --model NAME              model of every request (default llama-3.1-8b)\n"
+    "  --speed N                 the servers' speed-up (default 1)\n"
+    "  --requests N              requests to send (default: the prompt set / trace window)\n"
+    "  --max-concurrency N       cap requests in flight (default: open loop)\n"
+    "  --seed N                  (default 1)\n"
+    "  --engines URL,...         engines whose prefix-cache counters give the hit ratio\n"
+    "  --label TEXT              prefix of the 'name: value unit' lines (default bench)\n"
+    "  -o table|json\n"
+    "shared-prefix (llm-d's workload):\n"
+    "  --rate R                  Poisson arrivals, requests per engine second (default 10)\n"
+    "  --groups N --prompts-per-group N --system-tokens N --question-tokens N\n"
+    "  --output-tokens N         (defaults 150, 5, 6000, 1200, 1000)\n"
+    "azure-trace (arrivals and lengths from the Azure LLM inference trace):\n"
+    "  --trace PATH              AzureLLMInferenceTrace_conv.csv or _code.csv\n"
+    "  --trace-offset N          skip the first N requests\n"
+    "  --time-scale X            divide the trace's inter-arrival times by X (default 1)\n"
+    "  --tenants N --follow P    synthesised shared prefixes (defaults 32, 0.5; docs/serving.md)\n";
+
+static void print_dist(const char *label, const char *name, const struct fatia_dist *d)
+{
+    printf("%s.%s_mean: %.2f ms\n%s.%s_p50: %.2f ms\n%s.%s_p90: %.2f ms\n%s.%s_p99: %.2f ms\n",
+           label, name, d->mean * 1e3, label, name, d->p50 * 1e3, label, name, d->p90 * 1e3, label,
+           name, d->p99 * 1e3);
+}
+
+static json_t *dist_json(const struct fatia_dist *d)
+{
+    return json_pack("{s:f,s:f,s:f,s:f,s:f,s:I}", "meanMs", d->mean * 1e3, "p50Ms", d->p50 * 1e3,
+                     "p90Ms", d->p90 * 1e3, "p99Ms", d->p99 * 1e3, "maxMs", d->max * 1e3, "n",
+                     (json_int_t)d->n);
+}
+
+static int run_bench(int argc, char **argv)
+{
+    enum {
+        O_URL = 256,
+        O_MODEL,
+        O_SPEED,
+        O_REQUESTS,
+        O_CONC,
+        O_SEED,
+        O_ENGINES,
+        O_LABEL,
+        O_WORKLOAD,
+        O_RATE,
+        O_GROUPS,
+        O_PPG,
+        O_SYS,
+        O_Q,
+        O_OUT,
+        O_TRACE,
+        O_TOFF,
+        O_TSCALE,
+        O_TENANTS,
+        O_FOLLOW,
+    };
+    static const struct option opts[] = {{"url", required_argument, NULL, O_URL},
+                                         {"model", required_argument, NULL, O_MODEL},
+                                         {"speed", required_argument, NULL, O_SPEED},
+                                         {"requests", required_argument, NULL, O_REQUESTS},
+                                         {"max-concurrency", required_argument, NULL, O_CONC},
+                                         {"seed", required_argument, NULL, O_SEED},
+                                         {"engines", required_argument, NULL, O_ENGINES},
+                                         {"label", required_argument, NULL, O_LABEL},
+                                         {"workload", required_argument, NULL, O_WORKLOAD},
+                                         {"rate", required_argument, NULL, O_RATE},
+                                         {"groups", required_argument, NULL, O_GROUPS},
+                                         {"prompts-per-group", required_argument, NULL, O_PPG},
+                                         {"system-tokens", required_argument, NULL, O_SYS},
+                                         {"question-tokens", required_argument, NULL, O_Q},
+                                         {"output-tokens", required_argument, NULL, O_OUT},
+                                         {"trace", required_argument, NULL, O_TRACE},
+                                         {"trace-offset", required_argument, NULL, O_TOFF},
+                                         {"time-scale", required_argument, NULL, O_TSCALE},
+                                         {"tenants", required_argument, NULL, O_TENANTS},
+                                         {"follow", required_argument, NULL, O_FOLLOW},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    static const struct fatia_cli_cmd bench_cmd = {"serve bench", NULL, bench_usage, NULL};
+    struct fatia_loadgen_config c;
+    struct fatia_loadgen_result res;
+    enum fatia_output out = FATIA_OUT_TABLE;
+    const char *label = "bench";
+    char *engines_buf = NULL, *save = NULL;
+    const char *engines[256];
+    char why[512] = "";
+    int ch, r;
+
+    fatia_loadgen_config_default(&c);
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        uint64_t u = 0;
+        double d = 0;
+        bool is_u = ch == O_REQUESTS || ch == O_CONC || ch == O_SEED || ch == O_GROUPS ||
+                    ch == O_PPG || ch == O_SYS || ch == O_Q || ch == O_OUT || ch == O_TOFF ||
+                    ch == O_TENANTS;
+        bool is_d = ch == O_SPEED || ch == O_RATE || ch == O_TSCALE || ch == O_FOLLOW;
+        if (is_u && (fatia_parse_u64(optarg, &u) < 0 || u > UINT32_MAX))
+            return fatia_cli_usage_error(&bench_cmd, "%s: expected an integer", argv[optind - 1]);
+        if (is_d && (fatia_parse_double(optarg, &d) < 0 || d < 0))
+            return fatia_cli_usage_error(&bench_cmd, "%s: expected a number", argv[optind - 1]);
+        switch (ch) {
+        case O_URL:
+            c.url = optarg;
+            break;
+        case O_MODEL:
+            c.model = optarg;
+            break;
+        case O_SPEED:
+            c.speed = d;
+            break;
+        case O_REQUESTS:
+            c.requests = (uint32_t)u;
+            break;
+        case O_CONC:
+            c.max_concurrency = (uint32_t)u;
+            break;
+        case O_SEED:
+            c.seed = u;
+            break;
+        case O_ENGINES:
+            engines_buf = optarg;
+            break;
+        case O_LABEL:
+            label = optarg;
+            break;
+        case O_WORKLOAD:
+            if (!strcmp(optarg, "shared-prefix"))
+                c.workload = FATIA_WORKLOAD_SHARED_PREFIX;
+            else if (!strcmp(optarg, "azure-trace"))
+                c.workload = FATIA_WORKLOAD_AZURE_TRACE;
+            else
+                return fatia_cli_usage_error(&bench_cmd,
+                                             "--workload: expected shared-prefix or azure-trace");
+            break;
+        case O_RATE:
+            c.rate = d;
+            break;
+        case O_GROUPS:
+            c.groups = (uint32_t)u;
+            break;
+        case O_PPG:
+            c.prompts_per_group = (uint32_t)u;
+            break;
+        case O_SYS:
+            c.system_tokens = (uint32_t)u;
+            break;
+        case O_Q:
+            c.question_tokens = (uint32_t)u;
+            break;
+        case O_OUT:
+            c.output_tokens = (uint32_t)u;
+            break;
+        case O_TRACE:
+            c.trace = optarg;
+            break;
+        case O_TOFF:
+            c.trace_offset = (uint32_t)u;
+            break;
+        case O_TSCALE:
+            c.time_scale = d;
+            break;
+        case O_TENANTS:
+            c.tenants = (uint32_t)u;
+            break;
+        case O_FOLLOW:
+            c.follow = d;
+            break;
+        case 'o':
+            if (fatia_cli_parse_output(optarg, &out) < 0)
+                return fatia_cli_usage_error(&bench_cmd, "unknown output format '%s'", optarg);
+            break;
+        case 'h':
+            return fatia_cli_help(&bench_cmd);
+        default:
+            return fatia_cli_usage_error(&bench_cmd, "unknown option");
+        }
+    }
+    if (!c.url)
+        return fatia_cli_usage_error(&bench_cmd, "give --url URL");
+    if (c.speed <= 0 || c.time_scale <= 0 || c.tenants == 0 || c.follow > 1)
+        return fatia_cli_usage_error(&bench_cmd, "--speed and --time-scale must be positive, "
+                                                 "--tenants at least 1, --follow at most 1");
+    if (c.workload == FATIA_WORKLOAD_AZURE_TRACE && !c.trace)
+        return fatia_cli_usage_error(&bench_cmd, "azure-trace needs --trace PATH");
+    if (engines_buf) {
+        engines_buf = fatia_strdup(engines_buf);
+        for (char *t = strtok_r(engines_buf, ",", &save); t && c.n_engines < 256;
+             t = strtok_r(NULL, ",", &save))
+            engines[c.n_engines++] = t;
+        c.engines = engines;
+    }
+    r = fatia_loadgen_run(&c, &res, why, sizeof(why));
+    if (r < 0) {
+        fprintf(stderr, "fatia serve bench: %s\n", why);
+        fatia_free(engines_buf);
+        return FATIA_EXIT_FAIL;
+    }
+    if (out == FATIA_OUT_TABLE) {
+        printf("%-24s %u sent, %u completed, %u failed, at most %.0f in flight\n",
+               "requests:", res.sent, res.completed, res.failed, res.max_concurrency_seen);
+        printf("%-24s %.1f s (engine time), offered %.2f req/s, arrived %.2f req/s\n",
+               "duration:", res.duration, res.offered_rate, res.achieved_rate);
+        printf("%-24s %.2f req/s, %.0f output tok/s\n", "throughput:", res.request_throughput,
+               res.output_throughput);
+        if (res.prefix_hit_ratio >= 0)
+            printf("%-24s %.3f\n", "prefix cache hit ratio:", res.prefix_hit_ratio);
+        printf("%-8s %10s %10s %10s %10s %10s\n", "(ms)", "mean", "p50", "p90", "p99", "max");
+        {
+            const struct fatia_dist *ds[4] = {&res.ttft, &res.tpot, &res.itl, &res.e2el};
+            const char *names[4] = {"TTFT", "TPOT", "ITL", "E2EL"};
+            for (int i = 0; i < 4; i++)
+                printf("%-8s %10.1f %10.1f %10.1f %10.1f %10.1f\n", names[i], ds[i]->mean * 1e3,
+                       ds[i]->p50 * 1e3, ds[i]->p90 * 1e3, ds[i]->p99 * 1e3, ds[i]->max * 1e3);
+        }
+        printf("%s.completed: %u requests\n%s.failed: %u requests\n", label, res.completed, label,
+               res.failed);
+        printf("%s.request_throughput: %.3f req/s\n%s.output_throughput: %.1f tok/s\n", label,
+               res.request_throughput, label, res.output_throughput);
+        printf("%s.offered_rate: %.3f req/s\n%s.arrival_rate: %.3f req/s\n", label,
+               res.offered_rate, label, res.achieved_rate);
+        if (res.prefix_hit_ratio >= 0)
+            printf("%s.prefix_hit_ratio: %.4f ratio\n", label, res.prefix_hit_ratio);
+        print_dist(label, "ttft", &res.ttft);
+        print_dist(label, "tpot", &res.tpot);
+        print_dist(label, "itl", &res.itl);
+        print_dist(label, "e2el", &res.e2el);
+    } else {
+        json_t *o = json_pack(
+            "{s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:I,s:o,s:o,s:o,s:o}", "label", label, "sent",
+            (int)res.sent, "completed", (int)res.completed, "failed", (int)res.failed,
+            "durationSeconds", res.duration, "offeredRate", res.offered_rate, "requestThroughput",
+            res.request_throughput, "outputThroughput", res.output_throughput, "outputTokens",
+            (json_int_t)res.output_tokens, "ttft", dist_json(&res.ttft), "tpot",
+            dist_json(&res.tpot), "itl", dist_json(&res.itl), "e2el", dist_json(&res.e2el));
+        if (res.prefix_hit_ratio >= 0)
+            json_object_set_new(o, "prefixHitRatio", json_real(res.prefix_hit_ratio));
+        r = fatia_cli_print(o, out);
+        json_decref(o);
+    }
+    fatia_free(engines_buf);
+    return res.failed ? FATIA_EXIT_FAIL : FATIA_EXIT_OK;
+}
+
 static int run(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
@@ -364,6 +622,8 @@ static int run(int argc, char **argv)
                         : fatia_cli_help(self());
     if (!strcmp(argv[1], "plan"))
         return run_plan(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "bench"))
+        return run_bench(argc - 1, argv + 1);
     return fatia_cli_usage_error(self(), "unknown subcommand '%s': expected plan or bench",
                                  argv[1]);
 }

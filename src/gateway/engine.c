@@ -560,11 +560,29 @@ void fatia_engine_get_stats(const struct fatia_engine *e, struct fatia_engine_st
     ret->kv_usage = 1.0 - (double)e->n_free / (double)e->cfg.num_gpu_blocks;
 }
 
-uint32_t fatia_engine_cached_tokens(const struct fatia_engine *e, const uint64_t *hashes, size_t n)
+static uint32_t common_prefix(const struct fatia_engine_req *r, const uint64_t *h, size_t n)
+{
+    uint32_t k = 0;
+    while (k < n && k < r->n_hashes && r->hashes[k] == h[k])
+        k++;
+    return k;
+}
+
+uint32_t fatia_engine_cached_tokens(const struct fatia_engine *e, const uint64_t *hashes, size_t n,
+                                    bool pending)
 {
     uint32_t hits = 0;
+    const struct fatia_engine_req *r;
 
     while (hits < n && t_get(e, hashes[hits]) != NIL)
         hits++;
+    if (pending) {
+        /* blocks of prompts queued or running here will be cached by the time a request sent
+         * now is scheduled behind them */
+        for (r = e->waiting.head; r; r = r->next)
+            hits = FATIA_MAX(hits, common_prefix(r, hashes, n));
+        for (r = e->running.head; r; r = r->next)
+            hits = FATIA_MAX(hits, common_prefix(r, hashes, n));
+    }
     return hits * e->cfg.block_tokens;
 }

@@ -94,8 +94,11 @@ typedef void (*fatia_engine_emit_fn)(void *cbud, void *req_ud, uint32_t generate
 void fatia_engine_step_end(struct fatia_engine *e, fatia_engine_emit_fn emit, void *cbud);
 
 void fatia_engine_get_stats(const struct fatia_engine *e, struct fatia_engine_stats *ret);
-/* Leading prompt tokens of these hashes now held in the cache (the benchmark oracle's probe). */
-uint32_t fatia_engine_cached_tokens(const struct fatia_engine *e, const uint64_t *hashes, size_t n);
+/* Leading prompt tokens of these hashes held in the cache; with pending, also the prompt blocks of
+ * requests queued or running here, which a request sent now finds cached when it is scheduled
+ * (the benchmark oracle's probe). */
+uint32_t fatia_engine_cached_tokens(const struct fatia_engine *e, const uint64_t *hashes, size_t n,
+                                    bool pending);
 
 /* The duration model alone (seconds), for one step of the given shape: tokens computed,
  * sequences sampled, attention work and KV bytes read. Exposed for tests and `--print-config`. */

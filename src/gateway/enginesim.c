@@ -1,11 +1,18 @@
 /*
  * gateway/enginesim.c: the engine-sim server (see enginesim.h).
  *
- * Time: one libevent timer drives the engine. kick() plans a step (fatia_engine_step_begin) when
- * none is running and arms the timer for duration / speed; when it fires the step's tokens are
- * emitted (fatia_engine_step_end) and the next step is planned at once. A timer that fires late
- * (a busy CPU) delays everything after it, as a slow GPU would; the delay is exported as
- * fatia_engine_sim_step_lag_seconds so that benchmarks can show the simulation kept up.
+ * Time: the engine runs on a virtual clock V (engine seconds), tied to the wall clock as
+ * V = monotonic clock x speed (the same origin in every process of a machine). A step that begins at V0 and lasts d ends at V0 + d; one libevent
+ * timer fires at the wall time of that end, emits the step's tokens (fatia_engine_step_end) and
+ * plans the next step, which begins where the last one ended (back to back), or at the wall's V
+ * after an idle spell. A timer that fires late (a busy CPU) therefore delays the delivery of
+ * tokens but not the engine's timeline: the next step does not start later, and the lateness is
+ * exported as fatia_engine_sim_step_lag_seconds. Every latency engine-sim measures is virtual:
+ * a request's arrival is the wall's V, but never later than the end of the step in flight (the
+ * step that will consider it), and a token's time is the end of the step that produced it. With
+ * --engine-timestamps these times also go to the client in each streamed chunk
+ * ("engine_arrival", "engine_time"), so that a benchmark on a loaded machine measures the
+ * simulated engine and not the machine's scheduler.
  *
  * Bodies are parsed with jansson (engine-sim is a test tool; the gateway's scanner is the fast
  * path). SSE chunks are formatted with snprintf in the shapes vLLM sends.
@@ -43,8 +50,8 @@ struct sim_req {
     bool stream, include_usage;
     uint64_t id;
     uint32_t prompt_tokens, max_tokens;
-    fatia_usec_t t_arrival, t_last;
-    struct fatia_buf text; /* non-streamed answers */
+    double v_arrival, v_last; /* virtual seconds */
+    struct fatia_buf text;    /* non-streamed answers */
 };
 
 struct fatia_enginesim {
@@ -55,7 +62,8 @@ struct fatia_enginesim {
     struct fatia_engine *engine;
     struct event *ev_step;
     bool stepping;
-    fatia_usec_t step_due;
+    fatia_usec_t t_start; /* wall time of V = 0 */
+    double v_end;         /* virtual end of the step in flight, or of the last one */
     uint64_t next_id;
     time_t created;
     uint64_t success, aborted;
@@ -71,13 +79,14 @@ static const double iter_bounds[] = {1,   8,    16,   32,   64,   128,  256,
 static const double lag_bounds[] = {1e-4, 1e-3, 5e-3, 0.01, 0.025, 0.05,
                                     0.1,  0.25, 0.5,  1.0,  2.5,   5.0};
 
-static double engine_seconds(const struct fatia_enginesim *s, fatia_usec_t wall)
-{
-    return (double)wall / 1e6 * s->cfg.speed;
-}
-
 static void kick(struct fatia_enginesim *s);
-static void start_step(struct fatia_enginesim *s, fatia_usec_t start);
+static void start_step(struct fatia_enginesim *s, double v_start);
+
+/* The wall clock as virtual engine seconds. */
+static double v_now(const struct fatia_enginesim *s)
+{
+    return (double)(fatia_now_mono_usec() - s->t_start) / 1e6 * s->cfg.speed;
+}
 
 static void req_free(struct sim_req *q)
 {
@@ -163,40 +172,46 @@ static void emit(void *cbud, void *req_ud, uint32_t generated, bool finished)
 {
     struct fatia_enginesim *s = cbud;
     struct sim_req *q = req_ud;
-    fatia_usec_t now = fatia_now_mono_usec();
+    double now = s->v_end;
+    char stamp[96] = "";
 
     if (generated) {
         const char *w = words[(q->id * 7 + generated * 5) % 16];
         if (generated == 1)
-            fatia_hist_observe(&s->ttft, engine_seconds(s, now - q->t_arrival));
+            fatia_hist_observe(&s->ttft, now - q->v_arrival);
         else
-            fatia_hist_observe(&s->itl, engine_seconds(s, now - q->t_last));
-        q->t_last = now;
+            fatia_hist_observe(&s->itl, now - q->v_last);
+        q->v_last = now;
+        if (s->cfg.timestamps && generated == 1)
+            snprintf(stamp, sizeof(stamp), ",\"engine_arrival\":%.6f,\"engine_time\":%.6f",
+                     q->v_arrival, now);
+        else if (s->cfg.timestamps)
+            snprintf(stamp, sizeof(stamp), ",\"engine_time\":%.6f", now);
         if (q->stream) {
             if (q->kind == K_CHAT)
                 write_event(q,
                             "data: {\"id\":\"chatcmpl-%" PRIu64 "\",\"object\":"
                             "\"chat.completion.chunk\",\"created\":%ld,\"model\":\"%s\","
                             "\"choices\":[{\"index\":0,\"delta\":{%s\"content\":\"%s\"},"
-                            "\"logprobs\":null,\"finish_reason\":%s}]}\n\n",
+                            "\"logprobs\":null,\"finish_reason\":%s}]%s}\n\n",
                             q->id, (long)s->created, s->model_json,
                             generated == 1 ? "\"role\":\"assistant\"," : "", w,
-                            finished ? "\"length\"" : "null");
+                            finished ? "\"length\"" : "null", stamp);
             else
                 write_event(q,
                             "data: {\"id\":\"cmpl-%" PRIu64 "\",\"object\":\"text_completion\","
                             "\"created\":%ld,\"model\":\"%s\",\"choices\":[{\"index\":0,"
                             "\"text\":\"%s\",\"logprobs\":null,\"finish_reason\":%s,"
-                            "\"stop_reason\":null}]}\n\n",
+                            "\"stop_reason\":null}]%s}\n\n",
                             q->id, (long)s->created, s->model_json, w,
-                            finished ? "\"length\"" : "null");
+                            finished ? "\"length\"" : "null", stamp);
         } else {
             fatia_buf_puts(&q->text, w);
         }
     }
     if (!finished)
         return;
-    fatia_hist_observe(&s->e2e, engine_seconds(s, now - q->t_arrival));
+    fatia_hist_observe(&s->e2e, now - q->v_arrival);
     s->success++;
     if (q->stream)
         finish_stream(s, q, generated);
@@ -208,24 +223,24 @@ static void emit(void *cbud, void *req_ud, uint32_t generated, bool finished)
 static void on_step(evutil_socket_t fd, short what, void *arg)
 {
     struct fatia_enginesim *s = arg;
-    fatia_usec_t now = fatia_now_mono_usec();
     struct fatia_engine_stats st;
+    double late = v_now(s) - s->v_end;
 
     (void)fd;
     (void)what;
-    fatia_hist_observe(&s->lag, engine_seconds(s, now > s->step_due ? now - s->step_due : 0));
+    fatia_hist_observe(&s->lag, late > 0 ? late : 0);
     fatia_engine_get_stats(s->engine, &st);
     fatia_hist_observe(&s->iter_tokens, (double)st.last_step_tokens);
     s->stepping = false;
     fatia_engine_step_end(s->engine, emit, s);
-    /* back to back: the next step began when this one was due, not when the timer fired */
-    start_step(s, s->step_due);
+    /* back to back: the next step begins where this one ended, however late the timer was */
+    start_step(s, s->v_end);
 }
 
-/* Plans a step that begins at `start` (monotonic wall time) and arms its end. */
-static void start_step(struct fatia_enginesim *s, fatia_usec_t start)
+/* Plans a step that begins at virtual time v_start and arms the timer for its end. */
+static void start_step(struct fatia_enginesim *s, double v_start)
 {
-    fatia_usec_t d, wall, now;
+    fatia_usec_t d, due, now;
     struct timeval tv = {0, 0};
 
     if (s->stepping)
@@ -233,20 +248,22 @@ static void start_step(struct fatia_enginesim *s, fatia_usec_t start)
     d = fatia_engine_step_begin(s->engine);
     if (!d)
         return;
-    wall = (fatia_usec_t)((double)d / s->cfg.speed);
-    now = fatia_now_mono_usec();
     s->stepping = true;
-    s->step_due = start + wall;
-    if (s->step_due > now) {
-        tv.tv_sec = (time_t)((s->step_due - now) / FATIA_USEC_PER_SEC);
-        tv.tv_usec = (suseconds_t)((s->step_due - now) % FATIA_USEC_PER_SEC);
+    s->v_end = v_start + (double)d / 1e6;
+    due = s->t_start + (fatia_usec_t)(s->v_end / s->cfg.speed * 1e6);
+    now = fatia_now_mono_usec();
+    if (due > now) {
+        tv.tv_sec = (time_t)((due - now) / FATIA_USEC_PER_SEC);
+        tv.tv_usec = (suseconds_t)((due - now) % FATIA_USEC_PER_SEC);
     }
     event_add(s->ev_step, &tv);
 }
 
+/* A request arrived: an idle engine starts a step now (never before the last step's end). */
 static void kick(struct fatia_enginesim *s)
 {
-    start_step(s, fatia_now_mono_usec());
+    double now = v_now(s);
+    start_step(s, now > s->v_end ? now : s->v_end);
 }
 
 /* The text the engine "tokenizes": see enginesim.h. Appends to out. */
@@ -398,7 +415,11 @@ static void handle_infer(struct fatia_enginesim *s, struct fatia_httpd_conn *c, 
     q->stream = kind != K_EMBED && fatia_json_bool(p.body, "stream", false);
     q->include_usage =
         json_is_true(json_object_get(json_object_get(p.body, "stream_options"), "include_usage"));
-    q->t_arrival = r->received;
+    {
+        /* the step in flight considers it when it ends: arrival is never later than that */
+        double now = (double)(r->received - s->t_start) / 1e6 * s->cfg.speed;
+        q->v_arrival = s->stepping && now > s->v_end ? s->v_end : now;
+    }
     rc = fatia_engine_add(s->engine, p.prompt_tokens, q->max_tokens, p.hashes, p.n_hashes, q,
                           &q->er);
     parsed_release(&p);
@@ -425,22 +446,37 @@ static void handle_infer(struct fatia_enginesim *s, struct fatia_httpd_conn *c, 
 static void handle_lookup(struct fatia_enginesim *s, struct fatia_httpd_conn *c,
                           const struct fatia_httpd_req *r)
 {
+    const struct fatia_str *ct = fatia_http_header_get(r->head, "content-type");
     struct parsed p;
     char out[128];
-    json_t *messages;
     int n;
 
+    if (ct && fatia_str_eqz(*ct, "application/octet-stream")) {
+        /* the gateway's block hashes, 8 bytes each in host order: no JSON to parse */
+        size_t k = r->body_len / 8;
+        uint64_t *h = fatia_malloc((k ? k : 1) * sizeof(*h));
+        if (!h) {
+            fatia_httpd_respond_error(c, 500, "InternalServerError", "out of memory");
+            return;
+        }
+        memcpy(h, r->body, k * 8);
+        n = snprintf(out, sizeof(out), "{\"cachedTokens\":%u}",
+                     fatia_engine_cached_tokens(s->engine, h, k, true));
+        fatia_free(h);
+        fatia_httpd_respond(c, 200, "application/json", NULL, out, (size_t)n);
+        return;
+    }
     /* the body is an inference request: chat if it has messages */
     json_t *peek = json_loadb(r->body, r->body_len, 0, NULL);
-    messages = json_object_get(peek, "messages");
-    enum kind kind = messages ? K_CHAT : K_COMPLETION;
+    enum kind kind = json_object_get(peek, "messages") ? K_CHAT : K_COMPLETION;
     json_decref(peek);
     if (parse_request(s, c, kind, r, &p) < 0) {
         parsed_release(&p);
         return;
     }
     n = snprintf(out, sizeof(out), "{\"cachedTokens\":%u,\"promptTokens\":%u}",
-                 fatia_engine_cached_tokens(s->engine, p.hashes, p.n_hashes), p.prompt_tokens);
+                 fatia_engine_cached_tokens(s->engine, p.hashes, p.n_hashes, true),
+                 p.prompt_tokens);
     parsed_release(&p);
     fatia_httpd_respond(c, 200, "application/json", NULL, out, (size_t)n);
 }
@@ -627,6 +663,9 @@ int fatia_enginesim_new(struct event_base *base, const struct fatia_enginesim_co
             s->model_json[j++] = *p;
     }
     s->created = (time_t)(fatia_now_real_usec() / FATIA_USEC_PER_SEC);
+    /* V is the monotonic clock x speed, the same in every process of the machine, so that a
+     * benchmark compares the times of several engines */
+    s->t_start = 0;
     fatia_hist_init(&s->ttft, fatia_hist_ttft_buckets, fatia_hist_ttft_n);
     fatia_hist_init(&s->itl, fatia_hist_itl_buckets, fatia_hist_itl_n);
     fatia_hist_init(&s->e2e, fatia_hist_e2e_buckets, fatia_hist_e2e_n);

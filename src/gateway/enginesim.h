@@ -34,6 +34,7 @@ struct fatia_enginesim_config {
     double speed;                  /* >= 1e-3; 1 = real time */
     uint32_t default_max_tokens;   /* when a request gives none (16) */
     double gpu_memory_utilization; /* reported in cache_config_info */
+    bool timestamps;               /* add "engine_arrival" and "engine_time" to streamed chunks */
 };
 
 /* The engine a replica would run on a device: KV capacity and scheduler limits from the serving

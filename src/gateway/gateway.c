@@ -57,6 +57,7 @@ struct gw_endpoint {
     struct fatia_engine_metrics m;
     fatia_usec_t m_at;
     struct gw_fetch *scrape_f, *health_f;
+    uint32_t health_failures; /* consecutive */
     uint32_t inflight;
     uint64_t inflight_tokens;
     uint64_t requests, failures;
@@ -162,7 +163,7 @@ struct fatia_gateway {
     uint64_t codes_503, codes_502, codes_400;
     uint64_t errors[ERR_N];
     uint64_t decisions[FATIA_ROUTE_N];
-    uint64_t pfx_matched, pfx_total, retries, streamed_events;
+    uint64_t pfx_matched, pfx_total, retries, streamed_events, probe_failures;
     struct fatia_hist added;
 };
 
@@ -266,9 +267,9 @@ static void fetch_timeout(evutil_socket_t fd, short what, void *arg)
 
 /* Starts GET/POST path on ep; cb is called once (from the loop), with err 0 and f->status,
  * f->body on an answer. body is borrowed until then. */
-static int fetch(struct gw_endpoint *ep, const char *method, const char *path, const char *body,
-                 size_t body_len, fatia_usec_t timeout, gw_fetch_fn cb, void *ud,
-                 struct gw_fetch **ret)
+static int fetch_typed(struct gw_endpoint *ep, const char *method, const char *path,
+                       const char *ctype, const char *body, size_t body_len, fatia_usec_t timeout,
+                       gw_fetch_fn cb, void *ud, struct gw_fetch **ret)
 {
     static const struct fatia_upx_ops ops = {fetch_head, NULL, fetch_payload, fetch_done,
                                              fetch_error};
@@ -287,8 +288,8 @@ static int fetch(struct gw_endpoint *ep, const char *method, const char *path, c
     if (body)
         n = snprintf(f->head, sizeof(f->head),
                      "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: fatia-gateway\r\n"
-                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                     method, ep->u.prefix, path, ep->u.hostport, body_len);
+                     "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
+                     method, ep->u.prefix, path, ep->u.hostport, ctype, body_len);
     else
         n = snprintf(f->head, sizeof(f->head),
                      "%s %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: fatia-gateway\r\n\r\n", method,
@@ -311,6 +312,13 @@ static int fetch(struct gw_endpoint *ep, const char *method, const char *path, c
     if (ret)
         *ret = f;
     return 0;
+}
+
+static int fetch(struct gw_endpoint *ep, const char *method, const char *path, const char *body,
+                 size_t body_len, fatia_usec_t timeout, gw_fetch_fn cb, void *ud,
+                 struct gw_fetch **ret)
+{
+    return fetch_typed(ep, method, path, "application/json", body, body_len, timeout, cb, ud, ret);
 }
 
 /* Cancels a fetch without its callback. */
@@ -341,14 +349,20 @@ static void health_done(struct gw_fetch *f, int err)
     if (ep->removed)
         return;
     if (!err && f->status >= 200 && f->status < 300) {
+        ep->health_failures = 0;
         ep_set_state(ep, EP_READY, NULL);
-    } else {
-        if (err)
-            snprintf(why, sizeof(why), "health check failed: %s", fatia_strerror(err));
-        else
-            snprintf(why, sizeof(why), "health check answered %d", f->status);
-        ep_set_state(ep, EP_DOWN, why);
+        return;
     }
+    /* a ready endpoint goes down after failure_threshold failed checks in a row (a request
+     * that fails takes it out at once) */
+    if (++ep->health_failures < ep->g->cfg.health_failure_threshold && ep->state == EP_READY)
+        return;
+    if (err)
+        snprintf(why, sizeof(why), "%u health checks failed: %s", ep->health_failures,
+                 fatia_strerror(err));
+    else
+        snprintf(why, sizeof(why), "health check answered %d", f->status);
+    ep_set_state(ep, EP_DOWN, why);
 }
 
 static void on_health(evutil_socket_t fd, short what, void *arg)
@@ -359,7 +373,7 @@ static void on_health(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (!ep->health_f)
-        fetch(ep, "GET", "/health", NULL, 0, t < 2000000 ? t : 2000000, health_done, NULL,
+        fetch(ep, "GET", "/health", NULL, 0, ep->g->cfg.health_timeout, health_done, NULL,
               &ep->health_f);
     arm(ep->ev_health, t);
 }
@@ -514,6 +528,8 @@ static int up_head(void *ud, const struct fatia_http_head *h, const char *raw, s
     else if (minor0)
         fatia_buf_puts(&b, "Connection: keep-alive\r\n");
     r = fatia_buf_puts(&b, "\r\n");
+    /* the head waits for the body bytes of the same read: one write for both */
+    fatia_httpd_cork(q->c);
     if (r == 0)
         r = fatia_httpd_write(q->c, b.p, b.len);
     fatia_buf_release(&b);
@@ -523,9 +539,7 @@ static int up_head(void *ud, const struct fatia_http_head *h, const char *raw, s
     }
     if (r < 0)
         return r; /* the client is gone: on_abort follows */
-    if (fatia_httpd_congested(q->c))
-        fatia_upx_pause(q->x, true);
-    return 0;
+    return 0;     /* congestion is looked at once the read is delivered (up_read_end) */
 }
 
 static int up_body(void *ud, const char *p, size_t n)
@@ -540,11 +554,16 @@ static int up_body(void *ud, const char *p, size_t n)
     } else {
         r = fatia_httpd_write(q->c, p, n);
     }
-    if (r < 0)
-        return r;
-    if (fatia_httpd_congested(q->c))
+    return r < 0 ? r : 0;
+}
+
+static void up_read_end(void *ud)
+{
+    struct gw_req *q = ud;
+
+    fatia_httpd_uncork(q->c);
+    if (fatia_httpd_congested(q->c) && q->x)
         fatia_upx_pause(q->x, true);
-    return 0;
 }
 
 static void up_done(void *ud)
@@ -693,7 +712,8 @@ static int build_uphead(struct gw_req *q)
  * body straight from the client's buffer. */
 static int start_upx(struct gw_req *q, unsigned flags)
 {
-    static const struct fatia_upx_ops ops = {up_head, up_body, up_payload, up_done, up_error};
+    static const struct fatia_upx_ops ops = {up_head, up_body,  up_payload,
+                                             up_done, up_error, up_read_end};
     struct iovec iov[2];
 
     iov[0] = q->uphead.len ? (struct iovec){q->uphead.p, q->uphead.len}
@@ -801,6 +821,8 @@ static void probe_done(struct gw_fetch *f, int err)
     struct gw_req *q = f->ud;
 
     q->probes[f->slot] = NULL;
+    if (err || f->status != 200)
+        q->g->probe_failures++;
     if (!err && f->status == 200) {
         json_t *o = json_loadb(f->body.p, f->body.len, 0, NULL);
         json_t *v = json_object_get(o, "cachedTokens");
@@ -828,8 +850,10 @@ static void start_probes(struct gw_req *q)
     for (size_t i = 0; i < g->n_eps; i++) {
         if (!ep_routable(g->eps[i]))
             continue;
-        if (fetch(g->eps[i], "POST", "/fatia/cache-lookup", q->body, q->body_len,
-                  FATIA_USEC_PER_SEC, probe_done, q, &q->probes[i]) == 0) {
+        /* the block hashes as they are in memory: the engine answers without parsing JSON */
+        if (fetch_typed(g->eps[i], "POST", "/fatia/cache-lookup", "application/octet-stream",
+                        (const char *)q->hashes, q->n_hashes * sizeof(*q->hashes),
+                        FATIA_USEC_PER_SEC, probe_done, q, &q->probes[i]) == 0) {
             q->probes[i]->slot = i;
             q->probes_left++;
         }
@@ -881,12 +905,17 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
                      "fatia_gateway_retries_total %" PRIu64 "\n"
                      "# TYPE fatia_gateway_streamed_events_total counter\n"
                      "fatia_gateway_streamed_events_total %" PRIu64 "\n"
+                     "# HELP fatia_gateway_oracle_probe_failures_total Oracle cache probes that "
+                     "failed or timed out.\n"
+                     "# TYPE fatia_gateway_oracle_probe_failures_total counter\n"
+                     "fatia_gateway_oracle_probe_failures_total %" PRIu64 "\n"
                      "# HELP fatia_gateway_added_latency_seconds Time from a request's last byte "
                      "to its dispatch upstream.\n"
                      "# TYPE fatia_gateway_added_latency_seconds histogram\n",
                      g->pfx_matched, g->pfx_total,
                      g->pfx_total ? (double)g->pfx_matched / (double)g->pfx_total : 0.0,
-                     fatia_prefix_index_size(g->index), g->retries, g->streamed_events);
+                     fatia_prefix_index_size(g->index), g->retries, g->streamed_events,
+                     g->probe_failures);
     fatia_hist_write(&g->added, &b, "fatia_gateway_added_latency_seconds", "");
     fatia_buf_puts(&b, "# TYPE fatia_gateway_endpoint_ready gauge\n");
     for (size_t i = 0; i < g->n_eps; i++)
@@ -1066,7 +1095,9 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
             return;
         }
         q->tokens = q->rb.prompt.n / 4;
-        if (g->cfg.sched.policy == FATIA_POLICY_CACHE_AWARE && q->rb.prompt.n >= 64) {
+        if ((g->cfg.sched.policy == FATIA_POLICY_CACHE_AWARE ||
+             g->cfg.sched.policy == FATIA_POLICY_ORACLE) &&
+            q->rb.prompt.n >= 64) {
             size_t max = FATIA_MIN(q->rb.prompt.n / FATIA_PREFIX_BLOCK_CHARS,
                                    (size_t)g->cfg.max_prefix_blocks);
             q->hashes = fatia_malloc(max * sizeof(*q->hashes));
@@ -1079,7 +1110,7 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
                                   q->rb.prompt.n, FATIA_PREFIX_BLOCK_CHARS, q->hashes, max);
         }
     }
-    if (q->infer && g->cfg.sched.policy == FATIA_POLICY_ORACLE)
+    if (q->infer && q->n_hashes && g->cfg.sched.policy == FATIA_POLICY_ORACLE)
         start_probes(q);
     else
         forward(q);
@@ -1251,6 +1282,8 @@ void fatia_gateway_config_default(struct fatia_gateway_config *c)
     c->metrics_interval = 50 * FATIA_USEC_PER_MSEC;
     c->metrics_staleness = 2 * FATIA_USEC_PER_SEC;
     c->health_interval = FATIA_USEC_PER_SEC;
+    c->health_timeout = 2 * FATIA_USEC_PER_SEC;
+    c->health_failure_threshold = 3;
     c->connect_timeout = 2 * FATIA_USEC_PER_SEC;
     c->max_prefix_blocks = FATIA_PREFIX_DEFAULT_BLOCKS;
     c->max_body = 32u << 20;

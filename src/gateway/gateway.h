@@ -17,8 +17,8 @@
  * connection is closed so that it sees the truncation).
  *
  * Endpoint states (function):
- *   PROBING --health ok (health_done)--> READY --request or health failure (ep_fail,
- *   health_done)--> DOWN --health ok--> READY;  any --left the pool (set_endpoints)--> REMOVED,
+ *   PROBING --health ok (health_done)--> READY --a failed request (ep_fail), or
+ *   health_failure_threshold failed checks in a row (health_done)--> DOWN --health ok--> READY;  any --left the pool (set_endpoints)--> REMOVED,
  *   freed when its last exchange ends.
  */
 #ifndef FATIA_GATEWAY_GATEWAY_H
@@ -37,16 +37,18 @@ struct fatia_gateway;
 struct fatia_gateway_config {
     const char *listen;
     struct fatia_sched_config sched;
-    fatia_usec_t metrics_interval;  /* 50 ms */
-    fatia_usec_t metrics_staleness; /* 2 s */
-    fatia_usec_t health_interval;   /* 1 s */
-    fatia_usec_t connect_timeout;   /* 2 s */
-    fatia_usec_t upstream_timeout;  /* response head timeout; 0 = none */
-    uint32_t max_prefix_blocks;     /* 2048 */
-    size_t lru_capacity;            /* per endpoint, blocks; 0 = from its metrics, else 31,250 */
-    size_t max_body;                /* 32 MiB */
-    uint64_t seed;                  /* tie-break randomness; 0 = from the clock */
-    const char *selector;           /* only endpoints whose labels match (label selector text) */
+    fatia_usec_t metrics_interval;     /* 50 ms */
+    fatia_usec_t metrics_staleness;    /* 2 s */
+    fatia_usec_t health_interval;      /* 1 s */
+    fatia_usec_t health_timeout;       /* 2 s */
+    uint32_t health_failure_threshold; /* failed checks in a row that take a ready one out: 3 */
+    fatia_usec_t connect_timeout;      /* 2 s */
+    fatia_usec_t upstream_timeout;     /* response head timeout; 0 = none */
+    uint32_t max_prefix_blocks;        /* 2048 */
+    size_t lru_capacity;               /* per endpoint, blocks; 0 = from its metrics, else 31,250 */
+    size_t max_body;                   /* 32 MiB */
+    uint64_t seed;                     /* tie-break randomness; 0 = from the clock */
+    const char *selector;              /* only endpoints whose labels match (label selector text) */
 };
 
 void fatia_gateway_config_default(struct fatia_gateway_config *c);

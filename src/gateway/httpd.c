@@ -43,7 +43,7 @@ struct fatia_httpd_conn {
     struct fatia_http_head head;
     struct fatia_buf out;
     size_t out_off;
-    bool congested, broken, close_after, req_keep_alive;
+    bool congested, broken, close_after, req_keep_alive, corked;
     void *ctx;
     struct fatia_httpd_conn *prev, *next;
 };
@@ -189,7 +189,7 @@ int fatia_httpd_writev(struct fatia_httpd_conn *c, const struct iovec *iov, int 
         total += iov[i].iov_len;
     if (!total)
         return 0;
-    if (!queued(c)) {
+    if (!queued(c) && !c->corked) {
         ssize_t n;
         do
             n = writev(c->fd, iov, n_iov);
@@ -221,8 +221,23 @@ int fatia_httpd_writev(struct fatia_httpd_conn *c, const struct iovec *iov, int 
     }
     if (queued(c) > c->h->lim.out_high)
         c->congested = true;
-    set_write(c, true);
+    if (!c->corked)
+        set_write(c, true);
     return 0;
+}
+
+void fatia_httpd_cork(struct fatia_httpd_conn *c)
+{
+    c->corked = true;
+}
+
+void fatia_httpd_uncork(struct fatia_httpd_conn *c)
+{
+    if (!c->corked)
+        return;
+    c->corked = false;
+    if (queued(c) && !c->broken && flush(c) && c->congested && queued(c) <= c->h->lim.out_low)
+        c->congested = false; /* flushed at once: no drain event will come */
 }
 
 int fatia_httpd_write(struct fatia_httpd_conn *c, const void *p, size_t n)
@@ -356,6 +371,7 @@ void fatia_httpd_done(struct fatia_httpd_conn *c, bool keep_alive)
 {
     if (c->state != C_HANDLING)
         return;
+    fatia_httpd_uncork(c);
     c->ctx = NULL;
     if (!keep_alive || !c->req_keep_alive || c->broken) {
         c->state = C_CLOSING;

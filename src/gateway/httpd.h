@@ -87,6 +87,10 @@ void fatia_httpd_set_ctx(struct fatia_httpd_conn *c, void *req_ctx);
  * deferred event), or -FATIA_E_LIMIT past out_max (same treatment). */
 int fatia_httpd_write(struct fatia_httpd_conn *c, const void *p, size_t n);
 int fatia_httpd_writev(struct fatia_httpd_conn *c, const struct iovec *iov, int n_iov);
+/* Corking: while corked, writes are queued and not sent; uncork sends all that was queued in one
+ * write (a response head and its first body bytes in one segment). */
+void fatia_httpd_cork(struct fatia_httpd_conn *c);
+void fatia_httpd_uncork(struct fatia_httpd_conn *c);
 /* More than out_high bytes queued: stop producing until on_drain. */
 bool fatia_httpd_congested(const struct fatia_httpd_conn *c);
 /* Bytes queued and not yet written. */

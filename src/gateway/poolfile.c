@@ -167,6 +167,13 @@ static int read_static(struct rd *r, json_t *root, struct fatia_gateway_config *
              &cfg->metrics_staleness);
     duration(r, json_object_get(root, "health"), "interval", "health.interval",
              &cfg->health_interval);
+    duration(r, json_object_get(root, "health"), "timeout", "health.timeout", &cfg->health_timeout);
+    {
+        uint64_t v = cfg->health_failure_threshold;
+        uint_field(r, json_object_get(root, "health"), "failureThreshold",
+                   "health.failureThreshold", 1000, &v);
+        cfg->health_failure_threshold = v ? (uint32_t)v : 1;
+    }
     if (r->bad)
         return -FATIA_E_INVALID;
     p->endpoints = json_incref(eps);

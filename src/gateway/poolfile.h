@@ -16,7 +16,7 @@
  *          maxPrefixBlocks: 2048
  *          lruCapacity: 0                   # blocks per endpoint; 0 = from its metrics
  *        metrics: {interval: 50ms, staleness: 2s}
- *        health: {interval: 1s}
+ *        health: {interval: 1s, timeout: 2s, failureThreshold: 3}
  *
  *   2. a GIE InferencePool (inference.networking.k8s.io/v1): its pods are found through the
  *      Kubernetes API (kubepool.h); `scheduling` may then come from the command line.

@@ -282,15 +282,20 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
             fail(x, -FATIA_E_LIMIT);
             return;
         }
-        try_head(x);
+        if (try_head(x) && x->head_done && x->ops.on_read_end)
+            x->ops.on_read_end(x->ud);
         return;
     }
-    if (body_bytes(x, x->rbuf.p, x->rbuf.len))
+    if (body_bytes(x, x->rbuf.p, x->rbuf.len)) {
         fatia_buf_reset(&x->rbuf);
+        if (x->ops.on_read_end)
+            x->ops.on_read_end(x->ud);
+    }
 }
 
-/* Writes the request; returns false when the exchange ended. */
-static bool send_more(struct fatia_upx *x)
+/* Writes the request; returns false when the exchange ended. Inside fatia_upx_start (deferred)
+ * a write error is reported from the loop instead. */
+static bool send_more(struct fatia_upx *x, bool deferred)
 {
     while (x->n_iov) {
         ssize_t n = writev(x->fd, x->iov, x->n_iov);
@@ -299,6 +304,11 @@ static bool send_more(struct fatia_upx *x)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 set_write(x, true);
+                return true;
+            }
+            if (deferred) {
+                x->defer_err = -errno;
+                event_active(x->ev_defer, EV_TIMEOUT, 0);
                 return true;
             }
             fail(x, -errno);
@@ -343,7 +353,7 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
         set_timer(x, 0);
         set_read(x, true);
     }
-    send_more(x);
+    send_more(x, false);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -362,7 +372,7 @@ static void on_defer(evutil_socket_t fd, short what, void *arg)
     if (x->defer_err)
         fail(x, x->defer_err);
     else if (x->state == U_SENDING)
-        send_more(x);
+        send_more(x, false);
 }
 
 void fatia_upstream_init(struct fatia_upstream *u, struct event_base *base,
@@ -460,10 +470,11 @@ int fatia_upx_start(struct fatia_upstream *u, const struct iovec *iov, int n_iov
     x->framing = F_NONE;
     x->paused = false;
     fatia_buf_reset(&x->rbuf);
+    x->defer_err = 0;
     if (x->state == U_SENDING) {
-        /* a pooled connection: send from the loop, so callbacks never run inside start */
+        /* a pooled connection: write now (a failure is reported from the loop) */
         set_read(x, true);
-        event_active(x->ev_defer, EV_TIMEOUT, 0);
+        send_more(x, true);
     }
     *ret = x;
     return 0;

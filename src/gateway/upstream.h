@@ -13,7 +13,8 @@
  *               (a proxy may retry elsewhere only when it had not), `reused` whether the
  *               connection came from the pool (a stale keep-alive connection the server closed).
  * Exactly one of on_done / on_error ends an exchange, never inside fatia_upx_start (failures to
- * connect are reported from the loop), and never after fatia_upx_abort.
+ * connect or to write are reported from the loop), and never after fatia_upx_abort. On a pooled
+ * connection the request is written at once, inside fatia_upx_start.
  *
  * Connection states (function):
  *   CONNECTING --connected (on_writable)--> SENDING --all written--> WAITING --head--> BODY
@@ -52,6 +53,8 @@ struct fatia_upx_ops {
     void (*on_payload)(void *ud, const char *p, size_t n); /* may be NULL */
     void (*on_done)(void *ud);
     void (*on_error)(void *ud, int err, bool responded, bool reused);
+    /* Everything one read returned has been delivered (the exchange goes on). May be NULL. */
+    void (*on_read_end)(void *ud);
 };
 
 /* Callbacks other than on_done/on_error may return a negative value to abort the exchange

@@ -82,6 +82,51 @@ expect_line "$TMP/out" '"code":400'
 curl -s "$GW/v1/completions" -H 'Transfer-Encoding: chunked' -d '{}' >"$TMP/out"
 expect_line "$TMP/out" '"code":411'
 
+# --- a static pool file: labels, a selector, scheduling settings; errors name file:line
+cat >"$TMP/pool.yaml" <<EOF
+endpoints:
+  - url: http://127.0.0.1:$PORT_a
+    labels: {zone: a}
+  - url: http://127.0.0.1:$PORT_b
+    labels: {zone: b}
+selector: zone=b
+scheduling:
+  policy: least-request
+  weights: {queue: 1, kvCache: 1, prefix: 5}
+health: {interval: 50ms, timeout: 1s, failureThreshold: 2}
+metrics: {interval: 20ms, staleness: 1s}
+EOF
+start pf $FATIA gateway --listen 127.0.0.1:0 -f "$TMP/pool.yaml"
+wait_metric "$PORT_pf" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_b\"} 1"
+for i in 1 2 3; do
+    curl -sf -D "$TMP/h" -o /dev/null "localhost:$PORT_pf/v1/completions" -d "$BODY"
+    expect_line "$TMP/h" "x-gateway-destination-endpoint: 127.0.0.1:$PORT_b"
+done
+curl -s "localhost:$PORT_pf/metrics" >"$TMP/m"
+expect_line "$TMP/m" 'fatia_gateway_routing_decisions_total{reason="only_candidate"} 3'
+printf 'endpoints:\n  - url: http://x:1\nscheduling:\n  policy: fastest\n  weights: {speed: 1}\n' \
+    >"$TMP/bad.yaml"
+expect_rc 1 "$FATIA" gateway --listen 127.0.0.1:0 -f "$TMP/bad.yaml"
+expect_line "$TMP/err" "bad.yaml:4:11: error: scheduling.policy: expected cache-aware"
+expect_line "$TMP/err" "bad.yaml:5:20: error: scheduling.weights.speed: unknown scorer"
+
+# --- the benchmark client: a small shared-prefix run and a trace run, against the gateway
+ENGS="http://127.0.0.1:$PORT_a,http://127.0.0.1:$PORT_b"
+expect_rc 0 "$FATIA" serve bench --url "http://$GW" --speed 50 --engines "$ENGS" --rate 20 \
+    --groups 4 --prompts-per-group 5 --system-tokens 200 --question-tokens 20 \
+    --output-tokens 5 --label t
+expect_line "$TMP/out" "t.completed: 20 requests"
+expect_line "$TMP/out" "t.failed: 0 requests"
+awk '$1 == "t.prefix_hit_ratio:" { exit !($2 > 0.5) }' "$TMP/out" ||
+    fail "cache-aware routing of 4 groups x 5 prompts should hit the prefix cache"
+grep -q '^t.ttft_p90: [0-9]' "$TMP/out" || fail "no TTFT percentiles"
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n%s\n%s\n%s\n%s\n' \
+    '2023-11-16 18:15:46.6805900,374,4' '2023-11-16 18:15:46.9951690,396,3' \
+    '2023-11-16 18:15:47.2224670,879,5' '2023-11-16 18:15:47.3910170,91,2' >"$TMP/trace.csv"
+expect_rc 0 "$FATIA" serve bench --url "http://$GW" --speed 50 --workload azure-trace \
+    --trace "$TMP/trace.csv" --tenants 2 --label z
+expect_line "$TMP/out" "z.completed: 4 requests"
+
 # --- a model server fails mid-stream: the client sees the truncation, the endpoint leaves
 SUB="x-gateway-destination-endpoint-subset: 127.0.0.1:$PORT_a"
 LONG='{"model":"llama-3.1-8b","prompt":"tell me a long story","max_tokens":4000,"stream":true}'

@@ -114,7 +114,7 @@ static void test_prefix_hits(void **state)
     assert_int_equal(st.prefix_hits, 0);
     assert_int_equal(st.cached_blocks, 4);
     assert_int_equal(st.free_blocks, 1000); /* finished: all blocks free, 4 still cached */
-    assert_int_equal(fatia_engine_cached_tokens(e, b, 4), 48);
+    assert_int_equal(fatia_engine_cached_tokens(e, b, 4, false), 48);
     assert_int_equal(fatia_engine_add(e, 70, 1, b, 4, NULL, &r), 0);
     drain(e, &ev);
     fatia_engine_get_stats(e, &st);
@@ -143,14 +143,22 @@ static void test_lru_eviction(void **state)
     drain(e, &ev);
     fatia_engine_add(e, 64, 1, b, 4, NULL, &r);
     drain(e, &ev);
-    assert_int_equal(fatia_engine_cached_tokens(e, a, 4), 64);
-    assert_int_equal(fatia_engine_cached_tokens(e, b, 4), 64);
+    assert_int_equal(fatia_engine_cached_tokens(e, a, 4, false), 64);
+    assert_int_equal(fatia_engine_cached_tokens(e, b, 4, false), 64);
     /* a third prompt needs blocks: a's are the least recently freed, tail first */
     fatia_engine_add(e, 64, 1, d, 4, NULL, &r);
     drain(e, &ev);
-    assert_int_equal(fatia_engine_cached_tokens(e, d, 4), 64);
-    assert_int_equal(fatia_engine_cached_tokens(e, b, 4), 64);
-    assert_true(fatia_engine_cached_tokens(e, a, 4) < 64);
+    assert_int_equal(fatia_engine_cached_tokens(e, d, 4, false), 64);
+    assert_int_equal(fatia_engine_cached_tokens(e, b, 4, false), 64);
+    assert_true(fatia_engine_cached_tokens(e, a, 4, false) < 64);
+    /* a queued prompt counts as held for the oracle, not for the cache */
+    {
+        uint64_t q[4] = {21, 22, 23, 24};
+        fatia_engine_add(e, 64, 1, q, 4, NULL, &r);
+        assert_int_equal(fatia_engine_cached_tokens(e, q, 4, false), 0);
+        assert_int_equal(fatia_engine_cached_tokens(e, q, 3, true), 48);
+        drain(e, &ev);
+    }
     fatia_engine_free(e);
 }
 

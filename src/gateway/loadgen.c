@@ -16,10 +16,11 @@
 
 #include "gateway/loadgen.h"
 
+#include <sys/resource.h>
+
 #include <curl/curl.h>
 #include <event2/event.h>
 #include <math.h>
-#include <sys/resource.h>
 
 #include "base/alloc.h"
 #include "base/buf.h"
@@ -62,8 +63,8 @@ struct run {
     FATIA_VEC(double) itl;
     FATIA_VEC(double) e2el;
     FATIA_VEC(uint32_t) waiting; /* plans held back by max_concurrency */
-    double e_min, e_max; /* span of the engines' virtual times, when stamped */
-    double a_max;        /* the last engine arrival */
+    double e_min, e_max;         /* span of the engines' virtual times, when stamped */
+    double a_max;                /* the last engine arrival */
     bool any_stamped;
     size_t waiting_head;
 };
@@ -301,8 +302,7 @@ static int plan_azure(struct run *r, char *why, size_t why_n)
             } else {
                 uint32_t sys = sys_len[k] < in ? sys_len[k] : in;
                 struct conv *cv = &open[k][n_open[k]++ % MAX_OPEN];
-                if (push_seg(r, mix(c->seed ^ (0x7e4a47 + k) ^ 0x5),
-                             sys) < 0 ||
+                if (push_seg(r, mix(c->seed ^ (0x7e4a47 + k) ^ 0x5), sys) < 0 ||
                     (in > sys && push_seg(r, mix(rng ^ r->n_plans), in - sys) < 0)) {
                     rc = -ENOMEM;
                     goto out;
@@ -643,7 +643,7 @@ int fatia_loadgen_run(const struct fatia_loadgen_config *cfg, struct fatia_loadg
     if (rc < 0)
         return rc;
     rc = cfg->workload == FATIA_WORKLOAD_SHARED_PREFIX ? plan_shared_prefix(&r)
-                                                         : plan_azure(&r, why, why_n);
+                                                       : plan_azure(&r, why, why_n);
     if (rc < 0) {
         if (!why[0])
             snprintf(why, why_n, "cannot plan the workload: %s", fatia_strerror(rc));
@@ -679,8 +679,7 @@ int fatia_loadgen_run(const struct fatia_loadgen_config *cfg, struct fatia_loadg
         r.res.duration = r.e_max - r.e_min;
         if (r.a_max > r.e_min)
             r.res.achieved_rate = (double)r.res.completed / (r.a_max - r.e_min);
-    }
-    else
+    } else
         r.res.duration =
             eng(&r, (r.t_last_done > r.t0 ? r.t_last_done : fatia_now_mono_usec()) - r.t0);
     r.res.offered_rate = r.n_plans && r.plans[r.n_plans - 1].at > 0

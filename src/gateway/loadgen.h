@@ -42,9 +42,9 @@ struct fatia_loadgen_config {
     const char *url;   /* the server: http://host:port */
     const char *model; /* "model" of every request */
     enum fatia_workload workload;
-    double speed;      /* the servers' clock speed-up: wall durations are multiplied by it */
+    double speed; /* the servers' clock speed-up: wall durations are multiplied by it */
     uint64_t seed;
-    uint32_t requests; /* how many to send (0 = the whole prompt set / trace window) */
+    uint32_t requests;        /* how many to send (0 = the whole prompt set / trace window) */
     uint32_t max_concurrency; /* 0 = unbounded (open loop) */
     fatia_usec_t timeout;     /* per request, wall; 0 = 10 min */
     /* shared-prefix */
@@ -70,13 +70,13 @@ struct fatia_dist {
 
 struct fatia_loadgen_result {
     uint32_t sent, completed, failed;
-    double duration;        /* engine seconds, first send to last completion */
-    double offered_rate;    /* requests per engine second, as scheduled */
-    double achieved_rate;   /* as the engines saw them arrive (stamped runs), 0 if unknown */
+    double duration;      /* engine seconds, first send to last completion */
+    double offered_rate;  /* requests per engine second, as scheduled */
+    double achieved_rate; /* as the engines saw them arrive (stamped runs), 0 if unknown */
     double request_throughput, output_throughput; /* per engine second */
     uint64_t output_tokens, input_tokens;
     struct fatia_dist ttft, tpot, itl, e2el; /* engine seconds */
-    double prefix_hit_ratio; /* -1 when no engines were given */
+    double prefix_hit_ratio;                 /* -1 when no engines were given */
     double max_concurrency_seen;
 };
 

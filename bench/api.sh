@@ -1,0 +1,87 @@
+#!/bin/bash
+# bench/api.sh BUILD: fatiad's API under load (make bench-api). fatiad runs pinned to core 0
+# (plain HTTP: the server's own cost, not TLS's), the load generator (wrk 4.1, or
+# bench/api_fanout.c) pinned to core 1. Objects are LocalQueues of about 2 KB. Each figure is the
+# median of 3 runs; rates are the achieved ones.
+#   creates at a fixed 2,000/s (20 connections paced 9 ms): p50 / p99 latency
+#   creates unpaced (32 connections): throughput
+#   gets of one object at 2,000/s and unpaced
+#   list of 10,000 objects (one connection): p50 / p99
+#   watch fan-out of one write to 100 watchers: p50 / p99 per watcher, and until all have it
+set -eu
+B=${1:-build}
+cd "$(dirname "$0")/.."
+cmake --build "$B" --target fatiad >/dev/null
+cc -O2 -Wall -Isrc -o "$B/bench_api_fanout" bench/api_fanout.c
+command -v wrk >/dev/null || { echo "bench-api: wrk not found (scripts/setup installs it)" >&2; exit 1; }
+
+D=$(mktemp -d /tmp/fatia-bench.XXXXXX)
+PID=
+cleanup() {
+    [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+    rm -rf "$D"
+}
+trap cleanup EXIT
+taskset -c 0 "$B/bin/fatiad" --data-dir "$D/data" --listen 127.0.0.1:0 --no-tls -f examples/ \
+    >"$D/log" 2>&1 &
+PID=$!
+for _ in $(seq 200); do
+    grep -q "serving the Kubernetes API" "$D/log" 2>/dev/null && break
+    sleep 0.05
+done
+URL=$(grep -o 'http://127.0.0.1:[0-9]*' "$D/log" | head -1)
+PORT=${URL##*:}
+export FATIA_TOKEN=$(awk '$2 == "admin" {print $1; exit}' "$D/data/tokens")
+for ns in bench bench-list; do
+    curl -sf -o /dev/null -X POST -H "Authorization: Bearer $FATIA_TOKEN" \
+        -H 'Content-Type: application/json' "$URL/api/v1/namespaces" \
+        -d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}"
+done
+W="taskset -c 1 wrk -t1 --latency"
+
+# field VALUE-NAME from RESULT lines of several runs -> median
+median() {
+    grep '^RESULT' | sed -n "s/.* $1=\([0-9.]*\).*/\1/p" | sort -g |
+        awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'
+}
+runs() { # N CMD...
+    local n=$1
+    shift
+    for _ in $(seq "$n"); do "$@"; done
+}
+
+runs 3 $W -c20 -d10s -s bench/api_write.lua "$URL" -- bench 9 >"$D/create-paced"
+runs 3 $W -c32 -d5s -s bench/api_write.lua "$URL" -- bench 0 >"$D/create-max"
+runs 3 $W -c20 -d5s -s bench/api_read.lua "$URL" -- \
+    /apis/kueue.x-k8s.io/v1beta2/clusterqueues/team-a 9 >"$D/get-paced"
+runs 3 $W -c32 -d5s -s bench/api_read.lua "$URL" -- \
+    /apis/kueue.x-k8s.io/v1beta2/clusterqueues/team-a 0 >"$D/get-max"
+$W -c16 -d8s -s bench/api_write.lua "$URL" -- bench-list 0 10000 >"$D/fill"
+N=$(curl -sf -H "Authorization: Bearer $FATIA_TOKEN" \
+    "$URL/apis/kueue.x-k8s.io/v1beta2/namespaces/bench-list/localqueues" |
+    python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
+runs 3 $W -c1 -d5s -s bench/api_read.lua "$URL" -- \
+    /apis/kueue.x-k8s.io/v1beta2/namespaces/bench-list/localqueues 0 >"$D/list"
+for _ in 1 2 3; do
+    taskset -c 1 "$B/bench_api_fanout" 127.0.0.1 "$PORT" "$FATIA_TOKEN" 100 20
+done >"$D/fanout"
+fan() { grep "^$1:" "$D/fanout" | awk '{print $2}' | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+
+echo "api_create_fixed_rate: $(median rps <"$D/create-paced") req/s"
+echo "api_create_p50_at_fixed_rate: $(median p50 <"$D/create-paced") ms"
+echo "api_create_p99_at_fixed_rate: $(median p99 <"$D/create-paced") ms"
+echo "api_create_max_rate: $(median rps <"$D/create-max") req/s"
+echo "api_create_p99_at_max_rate: $(median p99 <"$D/create-max") ms"
+echo "api_get_fixed_rate: $(median rps <"$D/get-paced") req/s"
+echo "api_get_p99_at_fixed_rate: $(median p99 <"$D/get-paced") ms"
+echo "api_get_max_rate: $(median rps <"$D/get-max") req/s"
+echo "api_list_objects: $N objects"
+echo "api_list_p50: $(median p50 <"$D/list") ms"
+echo "api_list_p99: $(median p99 <"$D/list") ms"
+echo "watch_fanout_watchers: 100"
+echo "watch_fanout_p50: $(fan watch_fanout_p50) ms"
+echo "watch_fanout_p99: $(fan watch_fanout_p99) ms"
+echo "watch_fanout_all_delivered: $(fan watch_fanout_all_delivered_median) ms"
+errs=$(cat "$D"/create-* "$D"/get-* "$D"/list | sed -n 's/.*non2xx=\([0-9]*\) errors=\([0-9]*\).*/\1 \2/p' |
+    awk '{s += $1 + $2} END {print s + 0}')
+echo "api_errors: $errs requests"

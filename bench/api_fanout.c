@@ -12,12 +12,12 @@
  */
 #include "base/compat.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
-#include <arpa/inet.h>
 #include <unistd.h>
 
 #define MAXW 1024
@@ -164,11 +164,12 @@ int main(int argc, char **argv)
         struct epoll_event ev[64];
 
         snprintf(body, sizeof(body), "{\"value\":%d}", r + 1);
-        n = snprintf(req, sizeof(req),
-                     "PATCH /apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses/fanout HTTP/1.1\r\n"
-                     "Host: x\r\nAuthorization: Bearer %s\r\nContent-Type: "
-                     "application/merge-patch+json\r\nContent-Length: %zu\r\n\r\n%s",
-                     token, strlen(body), body);
+        n = snprintf(
+            req, sizeof(req),
+            "PATCH /apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses/fanout HTTP/1.1\r\n"
+            "Host: x\r\nAuthorization: Bearer %s\r\nContent-Type: "
+            "application/merge-patch+json\r\nContent-Length: %zu\r\n\r\n%s",
+            token, strlen(body), body);
         t0 = now_ms();
         send_all(writer, req, (size_t)n);
         while (got < nw) {

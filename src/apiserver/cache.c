@@ -64,9 +64,21 @@ struct objver *objver_new(json_t *tree, uint64_t rv)
         if (json_object_set_new(meta, "resourceVersion", json_string(rvs)) < 0)
             goto out_fail;
     }
-    v->text = json_dump_compact(tree, &v->len);
-    if (!v->text)
-        goto out_fail;
+    {
+        /* ",{...}": the leading comma lets a list reference the text of every item after the
+         * first without a separate one-byte piece (read.c) */
+        struct fatia_buf b;
+        fatia_buf_init(&b, 0);
+        if (fatia_buf_putc(&b, ',') < 0 || fatia_json_dump_buf(tree, &b, DUMP_FLAGS) < 0) {
+            fatia_buf_release(&b);
+            goto out_fail;
+        }
+        v->len = b.len - 1;
+        v->text = fatia_buf_steal(&b);
+        if (!v->text)
+            goto out_fail;
+        v->text++;
+    }
     v->refs = 1;
     v->rv = rv;
     v->tree = tree;
@@ -90,7 +102,7 @@ void objver_unref(struct objver *v)
     if (!v || --v->refs)
         return;
     json_decref(v->tree);
-    fatia_free(v->text);
+    fatia_free(v->text - 1);
     fatia_free(v);
 }
 

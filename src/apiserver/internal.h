@@ -45,7 +45,7 @@ struct objver {
     unsigned refs;
     uint64_t rv;
     json_t *tree; /* owned; never modified once the version is built */
-    char *text;   /* compact JSON of tree */
+    char *text;   /* compact JSON of tree; text[-1] is ',' (one allocation starting there) */
     size_t len;
 };
 
@@ -248,6 +248,10 @@ int authorize(const struct opctx *c, const char *verb, struct opres *r);
  * converted copy. Appends to out. */
 int render_object(const struct rtable *t, const struct fatia_kind_version *ver,
                   const struct objver *v, struct evbuffer *out);
+/* The same as a list item: a leading comma unless first; the storage version is referenced, not
+ * copied (the version stays alive until the bytes are sent). */
+int render_item(const struct rtable *t, const struct fatia_kind_version *ver, struct objver *v,
+                bool first, struct evbuffer *out);
 /* The served-version tree of a version (new reference). */
 json_t *served_tree(const struct rtable *t, const struct fatia_kind_version *ver,
                     const struct objver *v);

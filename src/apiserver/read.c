@@ -248,6 +248,30 @@ int render_object(const struct rtable *t, const struct fatia_kind_version *ver,
     return r;
 }
 
+static void unref_cb(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    objver_unref(arg);
+}
+
+int render_item(const struct rtable *t, const struct fatia_kind_version *ver, struct objver *v,
+                bool first, struct evbuffer *out)
+{
+    if (ver) {
+        if (!first && evbuffer_add(out, ",", 1) < 0)
+            return -ENOMEM;
+        return render_object(t, ver, v, out);
+    }
+    objver_ref(v);
+    if (evbuffer_add_reference(out, first ? v->text : v->text - 1, v->len + !first, unref_cb, v) <
+        0) {
+        objver_unref(v);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 /* ---- continue tokens ---- */
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -379,14 +403,14 @@ int op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
             more = true;
             break;
         }
-        if (count)
-            evbuffer_add(items, ",", 1);
         if (table) {
             json_t *row = table_row(t, c->ver, e->committed, q->include_object, now);
+            if (count)
+                evbuffer_add(items, ",", 1);
             evbuffer_add_json(items, row);
             json_decref(row);
         } else {
-            render_object(t, c->ver, e->committed, items);
+            render_item(t, c->ver, e->committed, count == 0, items);
         }
         count++;
         last = e;

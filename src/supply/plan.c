@@ -19,7 +19,7 @@
  *
  * Default memory cap of a time-slice replica (DESIGN §7): (device memory - replicas x context
  * reserve) / replicas, rounded down to a MiB; the reserve is the policy's contextReserve, else the
- * catalog's per product (530 MiB measured on the H200). MPS defaults are the device plugin's:
+ * catalog's per product (768 MiB on the H200, docs/vgpu.md). MPS defaults are the device plugin's:
  * active threads 100 / replicas percent, pinned memory device memory / replicas (in MiB).
  */
 #include "base/compat.h"

@@ -41,7 +41,7 @@ spec:
   mig: {strategy: mixed, config: all-balanced}
 YAML
 expect_rc 0 "$FATIA" plan --inventory nvml --nvml-lib "$FAKE" -f "$TMP/mixed.yaml"
-expect_line "$TMP/out" "time-slicing x4, 34.6 GiB each"
+expect_line "$TMP/out" "time-slicing x4, 34.3 GiB each"
 expect_line "$TMP/out" "MIG mixed [2g.35gb    |1g.18|1g.18|3g.71gb"
 expect_line "$TMP/out" "planned"
 finish

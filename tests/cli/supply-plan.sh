@@ -12,7 +12,7 @@ expect_line "$TMP/out" "nvidia.com/gpu=8"
 # the walkthrough: time-sliced pool, MIG pool, whole GPUs
 expect_rc 0 "$FATIA" plan --inventory sim -f examples/fleet/
 expect_line "$TMP/out" "nvidia.com/gpu.shared=8, nvidia.com/gpu=4, nvidia.com/mig-2g.35gb=2, nvidia.com/mig-1g.18gb=4, nvidia.com/mig-3g.71gb=2"
-expect_line "$TMP/out" "time-slicing x4, 34.6 GiB each"
+expect_line "$TMP/out" "time-slicing x4, 34.3 GiB each"
 expect_line "$TMP/out" "MIG mixed [2g.35gb    |1g.18|1g.18|3g.71gb                ]   simulated"
 [ "$(grep -c ' whole ' "$TMP/out")" = 4 ] || fail "want 4 whole GPUs"
 
@@ -26,7 +26,7 @@ assert ids[:4] == ["gpu-0-ts0", "gpu-0-ts1", "gpu-0-ts2", "gpu-0-ts3"], ids
 assert "gpu-4-mig-3g71gb-9-4" in ids and "gpu-2" in ids, ids
 ts = d["slices"][0]
 # (150754820096 - 4 x 530 MiB) / 4, rounded down to a MiB
-assert ts["memoryBytes"] == (150754820096 - 4 * 530 * 2**20) // 4 // 2**20 * 2**20, ts
+assert ts["memoryBytes"] == (150754820096 - 4 * 768 * 2**20) // 4 // 2**20 * 2**20, ts
 assert ts["isolation"] == "memory-capped" and ts["resource"] == "nvidia.com/gpu.shared"
 assert ts["attributes"]["type"] == {"string": "timeslice"}
 assert ts["attributes"]["fatia.dev/nvlinkIsland"] == {"int": 0}

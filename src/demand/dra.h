@@ -49,10 +49,20 @@ struct fatia_dra_device {
     struct fatia_semver *versions; /* parsed version attributes, one per attr (unused if not) */
 };
 
+struct fatia_dra_node_range {
+    const char *node; /* borrowed from its first device */
+    size_t first, n;  /* its devices: devs[first .. first + n) */
+};
+
 struct fatia_dra_inventory {
     struct fatia_dra_device *devs;
     size_t n, cap;
     bool finished;
+    /* set by fatia_dra_inventory_finish: the node-local devices of each node (in node order),
+     * and where the devices that are not node-local start (they sort last) */
+    struct fatia_dra_node_range *nodes;
+    size_t n_nodes;
+    size_t first_unbound;
 };
 
 void fatia_dra_inventory_init(struct fatia_dra_inventory *inv);
@@ -66,6 +76,10 @@ int fatia_dra_inventory_add_slice(struct fatia_dra_inventory *inv, const json_t 
 /* Drops devices of superseded pool generations and sorts (see the search order above). Must be
  * called once after the last add and before any lookup or allocation. 0 or -ENOMEM. */
 int fatia_dra_inventory_finish(struct fatia_dra_inventory *inv);
+
+/* The node-local devices of node (NULL if it has none). O(log nodes). */
+const struct fatia_dra_node_range *fatia_dra_inventory_node(const struct fatia_dra_inventory *inv,
+                                                            const char *node);
 
 /* The index of driver/pool/device, or -1. */
 long fatia_dra_inventory_find(const struct fatia_dra_inventory *inv, const char *driver,

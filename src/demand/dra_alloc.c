@@ -35,6 +35,7 @@
 
 #define MAX_ALTS          8
 #define DEFAULT_MAX_STEPS 200000
+#define MAX_EXPLAINED     8 /* nodes explained one by one; the rest are counted */
 
 struct alt {
     const char *name; /* subrequest name, or NULL for `exactly` */
@@ -45,7 +46,7 @@ struct alt {
     size_t n_progs;
     bool all, admin;
     int64_t count;
-    size_t *cands, n_cands, n_free;
+    size_t *cands, n_cands, n_free, cap_cands;
 };
 
 struct areq {
@@ -268,16 +269,32 @@ static int selectors_match(struct search *s, struct fatia_cel_program *const *pr
     return 0;
 }
 
-static int build_candidates(struct search *s, const char *node, const json_t *labels)
+static int build_candidates(struct search *s, const char *node,
+                            const struct fatia_dra_node_range *nr, const json_t *labels)
 {
     for (size_t ri = 0; ri < s->n_reqs; ri++) {
         for (size_t ai = 0; ai < s->reqs[ri].n_alts; ai++) {
             struct alt *a = &s->reqs[ri].alts[ai];
+            /* at most every device of the node and every unbound one */
+            size_t most = (nr ? nr->n : 0) + (s->inv->n - s->inv->first_unbound);
             a->n_cands = a->n_free = 0;
-            for (size_t i = 0; i < s->inv->n; i++) {
-                const struct fatia_dra_device *d = &s->inv->devs[i];
+            if (most > a->cap_cands) {
+                size_t *v = fatia_reallocarray(a->cands, most, sizeof(*v));
+                if (!v)
+                    return -ENOMEM;
+                a->cands = v;
+                a->cap_cands = most;
+            }
+            /* the node's own devices (a contiguous range), then those not node-local */
+            for (size_t i = nr ? nr->first : s->inv->first_unbound; i < s->inv->n; i++) {
+                const struct fatia_dra_device *d;
                 bool ok;
                 int r;
+                if (nr && i == nr->first + nr->n && i < s->inv->first_unbound)
+                    i = s->inv->first_unbound;
+                if (i >= s->inv->n)
+                    break;
+                d = &s->inv->devs[i];
                 if (node ? !fatia_dra_device_on_node(d, node, labels)
                          : d->node != NULL || d->node_selector)
                     continue;
@@ -288,11 +305,6 @@ static int build_candidates(struct search *s, const char *node, const json_t *la
                     return r;
                 if (!ok)
                     continue;
-                if (!a->cands) {
-                    a->cands = fatia_calloc(s->inv->n ? s->inv->n : 1, sizeof(*a->cands));
-                    if (!a->cands)
-                        return -ENOMEM;
-                }
                 a->cands[a->n_cands++] = i;
                 a->n_free += a->admin || !s->st->used[i];
             }
@@ -706,7 +718,7 @@ int fatia_dra_allocate(const struct fatia_dra_inventory *inv, const struct fatia
     static const struct fatia_dra_alloc_opts no_opts;
     struct search s = {.inv = inv, .st = st, .opts = opts ? opts : &no_opts};
     const char **nodes = NULL;
-    size_t n_nodes = 0, n_reqs = 0;
+    size_t n_nodes = 0, n_reqs = 0, min_need = 0, free_unbound = 0, explained = 0;
     bool has_network = false, limited = false;
     int r;
 
@@ -727,15 +739,9 @@ int fatia_dra_allocate(const struct fatia_dra_inventory *inv, const struct fatia
     if (s.opts->node) {
         nodes[n_nodes++] = s.opts->node;
     } else {
-        for (size_t i = 0; i < inv->n; i++) {
-            const char *n = inv->devs[i].node;
-            if (!n) {
-                has_network = true;
-                continue;
-            }
-            if (!n_nodes || strcmp(nodes[n_nodes - 1], n))
-                nodes[n_nodes++] = n;
-        }
+        for (size_t i = 0; i < inv->n_nodes; i++)
+            nodes[n_nodes++] = inv->nodes[i].node;
+        has_network = inv->first_unbound < inv->n;
         if (has_network)
             nodes[n_nodes++] = NULL; /* network-attached devices alone */
     }
@@ -745,11 +751,35 @@ int fatia_dra_allocate(const struct fatia_dra_inventory *inv, const struct fatia
         goto out_free;
     }
     r = -FATIA_E_NOFIT;
+    /* the fewest devices any allocation takes that are not admin access: a node with fewer
+     * free devices is skipped without evaluating a selector */
+    for (size_t ri = 0; ri < n_reqs; ri++) {
+        size_t least = SIZE_MAX;
+        for (size_t ai = 0; ai < s.reqs[ri].n_alts; ai++) {
+            const struct alt *a = &s.reqs[ri].alts[ai];
+            size_t k = a->admin ? 0 : a->all ? 1 : (size_t)a->count;
+            least = FATIA_MIN(least, k);
+        }
+        min_need += least;
+    }
+    for (size_t i = inv->first_unbound; i < inv->n; i++)
+        free_unbound += !st->used[i];
     for (size_t ni = 0; ni < n_nodes; ni++) {
         const char *node = nodes[ni];
+        const struct fatia_dra_node_range *nr = s.opts->node
+                                                    ? fatia_dra_inventory_node(inv, node)
+                                                    : (ni < inv->n_nodes ? &inv->nodes[ni] : NULL);
+        size_t free_here = free_unbound;
         int found;
+        for (size_t i = 0; nr && i < nr->n; i++)
+            free_here += !st->used[nr->first + i];
+        if (free_here < min_need && (!explain || explained >= MAX_EXPLAINED)) {
+            /* cannot fit: skip without selectors (explained in detail only for the first) */
+            explained++;
+            continue;
+        }
         s.steps = 0;
-        r = build_candidates(&s, node, node == s.opts->node ? s.opts->node_labels : NULL);
+        r = build_candidates(&s, node, nr, node == s.opts->node ? s.opts->node_labels : NULL);
         if (r < 0)
             goto out_free;
         found = try_request(&s, 0);
@@ -763,12 +793,18 @@ int fatia_dra_allocate(const struct fatia_dra_inventory *inv, const struct fatia
         }
         if (found == -FATIA_E_LIMIT) {
             limited = true;
-            explainf(explain, "%snode %s: search stopped after %" PRIu64 " device tries",
-                     explain && explain->len ? "; " : "", node ? node : "(network)", s.max_steps);
+            if (explained++ < MAX_EXPLAINED)
+                explainf(explain, "%snode %s: search stopped after %" PRIu64 " device tries",
+                         explain && explain->len ? "; " : "", node ? node : "(network)",
+                         s.max_steps);
             continue;
         }
-        explain_node(&s, node, explain);
+        if (explained++ < MAX_EXPLAINED)
+            explain_node(&s, node, explain);
     }
+    if (explained > MAX_EXPLAINED)
+        explainf(explain, "; and %zu more node%s", explained - MAX_EXPLAINED,
+                 explained - MAX_EXPLAINED == 1 ? "" : "s");
     if (!n_nodes)
         explainf(explain, "no devices are published");
     if (s.cel_error[0])

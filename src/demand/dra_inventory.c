@@ -88,6 +88,7 @@ void fatia_dra_inventory_release(struct fatia_dra_inventory *inv)
     for (size_t i = 0; i < inv->n; i++)
         device_release(&inv->devs[i]);
     fatia_free(inv->devs);
+    fatia_free(inv->nodes);
     memset(inv, 0, sizeof(*inv));
 }
 
@@ -311,6 +312,23 @@ int fatia_dra_inventory_finish(struct fatia_dra_inventory *inv)
     inv->n = kept;
     if (inv->n)
         qsort(inv->devs, inv->n, sizeof(*inv->devs), device_cmp);
+    /* the node index */
+    fatia_free(inv->nodes);
+    inv->nodes = fatia_calloc(inv->n ? inv->n : 1, sizeof(*inv->nodes));
+    if (!inv->nodes)
+        return -ENOMEM;
+    inv->n_nodes = 0;
+    inv->first_unbound = inv->n;
+    for (size_t i = 0; i < inv->n; i++) {
+        const char *node = inv->devs[i].node;
+        if (!node) {
+            inv->first_unbound = i;
+            break;
+        }
+        if (!inv->n_nodes || strcmp(inv->nodes[inv->n_nodes - 1].node, node))
+            inv->nodes[inv->n_nodes++] = (struct fatia_dra_node_range){node, i, 0};
+        inv->nodes[inv->n_nodes - 1].n++;
+    }
     /* the CEL views point into each device: re-point after moving */
     for (size_t i = 0; i < inv->n; i++) {
         struct fatia_dra_device *d = &inv->devs[i];
@@ -323,6 +341,24 @@ int fatia_dra_inventory_finish(struct fatia_dra_inventory *inv)
     }
     inv->finished = true;
     return 0;
+}
+
+const struct fatia_dra_node_range *fatia_dra_inventory_node(const struct fatia_dra_inventory *inv,
+                                                            const char *node)
+{
+    size_t lo = 0, hi = inv->n_nodes;
+
+    while (node && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = natural_cmp(inv->nodes[mid].node, node);
+        if (c == 0)
+            return &inv->nodes[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }
 
 long fatia_dra_inventory_find(const struct fatia_dra_inventory *inv, const char *driver,

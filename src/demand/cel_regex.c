@@ -609,8 +609,10 @@ static long repeat_product(struct rnode *n)
 
     if (n->kind == R_REPEAT && n->prod)
         return n->prod;
-    for (size_t i = 0; i < n->n_kids; i++)
-        best = FATIA_MAX(best, repeat_product(n->kids[i]));
+    for (size_t i = 0; i < n->n_kids; i++) {
+        long k = repeat_product(n->kids[i]); /* once: FATIA_MAX evaluates twice */
+        best = FATIA_MAX(best, k);
+    }
     if (n->kind == R_REPEAT) {
         long m = n->max >= 0 ? n->max : n->min;
         if (m > 1)

@@ -522,6 +522,38 @@ static void test_regex(void **state)
         fail_msg("%zu regex cases failed", failed);
 }
 
+/* Deeply nested groups under a repetition compile and match in linear time (a regression:
+ * the repeat-count check once walked the tree twice per level). */
+static void test_regex_deep(void **state)
+{
+    char pat[512];
+    size_t n = 0;
+    struct fatia_cel_regex *re;
+    char why[256];
+    bool m = false;
+    (void)state;
+
+    for (int i = 0; i < 150; i++)
+        pat[n++] = '(';
+    pat[n++] = 'a';
+    for (int i = 0; i < 150; i++)
+        pat[n++] = ')';
+    pat[n++] = '*';
+    pat[n++] = 'b';
+    assert_int_equal(fatia_cel_regex_compile(pat, n, &re, why, sizeof(why)), 0);
+    assert_int_equal(fatia_cel_regex_search(re, "aaab", 4, &m), 0);
+    assert_true(m);
+    fatia_cel_regex_free(re);
+    /* deeper than the limit: refused, not the stack */
+    n = 0;
+    for (int i = 0; i < 250; i++)
+        pat[n++] = '(';
+    for (int i = 0; i < 250; i++)
+        pat[n++] = ')';
+    assert_int_equal(fatia_cel_regex_compile(pat, n, &re, why, sizeof(why)), -EINVAL);
+    assert_non_null(strstr(why, "nests too deeply"));
+}
+
 static void test_semver(void **state)
 {
     static const char *const order[] = {"1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta",
@@ -557,9 +589,9 @@ static void test_semver(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),  cmocka_unit_test(test_cost_limit),
-        cmocka_unit_test(test_limits), cmocka_unit_test(test_regex),
-        cmocka_unit_test(test_semver),
+        cmocka_unit_test(test_table),      cmocka_unit_test(test_cost_limit),
+        cmocka_unit_test(test_limits),     cmocka_unit_test(test_regex),
+        cmocka_unit_test(test_regex_deep), cmocka_unit_test(test_semver),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,8 +6,9 @@
  *   - golden allocation cases: every tests/golden/demand/claims/<case>/input.yaml is loaded
  *     (DeviceClasses, ResourceSlices, claims already allocated, then claims and Pods in document
  *     order) and the allocation of each claim, or the explanation of why it does not fit, is
- *     compared with expected.txt next to it. FATIA_UPDATE_GOLDEN=1 rewrites the expected files
- *     (review the diff before committing);
+ *     compared with expected.txt next to it (a claim annotated fatia.test/node: NAME is
+ *     allocated on that node, as placement asks). FATIA_UPDATE_GOLDEN=1 rewrites the expected
+ *     files (review the diff before committing);
  *   - NVIDIA sharing configs, claims -> quota through deviceClassMappings, natural device order.
  */
 #include "base/compat.h"
@@ -227,12 +228,15 @@ static void print_allocation(struct golden *g, const char *id, const struct fati
 static int allocate(struct golden *g, const char *id, json_t *claim)
 {
     struct fatia_dra_allocation *a = NULL;
+    struct fatia_dra_alloc_opts opts = {0};
     struct fatia_buf why = FATIA_BUF_INIT;
     int r;
 
     if (fatia_dra_claim_allocated(claim))
         return 0;
-    r = fatia_dra_allocate(&g->inv, &g->cls, &g->st, json_object_get(claim, "spec"), NULL, &a,
+    /* fatia.test/node: allocate on that node (opts.node), as placement asks */
+    opts.node = fatia_json_str(fatia_json_path(claim, "metadata.annotations"), "fatia.test/node");
+    r = fatia_dra_allocate(&g->inv, &g->cls, &g->st, json_object_get(claim, "spec"), &opts, &a,
                            &why);
     if (r == 0) {
         print_allocation(g, id, a, claim);

@@ -271,6 +271,15 @@ static bool at_end(const struct parser *p)
     return p->pos >= p->n;
 }
 
+/* The length up to and including the first `c` from `from` (or up to the end): the extent of a
+ * construct quoted in an error. The pattern is not NUL-terminated. */
+static size_t span_through(const struct parser *p, size_t from, char c)
+{
+    const char *hit = from < p->n ? memchr(p->s + from, c, p->n - from) : NULL;
+
+    return hit ? (size_t)(hit - (p->s + from)) + 1 : p->n - from;
+}
+
 static uint32_t peek_rune(const struct parser *p, size_t *len)
 {
     return decode(p->s + p->pos, p->n - p->pos, len);
@@ -441,7 +450,7 @@ static int parse_escape(struct parser *p, bool in_class, uint32_t *ret_rune,
     case 'P':
         return fail(p, "Unicode classes (\\p, \\P) are not supported by fatia's CEL", start,
                     p->pos +
-                        (!at_end(p) && p->s[p->pos] == '{' ? strcspn(p->s + p->pos, "}") + 1 : 1));
+                        (!at_end(p) && p->s[p->pos] == '{' ? span_through(p, p->pos, '}') : 1));
     default:
         if (c < 0x80 &&
             !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) {
@@ -862,7 +871,7 @@ static struct rnode *parse_concat(struct parser *p)
         if (is_repeat_op(p)) {
             char op = p->s[p->pos];
             fail(p, "missing argument to repetition operator", start,
-                 start + (op == '{' ? strcspn(p->s + start, "}") + 1 : 1));
+                 start + (op == '{' ? span_through(p, start, '}') : 1));
             return NULL;
         }
         atom = parse_atom(p);

@@ -3,7 +3,7 @@
 # (plain HTTP: the server's own cost, not TLS's), the load generator (wrk 4.1, or
 # bench/api_fanout.c) pinned to core 1. Objects are LocalQueues of about 2 KB. Each figure is the
 # median of 3 runs; rates are the achieved ones.
-#   creates at a fixed 2,000/s (20 connections paced 9 ms): p50 / p99 latency
+#   creates at about 2,000/s (40 connections, each pausing 19 ms between requests): p50 / p99
 #   creates unpaced (32 connections): throughput
 #   gets of one object at 2,000/s and unpaced
 #   list of 10,000 objects (one connection): p50 / p99
@@ -38,6 +38,7 @@ for ns in bench bench-list; do
         -d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$ns\"}}"
 done
 W="taskset -c 1 wrk -t1 --latency"
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) * 1000 / hz}' "/proc/$PID/stat"; }
 
 # field VALUE-NAME from RESULT lines of several runs -> median
 median() {
@@ -50,10 +51,14 @@ runs() { # N CMD...
     for _ in $(seq "$n"); do "$@"; done
 }
 
-runs 3 $W -c20 -d10s -s bench/api_write.lua "$URL" -- bench 9 >"$D/create-paced"
+runs 3 $W -c40 -d10s -s bench/api_write.lua "$URL" -- bench 19 >"$D/create-paced"
+c0=$(cpu_ms)
 runs 3 $W -c32 -d5s -s bench/api_write.lua "$URL" -- bench 0 >"$D/create-max"
-runs 3 $W -c20 -d5s -s bench/api_read.lua "$URL" -- \
-    /apis/kueue.x-k8s.io/v1beta2/clusterqueues/team-a 9 >"$D/get-paced"
+c1=$(cpu_ms)
+NCREATE=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$D/create-max" | awk '{s += $1} END {print s}')
+CREATE_CPU=$(awk -v a="$c0" -v b="$c1" -v n="$NCREATE" 'BEGIN {printf "%.0f", (b - a) * 1000 / n}')
+runs 3 $W -c40 -d5s -s bench/api_read.lua "$URL" -- \
+    /apis/kueue.x-k8s.io/v1beta2/clusterqueues/team-a 19 >"$D/get-paced"
 runs 3 $W -c32 -d5s -s bench/api_read.lua "$URL" -- \
     /apis/kueue.x-k8s.io/v1beta2/clusterqueues/team-a 0 >"$D/get-max"
 $W -c16 -d8s -s bench/api_write.lua "$URL" -- bench-list 0 10000 >"$D/fill"
@@ -62,6 +67,18 @@ N=$(curl -sf -H "Authorization: Bearer $FATIA_TOKEN" \
     python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
 runs 3 $W -c1 -d5s -s bench/api_read.lua "$URL" -- \
     /apis/kueue.x-k8s.io/v1beta2/namespaces/bench-list/localqueues 0 >"$D/list"
+# fatiad's own CPU time per list (user + system, from /proc), apart from the transfer and the
+# client's parsing, which dominate on a loaded machine
+c0=$(cpu_ms)
+for _ in $(seq 20); do
+    curl -sf -o /dev/null -H "Authorization: Bearer $FATIA_TOKEN" \
+        "$URL/apis/kueue.x-k8s.io/v1beta2/namespaces/bench-list/localqueues"
+done
+c1=$(cpu_ms)
+LIST_CPU=$(awk -v a="$c0" -v b="$c1" 'BEGIN {printf "%.1f", (b - a) / 20}')
+# the same bytes over loopback without fatiad: the floor of any list of this size here
+BYTES=$(curl -sf -H "Authorization: Bearer $FATIA_TOKEN" \
+    "$URL/apis/kueue.x-k8s.io/v1beta2/namespaces/bench-list/localqueues" | wc -c)
 for _ in 1 2 3; do
     taskset -c 1 "$B/bench_api_fanout" 127.0.0.1 "$PORT" "$FATIA_TOKEN" 100 20
 done >"$D/fanout"
@@ -72,12 +89,15 @@ echo "api_create_p50_at_fixed_rate: $(median p50 <"$D/create-paced") ms"
 echo "api_create_p99_at_fixed_rate: $(median p99 <"$D/create-paced") ms"
 echo "api_create_max_rate: $(median rps <"$D/create-max") req/s"
 echo "api_create_p99_at_max_rate: $(median p99 <"$D/create-max") ms"
+echo "api_create_server_cpu: $CREATE_CPU us"
 echo "api_get_fixed_rate: $(median rps <"$D/get-paced") req/s"
 echo "api_get_p99_at_fixed_rate: $(median p99 <"$D/get-paced") ms"
 echo "api_get_max_rate: $(median rps <"$D/get-max") req/s"
 echo "api_list_objects: $N objects"
 echo "api_list_p50: $(median p50 <"$D/list") ms"
 echo "api_list_p99: $(median p99 <"$D/list") ms"
+echo "api_list_bytes: $BYTES bytes"
+echo "api_list_server_cpu: $LIST_CPU ms"
 echo "watch_fanout_watchers: 100"
 echo "watch_fanout_p50: $(fan watch_fanout_p50) ms"
 echo "watch_fanout_p99: $(fan watch_fanout_p99) ms"
@@ -85,3 +105,4 @@ echo "watch_fanout_all_delivered: $(fan watch_fanout_all_delivered_median) ms"
 errs=$(cat "$D"/create-* "$D"/get-* "$D"/list | sed -n 's/.*non2xx=\([0-9]*\) errors=\([0-9]*\).*/\1 \2/p' |
     awk '{s += $1 + $2} END {print s + 0}')
 echo "api_errors: $errs requests"
+echo "load_average_during_run: $(cut -d' ' -f1-3 /proc/loadavg)"

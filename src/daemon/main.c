@@ -529,6 +529,8 @@ int main(int argc, char **argv)
         fatia_error("cannot create the event loop");
         return 1;
     }
+    /* the log keeps twice the watch history: enough to reload it at start, bounded on disk */
+    so.log_keep = 2 * (ao.watch_history ? ao.watch_history : 10000);
     snprintf(path, sizeof(path), "%s/store.db", d.data_dir);
     r = fatia_store_open(path, &so, &d.store);
     if (r < 0) {

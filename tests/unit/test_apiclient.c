@@ -94,8 +94,9 @@ static int setup(void **state)
     assert_int_equal(fatia_store_open(":memory:", NULL, &e->store), 0);
     assert_int_equal(fatia_apiserver_new(e->base, e->store, NULL, &e->s), 0);
     e->c = fatia_client_new_local(e->s, &fatia_user_system);
-    assert_int_equal(create(e, "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
-                               "\"metadata\":{\"name\":\"team-a\"}}",
+    assert_int_equal(create(e,
+                            "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
+                            "\"metadata\":{\"name\":\"team-a\"}}",
                             &a),
                      201);
     answer_release(&a);
@@ -124,9 +125,10 @@ static int teardown(void **state)
     return 0;
 }
 
-#define LQ(name, cq)                                                                              \
-    "{\"apiVersion\":\"kueue.x-k8s.io/v1beta2\",\"kind\":\"LocalQueue\",\"metadata\":{\"name\":\"" \
-    name "\",\"namespace\":\"team-a\",\"labels\":{\"tier\":\"gold\"}},\"spec\":{\"clusterQueue\":\"" cq \
+#define LQ(name, cq)                                                                               \
+    "{\"apiVersion\":\"kueue.x-k8s.io/"                                                            \
+    "v1beta2\",\"kind\":\"LocalQueue\",\"metadata\":{\"name\":\"" name                             \
+    "\",\"namespace\":\"team-a\",\"labels\":{\"tier\":\"gold\"}},\"spec\":{\"clusterQueue\":\"" cq \
     "\"}}"
 
 static void test_crud(void **state)
@@ -155,10 +157,10 @@ static void test_crud(void **state)
     answer_release(&a);
     assert_non_null(fatia_client_cached(e->c, lq, "team-a", "q1"));
     assert_null(fatia_client_cached(e->c, lq, "team-a", "nope"));
-    assert_int_equal(
-        fatia_client_list(e->c, lq, "team-a", &(struct fatia_list_opts){.label_selector = "tier=gold"},
-                          on_done, &a),
-        0);
+    assert_int_equal(fatia_client_list(e->c, lq, "team-a",
+                                       &(struct fatia_list_opts){.label_selector = "tier=gold"},
+                                       on_done, &a),
+                     0);
     wait_for(e, &a);
     assert_int_equal(json_array_size(json_object_get(a.obj, "items")), 1);
     answer_release(&a);
@@ -193,8 +195,9 @@ static void test_crud(void **state)
 
     /* patch, delete */
     assert_int_equal(fatia_client_patch(e->c, lq, "team-a", "q1", NULL, FATIA_PATCH_MERGE,
-                                        "{\"spec\":{\"stopPolicy\":\"Hold\"}}", strlen("{\"spec\":{\"stopPolicy\":\"Hold\"}}"), NULL, on_done,
-                                        &a),
+                                        "{\"spec\":{\"stopPolicy\":\"Hold\"}}",
+                                        strlen("{\"spec\":{\"stopPolicy\":\"Hold\"}}"), NULL,
+                                        on_done, &a),
                      0);
     wait_for(e, &a);
     assert_int_equal(a.code, 200);
@@ -300,28 +303,29 @@ static void test_admission(void **state)
     struct answer a;
     uint64_t rv;
 
-    assert_int_equal(fatia_apiserver_add_admission(
-                         e->s, &(struct fatia_admission){.name = "stamp",
-                                                         .phase = FATIA_ADMIT_MUTATING,
-                                                         .ops = FATIA_ADMIT_CREATE |
-                                                                FATIA_ADMIT_UPDATE,
-                                                         .kinds = only,
-                                                         .admit = stamp,
-                                                         .arg = seen_old}),
-                     0);
-    assert_int_equal(fatia_apiserver_add_admission(
-                         e->s, &(struct fatia_admission){.name = "refuse",
-                                                         .phase = FATIA_ADMIT_VALIDATING,
-                                                         .ops = FATIA_ADMIT_CREATE |
-                                                                FATIA_ADMIT_UPDATE,
-                                                         .admit = refuse}),
-                     0);
+    assert_int_equal(
+        fatia_apiserver_add_admission(
+            e->s, &(struct fatia_admission){.name = "stamp",
+                                            .phase = FATIA_ADMIT_MUTATING,
+                                            .ops = FATIA_ADMIT_CREATE | FATIA_ADMIT_UPDATE,
+                                            .kinds = only,
+                                            .admit = stamp,
+                                            .arg = seen_old}),
+        0);
+    assert_int_equal(
+        fatia_apiserver_add_admission(
+            e->s, &(struct fatia_admission){.name = "refuse",
+                                            .phase = FATIA_ADMIT_VALIDATING,
+                                            .ops = FATIA_ADMIT_CREATE | FATIA_ADMIT_UPDATE,
+                                            .admit = refuse}),
+        0);
     assert_int_equal(create(e, LQ("a1", "first"), &a), 201);
     assert_string_equal(
         fatia_json_str(fatia_json_path(a.obj, "metadata.annotations"), "fatia.dev/stamped"), "yes");
     answer_release(&a);
     assert_int_equal(fatia_client_patch(e->c, lq, "team-a", "a1", NULL, FATIA_PATCH_MERGE,
-                                        "{\"spec\":{\"clusterQueue\":\"second\"}}", strlen("{\"spec\":{\"clusterQueue\":\"second\"}}"), NULL,
+                                        "{\"spec\":{\"clusterQueue\":\"second\"}}",
+                                        strlen("{\"spec\":{\"clusterQueue\":\"second\"}}"), NULL,
                                         on_done, &a),
                      0);
     wait_for(e, &a);
@@ -332,14 +336,14 @@ static void test_admission(void **state)
 
     /* rejected: 422 with the plugin's cause, and nothing changed */
     assert_int_equal(fatia_client_patch(e->c, lq, "team-a", "a1", NULL, FATIA_PATCH_MERGE,
-                                        "{\"spec\":{\"clusterQueue\":\"forbidden\"}}", strlen("{\"spec\":{\"clusterQueue\":\"forbidden\"}}"), NULL,
+                                        "{\"spec\":{\"clusterQueue\":\"forbidden\"}}",
+                                        strlen("{\"spec\":{\"clusterQueue\":\"forbidden\"}}"), NULL,
                                         on_done, &a),
                      0);
     wait_for(e, &a);
     assert_int_equal(a.code, 422);
-    assert_string_equal(
-        json_string_value(fatia_json_path(a.status, "details.causes[0].field")),
-        "spec.clusterQueue");
+    assert_string_equal(json_string_value(fatia_json_path(a.status, "details.causes[0].field")),
+                        "spec.clusterQueue");
     answer_release(&a);
     assert_int_equal(fatia_client_get(e->c, lq, "team-a", "a1", on_done, &a), 0);
     wait_for(e, &a);

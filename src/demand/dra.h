@@ -290,4 +290,13 @@ int fatia_dra_pod_claim_requests(const struct fatia_dra_mappings *m, const json_
                                  const char *ns, fatia_dra_template_lookup_fn lookup, void *ud,
                                  json_t *requests, char *why, size_t why_n);
 
+/* The same for every podSet of a Kueue Workload: *ret maps podSet name -> what one pod of it
+ * costs through its claims ({"workers": {"nvidia.com/gpu": "2"}}); podSets without claims are
+ * left out. The admission engine adds these to the podSets' container requests (times count).
+ * 0 and *ret (new reference), -EINVAL (why is prefixed with "spec.podSets[i].template."),
+ * -ENOMEM. */
+int fatia_dra_workload_claim_requests(const struct fatia_dra_mappings *m, const json_t *workload,
+                                      fatia_dra_template_lookup_fn lookup, void *ud, json_t **ret,
+                                      char *why, size_t why_n);
+
 #endif

@@ -257,3 +257,42 @@ int fatia_dra_pod_claim_requests(const struct fatia_dra_mappings *m, const json_
     }
     return 0;
 }
+
+int fatia_dra_workload_claim_requests(const struct fatia_dra_mappings *m, const json_t *workload,
+                                      fatia_dra_template_lookup_fn lookup, void *ud, json_t **ret,
+                                      char *why, size_t why_n)
+{
+    const char *ns = fatia_json_str(json_object_get(workload, "metadata"), "namespace");
+    json_t *out = json_object(), *ps;
+    size_t i;
+
+    if (!out)
+        return -ENOMEM;
+    json_array_foreach(fatia_json_path(workload, "spec.podSets"), i, ps)
+    {
+        const char *name = fatia_json_str(ps, "name");
+        json_t *req = json_object();
+        char inner[400];
+        int r;
+        if (!req) {
+            json_decref(out);
+            return -ENOMEM;
+        }
+        r = fatia_dra_pod_claim_requests(m, fatia_json_path(ps, "template.spec"), ns, lookup, ud,
+                                         req, inner, sizeof(inner));
+        if (r < 0) {
+            json_decref(req);
+            json_decref(out);
+            return r == -ENOMEM ? r
+                                : set_why(why, why_n, "spec.podSets[%zu].template.%s", i, inner);
+        }
+        if (json_object_size(req) && json_object_set_new(out, name ? name : "main", req) < 0) {
+            json_decref(out);
+            return -ENOMEM;
+        }
+        if (!json_object_size(req))
+            json_decref(req);
+    }
+    *ret = out;
+    return 0;
+}

@@ -543,6 +543,30 @@ static void test_quota(void **state)
         -EINVAL);
     assert_non_null(strstr(why, "ResourceClaimTemplate 'ns/missing' not found"));
     json_decref(pod);
+    /* a Workload: per podSet, per pod */
+    {
+        json_t *wl = json_pack("{s:{s:s},s:{s:[{s:s,s:{s:{s:[{s:s,s:s}]}}},{s:s,s:{s:{}}},"
+                               "{s:s,s:{s:{s:[{s:s,s:s}]}}}]}}",
+                               "metadata", "namespace", "ns", "spec", "podSets", "name", "workers",
+                               "template", "spec", "resourceClaims", "name", "g",
+                               "resourceClaimTemplateName", "two", "name", "launcher", "template",
+                               "spec", "name", "bad", "template", "spec", "resourceClaims", "name",
+                               "g", "resourceClaimTemplateName", "all");
+        json_t *per = NULL;
+        assert_non_null(wl);
+        assert_int_equal(fatia_dra_workload_claim_requests(&m, wl, lookup_template, tmpl, &per, why,
+                                                           sizeof(why)),
+                         -EINVAL);
+        assert_non_null(strstr(why, "spec.podSets[2].template.spec.resourceClaims[0]"));
+        json_array_remove(fatia_json_path(wl, "spec.podSets"), 2);
+        assert_int_equal(fatia_dra_workload_claim_requests(&m, wl, lookup_template, tmpl, &per, why,
+                                                           sizeof(why)),
+                         0);
+        assert_string_equal(fatia_json_str(json_object_get(per, "workers"), "nvidia.com/gpu"), "2");
+        assert_null(json_object_get(per, "launcher"));
+        json_decref(per);
+        json_decref(wl);
+    }
     fatia_dra_mappings_release(&m);
 
     /* a class mapped twice is an error */

@@ -29,9 +29,10 @@ function request()
    n = n + 1
    local name
    if limit > 0 and n > limit then
-      name = "q-dup"
+      name = first -- exists already: 409
    else
       name = string.format("q-%d-%d-%d", tid, math.random(1, 1000000000), n)
+      first = first or name
    end
    local body = '{"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"LocalQueue","metadata":{"name":"'
       .. name .. '","namespace":"' .. ns .. '","annotations":{"bench.fatia.dev/pad":"' .. pad

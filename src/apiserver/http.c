@@ -485,6 +485,10 @@ static int start_body(struct conn *c)
         return -FATIA_E_LIMIT;
     }
     c->content_length = len;
+    /* curl and others wait (a second) for leave to send a body they announced */
+    if (len && header_has_token(&r->head, "Expect", "100-continue") &&
+        evbuffer_get_length(bufferevent_get_input(c->bev)) == 0)
+        evbuffer_add_printf(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n");
     return 0;
 }
 

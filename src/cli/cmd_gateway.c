@@ -340,7 +340,9 @@ static int run(int argc, char **argv)
     if (over.selector)
         cfg.selector = over.selector;
 
-    if (evthread_use_pthreads() < 0)
+    /* only an InferencePool pool has a second thread (its API client): locking otherwise costs
+     * every event for nothing */
+    if (!eps && evthread_use_pthreads() < 0)
         goto out;
     base = event_base_new();
     if (!base)

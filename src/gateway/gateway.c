@@ -49,6 +49,8 @@ struct gw_endpoint {
     uint32_t id;
     char url[512];
     struct fatia_url u;
+    char dest_header[320]; /* "x-gateway-destination-endpoint: host:port\r\n" */
+    size_t dest_header_len;
     json_t *labels;
     struct fatia_upstream up;
     enum ep_state state;
@@ -158,6 +160,7 @@ struct fatia_gateway {
     size_t snap_cap;
     uint32_t *by_id;
     size_t by_id_cap;
+    struct fatia_buf headbuf; /* scratch for response heads */
     /* metrics */
     uint64_t requests_by_code[6]; /* 2xx 3xx 4xx 5xx other, index 5 = 429 */
     uint64_t codes_503, codes_502, codes_400;
@@ -491,7 +494,7 @@ static void dechunked(void *ud, const char *p, size_t n)
 static int up_head(void *ud, const struct fatia_http_head *h, const char *raw, size_t n)
 {
     struct gw_req *q = ud;
-    struct fatia_buf b = FATIA_BUF_INIT;
+    struct fatia_buf *bp = &q->g->headbuf, b;
     const struct fatia_str *ct = fatia_http_header_get(h, "content-type");
     bool client_keep = fatia_httpd_client_keep_alive(q->c);
     bool minor0 = fatia_httpd_client_minor(q->c) == 0;
@@ -507,8 +510,12 @@ static int up_head(void *ud, const struct fatia_http_head *h, const char *raw, s
     count_code(q->g, h->status);
 
     /* status line, our header, the upstream's headers minus hop-by-hop ones */
+    /* the gateway's scratch buffer: written (or queued by copy) before it is reused */
+    fatia_buf_reset(bp);
+    b = *bp;
+    fatia_buf_reserve(&b, n + 400);
     fatia_buf_append(&b, raw, h->first_line_len);
-    fatia_buf_printf(&b, "x-gateway-destination-endpoint: %s\r\n", q->ep->u.hostport);
+    fatia_buf_append(&b, q->ep->dest_header, q->ep->dest_header_len);
     if (!(h->flags & FATIA_HTTP_HOP_BY_HOP) && !q->dechunk && n >= 4 &&
         !memcmp(raw + n - 4, "\r\n\r\n", 4)) {
         fatia_buf_append(&b, raw + h->first_line_len, n - h->first_line_len - 2);
@@ -519,8 +526,10 @@ static int up_head(void *ud, const struct fatia_http_head *h, const char *raw, s
                       fatia_str_eqz(hd->name, "Transfer-Encoding");
             if (fatia_http_is_hop_by_hop(hd->name) && !(te && !q->dechunk))
                 continue;
-            fatia_buf_printf(&b, "%.*s: %.*s\r\n", (int)hd->name.n, hd->name.p, (int)hd->value.n,
-                             hd->value.p);
+            fatia_buf_append(&b, hd->name.p, hd->name.n);
+            fatia_buf_append(&b, ": ", 2);
+            fatia_buf_append(&b, hd->value.p, hd->value.n);
+            fatia_buf_append(&b, "\r\n", 2);
         }
     }
     if (q->client_close)
@@ -532,7 +541,7 @@ static int up_head(void *ud, const struct fatia_http_head *h, const char *raw, s
     fatia_httpd_cork(q->c);
     if (r == 0)
         r = fatia_httpd_write(q->c, b.p, b.len);
-    fatia_buf_release(&b);
+    *bp = b;
     {
         fatia_usec_t added = q->t_dispatched - q->t_received;
         fatia_hist_observe(&q->g->added, (double)added / 1e6);
@@ -1181,6 +1190,8 @@ static int ep_new(struct fatia_gateway *g, const struct fatia_gateway_endpoint *
     ep->id = (uint32_t)id;
     snprintf(ep->url, sizeof(ep->url), "%s", spec->url);
     ep->u = *u;
+    ep->dest_header_len = (size_t)snprintf(ep->dest_header, sizeof(ep->dest_header),
+                                           "x-gateway-destination-endpoint: %s\r\n", u->hostport);
     ep->labels = spec->labels ? json_deep_copy(spec->labels) : json_object();
     ep->matches = !g->selector || fatia_selector_matches(g->selector, ep->labels);
     fatia_upstream_init(&ep->up, g->base, &u->addr, u->addr_len);
@@ -1303,6 +1314,7 @@ int fatia_gateway_new(struct event_base *base, const struct fatia_gateway_config
     g->base = base;
     g->cfg = *cfg;
     g->rng = cfg->seed ? cfg->seed : (uint64_t)fatia_now_real_usec() | 1;
+    fatia_buf_init(&g->headbuf, FATIA_HTTP_MAX_HEAD + 4096);
     fatia_hist_init(&g->added, fatia_hist_overhead_buckets, fatia_hist_overhead_n);
     if (cfg->selector && *cfg->selector) {
         r = fatia_selector_parse(cfg->selector, &g->selector, why, sizeof(why));
@@ -1336,6 +1348,7 @@ void fatia_gateway_free(struct fatia_gateway *g)
     fatia_free(g->snap);
     fatia_free(g->match);
     fatia_free(g->by_id);
+    fatia_buf_release(&g->headbuf);
     fatia_prefix_index_free(g->index);
     fatia_selector_free(g->selector);
     fatia_free(g->id_used);

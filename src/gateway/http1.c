@@ -13,11 +13,22 @@
 
 #include "base/error.h"
 
+/* RFC 9110 tchar: ALPHA, DIGIT and !#$%&'*+-.^_`|~ */
+static const uint8_t tchar[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
+    ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1,  ['~'] = 1, ['0'] = 1,
+    ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,  ['7'] = 1, ['8'] = 1,
+    ['9'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1,  ['F'] = 1, ['G'] = 1,
+    ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1,  ['N'] = 1, ['O'] = 1,
+    ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1,  ['V'] = 1, ['W'] = 1,
+    ['X'] = 1, ['Y'] = 1, ['Z'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1,  ['d'] = 1, ['e'] = 1,
+    ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1,  ['l'] = 1, ['m'] = 1,
+    ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1,  ['t'] = 1, ['u'] = 1,
+    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1};
+
 static bool is_tchar(unsigned char c)
 {
-    static const char extra[] = "!#$%&'*+-.^_`|~";
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c && memchr(extra, c, sizeof(extra) - 1));
+    return tchar[c];
 }
 
 static bool is_vchar_or_ws(unsigned char c)
@@ -30,6 +41,10 @@ static bool str_ieq(struct fatia_str a, const char *b)
     size_t n = strlen(b);
     return a.n == n && strncasecmp(a.p, b, n) == 0;
 }
+
+/* Compares a view with a literal (its length known at compile time). */
+#define STR_IEQ_LIT(s, lit) \
+    ((s).n == sizeof(lit) - 1 && strncasecmp((s).p, lit, sizeof(lit) - 1) == 0)
 
 /* Finds the end of the head: returns the length up to and including the empty line, 0 if none
  * yet. */
@@ -88,12 +103,21 @@ static bool has_token(struct fatia_str list, const char *tok)
 
 bool fatia_http_is_hop_by_hop(struct fatia_str name)
 {
-    static const char *const hop[] = {"connection", "keep-alive", "proxy-connection",
-                                      "te",         "trailer",    "transfer-encoding",
-                                      "upgrade",    "expect",     NULL};
-    for (size_t i = 0; hop[i]; i++)
-        if (str_ieq(name, hop[i]))
-            return true;
+    /* by length first: most headers are rejected without a comparison */
+    switch (name.n) {
+    case 2:
+        return STR_IEQ_LIT(name, "te");
+    case 6:
+        return STR_IEQ_LIT(name, "expect");
+    case 7:
+        return STR_IEQ_LIT(name, "trailer") || STR_IEQ_LIT(name, "upgrade");
+    case 10:
+        return STR_IEQ_LIT(name, "connection") || STR_IEQ_LIT(name, "keep-alive");
+    case 16:
+        return STR_IEQ_LIT(name, "proxy-connection");
+    case 17:
+        return STR_IEQ_LIT(name, "transfer-encoding");
+    }
     return false;
 }
 
@@ -132,9 +156,11 @@ static int parse_headers(const char *buf, size_t head_len, size_t pos, struct fa
                 return -FATIA_E_PARSE;
         hd->value = (struct fatia_str){line.p + vs, ve - vs};
 
+        if (!fatia_http_is_hop_by_hop(hd->name) && !STR_IEQ_LIT(hd->name, "content-length"))
+            continue;
         if (fatia_http_is_hop_by_hop(hd->name))
             h->flags |= FATIA_HTTP_HOP_BY_HOP;
-        if (str_ieq(hd->name, "content-length")) {
+        if (STR_IEQ_LIT(hd->name, "content-length")) {
             uint64_t v = 0;
             if (!hd->value.n || hd->value.n > 18)
                 return -FATIA_E_PARSE;
@@ -146,16 +172,16 @@ static int parse_headers(const char *buf, size_t head_len, size_t pos, struct fa
             if (h->content_length >= 0 && (uint64_t)h->content_length != v)
                 return -FATIA_E_PARSE;
             h->content_length = (int64_t)v;
-        } else if (str_ieq(hd->name, "transfer-encoding")) {
-            if (have_te || !str_ieq(hd->value, "chunked"))
+        } else if (STR_IEQ_LIT(hd->name, "transfer-encoding")) {
+            if (have_te || !STR_IEQ_LIT(hd->value, "chunked"))
                 return -FATIA_E_UNSUPPORTED;
             have_te = true;
             h->flags |= FATIA_HTTP_CHUNKED;
-        } else if (str_ieq(hd->name, "connection")) {
+        } else if (STR_IEQ_LIT(hd->name, "connection")) {
             conn_close |= has_token(hd->value, "close");
             conn_keep |= has_token(hd->value, "keep-alive");
-        } else if (str_ieq(hd->name, "expect")) {
-            if (str_ieq(hd->value, "100-continue"))
+        } else if (STR_IEQ_LIT(hd->name, "expect")) {
+            if (STR_IEQ_LIT(hd->value, "100-continue"))
                 h->flags |= FATIA_HTTP_EXPECT_100;
         }
     }

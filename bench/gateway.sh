@@ -18,9 +18,10 @@
 #
 # Output: tables for people and `name: value unit` lines; raw results in $BENCH_OUT
 # (default BUILD_DIR/bench-gateway). Knobs (environment): BENCH_PART=routing|overhead|all,
-# BENCH_SPEED (10), BENCH_RATES ("2 4 6 8"), BENCH_STAGE_SECONDS (60 engine seconds of
-# arrivals per shared-prefix stage), BENCH_AZURE_SCALES ("10 20"), BENCH_AZURE_REQUESTS (2000),
-# BENCH_REPS (3), BENCH_WRK_SECONDS (5), BENCH_FIXED_RATES ("1000 5000").
+# BENCH_SPEED (10), BENCH_RATES ("5 6 7 8"), BENCH_STAGE_SECONDS (60 engine seconds of
+# arrivals per shared-prefix stage), BENCH_POLICIES, BENCH_AZURE_SPEED (4), BENCH_AZURE_SCALES
+# ("20"), BENCH_AZURE_REQUESTS (1500), BENCH_REPS (3), BENCH_WRK_SECONDS (5),
+# BENCH_FIXED_RATES ("1000 5000").
 set -u
 BUILD=${1:-build}
 cmake --build "$BUILD" --target fatia >/dev/null || exit 1
@@ -29,15 +30,21 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${BENCH_OUT:-$BUILD/bench-gateway}
 PART=${BENCH_PART:-all}
 SPEED=${BENCH_SPEED:-10}
-RATES=${BENCH_RATES:-2 4 6 8}
+RATES=${BENCH_RATES:-5 6 7 8}
 STAGE=${BENCH_STAGE_SECONDS:-60}
-AZ_SCALES=${BENCH_AZURE_SCALES:-10 20}
-AZ_REQ=${BENCH_AZURE_REQUESTS:-2000}
+AZ_SPEED=${BENCH_AZURE_SPEED:-4}
+AZ_SCALES=${BENCH_AZURE_SCALES:-20}
+AZ_REQ=${BENCH_AZURE_REQUESTS:-1500}
 REPS=${BENCH_REPS:-3}
 WRK_SECS=${BENCH_WRK_SECONDS:-5}
 FIXED=${BENCH_FIXED_RATES:-1000 5000}
-TRACE=$SRC/../shared/data/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
-POLICIES="round-robin least-request cache-aware oracle"
+# the shared data beside the checkout (../shared from the repository root; one more level up
+# from a worktree under wt/)
+TRACE=${BENCH_TRACE:-$SRC/../shared/data/azure-llm-2023/AzureLLMInferenceTrace_conv.csv}
+[ -r "$TRACE" ] || TRACE=$SRC/../../shared/data/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
+# cache-aware is GIE's default profile (queue 2, KV 2, prefix 3); cache-aware+inflight adds the
+# gateway's own in-flight count (weight 2), which sees load without the scrape's lag
+POLICIES=${BENCH_POLICIES:-round-robin least-request cache-aware cache-aware+inflight oracle}
 mkdir -p "$OUT"
 TMP=$(mktemp -d /tmp/fatia-bench.XXXXXX)
 PIDS=""
@@ -84,15 +91,19 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)
 
 # ---- 1. routing quality -------------------------------------------------------------------
 
-# stage LABEL MODEL POLICY BENCH-ARGS...: fresh engines and gateway, one `fatia serve bench`
+# stage LABEL MODEL POLICY SPEED BENCH-ARGS...: fresh engines and gateway, one `fatia serve bench`
 stage() {
-    local label=$1 model=$2 policy=$3
-    shift 3
+    local label=$1 model=$2 policy=$3 speed=$4 weights=""
+    shift 4
     local eps="" i
+    if [ "$policy" = cache-aware+inflight ]; then
+        policy=cache-aware
+        weights="--weights queue=2,kv=2,prefix=3,inflight=2"
+    fi
     for i in 1 2 3 4 5 6 7 8; do
         rm -f "$TMP/e$i.port"
         bg "e$i" "$F" engine-sim --listen 127.0.0.1:0 --port-file "$TMP/e$i.port" \
-            --model "$model" --speed "$SPEED" --engine-timestamps
+            --model "$model" --speed "$speed" --engine-timestamps
     done
     for i in 1 2 3 4 5 6 7 8; do
         wait_port "$TMP/e$i.port" || return 1
@@ -101,8 +112,8 @@ stage() {
     rm -f "$TMP/gw.port"
     # scrape 50 ms and staleness 2 s of engine time: divided by the speed-up
     bg gw "$F" gateway --listen 127.0.0.1:0 --port-file "$TMP/gw.port" --policy "$policy" \
-        --endpoints "$eps" --metrics-interval "$((50000 / SPEED))us" \
-        --metrics-staleness "$((2000000 / SPEED))us" --health-interval 1s --seed 7
+        $weights --endpoints "$eps" --metrics-interval "$((50000 / speed))us" \
+        --metrics-staleness "$((2000000 / speed))us" --health-interval 1s --seed 7
     wait_port "$TMP/gw.port" || return 1
     for _ in $(seq 100); do
         curl -s "127.0.0.1:$(cat "$TMP/gw.port")/metrics" |
@@ -110,7 +121,7 @@ stage() {
         sleep 0.05
     done
     "$F" serve bench --url "http://127.0.0.1:$(cat "$TMP/gw.port")" --model "$model" \
-        --speed "$SPEED" --engines "$eps" --label "$label" "$@" >"$OUT/$label.txt" 2>&1
+        --speed "$speed" --engines "$eps" --label "$label" "$@" >"$OUT/$label.txt" 2>&1
     # what the gateway decided and what failed
     curl -s "127.0.0.1:$(cat "$TMP/gw.port")/metrics" | awk -v l="$label" '
         /^fatia_gateway_routing_decisions_total/ && $2 > 0 {
@@ -134,7 +145,7 @@ stage() {
 metric() { awk -v k="$1.$2:" '$1 == k { print $2; exit }' "$OUT/$1.txt" 2>/dev/null; }
 
 routing() {
-    echo "== routing quality: 8 engine-sims at ${SPEED}x, every figure in engine time"
+    echo "== routing quality: 8 engine-sims (${SPEED}x real time; the trace at ${AZ_SPEED}x), figures in engine time"
     "$F" engine-sim --model qwen3-32b --print-config >"$OUT/engine-qwen3-32b.json"
     "$F" engine-sim --print-config >"$OUT/engine-llama-3.1-8b.json"
     echo "engine-sim defaults (generated from docs/serving-calibration.json):"
@@ -142,19 +153,19 @@ routing() {
         "$OUT/engine-llama-3.1-8b.json" | sed 's/^ */  llama-3.1-8b /'
     grep -E '"(kvCacheTokens|maxNumSeqs)"' "$OUT/engine-qwen3-32b.json" | sed 's/^ */  qwen3-32b /'
     for rate in $RATES; do
-        n=$(awk -v r="$rate" -v s="$STAGE" 'BEGIN { n = int(r * s); print n > 750 ? 750 : n }')
+        n=$(awk -v r="$rate" -v s="$STAGE" 'BEGIN { n = int(r * s); print (n > 750 ? 750 : n) }')
         for p in $POLICIES; do
             echo "  shared-prefix rate $rate, $p ($n requests)" >&2
-            stage "sp.$p.r$rate" qwen3-32b "$p" --workload shared-prefix --rate "$rate" \
-                --requests "$n"
+            stage "sp.$p.r$rate" qwen3-32b "$p" "$SPEED" --workload shared-prefix \
+                --rate "$rate" --requests "$n"
         done
     done
     if [ -r "$TRACE" ]; then
         for sc in $AZ_SCALES; do
             for p in $POLICIES; do
                 echo "  azure conversation trace x$sc, $p" >&2
-                stage "az.$p.x$sc" llama-3.1-8b "$p" --workload azure-trace --trace "$TRACE" \
-                    --time-scale "$sc" --requests "$AZ_REQ"
+                stage "az.$p.x$sc" llama-3.1-8b "$p" "$AZ_SPEED" --workload azure-trace \
+                    --trace "$TRACE" --time-scale "$sc" --requests "$AZ_REQ"
             done
         done
     else
@@ -164,14 +175,14 @@ routing() {
 }
 
 report_routing() {
-    local hdr="%-6s %-14s %9s %9s %9s %9s %8s %8s %9s %7s %6s %7s\n"
+    local hdr="%-6s %-20s %9s %9s %9s %9s %8s %8s %9s %7s %6s %7s\n"
     echo
     echo "shared-prefix (Qwen3-32B x8 on H200s; ms of engine time; hit = engines' prefix cache)"
     printf "$hdr" rate policy arrived TTFT_p50 TTFT_p90 TTFT_p99 TPOT_p50 ITL_p90 E2EL_p90 tok/s hit lag_ms
     for rate in $RATES; do
         for p in $POLICIES; do
             l=sp.$p.r$rate
-            printf "%-6s %-14s %9s %9s %9s %9s %8s %8s %9s %7s %6s %7s\n" "$rate" "$p" \
+            printf "$hdr" "$rate" "$p" \
                 "$(metric "$l" arrival_rate)" "$(metric "$l" ttft_p50)" "$(metric "$l" ttft_p90)" \
                 "$(metric "$l" ttft_p99)" "$(metric "$l" tpot_p50)" "$(metric "$l" itl_p90)" \
                 "$(metric "$l" e2el_p90)" "$(metric "$l" output_throughput | cut -d. -f1)" \
@@ -185,7 +196,7 @@ report_routing() {
         for sc in $AZ_SCALES; do
             for p in $POLICIES; do
                 l=az.$p.x$sc
-                printf "%-6s %-14s %9s %9s %9s %9s %8s %8s %9s %7s %6s %7s\n" "x$sc" "$p" \
+                printf "$hdr" "x$sc" "$p" \
                     "$(metric "$l" arrival_rate)" "$(metric "$l" ttft_p50)" \
                     "$(metric "$l" ttft_p90)" "$(metric "$l" ttft_p99)" "$(metric "$l" tpot_p50)" \
                     "$(metric "$l" itl_p90)" "$(metric "$l" e2el_p90)" \
@@ -207,6 +218,10 @@ report_routing() {
         ca=$(metric "sp.cache-aware.r$best" ttft_p90)
         hca=$(metric "sp.cache-aware.r$best" prefix_hit_ratio)
         hor=$(metric "sp.oracle.r$best" prefix_hit_ratio)
+        cai=$(metric "sp.cache-aware+inflight.r$best" ttft_p90)
+        hcai=$(metric "sp.cache-aware+inflight.r$best" prefix_hit_ratio)
+        awk -v a="$rr" -v b="$cai" 'BEGIN { if (b > 0) printf "shared_prefix.ttft_p90_rr_over_cache_aware_inflight: %.1f x\n", a / b }'
+        awk -v a="$hcai" -v b="$hor" 'BEGIN { if (b > 0) printf "shared_prefix.hit_ratio_cache_aware_inflight_over_oracle: %.3f ratio\n", a / b }'
         echo "shared_prefix.sustainable_rate: $best req/s"
         awk -v a="$rr" -v b="$ca" 'BEGIN { printf "shared_prefix.ttft_p90_rr_over_cache_aware: %.1f x\n", a / b }'
         awk -v a="$hca" -v b="$hor" 'BEGIN { printf "shared_prefix.hit_ratio_cache_aware_over_oracle: %.3f ratio\n", a / b }'
@@ -326,4 +341,5 @@ overhead() {
 
 [ "$PART" = all ] || [ "$PART" = routing ] && routing
 [ "$PART" = all ] || [ "$PART" = overhead ] && overhead
+echo "bench.wall_time: $SECONDS s"
 exit 0

@@ -8,6 +8,8 @@
  */
 #include "base/compat.h"
 
+#include <sys/resource.h>
+
 #include <event2/event.h>
 #include <getopt.h>
 #include <signal.h>
@@ -47,6 +49,8 @@ static const char usage[] =
     "  --flops F, --hbm-bandwidth B, --kv-bandwidth B, --step-overhead SECONDS\n"
     "                              timing terms (default: the calibration, scaled to the slice)\n"
     "  --default-max-tokens N      output length when a request gives none (default 16)\n"
+    "  --stream-interval N         send streamed tokens N at a time after the first (vLLM's\n"
+    "                              --stream-interval; default 1)\n"
     "  --engine-timestamps         add the engine's virtual times to streamed chunks\n"
     "                              (\"engine_arrival\", \"engine_time\"; for benchmarks)\n"
     "  --models-file PATH          another models.yaml\n"
@@ -56,6 +60,16 @@ static const char usage[] =
     "Exit status: 0 stopped by a signal, 1 cannot start, 2 usage.\n";
 
 static const struct fatia_cli_cmd *self(void);
+
+/* One descriptor per client and per upstream connection: take the hard limit. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -90,6 +104,7 @@ static int run(int argc, char **argv)
         O_MODELS,
         O_PRINT,
         O_STAMPS,
+        O_SINT,
     };
     static const struct option opts[] = {
         {"listen", required_argument, NULL, O_LISTEN},
@@ -116,6 +131,7 @@ static int run(int argc, char **argv)
         {"models-file", required_argument, NULL, O_MODELS},
         {"print-config", no_argument, NULL, O_PRINT},
         {"engine-timestamps", no_argument, NULL, O_STAMPS},
+        {"stream-interval", required_argument, NULL, O_SINT},
         {"port-file", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -222,6 +238,10 @@ static int run(int argc, char **argv)
             break;
         case O_STAMPS:
             cfg.timestamps = true;
+            break;
+        case O_SINT:
+            if (fatia_parse_int(optarg, 1, 1000, (int *)&cfg.stream_interval) < 0)
+                return fatia_cli_usage_error(self(), "--stream-interval: expected 1..1000");
             break;
         case 'P':
             port_file = optarg;
@@ -342,6 +362,7 @@ static int run(int argc, char **argv)
         }
     }
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
     sigint = evsignal_new(base, SIGINT, on_signal, base);
     sigterm = evsignal_new(base, SIGTERM, on_signal, base);
     evsignal_add(sigint, NULL);

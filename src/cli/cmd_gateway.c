@@ -9,6 +9,8 @@
  */
 #include "base/compat.h"
 
+#include <sys/resource.h>
+
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <getopt.h>
@@ -65,6 +67,16 @@ static const char usage[] =
     "Exit status: 0 stopped by a signal, 1 cannot start, 2 usage.\n";
 
 static const struct fatia_cli_cmd *self(void);
+
+/* One descriptor per client and per upstream connection: take the hard limit. */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -384,6 +396,7 @@ static int run(int argc, char **argv)
         }
     }
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
     sigint = evsignal_new(base, SIGINT, on_signal, base);
     sigterm = evsignal_new(base, SIGTERM, on_signal, base);
     evsignal_add(sigint, NULL);

@@ -588,6 +588,7 @@ static int run_bench(int argc, char **argv)
         }
         printf("%s.completed: %u requests\n%s.failed: %u requests\n", label, res.completed, label,
                res.failed);
+        printf("%s.output_tokens: %" PRIu64 " tokens\n", label, res.output_tokens);
         printf("%s.request_throughput: %.3f req/s\n%s.output_throughput: %.1f tok/s\n", label,
                res.request_throughput, label, res.output_throughput);
         printf("%s.offered_rate: %.3f req/s\n%s.arrival_rate: %.3f req/s\n", label,

@@ -50,8 +50,10 @@ struct sim_req {
     bool stream, include_usage;
     uint64_t id;
     uint32_t prompt_tokens, max_tokens;
-    double v_arrival, v_last; /* virtual seconds */
-    struct fatia_buf text;    /* non-streamed answers */
+    double v_arrival, v_last;               /* virtual seconds */
+    struct fatia_buf text;                  /* non-streamed answers */
+    struct fatia_buf pend_text, pend_times; /* streamed tokens not sent yet */
+    uint32_t pend_n;
 };
 
 struct fatia_enginesim {
@@ -91,6 +93,8 @@ static double v_now(const struct fatia_enginesim *s)
 static void req_free(struct sim_req *q)
 {
     fatia_buf_release(&q->text);
+    fatia_buf_release(&q->pend_text);
+    fatia_buf_release(&q->pend_times);
     fatia_free(q);
 }
 
@@ -168,12 +172,53 @@ static void respond_full(struct fatia_enginesim *s, struct sim_req *q, uint32_t 
     fatia_buf_release(&b);
 }
 
+/* Sends the tokens buffered for a streamed request as one chunk. */
+static void flush_stream(struct fatia_enginesim *s, struct sim_req *q, bool first, bool finished)
+{
+    char head[160] = "";
+
+    if (!q->pend_n)
+        return;
+    if (s->cfg.timestamps) {
+        /* one time per token, so that inter-token latency stays exact at any stream interval */
+        if (q->pend_times.len)
+            q->pend_times.p[--q->pend_times.len] = 0; /* the trailing comma */
+        if (first)
+            snprintf(head, sizeof(head), ",\"engine_arrival\":%.6f,\"engine_time\":%.6f",
+                     q->v_arrival, q->v_last);
+        else
+            snprintf(head, sizeof(head), ",\"engine_time\":%.6f", q->v_last);
+    }
+    if (q->kind == K_CHAT)
+        write_event(q,
+                    "data: {\"id\":\"chatcmpl-%" PRIu64 "\",\"object\":"
+                    "\"chat.completion.chunk\",\"created\":%ld,\"model\":\"%s\","
+                    "\"choices\":[{\"index\":0,\"delta\":{%s\"content\":\"%s\"},"
+                    "\"logprobs\":null,\"finish_reason\":%s}]%s%s%s%s}\n\n",
+                    q->id, (long)s->created, s->model_json, first ? "\"role\":\"assistant\"," : "",
+                    q->pend_text.p, finished ? "\"length\"" : "null", head,
+                    s->cfg.timestamps ? ",\"engine_times\":[" : "",
+                    s->cfg.timestamps ? q->pend_times.p : "", s->cfg.timestamps ? "]" : "");
+    else
+        write_event(q,
+                    "data: {\"id\":\"cmpl-%" PRIu64 "\",\"object\":\"text_completion\","
+                    "\"created\":%ld,\"model\":\"%s\",\"choices\":[{\"index\":0,"
+                    "\"text\":\"%s\",\"logprobs\":null,\"finish_reason\":%s,"
+                    "\"stop_reason\":null}]%s%s%s%s}\n\n",
+                    q->id, (long)s->created, s->model_json, q->pend_text.p,
+                    finished ? "\"length\"" : "null", head,
+                    s->cfg.timestamps ? ",\"engine_times\":[" : "",
+                    s->cfg.timestamps ? q->pend_times.p : "", s->cfg.timestamps ? "]" : "");
+    fatia_buf_reset(&q->pend_text);
+    fatia_buf_reset(&q->pend_times);
+    q->pend_n = 0;
+}
+
 static void emit(void *cbud, void *req_ud, uint32_t generated, bool finished)
 {
     struct fatia_enginesim *s = cbud;
     struct sim_req *q = req_ud;
     double now = s->v_end;
-    char stamp[96] = "";
 
     if (generated) {
         const char *w = words[(q->id * 7 + generated * 5) % 16];
@@ -182,29 +227,14 @@ static void emit(void *cbud, void *req_ud, uint32_t generated, bool finished)
         else
             fatia_hist_observe(&s->itl, now - q->v_last);
         q->v_last = now;
-        if (s->cfg.timestamps && generated == 1)
-            snprintf(stamp, sizeof(stamp), ",\"engine_arrival\":%.6f,\"engine_time\":%.6f",
-                     q->v_arrival, now);
-        else if (s->cfg.timestamps)
-            snprintf(stamp, sizeof(stamp), ",\"engine_time\":%.6f", now);
         if (q->stream) {
-            if (q->kind == K_CHAT)
-                write_event(q,
-                            "data: {\"id\":\"chatcmpl-%" PRIu64 "\",\"object\":"
-                            "\"chat.completion.chunk\",\"created\":%ld,\"model\":\"%s\","
-                            "\"choices\":[{\"index\":0,\"delta\":{%s\"content\":\"%s\"},"
-                            "\"logprobs\":null,\"finish_reason\":%s}]%s}\n\n",
-                            q->id, (long)s->created, s->model_json,
-                            generated == 1 ? "\"role\":\"assistant\"," : "", w,
-                            finished ? "\"length\"" : "null", stamp);
-            else
-                write_event(q,
-                            "data: {\"id\":\"cmpl-%" PRIu64 "\",\"object\":\"text_completion\","
-                            "\"created\":%ld,\"model\":\"%s\",\"choices\":[{\"index\":0,"
-                            "\"text\":\"%s\",\"logprobs\":null,\"finish_reason\":%s,"
-                            "\"stop_reason\":null}]%s}\n\n",
-                            q->id, (long)s->created, s->model_json, w,
-                            finished ? "\"length\"" : "null", stamp);
+            /* the first token goes at once, then every stream_interval tokens, and the last */
+            fatia_buf_puts(&q->pend_text, w);
+            if (s->cfg.timestamps)
+                fatia_buf_printf(&q->pend_times, "%.6f,", now);
+            q->pend_n++;
+            if (generated == 1 || finished || q->pend_n >= s->cfg.stream_interval)
+                flush_stream(s, q, generated == 1, finished);
         } else {
             fatia_buf_puts(&q->text, w);
         }
@@ -406,6 +436,8 @@ static void handle_infer(struct fatia_enginesim *s, struct fatia_httpd_conn *c, 
         return;
     }
     fatia_buf_init(&q->text, 0);
+    fatia_buf_init(&q->pend_text, 0);
+    fatia_buf_init(&q->pend_times, 0);
     q->s = s;
     q->c = c;
     q->kind = kind;
@@ -656,6 +688,8 @@ int fatia_enginesim_new(struct event_base *base, const struct fatia_enginesim_co
         s->cfg.speed = 1;
     if (!s->cfg.default_max_tokens)
         s->cfg.default_max_tokens = 16;
+    if (!s->cfg.stream_interval)
+        s->cfg.stream_interval = 1;
     for (const char *p = cfg->served_model; *p && j + 2 < sizeof(s->model_json); p++) {
         if (*p == '"' || *p == '\\')
             s->model_json[j++] = '\\';

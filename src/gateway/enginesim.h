@@ -34,7 +34,8 @@ struct fatia_enginesim_config {
     double speed;                  /* >= 1e-3; 1 = real time */
     uint32_t default_max_tokens;   /* when a request gives none (16) */
     double gpu_memory_utilization; /* reported in cache_config_info */
-    bool timestamps;               /* add "engine_arrival" and "engine_time" to streamed chunks */
+    bool timestamps;          /* add "engine_arrival", "engine_time" and "engine_times" to chunks */
+    uint32_t stream_interval; /* tokens per streamed chunk after the first (vLLM's option) */
 };
 
 /* The engine a replica would run on a device: KV capacity and scheduler limits from the serving

@@ -406,26 +406,56 @@ static void on_event(void *ud, const char *data, size_t n, bool trunc)
     struct lreq *q = ud;
     struct run *r = q->run;
     fatia_usec_t now = fatia_now_mono_usec();
+    const char *times;
 
     (void)trunc;
     if ((n == 6 && !memcmp(data, "[DONE]", 6)) || memmem(data, n, "\"choices\":[]", 12))
         return;
     if (q->tokens == 0) {
         q->t_first = now;
-        q->stamped = stamp(data, n, "\"engine_arrival\":", &q->e_arrival) &&
-                     stamp(data, n, "\"engine_time\":", &q->e_first);
-        q->e_last = q->e_first;
+        q->stamped = stamp(data, n, "\"engine_arrival\":", &q->e_arrival);
+    }
+    times = q->stamped ? memmem(data, n, "\"engine_times\":[", 16) : NULL;
+    if (times) {
+        /* one engine time per token of the chunk (engine-sim --stream-interval) */
+        const char *p = times + 16, *end = data + n;
+        while (p < end && *p != ']') {
+            char buf[40], *e;
+            size_t len = 0;
+            double t;
+            while (p + len < end && len + 1 < sizeof(buf) && p[len] != ',' && p[len] != ']')
+                len++;
+            memcpy(buf, p, len);
+            buf[len] = 0;
+            t = strtod(buf, &e);
+            if (e == buf)
+                break;
+            if (q->tokens == 0)
+                q->e_first = t;
+            else
+                FATIA_VEC_PUSH(&r->itl, t - q->e_last);
+            q->e_last = t;
+            q->tokens++;
+            p += len;
+            if (p < end && *p == ',')
+                p++;
+        }
     } else if (q->stamped) {
         double t;
         if (!stamp(data, n, "\"engine_time\":", &t))
             t = q->e_last;
-        FATIA_VEC_PUSH(&r->itl, t - q->e_last);
+        if (q->tokens == 0)
+            q->e_first = t;
+        else
+            FATIA_VEC_PUSH(&r->itl, t - q->e_last);
         q->e_last = t;
+        q->tokens++;
     } else {
-        FATIA_VEC_PUSH(&r->itl, eng(r, now - q->t_last));
+        if (q->tokens > 0)
+            FATIA_VEC_PUSH(&r->itl, eng(r, now - q->t_last));
+        q->tokens++;
     }
     q->t_last = now;
-    q->tokens++;
 }
 
 static int on_head(void *ud, const struct fatia_http_head *h, const char *raw, size_t n)

@@ -126,6 +126,16 @@ printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n%s\n%s\n%s\n%s\n' \
 expect_rc 0 "$FATIA" serve bench --url "http://$GW" --speed 50 --workload azure-trace \
     --trace "$TMP/trace.csv" --tenants 2 --label z
 expect_line "$TMP/out" "z.completed: 4 requests"
+expect_line "$TMP/out" "z.output_tokens: 14 tokens"
+# engine timestamps and a stream interval: every token counted, latencies from the stamps
+start st $FATIA engine-sim --listen 127.0.0.1:0 --speed 50 --engine-timestamps --stream-interval 4
+expect_rc 0 "$FATIA" serve bench --url "http://127.0.0.1:$PORT_st" --speed 50 --rate 50 \
+    --groups 2 --prompts-per-group 3 --system-tokens 100 --question-tokens 10 \
+    --output-tokens 9 --label s
+expect_line "$TMP/out" "s.output_tokens: 54 tokens"
+# decode steps of one 8B sequence on an H200 take 6.4 ms of engine time (the calibration)
+awk '$1 == "s.itl_p50:" { exit !($2 > 6 && $2 < 8) }' "$TMP/out" ||
+    fail "inter-token latency from the engine's stamps should be one decode step, ~6.4 ms"
 
 # --- a model server fails mid-stream: the client sees the truncation, the endpoint leaves
 SUB="x-gateway-destination-endpoint-subset: 127.0.0.1:$PORT_a"

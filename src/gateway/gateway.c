@@ -116,7 +116,8 @@ struct gw_req {
     bool client_close; /* the client response must end with a close */
     bool dechunk;      /* HTTP/1.0 client: strip the chunked coding */
     bool sse;
-    fatia_usec_t t_received, t_dispatched;
+    fatia_usec_t t_received, t_dispatched, t_head_in;
+    bool added_done; /* the added latency was recorded */
     struct fatia_sse scan;
     struct fatia_http_chunked dch;
     /* oracle probes */
@@ -502,6 +503,7 @@ static int up_head(void *ud, const struct fatia_http_head *h, const char *raw, s
         !(h->flags & (FATIA_HTTP_CHUNKED | FATIA_HTTP_NO_BODY)) && h->content_length < 0;
     int r;
 
+    q->t_head_in = fatia_now_mono_usec();
     q->st = RQ_RELAYING;
     q->sse = ct && ct->n >= 17 && !strncmp(ct->p, "text/event-stream", 17);
     q->dechunk = minor0 && (h->flags & FATIA_HTTP_CHUNKED);
@@ -542,10 +544,6 @@ static int up_head(void *ud, const struct fatia_http_head *h, const char *raw, s
     if (r == 0)
         r = fatia_httpd_write(q->c, b.p, b.len);
     *bp = b;
-    {
-        fatia_usec_t added = q->t_dispatched - q->t_received;
-        fatia_hist_observe(&q->g->added, (double)added / 1e6);
-    }
     if (r < 0)
         return r; /* the client is gone: on_abort follows */
     return 0;     /* congestion is looked at once the read is delivered (up_read_end) */
@@ -566,11 +564,24 @@ static int up_body(void *ud, const char *p, size_t n)
     return r < 0 ? r : 0;
 }
 
+/* The gateway's own time on a request: request received to written upstream, plus response head
+ * read to written to the client (the upstream's service time excluded). */
+static void record_added(struct gw_req *q)
+{
+    if (q->added_done || !q->t_head_in)
+        return;
+    q->added_done = true;
+    fatia_hist_observe(
+        &q->g->added,
+        (double)((q->t_dispatched - q->t_received) + (fatia_now_mono_usec() - q->t_head_in)) / 1e6);
+}
+
 static void up_read_end(void *ud)
 {
     struct gw_req *q = ud;
 
     fatia_httpd_uncork(q->c);
+    record_added(q);
     if (fatia_httpd_congested(q->c) && q->x)
         fatia_upx_pause(q->x, true);
 }
@@ -582,6 +593,8 @@ static void up_done(void *ud)
     bool keep = !q->client_close;
 
     q->x = NULL;
+    fatia_httpd_uncork(c);
+    record_added(q);
     q->g->streamed_events += q->scan.events;
     req_leave_endpoint(q);
     fatia_httpd_set_ctx(c, NULL);
@@ -918,8 +931,9 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
                      "failed or timed out.\n"
                      "# TYPE fatia_gateway_oracle_probe_failures_total counter\n"
                      "fatia_gateway_oracle_probe_failures_total %" PRIu64 "\n"
-                     "# HELP fatia_gateway_added_latency_seconds Time from a request's last byte "
-                     "to its dispatch upstream.\n"
+                     "# HELP fatia_gateway_added_latency_seconds The gateway's own time on a "
+                     "request: received to written upstream, plus response head read to "
+                     "written.\n"
                      "# TYPE fatia_gateway_added_latency_seconds histogram\n",
                      g->pfx_matched, g->pfx_total,
                      g->pfx_total ? (double)g->pfx_matched / (double)g->pfx_total : 0.0,

@@ -948,6 +948,16 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
     for (size_t i = 0; i < g->n_eps; i++)
         fatia_buf_printf(&b, "fatia_gateway_endpoint_inflight{endpoint=\"%s\"} %u\n",
                          g->eps[i]->u.hostport, g->eps[i]->inflight);
+    fatia_buf_puts(&b, "# HELP fatia_gateway_endpoint_waiting Requests queued at the endpoint, as "
+                       "last scraped (-1 when its metrics are stale).\n"
+                       "# TYPE fatia_gateway_endpoint_waiting gauge\n");
+    {
+        fatia_usec_t now = fatia_now_mono_usec();
+        for (size_t i = 0; i < g->n_eps; i++)
+            fatia_buf_printf(&b, "fatia_gateway_endpoint_waiting{endpoint=\"%s\"} %g\n",
+                             g->eps[i]->u.hostport,
+                             fresh(g->eps[i], now) ? g->eps[i]->m.waiting : -1.0);
+    }
     fatia_buf_puts(&b, "# TYPE fatia_gateway_endpoint_requests_total counter\n");
     for (size_t i = 0; i < g->n_eps; i++)
         fatia_buf_printf(&b, "fatia_gateway_endpoint_requests_total{endpoint=\"%s\"} %" PRIu64 "\n",

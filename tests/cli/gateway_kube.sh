@@ -23,7 +23,7 @@ bg() {
 
 # wait_metric PORT LINE [absent]
 wait_metric() {
-    for _ in $(seq 150); do
+    for _ in $(seq 400); do
         if curl -s "localhost:$1/metrics" | grep -qF -- "$2"; then
             [ "${3:-}" != absent ] && return 0
         else

@@ -19,6 +19,7 @@ static const struct fatia_cli_cmd *const commands[] = {
     &fatia_cmd_engine_sim,
     &fatia_cmd_gateway,
     &fatia_cmd_profiles, /* demand */
+    &fatia_cmd_place,    /* demand: placement */
     NULL,
 };
 

@@ -1,0 +1,1123 @@
+/*
+ * demand/place.c: placing the pods of one workload (gang), choosing nodes and slices by policy.
+ *
+ * Search. For each pod in order, every node is evaluated (eval_node): the filters (place_match.c),
+ * the scalar resources, then the devices of each container in spec order, chosen one request at a
+ * time with the counters of the choices before it applied (so two fractions of one pod never take
+ * the same capacity twice), then a score; the node with the lowest score wins, ties going to the
+ * node listed first. The winner is bound under a temporary key, so the next pod of the gang sees
+ * it; when a pod finds no node, everything done for the gang is rolled back (the journal) and the
+ * reason is reported in kube-scheduler's words ("0/3 nodes are available: 1 Insufficient
+ * nvidia.com/gpu, 2 node(s) had untolerated taint {gpu: true}."). On success the journal is rolled
+ * back too: the caller commits the result, or not.
+ *
+ * Device choice within a node, by policy (place.h): for a fraction, the GPU with the least
+ * milli-GPUs left (bestfit), the touched GPU with the least left else the first untouched
+ * (binpack), the most left (spread), or the least growth of the node's fragmentation (FGD). For k
+ * whole GPUs (k > 1), one NVLink island that has k free: the tightest (binpack, bestfit), the
+ * roomiest (spread), or the one whose k GPUs fragment least; without one, "required" fails and
+ * "preferred" takes GPUs across islands. For slices (replicas, MPS shares, MIG instances), unit by
+ * unit, on the GPU the policy prefers; MPS shares only on GPUs no other namespace uses.
+ *
+ * Scores (lower is better, compared in order):
+ *   binpack        fresh GPUs touched, the node's free GPU capacity after, its free CPU after;
+ *   bestfit        free capacity left on the chosen GPUs, then (free CPU / largest node CPU +
+ *                  free GPU / largest node GPU) / 2 of the node after;
+ *   spread         -(free GPU capacity after), -(free CPU after);
+ *   fragmentation  growth of the node's F_n(M) (place_frag.c).
+ *
+ * Dynamic MIG: when no node fits and the pod asks for MIG instances, nodes that pass the filters
+ * and scalars are asked for a new layout (place_mig.c); the node with the fewest victims, then the
+ * fewest GPUs re-laid, wins, and its changes enter the journal like binds do.
+ *
+ * Rejected: scoring all (node, GPU set) combinations (exponential in k), and a separate "filter"
+ * pass over nodes before scoring (it would walk every node twice on a large fleet).
+ */
+#include "base/compat.h"
+
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/hash.h"
+#include "demand/place_internal.h"
+
+#define MAX_REASONS 24
+
+struct reason {
+    char *text;
+    size_t count;
+    bool node_prefix; /* "N node(s) <text>" rather than "N <text>" */
+};
+
+enum jtype {
+    J_BIND,
+    J_UNBIND,
+    J_LAYOUT,
+};
+
+struct jentry {
+    uint8_t type;
+    char *key;    /* J_BIND: temp key; J_UNBIND: victim key */
+    uint32_t gpu; /* J_LAYOUT */
+    struct fatia_mig_layout old, now;
+    struct pl_bind saved; /* J_UNBIND: what to bind back */
+};
+
+struct pl_ctx {
+    struct fatia_place_state *st;
+    enum fatia_place_policy policy;
+    enum fatia_place_mig mig;
+    struct fatia_place_mix *mix;
+    const struct fatia_place_pod *pod;
+    FATIA_VEC(struct pl_item) items;
+    FATIA_VEC(struct pl_item) best;
+    double score[3], best_score[3];
+    int64_t best_node;
+    /* the fragmentation score of a pod's single fraction, computed while choosing */
+    bool one_frag_valid;
+    double one_frag;
+    /* why the current node failed: static text or owned */
+    const char *why;
+    bool why_node_prefix;
+    char why_buf[192];
+    struct reason reasons[MAX_REASONS];
+    size_t n_reasons;
+    size_t n_other;
+    FATIA_VEC(struct jentry) journal;
+    uint64_t tmp_seq;
+};
+
+/* ---- reasons ---- */
+
+static void fail_node(struct pl_ctx *c, bool node_prefix, const char *fmt, ...) FATIA_PRINTF(3, 4);
+
+static void fail_node(struct pl_ctx *c, bool node_prefix, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(c->why_buf, sizeof(c->why_buf), fmt, ap);
+    va_end(ap);
+    c->why = c->why_buf;
+    c->why_node_prefix = node_prefix;
+}
+
+static void count_reason(struct pl_ctx *c)
+{
+    for (size_t i = 0; i < c->n_reasons; i++)
+        if (c->reasons[i].node_prefix == c->why_node_prefix &&
+            !strcmp(c->reasons[i].text, c->why)) {
+            c->reasons[i].count++;
+            return;
+        }
+    if (c->n_reasons == MAX_REASONS) {
+        c->n_other++;
+        return;
+    }
+    c->reasons[c->n_reasons].text = fatia_strdup(c->why);
+    if (!c->reasons[c->n_reasons].text) {
+        c->n_other++;
+        return;
+    }
+    c->reasons[c->n_reasons].count = 1;
+    c->reasons[c->n_reasons].node_prefix = c->why_node_prefix;
+    c->n_reasons++;
+}
+
+static void clear_reasons(struct pl_ctx *c)
+{
+    for (size_t i = 0; i < c->n_reasons; i++)
+        fatia_free(c->reasons[i].text);
+    c->n_reasons = 0;
+    c->n_other = 0;
+}
+
+static int cmp_reason(const void *a, const void *b)
+{
+    const struct reason *x = a, *y = b;
+    return strcmp(x->text, y->text);
+}
+
+/* "0/N nodes are available: ..." */
+static char *format_reasons(struct pl_ctx *c, size_t pod, size_t n_pods)
+{
+    struct fatia_buf b;
+    char *s;
+
+    fatia_buf_init(&b, 8192);
+    if (n_pods > 1)
+        fatia_buf_printf(&b, "pod %zu of %zu: ", pod + 1, n_pods);
+    fatia_buf_printf(&b, "0/%zu nodes are available", c->st->n_nodes);
+    qsort(c->reasons, c->n_reasons, sizeof(*c->reasons), cmp_reason);
+    for (size_t i = 0; i < c->n_reasons; i++)
+        fatia_buf_printf(&b, "%s%zu %s%s", i ? ", " : ": ", c->reasons[i].count,
+                         c->reasons[i].node_prefix ? "node(s) " : "", c->reasons[i].text);
+    if (c->n_other)
+        fatia_buf_printf(&b, ", %zu for other reasons", c->n_other);
+    fatia_buf_puts(&b, ".");
+    s = fatia_buf_steal(&b);
+    fatia_buf_release(&b);
+    return s;
+}
+
+/* ---- choosing devices on a node ---- */
+
+static int push_apply(struct pl_ctx *c, const struct pl_item *it)
+{
+    if (FATIA_VEC_PUSH(&c->items, *it) < 0)
+        return -ENOMEM;
+    pl_apply_items(c->st, c->st->gpus[it->gpu].node, it, 1, c->pod->ns, +1);
+    return 0;
+}
+
+/* Reverts the counters of c->items (the list stays: take_best copies it). */
+static void revert_items(struct pl_ctx *c)
+{
+    for (size_t i = c->items.n; i-- > 0;) {
+        const struct pl_item *it = &c->items.v[i];
+        pl_apply_items(c->st, c->st->gpus[it->gpu].node, it, 1, c->pod->ns, -1);
+    }
+}
+
+static bool fgd(const struct pl_ctx *c)
+{
+    return c->policy == FATIA_PLACE_FRAGMENTATION && c->mix;
+}
+
+static int64_t pod_scalar(const struct fatia_place_state *st, const struct fatia_place_pod *pod,
+                          uint16_t res)
+{
+    (void)st;
+    for (size_t i = 0; i < pod->n_scalars; i++)
+        if (pod->scalars[i].res == res)
+            return pod->scalars[i].milli;
+    return 0;
+}
+
+static struct pl_item frac_item(const struct pl_gpu *g, uint32_t gi, const struct pl_frac *f)
+{
+    struct pl_item it = {0};
+    uint64_t charge, cap;
+
+    it.gpu = gi;
+    it.slice = FATIA_PLACE_FRACTION;
+    it.container = f->container;
+    it.milli = f->milli >= 1000 ? 1000 : f->milli;
+    pl_frac_charge(g, it.milli, f->memory, &charge, &cap);
+    it.mem_charge = charge;
+    it.memory = cap;
+    if (f->milli < 1000) {
+        int k = pl_first_free_fraction(g);
+        it.fraction = (uint16_t)(k < 0 ? 0 : k);
+    }
+    return it;
+}
+
+/* The fragmentation the node would show with `it` applied on top of the current items. */
+static double frag_with(struct pl_ctx *c, uint32_t node, const struct pl_item *it)
+{
+    struct fatia_place_state *st = c->st;
+    struct pl_gpu *g = &st->gpus[it->gpu];
+    double f;
+
+    /* the common case: the pod's only device is this one fraction: O(types) from the cache */
+    if (!c->items.n && g->fractional && c->pod->n_fracs + c->pod->n_reqs == 1) {
+        struct pl_gpu before = *g;
+        pl_apply_items(st, node, it, 1, c->pod->ns, +1);
+        f = pl_frag_node_one(c->mix, node, it->gpu, &before, pod_scalar(st, c->pod, st->r_cpu),
+                             pod_scalar(st, c->pod, st->r_memory));
+        pl_apply_items(st, node, it, 1, c->pod->ns, -1);
+        return f;
+    }
+    pl_apply_items(st, node, it, 1, c->pod->ns, +1);
+    f = pl_frag_node_now(c->mix, node);
+    pl_apply_items(st, node, it, 1, c->pod->ns, -1);
+    return f;
+}
+
+/* Two GPUs whose choice cannot differ in outcome (same counters, no slices): skip the second. */
+static bool same_frac_state(const struct pl_gpu *a, const struct pl_gpu *b)
+{
+    return a->fractional && b->fractional && a->milli_free == b->milli_free &&
+           a->mem_free == b->mem_free && a->shares == b->shares && a->users == b->users &&
+           a->mem_total == b->mem_total && a->max_shares == b->max_shares &&
+           !memcmp(a->fmask, b->fmask, sizeof(a->fmask));
+}
+
+static int choose_fraction(struct pl_ctx *c, const struct pl_node *nd, uint32_t node,
+                           const struct pl_frac *f)
+{
+    struct fatia_place_state *st = c->st;
+    int64_t best = -1;
+    double best_key[2] = {0, 0};
+    double best_frag = 0;
+
+    bool mem_short = false, shares_full = false;
+
+    for (uint32_t i = 0; i < nd->n_gpus; i++) {
+        uint32_t gi = nd->first_gpu + i;
+        const struct pl_gpu *g = &st->gpus[gi];
+        double key[2];
+        bool dup = false;
+        if (!pl_frac_fits(g, f)) {
+            if (g->fractional && g->milli_free >= f->milli) {
+                if (g->shares >= g->max_shares)
+                    shares_full = true;
+                else
+                    mem_short = true;
+            }
+            continue;
+        }
+        for (uint32_t j = 0; j < i && !dup; j++)
+            dup = same_frac_state(&st->gpus[nd->first_gpu + j], g) &&
+                  pl_frac_fits(&st->gpus[nd->first_gpu + j], f);
+        if (dup)
+            continue;
+        switch (c->policy) {
+        case FATIA_PLACE_BINPACK:
+            key[0] = g->users ? 0 : 1;
+            key[1] = g->milli_free;
+            break;
+        case FATIA_PLACE_SPREAD:
+            key[0] = -(double)g->milli_free;
+            key[1] = 0;
+            break;
+        case FATIA_PLACE_FRAGMENTATION:
+            if (fgd(c)) {
+                struct pl_item it = frac_item(g, gi, f);
+                key[0] = frag_with(c, node, &it);
+                key[1] = 0;
+                break;
+            }
+            /* fall through - no mix: best-fit */
+        default: /* bestfit */
+            key[0] = g->milli_free;
+            key[1] = 0;
+        }
+        if (best < 0 || key[0] < best_key[0] || (key[0] == best_key[0] && key[1] < best_key[1])) {
+            best = gi;
+            best_key[0] = key[0];
+            best_key[1] = key[1];
+            best_frag = key[0];
+        }
+    }
+    if (best < 0) {
+        if (shares_full && !mem_short)
+            fail_node(c, true, "had fraction pools at their maxShares");
+        else if (mem_short)
+            fail_node(c, false, "Insufficient fatia.dev/gpu-memory");
+        else
+            fail_node(c, false, "Insufficient fatia.dev/gpu-milli");
+        return -FATIA_E_NOFIT;
+    }
+    {
+        struct pl_item it = frac_item(&st->gpus[best], (uint32_t)best, f);
+        if (fgd(c) && !c->items.n && c->pod->n_fracs + c->pod->n_reqs == 1) {
+            c->one_frag_valid = true;
+            c->one_frag = best_frag;
+        }
+        return push_apply(c, &it);
+    }
+}
+
+/* Free units on GPU g for a request of resource res (UINT16_MAX: whole GPUs of a fraction pool),
+ * and the first free slice. */
+static uint32_t gpu_units(const struct pl_ctx *c, const struct pl_gpu *g, uint16_t res,
+                          int32_t *ret_slice)
+{
+    uint32_t u = 0;
+
+    *ret_slice = -1;
+    if (res == UINT16_MAX)
+        return g->fractional && g->users == 0 && g->shares == 0 ? 1 : 0;
+    for (uint16_t s = 0; s < g->n_slices; s++) {
+        const struct pl_slice *sl = &g->slices[s];
+        if (sl->res != res || !sl->exists || sl->owner != PL_NO_OWNER)
+            continue;
+        if (sl->kind == FATIA_SLICE_MPS && g->mps_ns && g->mps_ns != c->pod->ns)
+            continue;
+        if (*ret_slice < 0)
+            *ret_slice = s;
+        u++;
+    }
+    return u;
+}
+
+static struct pl_item unit_item(const struct pl_ctx *c, uint32_t gi, uint16_t res, int32_t slice,
+                                uint16_t container)
+{
+    const struct pl_gpu *g = &c->st->gpus[gi];
+    struct pl_item it = {0};
+
+    it.gpu = gi;
+    it.container = container;
+    if (res == UINT16_MAX) {
+        struct pl_frac f = {container, 1000, 0};
+        return frac_item(g, gi, &f);
+    }
+    it.slice = (uint16_t)slice;
+    it.memory = g->slices[slice].memory;
+    return it;
+}
+
+/* One unit on the GPU the policy prefers. */
+static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node, uint16_t res,
+                       uint16_t container)
+{
+    struct fatia_place_state *st = c->st;
+    int64_t best = -1;
+    int32_t best_slice = -1;
+    double best_key[2] = {0, 0};
+
+    for (uint32_t i = 0; i < nd->n_gpus; i++) {
+        uint32_t gi = nd->first_gpu + i;
+        const struct pl_gpu *g = &st->gpus[gi];
+        int32_t slice;
+        uint32_t u = gpu_units(c, g, res, &slice);
+        double key[2];
+        if (!u)
+            continue;
+        switch (c->policy) {
+        case FATIA_PLACE_BINPACK:
+            key[0] = g->users ? 0 : 1;
+            key[1] = u;
+            break;
+        case FATIA_PLACE_SPREAD:
+            key[0] = g->users ? 1 : 0;
+            key[1] = -(double)u;
+            break;
+        case FATIA_PLACE_FRAGMENTATION:
+            if (fgd(c)) {
+                struct pl_item it = unit_item(c, gi, res, slice, container);
+                key[0] = frag_with(c, node, &it);
+                key[1] = 0;
+                break;
+            }
+            /* fall through */
+        default:
+            key[0] = u;
+            key[1] = pl_gpu_free_milli(g);
+        }
+        if (best < 0 || key[0] < best_key[0] || (key[0] == best_key[0] && key[1] < best_key[1])) {
+            best = gi;
+            best_slice = slice;
+            best_key[0] = key[0];
+            best_key[1] = key[1];
+        }
+    }
+    if (best < 0)
+        return -FATIA_E_NOFIT;
+    {
+        struct pl_item it = unit_item(c, (uint32_t)best, res, best_slice, container);
+        return push_apply(c, &it);
+    }
+}
+
+static bool whole_kind(const struct pl_ctx *c, const struct pl_node *nd, uint16_t res)
+{
+    if (res == UINT16_MAX)
+        return true;
+    for (uint32_t i = 0; i < nd->n_gpus; i++) {
+        const struct pl_gpu *g = &c->st->gpus[nd->first_gpu + i];
+        for (uint16_t s = 0; s < g->n_slices; s++)
+            if (g->slices[s].res == res)
+                return g->slices[s].kind == FATIA_SLICE_WHOLE;
+    }
+    return false;
+}
+
+static const char *res_name(const struct pl_ctx *c, uint16_t res)
+{
+    return res == UINT16_MAX ? "fatia.dev/gpu-milli" : pl_res_get(c->st, res)->name;
+}
+
+/* count units of res (UINT16_MAX: whole GPUs of a fraction pool) for one container */
+static int choose_units(struct pl_ctx *c, const struct pl_node *nd, uint32_t node, uint16_t res,
+                        uint32_t count, uint16_t container)
+{
+    struct fatia_place_state *st = c->st;
+    uint32_t total = 0, mps_blocked = 0;
+    int r;
+
+    for (uint32_t i = 0; i < nd->n_gpus; i++) {
+        const struct pl_gpu *g = &st->gpus[nd->first_gpu + i];
+        int32_t slice;
+        total += gpu_units(c, g, res, &slice);
+        if (res != UINT16_MAX && g->mps_ns && g->mps_ns != c->pod->ns)
+            for (uint16_t s = 0; s < g->n_slices; s++)
+                mps_blocked += g->slices[s].res == res && g->slices[s].kind == FATIA_SLICE_MPS &&
+                               g->slices[s].owner == PL_NO_OWNER;
+    }
+    if (total < count) {
+        if (mps_blocked && total + mps_blocked >= count)
+            fail_node(c, true, "had %s shares only on MPS GPUs another namespace uses",
+                      res_name(c, res));
+        else
+            fail_node(c, false, "Insufficient %s", res_name(c, res));
+        return -FATIA_E_NOFIT;
+    }
+    if (count > 1 && whole_kind(c, nd, res)) {
+        /* one NVLink island with count free GPUs */
+        int best_island = INT32_MIN;
+        double best_key = 0;
+        for (uint32_t i = 0; i < nd->n_gpus; i++) {
+            const struct pl_gpu *g = &st->gpus[nd->first_gpu + i];
+            uint32_t in = 0;
+            int32_t slice;
+            bool seen = false;
+            double key;
+            for (uint32_t j = 0; j < i && !seen; j++)
+                seen = st->gpus[nd->first_gpu + j].island == g->island;
+            if (seen)
+                continue;
+            for (uint32_t j = i; j < nd->n_gpus; j++)
+                if (st->gpus[nd->first_gpu + j].island == g->island)
+                    in += gpu_units(c, &st->gpus[nd->first_gpu + j], res, &slice) ? 1 : 0;
+            if (in < count)
+                continue;
+            if (c->policy == FATIA_PLACE_SPREAD)
+                key = -(double)in;
+            else if (fgd(c)) {
+                /* the first count free GPUs of the island, measured together */
+                size_t mark = c->items.n;
+                uint32_t took = 0;
+                for (uint32_t j = i; j < nd->n_gpus && took < count; j++) {
+                    uint32_t gj = nd->first_gpu + j;
+                    if (st->gpus[gj].island != g->island ||
+                        !gpu_units(c, &st->gpus[gj], res, &slice))
+                        continue;
+                    struct pl_item it = unit_item(c, gj, res, slice, container);
+                    if ((r = push_apply(c, &it)) < 0)
+                        return r;
+                    took++;
+                }
+                key = pl_frag_node_now(c->mix, node);
+                while (c->items.n > mark) {
+                    const struct pl_item *it = &c->items.v[--c->items.n];
+                    pl_apply_items(st, node, it, 1, c->pod->ns, -1);
+                }
+            } else
+                key = in;
+            if (best_island == INT32_MIN || key < best_key) {
+                best_island = g->island;
+                best_key = key;
+            }
+        }
+        if (best_island != INT32_MIN) {
+            uint32_t took = 0;
+            for (uint32_t j = 0; j < nd->n_gpus && took < count; j++) {
+                uint32_t gj = nd->first_gpu + j;
+                int32_t slice;
+                if (st->gpus[gj].island != best_island || !gpu_units(c, &st->gpus[gj], res, &slice))
+                    continue;
+                struct pl_item it = unit_item(c, gj, res, slice, container);
+                if ((r = push_apply(c, &it)) < 0)
+                    return r;
+                took++;
+            }
+            return 0;
+        }
+        if (c->pod->nvlink == PL_NVLINK_REQUIRED) {
+            fail_node(c, true, "had no NVLink island with %" PRIu32 " free %s", count,
+                      res_name(c, res));
+            return -FATIA_E_NOFIT;
+        }
+    }
+    for (uint32_t k = 0; k < count; k++) {
+        r = choose_unit(c, nd, node, res, container);
+        if (r == -FATIA_E_NOFIT)
+            fail_node(c, false, "Insufficient %s", res_name(c, res));
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static double node_free_gpu(const struct fatia_place_state *st, const struct pl_node *nd)
+{
+    double f = 0;
+
+    for (uint32_t i = 0; i < nd->n_gpus; i++)
+        f += pl_gpu_free_milli(&st->gpus[nd->first_gpu + i]);
+    return f;
+}
+
+/* Evaluates node `node` for the pod: 1 and c->items, c->score when it fits; 0 (c->why says why)
+ * when it does not; <0 on error. Counters are as before on return. */
+static int eval_node(struct pl_ctx *c, uint32_t node)
+{
+    struct fatia_place_state *st = c->st;
+    const struct fatia_place_pod *pod = c->pod;
+    const struct pl_node *nd = &st->nodes[node];
+    const char *why;
+    uint32_t touched0 = nd->touched;
+    double frag0 = 0;
+    int r = 1;
+
+    c->items.n = 0;
+    c->one_frag_valid = false;
+    if ((why = pl_node_mismatch(st, pod, nd))) {
+        c->why = why;
+        c->why_node_prefix = true;
+        return 0;
+    }
+    for (size_t i = 0; i < pod->n_scalars; i++) {
+        const struct pl_res *res = pl_res_get(st, pod->scalars[i].res);
+        int64_t free = 0;
+        if (res->slot >= 0 && (size_t)res->slot < nd->n_scalar)
+            free = nd->alloc[res->slot] - nd->used[res->slot];
+        if (free < pod->scalars[i].milli) {
+            fail_node(c, false, "Insufficient %s", res->name);
+            return 0;
+        }
+    }
+    if (fgd(c))
+        frag0 = pl_frag_node(c->mix, node);
+    pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, +1);
+    for (uint16_t ct = 0; r > 0 && ct < pod->n_containers; ct++) {
+        for (size_t i = 0; r > 0 && i < pod->n_fracs; i++) {
+            const struct pl_frac *f = &pod->fracs[i];
+            int x;
+            if (f->container != ct)
+                continue;
+            if (f->milli >= 1000)
+                x = choose_units(c, nd, node, UINT16_MAX, (uint32_t)(f->milli / 1000), ct);
+            else
+                x = choose_fraction(c, nd, node, f);
+            if (x == -FATIA_E_NOFIT)
+                r = 0;
+            else if (x < 0)
+                r = x;
+        }
+        for (size_t i = 0; r > 0 && i < pod->n_reqs; i++) {
+            const struct pl_req *q = &pod->reqs[i];
+            int x;
+            if (q->container != ct)
+                continue;
+            x = choose_units(c, nd, node, q->res, q->count, ct);
+            if (x == -FATIA_E_NOFIT)
+                r = 0;
+            else if (x < 0)
+                r = x;
+        }
+    }
+    if (r > 0) {
+        double gfree = node_free_gpu(st, nd);
+        int32_t cs = st->res->v.v[st->r_cpu].slot;
+        double cpu = (size_t)cs < nd->n_scalar ? (double)(nd->alloc[cs] - nd->used[cs]) : 0;
+        double chosen = 0;
+        for (size_t i = 0; i < c->items.n; i++) {
+            bool seen = false;
+            for (size_t j = 0; j < i; j++)
+                seen |= c->items.v[j].gpu == c->items.v[i].gpu;
+            if (!seen)
+                chosen += pl_gpu_free_milli(&st->gpus[c->items.v[i].gpu]);
+        }
+        switch (c->policy) {
+        case FATIA_PLACE_BINPACK:
+            c->score[0] = (double)(nd->touched - touched0);
+            c->score[1] = gfree;
+            c->score[2] = st->max_cpu_milli ? cpu / (double)st->max_cpu_milli : 0;
+            break;
+        case FATIA_PLACE_SPREAD:
+            c->score[0] = -gfree;
+            c->score[1] = -cpu;
+            c->score[2] = 0;
+            break;
+        case FATIA_PLACE_FRAGMENTATION:
+            if (fgd(c)) {
+                double f1 = c->one_frag_valid ? c->one_frag : pl_frag_node_now(c->mix, node);
+                c->score[0] = f1 - frag0;
+                c->score[1] = 0;
+                c->score[2] = 0;
+                break;
+            }
+            /* fall through */
+        default:
+            c->score[0] = chosen;
+            c->score[1] = 0.5 * (st->max_cpu_milli ? cpu / (double)st->max_cpu_milli : 0) +
+                          0.5 * (st->max_node_gpus ? gfree / (1000.0 * st->max_node_gpus) : 0);
+            c->score[2] = 0;
+        }
+    }
+    revert_items(c);
+    pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, -1);
+    return r;
+}
+
+static bool better(const double *a, const double *b)
+{
+    for (int i = 0; i < 3; i++) {
+        if (a[i] < b[i] - 1e-9)
+            return true;
+        if (a[i] > b[i] + 1e-9)
+            return false;
+    }
+    return false;
+}
+
+/* Re-evaluates the chosen node and keeps its items applied as c->items (for binding). */
+static int take_best(struct pl_ctx *c)
+{
+    c->best.n = 0;
+    if (FATIA_VEC_RESERVE(&c->best, c->items.n) < 0)
+        return -ENOMEM;
+    memcpy(c->best.v, c->items.v, c->items.n * sizeof(*c->items.v));
+    c->best.n = c->items.n;
+    return 0;
+}
+
+/* ---- the journal ---- */
+
+static void jentry_release(struct jentry *j)
+{
+    fatia_free(j->key);
+    fatia_free(j->saved.key);
+    fatia_free(j->saved.scalars);
+    fatia_free(j->saved.items);
+}
+
+static void rollback(struct pl_ctx *c)
+{
+    struct fatia_place_state *st = c->st;
+
+    while (c->journal.n) {
+        struct jentry *j = &c->journal.v[--c->journal.n];
+        switch (j->type) {
+        case J_BIND:
+            fatia_place_unbind(st, j->key);
+            break;
+        case J_LAYOUT:
+            pl_gpu_set_layout(st, &st->gpus[j->gpu], &j->old);
+            break;
+        case J_UNBIND: {
+            const struct pl_bind *b = &j->saved;
+            pl_bind_items(st, b->key, b->node, b->ns, b->priority, b->scalars, b->n_scalars,
+                          b->items, b->n_items);
+            break;
+        }
+        }
+        jentry_release(j);
+    }
+}
+
+static int journal_unbind(struct pl_ctx *c, int32_t idx)
+{
+    struct fatia_place_state *st = c->st;
+    struct pl_bind *b = &st->binds.v[idx];
+    struct jentry j = {.type = J_UNBIND};
+
+    j.saved = *b;
+    j.saved.key = fatia_strdup(b->key);
+    j.saved.scalars = b->n_scalars ? fatia_calloc(b->n_scalars, sizeof(*b->scalars)) : NULL;
+    j.saved.items = b->n_items ? fatia_calloc(b->n_items, sizeof(*b->items)) : NULL;
+    if (!j.saved.key || (b->n_scalars && !j.saved.scalars) || (b->n_items && !j.saved.items)) {
+        jentry_release(&j);
+        return -ENOMEM;
+    }
+    if (b->n_scalars)
+        memcpy(j.saved.scalars, b->scalars, b->n_scalars * sizeof(*b->scalars));
+    if (b->n_items)
+        memcpy(j.saved.items, b->items, b->n_items * sizeof(*b->items));
+    if (FATIA_VEC_PUSH(&c->journal, j) < 0) {
+        jentry_release(&j);
+        return -ENOMEM;
+    }
+    return fatia_place_unbind(st, j.saved.key);
+}
+
+static int journal_layout(struct pl_ctx *c, const struct fatia_place_mig_change *ch)
+{
+    struct fatia_place_state *st = c->st;
+    struct jentry j = {.type = J_LAYOUT};
+    int r;
+
+    j.gpu = ch->gpu;
+    j.old = st->gpus[ch->gpu].layout;
+    j.now = ch->layout;
+    if ((r = pl_gpu_set_layout(st, &st->gpus[ch->gpu], &ch->layout)) < 0)
+        return r;
+    if (FATIA_VEC_PUSH(&c->journal, j) < 0) {
+        pl_gpu_set_layout(st, &st->gpus[ch->gpu], &j.old);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* ---- one pod ---- */
+
+static bool scalars_fit(const struct fatia_place_state *st, const struct fatia_place_pod *pod,
+                        const struct pl_node *nd)
+{
+    for (size_t i = 0; i < pod->n_scalars; i++) {
+        const struct pl_res *res = pl_res_get(st, pod->scalars[i].res);
+        int64_t free = 0;
+        if (res->slot >= 0 && (size_t)res->slot < nd->n_scalar)
+            free = nd->alloc[res->slot] - nd->used[res->slot];
+        if (free < pod->scalars[i].milli)
+            return false;
+    }
+    return true;
+}
+
+static bool wants_mig(const struct fatia_place_state *st, const struct fatia_place_pod *pod)
+{
+    for (size_t i = 0; i < pod->n_reqs; i++)
+        if (!strncmp(pl_res_get(st, pod->reqs[i].res)->name, "nvidia.com/mig-", 15))
+            return true;
+    return false;
+}
+
+/* Finds the pod's node; 1 (c->best, c->best_node), 0 (reasons counted), <0. */
+static int place_pod(struct pl_ctx *c)
+{
+    struct fatia_place_state *st = c->st;
+    int r;
+
+    c->best_node = -1;
+    for (uint32_t n = 0; n < st->n_nodes; n++) {
+        r = eval_node(c, n);
+        if (r < 0)
+            return r;
+        if (!r) {
+            count_reason(c);
+            continue;
+        }
+        if (c->best_node < 0 || better(c->score, c->best_score)) {
+            c->best_node = n;
+            memcpy(c->best_score, c->score, sizeof(c->score));
+            if ((r = take_best(c)) < 0)
+                return r;
+        }
+    }
+    if (c->best_node >= 0)
+        return 1;
+    /* dynamic MIG */
+    if (c->mig != FATIA_PLACE_MIG_OFF && wants_mig(st, c->pod)) {
+        struct pl_mig_try t, best_t = {0};
+        int64_t best = -1;
+        for (uint32_t n = 0; n < st->n_nodes; n++) {
+            const struct pl_node *nd = &st->nodes[n];
+            if (pl_node_mismatch(st, c->pod, nd) || !scalars_fit(st, c->pod, nd))
+                continue;
+            r = pl_mig_try_node(st, c->pod, n, c->mig, &t);
+            if (r == -FATIA_E_NOFIT)
+                continue;
+            if (r < 0)
+                return r;
+            if (best < 0 || t.n_victims < best_t.n_victims ||
+                (t.n_victims == best_t.n_victims && t.n < best_t.n)) {
+                best = n;
+                best_t = t;
+            }
+        }
+        if (best >= 0) {
+            size_t mark = c->journal.n;
+            /* victims first (their instances must be free), then the layouts */
+            for (size_t v = 0; v < best_t.n_victims; v++)
+                if ((r = journal_unbind(c, best_t.victims[v])) < 0)
+                    return r;
+            for (size_t i = 0; i < best_t.n; i++)
+                if ((r = journal_layout(c, &best_t.ch[i])) < 0)
+                    return r;
+            r = eval_node(c, (uint32_t)best);
+            if (r < 0)
+                return r;
+            if (r > 0) {
+                c->best_node = best;
+                return take_best(c) < 0 ? -ENOMEM : 1;
+            }
+            /* should not happen: undo this pod's MIG changes */
+            while (c->journal.n > mark) {
+                struct jentry *j = &c->journal.v[--c->journal.n];
+                if (j->type == J_LAYOUT)
+                    pl_gpu_set_layout(st, &st->gpus[j->gpu], &j->old);
+                else if (j->type == J_UNBIND)
+                    pl_bind_items(st, j->saved.key, j->saved.node, j->saved.ns, j->saved.priority,
+                                  j->saved.scalars, j->saved.n_scalars, j->saved.items,
+                                  j->saved.n_items);
+                jentry_release(j);
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- results ---- */
+
+void fatia_place_result_free(struct fatia_place_result *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_pods; i++)
+        fatia_free(r->pods[i].devices);
+    fatia_free(r->pods);
+    fatia_free(r->mig);
+    for (size_t i = 0; i < r->n_victims; i++)
+        fatia_free(r->victims[i]);
+    fatia_free(r->victims);
+    fatia_free(r->reason);
+    fatia_free(r);
+}
+
+static int collect(struct pl_ctx *c, size_t n_pods, struct fatia_place_result *res)
+{
+    struct fatia_place_state *st = c->st;
+    size_t p = 0;
+
+    res->pods = fatia_calloc(n_pods ? n_pods : 1, sizeof(*res->pods));
+    if (!res->pods)
+        return -ENOMEM;
+    res->n_pods = n_pods;
+    for (size_t i = 0; i < c->journal.n; i++) {
+        const struct jentry *j = &c->journal.v[i];
+        if (j->type == J_BIND) {
+            int32_t idx = (int32_t)(intptr_t)fatia_strmap_get(&st->bind_index, j->key);
+            const struct pl_bind *b = &st->binds.v[idx];
+            struct fatia_place_pod_result *pr = &res->pods[p++];
+            pr->node = b->node;
+            pr->devices = b->n_items ? fatia_calloc(b->n_items, sizeof(*pr->devices)) : NULL;
+            if (b->n_items && !pr->devices)
+                return -ENOMEM;
+            pr->n_devices = b->n_items;
+            for (size_t k = 0; k < b->n_items; k++) {
+                const struct pl_item *it = &b->items[k];
+                struct fatia_place_device *d = &pr->devices[k];
+                const struct pl_gpu *g = &st->gpus[it->gpu];
+                d->container = it->container;
+                d->gpu = it->gpu;
+                d->slice = it->slice;
+                d->fraction = it->fraction;
+                d->milli = it->milli;
+                d->memory = it->memory;
+                fatia_place_device_id(st, d, d->id, sizeof(d->id));
+                if (it->slice == FATIA_PLACE_FRACTION) {
+                    d->kind = FATIA_SLICE_FRACTION;
+                    snprintf(d->resource, sizeof(d->resource), "fatia.dev/gpu-milli");
+                } else {
+                    d->kind = g->slices[it->slice].kind;
+                    snprintf(d->resource, sizeof(d->resource), "%s",
+                             pl_res_get(st, g->slices[it->slice].res)->name);
+                }
+            }
+        } else if (j->type == J_UNBIND) {
+            char **nv = fatia_reallocarray(res->victims, res->n_victims + 1, sizeof(*nv));
+            if (!nv)
+                return -ENOMEM;
+            res->victims = nv;
+            if (!(nv[res->n_victims] = fatia_strdup(j->saved.key)))
+                return -ENOMEM;
+            res->n_victims++;
+        } else {
+            /* the last layout of each GPU */
+            size_t m;
+            for (m = 0; m < res->n_mig; m++)
+                if (res->mig[m].gpu == j->gpu)
+                    break;
+            if (m == res->n_mig) {
+                struct fatia_place_mig_change *nm =
+                    fatia_reallocarray(res->mig, res->n_mig + 1, sizeof(*nm));
+                if (!nm)
+                    return -ENOMEM;
+                res->mig = nm;
+                res->n_mig++;
+            }
+            res->mig[m].gpu = j->gpu;
+            res->mig[m].layout = j->now;
+        }
+    }
+    return 0;
+}
+
+int fatia_place_workload(struct fatia_place_state *st0, struct fatia_place_pod *const *pods,
+                         size_t n_pods, const struct fatia_place_opts *opts,
+                         struct fatia_place_result **ret)
+{
+    struct pl_ctx c = {0};
+    struct fatia_place_result *res = fatia_calloc(1, sizeof(*res));
+    struct fatia_place_state *st = st0;
+    int r = 0;
+
+    if (!res)
+        return -ENOMEM;
+    if (opts && (opts->flags & FATIA_PLACE_TEST)) {
+        if ((r = pl_state_twin(st0, &st)) < 0)
+            goto out;
+    }
+    c.st = st;
+    c.policy = opts ? opts->policy : FATIA_PLACE_BINPACK;
+    c.mig = opts ? opts->mig : FATIA_PLACE_MIG_OFF;
+    c.mix = opts && st == st0 && c.policy == FATIA_PLACE_FRAGMENTATION ? opts->mix : NULL;
+    if (c.mix && (r = pl_mix_prepare(c.mix)) < 0)
+        goto out;
+    for (size_t i = 0; i < n_pods; i++) {
+        char key[48];
+        c.pod = pods[i];
+        clear_reasons(&c);
+        if (pods[i]->unknown_res) {
+            char pre[96] = "";
+            if (n_pods > 1)
+                snprintf(pre, sizeof(pre), "pod %zu of %zu: ", i + 1, n_pods);
+            res->reason = pl_strprintf("%s0/%zu nodes are available: %zu Insufficient %s.", pre,
+                                       st->n_nodes, st->n_nodes, pods[i]->unknown_res);
+            if (!res->reason)
+                r = -ENOMEM;
+            goto undo;
+        }
+        r = place_pod(&c);
+        if (r < 0)
+            goto undo;
+        if (!r) {
+            res->reason = format_reasons(&c, i, n_pods);
+            r = res->reason ? 0 : -ENOMEM;
+            goto undo;
+        }
+        snprintf(key, sizeof(key), "\x01place-%" PRIu64, c.tmp_seq++);
+        {
+            struct jentry j = {.type = J_BIND};
+            j.key = fatia_strdup(key);
+            if (!j.key || FATIA_VEC_PUSH(&c.journal, j) < 0) {
+                fatia_free(j.key);
+                r = -ENOMEM;
+                goto undo;
+            }
+        }
+        r = pl_bind_items(st, key, (uint32_t)c.best_node, pods[i]->ns, pods[i]->priority,
+                          pods[i]->scalars, pods[i]->n_scalars, c.best.v, c.best.n);
+        if (r < 0) {
+            jentry_release(&c.journal.v[--c.journal.n]);
+            goto undo;
+        }
+    }
+    res->placed = true;
+    r = collect(&c, n_pods, res);
+undo:
+    rollback(&c);
+out:
+    clear_reasons(&c);
+    FATIA_VEC_RELEASE(&c.items);
+    FATIA_VEC_RELEASE(&c.best);
+    FATIA_VEC_RELEASE(&c.journal);
+    if (r < 0) {
+        fatia_place_result_free(res);
+        return r;
+    }
+    *ret = res;
+    return 0;
+}
+
+/* ---- committing ---- */
+
+static int items_of(struct fatia_place_state *st, const struct fatia_place_pod_result *pr,
+                    struct pl_item **ret, char *why, size_t why_n)
+{
+    struct pl_item *items = pr->n_devices ? fatia_calloc(pr->n_devices, sizeof(*items)) : NULL;
+
+    if (pr->n_devices && !items)
+        return -ENOMEM;
+    if (pr->node >= st->n_nodes) {
+        snprintf(why, why_n, "no node %" PRIu32, pr->node);
+        fatia_free(items);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < pr->n_devices; i++) {
+        const struct fatia_place_device *d = &pr->devices[i];
+        struct pl_gpu *g;
+        if (d->gpu >= st->n_gpus || st->gpus[d->gpu].node != pr->node) {
+            snprintf(why, why_n, "device %zu: GPU %" PRIu32 " is not on node %s", i, d->gpu,
+                     st->nodes[pr->node].name);
+            goto bad;
+        }
+        g = &st->gpus[d->gpu];
+        items[i].gpu = d->gpu;
+        items[i].slice = d->slice;
+        items[i].container = d->container;
+        items[i].fraction = d->fraction;
+        items[i].milli = d->milli;
+        items[i].memory = d->memory;
+        if (d->slice == FATIA_PLACE_FRACTION) {
+            struct pl_frac f = {d->container, d->milli, 0};
+            uint64_t cap;
+            if (!g->fractional) {
+                snprintf(why, why_n, "device %zu: GPU %" PRIu32 " is not a fraction pool", i,
+                         g->index);
+                goto bad;
+            }
+            /* a fraction's memory: gpu-memory when the cap is not the proportional one */
+            pl_frac_charge(g, d->milli, 0, &items[i].mem_charge, &cap);
+            if (d->milli < 1000 && cap != d->memory) {
+                f.memory = d->memory;
+                pl_frac_charge(g, d->milli, d->memory, &items[i].mem_charge, &cap);
+            }
+            if (!pl_frac_fits(g, &f) || (d->milli < 1000 && d->fraction < PL_MAX_FRACTION &&
+                                         (g->fmask[d->fraction / 64] >> (d->fraction % 64)) & 1)) {
+                snprintf(why, why_n, "device %zu: GPU %" PRIu32 " of node %s has no room for it", i,
+                         g->index, st->nodes[pr->node].name);
+                goto bad;
+            }
+            continue;
+        }
+        if (d->slice >= g->n_slices || !g->slices[d->slice].exists ||
+            g->slices[d->slice].owner != PL_NO_OWNER) {
+            snprintf(why, why_n,
+                     "device %zu: slice %u of GPU %" PRIu32 " of node %s is taken or "
+                     "missing",
+                     i, d->slice, g->index, st->nodes[pr->node].name);
+            goto bad;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (items[j].gpu == d->gpu && items[j].slice == d->slice) {
+                snprintf(why, why_n, "device %zu: listed twice", i);
+                goto bad;
+            }
+    }
+    *ret = items;
+    return 0;
+bad:
+    fatia_free(items);
+    return -EINVAL;
+}
+
+int fatia_place_bind(struct fatia_place_state *st, const char *key,
+                     const struct fatia_place_pod *pod, const struct fatia_place_pod_result *pr,
+                     char *why, size_t why_n)
+{
+    struct pl_item *items = NULL;
+    int r;
+
+    if (fatia_place_is_bound(st, key))
+        return -FATIA_E_EXISTS;
+    if ((r = items_of(st, pr, &items, why, why_n)) < 0)
+        return r;
+    r = pl_bind_items(st, key, pr->node, pod->ns, pod->priority, pod->scalars, pod->n_scalars,
+                      items, pr->n_devices);
+    fatia_free(items);
+    return r;
+}
+
+int fatia_place_commit(struct fatia_place_state *st, struct fatia_place_pod *const *pods,
+                       const char *const *keys, const struct fatia_place_result *r)
+{
+    char why[256];
+    size_t i;
+    int x;
+
+    if (!r->placed)
+        return -EINVAL;
+    for (i = 0; i < r->n_pods; i++)
+        if (fatia_place_is_bound(st, keys[i]))
+            return -EINVAL;
+    for (i = 0; i < r->n_victims; i++)
+        fatia_place_unbind(st, r->victims[i]);
+    for (i = 0; i < r->n_mig; i++)
+        if ((x = fatia_place_mig_apply(st, &r->mig[i])) < 0)
+            return x == -ENOMEM ? x : -EINVAL;
+    for (i = 0; i < r->n_pods; i++) {
+        x = fatia_place_bind(st, keys[i], pods[i], &r->pods[i], why, sizeof(why));
+        if (x < 0) {
+            while (i-- > 0)
+                fatia_place_unbind(st, keys[i]);
+            return x == -ENOMEM ? x : -EINVAL;
+        }
+    }
+    return 0;
+}

@@ -20,6 +20,7 @@ static const struct fatia_cli_cmd *const commands[] = {
     &fatia_cmd_gateway,
     &fatia_cmd_profiles, /* demand */
     &fatia_cmd_place,    /* demand: placement */
+    &fatia_cmd_sim,      /* simulator */
     NULL,
 };
 

@@ -42,10 +42,26 @@
 
 #define MAX_REASONS 24
 
-struct reason {
-    char *text;
-    size_t count;
+/* Why a node was turned away, kept unformatted (it is recorded for every node a pod cannot use,
+ * so it must be cheap); the text is made only when a pod is not placed. */
+enum why_code {
+    WHY_TEXT,         /* arg is the whole text */
+    WHY_INSUFFICIENT, /* "Insufficient <arg>" */
+    WHY_MPS,          /* "had <arg> shares only on MPS GPUs another namespace uses" */
+    WHY_NVLINK,       /* "had no NVLink island with <num> free <arg>" */
+};
+
+struct why {
+    uint8_t code;
     bool node_prefix; /* "N node(s) <text>" rather than "N <text>" */
+    const char *arg;  /* persistent: a static text, a resource name, a taint's description */
+    uint32_t num;
+};
+
+struct reason {
+    struct why w;
+    size_t count;
+    char *text; /* formatted at the end */
 };
 
 enum jtype {
@@ -75,10 +91,7 @@ struct pl_ctx {
     /* the fragmentation score of a pod's single fraction, computed while choosing */
     bool one_frag_valid;
     double one_frag;
-    /* why the current node failed: static text or owned */
-    const char *why;
-    bool why_node_prefix;
-    char why_buf[192];
+    struct why why; /* why the current node failed */
     struct reason reasons[MAX_REASONS];
     size_t n_reasons;
     size_t n_other;
@@ -86,40 +99,47 @@ struct pl_ctx {
     uint64_t tmp_seq;
 };
 
+/* Nodes in the same state give one pod the same answer: with the fragmentation policy (whose
+ * evaluation is the costly one) each state is evaluated once per pod. The table lives in the
+ * state (st->memo, MEMO_CAP entries, reused through an epoch per pod). */
+#define MEMO_ITEMS 4
+#define MEMO_CAP   4096
+
+struct memo {
+    uint64_t sig, epoch;
+    int8_t fits;
+    uint8_t n_items;
+    struct why why;
+    double score[3];
+    struct pl_item items[MEMO_ITEMS]; /* gpu relative to the node's first */
+};
+
 /* ---- reasons ---- */
 
-static void fail_node(struct pl_ctx *c, bool node_prefix, const char *fmt, ...) FATIA_PRINTF(3, 4);
-
-static void fail_node(struct pl_ctx *c, bool node_prefix, const char *fmt, ...)
+static void fail_node(struct pl_ctx *c, bool node_prefix, uint8_t code, const char *arg,
+                      uint32_t num)
 {
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(c->why_buf, sizeof(c->why_buf), fmt, ap);
-    va_end(ap);
-    c->why = c->why_buf;
-    c->why_node_prefix = node_prefix;
+    c->why = (struct why){code, node_prefix, arg, num};
 }
 
 static void count_reason(struct pl_ctx *c)
 {
-    for (size_t i = 0; i < c->n_reasons; i++)
-        if (c->reasons[i].node_prefix == c->why_node_prefix &&
-            !strcmp(c->reasons[i].text, c->why)) {
+    for (size_t i = 0; i < c->n_reasons; i++) {
+        const struct why *w = &c->reasons[i].w;
+        if (w->code == c->why.code && w->node_prefix == c->why.node_prefix &&
+            w->num == c->why.num &&
+            (w->arg == c->why.arg || (w->code == WHY_TEXT && !strcmp(w->arg, c->why.arg)))) {
             c->reasons[i].count++;
             return;
         }
+    }
     if (c->n_reasons == MAX_REASONS) {
         c->n_other++;
         return;
     }
-    c->reasons[c->n_reasons].text = fatia_strdup(c->why);
-    if (!c->reasons[c->n_reasons].text) {
-        c->n_other++;
-        return;
-    }
+    c->reasons[c->n_reasons].w = c->why;
     c->reasons[c->n_reasons].count = 1;
-    c->reasons[c->n_reasons].node_prefix = c->why_node_prefix;
+    c->reasons[c->n_reasons].text = NULL;
     c->n_reasons++;
 }
 
@@ -131,10 +151,24 @@ static void clear_reasons(struct pl_ctx *c)
     c->n_other = 0;
 }
 
+static char *why_text(const struct why *w)
+{
+    switch (w->code) {
+    case WHY_INSUFFICIENT:
+        return pl_strprintf("Insufficient %s", w->arg);
+    case WHY_MPS:
+        return pl_strprintf("had %s shares only on MPS GPUs another namespace uses", w->arg);
+    case WHY_NVLINK:
+        return pl_strprintf("had no NVLink island with %" PRIu32 " free %s", w->num, w->arg);
+    default:
+        return fatia_strdup(w->arg);
+    }
+}
+
 static int cmp_reason(const void *a, const void *b)
 {
     const struct reason *x = a, *y = b;
-    return strcmp(x->text, y->text);
+    return strcmp(x->text ? x->text : "", y->text ? y->text : "");
 }
 
 /* "0/N nodes are available: ..." */
@@ -143,6 +177,9 @@ static char *format_reasons(struct pl_ctx *c, size_t pod, size_t n_pods)
     struct fatia_buf b;
     char *s;
 
+    for (size_t i = 0; i < c->n_reasons; i++)
+        if (!(c->reasons[i].text = why_text(&c->reasons[i].w)))
+            return NULL;
     fatia_buf_init(&b, 8192);
     if (n_pods > 1)
         fatia_buf_printf(&b, "pod %zu of %zu: ", pod + 1, n_pods);
@@ -150,7 +187,7 @@ static char *format_reasons(struct pl_ctx *c, size_t pod, size_t n_pods)
     qsort(c->reasons, c->n_reasons, sizeof(*c->reasons), cmp_reason);
     for (size_t i = 0; i < c->n_reasons; i++)
         fatia_buf_printf(&b, "%s%zu %s%s", i ? ", " : ": ", c->reasons[i].count,
-                         c->reasons[i].node_prefix ? "node(s) " : "", c->reasons[i].text);
+                         c->reasons[i].w.node_prefix ? "node(s) " : "", c->reasons[i].text);
     if (c->n_other)
         fatia_buf_printf(&b, ", %zu for other reasons", c->n_other);
     fatia_buf_puts(&b, ".");
@@ -302,11 +339,11 @@ static int choose_fraction(struct pl_ctx *c, const struct pl_node *nd, uint32_t 
     }
     if (best < 0) {
         if (shares_full && !mem_short)
-            fail_node(c, true, "had fraction pools at their maxShares");
+            fail_node(c, true, WHY_TEXT, "had fraction pools at their maxShares", 0);
         else if (mem_short)
-            fail_node(c, false, "Insufficient fatia.dev/gpu-memory");
+            fail_node(c, false, WHY_INSUFFICIENT, "fatia.dev/gpu-memory", 0);
         else
-            fail_node(c, false, "Insufficient fatia.dev/gpu-milli");
+            fail_node(c, false, WHY_INSUFFICIENT, "fatia.dev/gpu-milli", 0);
         return -FATIA_E_NOFIT;
     }
     {
@@ -449,10 +486,9 @@ static int choose_units(struct pl_ctx *c, const struct pl_node *nd, uint32_t nod
     }
     if (total < count) {
         if (mps_blocked && total + mps_blocked >= count)
-            fail_node(c, true, "had %s shares only on MPS GPUs another namespace uses",
-                      res_name(c, res));
+            fail_node(c, true, WHY_MPS, res_name(c, res), 0);
         else
-            fail_node(c, false, "Insufficient %s", res_name(c, res));
+            fail_node(c, false, WHY_INSUFFICIENT, res_name(c, res), 0);
         return -FATIA_E_NOFIT;
     }
     if (count > 1 && whole_kind(c, nd, res)) {
@@ -517,15 +553,14 @@ static int choose_units(struct pl_ctx *c, const struct pl_node *nd, uint32_t nod
             return 0;
         }
         if (c->pod->nvlink == PL_NVLINK_REQUIRED) {
-            fail_node(c, true, "had no NVLink island with %" PRIu32 " free %s", count,
-                      res_name(c, res));
+            fail_node(c, true, WHY_NVLINK, res_name(c, res), count);
             return -FATIA_E_NOFIT;
         }
     }
     for (uint32_t k = 0; k < count; k++) {
         r = choose_unit(c, nd, node, res, container);
         if (r == -FATIA_E_NOFIT)
-            fail_node(c, false, "Insufficient %s", res_name(c, res));
+            fail_node(c, false, WHY_INSUFFICIENT, res_name(c, res), 0);
         if (r < 0)
             return r;
     }
@@ -543,21 +578,17 @@ static double node_free_gpu(const struct fatia_place_state *st, const struct pl_
 
 /* Evaluates node `node` for the pod: 1 and c->items, c->score when it fits; 0 (c->why says why)
  * when it does not; <0 on error. Counters are as before on return. */
-static int eval_node(struct pl_ctx *c, uint32_t node)
+/* The cheap part of eval_node: filters, scalars, fraction pools' summary. 1 (go on) or 0 (c->why
+ * says why not). */
+static int filter_node(struct pl_ctx *c, uint32_t node)
 {
     struct fatia_place_state *st = c->st;
     const struct fatia_place_pod *pod = c->pod;
     const struct pl_node *nd = &st->nodes[node];
     const char *why;
-    uint32_t touched0 = nd->touched;
-    double frag0 = 0;
-    int r = 1;
 
-    c->items.n = 0;
-    c->one_frag_valid = false;
     if ((why = pl_node_mismatch(st, pod, nd))) {
-        c->why = why;
-        c->why_node_prefix = true;
+        fail_node(c, true, WHY_TEXT, why, 0);
         return 0;
     }
     for (size_t i = 0; i < pod->n_scalars; i++) {
@@ -566,13 +597,55 @@ static int eval_node(struct pl_ctx *c, uint32_t node)
         if (res->slot >= 0 && (size_t)res->slot < nd->n_scalar)
             free = nd->alloc[res->slot] - nd->used[res->slot];
         if (free < pod->scalars[i].milli) {
-            fail_node(c, false, "Insufficient %s", res->name);
+            fail_node(c, false, WHY_INSUFFICIENT, res->name, 0);
             return 0;
         }
     }
-    if (fgd(c))
+    /* a quick "no" for fractions before any device is tried */
+    {
+        uint32_t whole = 0;
+        for (size_t i = 0; i < pod->n_fracs; i++) {
+            if (pod->fracs[i].milli >= 1000)
+                whole += (uint32_t)(pod->fracs[i].milli / 1000);
+            else if (nd->frac_max_free < pod->fracs[i].milli) {
+                bool full = false;
+                for (uint32_t g = 0; g < nd->n_gpus; g++) {
+                    const struct pl_gpu *gp = &st->gpus[nd->first_gpu + g];
+                    full |= gp->fractional && gp->shares >= gp->max_shares &&
+                            gp->milli_free >= pod->fracs[i].milli;
+                }
+                if (full)
+                    fail_node(c, true, WHY_TEXT, "had fraction pools at their maxShares", 0);
+                else
+                    fail_node(c, false, WHY_INSUFFICIENT, "fatia.dev/gpu-milli", 0);
+                return 0;
+            }
+        }
+        if (whole > nd->frac_whole_free) {
+            fail_node(c, false, WHY_INSUFFICIENT, "fatia.dev/gpu-milli", 0);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The devices part of eval_node, for a node filter_node accepted. */
+static int eval_devices(struct pl_ctx *c, uint32_t node)
+{
+    struct fatia_place_state *st = c->st;
+    const struct fatia_place_pod *pod = c->pod;
+    const struct pl_node *nd = &st->nodes[node];
+    uint32_t touched0 = nd->touched;
+    double frag0 = 0;
+    int r = 1;
+
+    c->items.n = 0;
+    c->one_frag_valid = false;
+    /* the fragmentation measure reads the node's scalars: apply them while choosing */
+    if (fgd(c)) {
         frag0 = pl_frag_node(c->mix, node);
-    pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, +1);
+        pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, +1);
+    }
     for (uint16_t ct = 0; r > 0 && ct < pod->n_containers; ct++) {
         for (size_t i = 0; r > 0 && i < pod->n_fracs; i++) {
             const struct pl_frac *f = &pod->fracs[i];
@@ -604,6 +677,8 @@ static int eval_node(struct pl_ctx *c, uint32_t node)
         double gfree = node_free_gpu(st, nd);
         int32_t cs = st->res->v.v[st->r_cpu].slot;
         double cpu = (size_t)cs < nd->n_scalar ? (double)(nd->alloc[cs] - nd->used[cs]) : 0;
+        if (!fgd(c))
+            cpu -= (double)pod_scalar(st, pod, st->r_cpu);
         double chosen = 0;
         for (size_t i = 0; i < c->items.n; i++) {
             bool seen = false;
@@ -640,8 +715,18 @@ static int eval_node(struct pl_ctx *c, uint32_t node)
         }
     }
     revert_items(c);
-    pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, -1);
+    if (fgd(c))
+        pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, -1);
     return r;
+}
+
+static int eval_node(struct pl_ctx *c, uint32_t node)
+{
+    c->items.n = 0;
+    c->one_frag_valid = false;
+    if (!filter_node(c, node))
+        return 0;
+    return eval_devices(c, node);
 }
 
 static bool better(const double *a, const double *b)
@@ -767,17 +852,114 @@ static bool wants_mig(const struct fatia_place_state *st, const struct fatia_pla
     return false;
 }
 
+/* Does the pod's answer depend on the node's name (so that equal nodes may differ)? */
+static bool name_dependent(const struct fatia_place_pod *pod)
+{
+    if (pod->node_name)
+        return true;
+    for (size_t i = 0; i < pod->n_sel; i++)
+        if (!strcmp(pod->sel_keys[i], "kubernetes.io/hostname"))
+            return true;
+    for (size_t t = 0; t < pod->n_terms; t++)
+        for (size_t i = 0; i < pod->terms[t].n; i++)
+            if (pod->terms[t].e[i].field ||
+                !strcmp(pod->terms[t].e[i].key, "kubernetes.io/hostname"))
+                return true;
+    return false;
+}
+
+/* The node's state as placement reads it: its class and every counter. */
+static uint64_t node_sig(const struct fatia_place_state *st, const struct pl_node *nd)
+{
+    uint64_t h = fatia_hash_chain64(nd->used, nd->n_scalar * sizeof(*nd->used), nd->cls);
+
+    for (uint32_t i = 0; i < nd->n_gpus; i++) {
+        const struct pl_gpu *g = &st->gpus[nd->first_gpu + i];
+        uint64_t x[8] = {(uint64_t)g->milli_free, g->mem_free, g->shares, g->users,
+                         g->n_used, g->mps_ns, g->fmask[0] ^ (g->fmask[1] << 1), g->fmask[2]};
+        h = fatia_hash_chain64(x, sizeof(x), h);
+        if (g->n_used) {
+            uint64_t bits = 0;
+            for (uint16_t s = 0; s < g->n_slices; s++) {
+                bits = bits << 1 | (g->slices[s].owner != PL_NO_OWNER);
+                if ((s & 63) == 63 || s + 1 == g->n_slices) {
+                    h = fatia_hash_chain64(&bits, sizeof(bits), h);
+                    bits = 0;
+                }
+            }
+        }
+    }
+    return h;
+}
+
+static struct memo *memo_slot(struct pl_ctx *c, uint64_t sig)
+{
+    struct fatia_place_state *st = c->st;
+    struct memo *tab;
+
+    if (!st->memo && !(st->memo = fatia_calloc(MEMO_CAP, sizeof(struct memo))))
+        return NULL;
+    tab = st->memo;
+    for (size_t i = sig & (MEMO_CAP - 1);; i = (i + 1) & (MEMO_CAP - 1)) {
+        struct memo *m = &tab[i];
+        if (m->epoch != st->memo_epoch || m->sig == sig)
+            return m;
+    }
+}
+
 /* Finds the pod's node; 1 (c->best, c->best_node), 0 (reasons counted), <0. */
 static int place_pod(struct pl_ctx *c)
 {
     struct fatia_place_state *st = c->st;
+    bool memo = fgd(c) && !name_dependent(c->pod) && st->n_nodes > 64;
+    size_t used = 0;
     int r;
 
     c->best_node = -1;
+    st->memo_epoch++;
     for (uint32_t n = 0; n < st->n_nodes; n++) {
-        r = eval_node(c, n);
-        if (r < 0)
-            return r;
+        struct memo *m = NULL;
+        uint64_t sig = 0;
+        if (memo && !filter_node(c, n)) {
+            count_reason(c);
+            continue;
+        }
+        if (memo && used < MEMO_CAP / 2) {
+            sig = node_sig(st, &st->nodes[n]);
+            m = memo_slot(c, sig);
+        }
+        if (m && m->epoch == st->memo_epoch) {
+            uint32_t first = st->nodes[n].first_gpu;
+            r = m->fits;
+            c->why = m->why;
+            memcpy(c->score, m->score, sizeof(c->score));
+            c->items.n = 0;
+            for (uint8_t k = 0; k < m->n_items; k++) {
+                struct pl_item it = m->items[k];
+                it.gpu += first;
+                if (FATIA_VEC_PUSH(&c->items, it) < 0)
+                    return -ENOMEM;
+            }
+        } else {
+            r = memo ? (c->items.n = 0, c->one_frag_valid = false, eval_devices(c, n))
+                     : eval_node(c, n);
+            if (r < 0)
+                return r;
+            if (m && c->items.n <= MEMO_ITEMS) {
+                uint32_t first = st->nodes[n].first_gpu;
+                m->sig = sig;
+                m->epoch = st->memo_epoch;
+                m->fits = (int8_t)r;
+                m->why = c->why;
+                memcpy(m->score, c->score, sizeof(c->score));
+                m->n_items = r ? (uint8_t)c->items.n : 0;
+                for (uint8_t k = 0; k < m->n_items; k++) {
+                    m->items[k] = c->items.v[k];
+                    m->items[k].gpu -= first;
+                }
+                used++;
+            }
+        }
         if (!r) {
             count_reason(c);
             continue;

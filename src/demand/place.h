@@ -69,6 +69,7 @@
 struct fatia_place_state;
 struct fatia_place_pod;
 struct fatia_place_mix;
+struct fatia_place_device;
 
 enum fatia_place_policy {
     FATIA_PLACE_BINPACK,
@@ -113,6 +114,11 @@ const char *fatia_place_gpu_strategy(const struct fatia_place_state *st, size_t 
 uint32_t fatia_place_gpu_node(const struct fatia_place_state *st, size_t g);
 /* Milli-GPUs left on GPU g (see stats). */
 uint32_t fatia_place_gpu_free_milli(const struct fatia_place_state *st, size_t g);
+
+/* The share of its GPU's SMs a device may use: a MIG instance its SMs / the GPU's, an MPS share
+ * its active thread percentage, anything else 1. */
+double fatia_place_device_sm_share(const struct fatia_place_state *st,
+                                   const struct fatia_place_device *d);
 
 size_t fatia_place_node_count(const struct fatia_place_state *st);
 const char *fatia_place_node_name(const struct fatia_place_state *st, size_t node);

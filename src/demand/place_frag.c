@@ -21,17 +21,24 @@
  * the same way. For fraction pools this is exactly the paper's measure (its Q1/Q2/Q4/no-access
  * cases count everything, Q3 counts the GPUs with less left than the fraction).
  *
- * The mix. Types are recorded as pods arrive (fatia_place_mix_add); the measure uses the "typical"
- * ones, as the authors' artifact does: the most popular types, added ten at a time, until they
- * cover at least coverage_pct of the pods seen (60 by default, their DefaultTypicalPodPopularity-
- * Threshold), with probabilities renormalised over that set. CPU-only pods are not recorded: for
- * them F_n(m) is R_n on every node, a constant that changes no decision.
+ * The mix. Types are recorded as pods arrive (fatia_place_mix_add); the measure uses the most
+ * popular ones, taken one at a time until they at least coverage_pct of the pods seen, with probabilities renormalised over that set.
+ * CPU-only pods are not recorded: for them F_n(m) is R_n on every node, a constant that changes no
+ * decision.
  *
- * Cost. Per node and typical type the cache keeps the count of usable units and the free capacity
- * of unusable GPUs; it is recomputed when the node changes (its gen) or the typical set changes.
- * F_n(M) is then O(types), and the effect of changing one GPU of a fraction pool is O(types)
- * (pl_frag_node_one), which is what makes the policy fast enough for the Alibaba trace (< 5 s for
- * 8,152 pods on 6,212 GPUs).
+ * The measure uses every type seen (coverage 100, the default): the mix is then the paper's M,
+ * the distribution of the workload's requests; the artifact's "typical pods" cut (the most popular
+ * types, one at a time, until they cover 95 % of the pods in its experiment scripts, 60 % in its
+ * Go default) is available as coverage_pct, as an approximation. Like the paper's, the measure
+ * looks at CPU and GPUs only (a type's memory is checked by placement's filter, not here).
+ *
+ * Cost. Types that ask the same of GPUs (kind, milli, memory, units, resource, constraints) form
+ * a group; they differ in CPU only. Per node and group the cache keeps the usable units and the
+ * free capacity of unusable GPUs (recomputed when the node changes, its gen); per group the
+ * typical members are sorted by CPU with prefix sums of their probabilities, so the members a
+ * node has CPU for are a binary search away. F_n(M) is O(groups x log members), and so is the
+ * effect of changing one GPU of a fraction pool (pl_frag_node_one): the Alibaba trace has 24
+ * groups for 126 types.
  *
  * Worked example (tests/unit/test_place.c): a node with two fraction-pool GPUs left with 600 and
  * 300 milli-GPUs and 8 free CPUs, against a mix of 1/2 "500 milli-GPUs, 4 CPUs" and 1/2 "one whole
@@ -55,15 +62,26 @@ struct mtype {
     uint64_t key;
     uint64_t count;
     uint32_t order; /* first seen */
-    int64_t cpu, mem;
+    uint32_t group;
+    int64_t cpu;
+};
+
+struct mgroup {
     uint8_t kind;
     int32_t milli;
     uint64_t memory;
     uint32_t units;
     uint16_t res;
+    uint64_t cons; /* the constraints' hash */
+    bool in_typ;   /* has typical members: its columns are kept current */
     uint8_t *access;   /* per node: the static filters pass */
     int32_t *usable;   /* per node, cached */
     int64_t *unusable; /* per node, cached */
+    /* typical members by CPU: cpu[i] ascending, pcum[i] = sum of p of members 0..i */
+    int64_t *cpu;
+    double *pcum;
+    size_t n_mem, cap_mem;
+    double p; /* all typical members */
 };
 
 struct fatia_place_mix {
@@ -71,17 +89,15 @@ struct fatia_place_mix {
     unsigned coverage;
     struct mtype *t;
     size_t n, cap;
+    struct mgroup *g;
+    size_t n_g, cap_g;
     uint64_t total;
-    /* the typical set */
-    uint32_t *typ;
-    double *p;
+    uint32_t *typ; /* types by popularity; the first n_typ are typical */
     size_t n_typ;
     bool dirty;
-    int32_t *s_usable; /* scratch, per type */
-    int64_t *s_unusable;
     /* per node cache */
     uint64_t *gen; /* node gen at caching; UINT64_MAX = invalid */
-    int64_t *free_total, *cpu_free, *mem_free;
+    int64_t *free_total, *cpu_free;
 };
 
 int fatia_place_mix_new(const struct fatia_place_state *st, unsigned coverage_pct,
@@ -93,12 +109,11 @@ int fatia_place_mix_new(const struct fatia_place_state *st, unsigned coverage_pc
     if (!m)
         return -ENOMEM;
     m->st = st;
-    m->coverage = coverage_pct ? FATIA_MIN(coverage_pct, 100u) : 60u;
+    m->coverage = coverage_pct ? FATIA_MIN(coverage_pct, 100u) : 100u;
     m->gen = fatia_calloc(n, sizeof(*m->gen));
     m->free_total = fatia_calloc(n, sizeof(*m->free_total));
     m->cpu_free = fatia_calloc(n, sizeof(*m->cpu_free));
-    m->mem_free = fatia_calloc(n, sizeof(*m->mem_free));
-    if (!m->gen || !m->free_total || !m->cpu_free || !m->mem_free) {
+    if (!m->gen || !m->free_total || !m->cpu_free) {
         fatia_place_mix_free(m);
         return -ENOMEM;
     }
@@ -112,20 +127,19 @@ void fatia_place_mix_free(struct fatia_place_mix *mix)
 {
     if (!mix)
         return;
-    for (size_t i = 0; i < mix->n; i++) {
-        fatia_free(mix->t[i].access);
-        fatia_free(mix->t[i].usable);
-        fatia_free(mix->t[i].unusable);
+    for (size_t i = 0; i < mix->n_g; i++) {
+        fatia_free(mix->g[i].access);
+        fatia_free(mix->g[i].usable);
+        fatia_free(mix->g[i].unusable);
+        fatia_free(mix->g[i].cpu);
+        fatia_free(mix->g[i].pcum);
     }
+    fatia_free(mix->g);
     fatia_free(mix->t);
     fatia_free(mix->typ);
-    fatia_free(mix->p);
-    fatia_free(mix->s_usable);
-    fatia_free(mix->s_unusable);
     fatia_free(mix->gen);
     fatia_free(mix->free_total);
     fatia_free(mix->cpu_free);
-    fatia_free(mix->mem_free);
     fatia_free(mix);
 }
 
@@ -137,88 +151,7 @@ static int64_t pod_scalar(const struct fatia_place_pod *pod, uint16_t res)
     return 0;
 }
 
-int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_pod *pod)
-{
-    const struct fatia_place_state *st = mix->st;
-    struct mtype *t;
-    size_t nn = st->n_nodes ? st->n_nodes : 1;
-
-    if (fatia_place_pod_is_cpu_only(pod))
-        return 0;
-    for (size_t i = 0; i < mix->n; i++)
-        if (mix->t[i].key == pod->shape_hash) {
-            mix->t[i].count++;
-            mix->total++;
-            mix->dirty = true;
-            return 0;
-        }
-    if (mix->n == mix->cap) {
-        size_t nc = mix->cap ? mix->cap * 2 : 16;
-        struct mtype *nt = fatia_reallocarray(mix->t, nc, sizeof(*nt));
-        uint32_t *ny = NULL;
-        double *np = NULL;
-        if (!nt)
-            return -ENOMEM;
-        mix->t = nt;
-        ny = fatia_reallocarray(mix->typ, nc, sizeof(*ny));
-        if (!ny)
-            return -ENOMEM;
-        mix->typ = ny;
-        np = fatia_reallocarray(mix->p, nc, sizeof(*np));
-        if (!np)
-            return -ENOMEM;
-        mix->p = np;
-        int32_t *su = fatia_reallocarray(mix->s_usable, nc, sizeof(*su));
-        if (!su)
-            return -ENOMEM;
-        mix->s_usable = su;
-        int64_t *sn = fatia_reallocarray(mix->s_unusable, nc, sizeof(*sn));
-        if (!sn)
-            return -ENOMEM;
-        mix->s_unusable = sn;
-        mix->cap = nc;
-    }
-    t = &mix->t[mix->n];
-    memset(t, 0, sizeof(*t));
-    t->access = fatia_calloc(nn, 1);
-    t->usable = fatia_calloc(nn, sizeof(*t->usable));
-    t->unusable = fatia_calloc(nn, sizeof(*t->unusable));
-    if (!t->access || !t->usable || !t->unusable) {
-        fatia_free(t->access);
-        fatia_free(t->usable);
-        fatia_free(t->unusable);
-        return -ENOMEM;
-    }
-    t->key = pod->shape_hash;
-    t->count = 1;
-    t->order = (uint32_t)mix->n;
-    t->cpu = pod_scalar(pod, st->r_cpu);
-    t->mem = pod_scalar(pod, st->r_memory);
-    if (pod->n_fracs) {
-        const struct pl_frac *f = &pod->fracs[0];
-        t->kind = f->milli >= 1000 ? MT_WHOLE : MT_FRAC;
-        t->milli = f->milli;
-        t->memory = f->memory;
-        t->units = f->milli >= 1000 ? (uint32_t)(f->milli / 1000) : 1;
-    } else {
-        t->kind = MT_DEV;
-        t->res = pod->reqs[0].res;
-        t->units = pod->reqs[0].count;
-    }
-    for (size_t n = 0; n < st->n_nodes; n++)
-        t->access[n] = pl_node_mismatch(st, pod, &st->nodes[n]) == NULL;
-    mix->n++;
-    mix->total++;
-    mix->dirty = true;
-    return 0;
-}
-
-size_t fatia_place_mix_types(const struct fatia_place_mix *mix)
-{
-    return mix->n;
-}
-
-static uint32_t units(const struct pl_gpu *g, const struct mtype *t)
+static uint32_t units(const struct pl_gpu *g, const struct mgroup *t)
 {
     switch (t->kind) {
     case MT_FRAC: {
@@ -237,6 +170,106 @@ static uint32_t units(const struct pl_gpu *g, const struct mtype *t)
     }
 }
 
+/* The group of a pod's GPU request (created when new). */
+static int group_of(struct fatia_place_mix *mix, const struct fatia_place_pod *pod,
+                    uint32_t *ret)
+{
+    const struct fatia_place_state *st = mix->st;
+    size_t nn = st->n_nodes ? st->n_nodes : 1;
+    struct mgroup k = {0}, *g;
+
+    if (pod->n_fracs) {
+        const struct pl_frac *f = &pod->fracs[0];
+        k.kind = f->milli >= 1000 ? MT_WHOLE : MT_FRAC;
+        k.milli = f->milli;
+        k.memory = f->memory;
+        k.units = f->milli >= 1000 ? (uint32_t)(f->milli / 1000) : 1;
+    } else {
+        k.kind = MT_DEV;
+        k.res = pod->reqs[0].res;
+        k.units = pod->reqs[0].count;
+    }
+    k.cons = pod->cons_hash;
+    for (size_t i = 0; i < mix->n_g; i++) {
+        g = &mix->g[i];
+        if (g->kind == k.kind && g->milli == k.milli && g->memory == k.memory &&
+            g->units == k.units && g->res == k.res && g->cons == k.cons) {
+            *ret = (uint32_t)i;
+            return 0;
+        }
+    }
+    if (mix->n_g == mix->cap_g) {
+        size_t nc = mix->cap_g ? mix->cap_g * 2 : 16;
+        struct mgroup *ng = fatia_reallocarray(mix->g, nc, sizeof(*ng));
+        if (!ng)
+            return -ENOMEM;
+        mix->g = ng;
+        mix->cap_g = nc;
+    }
+    k.access = fatia_calloc(nn, 1);
+    k.usable = fatia_calloc(nn, sizeof(*k.usable));
+    k.unusable = fatia_calloc(nn, sizeof(*k.unusable));
+    if (!k.access || !k.usable || !k.unusable) {
+        fatia_free(k.access);
+        fatia_free(k.usable);
+        fatia_free(k.unusable);
+        return -ENOMEM;
+    }
+    for (size_t n = 0; n < st->n_nodes; n++)
+        k.access[n] = pl_node_mismatch(st, pod, &st->nodes[n]) == NULL;
+    mix->g[mix->n_g] = k;
+    *ret = (uint32_t)mix->n_g++;
+    return 0;
+}
+
+int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_pod *pod)
+{
+    struct mtype *t;
+    uint32_t g;
+    int r;
+
+    if (fatia_place_pod_is_cpu_only(pod))
+        return 0;
+    for (size_t i = 0; i < mix->n; i++)
+        if (mix->t[i].key == pod->shape_hash) {
+            mix->t[i].count++;
+            mix->total++;
+            mix->dirty = true;
+            return 0;
+        }
+    if ((r = group_of(mix, pod, &g)) < 0)
+        return r;
+    if (mix->n == mix->cap) {
+        size_t nc = mix->cap ? mix->cap * 2 : 16;
+        struct mtype *nt = fatia_reallocarray(mix->t, nc, sizeof(*nt));
+        uint32_t *ny;
+        if (!nt)
+            return -ENOMEM;
+        mix->t = nt;
+        ny = fatia_reallocarray(mix->typ, nc, sizeof(*ny));
+        if (!ny)
+            return -ENOMEM;
+        mix->typ = ny;
+        mix->cap = nc;
+    }
+    t = &mix->t[mix->n];
+    memset(t, 0, sizeof(*t));
+    t->key = pod->shape_hash;
+    t->count = 1;
+    t->order = (uint32_t)mix->n;
+    t->group = g;
+    t->cpu = pod_scalar(pod, mix->st->r_cpu);
+    mix->n++;
+    mix->total++;
+    mix->dirty = true;
+    return 0;
+}
+
+size_t fatia_place_mix_types(const struct fatia_place_mix *mix)
+{
+    return mix->n;
+}
+
 /* Orders types by count (ties: first seen). */
 static int cmp_typ(const void *a, const void *b, void *arg)
 {
@@ -248,64 +281,121 @@ static int cmp_typ(const void *a, const void *b, void *arg)
     return (x->order > y->order) - (x->order < y->order);
 }
 
+static int cmp_cpu(const void *a, const void *b, void *arg)
+{
+    const struct fatia_place_mix *mix = arg;
+    const struct mtype *x = &mix->t[*(const uint32_t *)a];
+    const struct mtype *y = &mix->t[*(const uint32_t *)b];
+    if (x->cpu != y->cpu)
+        return x->cpu < y->cpu ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+static void group_node(const struct fatia_place_state *st, const struct pl_node *nd,
+                       struct mgroup *g, size_t n)
+{
+    int32_t usable = 0;
+    int64_t unusable = 0;
+
+    for (uint32_t i = 0; i < nd->n_gpus; i++) {
+        const struct pl_gpu *gp = &st->gpus[nd->first_gpu + i];
+        uint32_t u = units(gp, g);
+        if (u)
+            usable += (int32_t)u;
+        else
+            unusable += pl_gpu_free_milli(gp);
+    }
+    g->usable[n] = usable;
+    g->unusable[n] = unusable;
+}
+
 static void node_cache(struct fatia_place_mix *mix, uint32_t n)
 {
     const struct fatia_place_state *st = mix->st;
     const struct pl_node *nd = &st->nodes[n];
     int64_t total = 0;
-    int32_t cpu = st->res->v.v[st->r_cpu].slot, mem = st->res->v.v[st->r_memory].slot;
+    int32_t cpu = st->res->v.v[st->r_cpu].slot;
 
     for (uint32_t g = 0; g < nd->n_gpus; g++)
         total += pl_gpu_free_milli(&st->gpus[nd->first_gpu + g]);
     mix->free_total[n] = total;
     mix->cpu_free[n] = (size_t)cpu < nd->n_scalar ? nd->alloc[cpu] - nd->used[cpu] : 0;
-    mix->mem_free[n] = (size_t)mem < nd->n_scalar ? nd->alloc[mem] - nd->used[mem] : 0;
-    for (size_t k = 0; k < mix->n_typ; k++) {
-        struct mtype *t = &mix->t[mix->typ[k]];
-        int32_t usable = 0;
-        int64_t unusable = 0;
-        for (uint32_t g = 0; g < nd->n_gpus; g++) {
-            const struct pl_gpu *gp = &st->gpus[nd->first_gpu + g];
-            uint32_t u = units(gp, t);
-            if (u)
-                usable += (int32_t)u;
-            else
-                unusable += pl_gpu_free_milli(gp);
-        }
-        t->usable[n] = usable;
-        t->unusable[n] = unusable;
-    }
+    for (size_t k = 0; k < mix->n_g; k++)
+        if (mix->g[k].in_typ)
+            group_node(st, nd, &mix->g[k], n);
     mix->gen[n] = nd->gen;
+}
+
+static int push_member(struct mgroup *g, int64_t cpu, double p)
+{
+    if (g->n_mem == g->cap_mem) {
+        size_t nc = g->cap_mem ? g->cap_mem * 2 : 8;
+        int64_t *nc_cpu = fatia_reallocarray(g->cpu, nc, sizeof(*nc_cpu));
+        double *nc_p;
+        if (!nc_cpu)
+            return -ENOMEM;
+        g->cpu = nc_cpu;
+        nc_p = fatia_reallocarray(g->pcum, nc, sizeof(*nc_p));
+        if (!nc_p)
+            return -ENOMEM;
+        g->pcum = nc_p;
+        g->cap_mem = nc;
+    }
+    g->cpu[g->n_mem] = cpu;
+    g->pcum[g->n_mem] = (g->n_mem ? g->pcum[g->n_mem - 1] : 0) + p;
+    g->n_mem++;
+    return 0;
 }
 
 int pl_mix_prepare(struct fatia_place_mix *mix)
 {
-    size_t old_n = mix->n_typ;
-    uint32_t old[64];
-    bool same;
+    const struct fatia_place_state *st = mix->st;
     uint64_t cum = 0, want;
+    uint32_t *sel;
+    size_t n_sel;
+    int r;
 
     if (!mix->dirty)
         return 0;
-    memcpy(old, mix->typ, FATIA_MIN(old_n, FATIA_ARRAY_SIZE(old)) * sizeof(*old));
     for (size_t i = 0; i < mix->n; i++)
         mix->typ[i] = (uint32_t)i;
     qsort_r(mix->typ, mix->n, sizeof(*mix->typ), cmp_typ, mix);
     want = (mix->total * mix->coverage + 99) / 100;
     mix->n_typ = 0;
-    while (mix->n_typ < mix->n && (cum < want || mix->n_typ == 0)) {
-        size_t step = FATIA_MIN(mix->n_typ + 10, mix->n);
-        for (; mix->n_typ < step; mix->n_typ++)
-            cum += mix->t[mix->typ[mix->n_typ]].count;
+    while (mix->n_typ < mix->n && (cum < want || mix->n_typ == 0))
+        cum += mix->t[mix->typ[mix->n_typ++]].count;
+    /* per group: its typical members by CPU, with prefix sums of p */
+    n_sel = mix->n_typ;
+    sel = fatia_calloc(n_sel ? n_sel : 1, sizeof(*sel));
+    if (!sel)
+        return -ENOMEM;
+    memcpy(sel, mix->typ, n_sel * sizeof(*sel));
+    qsort_r(sel, n_sel, sizeof(*sel), cmp_cpu, mix);
+    for (size_t k = 0; k < mix->n_g; k++) {
+        mix->g[k].n_mem = 0;
+        mix->g[k].p = 0;
     }
-    for (size_t k = 0; k < mix->n_typ; k++)
-        mix->p[k] = cum ? (double)mix->t[mix->typ[k]].count / (double)cum : 0;
-    /* a different set (or order) of types: every node's cache is stale */
-    same = old_n == mix->n_typ && old_n <= FATIA_ARRAY_SIZE(old) &&
-           !memcmp(old, mix->typ, old_n * sizeof(*old));
-    if (!same)
-        for (size_t n = 0; n < mix->st->n_nodes; n++)
-            mix->gen[n] = UINT64_MAX;
+    for (size_t i = 0; i < n_sel; i++) {
+        const struct mtype *t = &mix->t[sel[i]];
+        struct mgroup *g = &mix->g[t->group];
+        double p = cum ? (double)t->count / (double)cum : 0;
+        if ((r = push_member(g, t->cpu, p)) < 0) {
+            fatia_free(sel);
+            return r;
+        }
+        g->p += p;
+    }
+    fatia_free(sel);
+    /* groups that become typical get their columns, for nodes whose cache is current */
+    for (size_t k = 0; k < mix->n_g; k++) {
+        struct mgroup *g = &mix->g[k];
+        bool now = g->n_mem > 0;
+        if (now && !g->in_typ)
+            for (size_t n = 0; n < st->n_nodes; n++)
+                if (mix->gen[n] == st->nodes[n].gen)
+                    group_node(st, &st->nodes[n], g, n);
+        g->in_typ = now;
+    }
     mix->dirty = false;
     return 0;
 }
@@ -316,18 +406,32 @@ size_t fatia_place_mix_typical(struct fatia_place_mix *mix)
     return mix->n_typ;
 }
 
-static double combine(const struct fatia_place_mix *mix, uint32_t n, int64_t total, int64_t cpu,
-                      int64_t mem, const int32_t *usable, const int64_t *unusable)
+/* probability of g's typical members with at most `cpu` */
+static double hosted_p(const struct mgroup *g, int64_t cpu)
 {
-    double f = 0;
+    size_t lo = 0, hi = g->n_mem;
 
-    for (size_t k = 0; k < mix->n_typ; k++) {
-        const struct mtype *t = &mix->t[mix->typ[k]];
-        bool host =
-            t->access[n] && t->cpu <= cpu && t->mem <= mem && usable[k] >= (int32_t)t->units;
-        f += mix->p[k] * (double)(host ? unusable[k] : total);
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (g->cpu[mid] <= cpu)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return f;
+    return lo ? g->pcum[lo - 1] : 0;
+}
+
+/* f_g = total x P_g when g cannot run here at all, else total x (P_g - H) + unusable x H where
+ * H is the probability of the members the node has CPU for */
+static double group_frag(const struct mgroup *g, size_t n, int64_t total, int64_t cpu,
+                         int64_t usable, int64_t unusable)
+{
+    double h;
+
+    if (!g->access[n] || usable < (int64_t)g->units)
+        return (double)total * g->p;
+    h = hosted_p(g, cpu);
+    return (double)total * (g->p - h) + (double)unusable * h;
 }
 
 double pl_frag_node(struct fatia_place_mix *mix, uint32_t n)
@@ -339,11 +443,11 @@ double pl_frag_node(struct fatia_place_mix *mix, uint32_t n)
         node_cache(mix, n);
     if (!mix->free_total[n])
         return 0;
-    for (size_t k = 0; k < mix->n_typ; k++) {
-        const struct mtype *t = &mix->t[mix->typ[k]];
-        bool host = t->access[n] && t->cpu <= mix->cpu_free[n] && t->mem <= mix->mem_free[n] &&
-                    t->usable[n] >= (int32_t)t->units;
-        f += mix->p[k] * (double)(host ? t->unusable[n] : mix->free_total[n]);
+    for (size_t k = 0; k < mix->n_g; k++) {
+        const struct mgroup *g = &mix->g[k];
+        if (g->in_typ)
+            f += group_frag(g, n, mix->free_total[n], mix->cpu_free[n], g->usable[n],
+                            g->unusable[n]);
     }
     return f;
 }
@@ -352,55 +456,57 @@ double pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
 {
     const struct fatia_place_state *st = mix->st;
     const struct pl_node *nd = &st->nodes[n];
-    int32_t *usable = mix->s_usable;
-    int64_t *unusable = mix->s_unusable, total = 0, cpu, mem;
-    int32_t cs = st->res->v.v[st->r_cpu].slot, ms = st->res->v.v[st->r_memory].slot;
-    size_t nt = mix->n_typ;
+    int64_t total = 0, cpu;
+    int32_t cs = st->res->v.v[st->r_cpu].slot;
+    double f = 0;
 
     for (uint32_t g = 0; g < nd->n_gpus; g++)
         total += pl_gpu_free_milli(&st->gpus[nd->first_gpu + g]);
     if (!total)
         return 0;
     cpu = (size_t)cs < nd->n_scalar ? nd->alloc[cs] - nd->used[cs] : 0;
-    mem = (size_t)ms < nd->n_scalar ? nd->alloc[ms] - nd->used[ms] : 0;
-    for (size_t k = 0; k < nt; k++) {
-        const struct mtype *t = &mix->t[mix->typ[k]];
-        usable[k] = 0;
-        unusable[k] = 0;
-        for (uint32_t g = 0; g < nd->n_gpus; g++) {
-            const struct pl_gpu *gp = &st->gpus[nd->first_gpu + g];
-            uint32_t u = units(gp, t);
+    for (size_t k = 0; k < mix->n_g; k++) {
+        const struct mgroup *g = &mix->g[k];
+        int64_t usable = 0, unusable = 0;
+        if (!g->in_typ)
+            continue;
+        for (uint32_t i = 0; i < nd->n_gpus; i++) {
+            const struct pl_gpu *gp = &st->gpus[nd->first_gpu + i];
+            uint32_t u = units(gp, g);
             if (u)
-                usable[k] += (int32_t)u;
+                usable += u;
             else
-                unusable[k] += pl_gpu_free_milli(gp);
+                unusable += pl_gpu_free_milli(gp);
         }
+        f += group_frag(g, n, total, cpu, usable, unusable);
     }
-    return combine(mix, n, total, cpu, mem, usable, unusable);
+    return f;
 }
 
-double pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t g,
+double pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t gi,
                         const struct pl_gpu *before, int64_t d_cpu, int64_t d_mem)
 {
-    const struct pl_gpu *now = &mix->st->gpus[g];
+    const struct pl_gpu *now = &mix->st->gpus[gi];
     int64_t a = pl_gpu_free_milli(before), a2 = pl_gpu_free_milli(now);
-    int64_t total, cpu, mem;
+    int64_t total, cpu;
     double f = 0;
 
+    (void)d_mem;
     if (mix->gen[n] != mix->st->nodes[n].gen)
         node_cache(mix, n);
     total = mix->free_total[n] - a + a2;
     if (!total)
         return 0;
     cpu = mix->cpu_free[n] - d_cpu;
-    mem = mix->mem_free[n] - d_mem;
-    for (size_t k = 0; k < mix->n_typ; k++) {
-        const struct mtype *t = &mix->t[mix->typ[k]];
-        uint32_t ub = units(before, t), ua = units(now, t);
-        int64_t usable = t->usable[n] - (int64_t)ub + (int64_t)ua;
-        int64_t unusable = t->unusable[n] - (ub ? 0 : a) + (ua ? 0 : a2);
-        bool host = t->access[n] && t->cpu <= cpu && t->mem <= mem && usable >= (int64_t)t->units;
-        f += mix->p[k] * (double)(host ? unusable : total);
+    for (size_t k = 0; k < mix->n_g; k++) {
+        const struct mgroup *g = &mix->g[k];
+        uint32_t ub, ua;
+        if (!g->in_typ)
+            continue;
+        ub = units(before, g);
+        ua = units(now, g);
+        f += group_frag(g, n, total, cpu, g->usable[n] - (int64_t)ub + (int64_t)ua,
+                        g->unusable[n] - (ub ? 0 : a) + (ua ? 0 : a2));
     }
     return f;
 }

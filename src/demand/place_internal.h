@@ -77,6 +77,7 @@ struct pl_gpu {
     bool fractional;
     int32_t milli_free;
     uint64_t mem_total, mem_free, ctx_reserve;
+    uint64_t mem_per_milli; /* mem_total / 1000 */
     uint16_t shares, max_shares;
     uint64_t fmask[PL_MAX_FRACTION / 64];
     /* MPS: one namespace at a time */
@@ -101,7 +102,12 @@ struct pl_node {
     int64_t *used;
     uint32_t touched; /* GPUs of the node with users > 0 */
     uint64_t gen;     /* bumped by every committed change (bind, unbind, layout) */
-    uint32_t cls;     /* nodes of one class have equal labels, taints, allocatable and GPUs */
+    /* fraction pools, for a quick "no" (pl_node_summary): the most milli-GPUs one fraction could
+     * get (-1: no pool with room for one more), and the pools nobody uses */
+    int32_t frac_max_free;
+    uint32_t frac_whole_free;
+    uint64_t cls; /* nodes of one class have equal labels (but the host name), taints,
+                     allocatable and GPUs: a hash */
 };
 
 struct pl_item {
@@ -153,6 +159,9 @@ struct fatia_place_state {
     /* the empty twin for FATIA_PLACE_TEST, rebuilt when layout_gen moved */
     struct fatia_place_state *twin;
     uint64_t twin_gen;
+    /* place.c's memo of node evaluations (struct memo, MEMO_CAP entries), NULL until used */
+    void *memo;
+    uint64_t memo_epoch;
     /* resource ids of well-known names (or UINT16_MAX) */
     uint16_t r_cpu, r_memory, r_pods, r_gpu_milli, r_gpu_memory;
 };
@@ -253,6 +262,8 @@ int pl_state_twin(struct fatia_place_state *st, struct fatia_place_state **ret);
 int pl_gpu_set_layout(struct fatia_place_state *st, struct pl_gpu *g,
                       const struct fatia_mig_layout *layout);
 int pl_first_free_fraction(const struct pl_gpu *g);
+void pl_node_summary(struct fatia_place_state *st, uint32_t node);
+uint64_t pl_node_class(const struct fatia_place_state *st, const struct pl_node *n);
 
 /* place_match.c */
 /* NULL when the pod may go to the node, else a reason (kube-scheduler's words). */

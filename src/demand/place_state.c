@@ -31,6 +31,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "base/json.h"
 #include "demand/place_internal.h"
 #include "model/quantity.h"
@@ -195,7 +196,7 @@ void pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory, uint
         charge = memory + g->ctx_reserve;
         cap = memory;
     } else {
-        charge = (uint64_t)((__uint128_t)g->mem_total * (uint64_t)milli / 1000u);
+        charge = g->mem_per_milli * (uint64_t)milli; /* mem_total / 1000 x milli */
         cap = charge > g->ctx_reserve ? charge - g->ctx_reserve : 0;
     }
     *ret_charge = charge;
@@ -240,9 +241,28 @@ static void gpu_user(struct fatia_place_state *st, struct pl_gpu *g, int sign)
     }
 }
 
+void pl_node_summary(struct fatia_place_state *st, uint32_t node)
+{
+    struct pl_node *nd = &st->nodes[node];
+    int32_t best = -1;
+    uint32_t whole = 0;
+
+    for (uint32_t i = 0; i < nd->n_gpus; i++) {
+        const struct pl_gpu *g = &st->gpus[nd->first_gpu + i];
+        if (!g->fractional)
+            continue;
+        if (g->shares < g->max_shares && g->milli_free > best)
+            best = g->milli_free;
+        whole += g->users == 0 && g->shares == 0;
+    }
+    nd->frac_max_free = best;
+    nd->frac_whole_free = whole;
+}
+
 void pl_apply_items(struct fatia_place_state *st, uint32_t node, const struct pl_item *items,
                     size_t n, uint32_t ns, int sign)
 {
+    /* (the node summary is refreshed by bind and unbind only) */
     (void)node;
     for (size_t i = 0; i < n; i++) {
         const struct pl_item *it = &items[i];
@@ -346,6 +366,7 @@ int pl_bind_items(struct fatia_place_state *st, const char *key, uint32_t node, 
         if (items[i].slice != FATIA_PLACE_FRACTION)
             st->gpus[items[i].gpu].slices[items[i].slice].owner = idx;
     st->nodes[node].gen++;
+    pl_node_summary(st, node);
     st->n_bound++;
     return 0;
 fail:
@@ -368,6 +389,7 @@ int fatia_place_unbind(struct fatia_place_state *st, const char *key)
     pl_apply_scalars(st, b->node, b->scalars, b->n_scalars, -1);
     pl_apply_items(st, b->node, b->items, b->n_items, b->ns, -1);
     st->nodes[b->node].gen++;
+    pl_node_summary(st, b->node);
     fatia_free(b->key);
     fatia_free(b->scalars);
     fatia_free(b->items);
@@ -472,6 +494,7 @@ static int build_gpu(struct fatia_place_state *st, const struct fatia_plan *plan
             g->fractional = true;
             g->milli_free = 1000;
             g->mem_total = g->mem_free = s->memory_bytes;
+            g->mem_per_milli = s->memory_bytes / 1000u;
             g->ctx_reserve = pg->context_reserve;
             g->max_shares =
                 (uint16_t)(pg->share_policy && pg->share_policy->max_shares
@@ -491,6 +514,41 @@ static int build_gpu(struct fatia_place_state *st, const struct fatia_plan *plan
         ps->weight = slice_weight(g, ps);
     }
     return 0;
+}
+
+/* The node's class: everything placement reads of it that does not change, but its name. */
+uint64_t pl_node_class(const struct fatia_place_state *st, const struct pl_node *n)
+{
+    uint64_t h = 0x51ed270b27a5c3e1ull;
+    const char *k;
+    json_t *v;
+
+    json_object_foreach(n->labels, k, v)
+    {
+        if (!strcmp(k, "kubernetes.io/hostname") || !json_is_string(v))
+            continue;
+        h = fatia_hash_chain64(k, strlen(k) + 1, h);
+        h = fatia_hash_chain64(json_string_value(v), strlen(json_string_value(v)) + 1, h);
+    }
+    for (size_t i = 0; i < n->n_taints; i++)
+        h = fatia_hash_chain64(n->taints[i].desc, strlen(n->taints[i].desc) + 1,
+                               fatia_hash_chain64(n->taints[i].effect,
+                                                  strlen(n->taints[i].effect) + 1, h));
+    h = fatia_hash_chain64(n->alloc, n->n_scalar * sizeof(*n->alloc), h);
+    h = fatia_hash_chain64(&n->n_gpus, sizeof(n->n_gpus), h);
+    for (uint32_t i = 0; i < n->n_gpus; i++) {
+        const struct pl_gpu *g = &st->gpus[n->first_gpu + i];
+        uint64_t x[8] = {(uint64_t)(uintptr_t)g->model, (uint64_t)g->island, g->strategy,
+                         g->n_slices, g->fractional, g->mem_total, g->max_shares,
+                         g->ctx_reserve};
+        h = fatia_hash_chain64(x, sizeof(x), h);
+        for (uint16_t s = 0; s < g->n_slices; s++) {
+            uint64_t y[4] = {g->slices[s].res, g->slices[s].kind, g->slices[s].weight,
+                             g->slices[s].memory};
+            h = fatia_hash_chain64(y, sizeof(y), h);
+        }
+    }
+    return h;
 }
 
 static int scalar_from(const json_t *q, int64_t *ret)
@@ -531,6 +589,7 @@ void fatia_place_state_free(struct fatia_place_state *st)
     if (!st)
         return;
     fatia_place_state_free(st->twin);
+    fatia_free(st->memo);
     state_release(st);
     fatia_free(st);
 }
@@ -650,8 +709,11 @@ int fatia_place_state_new(const struct fatia_plan *plan, struct fatia_place_stat
         }
         st->max_cpu_milli = FATIA_MAX(st->max_cpu_milli, n->alloc[st->res->v.v[st->r_cpu].slot]);
     }
-    for (size_t i = 0; i < plan->n_nodes; i++)
+    for (size_t i = 0; i < plan->n_nodes; i++) {
         json_decref(allocs[i]);
+        pl_node_summary(st, (uint32_t)i);
+        st->nodes[i].cls = pl_node_class(st, &st->nodes[i]);
+    }
     fatia_free(allocs);
     *ret = st;
     return 0;
@@ -692,6 +754,7 @@ static int state_copy_empty(const struct fatia_place_state *src, struct fatia_pl
         const struct pl_node *s = &src->nodes[i];
         struct pl_node *n = &st->nodes[i];
         n->name = s->name;
+        n->cls = s->cls;
         n->labels = json_incref(s->labels);
         n->first_gpu = s->first_gpu;
         n->n_gpus = s->n_gpus;
@@ -740,6 +803,8 @@ static int state_copy_empty(const struct fatia_place_state *src, struct fatia_pl
                 g->slices[k].owner = PL_NO_OWNER;
         }
     }
+    for (size_t i = 0; i < st->n_nodes; i++)
+        pl_node_summary(st, (uint32_t)i);
     *ret = st;
     return 0;
 fail:
@@ -843,6 +908,8 @@ int pl_gpu_set_layout(struct fatia_place_state *st, struct pl_gpu *g,
     g->layout = *layout;
     g->mig_enabled = true;
     st->nodes[g->node].gen++;
+    st->nodes[g->node].cls = pl_node_class(st, &st->nodes[g->node]);
+    pl_node_summary(st, g->node);
     st->layout_gen++;
     return 0;
 }
@@ -1038,6 +1105,34 @@ uint32_t fatia_place_gpu_node(const struct fatia_place_state *st, size_t g)
 uint32_t fatia_place_gpu_free_milli(const struct fatia_place_state *st, size_t g)
 {
     return g < st->n_gpus ? pl_gpu_free_milli(&st->gpus[g]) : 0;
+}
+
+double fatia_place_device_sm_share(const struct fatia_place_state *st,
+                                   const struct fatia_place_device *d)
+{
+    const struct pl_gpu *g;
+    const struct pl_slice *s;
+    const struct fatia_slice *ps;
+
+    if (d->gpu >= st->n_gpus)
+        return 1;
+    g = &st->gpus[d->gpu];
+    if (d->slice == FATIA_PLACE_FRACTION || d->slice >= g->n_slices)
+        return 1;
+    s = &g->slices[d->slice];
+    if (s->mig != FATIA_NO_MIG && s->mig < g->layout.n && g->model->multiprocessors)
+        return (double)g->layout.v[s->mig].profile->multiprocessors /
+               (double)g->model->multiprocessors;
+    if (s->kind == FATIA_SLICE_MPS) {
+        /* the plan's slice carries the thread percentage */
+        const struct fatia_plan_node *pn = &st->plan->nodes[g->node];
+        const struct fatia_plan_gpu *pg = &pn->gpus[g->index < pn->inv->n_gpus ? g->index : 0];
+        if (s->replica < pg->n_slices) {
+            ps = &st->plan->slices[pg->first_slice + s->replica];
+            return ps->thread_percentage / 100.0;
+        }
+    }
+    return 1;
 }
 
 size_t fatia_place_node_count(const struct fatia_place_state *st)

@@ -220,22 +220,29 @@ static void test_typical_types(void **state)
     struct fleet f;
     struct fatia_place_mix *mix;
     struct fatia_place_pod *p[12];
+    static const struct {
+        unsigned coverage;
+        size_t typical;
+    } cases[] = {{60, 1}, {80, 4}, {100, 12}};
 
     (void)state;
     fleet_open(&f, frac_fleet);
-    assert_int_equal(fatia_place_mix_new(f.st, 60, &mix), 0);
-    /* 12 types: type 0 seen 30 times, the others once: 30 of 41 = 73 % >= 60 % after the first
-     * step of ten types, so ten are used */
-    for (int i = 0; i < 12; i++) {
-        p[i] = frac_pod(f.st, 100 + 10 * i, 1);
-        for (int k = 0; k < (i ? 1 : 30); k++)
-            assert_int_equal(fatia_place_mix_add(mix, p[i]), 0);
+    /* 12 types: type 0 seen 30 times, the others once (41 pods): 60 % is covered by type 0 alone
+     * (30), 80 % (33 pods) by the first four, 100 % by all */
+    for (size_t c = 0; c < FATIA_ARRAY_SIZE(cases); c++) {
+        assert_int_equal(fatia_place_mix_new(f.st, cases[c].coverage, &mix), 0);
+        for (int i = 0; i < 12; i++) {
+            if (!c)
+                p[i] = frac_pod(f.st, 100 + 10 * i, 1);
+            for (int k = 0; k < (i ? 1 : 30); k++)
+                assert_int_equal(fatia_place_mix_add(mix, p[i]), 0);
+        }
+        assert_int_equal(fatia_place_mix_types(mix), 12);
+        assert_int_equal(fatia_place_mix_typical(mix), cases[c].typical);
+        fatia_place_mix_free(mix);
     }
-    assert_int_equal(fatia_place_mix_types(mix), 12);
-    assert_int_equal(fatia_place_mix_typical(mix), 10);
     for (int i = 0; i < 12; i++)
         fatia_place_pod_free(p[i]);
-    fatia_place_mix_free(mix);
     fleet_close(&f);
 }
 

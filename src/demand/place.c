@@ -99,14 +99,18 @@ struct pl_ctx {
     uint64_t tmp_seq;
 };
 
-/* Nodes in the same state give one pod the same answer: with the fragmentation policy (whose
- * evaluation is the costly one) each state is evaluated once per pod. The table lives in the
- * state (st->memo, MEMO_CAP entries, reused through an epoch per pod). */
+/* A node in a given state gives a given pod the same answer every time: a cache of answers keyed
+ * by (node state, pod shape, namespace, policy) saves evaluating the many nodes that are alike
+ * (empty nodes of one pool) or unchanged since the last pod of that shape. The node state is
+ * its class and every counter (node_sig, cached per node until it changes); the fragmentation
+ * policy's answers also depend on the request mix, so they are keyed by the pod too (an epoch)
+ * and only deduplicate equal nodes within one pod. Direct-mapped, MEMO_CAP entries, in the state
+ * (st->memo); a colliding entry is overwritten. */
 #define MEMO_ITEMS 4
-#define MEMO_CAP   4096
+#define MEMO_CAP   32768
 
 struct memo {
-    uint64_t sig, epoch;
+    uint64_t key;
     int8_t fits;
     uint8_t n_items;
     struct why why;
@@ -868,11 +872,14 @@ static bool name_dependent(const struct fatia_place_pod *pod)
     return false;
 }
 
-/* The node's state as placement reads it: its class and every counter. */
-static uint64_t node_sig(const struct fatia_place_state *st, const struct pl_node *nd)
+/* The node's state as placement reads it: its class and every counter (cached until it changes). */
+static uint64_t node_sig(struct fatia_place_state *st, struct pl_node *nd)
 {
-    uint64_t h = fatia_hash_chain64(nd->used, nd->n_scalar * sizeof(*nd->used), nd->cls);
+    uint64_t h;
 
+    if (nd->sig_gen == nd->gen && nd->sig_gen != UINT64_MAX)
+        return nd->sig;
+    h = fatia_hash_chain64(nd->used, nd->n_scalar * sizeof(*nd->used), nd->cls);
     for (uint32_t i = 0; i < nd->n_gpus; i++) {
         const struct pl_gpu *g = &st->gpus[nd->first_gpu + i];
         uint64_t x[8] = {(uint64_t)g->milli_free, g->mem_free, g->shares, g->users,
@@ -889,46 +896,45 @@ static uint64_t node_sig(const struct fatia_place_state *st, const struct pl_nod
             }
         }
     }
+    nd->sig = h;
+    nd->sig_gen = nd->gen;
     return h;
 }
 
-static struct memo *memo_slot(struct pl_ctx *c, uint64_t sig)
+static uint64_t mix64(uint64_t x)
 {
-    struct fatia_place_state *st = c->st;
-    struct memo *tab;
-
-    if (!st->memo && !(st->memo = fatia_calloc(MEMO_CAP, sizeof(struct memo))))
-        return NULL;
-    tab = st->memo;
-    for (size_t i = sig & (MEMO_CAP - 1);; i = (i + 1) & (MEMO_CAP - 1)) {
-        struct memo *m = &tab[i];
-        if (m->epoch != st->memo_epoch || m->sig == sig)
-            return m;
-    }
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
 }
 
 /* Finds the pod's node; 1 (c->best, c->best_node), 0 (reasons counted), <0. */
 static int place_pod(struct pl_ctx *c)
 {
     struct fatia_place_state *st = c->st;
-    bool memo = fgd(c) && !name_dependent(c->pod) && st->n_nodes > 64;
-    size_t used = 0;
+    bool memo = !name_dependent(c->pod) && st->n_nodes > 64;
+    uint64_t pod_key;
+    struct memo *tab = NULL;
     int r;
 
     c->best_node = -1;
     st->memo_epoch++;
+    pod_key = mix64(c->pod->shape_hash ^ mix64((uint64_t)c->pod->ns << 8 | c->policy));
+    if (fgd(c))
+        pod_key = mix64(pod_key ^ st->memo_epoch);
+    if (memo && !st->memo && !(st->memo = fatia_calloc(MEMO_CAP, sizeof(struct memo))))
+        return -ENOMEM;
+    tab = memo ? st->memo : NULL;
     for (uint32_t n = 0; n < st->n_nodes; n++) {
         struct memo *m = NULL;
-        uint64_t sig = 0;
-        if (memo && !filter_node(c, n)) {
-            count_reason(c);
-            continue;
+        uint64_t key = 0;
+        if (tab) {
+            key = mix64(node_sig(st, &st->nodes[n]) ^ pod_key) | 1; /* 0 = empty */
+            m = &tab[key & (MEMO_CAP - 1)];
         }
-        if (memo && used < MEMO_CAP / 2) {
-            sig = node_sig(st, &st->nodes[n]);
-            m = memo_slot(c, sig);
-        }
-        if (m && m->epoch == st->memo_epoch) {
+        if (m && m->key == key) {
             uint32_t first = st->nodes[n].first_gpu;
             r = m->fits;
             c->why = m->why;
@@ -941,14 +947,12 @@ static int place_pod(struct pl_ctx *c)
                     return -ENOMEM;
             }
         } else {
-            r = memo ? (c->items.n = 0, c->one_frag_valid = false, eval_devices(c, n))
-                     : eval_node(c, n);
+            r = eval_node(c, n);
             if (r < 0)
                 return r;
             if (m && c->items.n <= MEMO_ITEMS) {
                 uint32_t first = st->nodes[n].first_gpu;
-                m->sig = sig;
-                m->epoch = st->memo_epoch;
+                m->key = key;
                 m->fits = (int8_t)r;
                 m->why = c->why;
                 memcpy(m->score, c->score, sizeof(c->score));
@@ -957,7 +961,6 @@ static int place_pod(struct pl_ctx *c)
                     m->items[k] = c->items.v[k];
                     m->items[k].gpu -= first;
                 }
-                used++;
             }
         }
         if (!r) {

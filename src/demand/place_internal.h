@@ -102,6 +102,7 @@ struct pl_node {
     int64_t *used;
     uint32_t touched; /* GPUs of the node with users > 0 */
     uint64_t gen;     /* bumped by every committed change (bind, unbind, layout) */
+    uint64_t sig, sig_gen; /* place.c's node_sig, valid while sig_gen == gen */
     /* fraction pools, for a quick "no" (pl_node_summary): the most milli-GPUs one fraction could
      * get (-1: no pool with room for one more), and the pools nobody uses */
     int32_t frac_max_free;

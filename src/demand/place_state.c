@@ -664,6 +664,7 @@ int fatia_place_state_new(const struct fatia_plan *plan, struct fatia_place_stat
         if (!nj)
             goto fail;
         n->name = pn->inv->name;
+        n->sig_gen = UINT64_MAX;
         n->labels = json_incref(json_object_get(nj, "labels"));
         allocs[i] = json_incref(json_object_get(nj, "allocatable"));
         json_decref(nj);
@@ -755,6 +756,7 @@ static int state_copy_empty(const struct fatia_place_state *src, struct fatia_pl
         struct pl_node *n = &st->nodes[i];
         n->name = s->name;
         n->cls = s->cls;
+        n->sig_gen = UINT64_MAX;
         n->labels = json_incref(s->labels);
         n->first_gpu = s->first_gpu;
         n->n_gpus = s->n_gpus;

@@ -710,7 +710,17 @@ static int load_control(struct sim *s, const struct fatia_objset *set)
             if (!strcmp(set->v[i]->kind->kind, kinds[k]) &&
                 (r = fatia_control_apply(s->ctl, set->v[i]->obj, abs_time(0), s->diag)) < 0)
                 return r;
-    /* entitlements: nominal GPUs per ClusterQueue */
+    return 0;
+}
+
+/* Nominal GPUs per ClusterQueue (GPU-equivalents: nvidia.com/gpu and fatia.dev/gpu-equivalent
+ * count 1, fatia.dev/gpu-milli 1/1000), read from the engine once its quota tree is built. */
+static int entitlements(struct sim *s)
+{
+    if (!s->ctl)
+        return 0;
+    for (size_t q = 0; q < s->queues.n; q++)
+        s->queues.v[q].entitlement = 0;
     {
         json_t *tab = NULL;
         size_t i;
@@ -729,8 +739,10 @@ static int load_control(struct sim *s, const struct fatia_objset *set)
                 g = (double)nominal / 1000.0;
             else if (!strcmp(res, "fatia.dev/gpu-milli"))
                 g = (double)nominal / 1e6;
-            if (g > 0)
-                s->queues.v[queue_of(s, cq)].entitlement += g;
+            if (g > 0) {
+                uint32_t q = queue_of(s, cq); /* may move s->queues.v */
+                s->queues.v[q].entitlement += g;
+            }
         }
         json_decref(tab);
     }
@@ -763,6 +775,8 @@ static json_t *report_common(struct sim *s, const char *mode)
 
     fatia_place_state_stats(s->st, &st);
     total = (double)st.gpu_milli_total / 1000.0;
+    if (entitlements(s) < 0)
+        goto oom;
     for (size_t q = 0; q < s->queues.n; q++) {
         struct queue_rep *r = &s->queues.v[q];
         json_t *qj;

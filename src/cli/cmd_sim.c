@@ -420,8 +420,7 @@ static int run(int argc, char **argv)
             "fatia sim: %zu submissions, %lld GPUs, policy %s: simulated in %.3f s (%.3f s of "
             "CPU)\n",
             tr.n, (long long)json_integer_value(json_object_get(rep, "totalGpus")),
-            fatia_place_policy_name(so.policy), (double)(t1 - t0) / 1e6,
-            (double)(c1 - c0) / 1e6);
+            fatia_place_policy_name(so.policy), (double)(t1 - t0) / 1e6, (double)(c1 - c0) / 1e6);
     if (out == FATIA_OUT_TABLE) {
         if (so.fill_pct)
             print_fill(rep);

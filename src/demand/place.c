@@ -188,7 +188,8 @@ static char *format_reasons(struct pl_ctx *c, size_t pod, size_t n_pods)
     if (n_pods > 1)
         fatia_buf_printf(&b, "pod %zu of %zu: ", pod + 1, n_pods);
     fatia_buf_printf(&b, "0/%zu nodes are available", c->st->n_nodes);
-    qsort(c->reasons, c->n_reasons, sizeof(*c->reasons), cmp_reason);
+    if (c->n_reasons)
+        qsort(c->reasons, c->n_reasons, sizeof(*c->reasons), cmp_reason);
     for (size_t i = 0; i < c->n_reasons; i++)
         fatia_buf_printf(&b, "%s%zu %s%s", i ? ", " : ": ", c->reasons[i].count,
                          c->reasons[i].w.node_prefix ? "node(s) " : "", c->reasons[i].text);
@@ -750,7 +751,8 @@ static int take_best(struct pl_ctx *c)
     c->best.n = 0;
     if (FATIA_VEC_RESERVE(&c->best, c->items.n) < 0)
         return -ENOMEM;
-    memcpy(c->best.v, c->items.v, c->items.n * sizeof(*c->items.v));
+    if (c->items.n)
+        memcpy(c->best.v, c->items.v, c->items.n * sizeof(*c->items.v));
     c->best.n = c->items.n;
     return 0;
 }
@@ -882,8 +884,14 @@ static uint64_t node_sig(struct fatia_place_state *st, struct pl_node *nd)
     h = fatia_hash_chain64(nd->used, nd->n_scalar * sizeof(*nd->used), nd->cls);
     for (uint32_t i = 0; i < nd->n_gpus; i++) {
         const struct pl_gpu *g = &st->gpus[nd->first_gpu + i];
-        uint64_t x[8] = {(uint64_t)g->milli_free, g->mem_free, g->shares, g->users,
-                         g->n_used, g->mps_ns, g->fmask[0] ^ (g->fmask[1] << 1), g->fmask[2]};
+        uint64_t x[8] = {(uint64_t)g->milli_free,
+                         g->mem_free,
+                         g->shares,
+                         g->users,
+                         g->n_used,
+                         g->mps_ns,
+                         g->fmask[0] ^ (g->fmask[1] << 1),
+                         g->fmask[2]};
         h = fatia_hash_chain64(x, sizeof(x), h);
         if (g->n_used) {
             uint64_t bits = 0;

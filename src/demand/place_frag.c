@@ -72,8 +72,8 @@ struct mgroup {
     uint64_t memory;
     uint32_t units;
     uint16_t res;
-    uint64_t cons; /* the constraints' hash */
-    bool in_typ;   /* has typical members: its columns are kept current */
+    uint64_t cons;     /* the constraints' hash */
+    bool in_typ;       /* has typical members: its columns are kept current */
     uint8_t *access;   /* per node: the static filters pass */
     int32_t *usable;   /* per node, cached */
     int64_t *unusable; /* per node, cached */
@@ -171,8 +171,7 @@ static uint32_t units(const struct pl_gpu *g, const struct mgroup *t)
 }
 
 /* The group of a pod's GPU request (created when new). */
-static int group_of(struct fatia_place_mix *mix, const struct fatia_place_pod *pod,
-                    uint32_t *ret)
+static int group_of(struct fatia_place_mix *mix, const struct fatia_place_pod *pod, uint32_t *ret)
 {
     const struct fatia_place_state *st = mix->st;
     size_t nn = st->n_nodes ? st->n_nodes : 1;
@@ -359,7 +358,8 @@ int pl_mix_prepare(struct fatia_place_mix *mix)
         return 0;
     for (size_t i = 0; i < mix->n; i++)
         mix->typ[i] = (uint32_t)i;
-    qsort_r(mix->typ, mix->n, sizeof(*mix->typ), cmp_typ, mix);
+    if (mix->n)
+        qsort_r(mix->typ, mix->n, sizeof(*mix->typ), cmp_typ, mix);
     want = (mix->total * mix->coverage + 99) / 100;
     mix->n_typ = 0;
     while (mix->n_typ < mix->n && (cum < want || mix->n_typ == 0))
@@ -369,8 +369,10 @@ int pl_mix_prepare(struct fatia_place_mix *mix)
     sel = fatia_calloc(n_sel ? n_sel : 1, sizeof(*sel));
     if (!sel)
         return -ENOMEM;
-    memcpy(sel, mix->typ, n_sel * sizeof(*sel));
-    qsort_r(sel, n_sel, sizeof(*sel), cmp_cpu, mix);
+    if (n_sel) {
+        memcpy(sel, mix->typ, n_sel * sizeof(*sel));
+        qsort_r(sel, n_sel, sizeof(*sel), cmp_cpu, mix);
+    }
     for (size_t k = 0; k < mix->n_g; k++) {
         mix->g[k].n_mem = 0;
         mix->g[k].p = 0;

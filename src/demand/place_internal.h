@@ -100,8 +100,8 @@ struct pl_node {
     size_t n_scalar; /* scalar slots known when the node was built */
     int64_t *alloc;  /* per scalar slot, milli-units */
     int64_t *used;
-    uint32_t touched; /* GPUs of the node with users > 0 */
-    uint64_t gen;     /* bumped by every committed change (bind, unbind, layout) */
+    uint32_t touched;      /* GPUs of the node with users > 0 */
+    uint64_t gen;          /* bumped by every committed change (bind, unbind, layout) */
     uint64_t sig, sig_gen; /* place.c's node_sig, valid while sig_gen == gen */
     /* fraction pools, for a quick "no" (pl_node_summary): the most milli-GPUs one fraction could
      * get (-1: no pool with room for one more), and the pools nobody uses */

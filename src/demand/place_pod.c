@@ -664,7 +664,8 @@ int fatia_place_pod_compile(struct fatia_place_state *st, const char *ns, const 
     for (size_t j = 0; j < sum.n; j++)
         if (sum.v[j] > 0)
             pod->scalars[pod->n_scalars++] = (struct pl_scalar){sum.res[j], sum.v[j]};
-    qsort(pod->scalars, pod->n_scalars, sizeof(*pod->scalars), cmp_scalar);
+    if (pod->n_scalars)
+        qsort(pod->scalars, pod->n_scalars, sizeof(*pod->scalars), cmp_scalar);
     /* a scalar no node was built with: remember its name for the reason */
     for (size_t j = 0; j < pod->n_scalars; j++) {
         const struct pl_res *res = pl_res_get(st, pod->scalars[j].res);

@@ -531,15 +531,20 @@ uint64_t pl_node_class(const struct fatia_place_state *st, const struct pl_node 
         h = fatia_hash_chain64(json_string_value(v), strlen(json_string_value(v)) + 1, h);
     }
     for (size_t i = 0; i < n->n_taints; i++)
-        h = fatia_hash_chain64(n->taints[i].desc, strlen(n->taints[i].desc) + 1,
-                               fatia_hash_chain64(n->taints[i].effect,
-                                                  strlen(n->taints[i].effect) + 1, h));
+        h = fatia_hash_chain64(
+            n->taints[i].desc, strlen(n->taints[i].desc) + 1,
+            fatia_hash_chain64(n->taints[i].effect, strlen(n->taints[i].effect) + 1, h));
     h = fatia_hash_chain64(n->alloc, n->n_scalar * sizeof(*n->alloc), h);
     h = fatia_hash_chain64(&n->n_gpus, sizeof(n->n_gpus), h);
     for (uint32_t i = 0; i < n->n_gpus; i++) {
         const struct pl_gpu *g = &st->gpus[n->first_gpu + i];
-        uint64_t x[8] = {(uint64_t)(uintptr_t)g->model, (uint64_t)g->island, g->strategy,
-                         g->n_slices, g->fractional, g->mem_total, g->max_shares,
+        uint64_t x[8] = {(uint64_t)(uintptr_t)g->model,
+                         (uint64_t)g->island,
+                         g->strategy,
+                         g->n_slices,
+                         g->fractional,
+                         g->mem_total,
+                         g->max_shares,
                          g->ctx_reserve};
         h = fatia_hash_chain64(x, sizeof(x), h);
         for (uint16_t s = 0; s < g->n_slices; s++) {

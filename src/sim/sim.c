@@ -780,7 +780,8 @@ static json_t *report_common(struct sim *s, const char *mode)
     for (size_t q = 0; q < s->queues.n; q++) {
         struct queue_rep *r = &s->queues.v[q];
         json_t *qj;
-        qsort(r->waits.v, r->waits.n, sizeof(double), cmp_double);
+        if (r->waits.n)
+            qsort(r->waits.v, r->waits.n, sizeof(double), cmp_double);
         qj = json_pack("{s:{s:f,s:f,s:f},s:I,s:I,s:I,s:I}", "waitSeconds", "p50",
                        percentile(r->waits.v, r->waits.n, 50), "p90",
                        percentile(r->waits.v, r->waits.n, 90), "p99",
@@ -982,7 +983,8 @@ static int run_replay(struct sim *s, json_t **ret)
         return -ENOMEM;
     for (size_t i = 0; i < s->tr->n; i++)
         order[i] = (uint32_t)i;
-    qsort_r(order, s->tr->n, sizeof(*order), cmp_sub_time, (void *)s->tr);
+    if (s->tr->n)
+        qsort_r(order, s->tr->n, sizeof(*order), cmp_sub_time, (void *)s->tr);
     for (size_t i = 0; i < s->tr->n; i++)
         if (s->tr->v[i].t > end)
             end = s->tr->v[i].t;

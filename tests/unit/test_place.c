@@ -220,6 +220,7 @@ static void test_typical_types(void **state)
     struct fleet f;
     struct fatia_place_mix *mix;
     struct fatia_place_pod *p[12];
+
     static const struct {
         unsigned coverage;
         size_t typical;

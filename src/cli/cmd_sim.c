@@ -386,6 +386,8 @@ static int run(int argc, char **argv)
                     : fatia_sim_trace_fatia(&tr, trace_path, buf, n, &d);
         if (r == -ENOMEM)
             goto oom;
+        if (r == 0 && !alibaba && fatia_sim_trace_profiles(&tr, &set, &d) == -ENOMEM)
+            goto oom;
     }
     fatia_free(buf);
     buf = NULL;

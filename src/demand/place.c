@@ -97,6 +97,17 @@ struct pl_ctx {
     size_t n_other;
     FATIA_VEC(struct jentry) journal;
     uint64_t tmp_seq;
+    /* claims: of the node being evaluated, of the best node, and per placed pod of the gang */
+    json_t *claim_json, *best_claims;
+    json_t **pod_claims;
+
+    /* named claims the gang allocated so far: their node */
+    struct {
+        const char *claim;
+        uint32_t node;
+    } shared[32];
+
+    size_t n_shared;
 };
 
 /* A node in a given state gives a given pod the same answer every time: a cache of answers keyed
@@ -321,7 +332,7 @@ static int choose_fraction(struct pl_ctx *c, const struct pl_node *nd, uint32_t 
             break;
         case FATIA_PLACE_SPREAD:
             key[0] = -(double)g->milli_free;
-            key[1] = 0;
+            key[1] = g->users; /* memory-only fractions leave milli-GPUs alone */
             break;
         case FATIA_PLACE_FRAGMENTATION:
             if (fgd(c)) {
@@ -583,6 +594,94 @@ static double node_free_gpu(const struct fatia_place_state *st, const struct pl_
 
 /* Evaluates node `node` for the pod: 1 and c->items, c->score when it fits; 0 (c->why says why)
  * when it does not; <0 on error. Counters are as before on return. */
+/* Allocates the pod's claims on the node, after its other devices: 1 (items pushed, c->claim_json
+ * set), 0 (c->why), <0. */
+static int choose_claims(struct pl_ctx *c, uint32_t node)
+{
+    struct fatia_place_state *st = c->st;
+    const struct fatia_place_pod *pod = c->pod;
+    const struct pl_node *nd = &st->nodes[node];
+    int r;
+
+    json_decref(c->claim_json);
+    if (!(c->claim_json = json_array()))
+        return -ENOMEM;
+    for (size_t k = 0; k < pod->n_claims; k++) {
+        const struct pl_claim *cl = &pod->claims[k];
+        struct fatia_dra_alloc_opts opts = {.node = nd->name, .node_labels = nd->labels};
+        struct fatia_dra_allocation *a = NULL;
+        json_t *entry;
+        bool done = false;
+        if (cl->allocated_node) {
+            if (*cl->allocated_node && strcmp(cl->allocated_node, nd->name)) {
+                fail_node(c, true, WHY_TEXT, "didn't match the node of an allocated ResourceClaim",
+                          0);
+                return 0;
+            }
+            done = true;
+        }
+        for (size_t i = 0; !done && cl->claim && i < c->n_shared; i++)
+            if (!strcmp(c->shared[i].claim, cl->claim)) {
+                if (c->shared[i].node != node) {
+                    fail_node(c, true, WHY_TEXT,
+                              "didn't match the node of an allocated ResourceClaim", 0);
+                    return 0;
+                }
+                done = true;
+            }
+        if (done) {
+            entry =
+                json_pack("{s:s,s:s?,s:n}", "name", cl->entry, "claim", cl->claim, "allocation");
+            if (!entry || json_array_append_new(c->claim_json, entry) < 0)
+                return -ENOMEM;
+            continue;
+        }
+        if (!st->dra_inv) {
+            fail_node(c, false, WHY_TEXT, "cannot allocate all claims (no DeviceClasses given)", 0);
+            return 0;
+        }
+        if ((r = pl_dra_map(st)) < 0)
+            return r;
+        r = fatia_dra_allocate(st->dra_inv, st->dra_cls, &st->dra_st, cl->spec, &opts, &a, NULL);
+        if (r == -FATIA_E_NOFIT || r == -FATIA_E_LIMIT) {
+            fail_node(c, false, WHY_TEXT, "cannot allocate all claims", 0);
+            return 0;
+        }
+        if (r == -FATIA_E_INVALID) {
+            fail_node(c, false, WHY_TEXT,
+                      "cannot allocate all claims (unknown DeviceClass or sharing config)", 0);
+            return 0;
+        }
+        if (r < 0)
+            return r;
+        for (size_t i = 0; i < a->n_results; i++) {
+            const struct pl_dra_ref *m = &st->dra_map[a->results[i].device];
+            struct pl_item it = {0};
+            if (a->results[i].admin_access)
+                continue;
+            if (m->gpu == UINT32_MAX) { /* cannot happen: such devices are marked used */
+                fatia_dra_allocation_free(a);
+                fail_node(c, false, WHY_TEXT, "cannot allocate all claims", 0);
+                return 0;
+            }
+            it.gpu = m->gpu;
+            it.slice = m->slice;
+            it.container = cl->container;
+            it.memory = st->gpus[m->gpu].slices[m->slice].memory;
+            if ((r = push_apply(c, &it)) < 0) {
+                fatia_dra_allocation_free(a);
+                return r;
+            }
+        }
+        entry = json_pack("{s:s,s:s?,s:o}", "name", cl->entry, "claim", cl->claim, "allocation",
+                          fatia_dra_allocation_to_json(st->dra_inv, a));
+        fatia_dra_allocation_free(a);
+        if (!entry || json_array_append_new(c->claim_json, entry) < 0)
+            return -ENOMEM;
+    }
+    return 1;
+}
+
 /* The cheap part of eval_node: filters, scalars, fraction pools' summary. 1 (go on) or 0 (c->why
  * says why not). */
 static int filter_node(struct pl_ctx *c, uint32_t node)
@@ -678,6 +777,8 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
                 r = x;
         }
     }
+    if (r > 0 && pod->n_claims)
+        r = choose_claims(c, node);
     if (r > 0) {
         double gfree = node_free_gpu(st, nd);
         int32_t cs = st->res->v.v[st->r_cpu].slot;
@@ -748,6 +849,8 @@ static bool better(const double *a, const double *b)
 /* Re-evaluates the chosen node and keeps its items applied as c->items (for binding). */
 static int take_best(struct pl_ctx *c)
 {
+    json_decref(c->best_claims);
+    c->best_claims = c->pod->n_claims ? json_incref(c->claim_json) : NULL;
     c->best.n = 0;
     if (FATIA_VEC_RESERVE(&c->best, c->items.n) < 0)
         return -ENOMEM;
@@ -922,7 +1025,7 @@ static uint64_t mix64(uint64_t x)
 static int place_pod(struct pl_ctx *c)
 {
     struct fatia_place_state *st = c->st;
-    bool memo = !name_dependent(c->pod) && st->n_nodes > 64;
+    bool memo = !name_dependent(c->pod) && !c->pod->n_claims && st->n_nodes > 64;
     uint64_t pod_key;
     struct memo *tab = NULL;
     int r;
@@ -1041,8 +1144,10 @@ void fatia_place_result_free(struct fatia_place_result *r)
 {
     if (!r)
         return;
-    for (size_t i = 0; i < r->n_pods; i++)
+    for (size_t i = 0; i < r->n_pods; i++) {
         fatia_free(r->pods[i].devices);
+        json_decref(r->pods[i].claims);
+    }
     fatia_free(r->pods);
     fatia_free(r->mig);
     for (size_t i = 0; i < r->n_victims; i++)
@@ -1066,7 +1171,10 @@ static int collect(struct pl_ctx *c, size_t n_pods, struct fatia_place_result *r
         if (j->type == J_BIND) {
             int32_t idx = (int32_t)(intptr_t)fatia_strmap_get(&st->bind_index, j->key);
             const struct pl_bind *b = &st->binds.v[idx];
-            struct fatia_place_pod_result *pr = &res->pods[p++];
+            struct fatia_place_pod_result *pr = &res->pods[p];
+            if (c->pod_claims)
+                pr->claims = json_incref(c->pod_claims[p]);
+            p++;
             pr->node = b->node;
             pr->devices = b->n_items ? fatia_calloc(b->n_items, sizeof(*pr->devices)) : NULL;
             if (b->n_items && !pr->devices)
@@ -1180,6 +1288,27 @@ int fatia_place_workload(struct fatia_place_state *st0, struct fatia_place_pod *
             jentry_release(&c.journal.v[--c.journal.n]);
             goto undo;
         }
+        /* its claims' allocations, and the named claims the next pods must follow */
+        if (pods[i]->n_claims) {
+            if (!c.pod_claims && !(c.pod_claims = fatia_calloc(n_pods, sizeof(*c.pod_claims)))) {
+                r = -ENOMEM;
+                goto undo;
+            }
+            c.pod_claims[i] = c.best_claims;
+            c.best_claims = NULL;
+            for (size_t k = 0; k < pods[i]->n_claims; k++) {
+                const struct pl_claim *cl = &pods[i]->claims[k];
+                bool known = false;
+                if (!cl->claim || cl->allocated_node)
+                    continue;
+                for (size_t x = 0; x < c.n_shared; x++)
+                    known |= !strcmp(c.shared[x].claim, cl->claim);
+                if (!known && c.n_shared < FATIA_ARRAY_SIZE(c.shared)) {
+                    c.shared[c.n_shared].claim = cl->claim;
+                    c.shared[c.n_shared++].node = (uint32_t)c.best_node;
+                }
+            }
+        }
     }
     res->placed = true;
     r = collect(&c, n_pods, res);
@@ -1190,6 +1319,11 @@ out:
     FATIA_VEC_RELEASE(&c.items);
     FATIA_VEC_RELEASE(&c.best);
     FATIA_VEC_RELEASE(&c.journal);
+    for (size_t i = 0; c.pod_claims && i < n_pods; i++)
+        json_decref(c.pod_claims[i]);
+    fatia_free(c.pod_claims);
+    json_decref(c.claim_json);
+    json_decref(c.best_claims);
     if (r < 0) {
         fatia_place_result_free(res);
         return r;

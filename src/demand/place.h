@@ -70,6 +70,7 @@ struct fatia_place_state;
 struct fatia_place_pod;
 struct fatia_place_mix;
 struct fatia_place_device;
+struct fatia_dra_classes;
 
 enum fatia_place_policy {
     FATIA_PLACE_BINPACK,
@@ -143,6 +144,26 @@ int fatia_place_pod_compile(struct fatia_place_state *st, const char *ns, const 
                             char *why, size_t why_n);
 void fatia_place_pod_free(struct fatia_place_pod *pod);
 
+/* ---- DRA claims (place_claims.c) ---- */
+
+/* Lets pods use ResourceClaims: builds the DRA inventory of the plan's ResourceSlices and the
+ * DeviceClasses cls (borrowed: they must outlive the state; NULL turns claims off). 0, -EINVAL
+ * (why), -ENOMEM. */
+int fatia_place_set_dra(struct fatia_place_state *st, const struct fatia_dra_classes *cls,
+                        char *why, size_t why_n);
+
+/* Finds an object (kind "ResourceClaim" or "ResourceClaimTemplate") by namespace and name:
+ * borrowed, validated, or NULL. */
+typedef const json_t *(*fatia_place_lookup_fn)(void *ud, const char *kind, const char *ns,
+                                               const char *name);
+
+/* Reads the pod's spec.resourceClaims (spec is the one given to fatia_place_pod_compile): a
+ * template's claim is the pod's own, a named claim is shared (and, when already allocated, ties
+ * the pod to its node). 0, -EINVAL (why: a missing claim or template), -ENOMEM. */
+int fatia_place_pod_claims(struct fatia_place_state *st, struct fatia_place_pod *pod,
+                           const json_t *spec, fatia_place_lookup_fn lookup, void *ud, char *why,
+                           size_t why_n);
+
 /* True when the pod asks for nothing a GPU gives. */
 bool fatia_place_pod_is_cpu_only(const struct fatia_place_pod *pod);
 /* The GPUs the pod asks for, in milli-GPUs (a fraction its gpu-milli, a whole GPU 1000, a
@@ -213,7 +234,11 @@ struct fatia_place_device {
 struct fatia_place_pod_result {
     uint32_t node;
     size_t n_devices;
-    struct fatia_place_device *devices;
+    struct fatia_place_device *devices; /* claims' devices included */
+    /* the pod's claims: [{"name": entry, "claim": "ns/name" (named claims) or null,
+     * "allocation": status.allocation, or null when the claim was allocated before or by an
+     * earlier pod of the workload}], or NULL without claims */
+    json_t *claims;
 };
 
 /* A MIG layout change a placement needs. */

@@ -227,7 +227,7 @@ int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_po
     uint32_t g;
     int r;
 
-    if (fatia_place_pod_is_cpu_only(pod))
+    if (!pod->n_fracs && !pod->n_reqs) /* CPU only, or devices through claims only */
         return 0;
     for (size_t i = 0; i < mix->n; i++)
         if (mix->t[i].key == pod->shape_hash) {

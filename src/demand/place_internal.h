@@ -17,6 +17,7 @@
 #include "base/buf.h"
 #include "base/map.h"
 #include "base/vec.h"
+#include "demand/dra.h"
 #include "demand/place.h"
 
 #define PL_NO_OWNER     (-1)
@@ -50,6 +51,7 @@ struct pl_slice {
     uint16_t weight; /* milli-GPUs this slice is of its GPU */
     uint64_t memory;
     int32_t owner; /* binding index or PL_NO_OWNER */
+    int32_t dra;   /* its device in the DRA inventory, or -1 */
 };
 
 enum pl_strategy {
@@ -163,6 +165,19 @@ struct fatia_place_state {
     /* place.c's memo of node evaluations (struct memo, MEMO_CAP entries), NULL until used */
     void *memo;
     uint64_t memo_epoch;
+    /* DRA (place_claims.c): the inventory of the plan's ResourceSlices, its used flags (kept equal
+     * to the slices' owners by pl_apply_items) and device -> slice */
+    const struct fatia_dra_classes *dra_cls;
+    struct fatia_dra_inventory *dra_inv;
+    bool dra_borrowed; /* the test twin shares its original's inventory */
+    struct fatia_dra_state dra_st;
+
+    struct pl_dra_ref {
+        uint32_t gpu; /* UINT32_MAX: no slice */
+        uint16_t slice;
+    } * dra_map;
+
+    uint64_t dra_map_gen;
     /* resource ids of well-known names (or UINT16_MAX) */
     uint16_t r_cpu, r_memory, r_pods, r_gpu_milli, r_gpu_memory;
 };
@@ -208,6 +223,14 @@ struct pl_tol {
     bool exists;
 };
 
+struct pl_claim {
+    char *entry;          /* spec.resourceClaims[].name */
+    char *claim;          /* "ns/name" of a named (shared) claim; NULL for a template's */
+    json_t *spec;         /* the ResourceClaimSpec (owned reference) */
+    char *allocated_node; /* a named claim already allocated: its node ("" if not node-local) */
+    uint16_t container;   /* the first container that uses it */
+};
+
 enum pl_nvlink {
     PL_NVLINK_PREFERRED,
     PL_NVLINK_REQUIRED,
@@ -236,6 +259,8 @@ struct fatia_place_pod {
     uint64_t cons_hash;  /* hash of the constraints above */
     uint64_t shape_hash; /* hash of the requests */
     char *unknown_res;   /* a requested resource no node has, or NULL */
+    struct pl_claim *claims;
+    size_t n_claims;
 };
 
 /* ---- helpers across files ---- */
@@ -283,6 +308,11 @@ double pl_frag_node_now(struct fatia_place_mix *mix, uint32_t node);
  * only for one change on a node whose cache is current. */
 double pl_frag_node_one(struct fatia_place_mix *mix, uint32_t node, uint32_t g,
                         const struct pl_gpu *before, int64_t d_cpu, int64_t d_mem);
+
+/* place_claims.c */
+int pl_dra_map(struct fatia_place_state *st);
+void pl_dra_release(struct fatia_place_state *st);
+void pl_claims_free(struct fatia_place_pod *pod);
 
 /* place_mig.c */
 struct pl_mig_try {

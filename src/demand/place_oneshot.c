@@ -26,6 +26,7 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "demand/dra.h"
 #include "demand/place.h"
 #include "model/objset.h"
 
@@ -33,6 +34,12 @@ static const json_t *flavor_spec(const struct fatia_objset *set, const char *nam
 {
     const struct fatia_object *o = fatia_objset_get(set, "ResourceFlavor", NULL, name);
     return o ? json_object_get(o->obj, "spec") : NULL;
+}
+
+static const json_t *lookup(void *ud, const char *kind, const char *ns, const char *name)
+{
+    const struct fatia_object *o = fatia_objset_get(ud, kind, ns, name);
+    return o ? o->obj : NULL;
 }
 
 static json_t *container_names(const json_t *spec)
@@ -89,8 +96,8 @@ static void report(struct fatia_diag *diag, const struct fatia_object *o, const 
 }
 
 /* Compiles a Pod (a gang of one). */
-static int unit_pod(struct fatia_place_state *st, const struct fatia_object *o, struct unit *u,
-                    struct fatia_diag *diag)
+static int unit_pod(const struct fatia_objset *set, struct fatia_place_state *st,
+                    const struct fatia_object *o, struct unit *u, struct fatia_diag *diag)
 {
     const json_t *spec = json_object_get(o->obj, "spec");
     char why[512];
@@ -106,10 +113,14 @@ static int unit_pod(struct fatia_place_state *st, const struct fatia_object *o, 
         return -ENOMEM;
     r = fatia_place_pod_compile(st, o->namespace, json_object_get(o->obj, "metadata"), spec, NULL,
                                 0, priority_of(o->obj), &u->compiled[0], why, sizeof(why));
+    if (r >= 0)
+        r = fatia_place_pod_claims(st, u->compiled[0], spec, lookup, (void *)set, why, sizeof(why));
     if (r == -EINVAL)
         report(diag, o, NULL, why);
-    if (r < 0)
+    if (r < 0) {
+        u->n_compiled = u->compiled[0] ? 1 : 0;
         return r;
+    }
     u->n_compiled = 1;
     u->ps_names[0] = container_names(spec);
     u->pods[0] = u->compiled[0];
@@ -189,6 +200,11 @@ static int unit_workload(const struct fatia_objset *set, struct fatia_place_stat
         }
         r = fatia_place_pod_compile(st, o->namespace, json_object_get(tmpl, "metadata"), spec, fl,
                                     n_fl, priority_of(o->obj), &u->compiled[i], why, sizeof(why));
+        if (r >= 0)
+            r = fatia_place_pod_claims(st, u->compiled[i], spec, lookup, (void *)set, why,
+                                       sizeof(why));
+        if (r < 0 && u->compiled[i])
+            u->n_compiled = i + 1;
         if (r == -EINVAL) {
             snprintf(path, sizeof(path), "spec.podSets[%zu].template", i);
             report(diag, o, path, why);
@@ -207,6 +223,16 @@ static int unit_workload(const struct fatia_objset *set, struct fatia_place_stat
         }
     }
     return 0;
+}
+
+static char *pl_claim_name(const char *pod_key, const char *entry)
+{
+    size_t n = strlen(pod_key) + strlen(entry ? entry : "") + 2;
+    char *s = fatia_malloc(n);
+
+    if (s)
+        snprintf(s, n, "%s-%s", pod_key, entry ? entry : "");
+    return s;
 }
 
 static json_t *unit_json(struct fatia_place_state *st, const struct unit *u,
@@ -235,6 +261,20 @@ static json_t *unit_json(struct fatia_place_state *st, const struct unit *u,
         pj = fatia_place_pod_result_json(st, &res->pods[i], cn, nn);
         if (pj)
             json_object_set_new(pj, "pod", json_string(u->keys[i]));
+        if (pj && res->pods[i].claims) {
+            /* a template's claim is named <pod>-<entry> (fatia_dra_claim_from_template) */
+            json_t *cl = json_deep_copy(res->pods[i].claims), *e;
+            size_t k;
+            json_array_foreach(cl, k, e)
+            {
+                if (json_is_null(json_object_get(e, "claim")) || !json_object_get(e, "claim")) {
+                    char *n = pl_claim_name(u->keys[i], fatia_json_str(e, "name"));
+                    json_object_set_new(e, "claim", n ? json_string(n) : json_null());
+                    fatia_free(n);
+                }
+            }
+            json_object_set_new(pj, "claims", cl);
+        }
         json_array_append_new(pods, pj);
     }
     json_object_set_new(j, "pods", pods);
@@ -260,6 +300,9 @@ int fatia_place_oneshot(const struct fatia_objset *set, const struct fatia_plan 
     struct fatia_place_mix *mix = NULL;
     struct fatia_place_opts opts = *opts0;
     struct fatia_place_stats stats;
+    struct fatia_dra_classes cls;
+    bool have_cls = false;
+    char why_dra[512];
     json_t *out = NULL, *list;
     const struct fatia_object *o;
     char buf[32];
@@ -267,6 +310,25 @@ int fatia_place_oneshot(const struct fatia_objset *set, const struct fatia_plan 
 
     if ((r = fatia_place_state_new(plan, &st)) < 0)
         return r;
+    fatia_dra_classes_init(&cls);
+    for (size_t i = 0; i < set->n; i++) {
+        char why[512];
+        o = set->v[i];
+        if (strcmp(o->kind->kind, "DeviceClass"))
+            continue;
+        r = fatia_dra_classes_add(&cls, o->obj, why, sizeof(why));
+        if (r == -ENOMEM)
+            goto out;
+        if (r < 0)
+            report(diag, o, NULL, why);
+        have_cls = true;
+    }
+    if (have_cls && (r = fatia_place_set_dra(st, &cls, why_dra, sizeof(why_dra))) < 0) {
+        if (r != -ENOMEM)
+            fatia_diag_add(diag, FATIA_DIAG_ERROR, NULL, 0, 0, NULL, NULL,
+                           "the fleet's ResourceSlices: %s", why_dra);
+        goto out;
+    }
     if ((r = fatia_place_mix_new(st, 0, &mix)) < 0)
         goto out;
     opts.mix = mix;
@@ -289,7 +351,7 @@ int fatia_place_oneshot(const struct fatia_objset *set, const struct fatia_plan 
                     fatia_json_str(json_object_get(o->obj, "spec"), "nodeName");
             if ((pass == 0) != named)
                 continue;
-            r = !strcmp(o->kind->kind, "Pod") ? unit_pod(st, o, &u, diag)
+            r = !strcmp(o->kind->kind, "Pod") ? unit_pod(set, st, o, &u, diag)
                                               : unit_workload(set, st, o, &u, diag);
             if (r == -EINVAL) {
                 unit_release(&u);
@@ -332,5 +394,6 @@ out:
     json_decref(out);
     fatia_place_mix_free(mix);
     fatia_place_state_free(st);
+    fatia_dra_classes_release(&cls);
     return r;
 }

@@ -464,6 +464,7 @@ void fatia_place_pod_free(struct fatia_place_pod *pod)
     fatia_free(pod->tols);
     fatia_free(pod->node_name);
     fatia_free(pod->unknown_res);
+    pl_claims_free(pod);
     fatia_free(pod);
 }
 
@@ -734,7 +735,7 @@ fail:
 
 bool fatia_place_pod_is_cpu_only(const struct fatia_place_pod *pod)
 {
-    return !pod->n_reqs && !pod->n_fracs;
+    return !pod->n_reqs && !pod->n_fracs && !pod->n_claims;
 }
 
 uint64_t fatia_place_pod_gpu_milli(const struct fatia_place_state *st,

@@ -289,6 +289,8 @@ void pl_apply_items(struct fatia_place_state *st, uint32_t node, const struct pl
             }
         } else {
             struct pl_slice *s = &g->slices[it->slice];
+            if (s->dra >= 0 && st->dra_st.used && (size_t)s->dra < st->dra_st.n)
+                st->dra_st.used[s->dra] = sign > 0;
             if (sign > 0) {
                 FATIA_ASSERT(s->owner == PL_NO_OWNER);
                 s->owner = INT32_MAX; /* tentative; the binding sets its index */
@@ -511,6 +513,7 @@ static int build_gpu(struct fatia_place_state *st, const struct fatia_plan *plan
         ps->replica = s->replica;
         ps->memory = s->memory_bytes;
         ps->owner = PL_NO_OWNER;
+        ps->dra = -1;
         ps->weight = slice_weight(g, ps);
     }
     return 0;
@@ -587,6 +590,13 @@ static void state_release(struct fatia_place_state *st)
     fatia_strmap_release(&st->ns_index);
     if (st->owns_res)
         restab_free(st->res);
+    if (st->dra_borrowed) {
+        st->dra_inv = NULL;
+        fatia_dra_state_release(&st->dra_st);
+        fatia_free(st->dra_map);
+    } else {
+        pl_dra_release(st);
+    }
 }
 
 void fatia_place_state_free(struct fatia_place_state *st)
@@ -812,6 +822,16 @@ static int state_copy_empty(const struct fatia_place_state *src, struct fatia_pl
     }
     for (size_t i = 0; i < st->n_nodes; i++)
         pl_node_summary(st, (uint32_t)i);
+    if (src->dra_inv) {
+        st->dra_cls = src->dra_cls;
+        st->dra_inv = src->dra_inv;
+        st->dra_borrowed = true;
+        if (fatia_dra_state_init(&st->dra_st, st->dra_inv) < 0)
+            goto fail;
+        st->dra_map_gen = UINT64_MAX;
+        if (pl_dra_map(st) < 0)
+            goto fail;
+    }
     *ret = st;
     return 0;
 fail:
@@ -879,6 +899,7 @@ int pl_gpu_set_layout(struct fatia_place_state *st, struct pl_gpu *g,
         s->mig = (uint8_t)j;
         s->memory = layout->v[j].profile->memory_bytes;
         s->owner = PL_NO_OWNER;
+        s->dra = -1;
         s->weight = (uint16_t)((uint32_t)layout->v[j].profile->memory_slices * 1000u /
                                g->model->mig->memory_slices);
     }

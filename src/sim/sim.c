@@ -147,7 +147,10 @@ struct sim {
     uint64_t restarts;
     json_t *series_t, *series_alloc, *series_frag, *series_running, *series_pending;
     int64_t next_sample;
-    bool slowdown; /* the trace has duty cycles */
+    bool slowdown;          /* the trace has duty cycles */
+    uint64_t pass;          /* placement passes */
+    uint64_t *shape_failed; /* per shape: the pass a single pod of it last failed in */
+    uint8_t *shape_never;   /* per shape: 0 unknown, 1 could fit, 2 never fits */
     struct fatia_diag *diag;
 };
 
@@ -452,13 +455,20 @@ static int try_place(struct sim *s, uint32_t wi, bool *ret_placed)
             if (seen)
                 continue;
             w->gpus[w->n_gpus] = r->pods[p].devices[d].gpu;
-            w->gpu_sm[w->n_gpus] = fatia_place_device_sm_share(s->st, &r->pods[p].devices[d]);
             w->n_gpus++;
         }
     /* the GPUs a MIG change touches are accounted before and after too */
     for (size_t i = 0; i < w->n_gpus; i++)
         gpu_account(s, w->gpus[i], -1);
     x = fatia_place_commit(s->st, w->pods, (const char *const *)w->pod_keys, r);
+    /* SM shares once committed: a device's slice is in the GPU's new MIG layout */
+    for (size_t p = 0, k = 0; x >= 0 && p < r->n_pods; p++)
+        for (size_t d = 0; d < r->pods[p].n_devices; d++)
+            for (k = 0; k < w->n_gpus; k++)
+                if (w->gpus[k] == r->pods[p].devices[d].gpu) {
+                    w->gpu_sm[k] = fatia_place_device_sm_share(s->st, &r->pods[p].devices[d]);
+                    break;
+                }
     fatia_place_result_free(r);
     for (size_t i = 0; i < w->n_gpus; i++)
         gpu_account(s, w->gpus[i], +1);
@@ -513,22 +523,36 @@ static void give_up(struct sim *s, uint32_t wi)
         fatia_control_workload_finished(s->ctl, w->sub->ns, w->sub->name, s->now);
 }
 
-/* Places waiting workloads: every one when capacity was freed, else only the new ones. */
+/* Places waiting workloads: every one when capacity was freed, else only the new ones. A failed
+ * placement changes nothing, so within one pass a single pod of a shape that did not fit is not
+ * tried again; whether a shape could ever fit is asked once (the empty fleet does not change). */
 static int place_waiting(struct sim *s, size_t first_new)
 {
     size_t keep = 0, from = s->freed ? 0 : first_new;
     int r = 0;
 
     s->freed = false;
+    s->pass++;
     for (size_t i = 0; i < s->waiting.n; i++) {
         uint32_t wi = s->waiting.v[i];
-        bool placed = false, never = false;
+        const struct fatia_sim_sub *sub = s->w[wi].sub;
+        bool single = sub->count == 1, placed = false, never = false, tried = i >= from;
         if (s->w[wi].state != WL_ADMITTED) /* evicted or gone meanwhile */
             continue;
-        if (i >= from && (r = try_place(s, wi, &placed)) < 0)
+        if (tried && single && s->shape_failed[sub->shape] == s->pass)
+            tried = false;
+        if (tried && (r = try_place(s, wi, &placed)) < 0)
             return r;
-        if (!placed && i >= from && (r = never_fits(s, wi, &never)) < 0)
-            return r;
+        if (tried && !placed && single)
+            s->shape_failed[sub->shape] = s->pass;
+        if (tried && !placed) {
+            if (single && s->shape_never[sub->shape])
+                never = s->shape_never[sub->shape] == 2;
+            else if ((r = never_fits(s, wi, &never)) < 0)
+                return r;
+            if (single)
+                s->shape_never[sub->shape] = never ? 2 : 1;
+        }
         if (never) {
             give_up(s, wi);
             continue;
@@ -560,6 +584,10 @@ static json_t *workload_json(struct sim *s, uint32_t wi)
                   (json_int_t)sub->count, "template", "spec", sub->spec);
     if (w && sub->priority != INT32_MIN)
         json_object_set_new(json_object_get(w, "spec"), "priority", json_integer(sub->priority));
+    else if (w && sub->priority_class)
+        json_object_set_new(json_object_get(w, "spec"), "priorityClassRef",
+                            json_pack("{s:s,s:s,s:s}", "group", "kueue.x-k8s.io", "kind",
+                                      "WorkloadPriorityClass", "name", sub->priority_class));
     return w;
 }
 
@@ -838,6 +866,8 @@ static void sim_release(struct sim *s)
     for (size_t i = 0; s->shapes && i < s->tr->n_shapes; i++)
         fatia_place_pod_free(s->shapes[i]);
     fatia_free(s->shapes);
+    fatia_free(s->shape_failed);
+    fatia_free(s->shape_never);
     fatia_strmap_release(&s->by_key);
     fatia_free(s->heap);
     fatia_free(s->waiting.v);
@@ -864,8 +894,12 @@ static void sim_release(struct sim *s)
 
 static int compile_shapes(struct sim *s)
 {
-    s->shapes = fatia_calloc(s->tr->n_shapes ? s->tr->n_shapes : 1, sizeof(*s->shapes));
-    if (!s->shapes)
+    size_t n = s->tr->n_shapes ? s->tr->n_shapes : 1;
+
+    s->shapes = fatia_calloc(n, sizeof(*s->shapes));
+    s->shape_failed = fatia_calloc(n, sizeof(*s->shape_failed));
+    s->shape_never = fatia_calloc(n, sizeof(*s->shape_never));
+    if (!s->shapes || !s->shape_failed || !s->shape_never)
         return -ENOMEM;
     for (size_t i = 0; i < s->tr->n; i++) {
         const struct fatia_sim_sub *sub = &s->tr->v[i];

@@ -45,9 +45,13 @@ struct fatia_sim_sub {
     double duty;      /* GPU duty cycle for the slowdown model (0..1), < 0 unknown */
     double sm;        /* share of the GPU's SMs its kernels occupy while they run (0..1) */
     uint32_t shape;   /* pods with the same spec share a shape (filled by the loader) */
+    uint32_t line;    /* of the trace, for messages (0: unknown) */
+    char *profile;    /* HardwareProfile "name" or "ns/name" (fatia_sim_trace_profiles), or NULL */
+    char *priority_class; /* a profile's Kueue priority class (WorkloadPriorityClass), or NULL */
 };
 
 struct fatia_sim_trace {
+    char *file; /* for messages */
     struct fatia_sim_sub *v;
     size_t n, cap;
     uint32_t n_shapes;
@@ -68,6 +72,14 @@ int fatia_sim_trace_alibaba(struct fatia_sim_trace *t, const char *file, const c
  * optionally queue, name, pods, priority, dutyCycle. */
 int fatia_sim_trace_fatia(struct fatia_sim_trace *t, const char *file, const char *buf, size_t n,
                           struct fatia_diag *diag);
+
+/* Applies the HardwareProfiles the trace's rows name (profile column) from set: every identifier
+ * the row's resources do not name is requested at the profile's defaultCount; a Queue profile
+ * gives its LocalQueue (when the row names none) and priority class, a Node profile its node
+ * selector and tolerations; a request outside the profile's min..max, a missing or disabled
+ * profile is an error naming the row. Shapes are recomputed. 0, -FATIA_E_INVALID, -ENOMEM. */
+int fatia_sim_trace_profiles(struct fatia_sim_trace *t, const struct fatia_objset *set,
+                             struct fatia_diag *diag);
 
 /* The Alibaba node list (openb_node_list_gpu_node.csv: sn, cpu_milli, memory_mib, gpu, model) as
  * fatia.dev/v1alpha1 objects: one NodePool per node shape (model, GPU count, CPU, memory), named

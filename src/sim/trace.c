@@ -17,6 +17,8 @@
 #include "base/json.h"
 #include "base/map.h"
 #include "base/str.h"
+#include "demand/profile.h"
+#include "model/quantity.h"
 #include "sim/sim.h"
 
 #define MAX_FIELDS 32
@@ -108,9 +110,12 @@ void fatia_sim_trace_release(struct fatia_sim_trace *t)
         fatia_free(t->v[i].ns);
         fatia_free(t->v[i].name);
         fatia_free(t->v[i].queue);
+        fatia_free(t->v[i].profile);
+        fatia_free(t->v[i].priority_class);
         json_decref(t->v[i].spec);
     }
     fatia_free(t->v);
+    fatia_free(t->file);
     memset(t, 0, sizeof(*t));
 }
 
@@ -498,6 +503,11 @@ int fatia_sim_trace_fatia(struct fatia_sim_trace *t, const char *file, const cha
     size_t row = 0;
 
     fatia_strmap_init(&sh.map);
+    fatia_free(t->file);
+    if (!(t->file = fatia_strdup(file))) {
+        shapes_release(&sh);
+        return -ENOMEM;
+    }
     if ((r = csv_next(&c, diag)) <= 0) {
         if (!r)
             fatia_diag_add(diag, FATIA_DIAG_ERROR, file, 1, 1, NULL, NULL, "empty trace");
@@ -569,11 +579,8 @@ int fatia_sim_trace_fatia(struct fatia_sim_trace *t, const char *file, const cha
                            "expected a number in (0, 1], got '%s'", f);
             bad = true;
         }
-        if (*FIELD(C_PROFILE)) {
-            fatia_diag_add(diag, FATIA_DIAG_ERROR, file, c.line, COL(C_PROFILE), NULL, "profile",
-                           "hardware profiles in traces are not supported yet: give resources");
-            bad = true;
-        }
+        if (*FIELD(C_PROFILE) && !(s.profile = fatia_strdup(FIELD(C_PROFILE))))
+            goto oom;
         req = json_object();
         if (!req)
             goto oom;
@@ -596,6 +603,7 @@ int fatia_sim_trace_fatia(struct fatia_sim_trace *t, const char *file, const cha
         }
         if (bad) {
             json_decref(req);
+            fatia_free(s.profile);
             continue;
         }
         spec = json_pack("{s:[{s:s,s:s,s:{s:o}}]}", "containers", "name", "main", "image", "trace",
@@ -603,6 +611,7 @@ int fatia_sim_trace_fatia(struct fatia_sim_trace *t, const char *file, const cha
         if (!spec || !(s.spec = shape_of(&sh, spec, &s.shape)))
             goto oom;
         snprintf(nbuf, sizeof(nbuf), "w%zu", row);
+        s.line = c.line;
         s.ns = fatia_strdup(FIELD(C_NS));
         s.name = fatia_strdup(*FIELD(C_NAME) ? FIELD(C_NAME) : nbuf);
         s.queue = *FIELD(C_QUEUE) ? fatia_strdup(FIELD(C_QUEUE)) : NULL;
@@ -610,6 +619,7 @@ int fatia_sim_trace_fatia(struct fatia_sim_trace *t, const char *file, const cha
             fatia_free(s.ns);
             fatia_free(s.name);
             fatia_free(s.queue);
+            fatia_free(s.profile);
             json_decref(s.spec);
             goto oom;
         }
@@ -624,4 +634,119 @@ int fatia_sim_trace_fatia(struct fatia_sim_trace *t, const char *file, const cha
 oom:
     shapes_release(&sh);
     return -ENOMEM;
+}
+
+/* ---- hardware profiles ---- */
+
+static int64_t req_milli(const json_t *q)
+{
+    struct fatia_quantity v;
+    return fatia_quantity_parse_json(q, &v, NULL, 0) < 0 ? -1 : fatia_quantity_milli(&v);
+}
+
+int fatia_sim_trace_profiles(struct fatia_sim_trace *t, const struct fatia_objset *set,
+                             struct fatia_diag *diag)
+{
+    struct shapes sh = {0};
+    int r = 0;
+
+    fatia_strmap_init(&sh.map);
+    for (size_t i = 0; i < t->n; i++) {
+        struct fatia_sim_sub *s = &t->v[i];
+        const struct fatia_object *o;
+        struct fatia_profile *p = NULL;
+        json_t *spec, *req, *defs;
+        const char *slash, *k;
+        json_t *v;
+        char ns[256], why[256];
+
+        if (s->profile) {
+            slash = strchr(s->profile, '/');
+            snprintf(ns, sizeof(ns), "%.*s", slash ? (int)(slash - s->profile) : (int)strlen(s->ns),
+                     slash ? s->profile : s->ns);
+            o = set ? fatia_objset_get(set, "HardwareProfile", ns, slash ? slash + 1 : s->profile)
+                    : NULL;
+            if (!o) {
+                fatia_diag_add(diag, FATIA_DIAG_ERROR, t->file, s->line, 1, s->name, "profile",
+                               "HardwareProfile %s/%s not found", ns,
+                               slash ? slash + 1 : s->profile);
+                continue;
+            }
+            if ((r = fatia_profile_parse(o->obj, &p, why, sizeof(why))) < 0) {
+                if (r == -ENOMEM)
+                    goto out;
+                fatia_diag_add(diag, FATIA_DIAG_ERROR, t->file, s->line, 1, s->name, "profile",
+                               "%s", why);
+                continue;
+            }
+            if (p->disabled) {
+                fatia_diag_add(diag, FATIA_DIAG_ERROR, t->file, s->line, 1, s->name, "profile",
+                               "HardwareProfile %s/%s is disabled: it cannot be used for new work",
+                               ns, p->name);
+                fatia_profile_free(p);
+                continue;
+            }
+            spec = json_deep_copy(s->spec);
+            req = json_object_get(
+                json_object_get(json_array_get(json_object_get(spec, "containers"), 0),
+                                "resources"),
+                "requests");
+            defs = fatia_profile_default_requests(p);
+            if (!spec || !req || !defs) {
+                json_decref(spec);
+                json_decref(defs);
+                fatia_profile_free(p);
+                r = -ENOMEM;
+                goto out;
+            }
+            json_object_foreach(defs, k, v) if (!json_object_get(req, k))
+                json_object_set(req, k, v);
+            json_decref(defs);
+            /* the profile's bounds */
+            for (size_t d = 0; d < p->n_ids; d++) {
+                const struct fatia_profile_identifier *id = &p->ids[d];
+                int64_t m = req_milli(json_object_get(req, id->identifier));
+                if (m < 0)
+                    continue;
+                if (m < fatia_quantity_milli(&id->min) ||
+                    (id->has_max && m > fatia_quantity_milli(&id->max)))
+                    fatia_diag_add(diag, FATIA_DIAG_ERROR, t->file, s->line, 1, s->name,
+                                   "resources", "%s outside HardwareProfile %s's range for %s",
+                                   json_string_value(json_object_get(req, id->identifier)), p->name,
+                                   id->identifier);
+            }
+            if (p->sched == FATIA_PROFILE_SCHED_QUEUE) {
+                if (!s->queue && p->local_queue && !(s->queue = fatia_strdup(p->local_queue)))
+                    r = -ENOMEM;
+                if (p->priority_class && !(s->priority_class = fatia_strdup(p->priority_class)))
+                    r = -ENOMEM;
+            } else if (p->sched == FATIA_PROFILE_SCHED_NODE) {
+                if (p->node_selector)
+                    json_object_set(spec, "nodeSelector", p->node_selector);
+                if (p->tolerations)
+                    json_object_set(spec, "tolerations", p->tolerations);
+            }
+            fatia_profile_free(p);
+            json_decref(s->spec);
+            s->spec = spec;
+            if (r < 0)
+                goto out;
+        }
+        /* shapes again, every row (profiles changed some specs) */
+        {
+            json_t *old = s->spec;
+            if (!(s->spec = shape_of(&sh, json_incref(old), &s->shape))) {
+                s->spec = old;
+                r = -ENOMEM;
+                goto out;
+            }
+            json_decref(old);
+        }
+    }
+    t->n_shapes = (uint32_t)sh.n;
+out:
+    shapes_release(&sh);
+    if (r < 0)
+        return r;
+    return fatia_diag_has_errors(diag) ? -FATIA_E_INVALID : 0;
 }

@@ -57,6 +57,15 @@ done
 # below 100 % requested load an unplaced pod is the policy's doing, never the fleet's size
 q "$TMP/fill-binpack.json" 'd["checkpoints"][0]["unallocatedGpus"] >= 0.2 * d["totalGpus"] - 1e-9' "True"
 
+# hardware profiles: default requests, the profile's queue (the example LocalQueues) and bounds
+expect_rc 0 "$FATIA" sim -R -f examples/ --trace $D/profiles.csv -o json
+q "$TMP/out" 'd["queues"]["team-a"]["admitted"], d["queues"]["team-b"]["admitted"], d["placedPods"]' "(3, 1, 4)"
+q "$TMP/out" 'sorted(d["concurrency"])' "['mig', 'timeslice', 'whole']"
+printf 'time,namespace,name,profile,resources,duration\n0,team-a,big,gpu-catalog/notebook-shared,cpu=9,1h\n0,team-a,gone,gpu-catalog/nope,,1h\n' >"$TMP/prof.csv"
+expect_rc 1 "$FATIA" sim -R -f examples/ --trace "$TMP/prof.csv"
+expect_line "$TMP/err" "prof.csv:2:1: error: big: resources: 9 outside HardwareProfile notebook-shared's range for cpu"
+expect_line "$TMP/err" "prof.csv:3:1: error: gone: profile: HardwareProfile gpu-catalog/nope not found"
+
 # bad input
 printf 'time,namespace,resources,duration\nsoon,ml,nvidia.com/gpu=1,10\n' >"$TMP/bad.csv"
 expect_rc 1 "$FATIA" sim -f $D/fleet-2gpu.yaml --trace "$TMP/bad.csv"

@@ -682,6 +682,21 @@ static int choose_claims(struct pl_ctx *c, uint32_t node)
     return 1;
 }
 
+/* Does the node have `milli` of scalar resource res left? A node that does not state its `pods`
+ * (an NVML node without a NodePool) takes any number, as a kubelet's default would. */
+static bool scalar_fits(const struct fatia_place_state *st, const struct pl_node *nd,
+                        const struct pl_res *res, int64_t milli)
+{
+    int64_t free = 0;
+
+    if (res->slot >= 0 && (size_t)res->slot < nd->n_scalar) {
+        if (res == pl_res_get(st, st->r_pods) && !nd->alloc[res->slot])
+            return true;
+        free = nd->alloc[res->slot] - nd->used[res->slot];
+    }
+    return free >= milli;
+}
+
 /* The cheap part of eval_node: filters, scalars, fraction pools' summary. 1 (go on) or 0 (c->why
  * says why not). */
 static int filter_node(struct pl_ctx *c, uint32_t node)
@@ -697,10 +712,7 @@ static int filter_node(struct pl_ctx *c, uint32_t node)
     }
     for (size_t i = 0; i < pod->n_scalars; i++) {
         const struct pl_res *res = pl_res_get(st, pod->scalars[i].res);
-        int64_t free = 0;
-        if (res->slot >= 0 && (size_t)res->slot < nd->n_scalar)
-            free = nd->alloc[res->slot] - nd->used[res->slot];
-        if (free < pod->scalars[i].milli) {
+        if (!scalar_fits(st, nd, res, pod->scalars[i].milli)) {
             fail_node(c, false, WHY_INSUFFICIENT, res->name, 0);
             return 0;
         }
@@ -942,14 +954,9 @@ static int journal_layout(struct pl_ctx *c, const struct fatia_place_mig_change 
 static bool scalars_fit(const struct fatia_place_state *st, const struct fatia_place_pod *pod,
                         const struct pl_node *nd)
 {
-    for (size_t i = 0; i < pod->n_scalars; i++) {
-        const struct pl_res *res = pl_res_get(st, pod->scalars[i].res);
-        int64_t free = 0;
-        if (res->slot >= 0 && (size_t)res->slot < nd->n_scalar)
-            free = nd->alloc[res->slot] - nd->used[res->slot];
-        if (free < pod->scalars[i].milli)
+    for (size_t i = 0; i < pod->n_scalars; i++)
+        if (!scalar_fits(st, nd, pl_res_get(st, pod->scalars[i].res), pod->scalars[i].milli))
             return false;
-    }
     return true;
 }
 

@@ -127,6 +127,16 @@ struct fatia_admission {
  * the order they were added. 0 or -ENOMEM. */
 int fatia_apiserver_add_admission(struct fatia_apiserver *s, const struct fatia_admission *plugin);
 
+/* ---- metrics ---- */
+
+/* GET /metrics (any authenticated user, as kube-apiserver's nonResourceURL): the provider
+ * appends Prometheus text (format 0.0.4) to out. Without a provider: 404. */
+struct fatia_buf;
+typedef int (*fatia_metrics_provider_fn)(void *arg, struct fatia_buf *out);
+
+void fatia_apiserver_set_metrics_provider(struct fatia_apiserver *s, fatia_metrics_provider_fn fn,
+                                          void *arg);
+
 /* ---- pod logs ---- */
 
 /* GET /api/v1/namespaces/NS/pods/NAME/log: the node agent provides the bytes. */

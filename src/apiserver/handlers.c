@@ -629,6 +629,22 @@ void handle_http(void *arg, struct fatia_api_http_req *req)
         reply_status(req, 401, "Unauthorized", "Unauthorized");
         return;
     }
+    if (rt.type == FATIA_ROUTE_METRICS) {
+        struct fatia_buf out = FATIA_BUF_INIT;
+        fatia_api_target_release(&tgt);
+        if (!s->metrics_provider) {
+            reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+            return;
+        }
+        if (s->metrics_provider(s->metrics_arg, &out) < 0) {
+            fatia_buf_release(&out);
+            reply_status(req, 500, "InternalError", "metrics could not be rendered");
+            return;
+        }
+        fatia_api_http_reply(req, 200, "text/plain; version=0.0.4; charset=utf-8", out.p, out.len);
+        fatia_buf_release(&out);
+        return;
+    }
     if (!accepts_json(h) && rt.type != FATIA_ROUTE_OPENAPI_V2) {
         fatia_api_target_release(&tgt);
         reply_status(req, 406, "NotAcceptable",

@@ -160,6 +160,8 @@ struct fatia_apiserver {
     FATIA_VEC(struct admission_entry) admission;
     fatia_log_provider_fn log_provider;
     void *log_arg;
+    fatia_metrics_provider_fn metrics_provider;
+    void *metrics_arg;
 
     /* cached documents */
     struct fatia_strmap openapi_v3; /* "apis/group/version" -> struct doc */

@@ -29,6 +29,13 @@ struct fatia_log_stream {
 void logs_start(const struct opctx *c, const struct fatia_api_query *q,
                 struct fatia_api_http_req *req, struct opres *err);
 
+void fatia_apiserver_set_metrics_provider(struct fatia_apiserver *s, fatia_metrics_provider_fn fn,
+                                          void *arg)
+{
+    s->metrics_provider = fn;
+    s->metrics_arg = arg;
+}
+
 void fatia_apiserver_set_log_provider(struct fatia_apiserver *s, fatia_log_provider_fn fn,
                                       void *arg)
 {

@@ -188,6 +188,8 @@ int fatia_api_route_parse(const struct fatia_api_target *t, struct fatia_api_rou
     } else if (n >= 1 &&
                (!strcmp(s0, "healthz") || !strcmp(s0, "livez") || !strcmp(s0, "readyz"))) {
         r.type = FATIA_ROUTE_HEALTH;
+    } else if (n == 1 && !strcmp(s0, "metrics")) {
+        r.type = FATIA_ROUTE_METRICS;
     } else if (!strcmp(s0, "openapi")) {
         if (n == 2 && !strcmp(t->seg[1], "v2")) {
             r.type = FATIA_ROUTE_OPENAPI_V2;

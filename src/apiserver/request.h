@@ -51,6 +51,7 @@ const char *fatia_api_target_param(const struct fatia_api_target *t, const char 
 enum fatia_api_route_type {
     FATIA_ROUTE_VERSION,
     FATIA_ROUTE_HEALTH,
+    FATIA_ROUTE_METRICS,       /* /metrics */
     FATIA_ROUTE_API,           /* /api */
     FATIA_ROUTE_API_V1,        /* /api/v1 (or another version: group "" version V) */
     FATIA_ROUTE_APIS,          /* /apis */

@@ -22,7 +22,8 @@ cleanup() {
     rm -rf "$D"
 }
 trap cleanup EXIT
-taskset -c 0 "$B/bin/fatiad" --data-dir "$D/data" --listen 127.0.0.1:0 --no-tls -f examples/ \
+taskset -c 0 "$B/bin/fatiad" --data-dir "$D/data" --listen 127.0.0.1:0 --no-tls --no-controllers \
+    -f examples/ \
     >"$D/log" 2>&1 &
 PID=$!
 for _ in $(seq 200); do

@@ -9,7 +9,11 @@
  *      when they exist), every write through the API server's ordinary write path;
  *   5. listening (loopback only, unless --insecure-listen-anywhere), DATA/kubeconfig (0600)
  *      written for the admin token and the address actually bound, and one log line that says
- *      where the API is and where the kubeconfig is.
+ *      where the API is and where the kubeconfig is;
+ *   6. the controllers (src/controller/): their admission plugins are registered with the API
+ *      server before anything is applied, and they start watching once it serves. The fleet file
+ *      (--fleet, default data/fleets/default.yaml: NodePools and GPUSharingPolicies) is applied
+ *      with the manifests, so `kubectl apply` of a policy later re-plans the GPUs.
  * SIGTERM and SIGINT stop it cleanly: no new requests, watches ended, writes in flight committed.
  *
  * Manifests applied with -f carry kubectl's last-applied-configuration annotation (the manifest
@@ -39,6 +43,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/str.h"
+#include "controller/controller.h"
 #include "model/doc.h"
 #include "model/kind.h"
 #include "store/store.h"
@@ -61,6 +66,17 @@ static const char usage[] =
     "      --max-body-bytes N      largest request body (default 3145728)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
     "      --watch-backlog N       drop a watcher more than N bytes behind (default 16 MiB)\n"
+    "      --fleet PATH            NodePools and GPUSharingPolicies to apply at start (file or\n"
+    "                              directory; default data/fleets/default.yaml); repeatable\n"
+    "      --inventory auto|sim|nvml\n"
+    "                              GPUs: NVML when it finds one (auto, default), or the\n"
+    "                              simulated fleet of the NodePools\n"
+    "      --node-name NAME        with NVML, the node's name (default: the host name)\n"
+    "      --catalog DIR           the GPU catalog (default data/gpus)\n"
+    "      --nvml-lib PATH         the NVML library (default libnvidia-ml.so.1)\n"
+    "      --placement-policy P    binpack (default), bestfit, spread or fragmentation\n"
+    "      --job-backoff DURATION  first delay before a failed Job pod is replaced (default 10s)\n"
+    "      --no-controllers        serve the API only (no controllers, no admission plugins)\n"
     "  -v, --verbose               log every request (debug)\n"
     "  -h, --help                  this text\n";
 
@@ -69,6 +85,7 @@ struct daemon {
     struct fatia_store *store;
     struct fatia_apiserver *api;
     struct fatia_client *client;
+    struct fatia_controllers *ctl;
     struct event *sig_term, *sig_int;
     const char *data_dir;
     char host[128];
@@ -170,6 +187,7 @@ static char *go_json(const json_t *v)
 /* ---- start-up steps ---- */
 
 static void start_serving(struct daemon *d);
+static void stop_all(struct daemon *d);
 
 static void apply_done(void *arg, const struct fatia_client_result *res);
 
@@ -287,6 +305,13 @@ static void shutdown_done(void *arg)
     event_base_loopexit(d->base, NULL);
 }
 
+/* The controllers stop watching first: the API server's shutdown ends every watch. */
+static void stop_all(struct daemon *d)
+{
+    fatia_controllers_stop(d->ctl);
+    fatia_apiserver_shutdown(d->api, shutdown_done, d);
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct daemon *d = arg;
@@ -295,7 +320,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     fatia_info("%s received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     event_del(d->sig_term);
     event_del(d->sig_int);
-    fatia_apiserver_shutdown(d->api, shutdown_done, d);
+    stop_all(d);
 }
 
 static const char *admin_token(struct daemon *d, char *buf, size_t n)
@@ -328,7 +353,7 @@ static void start_serving(struct daemon *d)
     if (d->failed) {
         fatia_error("%zu manifests could not be applied, stopping", d->failed);
         d->exit_code = 1;
-        fatia_apiserver_shutdown(d->api, shutdown_done, d);
+        stop_all(d);
         return;
     }
     r = fatia_apiserver_listen(d->api, d->host, d->port, &d->port);
@@ -336,7 +361,7 @@ static void start_serving(struct daemon *d)
         fatia_error("cannot listen on %s:%u: %s%s", d->host, d->port, fatia_strerror(r),
                     r == -EADDRINUSE ? " (try --listen 127.0.0.1:0 for any free port)" : "");
         d->exit_code = 1;
-        fatia_apiserver_shutdown(d->api, shutdown_done, d);
+        stop_all(d);
         return;
     }
     if (strchr(d->host, ':'))
@@ -347,7 +372,7 @@ static void start_serving(struct daemon *d)
     if (d->tls && fatia_tls_ca_data(path, &ca) < 0) {
         fatia_error("cannot read '%s'", path);
         d->exit_code = 1;
-        fatia_apiserver_shutdown(d->api, shutdown_done, d);
+        stop_all(d);
         return;
     }
     snprintf(path, sizeof(path), "%s/kubeconfig", d->data_dir);
@@ -356,13 +381,24 @@ static void start_serving(struct daemon *d)
         fatia_error("cannot write '%s'", path);
         fatia_free(ca);
         d->exit_code = 1;
-        fatia_apiserver_shutdown(d->api, shutdown_done, d);
+        stop_all(d);
         return;
     }
     fatia_free(ca);
     fatia_info("serving the Kubernetes API at %s (resourceVersion %" PRIu64
                ", %zu manifests applied); kubeconfig: %s",
                url, fatia_apiserver_rv(d->api), d->applied, path);
+    if (d->ctl && (r = fatia_controllers_start(d->ctl)) < 0) {
+        d->exit_code = 1;
+        stop_all(d);
+    }
+}
+
+static int metrics(void *arg, struct fatia_buf *out)
+{
+    struct daemon *d = arg;
+
+    return d->ctl ? fatia_controllers_metrics(d->ctl, out) : 0;
 }
 
 static void default_ns_done(void *arg, const struct fatia_client_result *res)
@@ -405,12 +441,25 @@ int main(int argc, char **argv)
                                          {"max-body-bytes", required_argument, NULL, 'B'},
                                          {"idle-timeout", required_argument, NULL, 'I'},
                                          {"watch-backlog", required_argument, NULL, 'K'},
+                                         {"fleet", required_argument, NULL, 'F'},
+                                         {"inventory", required_argument, NULL, 'N'},
+                                         {"node-name", required_argument, NULL, 'n'},
+                                         {"catalog", required_argument, NULL, 'C'},
+                                         {"nvml-lib", required_argument, NULL, 'L'},
+                                         {"placement-policy", required_argument, NULL, 'P'},
+                                         {"job-backoff", required_argument, NULL, 'J'},
+                                         {"no-controllers", no_argument, NULL, 'X'},
                                          {"verbose", no_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     struct daemon d = {.exit_code = 0, .tls = true};
     struct fatia_apiserver_opts ao = {0};
     struct fatia_store_opts so = {0};
+    struct fatia_controllers_opts co = {0};
+    char **fleet = fatia_xcalloc((size_t)argc + 1, sizeof(char *));
+    size_t n_fleet = 0;
+    bool controllers = true;
+    char default_fleet[4096];
     const char *listen = "127.0.0.1:6443";
     char path[4096], tokens[4096];
     bool anywhere = false;
@@ -424,7 +473,7 @@ int main(int argc, char **argv)
     fatia_log_set_level(FATIA_LOG_INFO);
     if (fatia_log_level_from_env() < 0)
         fprintf(stderr, "fatiad: unknown FATIA_LOG level, ignoring\n");
-    d.files = fatia_xcalloc((size_t)argc, sizeof(char *));
+    d.files = fatia_xcalloc((size_t)argc * 2 + 2, sizeof(char *));
     while ((c = getopt_long(argc, argv, "d:l:f:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'd':
@@ -469,6 +518,43 @@ int main(int argc, char **argv)
                 return 2;
             }
             ao.http.max_stream_backlog = (size_t)u;
+            break;
+        case 'F':
+            fleet[n_fleet++] = optarg;
+            break;
+        case 'N':
+            if (!strcmp(optarg, "auto"))
+                co.inventory = FATIA_INVENTORY_AUTO;
+            else if (!strcmp(optarg, "sim"))
+                co.inventory = FATIA_INVENTORY_SIM;
+            else if (!strcmp(optarg, "nvml"))
+                co.inventory = FATIA_INVENTORY_NVML;
+            else {
+                fprintf(stderr, "fatiad: --inventory: expected auto, sim or nvml\n");
+                return 2;
+            }
+            break;
+        case 'n':
+            co.node_name = optarg;
+            break;
+        case 'C':
+            co.catalog = optarg;
+            break;
+        case 'L':
+            co.nvml_lib = optarg;
+            break;
+        case 'P':
+            co.placement_policy = optarg;
+            break;
+        case 'J':
+            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < 0) {
+                fprintf(stderr, "fatiad: --job-backoff: expected a duration like 10s\n");
+                return 2;
+            }
+            co.job_backoff = dur ? dur : 1;
+            break;
+        case 'X':
+            controllers = false;
             break;
         case 'v':
             fatia_log_set_level(FATIA_LOG_DEBUG);
@@ -544,6 +630,26 @@ int main(int argc, char **argv)
         return 1;
     }
     d.client = fatia_client_new_local(d.api, &fatia_user_system);
+    if (controllers && d.client) {
+        /* the fleet first, so that the manifests of -f see the GPUs' resources */
+        if (!n_fleet) {
+            const char *env = getenv("FATIA_DATA_DIR");
+            snprintf(default_fleet, sizeof(default_fleet), "%s/fleets/default.yaml",
+                     env && *env ? env : FATIA_SOURCE_DIR "/data");
+            fleet[n_fleet++] = default_fleet;
+        }
+        memmove(d.files + n_fleet, d.files, d.n_files * sizeof(char *));
+        memcpy(d.files, fleet, n_fleet * sizeof(char *));
+        d.n_files += n_fleet;
+        r = fatia_controllers_webhooks(d.api, d.client);
+        if (r == 0)
+            r = fatia_controllers_new(d.base, d.client, &co, &d.ctl);
+        if (r < 0) {
+            fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the controllers");
+            return 1;
+        }
+        fatia_apiserver_set_metrics_provider(d.api, metrics, &d);
+    }
     d.sig_term = evsignal_new(d.base, SIGTERM, on_signal, &d);
     d.sig_int = evsignal_new(d.base, SIGINT, on_signal, &d);
     if (!d.client || !d.sig_term || !d.sig_int) {
@@ -570,6 +676,7 @@ int main(int argc, char **argv)
 
     event_base_dispatch(d.base);
 
+    fatia_controllers_free(d.ctl);
     fatia_client_free(d.client);
     fatia_apiserver_free(d.api);
     fatia_store_close(d.store);
@@ -578,6 +685,7 @@ int main(int argc, char **argv)
     event_base_free(d.base);
     fatia_docset_release(&d.docs);
     fatia_free(d.files);
+    fatia_free(fleet);
     fatia_tls_ctx_free(d.tls_ctx);
     close(lock_fd);
     if (d.exit_code == 0)

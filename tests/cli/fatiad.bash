@@ -1,7 +1,8 @@
 # tests/cli/fatiad.bash: start and stop a real fatiad for shell tests. Source after lib.bash.
 #   start_fatiad DIR [ARGS...]  starts fatiad on DIR with a free port; sets URL, TOKEN, CA (the
 #                               TLS certificate) and KCFG (the admin kubeconfig); waits until it
-#                               serves (at most 20 s)
+#                               serves (at most 20 s). The controllers stay off (--no-controllers:
+#                               these tests own every object they write) unless FATIAD_CONTROLLERS=1
 #   stop_fatiad                 SIGTERM, wait; fails the test if the exit status is not 0
 #   find_kubectl                sets KUBECTL_DIR to the directory of kubectl.1.27 and .1.33, or
 #                               prints "skipped: kubectl not found" and exits 0
@@ -12,7 +13,9 @@ FATIAD_PID=
 start_fatiad() {
     local dir=$1
     shift
-    "$FATIAD" --data-dir "$dir" --listen 127.0.0.1:0 "$@" >"$dir.log" 2>&1 &
+    local ctl=--no-controllers
+    [ "${FATIAD_CONTROLLERS:-0}" = 1 ] && ctl=
+    "$FATIAD" --data-dir "$dir" --listen 127.0.0.1:0 $ctl "$@" >"$dir.log" 2>&1 &
     FATIAD_PID=$!
     for _ in $(seq 1000); do
         if grep -q "serving the Kubernetes API at" "$dir.log" 2>/dev/null; then

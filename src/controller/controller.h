@@ -1,0 +1,84 @@
+/*
+ * controller/controller.h: fatiad's controllers, as a library (docs/controllers.md).
+ *
+ * The controllers tie the layers together over the Kubernetes API: they are API clients (the
+ * in-process client of apiserver/client.h, or any other implementation of that interface) that
+ * watch objects and write the decisions of the pure engines back:
+ *
+ *   device      supply layer: inventory (NVML or the simulated fleet of the NodePools) + the
+ *               GPUSharingPolicies -> plan -> Node and ResourceSlice objects; re-plans when a
+ *               policy or a pool changes, never taking a slice from a running pod;
+ *   workload    Kueue's job integrations: a Job or Pod labelled kueue.x-k8s.io/queue-name gets a
+ *               Workload; admission unsuspends the Job (ungates the Pod), eviction suspends it
+ *               (deletes the Pod), the end of the Job marks the Workload Finished;
+ *   job         Kubernetes' Job controller: pods per parallelism and completions, counts with the
+ *               job-tracking finalizer, backoffLimit, activeDeadlineSeconds, suspension;
+ *   admission   the control layer's Kueue engine over the live objects: Workload status
+ *               (admission and conditions), evictions, ClusterQueue and LocalQueue status;
+ *   placement   the demand layer's placement: binds pods to nodes and slices (spec.nodeName and
+ *               the annotations fatia.dev/slices and fatia.dev/devices), frees slices when pods
+ *               end, and rebuilds its state from the bound pods before binding anything new;
+ *   gc          deletes what an ownerReference ties to a deleted owner (Pods of a Job, Workloads).
+ *
+ * fatia_controllers_webhooks registers the admission plugins that belong with them (hardware
+ * profile injection, Kueue's Job and Pod defaults) on an in-process API server.
+ */
+#ifndef FATIA_CONTROLLER_CONTROLLER_H
+#define FATIA_CONTROLLER_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "apiserver/apiserver.h"
+#include "apiserver/client.h"
+#include "base/buf.h"
+#include "base/clock.h"
+
+struct event_base;
+struct fatia_controllers;
+
+enum fatia_inventory_choice {
+    FATIA_INVENTORY_AUTO, /* NVML when it finds a GPU, else the simulated fleet */
+    FATIA_INVENTORY_SIM,
+    FATIA_INVENTORY_NVML,
+};
+
+struct fatia_controllers_opts {
+    enum fatia_inventory_choice inventory;
+    const char *catalog;          /* GPU catalog directory; NULL: the default (supply/catalog.h) */
+    const char *nvml_lib;         /* NULL: libnvidia-ml.so.1 */
+    const char *node_name;        /* nvml: the node's name; NULL: the host name */
+    const char *placement_policy; /* binpack (default), bestfit, spread, fragmentation */
+    fatia_usec_t job_backoff;     /* first delay before a failed Job pod is replaced; 0: 10 s */
+    fatia_usec_t status_interval; /* ClusterQueue/LocalQueue status refresh; 0: 1 s */
+};
+
+/* Builds the controllers on base over client (borrowed; both must outlive the controllers).
+ * Nothing runs until fatia_controllers_start. 0 or -ENOMEM. */
+int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
+                          const struct fatia_controllers_opts *opts,
+                          struct fatia_controllers **ret);
+
+/* Starts the watches; the controllers act once their caches are synced. 0 or a negative code
+ * (a watch could not start). */
+int fatia_controllers_start(struct fatia_controllers *c);
+
+/* Stops watching and acting (writes in flight still complete): call before shutting the API
+ * server down, whose shutdown ends every watch. Idempotent. */
+void fatia_controllers_stop(struct fatia_controllers *c);
+
+void fatia_controllers_free(struct fatia_controllers *c);
+
+/* Prometheus metrics (text exposition format 0.0.4) appended to out. 0 or -ENOMEM. */
+int fatia_controllers_metrics(struct fatia_controllers *c, struct fatia_buf *out);
+
+/* True when every work queue is empty and no write is in flight (for tests and shutdown). */
+bool fatia_controllers_idle(const struct fatia_controllers *c);
+
+/* Registers the admission plugins on s: hardware-profile injection (demand/profile.h) for Pods,
+ * Jobs and Workloads, then Kueue's defaults (a queued Job is created suspended, a queued Pod gets
+ * the scheduling gate kueue.x-k8s.io/admission). client reads HardwareProfiles from the cache.
+ * 0 or -ENOMEM. */
+int fatia_controllers_webhooks(struct fatia_apiserver *s, struct fatia_client *client);
+
+#endif

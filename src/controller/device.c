@@ -1,0 +1,681 @@
+/*
+ * controller/device.c: the device controller: the supply layer on the local node(s).
+ *
+ * Inputs: the NodePools and GPUSharingPolicies of the API (fatiad applies its --fleet file there
+ * at start, so `kubectl apply` of a policy re-plans), the GPU catalog, and the inventory
+ * (--inventory auto: NVML when it finds a GPU, else the simulated fleet of the NodePools).
+ * Output: a plan (docs/supply.md), published as
+ *
+ *   Node objects     labels (the pool's, fatia.dev labels, GPU Feature Discovery's for this cut),
+ *                    spec.taints, status.capacity / allocatable, a Ready condition, nodeInfo;
+ *   ResourceSlices   resource.k8s.io/v1, driver gpu.nvidia.com, pool = node, with a generation
+ *                    that grows whenever the devices change.
+ *
+ * Re-planning (a NodePool or GPUSharingPolicy changed; debounced 100 ms):
+ *
+ *     objects ─► config ─► inventory ─► plan ─┬─ invalid: Warning PlanFailed, the old plan stays
+ *                                             ├─ a slice held by a running pod would go or change:
+ *                                             │  Warning ReplanBlocked naming the slice and the
+ *                                             │  pod; the old plan stays, and the new one is tried
+ *                                             │  again whenever a pod lets go of a slice
+ *                                             └─ else: swap; the placement controller rebuilds its
+ *                                                state on the new plan (binding every bound pod
+ *                                                first); Nodes and ResourceSlices are rewritten
+ *
+ * So a running pod never loses its slice to a re-plan: the change waits, and says why.
+ *
+ * Memory: a plan borrows its inventory, config and object set; they live together in a struct
+ * fleet, swapped whole and freed only after the placement controller has moved to the new one.
+ */
+#include "base/compat.h"
+
+#include "controller/device.h"
+
+#include <event2/event.h>
+
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/str.h"
+#include "controller/ctl_internal.h"
+#include "controller/metrics.h"
+#include "model/object.h"
+#include "model/objset.h"
+#include "supply/catalog.h"
+#include "supply/config.h"
+#include "supply/inventory.h"
+#include "supply/plan.h"
+
+#define COMPONENT     "fatia-device-controller"
+#define DRIVER        "gpu.nvidia.com"
+#define LABEL_MANAGED "fatia.dev/inventory"
+
+struct fleet {
+    struct fatia_objset set;
+    struct fatia_supply_config cfg;
+    bool have_cfg;
+    struct fatia_inventory inv;
+    struct fatia_plan *plan;
+};
+
+struct device_ctl {
+    struct ctl *ctl;
+    struct wq *q; /* key "publish" */
+    struct informer *pools, *policies, *nodes, *slices;
+    struct fatia_catalog cat;
+    bool have_catalog;
+    char catalog_error[512];
+    struct fleet *cur;
+    struct event *replan_ev;
+    bool replan_wanted; /* a change waits (blocked or debounced) */
+    char blocked[2200]; /* why the last re-plan was refused, "" when none */
+    uint64_t plans, blocked_count;
+    device_check_fn check;
+    device_replanned_fn replanned;
+    void *hook_arg;
+};
+
+static void fleet_free(struct fleet *f)
+{
+    if (!f)
+        return;
+    fatia_plan_free(f->plan);
+    fatia_inventory_release(&f->inv);
+    if (f->have_cfg)
+        fatia_supply_config_release(&f->cfg);
+    fatia_objset_release(&f->set);
+    fatia_free(f);
+}
+
+const struct fatia_plan *device_ctl_plan(const struct device_ctl *d)
+{
+    return d->cur ? d->cur->plan : NULL;
+}
+
+void device_ctl_set_hooks(struct device_ctl *d, device_check_fn check,
+                          device_replanned_fn replanned, void *arg)
+{
+    d->check = check;
+    d->replanned = replanned;
+    d->hook_arg = arg;
+}
+
+/* ---- building a plan from the cache ---- */
+
+static int cmp_name(const void *a, const void *b)
+{
+    const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
+
+    return strcmp(meta_str(x, "name"), meta_str(y, "name"));
+}
+
+/* Adds the objects of inf, sorted by name (the planner takes policies in input order). */
+static int add_objects(struct fatia_objset *set, struct informer *inf, struct fatia_diag *diag)
+{
+    const json_t **v = NULL;
+    size_t n = 0;
+    int r = 0;
+
+    if (inf->items.n && !(v = fatia_calloc(inf->items.n, sizeof(*v))))
+        return -ENOMEM;
+    INFORMER_FOREACH(inf, it)
+    v[n++] = it->obj;
+    qsort(v, n, sizeof(*v), cmp_name);
+    for (size_t i = 0; i < n && r == 0; i++) {
+        json_t *copy = json_deep_copy(v[i]);
+        struct fatia_object *o = NULL;
+        if (!copy) {
+            r = -ENOMEM;
+            break;
+        }
+        r = fatia_object_decode(copy, &(struct fatia_decode_opts){.no_defaults = false}, diag, &o);
+        json_decref(copy);
+        if (r == -FATIA_E_INVALID) {
+            r = 0; /* reported in diag */
+            continue;
+        }
+        if (r == 0)
+            r = fatia_objset_add(set, o);
+    }
+    fatia_free(v);
+    return r;
+}
+
+static void diag_text(const struct fatia_diag *diag, char *buf, size_t n)
+{
+    struct fatia_buf b = FATIA_BUF_INIT;
+    char *s;
+
+    for (size_t i = 0; i < diag->n && b.len < 1500; i++) {
+        if (diag->v[i].level != FATIA_DIAG_ERROR)
+            continue;
+        if (b.len)
+            (void)fatia_buf_puts(&b, "; ");
+        (void)fatia_diag_format(&diag->v[i], &b);
+    }
+    s = fatia_buf_steal(&b);
+    snprintf(buf, n, "%s", s ? s : "invalid input");
+    for (char *p = buf; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    fatia_free(s);
+}
+
+static int build_fleet(struct device_ctl *d, struct fleet **ret, char *why, size_t why_n)
+{
+    const struct fatia_controllers_opts *o = ctl_opts(d->ctl);
+    struct fleet *f = fatia_calloc(1, sizeof(*f));
+    struct fatia_nvml_opts no = {o->nvml_lib, o->node_name, NULL};
+    struct fatia_diag diag;
+    int r;
+
+    if (!f)
+        return -ENOMEM;
+    fatia_objset_init(&f->set);
+    fatia_inventory_init(&f->inv);
+    fatia_diag_init(&diag);
+    if (!d->have_catalog) {
+        snprintf(why, why_n, "%s", d->catalog_error);
+        r = -FATIA_E_INVALID;
+        goto fail;
+    }
+    if ((r = add_objects(&f->set, d->pools, &diag)) < 0 ||
+        (r = add_objects(&f->set, d->policies, &diag)) < 0)
+        goto fail;
+    if (!fatia_diag_has_errors(&diag)) {
+        r = fatia_supply_config_load(&f->cfg, &f->set, &diag);
+        if (r == -ENOMEM)
+            goto fail;
+        f->have_cfg = r == 0;
+    }
+    if (fatia_diag_has_errors(&diag) || !f->have_cfg) {
+        diag_text(&diag, why, why_n);
+        r = -FATIA_E_INVALID;
+        goto fail;
+    }
+    if (f->cfg.n_pools == 1)
+        no.pool = &f->cfg.pools[0];
+    switch (o->inventory) {
+    case FATIA_INVENTORY_SIM:
+        r = fatia_inventory_sim(&f->inv, &f->cfg, &d->cat, &diag);
+        break;
+    case FATIA_INVENTORY_NVML:
+        r = fatia_inventory_nvml(&f->inv, &no, &d->cat, &diag);
+        break;
+    default:
+        r = fatia_inventory_auto(&f->inv, &no, &f->cfg, &d->cat, &diag);
+        break;
+    }
+    if (r == 0)
+        r = fatia_supply_plan(&f->inv, &f->cfg, &diag, &f->plan);
+    if (r < 0) {
+        if (r != -ENOMEM)
+            diag_text(&diag, why, why_n);
+        goto fail;
+    }
+    fatia_diag_release(&diag);
+    *ret = f;
+    return 0;
+fail:
+    if (r == -ENOMEM)
+        snprintf(why, why_n, "out of memory");
+    fatia_diag_release(&diag);
+    fleet_free(f);
+    return r;
+}
+
+static void event_on_policies(struct device_ctl *d, const char *type, const char *reason,
+                              const char *msg)
+{
+    bool any = false;
+
+    INFORMER_FOREACH(d->policies, it)
+    {
+        ctl_event(d->ctl, it->obj, COMPONENT, type, reason, "%s", msg);
+        any = true;
+    }
+    if (!any) {
+        INFORMER_FOREACH(d->pools, it)
+        ctl_event(d->ctl, it->obj, COMPONENT, type, reason, "%s", msg);
+    }
+}
+
+static void replan(struct device_ctl *d)
+{
+    struct fleet *f = NULL, *old;
+    char why[2000];
+    int r;
+
+    d->replan_wanted = false;
+    why[0] = '\0';
+    r = build_fleet(d, &f, why, sizeof(why));
+    if (r < 0) {
+        char msg[2100];
+        snprintf(msg, sizeof(msg), "the fleet cannot be planned, the current plan stays: %s", why);
+        fatia_error("device: %s", msg);
+        event_on_policies(d, "Warning", "PlanFailed", msg);
+        return;
+    }
+    if (d->cur && d->check && d->check(d->hook_arg, f->plan, why, sizeof(why)) < 0) {
+        char msg[2100];
+        snprintf(msg, sizeof(msg),
+                 "re-plan waits: %s; the current cut stays until the slice is free", why);
+        if (strcmp(d->blocked, msg)) {
+            fatia_warn("device: %s", msg);
+            event_on_policies(d, "Warning", "ReplanBlocked", msg);
+            snprintf(d->blocked, sizeof(d->blocked), "%s", msg);
+            d->blocked_count++;
+        }
+        d->replan_wanted = true;
+        fleet_free(f);
+        return;
+    }
+    d->blocked[0] = '\0';
+    old = d->cur;
+    d->cur = f;
+    d->plans++;
+    if (d->replanned)
+        d->replanned(d->hook_arg, f->plan);
+    fleet_free(old);
+    fatia_info("device: %s inventory, %zu node(s), %zu slice(s)%s%s",
+               f->inv.source == FATIA_INV_NVML ? "nvml" : "simulated", f->plan->n_nodes,
+               f->plan->n_slices, f->inv.note[0] ? ": " : "", f->inv.note);
+    if (old) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "fleet re-planned: %zu node(s), %zu slice(s)", f->plan->n_nodes,
+                 f->plan->n_slices);
+        event_on_policies(d, "Normal", "Replanned", msg);
+    }
+    wq_add(d->q, "publish");
+}
+
+static void replan_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct device_ctl *d = arg;
+
+    (void)fd;
+    (void)what;
+    if (ctl_ready(d->ctl))
+        replan(d);
+}
+
+static void want_replan(struct device_ctl *d)
+{
+    struct timeval tv = {0, 100000};
+
+    d->replan_wanted = true;
+    if (ctl_ready(d->ctl))
+        evtimer_add(d->replan_ev, &tv);
+}
+
+void device_ctl_slices_freed(struct device_ctl *d)
+{
+    struct timeval tv = {0, 0};
+
+    if (d->replan_wanted && d->blocked[0] && !evtimer_pending(d->replan_ev, NULL))
+        evtimer_add(d->replan_ev, &tv);
+}
+
+/* ---- publishing ---- */
+
+static json_t *node_object(const struct fatia_plan *plan, size_t i)
+{
+    json_t *nj = fatia_plan_node_json(plan, i);
+    const char *name = fatia_json_str(nj, "name");
+    json_t *node;
+
+    if (!nj || !name) {
+        json_decref(nj);
+        return NULL;
+    }
+    node = json_pack(
+        "{s:s,s:s,s:{s:s,s:O},s:{},s:{s:O,s:O,s:[{s:s,s:s,s:s,s:s}],s:{s:s,s:s,s:s,s:s},"
+        "s:[{s:s,s:s}]}}",
+        "apiVersion", "v1", "kind", "Node", "metadata", "name", name, "labels",
+        json_object_get(nj, "labels"), "spec", "status", "capacity",
+        json_object_get(nj, "capacity"), "allocatable", json_object_get(nj, "allocatable"),
+        "conditions", "type", "Ready", "status", "True", "reason", "KubeletReady", "message",
+        "fatia's node agent runs the pods of this node", "nodeInfo", "architecture", "amd64",
+        "operatingSystem", "linux", "kubeletVersion", "v1.33.0-fatia", "containerRuntimeVersion",
+        "fatia://process", "addresses", "type", "Hostname", "address", name);
+    if (node && json_array_size(json_object_get(nj, "taints")))
+        json_object_set(json_object_get(node, "spec"), "taints", json_object_get(nj, "taints"));
+    json_decref(nj);
+    return node;
+}
+
+static bool node_differs(const json_t *have, const json_t *want)
+{
+    const json_t *hs = json_object_get(have, "status"), *ws = json_object_get(want, "status");
+
+    return !fatia_json_equal(json_object_get(json_object_get(have, "metadata"), "labels"),
+                             json_object_get(json_object_get(want, "metadata"), "labels")) ||
+           !fatia_json_equal(json_object_get(json_object_get(have, "spec"), "taints"),
+                             json_object_get(json_object_get(want, "spec"), "taints"));
+    (void)hs;
+    (void)ws;
+}
+
+static bool node_status_differs(const json_t *have, const json_t *want)
+{
+    const json_t *hs = json_object_get(have, "status"), *ws = json_object_get(want, "status");
+    const json_t *hr = cond_get(have, "Ready");
+
+    return !fatia_json_equal(json_object_get(hs, "capacity"), json_object_get(ws, "capacity")) ||
+           !fatia_json_equal(json_object_get(hs, "allocatable"),
+                             json_object_get(ws, "allocatable")) ||
+           !hr ||
+           strcmp(fatia_json_str(hr, "status") ? fatia_json_str(hr, "status") : "", "True") ||
+           !fatia_json_equal(json_object_get(hs, "nodeInfo"), json_object_get(ws, "nodeInfo"));
+}
+
+/* Writes the status of node `want` once it exists (after a create). */
+static void node_created(void *arg, const struct fatia_client_result *res)
+{
+    struct device_ctl *d = arg;
+
+    if (!res->status)
+        wq_add(d->q, "publish");
+}
+
+static void publish_node(struct device_ctl *d, json_t *want)
+{
+    const char *name = meta_str(want, "name");
+    const json_t *have = informer_get(d->nodes, NULL, name);
+    struct op_opts o = {.wq = d->q, .key = "publish"};
+
+    if (!have) {
+        o.then = node_created;
+        o.arg = d;
+        ctl_create(d->ctl, want, &o);
+        return;
+    }
+    if (node_differs(have, want)) {
+        json_t *n = json_deep_copy(have);
+        json_t *meta = n ? json_object_get(n, "metadata") : NULL;
+        if (!meta)
+            goto out;
+        json_object_set(meta, "labels",
+                        json_object_get(json_object_get(want, "metadata"), "labels"));
+        if (json_object_get(json_object_get(want, "spec"), "taints"))
+            json_object_set(fatia_json_object_ensure(n, "spec"), "taints",
+                            json_object_get(json_object_get(want, "spec"), "taints"));
+        else
+            json_object_del(json_object_get(n, "spec"), "taints");
+        ctl_update(d->ctl, n, &o);
+        json_decref(n);
+        return; /* the status follows in the next round */
+    }
+    if (node_status_differs(have, want)) {
+        json_t *n = json_deep_copy(have), *st;
+        fatia_usec_t now = ctl_now(d->ctl);
+        if (!n)
+            goto out;
+        st = fatia_json_object_ensure(n, "status");
+        json_object_set(st, "capacity",
+                        json_object_get(json_object_get(want, "status"), "capacity"));
+        json_object_set(st, "allocatable",
+                        json_object_get(json_object_get(want, "status"), "allocatable"));
+        json_object_set(st, "nodeInfo",
+                        json_object_get(json_object_get(want, "status"), "nodeInfo"));
+        json_object_set(st, "addresses",
+                        json_object_get(json_object_get(want, "status"), "addresses"));
+        cond_set(fatia_json_array_ensure(st, "conditions"), "Ready", "True", "KubeletReady",
+                 "fatia's node agent runs the pods of this node", now);
+        {
+            size_t i;
+            json_t *c;
+            json_array_foreach(json_object_get(st, "conditions"), i, c)
+            {
+                if (!json_object_get(c, "lastHeartbeatTime"))
+                    json_object_set_new(c, "lastHeartbeatTime", json_time(now));
+            }
+        }
+        ctl_update_status(d->ctl, n, &o);
+        json_decref(n);
+    }
+out:
+    return;
+}
+
+static int64_t pool_generation(struct device_ctl *d, const char *pool)
+{
+    int64_t g = 0;
+
+    INFORMER_FOREACH(d->slices, it)
+    {
+        const json_t *spec = json_object_get(it->obj, "spec");
+        const json_t *p = json_object_get(spec, "pool");
+        const char *drv = fatia_json_str(spec, "driver"), *pn = fatia_json_str(p, "name");
+        int64_t v;
+        if (drv && pn && !strcmp(drv, DRIVER) && !strcmp(pn, pool) &&
+            fatia_json_int(p, "generation", &v) && v > g)
+            g = v;
+    }
+    return g;
+}
+
+/* Compares two ResourceSlice specs ignoring the pool generation. */
+static bool slice_same(const json_t *have, const json_t *want)
+{
+    json_t *a = json_deep_copy(json_object_get(have, "spec"));
+    json_t *b = json_deep_copy(json_object_get(want, "spec"));
+    bool eq;
+
+    if (!a || !b) {
+        json_decref(a);
+        json_decref(b);
+        return false;
+    }
+    json_object_del(json_object_get(a, "pool"), "generation");
+    json_object_del(json_object_get(b, "pool"), "generation");
+    eq = fatia_json_equal(a, b);
+    json_decref(a);
+    json_decref(b);
+    return eq;
+}
+
+static void publish_slices(struct device_ctl *d, const struct fatia_plan *plan, size_t node,
+                           struct fatia_strmap *keep)
+{
+    json_t *arr = fatia_plan_resourceslices(plan, node);
+    const char *pool = plan->nodes[node].inv->name;
+    bool changed = false;
+    int64_t gen;
+    size_t i;
+    json_t *rs;
+
+    if (!arr) {
+        fatia_error("device: out of memory rendering the ResourceSlices of '%s'", pool);
+        return;
+    }
+    json_array_foreach(arr, i, rs)
+    {
+        const json_t *have = informer_get(d->slices, NULL, meta_str(rs, "name"));
+        if (!have || !slice_same(have, rs))
+            changed = true;
+        if (!fatia_strmap_has(keep, meta_str(rs, "name"))) {
+            char *k = fatia_strdup(meta_str(rs, "name"));
+            if (!k || fatia_strmap_put(keep, k, (void *)1) < 0)
+                fatia_free(k);
+        }
+    }
+    /* fewer slices than before also changes the pool */
+    INFORMER_FOREACH(d->slices, it)
+    {
+        const json_t *spec = json_object_get(it->obj, "spec");
+        const char *pn = fatia_json_str(json_object_get(spec, "pool"), "name");
+        const char *drv = fatia_json_str(spec, "driver");
+        if (drv && pn && !strcmp(drv, DRIVER) && !strcmp(pn, pool) &&
+            !fatia_strmap_has(keep, it->key))
+            changed = true;
+    }
+    gen = pool_generation(d, pool);
+    if (changed || gen == 0)
+        gen++;
+    json_array_foreach(arr, i, rs)
+    {
+        const json_t *have = informer_get(d->slices, NULL, meta_str(rs, "name"));
+        json_t *p = json_object_get(json_object_get(rs, "spec"), "pool");
+        json_object_set_new(p, "generation", json_integer(gen));
+        if (!have) {
+            ctl_create(d->ctl, rs, &(struct op_opts){.wq = d->q, .key = "publish"});
+        } else if (!fatia_json_equal(json_object_get(have, "spec"), json_object_get(rs, "spec"))) {
+            json_t *n = json_deep_copy(have);
+            if (n) {
+                json_object_set(n, "spec", json_object_get(rs, "spec"));
+                ctl_update(d->ctl, n, &(struct op_opts){.wq = d->q, .key = "publish"});
+                json_decref(n);
+            }
+        }
+    }
+    json_decref(arr);
+}
+
+static void publish(void *arg, const char *key)
+{
+    struct device_ctl *d = arg;
+    const struct fatia_plan *plan = device_ctl_plan(d);
+    struct fatia_strmap nodes, keep;
+
+    (void)key;
+    if (!plan)
+        return;
+    fatia_strmap_init(&nodes);
+    fatia_strmap_init(&keep);
+    for (size_t i = 0; i < plan->n_nodes; i++) {
+        json_t *n = node_object(plan, i);
+        if (!n)
+            continue;
+        (void)fatia_strmap_put(&nodes, plan->nodes[i].inv->name, (void *)1);
+        publish_node(d, n);
+        json_decref(n);
+        publish_slices(d, plan, i, &keep);
+    }
+    /* nodes and pools this controller published before and the plan no longer has */
+    INFORMER_FOREACH(d->nodes, it)
+    {
+        if (obj_label(it->obj, LABEL_MANAGED) && !fatia_strmap_has(&nodes, it->key))
+            ctl_delete(d->ctl, d->nodes->kind, NULL, it->key, meta_str(it->obj, "uid"),
+                       &(struct op_opts){.wq = d->q, .key = "publish", .quiet_missing = true});
+    }
+    INFORMER_FOREACH(d->slices, it)
+    {
+        const json_t *spec = json_object_get(it->obj, "spec");
+        const char *drv = fatia_json_str(spec, "driver");
+        const char *nn = fatia_json_str(spec, "nodeName");
+        if (drv && !strcmp(drv, DRIVER) && !fatia_strmap_has(&keep, it->key) &&
+            (!nn || !informer_get(d->nodes, NULL, nn) ||
+             obj_label(informer_get(d->nodes, NULL, nn), LABEL_MANAGED)))
+            ctl_delete(d->ctl, d->slices->kind, NULL, it->key, meta_str(it->obj, "uid"),
+                       &(struct op_opts){.wq = d->q, .key = "publish", .quiet_missing = true});
+    }
+    fatia_strmap_release(&nodes);
+    for (size_t i = 0; i < keep.cap; i++)
+        fatia_free((char *)keep.slots[i].key);
+    fatia_strmap_release(&keep);
+}
+
+/* ---- events ---- */
+
+static void on_config(void *arg, const json_t *old, const json_t *obj)
+{
+    struct device_ctl *d = arg;
+
+    /* only spec changes matter (status and metadata noise would re-plan for nothing) */
+    if (old && obj &&
+        fatia_json_equal(json_object_get(old, "spec"), json_object_get(obj, "spec")) &&
+        fatia_json_equal(json_object_get(json_object_get(old, "metadata"), "labels"),
+                         json_object_get(json_object_get(obj, "metadata"), "labels")))
+        return;
+    want_replan(d);
+}
+
+static void on_published(void *arg, const json_t *old, const json_t *obj)
+{
+    struct device_ctl *d = arg;
+
+    (void)old;
+    (void)obj;
+    if (d->cur)
+        wq_add(d->q, "publish");
+}
+
+static void on_synced(void *arg)
+{
+    struct device_ctl *d = arg;
+
+    replan(d);
+}
+
+/* ---- metrics ---- */
+
+void device_ctl_metrics(struct device_ctl *d, struct fatia_buf *out)
+{
+    const struct fatia_plan *plan = device_ctl_plan(d);
+
+    metric_header(out, "fatia_device_plans_total", "counter",
+                  "Plans the device controller adopted (the first and every re-plan)");
+    metric_sample(out, "fatia_device_plans_total", NULL, (double)d->plans);
+    metric_header(out, "fatia_device_replans_blocked_total", "counter",
+                  "Re-plans that had to wait because a running pod held a slice they would change");
+    metric_sample(out, "fatia_device_replans_blocked_total", NULL, (double)d->blocked_count);
+    metric_header(out, "fatia_device_gpus", "gauge", "GPUs of the inventory, per node");
+    for (size_t i = 0; plan && i < plan->n_nodes; i++) {
+        char lab[300];
+        metric_labels(lab, sizeof(lab), "node", plan->nodes[i].inv->name, "simulated",
+                      plan->inv->source == FATIA_INV_SIM ? "true" : "false", NULL);
+        metric_sample(out, "fatia_device_gpus", lab, (double)plan->nodes[i].inv->n_gpus);
+    }
+}
+
+/* ---- life cycle ---- */
+
+int device_ctl_new(struct ctl *c, struct device_ctl **ret)
+{
+    struct device_ctl *d = fatia_calloc(1, sizeof(*d));
+    char path[1024];
+    struct fatia_diag diag;
+
+    if (!d)
+        return -ENOMEM;
+    d->ctl = c;
+    fatia_catalog_init(&d->cat);
+    fatia_diag_init(&diag);
+    fatia_catalog_default_path(ctl_opts(c)->catalog, path, sizeof(path));
+    if (fatia_catalog_load(&d->cat, path, &diag) == 0 && !fatia_diag_has_errors(&diag)) {
+        d->have_catalog = true;
+    } else {
+        diag_text(&diag, d->catalog_error, sizeof(d->catalog_error));
+        fatia_error("device: GPU catalog '%s': %s", path, d->catalog_error);
+    }
+    fatia_diag_release(&diag);
+    d->q = wq_new(c, "device", publish, d);
+    d->pools = ctl_informer(c, fatia_kind_find("fatia.dev/v1alpha1", "NodePool", NULL));
+    d->policies = ctl_informer(c, fatia_kind_find("fatia.dev/v1alpha1", "GPUSharingPolicy", NULL));
+    d->nodes = ctl_informer(c, fatia_kind_find("v1", "Node", NULL));
+    d->slices = ctl_informer(c, fatia_kind_find("resource.k8s.io/v1", "ResourceSlice", NULL));
+    d->replan_ev = evtimer_new(ctl_base(c), replan_cb, d);
+    if (!d->q || !d->pools || !d->policies || !d->nodes || !d->slices || !d->replan_ev ||
+        informer_on(d->pools, on_config, d) < 0 || informer_on(d->policies, on_config, d) < 0 ||
+        informer_on(d->nodes, on_published, d) < 0 || informer_on(d->slices, on_published, d) < 0 ||
+        ctl_on_synced(c, on_synced, d) < 0) {
+        device_ctl_free(d);
+        return -ENOMEM;
+    }
+    *ret = d;
+    return 0;
+}
+
+void device_ctl_free(struct device_ctl *d)
+{
+    if (!d)
+        return;
+    if (d->replan_ev)
+        event_free(d->replan_ev);
+    wq_free(d->q);
+    fleet_free(d->cur);
+    fatia_catalog_release(&d->cat);
+    fatia_free(d);
+}

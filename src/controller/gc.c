@@ -1,0 +1,193 @@
+/*
+ * controller/gc.c: the garbage collector of ownerReferences, for the kinds fatiad's controllers
+ * create: the Pods of a Job, the Workload of a Job or of a Pod, the ResourceClaims made from a
+ * Pod's templates.
+ *
+ * Model (Kubernetes' garbage collector, background propagation): a dependent whose every owner is
+ * gone is deleted. "Gone" is decided against the informers' caches, which are complete once
+ * synced: an owner reference whose kind has no informer here counts as alive (never delete what
+ * we cannot see). The collector looks at a dependent when one of its owners is deleted (through
+ * the owner index of the dependents' informers) and once at start-up (owners deleted while the
+ * controllers were not running). It never looks at a dependent merely because it was created:
+ * a fresh dependent may name an owner created in the same instant, not yet in our cache.
+ *
+ * Deletes carry the dependent's uid as a precondition, so a dependent re-created under the same
+ * name is never collected by mistake. Foreground deletion and orphaning are not implemented:
+ * every delete cascades in the background (kubectl's default).
+ */
+#include "base/compat.h"
+
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "controller/ctl_internal.h"
+#include "controller/kueue.h"
+
+#define GC_MAX_KINDS 8
+
+struct gc_ctl {
+    struct ctl *ctl;
+    struct wq *q;
+    /* owners we can see */
+    const struct fatia_kind *owner_kinds[GC_MAX_KINDS];
+    struct informer *owners[GC_MAX_KINDS];
+    size_t n_owners;
+    /* dependents we collect */
+    struct informer *deps[GC_MAX_KINDS];
+    size_t n_deps;
+};
+
+/* Queue keys are "<index of the dependent informer>|<ns/name>". */
+static void enqueue(struct gc_ctl *g, size_t dep, const char *key)
+{
+    char k[700];
+
+    snprintf(k, sizeof(k), "%zu|%s", dep, key);
+    wq_add(g->q, k);
+}
+
+static struct informer *owner_informer(struct gc_ctl *g, const json_t *ref)
+{
+    const char *av = fatia_json_str(ref, "apiVersion"), *kind = fatia_json_str(ref, "kind");
+    const struct fatia_kind *k = av && kind ? fatia_kind_find(av, kind, NULL) : NULL;
+
+    for (size_t i = 0; k && i < g->n_owners; i++)
+        if (g->owner_kinds[i] == k)
+            return g->owners[i];
+    return NULL;
+}
+
+static bool owner_alive(struct gc_ctl *g, const json_t *dep, const json_t *ref)
+{
+    struct informer *inf = owner_informer(g, ref);
+    const json_t *o;
+    const char *uid = fatia_json_str(ref, "uid"), *ouid;
+
+    if (!inf)
+        return true;
+    o = informer_get(inf, meta_str(dep, "namespace"), fatia_json_str(ref, "name"));
+    ouid = o ? meta_str(o, "uid") : NULL;
+    return o && uid && ouid && !strcmp(uid, ouid);
+}
+
+static void reconcile(void *arg, const char *qkey)
+{
+    struct gc_ctl *g = arg;
+    const char *bar = strchr(qkey, '|');
+    size_t dep;
+    const json_t *obj, *refs, *ref;
+    char nsbuf[300];
+    const char *name;
+    size_t i;
+
+    if (!bar)
+        return;
+    dep = (size_t)strtoul(qkey, NULL, 10);
+    if (dep >= g->n_deps)
+        return;
+    obj = informer_get_key(g->deps[dep], bar + 1);
+    if (!obj || obj_deleting(obj))
+        return;
+    refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+    if (!json_array_size(refs))
+        return;
+    json_array_foreach(refs, i, ref)
+    {
+        if (owner_alive(g, obj, ref))
+            return;
+    }
+    name = split_key(bar + 1, nsbuf, sizeof(nsbuf));
+    fatia_debug("gc: deleting %s %s: its owners are gone", g->deps[dep]->kind->singular, bar + 1);
+    ctl_delete(
+        g->ctl, g->deps[dep]->kind, nsbuf[0] ? nsbuf : NULL, name, meta_str(obj, "uid"),
+        &(struct op_opts){.wq = g->q, .key = qkey, .quiet_missing = true, .quiet_conflict = true});
+}
+
+/* An owner was deleted: look at everything that names it. */
+static void on_owner(void *arg, const json_t *old, const json_t *obj)
+{
+    struct gc_ctl *g = arg;
+    const char *uid;
+
+    if (obj || !old)
+        return;
+    uid = meta_str(old, "uid");
+    for (size_t d = 0; d < g->n_deps; d++) {
+        const struct fatia_strmap *set = informer_owned(g->deps[d], uid);
+        for (size_t i = 0; set && i < set->cap; i++)
+            if (set->slots[i].key)
+                enqueue(g, d, set->slots[i].key);
+    }
+}
+
+static void on_synced(void *arg)
+{
+    struct gc_ctl *g = arg;
+
+    for (size_t d = 0; d < g->n_deps; d++) {
+        INFORMER_FOREACH(g->deps[d], it)
+        {
+            if (json_array_size(
+                    json_object_get(json_object_get(it->obj, "metadata"), "ownerReferences")))
+                enqueue(g, d, it->key);
+        }
+    }
+}
+
+static int add_owner(struct gc_ctl *g, const char *av, const char *kind)
+{
+    const struct fatia_kind *k = fatia_kind_find(av, kind, NULL);
+    struct informer *inf = k ? ctl_informer(g->ctl, k) : NULL;
+
+    if (!inf || g->n_owners == GC_MAX_KINDS)
+        return -ENOMEM;
+    g->owner_kinds[g->n_owners] = k;
+    g->owners[g->n_owners++] = inf;
+    return informer_on(inf, on_owner, g);
+}
+
+static int add_dep(struct gc_ctl *g, const char *av, const char *kind)
+{
+    const struct fatia_kind *k = fatia_kind_find(av, kind, NULL);
+    struct informer *inf = k ? ctl_informer(g->ctl, k) : NULL;
+
+    if (!inf || g->n_deps == GC_MAX_KINDS)
+        return -ENOMEM;
+    informer_index_owners(inf);
+    g->deps[g->n_deps++] = inf;
+    return 0;
+}
+
+int gc_ctl_new(struct ctl *c, struct gc_ctl **ret)
+{
+    struct gc_ctl *g = fatia_calloc(1, sizeof(*g));
+    int r;
+
+    if (!g)
+        return -ENOMEM;
+    g->ctl = c;
+    g->q = wq_new(c, "gc", reconcile, g);
+    if (!g->q) {
+        fatia_free(g);
+        return -ENOMEM;
+    }
+    if ((r = add_owner(g, "batch/v1", "Job")) < 0 || (r = add_owner(g, "v1", "Pod")) < 0 ||
+        (r = add_dep(g, "v1", "Pod")) < 0 ||
+        (r = add_dep(g, "kueue.x-k8s.io/v1beta2", "Workload")) < 0 ||
+        (r = add_dep(g, "resource.k8s.io/v1", "ResourceClaim")) < 0 ||
+        (r = ctl_on_synced(c, on_synced, g)) < 0) {
+        gc_ctl_free(g);
+        return r;
+    }
+    *ret = g;
+    return 0;
+}
+
+void gc_ctl_free(struct gc_ctl *g)
+{
+    if (!g)
+        return;
+    wq_free(g->q);
+    fatia_free(g);
+}

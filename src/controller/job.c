@@ -1,0 +1,526 @@
+/*
+ * controller/job.c: Kubernetes' Job controller (pkg/controller/job), minimal but real.
+ *
+ * Pods: a running Job keeps min(parallelism, completions - succeeded) pods that are not finished
+ * (parallelism alone when completions is unset, until a pod succeeds), named <job>-<5 random>,
+ * with the job's template, its labels plus batch.kubernetes.io/controller-uid and job-name, an
+ * ownerReference to the Job and the finalizer batch.kubernetes.io/job-tracking. A failed pod is
+ * replaced after a back-off (10 s doubling, at most 6 min, as upstream; fatiad --job-backoff sets
+ * the first step).
+ *
+ * Counting (upstream's tracking with finalizers, so no pod is counted twice or lost across a
+ * restart of fatiad): a pod that ended is first written into status.uncountedTerminatedPods
+ * (succeeded or failed, by uid); then its finalizer is removed; then, once the pod no longer
+ * carries the finalizer (or is gone), its uid moves from the uncounted lists to the counts. Each
+ * step is a write that the next reconcile sees.
+ *
+ *        pod ended ──► uid in uncountedTerminatedPods ──► finalizer removed ──► counted
+ *
+ * A pod deleted before it ended (eviction of the Job by Kueue, a user's delete) is done once the
+ * node agent let go of it; it counts as failed unless the Job is suspended.
+ *
+ * Conditions, as in Kubernetes 1.33: Suspended (JobSuspended); SuccessCriteriaMet then Complete
+ * (CompletionsReached); FailureTarget then Failed (BackoffLimitExceeded, DeadlineExceeded). One
+ * difference: a resumed Job loses its Suspended condition instead of turning it False, so that
+ * `kubectl get jobs` (whose Status column shows the newest condition) does not read "Suspended"
+ * for a running Job. The terminal condition is written once no pod of the Job runs any more;
+ * completionTime with Complete. A suspended Job deletes its running pods; startTime restarts when
+ * it resumes (activeDeadlineSeconds counts from there).
+ *
+ * Not implemented: Indexed completion mode (pods run as NonIndexed), podFailurePolicy,
+ * successPolicy, backoffLimitPerIndex, podReplacementPolicy (terminating pods are never replaced
+ * before they are gone: a GPU slice is never asked for twice), ttlSecondsAfterFinished.
+ */
+#include "base/compat.h"
+
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "controller/ctl_internal.h"
+#include "controller/kueue.h"
+#include "controller/metrics.h"
+
+#define COMPONENT "job-controller"
+
+struct job_ctl {
+    struct ctl *ctl;
+    struct wq *q;
+    struct informer *jobs, *pods;
+    struct fatia_strmap last_failure; /* job uid -> fatia_usec_t* (when a failure was counted) */
+};
+
+static void on_job(void *arg, const json_t *old, const json_t *obj)
+{
+    struct job_ctl *j = arg;
+    char key[600];
+
+    obj_key(obj ? obj : old, key, sizeof(key));
+    if (!obj) {
+        fatia_usec_t *t = fatia_strmap_get(&j->last_failure, meta_str(old, "uid"));
+        if (t) {
+            /* the map's key is stored right after the time */
+            fatia_strmap_del(&j->last_failure, meta_str(old, "uid"));
+            fatia_free(t);
+        }
+        return;
+    }
+    wq_add(j->q, key);
+}
+
+static void on_pod(void *arg, const json_t *old, const json_t *obj)
+{
+    struct job_ctl *j = arg;
+    const json_t *o = obj ? obj : old;
+    const json_t *ref = owner_of_kind(o, "batch/v1", "Job");
+    char key[600];
+
+    if (!ref)
+        return;
+    make_key(meta_str(o, "namespace"), fatia_json_str(ref, "name"), key, sizeof(key));
+    wq_add(j->q, key);
+}
+
+static bool uid_in(const json_t *arr, const char *uid)
+{
+    size_t i;
+    json_t *v;
+
+    json_array_foreach(arr, i, v)
+    {
+        if (json_is_string(v) && !strcmp(json_string_value(v), uid))
+            return true;
+    }
+    return false;
+}
+
+static void uid_remove(json_t *arr, const char *uid)
+{
+    size_t i;
+    json_t *v;
+
+    json_array_foreach(arr, i, v)
+    {
+        if (json_is_string(v) && !strcmp(json_string_value(v), uid)) {
+            json_array_remove(arr, i);
+            return;
+        }
+    }
+}
+
+static int64_t get_int(const json_t *o, const char *k, int64_t def)
+{
+    int64_t v;
+
+    return fatia_json_int(o, k, &v) ? v : def;
+}
+
+static void set_int(json_t *o, const char *k, int64_t v, bool omit_zero)
+{
+    if (omit_zero && v == 0)
+        json_object_del(o, k);
+    else
+        json_object_set_new(o, k, json_integer(v));
+}
+
+struct podview {
+    const json_t *pod;
+    const char *uid;
+};
+
+static void note_failure(struct job_ctl *j, const char *uid, fatia_usec_t now)
+{
+    fatia_usec_t *t = fatia_strmap_get(&j->last_failure, uid);
+
+    if (!t) {
+        size_t n = strlen(uid) + 1;
+        t = fatia_malloc(sizeof(*t) + n);
+        if (!t)
+            return;
+        memcpy((char *)(t + 1), uid, n);
+        if (fatia_strmap_put(&j->last_failure, (char *)(t + 1), t) < 0) {
+            fatia_free(t);
+            return;
+        }
+    }
+    *t = now;
+}
+
+static int remove_tracking(struct job_ctl *j, const json_t *pod, const char *key)
+{
+    json_t *np = json_deep_copy(pod);
+    json_t *fin = np ? json_object_get(json_object_get(np, "metadata"), "finalizers") : NULL;
+    size_t i;
+    json_t *v;
+    int r;
+
+    if (!np)
+        return -ENOMEM;
+    json_array_foreach(fin, i, v)
+    {
+        if (json_is_string(v) && !strcmp(json_string_value(v), JOB_FINALIZER_TRACK)) {
+            json_array_remove(fin, i);
+            break;
+        }
+    }
+    if (fin && !json_array_size(fin))
+        json_object_del(json_object_get(np, "metadata"), "finalizers");
+    r = ctl_update(
+        j->ctl, np,
+        &(struct op_opts){.wq = j->q, .key = key, .quiet_missing = true, .quiet_conflict = true});
+    json_decref(np);
+    return r;
+}
+
+static json_t *new_pod(const json_t *job)
+{
+    const json_t *tmpl = json_object_get(json_object_get(job, "spec"), "template");
+    const json_t *tmeta = json_object_get(tmpl, "metadata");
+    const char *name = meta_str(job, "name"), *uid = meta_str(job, "uid");
+    char gen[300];
+    json_t *pod, *labels;
+
+    snprintf(gen, sizeof(gen), "%.57s-", name);
+    pod = json_pack("{s:s,s:s,s:{s:s,s:s,s:{},s:[{s:s,s:s,s:s,s:s,s:b,s:b}],s:[s]},s:o}",
+                    "apiVersion", "v1", "kind", "Pod", "metadata", "generateName", gen, "namespace",
+                    meta_str(job, "namespace"), "labels", "ownerReferences", "apiVersion",
+                    "batch/v1", "kind", "Job", "name", name, "uid", uid, "controller", 1,
+                    "blockOwnerDeletion", 1, "finalizers", JOB_FINALIZER_TRACK, "spec",
+                    json_deep_copy(json_object_get(tmpl, "spec")));
+    if (!pod)
+        return NULL;
+    labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+    if (json_is_object(json_object_get(tmeta, "labels"))) {
+        json_t *copy = json_deep_copy(json_object_get(tmeta, "labels"));
+        json_object_update(labels, copy);
+        json_decref(copy);
+    }
+    json_object_set_new(labels, JOB_LABEL_CTRL_UID, json_string(uid));
+    json_object_set_new(labels, JOB_LABEL_NAME, json_string(name));
+    json_object_set_new(labels, "controller-uid", json_string(uid));
+    json_object_set_new(labels, "job-name", json_string(name));
+    if (json_is_object(json_object_get(tmeta, "annotations")))
+        json_object_set_new(json_object_get(pod, "metadata"), "annotations",
+                            json_deep_copy(json_object_get(tmeta, "annotations")));
+    return pod;
+}
+
+static void reconcile(void *arg, const char *key)
+{
+    struct job_ctl *j = arg;
+    const json_t *job = informer_get_key(j->jobs, key);
+    const json_t *spec = json_object_get(job, "spec");
+    const struct fatia_strmap *set;
+    FATIA_VEC(struct podview) active = {0};
+    FATIA_VEC(struct podview) ended = {0};
+    size_t terminating = 0, ready = 0, pods_total = 0;
+    json_t *nj = NULL, *st, *unc, *us, *uf, *conds;
+    fatia_usec_t now = ctl_now(j->ctl);
+    bool suspended, finished, status_write = false, pod_writes = false;
+    int64_t par, comp, backoff, succeeded, failed, ads;
+    bool has_comp;
+    const char *start;
+
+    if (!job || obj_deleting(job))
+        return;
+    suspended = fatia_json_bool(spec, "suspend", false);
+    finished = cond_true(job, "Complete") || cond_true(job, "Failed");
+    par = get_int(spec, "parallelism", 1);
+    has_comp = fatia_json_int(spec, "completions", &comp);
+    backoff = get_int(spec, "backoffLimit", 6);
+    ads = get_int(spec, "activeDeadlineSeconds", 0);
+
+    nj = json_deep_copy(job);
+    st = nj ? fatia_json_object_ensure(nj, "status") : NULL;
+    unc = st ? fatia_json_object_ensure(st, "uncountedTerminatedPods") : NULL;
+    us = unc ? fatia_json_array_ensure(unc, "succeeded") : NULL;
+    uf = unc ? fatia_json_array_ensure(unc, "failed") : NULL;
+    conds = st ? fatia_json_array_ensure(st, "conditions") : NULL;
+    if (!conds || !us || !uf)
+        goto oom;
+    succeeded = get_int(st, "succeeded", 0);
+    failed = get_int(st, "failed", 0);
+
+    /* the job's pods, by state */
+    set = informer_owned(j->pods, meta_str(job, "uid"));
+    for (size_t i = 0; set && i < set->cap; i++) {
+        const struct informer_item *it = set->slots[i].key ? set->slots[i].val : NULL;
+        const json_t *ref;
+        struct podview pv;
+        if (!it)
+            continue;
+        ref = owner_of_kind(it->obj, "batch/v1", "Job");
+        if (!ref || strcmp(fatia_json_str(ref, "uid"), meta_str(job, "uid")))
+            continue;
+        pv = (struct podview){it->obj, meta_str(it->obj, "uid")};
+        pods_total++;
+        if (pod_done(it->obj)) {
+            if (FATIA_VEC_PUSH(&ended, pv) < 0)
+                goto oom;
+        } else if (obj_deleting(it->obj)) {
+            terminating++;
+        } else {
+            if (FATIA_VEC_PUSH(&active, pv) < 0)
+                goto oom;
+            if (cond_true(it->obj, "Ready"))
+                ready++;
+        }
+    }
+
+    /* 1. ended pods that still carry the finalizer go into the uncounted lists */
+    for (size_t i = 0; i < ended.n; i++) {
+        const json_t *p = ended.v[i].pod;
+        const char *ph = fatia_json_str(json_object_get(p, "status"), "phase");
+        const char *uid = ended.v[i].uid;
+        if (!obj_has_finalizer(p, JOB_FINALIZER_TRACK) || uid_in(us, uid) || uid_in(uf, uid))
+            continue;
+        if (ph && !strcmp(ph, "Succeeded")) {
+            json_array_append_new(us, json_string(uid));
+        } else if (suspended && obj_deleting(p)) {
+            /* stopped by the suspension (Kueue's eviction): not a failure; let it go */
+            if (remove_tracking(j, p, key) == 0)
+                pod_writes = true;
+            continue;
+        } else {
+            json_array_append_new(uf, json_string(uid));
+            note_failure(j, meta_str(job, "uid"), now);
+        }
+        status_write = true;
+    }
+    if (!status_write) {
+        /* 2. finalizers of recorded pods come off */
+        for (size_t i = 0; i < ended.n; i++) {
+            const json_t *p = ended.v[i].pod;
+            if (obj_has_finalizer(p, JOB_FINALIZER_TRACK) &&
+                (uid_in(us, ended.v[i].uid) || uid_in(uf, ended.v[i].uid)) &&
+                remove_tracking(j, p, key) == 0)
+                pod_writes = true;
+        }
+        /* 3. recorded uids whose pod lost the finalizer (or is gone) are counted */
+        for (int pass = 0; pass < 2; pass++) {
+            json_t *arr = pass ? uf : us;
+            for (size_t i = json_array_size(arr); i-- > 0;) {
+                const char *uid = json_string_value(json_array_get(arr, i));
+                bool still = false;
+                for (size_t k = 0; uid && k < ended.n; k++)
+                    if (!strcmp(ended.v[k].uid, uid) &&
+                        obj_has_finalizer(ended.v[k].pod, JOB_FINALIZER_TRACK))
+                        still = true;
+                if (!uid || still)
+                    continue;
+                uid_remove(arr, uid);
+                if (pass)
+                    failed++;
+                else
+                    succeeded++;
+            }
+        }
+    }
+    set_int(st, "succeeded", succeeded, true);
+    set_int(st, "failed", failed, true);
+    /* decisions count the pods recorded but not yet counted too (upstream does the same) */
+    succeeded += (int64_t)json_array_size(us);
+    failed += (int64_t)json_array_size(uf);
+
+    if (!finished && !status_write) {
+        const char *reason = NULL, *msg = NULL;
+        if (suspended) {
+            cond_set(conds, "Suspended", "True", "JobSuspended", "Job suspended", now);
+            for (size_t i = 0; i < active.n; i++) {
+                const json_t *p = active.v[i].pod;
+                if (ctl_delete(j->ctl, j->pods->kind, meta_str(p, "namespace"), meta_str(p, "name"),
+                               active.v[i].uid,
+                               &(struct op_opts){.wq = j->q, .key = key, .quiet_missing = true}) ==
+                    0) {
+                    pod_writes = true;
+                    ctl_event(j->ctl, job, COMPONENT, "Normal", "SuccessfulDelete",
+                              "Deleted pod: %s", meta_str(p, "name"));
+                }
+            }
+        } else {
+            const json_t *sc = cond_get(job, "Suspended");
+            if (sc && !strcmp(fatia_json_str(sc, "status"), "True")) {
+                /* upstream turns the condition False (JobResumed); fatia drops it, because the
+                   Status column of `kubectl get jobs` shows the newest condition and would read
+                   "Suspended" for a running Job (the Resumed event stays) */
+                size_t ci;
+                json_t *cv;
+                json_array_foreach(conds, ci, cv)
+                {
+                    const char *t = fatia_json_str(cv, "type");
+                    if (t && !strcmp(t, "Suspended")) {
+                        json_array_remove(conds, ci);
+                        break;
+                    }
+                }
+                json_object_set_new(st, "startTime", json_time(now));
+                ctl_event(j->ctl, job, COMPONENT, "Normal", "Resumed", "Job resumed");
+            }
+            if (!json_object_get(st, "startTime"))
+                json_object_set_new(st, "startTime", json_time(now));
+            start = fatia_json_str(st, "startTime");
+            if (ads > 0 && start) {
+                fatia_usec_t t0;
+                if (fatia_time_parse_rfc3339(start, &t0) == 0) {
+                    if (now >= t0 + ads * FATIA_USEC_PER_SEC) {
+                        reason = "DeadlineExceeded";
+                        msg = "Job was active longer than specified deadline";
+                    } else {
+                        wq_add_after(j->q, key, t0 + ads * FATIA_USEC_PER_SEC - now + 1000);
+                    }
+                }
+            }
+            if (!reason && failed > backoff) {
+                reason = "BackoffLimitExceeded";
+                msg = "Job has reached the specified backoff limit";
+            }
+            if (reason) {
+                if (cond_set(conds, "FailureTarget", "True", reason, msg, now))
+                    ctl_event(j->ctl, job, COMPONENT, "Warning", reason, "%s", msg);
+            } else if ((has_comp && succeeded >= comp) ||
+                       (!has_comp && succeeded > 0 && active.n == 0)) {
+                if (cond_set(conds, "SuccessCriteriaMet", "True", "CompletionsReached",
+                             "Reached expected number of succeeded pods", now))
+                    ctl_event(j->ctl, job, COMPONENT, "Normal", "Completed", "Job completed");
+            }
+            if (cond_true(nj, "FailureTarget") || cond_true(nj, "SuccessCriteriaMet")) {
+                /* ending: no pod may keep running */
+                for (size_t i = 0; i < active.n; i++) {
+                    const json_t *p = active.v[i].pod;
+                    if (ctl_delete(
+                            j->ctl, j->pods->kind, meta_str(p, "namespace"), meta_str(p, "name"),
+                            active.v[i].uid,
+                            &(struct op_opts){.wq = j->q, .key = key, .quiet_missing = true}) == 0)
+                        pod_writes = true;
+                }
+                if (active.n == 0 && terminating == 0) {
+                    const json_t *ft = cond_get(nj, "FailureTarget");
+                    if (ft && !strcmp(fatia_json_str(ft, "status"), "True")) {
+                        cond_set(conds, "Failed", "True", fatia_json_str(ft, "reason"),
+                                 fatia_json_str(ft, "message"), now);
+                    } else {
+                        cond_set(conds, "Complete", "True", "CompletionsReached",
+                                 "Reached expected number of succeeded pods", now);
+                        json_object_set_new(st, "completionTime", json_time(now));
+                    }
+                }
+            } else {
+                /* create or remove pods to reach the wanted count */
+                int64_t want = par;
+                int64_t have = (int64_t)active.n + (int64_t)terminating;
+                if (has_comp && comp - succeeded < want)
+                    want = comp - succeeded;
+                if (!has_comp && succeeded > 0)
+                    want = 0;
+                if (want < 0)
+                    want = 0;
+                if (want > have) {
+                    fatia_usec_t *lf = fatia_strmap_get(&j->last_failure, meta_str(job, "uid"));
+                    fatia_usec_t delay = 0;
+                    if (lf && failed > 0) {
+                        fatia_usec_t step = ctl_opts(j->ctl)->job_backoff;
+                        for (int64_t k = 1; k < failed && step < 360 * FATIA_USEC_PER_SEC; k++)
+                            step *= 2;
+                        if (step > 360 * FATIA_USEC_PER_SEC)
+                            step = 360 * FATIA_USEC_PER_SEC;
+                        if (*lf + step > now)
+                            delay = *lf + step - now;
+                    }
+                    if (delay > 0) {
+                        wq_add_after(j->q, key, delay);
+                    } else {
+                        for (int64_t k = have; k < want; k++) {
+                            json_t *pod = new_pod(job);
+                            if (!pod)
+                                goto oom;
+                            if (ctl_create(j->ctl, pod,
+                                           &(struct op_opts){.wq = j->q, .key = key}) == 0) {
+                                pod_writes = true;
+                                ctl_event(j->ctl, job, COMPONENT, "Normal", "SuccessfulCreate",
+                                          "Created pod for job %s", meta_str(job, "name"));
+                                metric_inc(ctl_metrics(j->ctl), "fatia_job_pods_created_total", "",
+                                           1);
+                            }
+                            json_decref(pod);
+                        }
+                    }
+                } else if (want < (int64_t)active.n) {
+                    for (size_t i = (size_t)want; i < active.n; i++) {
+                        const json_t *p = active.v[i].pod;
+                        if (ctl_delete(j->ctl, j->pods->kind, meta_str(p, "namespace"),
+                                       meta_str(p, "name"), active.v[i].uid,
+                                       &(struct op_opts){
+                                           .wq = j->q, .key = key, .quiet_missing = true}) == 0)
+                            pod_writes = true;
+                    }
+                }
+            }
+        }
+    } else if (finished) {
+        /* a finished job keeps no running pod */
+        for (size_t i = 0; i < active.n; i++) {
+            const json_t *p = active.v[i].pod;
+            if (ctl_delete(j->ctl, j->pods->kind, meta_str(p, "namespace"), meta_str(p, "name"),
+                           active.v[i].uid,
+                           &(struct op_opts){.wq = j->q, .key = key, .quiet_missing = true}) == 0)
+                pod_writes = true;
+        }
+    }
+    set_int(st, "active", (int64_t)active.n, true);
+    set_int(st, "ready", (int64_t)ready, false);
+    set_int(st, "terminating", (int64_t)terminating, true);
+    if (!json_array_size(us))
+        json_object_del(unc, "succeeded");
+    if (!json_array_size(uf))
+        json_object_del(unc, "failed");
+    if (!json_array_size(conds))
+        json_object_del(st, "conditions");
+    if (!fatia_json_equal(json_object_get(nj, "status"), json_object_get(job, "status")))
+        ctl_update_status(j->ctl, nj, &(struct op_opts){.wq = j->q, .key = key});
+    (void)pod_writes;
+    (void)pods_total;
+    json_decref(nj);
+    FATIA_VEC_RELEASE(&active);
+    FATIA_VEC_RELEASE(&ended);
+    return;
+oom:
+    fatia_error("job %s: out of memory", key);
+    json_decref(nj);
+    FATIA_VEC_RELEASE(&active);
+    FATIA_VEC_RELEASE(&ended);
+    wq_add_after(j->q, key, FATIA_USEC_PER_SEC);
+}
+
+int job_ctl_new(struct ctl *c, struct job_ctl **ret)
+{
+    struct job_ctl *j = fatia_calloc(1, sizeof(*j));
+
+    if (!j)
+        return -ENOMEM;
+    j->ctl = c;
+    j->q = wq_new(c, "job", reconcile, j);
+    j->jobs = ctl_informer(c, fatia_kind_find("batch/v1", "Job", NULL));
+    j->pods = ctl_informer(c, fatia_kind_find("v1", "Pod", NULL));
+    if (!j->q || !j->jobs || !j->pods || informer_on(j->jobs, on_job, j) < 0 ||
+        informer_on(j->pods, on_pod, j) < 0 ||
+        metric_define(ctl_metrics(c), "fatia_job_pods_created_total", "counter",
+                      "Pods the job controller created", NULL, 0) < 0) {
+        job_ctl_free(j);
+        return -ENOMEM;
+    }
+    informer_index_owners(j->pods);
+    *ret = j;
+    return 0;
+}
+
+void job_ctl_free(struct job_ctl *j)
+{
+    if (!j)
+        return;
+    wq_free(j->q);
+    for (size_t i = 0; i < j->last_failure.cap; i++)
+        if (j->last_failure.slots[i].key)
+            fatia_free(j->last_failure.slots[i].val);
+    fatia_strmap_release(&j->last_failure);
+    fatia_free(j);
+}

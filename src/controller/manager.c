@@ -1,0 +1,328 @@
+/*
+ * controller/manager.c: the controller manager: builds every controller on one client, starts the
+ * informers they asked for, and lets the work queues run once every cache is synced.
+ *
+ * Start-up order matters for safety, not only for speed: no controller acts on a partial view.
+ * The placement controller in particular must know every pod that is already bound before it
+ * binds a new one (a fatiad restarted after kill -9 must never give a held slice away), so the
+ * sync hooks (ctl_on_synced) run after the last informer delivered its initial state and before
+ * any queue is processed.
+ *
+ *     new: controllers register informers, handlers, queues, hooks
+ *     start: every informer watches from rv 0 ─► ... ─► all synced ─► hooks ─► ready (queues run)
+ */
+#include "base/compat.h"
+
+#include <event2/event.h>
+
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "controller/ctl_internal.h"
+#include "controller/metrics.h"
+
+struct sync_hook {
+    void (*fn)(void *arg);
+    void *arg;
+};
+
+struct ctl {
+    struct event_base *base;
+    struct fatia_client *client;
+    struct fatia_controllers_opts opts;
+    FATIA_VEC(struct informer *) informers;
+    FATIA_VEC(struct wq *) queues;
+    FATIA_VEC(struct sync_hook) hooks;
+    size_t n_synced;
+    bool started, ready, stopped;
+    size_t ops_in_flight;
+    unsigned seq;
+    struct ctl_metrics *metrics;
+    struct device_ctl *device;
+    struct workload_ctl *workload;
+    struct job_ctl *job;
+    struct admission_ctl *admission;
+    struct placement_ctl *placement;
+    struct gc_ctl *gc;
+};
+
+struct fatia_controllers {
+    struct ctl *ctl;
+};
+
+fatia_usec_t ctl_now(struct ctl *c)
+{
+    (void)c;
+    return fatia_now_real_usec();
+}
+
+struct event_base *ctl_base(struct ctl *c)
+{
+    return c->base;
+}
+
+struct fatia_client *ctl_client(struct ctl *c)
+{
+    return c->client;
+}
+
+const struct fatia_controllers_opts *ctl_opts(struct ctl *c)
+{
+    return &c->opts;
+}
+
+struct ctl_metrics *ctl_metrics(struct ctl *c)
+{
+    return c->metrics;
+}
+
+struct device_ctl *ctl_device(struct ctl *c)
+{
+    return c->device;
+}
+
+struct admission_ctl *ctl_admission(struct ctl *c)
+{
+    return c->admission;
+}
+
+struct placement_ctl *ctl_placement(struct ctl *c)
+{
+    return c->placement;
+}
+
+unsigned ctl_next_seq(struct ctl *c)
+{
+    return ++c->seq;
+}
+
+void ctl_op_started(struct ctl *c)
+{
+    c->ops_in_flight++;
+}
+
+void ctl_op_finished(struct ctl *c)
+{
+    if (c->ops_in_flight)
+        c->ops_in_flight--;
+}
+
+struct informer *ctl_informer_peek(struct ctl *c, const struct fatia_kind *k)
+{
+    for (size_t i = 0; i < c->informers.n; i++)
+        if (c->informers.v[i]->kind == k)
+            return c->informers.v[i];
+    return NULL;
+}
+
+struct informer *ctl_informer(struct ctl *c, const struct fatia_kind *k)
+{
+    struct informer *inf = ctl_informer_peek(c, k);
+
+    if (inf)
+        return inf;
+    inf = fatia_calloc(1, sizeof(*inf));
+    if (!inf)
+        return NULL;
+    inf->ctl = c;
+    inf->kind = k;
+    if (FATIA_VEC_PUSH(&c->informers, inf) < 0) {
+        fatia_free(inf);
+        return NULL;
+    }
+    return inf;
+}
+
+void ctl_register_wq(struct ctl *c, struct wq *q)
+{
+    if (FATIA_VEC_PUSH(&c->queues, q) < 0)
+        fatia_error("out of memory registering queue");
+}
+
+bool ctl_ready(struct ctl *c)
+{
+    return c->ready;
+}
+
+int ctl_on_synced(struct ctl *c, void (*fn)(void *arg), void *arg)
+{
+    return FATIA_VEC_PUSH(&c->hooks, ((struct sync_hook){fn, arg}));
+}
+
+void ctl_informer_synced(struct ctl *c, struct informer *inf)
+{
+    (void)inf;
+    if (++c->n_synced < c->informers.n || c->ready || c->stopped)
+        return;
+    for (size_t i = 0; i < c->hooks.n; i++)
+        c->hooks.v[i].fn(c->hooks.v[i].arg);
+    c->ready = true;
+    fatia_info("controllers: caches synced (%zu kinds), reconciling", c->informers.n);
+    for (size_t i = 0; i < c->queues.n; i++)
+        wq_kick(c->queues.v[i]);
+}
+
+static void restart_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct informer *inf = arg;
+    int r;
+
+    (void)fd;
+    (void)what;
+    if (inf->ctl->stopped)
+        return;
+    r = informer_start(inf);
+    if (r < 0) {
+        struct timeval tv = {1, 0};
+        fatia_warn("watch of %s: %s; retrying in 1 s", inf->kind->plural, fatia_strerror(r));
+        event_base_once(inf->ctl->base, -1, EV_TIMEOUT, restart_cb, inf, &tv);
+    }
+}
+
+void ctl_informer_restart(struct ctl *c, struct informer *inf)
+{
+    struct timeval tv = {0, 100000};
+
+    /* a fresh watch from rv 0 re-delivers every object as ADDED; objects deleted meanwhile
+     * linger until their key is touched again, which the controllers tolerate (they re-read
+     * the cache and act on what is there) */
+    event_base_once(c->base, -1, EV_TIMEOUT, restart_cb, inf, &tv);
+}
+
+int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
+                          const struct fatia_controllers_opts *opts, struct fatia_controllers **ret)
+{
+    struct fatia_controllers *fc = fatia_calloc(1, sizeof(*fc));
+    struct ctl *c = fatia_calloc(1, sizeof(*c));
+    int r;
+
+    if (!fc || !c) {
+        fatia_free(fc);
+        fatia_free(c);
+        return -ENOMEM;
+    }
+    fc->ctl = c;
+    c->base = base;
+    c->client = client;
+    if (opts)
+        c->opts = *opts;
+    if (!c->opts.job_backoff)
+        c->opts.job_backoff = 10 * FATIA_USEC_PER_SEC;
+    if (!c->opts.status_interval)
+        c->opts.status_interval = FATIA_USEC_PER_SEC;
+    c->metrics = ctl_metrics_new();
+    if (!c->metrics) {
+        r = -ENOMEM;
+        goto fail;
+    }
+    if ((r = device_ctl_new(c, &c->device)) < 0 || (r = gc_ctl_new(c, &c->gc)) < 0 ||
+        (r = workload_ctl_new(c, &c->workload)) < 0 || (r = job_ctl_new(c, &c->job)) < 0 ||
+        (r = admission_ctl_new(c, &c->admission)) < 0 ||
+        (r = placement_ctl_new(c, c->device, &c->placement)) < 0)
+        goto fail;
+    for (size_t i = 0; i < c->informers.n; i++)
+        if (!c->informers.v[i]) {
+            r = -ENOMEM;
+            goto fail;
+        }
+    *ret = fc;
+    return 0;
+fail:
+    fatia_controllers_free(fc);
+    return r;
+}
+
+int fatia_controllers_start(struct fatia_controllers *fc)
+{
+    struct ctl *c = fc->ctl;
+
+    if (c->started)
+        return 0;
+    c->started = true;
+    for (size_t i = 0; i < c->informers.n; i++) {
+        int r = informer_start(c->informers.v[i]);
+        if (r < 0)
+            return fatia_log_errno(FATIA_LOG_ERROR, r, "controllers: cannot watch %s",
+                                   c->informers.v[i]->kind->plural);
+    }
+    return 0;
+}
+
+void fatia_controllers_stop(struct fatia_controllers *fc)
+{
+    struct ctl *c = fc ? fc->ctl : NULL;
+
+    if (!c)
+        return;
+    c->ready = false;
+    c->stopped = true;
+    for (size_t i = 0; i < c->informers.n; i++) {
+        struct informer *inf = c->informers.v[i];
+        if (inf && inf->watch) {
+            fatia_client_watch_stop(c->client, inf->watch);
+            inf->watch = NULL;
+        }
+    }
+}
+
+void fatia_controllers_free(struct fatia_controllers *fc)
+{
+    struct ctl *c;
+
+    if (!fc)
+        return;
+    c = fc->ctl;
+    if (c) {
+        /* watches first: no handler may run into a freed controller */
+        for (size_t i = 0; i < c->informers.n; i++) {
+            struct informer *inf = c->informers.v[i];
+            if (inf && inf->watch) {
+                fatia_client_watch_stop(c->client, inf->watch);
+                inf->watch = NULL;
+            }
+        }
+        placement_ctl_free(c->placement);
+        admission_ctl_free(c->admission);
+        job_ctl_free(c->job);
+        workload_ctl_free(c->workload);
+        gc_ctl_free(c->gc);
+        device_ctl_free(c->device);
+        for (size_t i = 0; i < c->informers.n; i++)
+            informer_free(c->informers.v[i]);
+        FATIA_VEC_RELEASE(&c->informers);
+        FATIA_VEC_RELEASE(&c->queues);
+        FATIA_VEC_RELEASE(&c->hooks);
+        ctl_metrics_free(c->metrics);
+        fatia_free(c);
+    }
+    fatia_free(fc);
+}
+
+bool fatia_controllers_idle(const struct fatia_controllers *fc)
+{
+    const struct ctl *c = fc->ctl;
+
+    if (c->ops_in_flight)
+        return false;
+    for (size_t i = 0; i < c->queues.n; i++)
+        if (!wq_idle(c->queues.v[i]))
+            return false;
+    return true;
+}
+
+int fatia_controllers_metrics(struct fatia_controllers *fc, struct fatia_buf *out)
+{
+    struct ctl *c = fc->ctl;
+
+    ctl_metrics_render(c->metrics, out);
+    if (c->admission)
+        admission_ctl_metrics(c->admission, out);
+    if (c->device)
+        device_ctl_metrics(c->device, out);
+    if (c->placement)
+        placement_ctl_metrics(c->placement, out);
+    for (size_t i = 0; i < c->queues.n; i++) {
+        (void)0;
+    }
+    return 0;
+}

@@ -1,0 +1,633 @@
+/*
+ * controller/workload.c: Kueue's job integrations (pkg/controller/jobframework, jobs/job,
+ * jobs/pod): a Job or a bare Pod labelled kueue.x-k8s.io/queue-name becomes a Kueue Workload,
+ * and the Workload's admission drives the Job or Pod.
+ *
+ * A Job (created suspended by the kueue-defaults webhook):
+ *
+ *      no Workload ──create──► Workload pending ──admitted──► Job unsuspended (flavor node labels
+ *          ▲                        ▲                             │          and tolerations in
+ *          │ Workload deleted       │ admission cleared          │ evicted   the pod template)
+ *          │ (recreated)            │ (QuotaReserved=False)      ▼
+ *          └───────────────────     └──── pods gone ◄──── Job suspended (template restored,
+ *                                                           pods deleted by the job controller)
+ *      Job Complete / Failed ──► Workload Finished=True (Succeeded / Failed); Job deleted ──► the
+ *      garbage collector deletes the Workload.
+ *
+ * A bare Pod waits behind the scheduling gate kueue.x-k8s.io/admission: admission lifts the gate
+ * (and adds the flavors' node labels to its nodeSelector); eviction deletes the pod, as Kueue's
+ * pod integration stops pods; a terminated pod finishes its Workload and loses Kueue's finalizer.
+ *
+ * Names, labels, owner references and condition reasons are Kueue's, so the Workload of job
+ * team-a/train is "job-train-<5 hex>" with the label kueue.x-k8s.io/job-uid. The reconcile of a key
+ * is pure in what it decides (cache in, writes out); writes go through ctl ops, and one step is
+ * taken per reconcile (the next one is triggered by the watch event of that write).
+ */
+#include "base/compat.h"
+
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "controller/ctl_internal.h"
+#include "controller/kueue.h"
+#include "controller/metrics.h"
+
+#define COMPONENT "kueue-job-controller"
+
+struct workload_ctl {
+    struct ctl *ctl;
+    struct wq *q;
+    struct informer *jobs, *pods, *wls, *wpcs, *flavors;
+};
+
+/* Queue keys: "job|ns/name" and "pod|ns/name". */
+static void enqueue(struct workload_ctl *w, const char *type, const json_t *obj)
+{
+    char key[700], ok[600];
+
+    obj_key(obj, ok, sizeof(ok));
+    snprintf(key, sizeof(key), "%s|%s", type, ok);
+    wq_add(w->q, key);
+}
+
+static bool queued(const json_t *obj)
+{
+    const char *q = obj_label(obj, KUEUE_LABEL_QUEUE);
+
+    return q && *q;
+}
+
+static void on_job(void *arg, const json_t *old, const json_t *obj)
+{
+    const json_t *o = obj ? obj : old;
+
+    if (queued(o))
+        enqueue(arg, "job", o);
+}
+
+static void on_pod(void *arg, const json_t *old, const json_t *obj)
+{
+    struct workload_ctl *w = arg;
+    const json_t *o = obj ? obj : old;
+    const json_t *ref = owner_of_kind(o, "batch/v1", "Job");
+
+    if (ref) {
+        char key[700];
+        snprintf(key, sizeof(key), "job|%s/%s", meta_str(o, "namespace"),
+                 fatia_json_str(ref, "name"));
+        wq_add(w->q, key);
+        return;
+    }
+    if (queued(o))
+        enqueue(w, "pod", o);
+}
+
+static void on_workload(void *arg, const json_t *old, const json_t *obj)
+{
+    struct workload_ctl *w = arg;
+    const json_t *o = obj ? obj : old;
+    const json_t *ref = obj_controller_ref(o);
+    const char *kind = fatia_json_str(ref, "kind"), *name = fatia_json_str(ref, "name");
+    char key[700];
+
+    if (!kind || !name)
+        return;
+    if (!strcmp(kind, "Job"))
+        snprintf(key, sizeof(key), "job|%s/%s", meta_str(o, "namespace"), name);
+    else if (!strcmp(kind, "Pod"))
+        snprintf(key, sizeof(key), "pod|%s/%s", meta_str(o, "namespace"), name);
+    else
+        return;
+    wq_add(w->q, key);
+}
+
+/* The Workload whose controller is the object with uid, or NULL. */
+static const json_t *owned_workload(struct workload_ctl *w, const char *uid)
+{
+    const struct fatia_strmap *set = informer_owned(w->wls, uid);
+
+    for (size_t i = 0; set && i < set->cap; i++) {
+        const struct informer_item *it = set->slots[i].key ? set->slots[i].val : NULL;
+        const json_t *ref = it ? obj_controller_ref(it->obj) : NULL;
+        const char *ruid = fatia_json_str(ref, "uid");
+        if (ruid && !strcmp(ruid, uid))
+            return it->obj;
+    }
+    return NULL;
+}
+
+static bool admitted(const json_t *wl)
+{
+    return json_object_get(json_object_get(wl, "status"), "admission") && cond_true(wl, "Admitted");
+}
+
+static bool has_reservation(const json_t *wl)
+{
+    return json_object_get(json_object_get(wl, "status"), "admission") != NULL;
+}
+
+/* ---- building a Workload ---- */
+
+/* Every tree built here is a deep copy: the informers hold the API server's own (shared,
+ * immutable) trees, and the client may change what it is given. */
+static json_t *podset_template(const json_t *meta, const json_t *spec)
+{
+    json_t *t = json_pack("{s:{},s:o}", "metadata", "spec", json_deep_copy(spec));
+    json_t *tm = json_object_get(t, "metadata");
+
+    if (!t)
+        return NULL;
+    if (json_object_get(meta, "labels"))
+        json_object_set_new(tm, "labels", json_deep_copy(json_object_get(meta, "labels")));
+    if (json_object_get(meta, "annotations"))
+        json_object_set_new(tm, "annotations",
+                            json_deep_copy(json_object_get(meta, "annotations")));
+    /* the gate is Kueue's own, not part of what the workload asks for */
+    json_object_del(json_object_get(t, "spec"), "schedulingGates");
+    return t;
+}
+
+static json_t *new_workload(struct workload_ctl *w, const json_t *owner, const char *av,
+                            const char *kind, const char *group, json_t *podsets)
+{
+    const char *name = meta_str(owner, "name"), *uid = meta_str(owner, "uid");
+    const char *prio = obj_label(owner, KUEUE_LABEL_PRIORITY);
+    char wlname[300];
+    json_t *wl;
+
+    kueue_workload_name(kind, group, name, uid, wlname, sizeof(wlname));
+    wl = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:[{s:s,s:s,s:s,s:s,s:b,s:b}]},s:{s:o,s:s}}",
+                   "apiVersion", "kueue.x-k8s.io/v1beta2", "kind", "Workload", "metadata", "name",
+                   wlname, "namespace", meta_str(owner, "namespace"), "labels", KUEUE_LABEL_JOB_UID,
+                   uid, "ownerReferences", "apiVersion", av, "kind", kind, "name", name, "uid", uid,
+                   "controller", 1, "blockOwnerDeletion", 1, "spec", "podSets", podsets,
+                   "queueName", obj_label(owner, KUEUE_LABEL_QUEUE));
+    if (!wl)
+        return NULL;
+    if (prio && *prio) {
+        json_t *spec = json_object_get(wl, "spec");
+        const json_t *wpc = informer_get(w->wpcs, NULL, prio);
+        json_int_t v;
+        json_object_set_new(spec, "priorityClassRef",
+                            json_pack("{s:s,s:s,s:s}", "group", "kueue.x-k8s.io", "kind",
+                                      "WorkloadPriorityClass", "name", prio));
+        if (wpc && json_is_integer(json_object_get(wpc, "value"))) {
+            v = json_integer_value(json_object_get(wpc, "value"));
+            json_object_set_new(spec, "priority", json_integer(v));
+        }
+    }
+    return wl;
+}
+
+/* Job pods per Kueue: parallelism, capped by the completions still wanted. */
+static int64_t job_count(const json_t *job)
+{
+    const json_t *spec = json_object_get(job, "spec");
+    int64_t par = 1, comp = -1, succ = 0;
+
+    fatia_json_int(spec, "parallelism", &par);
+    if (fatia_json_int(spec, "completions", &comp) && comp >= 0) {
+        fatia_json_int(json_object_get(job, "status"), "succeeded", &succ);
+        if (comp - succ < par)
+            par = comp - succ;
+    }
+    return par < 0 ? 0 : par;
+}
+
+/* ---- what admission gives a pod template: the flavors' node labels and tolerations ---- */
+
+static int apply_flavors(struct workload_ctl *w, const json_t *wl, json_t *pod_spec,
+                         const char *podset)
+{
+    const json_t *psas = json_object_get(
+        json_object_get(json_object_get(wl, "status"), "admission"), "podSetAssignments");
+    size_t i;
+    json_t *psa;
+
+    json_array_foreach(psas, i, psa)
+    {
+        const char *n = fatia_json_str(psa, "name"), *res;
+        json_t *fl;
+        if (podset && n && strcmp(n, podset))
+            continue;
+        json_object_foreach(json_object_get(psa, "flavors"), res, fl)
+        {
+            const json_t *rf =
+                json_is_string(fl) ? informer_get(w->flavors, NULL, json_string_value(fl)) : NULL;
+            const json_t *labels = json_object_get(json_object_get(rf, "spec"), "nodeLabels");
+            const json_t *tols = json_object_get(json_object_get(rf, "spec"), "tolerations");
+            const char *lk;
+            json_t *lv, *t;
+            size_t j;
+            if (json_object_size(labels)) {
+                json_t *ns = fatia_json_object_ensure(pod_spec, "nodeSelector");
+                if (!ns)
+                    return -ENOMEM;
+                json_object_foreach((json_t *)labels, lk, lv)
+                    json_object_set_new(ns, lk, json_deep_copy(lv));
+            }
+            json_array_foreach(tols, j, t)
+            {
+                json_t *arr = fatia_json_array_ensure(pod_spec, "tolerations");
+                bool have = false;
+                size_t m;
+                json_t *e;
+                if (!arr)
+                    return -ENOMEM;
+                json_array_foreach(arr, m, e) have |= fatia_json_equal(e, t);
+                if (!have)
+                    json_array_append_new(arr, json_deep_copy(t));
+            }
+        }
+    }
+    return 0;
+}
+
+static const char *admitting_cq(const json_t *wl)
+{
+    return fatia_json_str(json_object_get(json_object_get(wl, "status"), "admission"),
+                          "clusterQueue");
+}
+
+/* ---- Job ---- */
+
+static bool job_finished(const json_t *job, const char **reason, const char **msg)
+{
+    const json_t *c;
+
+    if ((c = cond_get(job, "Complete")) && !strcmp(fatia_json_str(c, "status"), "True")) {
+        *reason = "Succeeded";
+        *msg = fatia_json_str(c, "message") ? fatia_json_str(c, "message") : "Job finished";
+        return true;
+    }
+    if ((c = cond_get(job, "Failed")) && !strcmp(fatia_json_str(c, "status"), "True")) {
+        *reason = "Failed";
+        *msg = fatia_json_str(c, "message") ? fatia_json_str(c, "message") : "Job failed";
+        return true;
+    }
+    return false;
+}
+
+/* Pods of the job that still run or may still run. */
+static size_t job_live_pods(struct workload_ctl *w, const json_t *job)
+{
+    const struct fatia_strmap *set = informer_owned(w->pods, meta_str(job, "uid"));
+    size_t n = 0;
+
+    for (size_t i = 0; set && i < set->cap; i++) {
+        const struct informer_item *it = set->slots[i].key ? set->slots[i].val : NULL;
+        if (it && !pod_terminal(it->obj))
+            n++;
+    }
+    return n;
+}
+
+static int finish_workload(struct workload_ctl *w, const json_t *wl, const char *qkey,
+                           const char *reason, const char *msg)
+{
+    json_t *nw = json_deep_copy(wl);
+    json_t *conds =
+        nw ? fatia_json_array_ensure(fatia_json_object_ensure(nw, "status"), "conditions") : NULL;
+    int r;
+
+    if (!conds) {
+        json_decref(nw);
+        return -ENOMEM;
+    }
+    cond_set(conds, "Finished", "True", reason, msg, ctl_now(w->ctl));
+    r = ctl_update_status(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey});
+    if (r == 0)
+        ctl_event(w->ctl, wl, COMPONENT, "Normal", "FinishedWorkload",
+                  "Workload '%s/%s' is declared finished", meta_str(wl, "namespace"),
+                  meta_str(wl, "name"));
+    json_decref(nw);
+    return r;
+}
+
+/* Clears the quota reservation of an evicted workload whose pods are gone (Kueue's
+ * UnsetQuotaReservationWithCondition): the admission controller then releases its quota. */
+static int release_workload(struct workload_ctl *w, const json_t *wl, const char *qkey)
+{
+    json_t *nw = json_deep_copy(wl);
+    json_t *st = nw ? fatia_json_object_ensure(nw, "status") : NULL;
+    json_t *conds = st ? fatia_json_array_ensure(st, "conditions") : NULL;
+    const char *msg = fatia_json_str(cond_get(wl, "Evicted"), "message");
+    fatia_usec_t now = ctl_now(w->ctl);
+    int r;
+
+    if (!conds) {
+        json_decref(nw);
+        return -ENOMEM;
+    }
+    json_object_del(st, "admission");
+    cond_set(conds, "QuotaReserved", "False", "Pending", msg ? msg : "The workload was evicted",
+             now);
+    if (cond_get(wl, "Admitted"))
+        cond_set(conds, "Admitted", "False", "NoReservation", "The workload has no reservation",
+                 now);
+    r = ctl_update_status(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey});
+    json_decref(nw);
+    return r;
+}
+
+static int job_set_suspend(struct workload_ctl *w, const json_t *job, const json_t *wl,
+                           bool suspend, const char *qkey)
+{
+    json_t *nj = json_deep_copy(job);
+    json_t *spec = nj ? json_object_get(nj, "spec") : NULL;
+    json_t *tspec = spec ? json_object_get(json_object_get(spec, "template"), "spec") : NULL;
+    json_t *tmeta;
+    int r;
+
+    if (!tspec) {
+        json_decref(nj);
+        return -ENOMEM;
+    }
+    json_object_set_new(spec, "suspend", json_boolean(suspend));
+    tmeta = fatia_json_object_ensure(json_object_get(spec, "template"), "metadata");
+    if (!suspend) {
+        json_t *labels = tmeta ? fatia_json_object_ensure(tmeta, "labels") : NULL;
+        if (!labels || apply_flavors(w, wl, tspec, NULL) < 0) {
+            json_decref(nj);
+            return -ENOMEM;
+        }
+        json_object_set_new(labels, KUEUE_LABEL_PODSET, json_string("main"));
+    } else if (wl) {
+        /* restore what the workload recorded from the job before admission */
+        const json_t *orig = json_object_get(
+            json_object_get(
+                json_array_get(json_object_get(json_object_get(wl, "spec"), "podSets"), 0),
+                "template"),
+            "spec");
+        const char *f[] = {"nodeSelector", "tolerations"};
+        for (size_t i = 0; orig && i < 2; i++) {
+            if (json_object_get(orig, f[i]))
+                json_object_set_new(tspec, f[i], json_deep_copy(json_object_get(orig, f[i])));
+            else
+                json_object_del(tspec, f[i]);
+        }
+        if (tmeta)
+            json_object_del(json_object_get(tmeta, "labels"), KUEUE_LABEL_PODSET);
+    }
+    r = ctl_update(w->ctl, nj, &(struct op_opts){.wq = w->q, .key = qkey});
+    json_decref(nj);
+    return r;
+}
+
+static void reconcile_job(struct workload_ctl *w, const char *qkey, const char *key)
+{
+    const json_t *job = informer_get_key(w->jobs, key), *wl;
+    const char *reason, *msg;
+    bool suspended;
+
+    if (!job || !queued(job))
+        return;
+    wl = owned_workload(w, meta_str(job, "uid"));
+    suspended = fatia_json_bool(json_object_get(job, "spec"), "suspend", false);
+    if (job_finished(job, &reason, &msg)) {
+        if (wl && !cond_true(wl, "Finished"))
+            finish_workload(w, wl, qkey, reason, msg);
+        return;
+    }
+    if (obj_deleting(job))
+        return;
+    if (!wl) {
+        json_t *tmpl = podset_template(
+            json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "metadata"),
+            json_object_get(json_object_get(json_object_get(job, "spec"), "template"), "spec"));
+        json_t *podsets = tmpl ? json_pack("[{s:s,s:o,s:I}]", "name", "main", "template", tmpl,
+                                           "count", (json_int_t)job_count(job))
+                               : NULL;
+        json_t *nw;
+        if (!suspended) {
+            /* running without a workload (created before the label, or its workload was
+               deleted): stop it until it is admitted, as Kueue does */
+            job_set_suspend(w, job, NULL, true, qkey);
+            json_decref(podsets);
+            return;
+        }
+        nw = podsets ? new_workload(w, job, "batch/v1", "Job", "batch", podsets) : NULL;
+        if (!nw) {
+            fatia_error("job %s: out of memory building its workload", key);
+            return;
+        }
+        if (ctl_create(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey}) == 0)
+            ctl_event(w->ctl, job, COMPONENT, "Normal", "CreatedWorkload",
+                      "Created Workload: %s/%s", meta_str(nw, "namespace"), meta_str(nw, "name"));
+        json_decref(nw);
+        return;
+    }
+    if (obj_deleting(wl) || cond_true(wl, "Finished"))
+        return;
+    if (admitted(wl) && !cond_true(wl, "Evicted")) {
+        if (suspended && job_set_suspend(w, job, wl, false, qkey) == 0)
+            ctl_event(w->ctl, job, COMPONENT, "Normal", "Started", "Admitted by clusterQueue %s",
+                      admitting_cq(wl) ? admitting_cq(wl) : "");
+        return;
+    }
+    if (!suspended) {
+        const char *why = cond_true(wl, "Evicted")
+                              ? fatia_json_str(cond_get(wl, "Evicted"), "message")
+                              : "Not admitted by cluster queue";
+        if (job_set_suspend(w, job, wl, true, qkey) == 0)
+            ctl_event(w->ctl, job, COMPONENT, "Normal", "Stopped", "%s", why ? why : "Evicted");
+        return;
+    }
+    /* suspended and evicted: once its pods are gone, the quota may go */
+    if (has_reservation(wl) && cond_true(wl, "Evicted") && job_live_pods(w, job) == 0)
+        release_workload(w, wl, qkey);
+}
+
+/* ---- bare Pods ---- */
+
+static int pod_remove_finalizer(struct workload_ctl *w, const json_t *pod, const char *qkey)
+{
+    json_t *np = json_deep_copy(pod);
+    json_t *fin = np ? json_object_get(json_object_get(np, "metadata"), "finalizers") : NULL;
+    size_t i;
+    json_t *v;
+    int r;
+
+    if (!np)
+        return -ENOMEM;
+    json_array_foreach(fin, i, v)
+    {
+        if (json_is_string(v) && !strcmp(json_string_value(v), KUEUE_FINALIZER_POD)) {
+            json_array_remove(fin, i);
+            break;
+        }
+    }
+    if (fin && !json_array_size(fin))
+        json_object_del(json_object_get(np, "metadata"), "finalizers");
+    r = ctl_update(w->ctl, np, &(struct op_opts){.wq = w->q, .key = qkey, .quiet_missing = true});
+    json_decref(np);
+    return r;
+}
+
+static int pod_ungate(struct workload_ctl *w, const json_t *pod, const json_t *wl, const char *qkey)
+{
+    json_t *np = json_deep_copy(pod);
+    json_t *spec = np ? json_object_get(np, "spec") : NULL;
+    json_t *gates = spec ? json_object_get(spec, "schedulingGates") : NULL;
+    size_t i;
+    json_t *g;
+    int r;
+
+    if (!spec) {
+        json_decref(np);
+        return -ENOMEM;
+    }
+    json_array_foreach(gates, i, g)
+    {
+        const char *n = fatia_json_str(g, "name");
+        if (n && !strcmp(n, KUEUE_GATE_ADMISSION)) {
+            json_array_remove(gates, i);
+            break;
+        }
+    }
+    if (!json_array_size(gates))
+        json_object_del(spec, "schedulingGates");
+    if (apply_flavors(w, wl, spec, NULL) < 0) {
+        json_decref(np);
+        return -ENOMEM;
+    }
+    r = ctl_update(w->ctl, np, &(struct op_opts){.wq = w->q, .key = qkey});
+    json_decref(np);
+    return r;
+}
+
+static bool pod_gated(const json_t *pod)
+{
+    size_t i;
+    json_t *g;
+
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "schedulingGates"), i, g)
+    {
+        const char *n = fatia_json_str(g, "name");
+        if (n && !strcmp(n, KUEUE_GATE_ADMISSION))
+            return true;
+    }
+    return false;
+}
+
+static void reconcile_pod(struct workload_ctl *w, const char *qkey, const char *key)
+{
+    const json_t *pod = informer_get_key(w->pods, key), *wl;
+    char nsbuf[300];
+
+    if (!pod || !queued(pod) || owner_of_kind(pod, "batch/v1", "Job"))
+        return;
+    wl = owned_workload(w, meta_str(pod, "uid"));
+    if (pod_terminal(pod)) {
+        const char *ph = fatia_json_str(json_object_get(pod, "status"), "phase");
+        bool ok = ph && !strcmp(ph, "Succeeded");
+        if (wl && !cond_true(wl, "Finished")) {
+            finish_workload(w, wl, qkey, ok ? "Succeeded" : "Failed",
+                            ok ? "Pod succeeded" : "Pod failed");
+            return;
+        }
+        if (obj_has_finalizer(pod, KUEUE_FINALIZER_POD))
+            pod_remove_finalizer(w, pod, qkey);
+        return;
+    }
+    if (obj_deleting(pod)) {
+        if (pod_done(pod) && obj_has_finalizer(pod, KUEUE_FINALIZER_POD))
+            pod_remove_finalizer(w, pod, qkey);
+        return;
+    }
+    if (!wl) {
+        json_t *tmpl =
+            podset_template(json_object_get(pod, "metadata"), json_object_get(pod, "spec"));
+        json_t *podsets =
+            tmpl ? json_pack("[{s:s,s:o,s:i}]", "name", "main", "template", tmpl, "count", 1)
+                 : NULL;
+        json_t *nw = podsets ? new_workload(w, pod, "v1", "Pod", "", podsets) : NULL;
+        json_t *tm;
+        if (!nw) {
+            fatia_error("pod %s: out of memory building its workload", key);
+            return;
+        }
+        /* the template keeps only what the pod asks for */
+        tm = json_object_get(
+            json_object_get(
+                json_array_get(json_object_get(json_object_get(nw, "spec"), "podSets"), 0),
+                "template"),
+            "metadata");
+        json_object_del(json_object_get(tm, "annotations"),
+                        "kubectl.kubernetes.io/last-applied-configuration");
+        if (ctl_create(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey}) == 0)
+            ctl_event(w->ctl, pod, COMPONENT, "Normal", "CreatedWorkload",
+                      "Created Workload: %s/%s", meta_str(nw, "namespace"), meta_str(nw, "name"));
+        json_decref(nw);
+        return;
+    }
+    if (obj_deleting(wl) || cond_true(wl, "Finished"))
+        return;
+    if (admitted(wl) && !cond_true(wl, "Evicted")) {
+        if (pod_gated(pod) && pod_ungate(w, pod, wl, qkey) == 0)
+            ctl_event(w->ctl, pod, COMPONENT, "Normal", "Started", "Admitted by clusterQueue %s",
+                      admitting_cq(wl) ? admitting_cq(wl) : "");
+        return;
+    }
+    if (cond_true(wl, "Evicted")) {
+        const char *why = fatia_json_str(cond_get(wl, "Evicted"), "message");
+        if (pod_gated(pod)) {
+            /* never ran: the reservation can go at once, the pod waits for admission again */
+            if (has_reservation(wl))
+                release_workload(w, wl, qkey);
+            return;
+        }
+        split_key(key, nsbuf, sizeof(nsbuf));
+        if (ctl_delete(w->ctl, w->pods->kind, nsbuf, meta_str(pod, "name"), meta_str(pod, "uid"),
+                       &(struct op_opts){.wq = w->q, .key = qkey, .quiet_missing = true}) == 0)
+            ctl_event(w->ctl, pod, COMPONENT, "Normal", "Stopped", "%s", why ? why : "Evicted");
+    }
+}
+
+static void reconcile(void *arg, const char *qkey)
+{
+    struct workload_ctl *w = arg;
+    const char *bar = strchr(qkey, '|');
+
+    if (!bar)
+        return;
+    if (!strncmp(qkey, "job|", 4))
+        reconcile_job(w, qkey, bar + 1);
+    else if (!strncmp(qkey, "pod|", 4))
+        reconcile_pod(w, qkey, bar + 1);
+}
+
+int workload_ctl_new(struct ctl *c, struct workload_ctl **ret)
+{
+    struct workload_ctl *w = fatia_calloc(1, sizeof(*w));
+
+    if (!w)
+        return -ENOMEM;
+    w->ctl = c;
+    w->q = wq_new(c, "workload", reconcile, w);
+    w->jobs = ctl_informer(c, fatia_kind_find("batch/v1", "Job", NULL));
+    w->pods = ctl_informer(c, fatia_kind_find("v1", "Pod", NULL));
+    w->wls = ctl_informer(c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "Workload", NULL));
+    w->wpcs =
+        ctl_informer(c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", NULL));
+    w->flavors = ctl_informer(c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "ResourceFlavor", NULL));
+    if (!w->q || !w->jobs || !w->pods || !w->wls || !w->wpcs || !w->flavors ||
+        informer_on(w->jobs, on_job, w) < 0 || informer_on(w->pods, on_pod, w) < 0 ||
+        informer_on(w->wls, on_workload, w) < 0) {
+        workload_ctl_free(w);
+        return -ENOMEM;
+    }
+    informer_index_owners(w->wls);
+    informer_index_owners(w->pods);
+    *ret = w;
+    return 0;
+}
+
+void workload_ctl_free(struct workload_ctl *w)
+{
+    if (!w)
+        return;
+    wq_free(w->q);
+    fatia_free(w);
+}

@@ -10,6 +10,10 @@
 #   metrics                  GET /metrics into $TMP/metrics
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
+# NO_AGENT: --no-agent when this fatiad has a node agent (tests that play the agent themselves)
+NO_AGENT=
+"$FATIAD" --help 2>/dev/null | grep -q -- --no-agent && NO_AGENT=--no-agent
+
 e2e_start() {
     start_fatiad "$TMP/data" --fleet examples/fleet/ -f examples/ "$@" || return 1
     K="$KUBECTL_DIR/kubectl.1.33 --kubeconfig $KCFG"

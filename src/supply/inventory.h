@@ -81,7 +81,8 @@ struct fatia_inventory {
     char *strings; /* owned strings (names, versions), freed as one list */
     char **owned;
     size_t n_owned, owned_cap;
-    char note[256]; /* why sim was chosen by auto, or "" */
+    char note[256];         /* why sim was chosen by auto, or "" */
+    json_t *host_resources; /* nvml without a pool: this host's cpu, memory, pods; owned */
 };
 
 void fatia_inventory_init(struct fatia_inventory *inv);

@@ -44,6 +44,7 @@ void fatia_inventory_release(struct fatia_inventory *inv)
         fatia_free(inv->owned[i]);
     fatia_free(inv->owned);
     fatia_free(inv->strings);
+    json_decref(inv->host_resources);
     fatia_inventory_init(inv);
 }
 

@@ -548,6 +548,20 @@ int fatia_inventory_nvml(struct fatia_inventory *inv, const struct fatia_nvml_op
         node->taints = opts->pool->taints;
         node->resources = opts->pool->resources;
     }
+    if (!node->resources) {
+        /* A real node's own capacity, as the kubelet reports it: online CPUs, physical memory,
+         * and the kubelet's default of 110 pods. Without it nothing could be placed here. */
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        char mem[48];
+        snprintf(buf, sizeof(buf), "%ld", cpus > 0 ? cpus : 1);
+        snprintf(mem, sizeof(mem), "%lldKi",
+                 pages > 0 && page > 0 ? (long long)pages * page / 1024 : 0LL);
+        inv->host_resources = json_pack("{s:s,s:s,s:s}", "cpu", buf, "memory", mem, "pods", "110");
+        if (!inv->host_resources)
+            goto out;
+        node->resources = inv->host_resources;
+    }
     if (n.SystemGetDriverVersion(buf, sizeof(buf)) == NVML_SUCCESS)
         node->driver_version = fatia_inventory_strdup(inv, buf);
     if (n.SystemGetCudaDriverVersion && n.SystemGetCudaDriverVersion(&cuda) == NVML_SUCCESS) {

@@ -54,7 +54,7 @@ PY
 # MIG asked on a GPU whose MIG mode is off: planned, not applied
 expect_rc 0 plan -f "$TMP/balanced.yaml"
 expect_line "$TMP/out" "MIG mixed [2g.35gb    |1g.18|1g.18|3g.71gb                ]   planned"
-expect_line "$TMP/out" "allocatable nvidia.com/mig-2g.35gb=0, nvidia.com/mig-1g.18gb=0, nvidia.com/mig-3g.71gb=0"
+expect_line "$TMP/out" "pods=110, nvidia.com/mig-2g.35gb=0, nvidia.com/mig-1g.18gb=0, nvidia.com/mig-3g.71gb=0"
 
 # --apply against the fake, with its state kept in a file
 export FATIA_FAKE_NVML_STATE=$TMP/state.json

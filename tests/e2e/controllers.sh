@@ -13,7 +13,9 @@
 #   6. backoffLimit (Failed, BackoffLimitExceeded) and the garbage collector (Job deleted)
 #   7. a re-plan that would take a held slice waits (ReplanBlocked), then happens
 #   8. kill -9 of fatiad with bound pods: nothing is placed twice after the restart
-#   9. /metrics (Kueue's names and fatia's slices), and the slice history checker over every pod
+#   9. a DRA claim from a template (allocated on NVLink-connected GPUs, held against other pods,
+#      deallocated when its pod ends, collected with it)
+#  10. /metrics (Kueue's names and fatia's slices), and the slice history checker over every pod
 #      event of the run
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
@@ -281,6 +283,43 @@ for j in train-a1 train-a2 train-a3 train-b1 train-b2 urgent serve; do
     expect_line "$TMP/out" "$j=Complete"
 done
 
+# ---- 8b. DRA: a claim from a template, on NVLink-connected GPUs ----
+cat >"$TMP/dra.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: nccl, namespace: team-b}
+spec:
+  restartPolicy: Never
+  resourceClaims: [{name: gpus, resourceClaimTemplateName: two-nvlinked-gpus}]
+  containers:
+  - name: main
+    image: busybox
+    command: ["sleep", "3600"]
+    resources: {claims: [{name: gpus}]}
+YAML
+expect_rc 0 $K apply -f "$TMP/dra.yaml"
+wait_until 10 out_nonempty $K get pod nccl -n team-b -o jsonpath='{.spec.nodeName}'
+expect_rc 0 $K get resourceclaim nccl-gpus -n team-b -o jsonpath='{.metadata.ownerReferences[0].name} {.status.allocation.devices.results[*].device} {.status.reservedFor[0].name}'
+expect_line "$TMP/out" "nccl gpu-2 gpu-3 nccl"
+expect_rc 0 $K get pod nccl -n team-b -o jsonpath='{.metadata.annotations.fatia\.dev/devices}'
+expect_line "$TMP/out" '"slice":"gpu-2","kind":"whole","gpuIndex":2,"uuid":"GPU-'
+expect_line "$TMP/out" '"claim":"team-b/nccl-gpus"'
+# the claim's GPUs are taken: two pods of two whole GPUs each, one fits, one waits
+for n in w1 w2; do
+    sed -e "s/name: nccl/name: $n/" -e '/resourceClaims/d' -e 's/resources: {claims: \[{name: gpus}\]}/resources: {limits: {nvidia.com\/gpu: 2}}/' "$TMP/dra.yaml" | $K apply -f - >/dev/null
+done
+wait_until 10 out_is box-0 $K get pod w1 -n team-b -o jsonpath='{.spec.nodeName}'
+expect_rc 0 $K get pod w1 -n team-b -o jsonpath='{.metadata.annotations.fatia\.dev/slices}'
+expect_line "$TMP/out" "gpu-6,gpu-7"
+wait_until 10 out_is False $K get pod w2 -n team-b -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].status}'
+set_phase team-b nccl Succeeded
+wait_until 10 out_empty $K get resourceclaim nccl-gpus -n team-b -o jsonpath='{.status.allocation}'
+wait_until 10 out_is gpu-2,gpu-3 $K get pod w2 -n team-b -o jsonpath='{.metadata.annotations.fatia\.dev/slices}'
+expect_rc 0 $K delete pod nccl -n team-b
+wait_until 10 out_empty $K get resourceclaim nccl-gpus -n team-b -o name
+set_phase team-b w1 Succeeded
+set_phase team-b w2 Succeeded
+
 # ---- 9. metrics and the slice history ----
 metrics
 for l in 'kueue_cluster_queue_nominal_quota{cohort="research",cluster_queue="team-a",flavor="h200",resource="nvidia.com/gpu"} 2' \
@@ -292,6 +331,7 @@ for l in 'kueue_cluster_queue_nominal_quota{cohort="research",cluster_queue="tea
     expect_line "$TMP/metrics" "$l"
 done
 kill "$WATCH_PID" 2>/dev/null
+expect_rc 0 python3 "$E2E_DIR/slicecheck.py" --self-test
 if ! python3 "$E2E_DIR/slicecheck.py" "$TMP/watch1" "$TMP/watch2" >"$TMP/check"; then
     fail "slice history: $(cat "$TMP/check")"
 fi

@@ -7,7 +7,9 @@ order they were received (several files: one per watch, e.g. before and after a 
 fatiad; events at or below a resourceVersion already seen are skipped, so overlapping watches
 are fine). A pod holds the slices named by its annotation fatia.dev/slices from the moment it is
 bound (spec.nodeName) until it is Succeeded or Failed, or deleted: the placement contract. A
-slice is "node/id".
+slice is "node/id". A device the annotation fatia.dev/devices marks with "claim" belongs to that
+ResourceClaim rather than to the pod: the pods that share one claim share its devices, and only a
+different holder (another pod, another claim) counts as a double booking.
 
 Prints a summary line; exit status 1 (with the offending events) when a slice was held twice, or
 when --expect-pods N says how many distinct pods must have held a slice and the count differs.
@@ -16,7 +18,39 @@ import json
 import sys
 
 
+def self_test():
+    """The checker must catch what it claims to catch: two histories, one clean, one not."""
+    import os
+    import tempfile
+
+    def pod(name, rv, node, slices, phase="Running", claim=None, uid=None):
+        devs = [{"slice": x, "claim": claim} if claim else {"slice": x} for x in slices]
+        return json.dumps({"type": "MODIFIED", "object": {
+            "metadata": {"name": name, "namespace": "t", "uid": uid or name,
+                         "resourceVersion": str(rv),
+                         "annotations": {"fatia.dev/slices": ",".join(slices),
+                                         "fatia.dev/devices": json.dumps(devs)}},
+            "spec": {"nodeName": node}, "status": {"phase": phase}}})
+    clean = [pod("a", 1, "n", ["gpu-2"]), pod("a", 2, "n", ["gpu-2"], "Succeeded"),
+             pod("b", 3, "n", ["gpu-2"]), pod("c", 4, "n", ["gpu-3"], claim="t/x"),
+             pod("d", 5, "n", ["gpu-3"], claim="t/x")]
+    dirty = [pod("a", 1, "n", ["gpu-2"]), pod("b", 2, "n", ["gpu-2"])]
+    claim_vs_pod = [pod("c", 1, "n", ["gpu-3"], claim="t/x"), pod("e", 2, "n", ["gpu-3"])]
+    ok = True
+    for lines, want in ((clean, 0), (dirty, 1), (claim_vs_pod, 1)):
+        fd, path = tempfile.mkstemp()
+        with os.fdopen(fd, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        got = main([path])
+        os.unlink(path)
+        ok &= got == want
+    print("slicecheck: self-test %s" % ("passed" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
 def main(argv):
+    if argv == ["--self-test"]:
+        return self_test()
     files = []
     expect = None
     i = 0
@@ -62,21 +96,37 @@ def main(argv):
                 node = spec.get("nodeName")
                 ann = meta.get("annotations", {}) or {}
                 phase = (obj.get("status") or {}).get("phase")
-                held = set()
+                held = {}  # slice -> holder (the pod, or "claim ns/name")
                 if typ != "DELETED" and node and phase not in ("Succeeded", "Failed"):
+                    claimed = {}
+                    try:
+                        for d in json.loads(ann.get("fatia.dev/devices") or "[]"):
+                            if d.get("claim"):
+                                claimed[d.get("slice")] = "claim " + d["claim"]
+                    except ValueError:
+                        pass
                     for s in (ann.get("fatia.dev/slices") or "").split(","):
                         if s:
-                            held.add("%s/%s" % (node, s))
-                old = holds.get(uid, (name, set()))[1]
-                for s in old - held:
-                    if owner.get(s) == uid:
-                        del owner[s]
-                for s in held - old:
-                    other = owner.get(s)
-                    if other and other != uid:
+                            held["%s/%s" % (node, s)] = claimed.get(s, uid)
+                old = holds.get(uid, (name, {}))[1]
+                for s in set(old) - set(held):
+                    if owner.get(s, (None, set()))[0] == old[s]:
+                        users = owner[s][1]
+                        users.discard(uid)
+                        if not users:
+                            del owner[s]
+                for s, holder in held.items():
+                    if s in old and old[s] == holder:
+                        continue
+                    cur = owner.get(s)
+                    if cur and cur[0] != holder:
                         errors.append("rv %d: slice %s given to %s while %s holds it"
-                                      % (rv, s, name, names.get(other, other)))
-                    owner[s] = uid
+                                      % (rv, s, name if holder == uid else holder,
+                                         names.get(cur[0], cur[0])))
+                        continue
+                    if not cur:
+                        owner[s] = (holder, set())
+                    owner[s][1].add(uid)
                 if held:
                     bound_pods.add(uid)
                     holds[uid] = (name, held)

@@ -381,8 +381,13 @@ static json_t *cell(const struct fatia_column *col, const json_t *obj, fatia_use
 {
     const json_t *res[1];
     const json_t *v;
-    int n = fatia_jsonpath_eval(col->json_path, obj, res, 1);
+    int n;
 
+    if (col->compute) {
+        json_t *c = col->compute(obj, now);
+        return c ? c : json_null();
+    }
+    n = fatia_jsonpath_eval(col->json_path, obj, res, 1);
     if (n <= 0)
         return json_null();
     v = res[0];

@@ -29,9 +29,13 @@ enum fatia_name_rule {
 struct fatia_column {
     const char *name;      /* "Cohort" */
     const char *type;      /* "string" | "integer" | "number" | "boolean" | "date" */
-    const char *json_path; /* ".spec.cohortName" */
+    const char *json_path; /* ".spec.cohortName"; ignored when compute is set */
     int priority;          /* 0 = default view, 1 = -o wide only */
     const char *desc;
+    /* A cell no JSONPath can give, as kubectl's built-in printers compute them (a Pod's READY
+     * "1/2", a Job's DURATION): a new reference, or NULL for an empty cell. now is the server's
+     * clock (microseconds since the epoch), passed in so the function stays pure. */
+    json_t *(*compute)(const json_t *obj, int64_t now);
 };
 
 struct fatia_kind_version {

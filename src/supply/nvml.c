@@ -659,7 +659,13 @@ int fatia_inventory_auto(struct fatia_inventory *inv, const struct fatia_nvml_op
         return r;
     }
     {
-        const char *why = r == 0 ? "NVML found no GPU" : nd.n ? nd.v[0].msg : "no NVIDIA driver";
+        /* the note says why in a person's words; the loader's own message stays for the other
+           failures (a driver that is there but broken) */
+        const char *why = r == 0 ? "NVML found no GPU"
+                          : r == -FATIA_E_NODRIVER
+                              ? "no NVIDIA driver (libnvidia-ml.so.1 not found)"
+                          : nd.n ? nd.v[0].msg
+                                 : "no NVIDIA driver";
         char note[256];
         snprintf(note, sizeof(note), "simulated fleet: %s", why);
         fatia_diag_release(&nd);

@@ -16,6 +16,7 @@
 
 #include "base/buf.h"
 #include "base/json.h"
+#include "model/kinds/kinds.h"
 #include "model/objset.h"
 
 struct expect {
@@ -546,6 +547,75 @@ static void test_examples_valid(void **state)
     fatia_objset_release(&set);
 }
 
+/* printer cells computed as kubectl's built-in printers do (model/kinds/printers.c) */
+static void expect_cell(json_t *(*f)(const json_t *, int64_t), const char *obj, int64_t now,
+                        const char *want)
+{
+    json_t *o = json_loads(obj, 0, NULL), *c;
+
+    assert_non_null(o);
+    c = f(o, now);
+    if (!want)
+        assert_null(c);
+    else
+        assert_string_equal(json_string_value(c), want);
+    json_decref(c);
+    json_decref(o);
+}
+
+static void test_printers(void **state)
+{
+    (void)state;
+    expect_cell(fatia_print_node_status,
+                "{\"status\":{\"conditions\":[{\"type\":\"Ready\","
+                "\"status\":\"True\"}]}}",
+                0, "Ready");
+    expect_cell(fatia_print_node_status,
+                "{\"spec\":{\"unschedulable\":true},\"status\":"
+                "{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}}",
+                0, "NotReady,SchedulingDisabled");
+    expect_cell(fatia_print_node_status, "{}", 0, "Unknown");
+    expect_cell(fatia_print_pod_ready,
+                "{\"spec\":{\"containers\":[{},{}]},\"status\":"
+                "{\"containerStatuses\":[{\"ready\":true},{\"ready\":false}]}}",
+                0, "1/2");
+    expect_cell(fatia_print_pod_status, "{\"status\":{\"phase\":\"Running\"}}", 0, "Running");
+    expect_cell(fatia_print_pod_status,
+                "{\"spec\":{\"schedulingGates\":[{\"name\":\"g\"}]},"
+                "\"status\":{\"phase\":\"Pending\"}}",
+                0, "SchedulingGated");
+    expect_cell(fatia_print_pod_status,
+                "{\"status\":{\"phase\":\"Failed\",\"containerStatuses\":"
+                "[{\"state\":{\"terminated\":{\"exitCode\":3}}}]}}",
+                0, "ExitCode:3");
+    expect_cell(fatia_print_pod_status,
+                "{\"status\":{\"phase\":\"Succeeded\",\"containerStatuses\":"
+                "[{\"state\":{\"terminated\":{\"exitCode\":0,\"reason\":\"Completed\"}}}]}}",
+                0, "Completed");
+    expect_cell(fatia_print_pod_status,
+                "{\"metadata\":{\"deletionTimestamp\":\"2026-01-01T00:00:00Z\"},"
+                "\"status\":{\"phase\":\"Running\"}}",
+                0, "Terminating");
+    expect_cell(fatia_print_job_completions,
+                "{\"spec\":{\"completions\":4},\"status\":"
+                "{\"succeeded\":3}}",
+                0, "3/4");
+    expect_cell(fatia_print_job_completions, "{\"spec\":{\"parallelism\":2}}", 0, "0/1 of 2");
+    expect_cell(fatia_print_job_status, "{\"spec\":{\"suspend\":true}}", 0, "Suspended");
+    expect_cell(fatia_print_job_status,
+                "{\"status\":{\"conditions\":[{\"type\":\"Complete\","
+                "\"status\":\"True\"}]}}",
+                0, "Complete");
+    /* 2026-01-01T00:00:00Z = 1767225600 s */
+    expect_cell(fatia_print_job_duration, "{\"status\":{\"startTime\":\"2026-01-01T00:00:00Z\"}}",
+                (1767225600 + 125) * INT64_C(1000000), "2m5s");
+    expect_cell(fatia_print_job_duration,
+                "{\"status\":{\"startTime\":\"2026-01-01T00:00:00Z\","
+                "\"completionTime\":\"2026-01-01T00:00:42Z\"}}",
+                INT64_MAX, "42s");
+    expect_cell(fatia_print_job_duration, "{}", 0, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -553,6 +623,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_v1beta1_conversion),
         cmocka_unit_test(test_examples_valid),
+        cmocka_unit_test(test_printers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -290,7 +290,8 @@ static const struct fatia_field node_fields[] = {
     {"status", &fatia_s_status_any, 0, NULL},
     {0}};
 static const struct fatia_column node_columns[] = {
-    {"Status", "string", ".status.conditions[?(@.type==\"Ready\")].status", 0, "Ready"},
+    {"Status", "string", NULL, 0, "Ready or NotReady, SchedulingDisabled when cordoned",
+     fatia_print_node_status},
     {"GPU", "string", ".metadata.labels.nvidia\\.com/gpu\\.product", 0, "GPU product"},
     {"Sharing", "string", ".metadata.labels.nvidia\\.com/gpu\\.sharing-strategy", 1,
      "GPU sharing strategy"},
@@ -313,8 +314,11 @@ static const struct fatia_field pod_fields[] = {FATIA_OBJECT_FIELDS,
                                                 {"status", &fatia_s_status_any, 0, NULL},
                                                 {0}};
 static const struct fatia_column pod_columns[] = {
-    {"Status", "string", ".status.phase", 0, "Pod phase"},
-    {"Node", "string", ".spec.nodeName", 0, "Node the pod is bound to"},
+    {"Ready", "string", NULL, 0, "Ready containers / containers", fatia_print_pod_ready},
+    {"Status", "string", NULL, 0, "Phase, or why a container waits or ended",
+     fatia_print_pod_status},
+    {"Restarts", "integer", NULL, 0, "Container restarts", fatia_print_pod_restarts},
+    {"Node", "string", ".spec.nodeName", 1, "Node the pod is bound to"},
     {"Slices", "string", ".metadata.annotations.fatia\\.dev/slices", 1, "GPU slices held"},
     {NULL}};
 const struct fatia_kind fatia_kind_pod = {
@@ -409,8 +413,10 @@ static const struct fatia_field job_fields[] = {
     {"status", &fatia_s_status_any, 0, NULL},
     {0}};
 static const struct fatia_column job_columns[] = {
-    {"Status", "string", ".status.conditions[-1:].type", 0, "Latest condition"},
-    {"Completions", "string", ".status.succeeded", 0, "Succeeded pods"},
+    {"Status", "string", NULL, 0, "Running, Complete, Failed or Suspended", fatia_print_job_status},
+    {"Completions", "string", NULL, 0, "Succeeded pods / completions", fatia_print_job_completions},
+    {"Duration", "string", NULL, 0, "Time from start to completion (or now)",
+     fatia_print_job_duration},
     {"Queue", "string", ".metadata.labels.kueue\\.x-k8s\\.io/queue-name", 0, "Kueue LocalQueue"},
     {NULL}};
 const struct fatia_kind fatia_kind_job = {

@@ -29,6 +29,15 @@ extern const struct fatia_schema fatia_s_status_any;
  * resources object v ({requests, limits}). Shared by Pods and the podSets of Workloads. */
 void fatia_check_resource_requirements(struct fatia_vctx *ctx, json_t *v);
 
+/* Computed printer columns of kubectl's built-in Node, Pod and Job printers (printers.c). */
+json_t *fatia_print_node_status(const json_t *node, int64_t now);
+json_t *fatia_print_pod_ready(const json_t *pod, int64_t now);
+json_t *fatia_print_pod_status(const json_t *pod, int64_t now);
+json_t *fatia_print_pod_restarts(const json_t *pod, int64_t now);
+json_t *fatia_print_job_status(const json_t *job, int64_t now);
+json_t *fatia_print_job_completions(const json_t *job, int64_t now);
+json_t *fatia_print_job_duration(const json_t *job, int64_t now);
+
 extern const struct fatia_kind fatia_kind_namespace;
 extern const struct fatia_kind fatia_kind_node;
 extern const struct fatia_kind fatia_kind_pod;

@@ -50,7 +50,7 @@ static const char *pending_message(const struct fatia_control *c, const struct c
 {
     const struct ctl_lq *lq = w->lq;
 
-    *cq = NULL;
+    *cq = lq && lq->defined ? lq->cq : NULL;
     *reason = "Inadmissible";
     if (!w->active)
         return "The workload is deactivated";

@@ -76,6 +76,19 @@ int fatia_control_workload_finished(struct fatia_control *c, const char *ns, con
 int fatia_control_workload_released(struct fatia_control *c, const char *ns, const char *name,
                                     int64_t now);
 
+/* Releases every evicting workload at once (what `fatia schedule` does after each cycle). Returns
+ * how many were released. */
+int fatia_control_release_all(struct fatia_control *c, int64_t now);
+
+enum fatia_control_wl_state {
+    FATIA_CONTROL_PENDING,
+    FATIA_CONTROL_ADMITTED,
+    FATIA_CONTROL_EVICTING,
+};
+
+/* The engine state of a workload (enum fatia_control_wl_state), or -ENOENT. O(1). */
+int fatia_control_workload_state(const struct fatia_control *c, const char *ns, const char *name);
+
 /* ---- one scheduling cycle ---- */
 
 struct fatia_control_flavor_use {

@@ -225,7 +225,8 @@ static int admit(struct fatia_control *c, struct entry *e)
             asg[i].v[k].total = p->flv[k].total;
         }
     }
-    memcpy(use, e->a.use, e->a.n_use * sizeof(*use));
+    if (e->a.n_use)
+        memcpy(use, e->a.use, e->a.n_use * sizeof(*use));
     ctl_wl_drop_admission(w);
     w->asg = asg;
     w->use = use;
@@ -296,7 +297,8 @@ static void fs_levels(struct fatia_control *c, struct entry *e)
     {
         struct ctl_use ex_a[64], ex_b[64], *ex = ex_a, *nx = ex_b, *tmp;
         size_t m = e->a.n_use < 64 ? e->a.n_use : 64;
-        memcpy(ex, e->a.use, m * sizeof(*ex));
+        if (m)
+            memcpy(ex, e->a.use, m * sizeof(*ex));
         for (n = &e->cq->node; n->parent && k < MAX_LEVELS; n = n->parent, k++) {
             bool borrow = false;
             e->lvl[k] = n;

@@ -372,6 +372,15 @@ void fatia_control_free(struct fatia_control *c)
     FATIA_VEC_RELEASE(&c->res_adm);
     FATIA_VEC_RELEASE(&c->res_ev);
     FATIA_VEC_RELEASE(&c->res_pend);
+    for (size_t i = 0; i < c->pending_ev.n; i++) {
+        struct fatia_control_eviction *e = &c->pending_ev.v[i];
+        fatia_free((char *)e->ns);
+        fatia_free((char *)e->name);
+        fatia_free((char *)e->key);
+        fatia_free((char *)e->cluster_queue);
+        fatia_free((char *)e->message);
+        fatia_free((char *)e->preemptor);
+    }
     FATIA_VEC_RELEASE(&c->pending_ev);
     fatia_free(c->scratch_amt);
     fatia_free(c->scratch_dbl);
@@ -1276,7 +1285,8 @@ static int pod_requests(struct fatia_control *c, const json_t *spec, struct ctl_
         struct ctl_req *orig = fatia_reallocarray(NULL, n0 ? n0 : 1, sizeof(*orig));
         if (!orig)
             goto out;
-        memcpy(orig, sum.v, n0 * sizeof(*orig));
+        if (n0)
+            memcpy(orig, sum.v, n0 * sizeof(*orig));
         for (size_t t = 0; t < c->cfg.n_tr; t++) {
             const struct ctl_transform *tr = &c->cfg.tr[t];
             amt_t in = -1;
@@ -1322,8 +1332,11 @@ static uint64_t shape_hash(const struct ctl_wl *w, const json_t *podsets)
         const struct ctl_podset *p = &w->ps[i];
         h = h * 1099511628211ULL ^ fatia_hash64(&p->count, sizeof(p->count));
         h = h * 1099511628211ULL ^ fatia_hash64(&p->min_count, sizeof(p->min_count));
-        if (p->n_req)
-            h = h * 1099511628211ULL ^ fatia_hash64(p->req, p->n_req * sizeof(*p->req));
+        for (size_t k = 0; k < p->n_req; k++) {
+            /* field by field: the struct has padding */
+            h = h * 1099511628211ULL ^ fatia_hash64(&p->req[k].res, sizeof(p->req[k].res));
+            h = h * 1099511628211ULL ^ fatia_hash64(&p->req[k].per_pod, sizeof(p->req[k].per_pod));
+        }
         if (p->place) {
             /* placement constraints: hash their JSON text */
             json_t *spec = fatia_json_path(json_array_get(podsets, i), "template.spec");
@@ -1866,8 +1879,43 @@ int fatia_control_workload_released(struct fatia_control *c, const char *ns, con
     w->sticky = false;
     w->q = CTL_Q_NONE;
     w->cq = NULL;
-    ctl_resolve_queue(c, w);
+    /* the freed capacity first makes the parked workloads of the tree retryable (and clears the
+     * equivalence records), then the released workload queues like a new arrival */
     if (cq && cq->defined)
         ctl_queue_requeue_tree(c, cq, now);
+    ctl_resolve_queue(c, w);
     return 0;
+}
+
+int fatia_control_release_all(struct fatia_control *c, int64_t now)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < c->wls.n; i++) {
+        struct ctl_wl *w = c->wls.v[i];
+        if (w->state == CTL_WL_EVICTING) {
+            int r = fatia_control_workload_released(c, w->ns, w->name, now);
+            if (r < 0)
+                return r;
+            n++;
+        }
+    }
+    return n;
+}
+
+int fatia_control_workload_state(const struct fatia_control *c, const char *ns, const char *name)
+{
+    const struct ctl_wl *w = wl_get(c, ns, name);
+
+    if (!w)
+        return -ENOENT;
+    switch (w->state) {
+    case CTL_WL_PENDING:
+        return FATIA_CONTROL_PENDING;
+    case CTL_WL_ADMITTED:
+        return FATIA_CONTROL_ADMITTED;
+    case CTL_WL_EVICTING:
+        return FATIA_CONTROL_EVICTING;
+    }
+    return -ENOENT;
 }

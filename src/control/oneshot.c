@@ -110,19 +110,6 @@ static json_t *admitted_json(const struct fatia_control *c, const struct ctl_wl 
                      ps);
 }
 
-static int release_evicting(struct fatia_control *c, int64_t now)
-{
-    for (size_t i = 0; i < c->wls.n; i++) {
-        struct ctl_wl *w = c->wls.v[i];
-        if (w->state == CTL_WL_EVICTING) {
-            int r = fatia_control_workload_released(c, w->ns, w->name, now);
-            if (r < 0)
-                return r;
-        }
-    }
-    return 0;
-}
-
 int fatia_control_schedule(const struct fatia_objset *set, const struct fatia_schedule_opts *opts,
                            struct fatia_schedule_report *ret, struct fatia_diag *diag)
 {
@@ -187,7 +174,7 @@ int fatia_control_schedule(const struct fatia_objset *set, const struct fatia_sc
                 r = -ENOMEM;
                 goto out;
             }
-        r = release_evicting(c, now);
+        r = fatia_control_release_all(c, now);
         if (r < 0)
             goto out;
         if (opts->cycles <= 0 && res->quiet)

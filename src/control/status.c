@@ -440,9 +440,9 @@ int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why
             const struct ctl_wl *w = cq->admitted.v[j];
             if (w->cq != cq || w->state == CTL_WL_PENDING)
                 FAIL("ClusterQueue %s lists %s, which is not admitted there", cq->name, w->key);
-            for (size_t k = 0; k < j; k++)
-                if (cq->admitted.v[k] == w)
-                    FAIL("workload %s is admitted twice in %s", w->key, cq->name);
+            /* a workload listed twice has one entry whose index is not its own */
+            if (w->adm_idx != j)
+                FAIL("workload %s is admitted twice in %s", w->key, cq->name);
             for (size_t k = 0; k < w->n_use; k++)
                 sum[w->use[k].fr] = amt_add(sum[w->use[k].fr], w->use[k].v);
         }

@@ -1,0 +1,351 @@
+/*
+ * tests/unit/test_control.c: the admission engine's incremental API, as fatiad's admission
+ * controller drives it: objects arriving in any order, changes and deletions between cycles,
+ * evictions that complete later, and the status blocks written back to ClusterQueues,
+ * LocalQueues and Workloads.
+ */
+#include "base/compat.h"
+
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include "base/error.h"
+#include "base/json.h"
+#include "control/control.h"
+#include "model/doc.h"
+#include "model/object.h"
+
+static const int64_t NOW = INT64_C(1767225600000000);
+
+/* Decodes one YAML document through the model layer and applies it. */
+static void apply(struct fatia_control *c, const char *yaml)
+{
+    struct fatia_diag diag;
+    struct fatia_object *o = NULL;
+    json_t *root = NULL;
+    char why[256];
+
+    assert_int_equal(fatia_yaml_parse(yaml, strlen(yaml), &root, why, sizeof(why)), 0);
+    fatia_diag_init(&diag);
+    if (fatia_object_decode(root, &(struct fatia_decode_opts){0}, &diag, &o) < 0) {
+        fatia_diag_print(&diag, stderr);
+        fail_msg("invalid test object");
+    }
+    assert_int_equal(fatia_control_apply(c, o->obj, NOW, NULL), 0);
+    fatia_object_free(o);
+    fatia_diag_release(&diag);
+    json_decref(root);
+}
+
+#define FLAVOR "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: gpu}\n"
+#define CQ(name, cohort, gpus)                                                             \
+    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: " name "}\n" \
+    "spec:\n  namespaceSelector: {}\n  cohortName: " cohort "\n"                           \
+    "  preemption: {withinClusterQueue: LowerPriority, reclaimWithinCohort: Any}\n"        \
+    "  resourceGroups:\n  - coveredResources: [nvidia.com/gpu]\n    flavors:\n"            \
+    "    - {name: gpu, resources: [{name: nvidia.com/gpu, nominalQuota: " gpus "}]}\n"
+#define LQ(name, cq)                                                               \
+    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: " name \
+    ", namespace: ns}\nspec: {clusterQueue: " cq "}\n"
+#define WL(name, queue, gpus, prio)                                                         \
+    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: " name            \
+    ", namespace: ns}\nspec:\n  queueName: " queue "\n  priority: " prio "\n  podSets:\n"   \
+    "  - name: main\n    count: 1\n    template: {spec: {containers: [{name: c, image: x, " \
+    "resources: {requests: {nvidia.com/gpu: \"" gpus "\"}}}]}}\n"
+
+static void checked(struct fatia_control *c)
+{
+    char why[512];
+
+    if (fatia_control_check(c, FATIA_CONTROL_CHECK_QUOTA, why, sizeof(why)) < 0)
+        fail_msg("%s", why);
+}
+
+static const struct fatia_control_result *cycle(struct fatia_control *c)
+{
+    const struct fatia_control_result *res;
+
+    assert_int_equal(fatia_control_cycle(c, NOW, &res), 0);
+    checked(c);
+    return res;
+}
+
+static void test_any_order(void **state)
+{
+    struct fatia_control *c;
+    const struct fatia_control_result *res;
+    json_t *st;
+
+    (void)state;
+    assert_int_equal(fatia_control_new(&c), 0);
+    /* the workload first, then its queue, then the ClusterQueue, then the flavor */
+    apply(c, WL("w", "lq", "2", "0"));
+    res = cycle(c);
+    assert_int_equal(res->n_admitted, 0);
+    assert_int_equal(fatia_control_workload_status(c, "ns", "w", &st), 0);
+    assert_string_equal(json_string_value(json_object_get(st, "message")),
+                        "LocalQueue lq doesn't exist");
+    json_decref(st);
+    apply(c, LQ("lq", "cq"));
+    assert_int_equal(fatia_control_workload_status(c, "ns", "w", &st), 0);
+    assert_string_equal(json_string_value(json_object_get(st, "message")),
+                        "ClusterQueue cq doesn't exist");
+    json_decref(st);
+    apply(c, CQ("cq", "co", "4"));
+    res = cycle(c);
+    assert_int_equal(res->n_admitted, 0); /* the flavor does not exist: inactive */
+    assert_int_equal(fatia_control_cq_status(c, "cq", NOW, &st), 0);
+    assert_string_equal(json_string_value(fatia_json_path(st, "conditions[0].reason")),
+                        "FlavorNotFound");
+    json_decref(st);
+    apply(c, FLAVOR);
+    res = cycle(c);
+    assert_int_equal(res->n_admitted, 1);
+    assert_string_equal(res->admitted[0].key, "ns/w");
+    assert_string_equal(res->admitted[0].podsets[0].v[0].flavor, "gpu");
+    assert_int_equal(res->admitted[0].podsets[0].v[0].milli, 2000);
+    assert_int_equal(fatia_control_workload_status(c, "ns", "w", &st), 0);
+    assert_string_equal(json_string_value(json_object_get(st, "state")), "Admitted");
+    assert_string_equal(
+        json_string_value(
+            fatia_json_path(st, "admission.podSetAssignments[0].resourceUsage")
+                ? json_object_get(fatia_json_path(st, "admission.podSetAssignments[0]."
+                                                      "resourceUsage"),
+                                  "nvidia.com/gpu")
+                : NULL),
+        "2");
+    json_decref(st);
+    fatia_control_free(c);
+}
+
+static void test_status_blocks(void **state)
+{
+    struct fatia_control *c;
+    json_t *st;
+
+    (void)state;
+    assert_int_equal(fatia_control_new(&c), 0);
+    apply(c, FLAVOR);
+    apply(c, CQ("a", "co", "4"));
+    apply(c, CQ("b", "co", "4"));
+    apply(c, LQ("a", "a"));
+    apply(c, WL("w1", "a", "3", "0"));
+    apply(c, WL("w2", "a", "3", "0"));
+    apply(c, WL("w3", "a", "3", "0"));
+    cycle(c);
+    cycle(c);
+    cycle(c);
+    assert_int_equal(fatia_control_cq_status(c, "a", NOW, &st), 0);
+    assert_int_equal(json_integer_value(json_object_get(st, "admittedWorkloads")), 2);
+    assert_int_equal(json_integer_value(json_object_get(st, "pendingWorkloads")), 1);
+    assert_string_equal(
+        json_string_value(fatia_json_path(st, "flavorsReservation[0].resources[0].total")), "6");
+    assert_string_equal(
+        json_string_value(fatia_json_path(st, "flavorsReservation[0].resources[0].borrowed")), "2");
+    /* borrowed 2 of the 8 the cohort can lend: 2 x 1000 / 8 = 250 */
+    assert_int_equal(json_integer_value(fatia_json_path(st, "fairSharing.weightedShare")), 250);
+    json_decref(st);
+    assert_int_equal(fatia_control_lq_status(c, "ns", "a", NOW, &st), 0);
+    assert_int_equal(json_integer_value(json_object_get(st, "admittedWorkloads")), 2);
+    assert_string_equal(
+        json_string_value(fatia_json_path(st, "flavorsUsage[0].resources[0].total")), "6");
+    assert_null(fatia_json_path(st, "flavorsUsage[0].resources[0].borrowed"));
+    json_decref(st);
+    assert_int_equal(fatia_control_cq_status(c, "nope", NOW, &st), -ENOENT);
+    fatia_control_free(c);
+}
+
+/* Kueue's integration test (fair_sharing_test.go): CQs a=3, b=1 and a lender with 4 CPUs;
+ * a uses 8, so it borrows 5 of the 8 the cohort can lend it: 5 x 1000 / 8 = 625. */
+static void test_weighted_share_625(void **state)
+{
+    struct fatia_control *c;
+    json_t *st;
+
+    (void)state;
+    assert_int_equal(fatia_control_new(&c), 0);
+    apply(c,
+          "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: default}\n");
+    for (int i = 0; i < 3; i++) {
+        static const char *const n[] = {"a", "b", "shared"};
+        static const char *const q[] = {"3", "1", "4"};
+        char y[600];
+        snprintf(y, sizeof(y),
+                 "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: %s}\n"
+                 "spec:\n  namespaceSelector: {}\n  cohortName: all\n  resourceGroups:\n"
+                 "  - coveredResources: [cpu]\n    flavors:\n"
+                 "    - {name: default, resources: [{name: cpu, nominalQuota: %s}]}\n",
+                 n[i], q[i]);
+        apply(c, y);
+    }
+    apply(c, LQ("a", "a"));
+    for (int i = 0; i < 8; i++) {
+        char y[600];
+        snprintf(y, sizeof(y),
+                 "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: w%d, "
+                 "namespace: ns}\nspec:\n  queueName: a\n  podSets:\n  - template: {spec: "
+                 "{containers: [{name: c, image: x, resources: {requests: {cpu: 1}}}]}}\n",
+                 i);
+        apply(c, y);
+    }
+    for (int i = 0; i < 8; i++)
+        cycle(c);
+    assert_int_equal(fatia_control_cq_status(c, "a", NOW, &st), 0);
+    assert_int_equal(json_integer_value(json_object_get(st, "admittedWorkloads")), 8);
+    assert_int_equal(json_integer_value(fatia_json_path(st, "fairSharing.weightedShare")), 625);
+    json_decref(st);
+    fatia_control_free(c);
+}
+
+static void test_eviction_takes_time(void **state)
+{
+    struct fatia_control *c;
+    const struct fatia_control_result *res;
+
+    (void)state;
+    assert_int_equal(fatia_control_new(&c), 0);
+    apply(c, FLAVOR);
+    apply(c, CQ("a", "co", "4"));
+    apply(c, LQ("a", "a"));
+    apply(c, WL("low", "a", "4", "0"));
+    cycle(c);
+    apply(c, WL("high", "a", "4", "10"));
+    res = cycle(c);
+    assert_int_equal(res->n_evicted, 1);
+    assert_string_equal(res->evicted[0].key, "ns/low");
+    assert_string_equal(res->evicted[0].reason, "InClusterQueue");
+    assert_string_equal(res->evicted[0].preemptor, "ns/high");
+    assert_int_equal(fatia_control_workload_state(c, "ns", "low"), FATIA_CONTROL_EVICTING);
+    /* the victim still holds its quota: the preemptor waits, nothing is evicted twice */
+    res = cycle(c);
+    assert_int_equal(res->n_admitted, 0);
+    assert_int_equal(res->n_evicted, 0);
+    assert_int_equal(fatia_control_workload_released(c, "ns", "high", NOW), -EINVAL);
+    assert_int_equal(fatia_control_workload_released(c, "ns", "low", NOW), 0);
+    checked(c);
+    res = cycle(c);
+    assert_int_equal(res->n_admitted, 1);
+    assert_string_equal(res->admitted[0].key, "ns/high");
+    assert_int_equal(fatia_control_workload_state(c, "ns", "low"), FATIA_CONTROL_PENDING);
+    /* finishing frees the quota and requeues the victim at once */
+    assert_int_equal(fatia_control_workload_finished(c, "ns", "high", NOW), 0);
+    res = cycle(c);
+    assert_int_equal(res->n_admitted, 1);
+    assert_string_equal(res->admitted[0].key, "ns/low");
+    assert_int_equal(fatia_control_workload_finished(c, "ns", "nope", NOW), -ENOENT);
+    fatia_control_free(c);
+}
+
+static void test_changes_between_cycles(void **state)
+{
+    struct fatia_control *c;
+    const struct fatia_control_result *res;
+    json_t *st;
+
+    (void)state;
+    assert_int_equal(fatia_control_new(&c), 0);
+    apply(c, FLAVOR);
+    apply(c, CQ("a", "co", "2"));
+    apply(c, LQ("a", "a"));
+    apply(c, WL("w", "a", "4", "0"));
+    res = cycle(c);
+    assert_int_equal(res->n_admitted, 0);
+    /* more quota: the parked workload is retried at once */
+    apply(c, CQ("a", "co", "4"));
+    res = cycle(c);
+    assert_int_equal(res->n_admitted, 1);
+    /* the ClusterQueue goes away: the admission stays, new work waits */
+    assert_int_equal(fatia_control_delete(c, "ClusterQueue", NULL, "a", NOW), 0);
+    apply(c, WL("w2", "a", "1", "0"));
+    res = cycle(c);
+    assert_int_equal(res->n_admitted, 0);
+    assert_int_equal(fatia_control_workload_status(c, "ns", "w2", &st), 0);
+    assert_string_equal(json_string_value(json_object_get(st, "message")),
+                        "ClusterQueue a doesn't exist");
+    json_decref(st);
+    assert_int_equal(fatia_control_workload_state(c, "ns", "w"), FATIA_CONTROL_ADMITTED);
+    /* it comes back */
+    apply(c, CQ("a", "co", "8"));
+    res = cycle(c);
+    assert_int_equal(res->n_admitted, 1);
+    assert_string_equal(res->admitted[0].key, "ns/w2");
+    /* a deleted workload frees its quota */
+    assert_int_equal(fatia_control_delete(c, "Workload", "ns", "w", NOW), 0);
+    assert_int_equal(fatia_control_delete(c, "Workload", "ns", "w", NOW), -ENOENT);
+    checked(c);
+    fatia_control_free(c);
+}
+
+static void test_v1beta1_and_config(void **state)
+{
+    struct fatia_control *c;
+    const struct fatia_control_result *res;
+
+    (void)state;
+    assert_int_equal(fatia_control_new(&c), 0);
+    apply(c, FLAVOR);
+    apply(c, "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: a}\n"
+             "spec:\n  cohort: co\n  namespaceSelector: {}\n  resourceGroups:\n"
+             "  - coveredResources: [nvidia.com/gpu]\n    flavors:\n"
+             "    - {name: gpu, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}\n");
+    apply(c, LQ("a", "a"));
+    apply(c, "apiVersion: kueue.x-k8s.io/v1beta1\nkind: WorkloadPriorityClass\n"
+             "metadata: {name: urgent}\nvalue: 100\n");
+    apply(c, "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Workload\nmetadata: {name: u, "
+             "namespace: ns, creationTimestamp: \"2026-01-01T00:00:05Z\"}\n"
+             "spec:\n  queueName: a\n  priorityClassName: urgent\n"
+             "  priorityClassSource: kueue.x-k8s.io/workloadpriorityclass\n  podSets:\n"
+             "  - name: main\n    count: 1\n    template: {spec: {containers: [{name: c, image: "
+             "x, resources: {requests: {nvidia.com/gpu: \"4\"}}}]}}\n");
+    apply(c, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: o, "
+             "namespace: ns, creationTimestamp: \"2026-01-01T00:00:00Z\"}\n"
+             "spec:\n  queueName: a\n  podSets:\n"
+             "  - name: main\n    count: 1\n    template: {spec: {containers: [{name: c, image: "
+             "x, resources: {requests: {nvidia.com/gpu: \"4\"}}}]}}\n");
+    res = cycle(c);
+    assert_int_equal(res->n_admitted, 1);
+    assert_string_equal(res->admitted[0].key, "ns/u"); /* priority 100 beats the older one */
+    fatia_control_free(c);
+}
+
+static void test_saturation(void **state)
+{
+    struct fatia_control *c;
+    const struct fatia_control_result *res;
+
+    (void)state;
+    assert_int_equal(fatia_control_new(&c), 0);
+    apply(c, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: m}\n");
+    apply(c, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: a}\n"
+             "spec:\n  namespaceSelector: {}\n  resourceGroups:\n"
+             "  - coveredResources: [memory]\n    flavors:\n"
+             "    - {name: m, resources: [{name: memory, nominalQuota: 100Ei}]}\n");
+    apply(c, LQ("a", "a"));
+    apply(c, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: huge, "
+             "namespace: ns}\nspec:\n  queueName: a\n  podSets:\n  - count: 1000000\n"
+             "    template: {spec: {containers: [{name: c, image: x, resources: {requests: "
+             "{memory: 8Ei}}}]}}\n");
+    /* both sides saturate at the int64 ceiling: nothing wraps into a negative request */
+    res = cycle(c);
+    assert_int_equal(res->n_admitted + res->n_pending, 1);
+    checked(c);
+    fatia_control_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_any_order),
+        cmocka_unit_test(test_status_blocks),
+        cmocka_unit_test(test_weighted_share_625),
+        cmocka_unit_test(test_eviction_takes_time),
+        cmocka_unit_test(test_changes_between_cycles),
+        cmocka_unit_test(test_v1beta1_and_config),
+        cmocka_unit_test(test_saturation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -18,9 +18,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const order[] = {"SchedulerConfig", "Namespace",    "WorkloadPriorityClass",
-                                    "ResourceFlavor",  "Cohort",       "ClusterQueue",
-                                    "LocalQueue",      "Workload",     NULL};
+static const char *const order[] = {"SchedulerConfig", "Namespace", "WorkloadPriorityClass",
+                                    "ResourceFlavor",  "Cohort",    "ClusterQueue",
+                                    "LocalQueue",      "Workload",  NULL};
 
 static void check(struct fatia_control *c, bool quota)
 {

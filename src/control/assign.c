@@ -99,16 +99,26 @@ static int add_reason(struct ctl_ps_result *p, const char *fmt, ...) FATIA_PRINT
 static int add_reason(struct ctl_ps_result *p, const char *fmt, ...)
 {
     va_list ap;
-    char *m = NULL, *copy;
+    char buf[512], *copy;
     int n;
 
     va_start(ap, fmt);
-    n = vasprintf(&m, fmt, ap);
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
     if (n < 0)
         return -ENOMEM;
-    copy = fatia_strdup(m);
-    free(m);
+    if ((size_t)n < sizeof(buf)) {
+        copy = fatia_strdup(buf);
+    } else {
+        char *m = NULL;
+        va_start(ap, fmt);
+        n = vasprintf(&m, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return -ENOMEM;
+        copy = fatia_strdup(m);
+        free(m);
+    }
     if (!copy)
         return -ENOMEM;
     if (p->n_reasons == p->cap_reasons) {

@@ -200,10 +200,26 @@ int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why
 /* Formats milli-units of a resource as a Kubernetes quantity ("2", "500m", "1Gi") into buf. */
 void fatia_control_format_amount(const char *resource, int64_t milli, char *buf, size_t n);
 
+/* Phases of a cycle, for callers that measure where the time goes: the engine reads no clock,
+ * it only calls the hook at the start of each phase (and with FATIA_CONTROL_PHASE_END when the
+ * cycle is over), and the caller reads its own clock there. */
+enum fatia_control_phase {
+    FATIA_CONTROL_PHASE_HEADS,    /* pop one head per ClusterQueue */
+    FATIA_CONTROL_PHASE_NOMINATE, /* flavor assignment, preemption targets, partial admission */
+    FATIA_CONTROL_PHASE_PROCESS,  /* order (or tournament) and admit / preempt */
+    FATIA_CONTROL_PHASE_REQUEUE,  /* requeue the rest, build the result */
+    FATIA_CONTROL_PHASE_END,
+};
+
+typedef void (*fatia_control_phase_fn)(void *arg, enum fatia_control_phase phase);
+void fatia_control_set_phase_hook(struct fatia_control *c, fatia_control_phase_fn fn, void *arg);
+
 /* Work counters of the cycles so far (the engine reads no clock, so time per phase is for its
  * callers to measure; these say how many times each phase ran). */
 struct fatia_control_phase_counts {
     uint64_t nominate, assign_flavors, preempt_searches, preempt_candidates, process, requeue;
+    uint64_t preempt_collected; /* candidates gathered over all searches */
+    uint64_t preempt_hopeless;  /* searches stopped early: no fit even without every candidate */
 };
 
 void fatia_control_phase_counts(const struct fatia_control *c,

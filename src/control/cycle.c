@@ -51,6 +51,12 @@ enum rreason {
 
 #define MAX_LEVELS 32
 
+#define PHASE(p)                            \
+    do {                                    \
+        if (c->phase_fn)                    \
+            c->phase_fn(c->phase_arg, (p)); \
+    } while (0)
+
 struct entry {
     struct ctl_wl *w;
     struct ctl_cq *cq;
@@ -63,7 +69,11 @@ struct entry {
     bool reserved; /* usage charged for this cycle only (a preemptor or a reservation) */
     struct ctl_use *res_use;
     size_t n_res_use;
+    bool first; /* its previous attempt issued preemptions: it goes before the others */
+    uint64_t first_seq;
     /* fair sharing */
+    struct ctl_cohort *root; /* NULL: no cohort */
+    size_t root_rank;        /* order of the roots by their first ClusterQueue name */
     bool fs_done;
     int n_lvl;
     const struct ctl_node *lvl[MAX_LEVELS];
@@ -248,6 +258,7 @@ static int admit(struct fatia_control *c, struct entry *e)
         ctl_wl_drop_admission(w);
         return -ENOMEM;
     }
+    ctl_admitted_note(cq, w, true);
     if (w->lq && w->lq->usage)
         for (size_t i = 0; i < w->n_use; i++)
             w->lq->usage[w->use[i].fr] = amt_add(w->lq->usage[w->use[i].fr], w->use[i].v);
@@ -263,11 +274,22 @@ static int admit(struct fatia_control *c, struct entry *e)
 
 /* ---- ordering ---- */
 
+static int cmp_cq_index(const void *x, const void *y)
+{
+    const struct ctl_cq *a = *(struct ctl_cq *const *)x, *b = *(struct ctl_cq *const *)y;
+
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
 static int classical_cmp(const void *x, const void *y)
 {
     const struct entry *a = *(struct entry *const *)x, *b = *(struct entry *const *)y;
     int r;
 
+    if (a->first != b->first)
+        return a->first ? -1 : 1;
+    if (a->first && a->first_seq != b->first_seq)
+        return a->first_seq < b->first_seq ? -1 : 1;
     if (a->a.borrowing != b->a.borrowing)
         return a->a.borrowing < b->a.borrowing ? -1 : 1;
     if (a->w->priority != b->w->priority)
@@ -351,8 +373,9 @@ static bool fs_less(const struct entry *a, const struct entry *b, const struct c
 
 struct fs_iter {
     struct fatia_control *c;
-    struct entry **v; /* entries sorted by ClusterQueue name */
+    struct entry **v; /* the entries of one root cohort, sorted by ClusterQueue name */
     size_t n, left;
+    size_t first_left; /* waiting preemptors not yet processed */
 };
 
 static struct entry *tournament(struct fs_iter *it, struct ctl_cohort *co, int depth)
@@ -375,48 +398,86 @@ static struct entry *tournament(struct fs_iter *it, struct ctl_cohort *co, int d
     return best;
 }
 
+/* The next entry of one root's group: the tournament's winner, among the waiting preemptors
+ * first (see fatia_control_cycle). */
 static struct entry *fs_pop(struct fs_iter *it)
 {
     struct entry *e0 = NULL, *win;
-    struct ctl_cohort *root;
 
-    for (size_t i = 0; i < it->n; i++)
-        if (!it->v[i]->fs_done) {
-            e0 = it->v[i];
-            break;
-        }
-    if (!e0)
+    if (!it->left)
         return NULL;
-    if (!e0->cq->node.parent) {
+    if (it->first_left) {
+        /* waiting preemptors, in the order they issued their preemptions */
+        for (size_t i = 0; i < it->n; i++) {
+            struct entry *e = it->v[i];
+            if (!e->fs_done && e->first && (!e0 || e->first_seq < e0->first_seq))
+                e0 = e;
+        }
         e0->fs_done = true;
         it->left--;
+        it->first_left--;
         return e0;
     }
-    for (root = e0->cq->cohort; root->parent; root = root->parent)
-        ;
-    for (size_t i = 0; i < it->n; i++) {
-        struct entry *e = it->v[i];
-        struct ctl_cohort *r;
-        if (e->fs_done || !e->cq->cohort)
-            continue;
-        for (r = e->cq->cohort; r->parent; r = r->parent)
-            ;
-        if (r == root)
-            fs_levels(it->c, e);
-    }
-    win = tournament(it, root, 0);
-    if (!win)
+    for (size_t i = 0; i < it->n && !e0; i++)
+        if (!it->v[i]->fs_done)
+            e0 = it->v[i];
+    if (e0->root) {
+        for (size_t i = 0; i < it->n; i++)
+            if (!it->v[i]->fs_done)
+                fs_levels(it->c, it->v[i]);
+        win = tournament(it, e0->root, 0);
+        if (!win)
+            win = e0;
+        it->c->result.n_fair_decisions++;
+    } else {
         win = e0;
-    it->c->result.n_fair_decisions++;
+    }
     win->fs_done = true;
     it->left--;
     return win;
+}
+
+/* Fair sharing order of the nominated entries: grouped by root cohort (the roots ordered by their
+ * first ClusterQueue name, which is the order in which Kueue's iterator first reaches them; roots
+ * share no quota, so interleaving their groups changes no decision), by ClusterQueue name within. */
+static int cmp_entry_fs(const void *x, const void *y)
+{
+    const struct entry *a = *(struct entry *const *)x, *b = *(struct entry *const *)y;
+
+    if (a->root_rank != b->root_rank)
+        return a->root_rank < b->root_rank ? -1 : 1;
+    return strcmp(a->cq->name, b->cq->name);
 }
 
 static int cmp_entry_cq(const void *x, const void *y)
 {
     const struct entry *a = *(struct entry *const *)x, *b = *(struct entry *const *)y;
     return strcmp(a->cq->name, b->cq->name);
+}
+
+static void fs_group(struct fatia_control *c, struct entry **order, size_t n)
+{
+    if (n > 1)
+        qsort(order, n, sizeof(*order), cmp_entry_cq);
+    for (size_t i = 0; i < n; i++) {
+        struct entry *e = order[i];
+        struct ctl_cohort *r = e->cq->node.parent ? e->cq->cohort : NULL;
+        while (r && r->parent)
+            r = r->parent;
+        e->root = r;
+        if (!r) {
+            e->root_rank = i;
+        } else {
+            if (r->cycle_stamp != c->cycle_no) {
+                r->cycle_stamp = c->cycle_no;
+                r->cycle_rank = i;
+            }
+            e->root_rank = r->cycle_rank;
+        }
+        e->cq->cycle_entry = e;
+    }
+    if (n > 1)
+        qsort(order, n, sizeof(*order), cmp_entry_fs);
 }
 
 /* ---- processing ---- */
@@ -566,6 +627,8 @@ static int process(struct fatia_control *c, struct entry *e, struct ctl_wl ***vi
             return r;
         e->rr = RR_PENDING_PREEMPTION;
         e->w->sticky = true;
+        e->w->preempting = true;
+        e->w->pre_seq = ++c->pre_seq;
         c->result.n_preemptors++;
         return 0;
     }
@@ -601,12 +664,63 @@ static int requeue(struct fatia_control *c, struct entry *e)
         immediate = e->rr != RR_NAMESPACE_MISMATCH;
     else
         immediate = e->rr == RR_FAILED_AFTER_NOMINATION || e->rr == RR_PENDING_PREEMPTION;
-    if (e->rr != RR_PENDING_PREEMPTION)
+    if (e->rr != RR_PENDING_PREEMPTION) {
         w->sticky = false;
+    } else if (e->a.mode == CTL_PREEMPT) {
+        /* keep the assignment it preempted for (recorded_assignment) */
+        struct ctl_assignment *pa = fatia_malloc(sizeof(*pa));
+        ctl_wl_drop_preemptor(w);
+        w->preempting = true;
+        if (pa) {
+            *pa = e->a;
+            memset(&e->a, 0, sizeof(e->a));
+            w->pre_a = pa;
+            w->pre_cq = cq;
+            w->pre_gen = c->tree_gen;
+        }
+    }
     if (w->requeue_at <= c->now && (immediate || w->pop_gen != cq->requeue_gen))
         return ctl_queue_push(c, cq, w);
     c->result.quiet = false;
     return ctl_queue_inadmissible(c, cq, w, e->rr == RR_NOFIT || e->rr == RR_NO_CANDIDATES);
+}
+
+/* A waiting preemptor takes the assignment it preempted for when that now fits: the quota its
+ * victims released goes to it, not to whichever head the next cycle reaches first (a deviation
+ * from Kueue, which retries every flavor and can let a victim or another preemptor take that
+ * quota, the preemption loops of kueue#3779 and #14543). */
+static bool recorded_assignment(struct fatia_control *c, struct entry *e)
+{
+    struct ctl_wl *w = e->w;
+    struct ctl_assignment *pa = w->pre_a;
+    bool ok;
+
+    if (!pa)
+        return false;
+    w->pre_a = NULL;
+    ok = w->pre_cq == e->cq && w->pre_gen == c->tree_gen;
+    for (size_t i = 0; ok && i < pa->n_use; i++)
+        if (ctl_available(&e->cq->node, pa->use[i].fr) < pa->use[i].v)
+            ok = false;
+    if (!ok) {
+        ctl_assignment_release(pa);
+        fatia_free(pa);
+        return false;
+    }
+    e->a = *pa;
+    fatia_free(pa);
+    e->a.mode = CTL_FIT;
+    e->a.borrowing = 0;
+    for (size_t i = 0; i < e->a.n_ps; i++)
+        for (size_t j = 0; j < e->a.ps[i].n_flv; j++)
+            e->a.ps[i].flv[j].mode = CTL_FIT;
+    for (size_t i = 0; i < e->a.n_use; i++) {
+        bool mr;
+        int h = ctl_find_height(e->cq, e->a.use[i].fr, e->a.use[i].v, &mr);
+        if (h > e->a.borrowing)
+            e->a.borrowing = h;
+    }
+    return true;
 }
 
 static void entry_release(struct entry *e)
@@ -643,13 +757,25 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
     c->cycle_no++;
     c->stamp++;
 
-    /* 1. heads */
-    for (size_t i = 0; i < c->cqs.n; i++) {
-        struct ctl_cq *cq = c->cqs.v[i];
-        if (cq->backoff.n && (r = ctl_queue_expire_backoff(c, cq, now)) < 0)
-            goto out;
-        if (cq->defined && cq->active && cq->heap_n)
-            n++;
+    /* 1. heads: one per ready ClusterQueue, in ClusterQueue order */
+    PHASE(FATIA_CONTROL_PHASE_HEADS);
+    {
+        size_t k = 0;
+        for (size_t i = 0; i < c->ready.n; i++) {
+            struct ctl_cq *cq = c->ready.v[i];
+            if (cq->backoff.n && (r = ctl_queue_expire_backoff(c, cq, now)) < 0)
+                goto out;
+            /* a ClusterQueue becomes active only through a rebuild, which lists it again */
+            if (cq->defined && cq->active && (ctl_queue_has_head(cq) || cq->backoff.n)) {
+                c->ready.v[k++] = cq;
+                n += ctl_queue_has_head(cq);
+            } else {
+                cq->listed = false;
+            }
+        }
+        c->ready.n = k;
+        if (k > 1)
+            qsort(c->ready.v, k, sizeof(*c->ready.v), cmp_cq_index);
     }
     entries = fatia_calloc(n ? n : 1, sizeof(*entries));
     order = fatia_calloc(n ? n : 1, sizeof(*order));
@@ -658,17 +784,21 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
         goto out;
     }
     n = 0;
-    for (size_t i = 0; i < c->cqs.n; i++) {
-        struct ctl_cq *cq = c->cqs.v[i];
-        if (!cq->defined || !cq->active || !cq->heap_n)
+    for (size_t i = 0; i < c->ready.n; i++) {
+        struct ctl_cq *cq = c->ready.v[i];
+        if (!ctl_queue_has_head(cq))
             continue;
         entries[n].cq = cq;
         entries[n].w = ctl_queue_pop(c, cq);
+        entries[n].first = entries[n].w->preempting;
+        entries[n].first_seq = entries[n].w->pre_seq;
+        entries[n].w->preempting = false;
         n++;
     }
     c->result.n_heads = n;
 
     /* 2. nominate */
+    PHASE(FATIA_CONTROL_PHASE_NOMINATE);
     for (size_t i = 0; i < n; i++) {
         struct entry *e = &entries[i];
         c->phases.nominate++;
@@ -677,7 +807,14 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
             r = set_entry_msg(e, "Workload namespace doesn't match ClusterQueue selector");
         } else if (e->w->bad) {
             r = set_entry_msg(e, e->w->bad_msg ? e->w->bad_msg : "invalid workload");
+        } else if (e->first && recorded_assignment(c, e)) {
+            e->msg = fatia_strdup("");
+            if (!e->msg)
+                r = -ENOMEM;
+            e->nominated = true;
+            order[n_nom++] = e;
         } else {
+            ctl_wl_drop_preemptor(e->w);
             r = ctl_get_assignments(c, e->cq, e->w, &e->a, &e->t);
             if (r == 0) {
                 e->msg = ctl_assignment_message(&e->a, e->w);
@@ -692,18 +829,23 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
     }
 
     /* 3. order and 4. process */
+    PHASE(FATIA_CONTROL_PHASE_PROCESS);
     if (c->cfg.fair_sharing) {
-        struct fs_iter it = {c, order, n_nom, n_nom};
-        struct entry *e;
-        if (n_nom > 1)
-            qsort(order, n_nom, sizeof(*order), cmp_entry_cq);
-        for (size_t i = 0; i < n_nom; i++)
-            order[i]->cq->cycle_entry = order[i];
-        while ((e = fs_pop(&it))) {
-            c->phases.process++;
-            r = process(c, e, &victims, &n_victims, &cap_victims);
-            if (r < 0)
-                goto out;
+        fs_group(c, order, n_nom);
+        for (size_t i = 0, j; i < n_nom; i = j) {
+            struct fs_iter it;
+            struct entry *e;
+            for (j = i + 1; j < n_nom && order[j]->root_rank == order[i]->root_rank; j++)
+                ;
+            it = (struct fs_iter){c, order + i, j - i, j - i, 0};
+            for (size_t k = i; k < j; k++)
+                it.first_left += order[k]->first;
+            while ((e = fs_pop(&it))) {
+                c->phases.process++;
+                r = process(c, e, &victims, &n_victims, &cap_victims);
+                if (r < 0)
+                    goto out;
+            }
         }
     } else {
         if (n_nom > 1)
@@ -717,6 +859,7 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
     }
 
     /* 5. requeue, and take back what was only reserved for this cycle */
+    PHASE(FATIA_CONTROL_PHASE_REQUEUE);
     for (size_t i = 0; i < n; i++) {
         struct entry *e = &entries[i];
         if (e->reserved) {
@@ -767,14 +910,28 @@ out:
     c->result.pending = c->res_pend.v;
     c->result_valid = true;
     *ret = &c->result;
+    PHASE(FATIA_CONTROL_PHASE_END);
     return 0;
+}
+
+void fatia_control_set_phase_hook(struct fatia_control *c, fatia_control_phase_fn fn, void *arg)
+{
+    c->phase_fn = fn;
+    c->phase_arg = arg;
 }
 
 bool fatia_control_has_work(const struct fatia_control *c)
 {
-    for (size_t i = 0; i < c->cqs.n; i++) {
-        const struct ctl_cq *cq = c->cqs.v[i];
-        if (cq->defined && cq->heap_n && (cq->active || c->tree_dirty))
+    if (c->tree_dirty) {
+        /* a rebuild may activate any ClusterQueue */
+        for (size_t i = 0; i < c->cqs.n; i++)
+            if (c->cqs.v[i]->defined && ctl_queue_has_head(c->cqs.v[i]))
+                return true;
+        return false;
+    }
+    for (size_t i = 0; i < c->ready.n; i++) {
+        const struct ctl_cq *cq = c->ready.v[i];
+        if (cq->defined && cq->active && ctl_queue_has_head(cq))
             return true;
     }
     return false;

@@ -40,7 +40,7 @@ static int grow_array(void **p, size_t old_n, size_t new_n, size_t el, int fill)
 static void slot_init(struct ctl_slot *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        s[i] = (struct ctl_slot){0, AMT_NONE, AMT_NONE, 0, 0};
+        s[i] = (struct ctl_slot){0, AMT_NONE, AMT_NONE, 0, 0, 0};
 }
 
 static int grow_node(struct ctl_node *n, size_t old_n, size_t new_n)

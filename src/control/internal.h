@@ -74,6 +74,7 @@ struct ctl_slot {
     amt_t llimit; /* AMT_NONE: lends everything */
     amt_t subtree;
     amt_t usage;
+    uint32_t users; /* ClusterQueues: admitted (and evicting) workloads with a use of this fr */
 };
 
 struct ctl_cq;
@@ -88,6 +89,10 @@ struct ctl_node {
     int height;    /* Kueue getNodeHeight: 0 for a ClusterQueue */
     bool is_cq;
     uint64_t epoch; /* bumped whenever usage changes (fair-sharing caches) */
+    /* ctl_drs_of's cache: valid while epoch and the engine's tree generation are unchanged */
+    uint64_t drs_epoch, drs_gen;
+    double drs_ratio;
+    uint32_t drs_res;
     const char *name;
     amt_t *lend; /* cohorts: per resource id, what a child can reach through this node
                        (Kueue calculateLendable), rebuilt with the tree */
@@ -178,11 +183,26 @@ enum ctl_wl_state {
 };
 
 enum ctl_qstate {
-    CTL_Q_NONE,         /* not queued: admitted, evicting, inactive, or its queue is missing */
-    CTL_Q_HEAP,         /* in its ClusterQueue's active heap */
-    CTL_Q_INADMISSIBLE, /* parked until a capacity event */
-    CTL_Q_BACKOFF,      /* waiting for requeueAt */
-    CTL_Q_INFLIGHT,     /* popped in the running cycle */
+    CTL_Q_NONE,     /* not queued: admitted, evicting, inactive, or its queue is missing */
+    CTL_Q_GROUP,    /* in an equivalence group (active, or parked as inadmissible) */
+    CTL_Q_STICKY,   /* the ClusterQueue's sticky preemptor */
+    CTL_Q_SINGLE,   /* parked alone (namespace mismatch, invalid) until a capacity event */
+    CTL_Q_BACKOFF,  /* waiting for requeueAt */
+    CTL_Q_INFLIGHT, /* popped in the running cycle */
+};
+
+/* Workloads of one ClusterQueue with the same scheduling shape and priority (queue.c). */
+struct ctl_group {
+    uint64_t hash;
+    int32_t priority;
+    struct ctl_cq *cq;
+    struct ctl_wl **heap; /* by queue-order time, uid, key */
+    size_t n, cap;
+    /* pairing-heap links, in the active or the parked heap of its ClusterQueue */
+    struct ctl_group *child, *sibling, *prev;
+    uint64_t parked_gen;   /* == cq->requeue_gen while parked; UINT64_MAX when active */
+    struct ctl_wl *parker; /* the member whose failed attempt parked the group */
+    size_t map_slot;
 };
 
 struct ctl_lq;
@@ -200,7 +220,15 @@ struct ctl_wl {
     bool active;
     bool evicted_cond; /* Evicted=True (only meaningful while it holds quota) */
     bool sticky;       /* preemptor waiting for its victims (BestEffortFIFO head first) */
-    bool bad;          /* cannot be admitted (see msg) */
+    bool preempting;   /* its last attempt issued preemptions: ordered first in the next cycle */
+    uint64_t
+        pre_seq; /* when it issued them (engine counter): the order of the waiting preemptors */
+    struct ctl_assignment *pre_a; /* the assignment it preempted for (cycle.c) */
+    struct ctl_cq *pre_cq;
+    uint64_t pre_gen;     /* the tree generation of pre_a */
+    bool was_preempted;   /* evicted by a preemption at preempted_at (usec) */
+    int64_t preempted_at; /* it issues no preemptions until the clock moves past it */
+    bool bad;             /* cannot be admitted (see msg) */
     char *bad_msg;
     uint64_t shape_hash; /* scheduling-equivalence hash */
     struct ctl_podset *ps;
@@ -218,11 +246,14 @@ struct ctl_wl {
 
     /* queue */
     enum ctl_qstate q;
-    size_t heap_idx;
-    struct ctl_wl *prev, *next; /* inadmissible / backoff list links */
-    size_t adm_idx;             /* index in cq->admitted */
-    uint64_t pop_gen;           /* cq->requeue_gen when popped */
-    uint64_t preempt_mark;      /* cycle number in which it became a preemption target */
+    struct ctl_group *grp;            /* CTL_Q_HEAP / CTL_Q_INADMISSIBLE in a group */
+    size_t gidx;                      /* index in the group's heap */
+    struct ctl_wl *prev, *next;       /* single-inadmissible / backoff list links */
+    size_t wl_idx, lq_idx;            /* in the engine's and its LocalQueue's vectors */
+    struct ctl_wl *ev_prev, *ev_next; /* the engine's list of EVICTING workloads */
+    size_t adm_idx;                   /* index in cq->admitted */
+    uint64_t pop_gen;                 /* cq->requeue_gen when popped */
+    uint64_t preempt_mark;            /* cycle number in which it became a preemption target */
 
     /* last scheduling attempt (for pending output) */
     const char *reason; /* static string */
@@ -298,23 +329,25 @@ struct ctl_cq {
     const char *inactive_reason;
     char *inactive_msg;
 
-    /* queue */
-    struct ctl_wl **heap;
-    size_t heap_n, heap_cap;
-    struct ctl_wlist inadm;
-    struct ctl_wlist backoff;
-    uint64_t requeue_gen; /* bumped each time its inadmissible workloads are requeued */
-    size_t n_inflight;
-    size_t n_pending_other; /* backoff + inflight */
-    uint64_t *nofit_hashes; /* equivalence hashes made inadmissible since the last requeue */
-    size_t n_nofit, nofit_cap;
+    /* queue (queue.c): equivalence groups in two pairing heaps, keyed by their heads */
+    struct ctl_group *qactive; /* groups whose head may be popped */
+    struct ctl_group *qparked; /* groups made inadmissible since the last requeue */
+    struct ctl_group **gmap;   /* (shape hash, priority) -> group, open addressing */
+    size_t gmap_cap, gmap_n;
+    struct ctl_wl *sticky;    /* BestEffortFIFO preemptor waiting for its victims */
+    struct ctl_wlist single;  /* inadmissible on their own (namespace, StrictFIFO) */
+    struct ctl_wlist backoff; /* requeueAt in the future */
+    uint64_t requeue_gen;     /* bumped each time its inadmissible workloads are requeued */
+    size_t n_grouped, n_parked, n_inflight;
 
     FATIA_VEC(struct ctl_wl *) admitted; /* ADMITTED and EVICTING */
+    int32_t min_prio;                    /* lowest priority in admitted, when min_prio_valid */
+    bool min_prio_valid;
     FATIA_VEC(struct ctl_lq *) lqs;
 
     struct ctl_cohort *cohort;
     size_t index;   /* in the engine's cqs vector */
-    bool listed;    /* in the engine's active list */
+    bool listed;    /* in the engine's ready list */
     uint64_t stamp; /* scratch marks of one preemption search */
     bool pruned;
     size_t grp, grp_n, grp_pos;
@@ -334,6 +367,8 @@ struct ctl_cohort {
     size_t n_subtree_cqs;
     uint64_t stamp; /* scratch marks of one preemption search */
     bool pruned;
+    uint64_t cycle_stamp; /* cycle_rank is valid when this equals the engine's cycle_no */
+    size_t cycle_rank;
 };
 
 struct ctl_ns {
@@ -410,7 +445,14 @@ struct fatia_control {
     FATIA_VEC(struct ctl_wl *) wls;
     struct ctl_config cfg;
     bool tree_dirty; /* structure changed: rebuild before the next cycle */
-    int64_t now;     /* the latest clock value a caller passed */
+    /* ClusterQueues that may have a head or workloads backing off (a superset: the heads phase
+     * drops those that have neither), so a cycle costs O(ready), not O(ClusterQueues) */
+    FATIA_VEC(struct ctl_cq *) ready;
+    struct ctl_wl *evicting; /* EVICTING workloads, linked through ev_prev / ev_next */
+    size_t n_evicting;
+    int64_t now;       /* the latest clock value a caller passed */
+    uint64_t tree_gen; /* bumped by every rebuild of the quota tree (node caches) */
+    uint64_t pre_seq;  /* counts preemptors issuing preemptions */
 
     /* cycle */
     uint64_t cycle_no;
@@ -428,6 +470,8 @@ struct fatia_control {
     double *scratch_dbl2;
 
     uint64_t stamp; /* for the scratch marks on queues and cohorts */
+    fatia_control_phase_fn phase_fn;
+    void *phase_arg;
 
     /* counters */
     uint64_t n_cycles, n_admissions, n_evictions, n_preemptions;
@@ -464,7 +508,6 @@ bool ctl_fits_in_quota(const struct ctl_node *n, const struct ctl_use *req, size
                        struct ctl_use *remaining);
 bool ctl_within_nominal(const struct ctl_node *n, const uint32_t *frs, size_t k);
 int ctl_rebuild_tree(struct fatia_control *c);
-void ctl_node_usage_recompute(struct fatia_control *c);
 
 /* Dominant resource share of a node with optional extra usage (Kueue fair_sharing.go). */
 struct ctl_drs {
@@ -474,6 +517,8 @@ struct ctl_drs {
 };
 struct ctl_drs ctl_drs(struct fatia_control *c, const struct ctl_node *n,
                        const struct ctl_use *extra, size_t k);
+/* ctl_drs without extra usage, cached on the node. */
+struct ctl_drs ctl_drs_of(struct fatia_control *c, const struct ctl_node *n);
 int ctl_drs_cmp(struct ctl_drs a, struct ctl_drs b);
 int64_t ctl_drs_rounded(struct ctl_drs d);
 
@@ -489,14 +534,25 @@ const char *ctl_flavor_mismatch(const struct ctl_podset *ps, const struct ctl_fl
 struct ctl_cq *ctl_cq_get(const struct fatia_control *c, const char *name);
 void ctl_wl_free(struct ctl_wl *w);
 void ctl_wl_charge(struct fatia_control *c, struct ctl_wl *w); /* add usage to its CQ and LQ */
+/* Keeps the admitted-list summaries (slot users, lowest priority) of w's ClusterQueue. */
+void ctl_admitted_note(struct ctl_cq *cq, const struct ctl_wl *w, bool added);
+int32_t ctl_cq_min_prio(struct ctl_cq *cq); /* INT32_MAX when nothing is admitted */
 void ctl_wl_uncharge(struct fatia_control *c, struct ctl_wl *w);
 void ctl_wl_drop_admission(struct ctl_wl *w);
+void ctl_wl_drop_preemptor(struct ctl_wl *w); /* forgets the assignment it preempted for */
+/* Moves w between ADMITTED / PENDING and EVICTING, keeping the engine's evicting list. */
+void ctl_wl_set_state(struct fatia_control *c, struct ctl_wl *w, enum ctl_wl_state st);
 bool ctl_ns_matches(const struct fatia_control *c, const struct ctl_cq *cq, const char *ns);
 int ctl_evict(struct fatia_control *c, struct ctl_wl *w, const char *reason, const char *msg,
               const struct ctl_wl *preemptor, bool in_cycle);
 void ctl_resolve_queue(struct fatia_control *c, struct ctl_wl *w);
 
 /* ---- queue.c ---- */
+bool ctl_queue_has_head(const struct ctl_cq *cq);
+const struct ctl_wl *ctl_queue_peek(const struct ctl_cq *cq);
+bool ctl_queue_bypassed(const struct ctl_wl *w); /* in a parked group, never evaluated */
+void ctl_queue_release(struct ctl_cq *cq);       /* frees the groups (engine teardown) */
+int ctl_queue_check(const struct ctl_cq *cq, char *why, size_t n);
 bool ctl_wl_before(const struct ctl_cq *cq, const struct ctl_wl *a, const struct ctl_wl *b);
 int ctl_queue_push(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w);
 struct ctl_wl *ctl_queue_pop(struct fatia_control *c, struct ctl_cq *cq);
@@ -508,6 +564,8 @@ int ctl_queue_requeue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, i
 int ctl_queue_requeue_tree(struct fatia_control *c, struct ctl_cq *cq, int64_t now);
 int ctl_queue_requeue_all(struct fatia_control *c, int64_t now);
 size_t ctl_queue_pending(const struct ctl_cq *cq);
+int ctl_ready_mark(struct fatia_control *c, struct ctl_cq *cq);
+int ctl_ready_all(struct fatia_control *c);
 void ctl_wlist_remove(struct ctl_wlist *l, struct ctl_wl *w);
 void ctl_wlist_append(struct ctl_wlist *l, struct ctl_wl *w);
 void ctl_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reason, const char *fmt, ...)
@@ -569,6 +627,8 @@ int ctl_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl
                     const uint32_t *frs_need, size_t n_need, const struct ctl_use *req,
                     size_t n_req, struct ctl_targets *ret);
 void ctl_targets_release(struct ctl_targets *t);
+/* A victim of a preemption at the engine's current time issues no preemptions (preempt.c). */
+bool ctl_preempt_cooldown(const struct fatia_control *c, const struct ctl_wl *w);
 int ctl_targets_push(struct ctl_targets *t, struct ctl_wl *w, const char *reason);
 void ctl_snapshot_remove(struct fatia_control *c, struct ctl_wl *w);
 void ctl_snapshot_add(struct fatia_control *c, struct ctl_wl *w);

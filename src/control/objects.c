@@ -242,11 +242,22 @@ static void podsets_free(struct ctl_podset *ps, size_t n)
     fatia_free(ps);
 }
 
+void ctl_wl_drop_preemptor(struct ctl_wl *w)
+{
+    if (w->pre_a) {
+        ctl_assignment_release(w->pre_a);
+        fatia_free(w->pre_a);
+        w->pre_a = NULL;
+    }
+    w->preempting = false;
+}
+
 void ctl_wl_free(struct ctl_wl *w)
 {
     if (!w)
         return;
     ctl_wl_drop_admission(w);
+    ctl_wl_drop_preemptor(w);
     podsets_free(w->ps, w->n_ps);
     fatia_free(w->key);
     fatia_free(w->ns);
@@ -267,8 +278,7 @@ static void cq_free(struct ctl_cq *cq)
     fatia_free(cq->rg_of_res);
     fatia_selector_free(cq->ns_sel);
     fatia_free(cq->inactive_msg);
-    fatia_free(cq->heap);
-    fatia_free(cq->nofit_hashes);
+    ctl_queue_release(cq);
     FATIA_VEC_RELEASE(&cq->admitted);
     FATIA_VEC_RELEASE(&cq->lqs);
     fatia_free(cq->node.slot);
@@ -328,6 +338,7 @@ void fatia_control_free(struct fatia_control *c)
     for (size_t i = 0; i < c->cqs.n; i++)
         cq_free(c->cqs.v[i]);
     FATIA_VEC_RELEASE(&c->cqs);
+    FATIA_VEC_RELEASE(&c->ready);
     for (size_t i = 0; i < c->cohorts.n; i++)
         ctl_cohort_free(c->cohorts.v[i]);
     FATIA_VEC_RELEASE(&c->cohorts);
@@ -402,7 +413,7 @@ static int node_alloc(struct fatia_control *c, struct ctl_node *n)
         if (!n->slot)
             return -ENOMEM;
         for (size_t i = 0; i < c->n_fr_cap; i++)
-            n->slot[i] = (struct ctl_slot){0, AMT_NONE, AMT_NONE, 0, 0};
+            n->slot[i] = (struct ctl_slot){0, AMT_NONE, AMT_NONE, 0, 0, 0};
     }
     n->weight = 1.0;
     return 0;
@@ -531,19 +542,25 @@ fail:
 void ctl_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reason, const char *fmt, ...)
 {
     va_list ap;
-    char *m = NULL;
+    char buf[512], *m = NULL;
+    int n;
 
     va_start(ap, fmt);
-    if (vasprintf(&m, fmt, ap) < 0)
-        m = NULL;
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    fatia_free(w->msg);
-    if (m) {
-        w->msg = fatia_strdup(m);
-        free(m);
-    } else {
-        w->msg = NULL;
+    if (n >= 0 && (size_t)n < sizeof(buf)) {
+        m = fatia_strdup(buf);
+    } else if (n >= 0) {
+        char *t = NULL;
+        va_start(ap, fmt);
+        if (vasprintf(&t, fmt, ap) >= 0) {
+            m = fatia_strdup(t);
+            free(t);
+        }
+        va_end(ap);
     }
+    fatia_free(w->msg);
+    w->msg = m;
     w->reason = reason;
     w->msg_cq = cq;
 }
@@ -572,6 +589,34 @@ bool ctl_ns_matches(const struct fatia_control *c, const struct ctl_cq *cq, cons
 
 /* ---- charging ---- */
 
+void ctl_admitted_note(struct ctl_cq *cq, const struct ctl_wl *w, bool added)
+{
+    for (size_t i = 0; i < w->n_use; i++) {
+        if (added)
+            cq->node.slot[w->use[i].fr].users++;
+        else
+            cq->node.slot[w->use[i].fr].users--;
+    }
+    if (!cq->min_prio_valid)
+        return;
+    if (added && w->priority < cq->min_prio)
+        cq->min_prio = w->priority;
+    else if (!added && w->priority == cq->min_prio)
+        cq->min_prio_valid = false;
+}
+
+int32_t ctl_cq_min_prio(struct ctl_cq *cq)
+{
+    if (!cq->min_prio_valid) {
+        cq->min_prio = INT32_MAX;
+        for (size_t i = 0; i < cq->admitted.n; i++)
+            if (cq->admitted.v[i]->priority < cq->min_prio)
+                cq->min_prio = cq->admitted.v[i]->priority;
+        cq->min_prio_valid = true;
+    }
+    return cq->min_prio;
+}
+
 void ctl_wl_charge(struct fatia_control *c, struct ctl_wl *w)
 {
     struct ctl_cq *cq = w->cq;
@@ -583,6 +628,7 @@ void ctl_wl_charge(struct fatia_control *c, struct ctl_wl *w)
         c->tree_dirty = true;
         return;
     }
+    ctl_admitted_note(cq, w, true);
     if (!c->tree_dirty)
         ctl_add_uses(&cq->node, w->use, w->n_use);
     if (w->lq && w->lq->usage)
@@ -599,6 +645,7 @@ void ctl_wl_uncharge(struct fatia_control *c, struct ctl_wl *w)
         return;
     cq->admitted.v[i] = cq->admitted.v[--cq->admitted.n];
     cq->admitted.v[i]->adm_idx = i;
+    ctl_admitted_note(cq, w, false);
     if (!c->tree_dirty)
         ctl_remove_uses(&cq->node, w->use, w->n_use);
     if (w->lq && w->lq->usage)
@@ -631,18 +678,43 @@ void ctl_resolve_queue(struct fatia_control *c, struct ctl_wl *w)
 
 /* ---- evictions outside and inside cycles ---- */
 
+void ctl_wl_set_state(struct fatia_control *c, struct ctl_wl *w, enum ctl_wl_state st)
+{
+    if (w->state == CTL_WL_EVICTING && st != CTL_WL_EVICTING) {
+        if (w->ev_prev)
+            w->ev_prev->ev_next = w->ev_next;
+        else
+            c->evicting = w->ev_next;
+        if (w->ev_next)
+            w->ev_next->ev_prev = w->ev_prev;
+        w->ev_prev = w->ev_next = NULL;
+        c->n_evicting--;
+    } else if (w->state != CTL_WL_EVICTING && st == CTL_WL_EVICTING) {
+        w->ev_prev = NULL;
+        w->ev_next = c->evicting;
+        if (c->evicting)
+            c->evicting->ev_prev = w;
+        c->evicting = w;
+        c->n_evicting++;
+    }
+    w->state = st;
+}
+
 int ctl_evict(struct fatia_control *c, struct ctl_wl *w, const char *reason, const char *msg,
               const struct ctl_wl *preemptor, bool in_cycle)
 {
     if (w->state != CTL_WL_ADMITTED)
         return 0;
-    w->state = CTL_WL_EVICTING;
+    ctl_wl_set_state(c, w, CTL_WL_EVICTING);
     w->evicted_cond = true;
     /* until the scheduler looks at it again, its pending message is the eviction's */
     ctl_set_msg(w, w->cq, preemptor ? "Preempted" : reason, "%s", msg);
     c->n_evictions++;
-    if (preemptor)
+    if (preemptor) {
         c->n_preemptions++;
+        w->was_preempted = true;
+        w->preempted_at = c->now;
+    }
     return ctl_result_add_eviction(c, w, reason, msg, preemptor, !in_cycle);
 }
 
@@ -1483,6 +1555,7 @@ static int wl_attach_lq(struct fatia_control *c, struct ctl_wl *w)
         return r;
     if (FATIA_VEC_PUSH(&lq->wls, w) < 0)
         return -ENOMEM;
+    w->lq_idx = lq->wls.n - 1;
     w->lq = lq;
     return 0;
 }
@@ -1493,11 +1566,9 @@ static void wl_detach_lq(struct ctl_wl *w)
 
     if (!lq)
         return;
-    for (size_t i = 0; i < lq->wls.n; i++)
-        if (lq->wls.v[i] == w) {
-            lq->wls.v[i] = lq->wls.v[--lq->wls.n];
-            break;
-        }
+    FATIA_ASSERT(w->lq_idx < lq->wls.n && lq->wls.v[w->lq_idx] == w);
+    lq->wls.v[w->lq_idx] = lq->wls.v[--lq->wls.n];
+    lq->wls.v[w->lq_idx]->lq_idx = w->lq_idx;
     w->lq = NULL;
 }
 
@@ -1510,16 +1581,15 @@ static void wl_remove(struct fatia_control *c, struct ctl_wl *w, int64_t now)
         ctl_queue_remove(c, w);
     if (held) {
         ctl_wl_uncharge(c, w);
+        ctl_wl_set_state(c, w, CTL_WL_PENDING);
         if (cq && cq->defined)
             ctl_queue_requeue_tree(c, cq, now);
     }
     wl_detach_lq(w);
     fatia_strmap_del(&c->wl_index, w->key);
-    for (size_t i = 0; i < c->wls.n; i++)
-        if (c->wls.v[i] == w) {
-            c->wls.v[i] = c->wls.v[--c->wls.n];
-            break;
-        }
+    FATIA_ASSERT(w->wl_idx < c->wls.n && c->wls.v[w->wl_idx] == w);
+    c->wls.v[w->wl_idx] = c->wls.v[--c->wls.n];
+    c->wls.v[w->wl_idx]->wl_idx = w->wl_idx;
     ctl_wl_free(w);
 }
 
@@ -1611,6 +1681,8 @@ static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
     if (old) {
         /* Update: the engine's own admission state stays; spec-derived fields change. */
         bool requeue = false;
+        if (old->priority != w->priority && old->state != CTL_WL_PENDING && old->cq)
+            old->cq->min_prio_valid = false;
         old->priority = w->priority;
         if (old->state == CTL_WL_PENDING) {
             podsets_free(old->ps, old->n_ps);
@@ -1625,6 +1697,7 @@ static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
             w->bad_msg = NULL;
             old->created = w->created;
             old->requeue_at = w->requeue_at;
+            ctl_wl_drop_preemptor(old);
             requeue = true;
         }
         if (old->active != w->active) {
@@ -1658,6 +1731,7 @@ static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
         ctl_wl_free(w);
         return -ENOMEM;
     }
+    w->wl_idx = c->wls.n - 1;
     if (fatia_strmap_put(&c->wl_index, w->key, w) < 0) {
         c->wls.n--;
         ctl_wl_free(w);
@@ -1679,7 +1753,7 @@ static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
         w->qr_time = parse_time(fatia_json_str(qr, "lastTransitionTime"), now);
         w->state = CTL_WL_ADMITTED;
         if (condition_true(ev)) {
-            w->state = CTL_WL_EVICTING;
+            ctl_wl_set_state(c, w, CTL_WL_EVICTING);
             w->evicted_cond = true;
         }
         ctl_wl_charge(c, w);
@@ -1858,21 +1932,17 @@ int fatia_control_workload_finished(struct fatia_control *c, const char *ns, con
     return 0;
 }
 
-int fatia_control_workload_released(struct fatia_control *c, const char *ns, const char *name,
-                                    int64_t now)
+static int wl_released(struct fatia_control *c, struct ctl_wl *w, int64_t now)
 {
-    struct ctl_wl *w = wl_get(c, ns, name);
     struct ctl_cq *cq;
 
     c->result_valid = false;
-    if (!w)
-        return -ENOENT;
     if (w->state != CTL_WL_EVICTING)
         return -EINVAL;
     cq = w->cq;
     ctl_wl_uncharge(c, w);
     ctl_wl_drop_admission(w);
-    w->state = CTL_WL_PENDING;
+    ctl_wl_set_state(c, w, CTL_WL_PENDING);
     w->evicted_cond = false;
     w->borrowing = false;
     w->qr_time = 0;
@@ -1887,18 +1957,27 @@ int fatia_control_workload_released(struct fatia_control *c, const char *ns, con
     return 0;
 }
 
+int fatia_control_workload_released(struct fatia_control *c, const char *ns, const char *name,
+                                    int64_t now)
+{
+    struct ctl_wl *w = wl_get(c, ns, name);
+
+    c->result_valid = false;
+    if (!w)
+        return -ENOENT;
+    return wl_released(c, w, now);
+}
+
 int fatia_control_release_all(struct fatia_control *c, int64_t now)
 {
     int n = 0;
 
-    for (size_t i = 0; i < c->wls.n; i++) {
-        struct ctl_wl *w = c->wls.v[i];
-        if (w->state == CTL_WL_EVICTING) {
-            int r = fatia_control_workload_released(c, w->ns, w->name, now);
-            if (r < 0)
-                return r;
-            n++;
-        }
+    c->result_valid = false;
+    while (c->evicting) {
+        int r = wl_released(c, c->evicting, now);
+        if (r < 0)
+            return r;
+        n++;
     }
     return n;
 }

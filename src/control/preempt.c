@@ -127,6 +127,29 @@ bool ctl_wl_uses_frs(const struct ctl_wl *w, const uint32_t *frs, size_t n)
 }
 
 /* workloadFits: every request fits the preemptor's ClusterQueue as the snapshot stands. */
+static bool workload_fits(const struct pctx *p, bool allow_borrowing);
+
+/* An upper bound that needs no ordering: does the preemptor fit (borrowing allowed) once every
+ * candidate is gone? Removing usage never lowers what is available, and every search removes a
+ * subset of the candidates, so when this fails no search can succeed and the sorting and the
+ * share computations are skipped. */
+static bool fits_without_all(const struct pctx *p, struct ctl_wl *const *v, size_t n,
+                             const struct cand *cv, size_t cn)
+{
+    bool fits;
+
+    for (size_t i = 0; i < n; i++)
+        ctl_snapshot_remove(p->c, v[i]);
+    for (size_t i = 0; i < cn; i++)
+        ctl_snapshot_remove(p->c, cv[i].wl);
+    fits = workload_fits(p, true);
+    for (size_t i = 0; i < cn; i++)
+        ctl_snapshot_add(p->c, cv[i].wl);
+    for (size_t i = 0; i < n; i++)
+        ctl_snapshot_add(p->c, v[i]);
+    return fits;
+}
+
 static bool workload_fits(const struct pctx *p, bool allow_borrowing)
 {
     for (size_t i = 0; i < p->n_req; i++) {
@@ -213,6 +236,32 @@ static bool satisfies_policy(const struct pctx *p, const struct ctl_wl *cand)
     return false;
 }
 
+/* Whether cq can hold a candidate at all, from its summaries: some admitted workload uses a
+ * needed flavor-resource, and the policy toward cq admits the lowest priority it holds. Exact:
+ * the per-workload filters (uses the resources, satisfies the policy) reject every workload of
+ * a ClusterQueue this rejects, so skipping it changes nothing but the time. */
+static bool cq_may_hold(const struct pctx *p, struct ctl_cq *cq)
+{
+    enum ctl_policy pol = cq == p->cq ? p->cq->within : p->cq->reclaim;
+    bool used = false;
+
+    for (size_t i = 0; i < p->n_frs && !used; i++)
+        used = cq->node.slot[p->frs[i]].users > 0;
+    if (!used)
+        return false;
+    switch (pol) {
+    case CTL_NEVER:
+        return false;
+    case CTL_LOWER:
+        return ctl_cq_min_prio(cq) < p->w->priority;
+    case CTL_LOWER_OR_NEWER_EQUAL:
+        return ctl_cq_min_prio(cq) <= p->w->priority;
+    case CTL_ANY:
+        return true;
+    }
+    return false;
+}
+
 static enum variant classify(const struct pctx *p, const struct ctl_wl *cand, bool adv)
 {
     int32_t in = p->w->priority, cp = cand->priority;
@@ -251,6 +300,8 @@ static const char *variant_reason(enum variant v)
 static int cands_from_cq(const struct pctx *p, struct ctl_cq *cq, const struct ctl_node *lca,
                          bool adv, struct cands *out)
 {
+    if (!cq_may_hold(p, cq))
+        return 0;
     for (size_t i = 0; i < cq->admitted.n; i++) {
         enum variant v = classify(p, cq->admitted.v[i], adv);
         if (v == V_NEVER)
@@ -362,6 +413,26 @@ static int classical(const struct pctx *p, struct ctl_targets *ret)
             rem = nxt;
             nxt = tmp;
             prev = cur;
+        }
+    }
+    p->c->phases.preempt_collected += same.n + hier.n + prio.n;
+    if (!same.n && !hier.n && !prio.n)
+        goto out;
+    {
+        /* the three lists are disjoint: take the first two out, test with the third */
+        bool possible;
+        for (size_t i = 0; i < same.n; i++)
+            ctl_snapshot_remove(p->c, same.v[i].wl);
+        for (size_t i = 0; i < hier.n; i++)
+            ctl_snapshot_remove(p->c, hier.v[i].wl);
+        possible = fits_without_all(p, NULL, 0, prio.v, prio.n);
+        for (size_t i = 0; i < hier.n; i++)
+            ctl_snapshot_add(p->c, hier.v[i].wl);
+        for (size_t i = 0; i < same.n; i++)
+            ctl_snapshot_add(p->c, same.v[i].wl);
+        if (!possible) {
+            p->c->phases.preempt_hopeless++;
+            goto out;
         }
     }
     if (same.n > 1)
@@ -551,7 +622,7 @@ static struct ctl_cq *next_target(struct fs_state *s, struct ctl_cohort *co, int
         struct ctl_drs d;
         if (cq_pruned(s, cq))
             continue;
-        d = ctl_drs(c, &cq->node, NULL, 0);
+        d = ctl_drs_of(c, &cq->node);
         if ((d.ratio == 0 && cq != p->cq) || !cq_has_workload(s, cq))
             cq_prune(s, cq);
         else if (!best_cq || ctl_drs_cmp(d, cq_drs) >= 0) {
@@ -564,7 +635,7 @@ static struct ctl_cq *next_target(struct fs_state *s, struct ctl_cohort *co, int
         struct ctl_drs d;
         if (co_pruned(s, ch))
             continue;
-        d = ctl_drs(c, &ch->node, NULL, 0);
+        d = ctl_drs_of(c, &ch->node);
         if (d.ratio == 0 && !on_preemptor_path(p, ch))
             co_prune(s, ch);
         else if (!best_co || ctl_drs_cmp(d, co_drs) >= 0) {
@@ -677,13 +748,13 @@ static int fs_first(struct fs_state *s, int strategy, struct ctl_wl ***ret_retry
             const struct ctl_node *pa, *ta;
             struct ctl_drs pnew, told;
             almost_lcas(p, tq, &pa, &ta);
-            pnew = ctl_drs(c, pa, NULL, 0);
-            told = ctl_drs(c, ta, NULL, 0);
+            pnew = ctl_drs_of(c, pa);
+            told = ctl_drs_of(c, ta);
             while (cq_has_workload(s, tq)) {
                 struct ctl_wl *wl = cq_pop(s, tq);
                 struct ctl_drs tnew;
                 ctl_snapshot_remove(c, wl);
-                tnew = ctl_drs(c, ta, NULL, 0);
+                tnew = ctl_drs_of(c, ta);
                 if (strategy_passes(strategy, pnew, told, tnew)) {
                     if ((r = fs_yield(s, wl, "InCohortFairSharing")) < 0 || s->fits)
                         goto out;
@@ -726,7 +797,7 @@ static int fs_second(struct fs_state *s, struct ctl_wl **retry, size_t n_retry)
         c->result.n_fair_decisions++;
         almost_lcas(p, tq, &pa, &ta);
         {
-            struct ctl_drs pnew = ctl_drs(c, pa, NULL, 0), told = ctl_drs(c, ta, NULL, 0);
+            struct ctl_drs pnew = ctl_drs_of(c, pa), told = ctl_drs_of(c, ta);
             struct ctl_wl *wl = cq_pop(s, tq);
             if (strategy_passes(1, pnew, told, told)) {
                 ctl_snapshot_remove(c, wl);
@@ -748,7 +819,7 @@ static int collect_fair_tree(const struct pctx *p, struct ctl_cohort *co, struct
         return 0;
     for (size_t i = 0; i < co->child_cqs.n; i++) {
         struct ctl_cq *cq = co->child_cqs.v[i];
-        if (cq == p->cq || !cq_is_borrowing(cq, p->frs, p->n_frs))
+        if (cq == p->cq || !cq_is_borrowing(cq, p->frs, p->n_frs) || !cq_may_hold(p, cq))
             continue;
         for (size_t j = 0; j < cq->admitted.n; j++) {
             struct ctl_wl *x = cq->admitted.v[j];
@@ -784,7 +855,7 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
     int r = 0;
 
     ret->n = 0;
-    if (p->cq->within != CTL_NEVER) {
+    if (p->cq->within != CTL_NEVER && cq_may_hold(p, p->cq)) {
         for (size_t j = 0; j < p->cq->admitted.n; j++) {
             struct ctl_wl *x = p->cq->admitted.v[j];
             if (!satisfies_policy(p, x) || !ctl_wl_uses_frs(x, p->frs, p->n_frs))
@@ -807,8 +878,13 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
         if (r < 0)
             goto out;
     }
+    c->phases.preempt_collected += n;
     if (!n)
         goto out;
+    if (!fits_without_all(p, cands, n, NULL, 0)) {
+        c->phases.preempt_hopeless++;
+        goto out;
+    }
     if (n > 1)
         qsort_r(cands, n, sizeof(*cands), wl_qsort_cmp, &o);
     ctl_add_uses(&p->cq->node, p->req, p->n_req);
@@ -832,6 +908,16 @@ out:
     return r;
 }
 
+/* A deliberate deviation from Kueue: a workload preempted at the current time may take free quota
+ * but preempts nobody until the clock moves. With the clock standing still (fatia schedule, or
+ * a daemon's cycles within one instant), within-ClusterQueue priority, reclamation and fair
+ * sharing can otherwise chain into preemption loops in which victims preempt their way back
+ * (kueue#3779, #7101, #14543). */
+bool ctl_preempt_cooldown(const struct fatia_control *c, const struct ctl_wl *w)
+{
+    return w->was_preempted && w->preempted_at >= c->now;
+}
+
 int ctl_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl_wl *w,
                     const uint32_t *frs_need, size_t n_need, const struct ctl_use *req,
                     size_t n_req, struct ctl_targets *ret)
@@ -839,7 +925,7 @@ int ctl_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl
     struct pctx p = {c, cq, w, frs_need, n_need, req, n_req};
 
     ret->n = 0;
-    if (!n_need)
+    if (!n_need || ctl_preempt_cooldown(c, w))
         return 0;
     if (c->cfg.fair_sharing)
         return fair(&p, ret);

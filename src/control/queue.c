@@ -2,38 +2,41 @@
  * control/queue.c: the pending queues of ClusterQueues (Kueue pkg/cache/queue/cluster_queue.go,
  * reference/kueue.md §2.1 and §2.8).
  *
- * Each ClusterQueue keeps
- *   - an active heap ordered by: the sticky preemptor first (BestEffortFIFO), higher priority,
- *     earlier queue-order time, then UID (metadata.uid, or the workload key when absent);
- *   - the inadmissible list: workloads that did not fit and wait for a capacity event;
- *   - the backoff list: workloads whose status.requeueState.requeueAt is still ahead of `now`.
- * A workload is in at most one of them (wl->q says which; INFLIGHT while a cycle holds it).
+ * Order: the sticky preemptor first (BestEffortFIFO), then higher priority, earlier queue-order
+ * time, metadata.uid, and the workload key. StrictFIFO and BestEffortFIFO share the order and
+ * differ only in where a head goes after a failed attempt (cycle.c): StrictFIFO puts it back
+ * (head-of-line blocking) except for a namespace mismatch; BestEffortFIFO parks NoFit and
+ * no-candidate heads until a capacity event, unless its parked set was requeued since the pop.
+ *
+ * Structure. Pending workloads of a ClusterQueue are grouped by scheduling shape (pod sets,
+ * counts, requests, placement constraints) and priority: Kueue's scheduling-equivalence hash
+ * (KEP-9694), which parks every equivalent workload with a head that did not fit and sends new
+ * equivalent arrivals straight to the parked set until the next requeue. A group keeps its
+ * members in a binary heap by queue-order time (priorities are equal inside a group, so this is
+ * the queue order); the groups sit in one of two pairing heaps ordered by their head:
+ *
+ *        push ──► group ──┐                  requeue (capacity event): meld parked into active
+ *                         ▼                    ┌─────────────────────────────────────┐
+ *                 cq->qactive (pairing heap) ◄──┘                                     │
+ *        pop ◄── head of the best group          park (NoFit, BestEffortFIFO) ──► cq->qparked
+ *
+ * so that pop and push cost O(log n), parking a whole equivalence class O(log groups), and the
+ * requeue of a cohort tree O(1) per ClusterQueue (a meld), independent of how many workloads
+ * wait. A group's `parked_gen` equals the ClusterQueue's requeue generation while it is parked;
+ * bumping the generation at a requeue makes every group active at once.
+ *
+ * Besides groups: `sticky` holds the BestEffortFIFO preemptor waiting for its victims; `single`
+ * parks workloads one by one (namespace mismatch, invalid requests), requeued when their namespace
+ * matches; `backoff` holds workloads whose status.requeueState.requeueAt is still ahead.
  *
  * Queue states of a pending workload and the functions that move it:
  *
- *           ctl_queue_push            ctl_queue_pop (cycle)
- *      ──────────────────────► HEAP ─────────────────────────► INFLIGHT
- *            │ requeueAt > now  ▲ ▲                               │ │
- *            ▼                  │ └── ctl_queue_push (immediate) ─┘ │ ctl_queue_inadmissible
- *         BACKOFF ──────────────┘     requeue                        ▼
- *           (cycle start, expired)          ┌──────────────── INADMISSIBLE
- *                                           └── ctl_queue_requeue_* (capacity event) ──► HEAP
- *
- * StrictFIFO and BestEffortFIFO share the ordering and differ only in where a head goes back
- * after a failed attempt (cycle.c): StrictFIFO puts it back in the heap (head-of-line
- * blocking) except for a namespace mismatch; BestEffortFIFO parks NoFit and no-candidate
- * workloads as inadmissible, unless the inadmissible list was requeued since the pop.
- *
- * Capacity events (a workload finished, was deleted or released its quota; a ClusterQueue,
- * Cohort, ResourceFlavor or Namespace changed) requeue the inadmissible workloads of the whole
- * cohort tree at once. Kueue batches these per root cohort with a one-second delay; the engine
- * requeues at once, since its caller decides when the next cycle runs.
- *
- * Scheduling-equivalence hashing (KEP-9694): in BestEffortFIFO, a workload parked for NoFit
- * records its shape hash (pod sets, requests, counts, placement constraints and priority); the
- * heap workloads with the same hash are parked with it, and new arrivals with that hash go
- * straight to the inadmissible list ("Bypassed scheduling evaluation because an equivalent
- * workload recently failed") until the next requeue clears the record.
+ *           ctl_queue_push                         ctl_queue_pop (cycle)
+ *      ────────────────────► GROUP (active) ───────────────────────────► INFLIGHT
+ *            │ requeueAt > now    ▲   ▲                                   │  │
+ *            ▼                    │   └─── ctl_queue_push (immediate) ────┘  │ ctl_queue_inadmissible
+ *         BACKOFF ────────────────┘                                          ▼
+ *      (cycle start, expired)      ◄── ctl_queue_requeue_* ── GROUP (parked) / SINGLE
  */
 #include "base/compat.h"
 
@@ -43,89 +46,371 @@
 
 bool ctl_wl_before(const struct ctl_cq *cq, const struct ctl_wl *a, const struct ctl_wl *b)
 {
+    int r;
+
     if (cq->strategy == CTL_BEST_EFFORT && a->sticky != b->sticky)
         return a->sticky;
     if (a->priority != b->priority)
         return a->priority > b->priority;
     if (a->created != b->created)
         return a->created < b->created;
-    int r = strcmp(a->uid, b->uid);
+    r = strcmp(a->uid, b->uid);
     if (r)
         return r < 0;
     return strcmp(a->key, b->key) < 0;
 }
 
-/* ---- heap ---- */
+/* ---- a group's member heap ---- */
 
-static void heap_set(struct ctl_cq *cq, size_t i, struct ctl_wl *w)
+static void gset(struct ctl_group *g, size_t i, struct ctl_wl *w)
 {
-    cq->heap[i] = w;
-    w->heap_idx = i;
+    g->heap[i] = w;
+    w->gidx = i;
 }
 
-static void sift_up(struct ctl_cq *cq, size_t i)
+static void gsift_up(struct ctl_group *g, size_t i)
 {
-    struct ctl_wl *w = cq->heap[i];
+    struct ctl_wl *w = g->heap[i];
 
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (!ctl_wl_before(cq, w, cq->heap[p]))
+        if (!ctl_wl_before(g->cq, w, g->heap[p]))
             break;
-        heap_set(cq, i, cq->heap[p]);
+        gset(g, i, g->heap[p]);
         i = p;
     }
-    heap_set(cq, i, w);
+    gset(g, i, w);
 }
 
-static void sift_down(struct ctl_cq *cq, size_t i)
+static void gsift_down(struct ctl_group *g, size_t i)
 {
-    struct ctl_wl *w = cq->heap[i];
-    size_t n = cq->heap_n;
+    struct ctl_wl *w = g->heap[i];
 
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
         struct ctl_wl *best = w;
-        if (l < n && ctl_wl_before(cq, cq->heap[l], best)) {
+        if (l < g->n && ctl_wl_before(g->cq, g->heap[l], best)) {
             m = l;
-            best = cq->heap[l];
+            best = g->heap[l];
         }
-        if (r < n && ctl_wl_before(cq, cq->heap[r], best))
+        if (r < g->n && ctl_wl_before(g->cq, g->heap[r], best))
             m = r;
         if (m == i)
             break;
-        heap_set(cq, i, cq->heap[m]);
+        gset(g, i, g->heap[m]);
         i = m;
     }
-    heap_set(cq, i, w);
+    gset(g, i, w);
 }
 
-static int heap_push(struct ctl_cq *cq, struct ctl_wl *w)
+static int gpush(struct ctl_group *g, struct ctl_wl *w)
 {
-    if (cq->heap_n == cq->heap_cap) {
-        size_t nc = cq->heap_cap ? cq->heap_cap * 2 : 16;
-        struct ctl_wl **h = fatia_reallocarray(cq->heap, nc, sizeof(*h));
+    if (g->n == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 4;
+        struct ctl_wl **h = fatia_reallocarray(g->heap, nc, sizeof(*h));
         if (!h)
             return -ENOMEM;
-        cq->heap = h;
-        cq->heap_cap = nc;
+        g->heap = h;
+        g->cap = nc;
     }
-    heap_set(cq, cq->heap_n++, w);
-    sift_up(cq, cq->heap_n - 1);
+    gset(g, g->n++, w);
+    gsift_up(g, g->n - 1);
+    w->grp = g;
     return 0;
 }
 
-static void heap_remove(struct ctl_cq *cq, struct ctl_wl *w)
+static void gremove(struct ctl_group *g, struct ctl_wl *w)
 {
-    size_t i = w->heap_idx;
+    size_t i = w->gidx;
     struct ctl_wl *last;
 
-    if (i >= cq->heap_n || cq->heap[i] != w)
-        return;
-    last = cq->heap[--cq->heap_n];
-    if (i < cq->heap_n) {
-        heap_set(cq, i, last);
-        sift_down(cq, i);
-        sift_up(cq, last->heap_idx);
+    FATIA_ASSERT(i < g->n && g->heap[i] == w);
+    last = g->heap[--g->n];
+    if (i < g->n) {
+        gset(g, i, last);
+        gsift_down(g, i);
+        gsift_up(g, last->gidx);
+    }
+    w->grp = NULL;
+}
+
+/* ---- pairing heaps of groups ---- */
+
+static bool group_before(const struct ctl_group *a, const struct ctl_group *b)
+{
+    return ctl_wl_before(a->cq, a->heap[0], b->heap[0]);
+}
+
+static struct ctl_group *meld(struct ctl_group *a, struct ctl_group *b)
+{
+    if (!a)
+        return b;
+    if (!b)
+        return a;
+    if (group_before(b, a)) {
+        struct ctl_group *t = a;
+        a = b;
+        b = t;
+    }
+    /* b becomes a's leftmost child */
+    b->prev = a;
+    b->sibling = a->child;
+    if (a->child)
+        a->child->prev = b;
+    a->child = b;
+    a->sibling = a->prev = NULL;
+    return a;
+}
+
+/* Two-pass merge of a sibling list (iterative: no recursion on long lists). */
+static struct ctl_group *merge_pairs(struct ctl_group *first)
+{
+    struct ctl_group *stack = NULL, *a, *b, *next, *r;
+
+    while (first) {
+        a = first;
+        b = a->sibling;
+        next = b ? b->sibling : NULL;
+        a->sibling = a->prev = NULL;
+        if (b)
+            b->sibling = b->prev = NULL;
+        r = meld(a, b);
+        r->sibling = stack; /* reuse sibling as the stack link */
+        stack = r;
+        first = next;
+    }
+    r = NULL;
+    while (stack) {
+        next = stack->sibling;
+        stack->sibling = NULL;
+        r = meld(stack, r);
+        stack = next;
+    }
+    return r;
+}
+
+/* Removes node g from the heap rooted at *root. */
+static void pheap_remove(struct ctl_group **root, struct ctl_group *g)
+{
+    struct ctl_group *sub;
+
+    if (*root == g) {
+        *root = merge_pairs(g->child);
+    } else {
+        /* unlink from its parent (prev is the parent for a leftmost child) */
+        if (g->prev->child == g)
+            g->prev->child = g->sibling;
+        else
+            g->prev->sibling = g->sibling;
+        if (g->sibling)
+            g->sibling->prev = g->prev;
+        sub = merge_pairs(g->child);
+        *root = meld(*root, sub);
+    }
+    g->child = g->sibling = g->prev = NULL;
+}
+
+static void pheap_insert(struct ctl_group **root, struct ctl_group *g)
+{
+    g->child = g->sibling = g->prev = NULL;
+    *root = meld(*root, g);
+}
+
+static bool group_parked(const struct ctl_group *g)
+{
+    return g->parked_gen == g->cq->requeue_gen;
+}
+
+static struct ctl_group **group_root(struct ctl_group *g)
+{
+    return group_parked(g) ? &g->cq->qparked : &g->cq->qactive;
+}
+
+/* ---- the group map of a ClusterQueue ---- */
+
+static size_t gslot(const struct ctl_cq *cq, uint64_t hash, int32_t prio)
+{
+    uint64_t h = hash ^ ((uint64_t)(uint32_t)prio * 0x9E3779B97F4A7C15ULL);
+    size_t m = cq->gmap_cap - 1, i = (size_t)(h ^ (h >> 29)) & m;
+
+    while (cq->gmap[i] && (cq->gmap[i]->hash != hash || cq->gmap[i]->priority != prio))
+        i = (i + 1) & m;
+    return i;
+}
+
+static int gmap_grow(struct ctl_cq *cq)
+{
+    size_t old = cq->gmap_cap, nc = old ? old * 2 : 16;
+    struct ctl_group **ov = cq->gmap, **nv = fatia_calloc(nc, sizeof(*nv));
+
+    if (!nv)
+        return -ENOMEM;
+    cq->gmap = nv;
+    cq->gmap_cap = nc;
+    for (size_t i = 0; i < old; i++)
+        if (ov[i]) {
+            size_t j = gslot(cq, ov[i]->hash, ov[i]->priority);
+            cq->gmap[j] = ov[i];
+            ov[i]->map_slot = j;
+        }
+    fatia_free(ov);
+    return 0;
+}
+
+static int group_get(struct ctl_cq *cq, const struct ctl_wl *w, struct ctl_group **ret)
+{
+    struct ctl_group *g;
+    size_t i;
+
+    if ((cq->gmap_n + 1) * 4 > cq->gmap_cap * 3 && gmap_grow(cq) < 0)
+        return -ENOMEM;
+    i = gslot(cq, w->shape_hash, w->priority);
+    if (cq->gmap[i]) {
+        *ret = cq->gmap[i];
+        return 0;
+    }
+    g = fatia_calloc(1, sizeof(*g));
+    if (!g)
+        return -ENOMEM;
+    g->hash = w->shape_hash;
+    g->priority = w->priority;
+    g->cq = cq;
+    g->parked_gen = UINT64_MAX;
+    g->map_slot = i;
+    cq->gmap[i] = g;
+    cq->gmap_n++;
+    *ret = g;
+    return 0;
+}
+
+/* Deletes an empty group (already out of its pairing heap) from the map: backward-shift. */
+static void group_free(struct ctl_cq *cq, struct ctl_group *g)
+{
+    size_t m = cq->gmap_cap - 1, i = g->map_slot, j = i;
+
+    FATIA_ASSERT(cq->gmap[i] == g && g->n == 0);
+    cq->gmap[i] = NULL;
+    for (;;) {
+        size_t k;
+        j = (j + 1) & m;
+        if (!cq->gmap[j])
+            break;
+        k = gslot(cq, cq->gmap[j]->hash, cq->gmap[j]->priority);
+        if (k == j)
+            continue; /* already where it belongs (i is free, so gslot stops at j itself) */
+        cq->gmap[i] = cq->gmap[j];
+        cq->gmap[i]->map_slot = i;
+        cq->gmap[j] = NULL;
+        i = j;
+    }
+    cq->gmap_n--;
+    fatia_free(g->heap);
+    fatia_free(g);
+}
+
+void ctl_queue_release(struct ctl_cq *cq)
+{
+    for (size_t i = 0; i < cq->gmap_cap; i++)
+        if (cq->gmap[i]) {
+            fatia_free(cq->gmap[i]->heap);
+            fatia_free(cq->gmap[i]);
+        }
+    fatia_free(cq->gmap);
+    cq->gmap = NULL;
+    cq->gmap_cap = cq->gmap_n = 0;
+    cq->qactive = cq->qparked = NULL;
+}
+
+/* ---- the engine's ready list ---- */
+
+int ctl_ready_mark(struct fatia_control *c, struct ctl_cq *cq)
+{
+    if (cq->listed)
+        return 0;
+    if (FATIA_VEC_PUSH(&c->ready, cq) < 0)
+        return -ENOMEM;
+    cq->listed = true;
+    return 0;
+}
+
+/* After a structural change (a ClusterQueue may have become active). */
+int ctl_ready_all(struct fatia_control *c)
+{
+    for (size_t i = 0; i < c->cqs.n; i++) {
+        struct ctl_cq *cq = c->cqs.v[i];
+        if ((ctl_queue_has_head(cq) || cq->backoff.n) && ctl_ready_mark(c, cq) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Adds w to its group; the group enters or moves in its pairing heap as its head changes. */
+static int group_add(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w, bool park)
+{
+    struct ctl_group *g;
+    bool was_empty;
+    int r = group_get(cq, w, &g);
+
+    if (r < 0)
+        return r;
+    was_empty = g->n == 0;
+    if (park && !was_empty && !group_parked(g))
+        pheap_remove(&cq->qactive, g);
+    r = gpush(g, w);
+    if (r < 0) {
+        if (park && !was_empty && !group_parked(g))
+            pheap_insert(&cq->qactive, g);
+        if (was_empty)
+            group_free(cq, g);
+        return r;
+    }
+    w->q = CTL_Q_GROUP;
+    cq->n_grouped++;
+    if (park)
+        g->parker = w;
+    if (park && !group_parked(g)) {
+        /* the whole group parks: its earlier members too */
+        g->parked_gen = cq->requeue_gen;
+        pheap_insert(&cq->qparked, g);
+        cq->n_parked += g->n;
+        return 0;
+    }
+    if (was_empty) {
+        g->parked_gen = UINT64_MAX;
+        pheap_insert(&cq->qactive, g);
+    } else if (g->heap[0] == w) {
+        /* a new head: the group's key got better */
+        struct ctl_group **root = group_root(g);
+        pheap_remove(root, g);
+        pheap_insert(root, g);
+    }
+    if (group_parked(g)) {
+        cq->n_parked++;
+        return 0;
+    }
+    return ctl_ready_mark(c, cq);
+}
+
+static void group_del(struct ctl_cq *cq, struct ctl_wl *w)
+{
+    struct ctl_group *g = w->grp;
+    struct ctl_group **root = group_root(g);
+    bool head = g->heap[0] == w;
+
+    if (group_parked(g))
+        cq->n_parked--;
+    if (g->parker == w)
+        g->parker = NULL;
+    if (head)
+        pheap_remove(root, g);
+    gremove(g, w);
+    cq->n_grouped--;
+    if (!g->n) {
+        if (!head)
+            pheap_remove(root, g);
+        group_free(cq, g);
+    } else if (head) {
+        pheap_insert(root, g);
     }
 }
 
@@ -157,36 +442,24 @@ void ctl_wlist_remove(struct ctl_wlist *l, struct ctl_wl *w)
     l->n--;
 }
 
-/* ---- equivalence records ---- */
-
-static bool nofit_has(const struct ctl_cq *cq, uint64_t h)
-{
-    for (size_t i = 0; i < cq->n_nofit; i++)
-        if (cq->nofit_hashes[i] == h)
-            return true;
-    return false;
-}
-
-static int nofit_add(struct ctl_cq *cq, uint64_t h)
-{
-    if (nofit_has(cq, h))
-        return 0;
-    if (cq->n_nofit == cq->nofit_cap) {
-        size_t nc = cq->nofit_cap ? cq->nofit_cap * 2 : 8;
-        uint64_t *v = fatia_reallocarray(cq->nofit_hashes, nc, sizeof(*v));
-        if (!v)
-            return -ENOMEM;
-        cq->nofit_hashes = v;
-        cq->nofit_cap = nc;
-    }
-    cq->nofit_hashes[cq->n_nofit++] = h;
-    return 0;
-}
-
 /* ---- operations ---- */
 
-static const char bypassed[] =
-    "Bypassed scheduling evaluation because an equivalent workload recently failed";
+bool ctl_queue_has_head(const struct ctl_cq *cq)
+{
+    return cq->sticky || cq->qactive;
+}
+
+const struct ctl_wl *ctl_queue_peek(const struct ctl_cq *cq)
+{
+    if (cq->sticky)
+        return cq->sticky;
+    return cq->qactive ? cq->qactive->heap[0] : NULL;
+}
+
+bool ctl_queue_bypassed(const struct ctl_wl *w)
+{
+    return w->q == CTL_Q_GROUP && group_parked(w->grp) && w->grp->parker != w;
+}
 
 int ctl_queue_push(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w)
 {
@@ -198,20 +471,15 @@ int ctl_queue_push(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w)
     if (w->requeue_at > c->now) {
         ctl_wlist_append(&cq->backoff, w);
         w->q = CTL_Q_BACKOFF;
-        return 0;
+        return ctl_ready_mark(c, cq);
     }
-    if (cq->strategy == CTL_BEST_EFFORT && !w->sticky && cq->n_nofit &&
-        nofit_has(cq, w->shape_hash)) {
-        ctl_wlist_append(&cq->inadm, w);
-        w->q = CTL_Q_INADMISSIBLE;
-        if (!w->msg)
-            ctl_set_msg(w, cq, "Pending", "%s", bypassed);
-        return 0;
+    if (w->sticky && cq->strategy == CTL_BEST_EFFORT && !cq->sticky) {
+        cq->sticky = w;
+        w->q = CTL_Q_STICKY;
+        return ctl_ready_mark(c, cq);
     }
-    if (heap_push(cq, w) < 0)
-        return -ENOMEM;
-    w->q = CTL_Q_HEAP;
-    return 0;
+    w->sticky = false;
+    return group_add(c, cq, w, false);
 }
 
 struct ctl_wl *ctl_queue_pop(struct fatia_control *c, struct ctl_cq *cq)
@@ -219,10 +487,15 @@ struct ctl_wl *ctl_queue_pop(struct fatia_control *c, struct ctl_cq *cq)
     struct ctl_wl *w;
 
     (void)c;
-    if (!cq->heap_n)
+    if (cq->sticky) {
+        w = cq->sticky;
+        cq->sticky = NULL;
+    } else if (cq->qactive) {
+        w = cq->qactive->heap[0];
+        group_del(cq, w);
+    } else {
         return NULL;
-    w = cq->heap[0];
-    heap_remove(cq, w);
+    }
     w->q = CTL_Q_INFLIGHT;
     w->pop_gen = cq->requeue_gen;
     cq->n_inflight++;
@@ -235,11 +508,14 @@ void ctl_queue_remove(struct fatia_control *c, struct ctl_wl *w)
 
     (void)c;
     switch (w->q) {
-    case CTL_Q_HEAP:
-        heap_remove(cq, w);
+    case CTL_Q_GROUP:
+        group_del(cq, w);
         break;
-    case CTL_Q_INADMISSIBLE:
-        ctl_wlist_remove(&cq->inadm, w);
+    case CTL_Q_STICKY:
+        cq->sticky = NULL;
+        break;
+    case CTL_Q_SINGLE:
+        ctl_wlist_remove(&cq->single, w);
         break;
     case CTL_Q_BACKOFF:
         ctl_wlist_remove(&cq->backoff, w);
@@ -259,85 +535,59 @@ int ctl_queue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, struct ct
     FATIA_ASSERT(w->q == CTL_Q_INFLIGHT || w->q == CTL_Q_NONE);
     if (w->q == CTL_Q_INFLIGHT)
         cq->n_inflight--;
+    w->q = CTL_Q_NONE;
     w->cq = cq;
-    ctl_wlist_append(&cq->inadm, w);
-    w->q = CTL_Q_INADMISSIBLE;
-    if (record_hash && cq->strategy == CTL_BEST_EFFORT) {
-        if (nofit_add(cq, w->shape_hash) < 0)
+    w->sticky = false;
+    if (record_hash && cq->strategy == CTL_BEST_EFFORT)
+        return group_add(c, cq, w, true); /* parks the whole equivalence class */
+    ctl_wlist_append(&cq->single, w);
+    w->q = CTL_Q_SINGLE;
+    return 0;
+}
+
+static int move_to_groups(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wlist *l,
+                          int64_t now, bool single)
+{
+    struct ctl_wl *w, *next;
+
+    for (w = l->head; w; w = next) {
+        next = w->next;
+        if (single && !ctl_ns_matches(c, cq, w->ns))
+            continue;
+        if (!single && w->requeue_at > now)
+            continue;
+        ctl_wlist_remove(l, w);
+        w->q = CTL_Q_NONE;
+        if (group_add(c, cq, w, false) < 0) {
+            ctl_wlist_append(l, w);
+            w->q = single ? CTL_Q_SINGLE : CTL_Q_BACKOFF;
             return -ENOMEM;
-        /* park the heap workloads equivalent to it (linear in the heap; only done when the
-         * heap holds something equivalent, which the record tells cheaply on later pushes) */
-        for (size_t i = 0; i < cq->heap_n;) {
-            struct ctl_wl *x = cq->heap[i];
-            if (x->shape_hash == w->shape_hash && !x->sticky) {
-                heap_remove(cq, x);
-                ctl_wlist_append(&cq->inadm, x);
-                x->q = CTL_Q_INADMISSIBLE;
-                ctl_set_msg(x, cq, "Pending", "%s", bypassed);
-                continue;
-            }
-            i++;
         }
     }
-    (void)c;
     return 0;
 }
 
 int ctl_queue_requeue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, int64_t now)
 {
-    struct ctl_wl *w, *next;
+    int r;
 
-    cq->n_nofit = 0;
+    /* every parked group becomes active at once: meld, then a new generation */
+    if (cq->qparked && ctl_ready_mark(c, cq) < 0)
+        return -ENOMEM;
+    cq->qactive = meld(cq->qactive, cq->qparked);
+    cq->qparked = NULL;
     cq->requeue_gen++;
-    for (w = cq->inadm.head; w; w = next) {
-        next = w->next;
-        if (!ctl_ns_matches(c, cq, w->ns))
-            continue;
-        ctl_wlist_remove(&cq->inadm, w);
-        w->q = CTL_Q_NONE;
-        if (heap_push(cq, w) < 0) {
-            ctl_wlist_append(&cq->inadm, w);
-            w->q = CTL_Q_INADMISSIBLE;
-            return -ENOMEM;
-        }
-        w->q = CTL_Q_HEAP;
-    }
-    for (w = cq->backoff.head; w; w = next) {
-        next = w->next;
-        if (w->requeue_at > now)
-            continue;
-        ctl_wlist_remove(&cq->backoff, w);
-        w->q = CTL_Q_NONE;
-        if (heap_push(cq, w) < 0) {
-            ctl_wlist_append(&cq->backoff, w);
-            w->q = CTL_Q_BACKOFF;
-            return -ENOMEM;
-        }
-        w->q = CTL_Q_HEAP;
-    }
-    return 0;
+    cq->n_parked = 0;
+    r = move_to_groups(c, cq, &cq->single, now, true);
+    if (r == 0)
+        r = move_to_groups(c, cq, &cq->backoff, now, false);
+    return r;
 }
 
 /* Backoff expiry alone (cycle start). */
 int ctl_queue_expire_backoff(struct fatia_control *c, struct ctl_cq *cq, int64_t now)
 {
-    struct ctl_wl *w, *next;
-
-    (void)c;
-    for (w = cq->backoff.head; w; w = next) {
-        next = w->next;
-        if (w->requeue_at > now)
-            continue;
-        ctl_wlist_remove(&cq->backoff, w);
-        w->q = CTL_Q_NONE;
-        if (heap_push(cq, w) < 0) {
-            ctl_wlist_append(&cq->backoff, w);
-            w->q = CTL_Q_BACKOFF;
-            return -ENOMEM;
-        }
-        w->q = CTL_Q_HEAP;
-    }
-    return 0;
+    return move_to_groups(c, cq, &cq->backoff, now, false);
 }
 
 static int requeue_cohort(struct fatia_control *c, struct ctl_cohort *co, int64_t now, int depth)
@@ -384,5 +634,60 @@ int ctl_queue_requeue_all(struct fatia_control *c, int64_t now)
 
 size_t ctl_queue_pending(const struct ctl_cq *cq)
 {
-    return cq->heap_n + cq->inadm.n + cq->backoff.n + cq->n_inflight;
+    return cq->n_grouped + (cq->sticky ? 1 : 0) + cq->single.n + cq->backoff.n + cq->n_inflight;
+}
+
+/* ---- consistency (fatia_control_check) ---- */
+
+static int check_pheap(const struct ctl_cq *cq, const struct ctl_group *g,
+                       const struct ctl_group *parent, bool parked, size_t *count, char *why,
+                       size_t n, int depth)
+{
+    for (; g; g = g->sibling) {
+        if (depth > 1000000) {
+            snprintf(why, n, "ClusterQueue %s: group heap too deep", cq->name);
+            return -EFAULT;
+        }
+        if (!g->n || g->cq != cq || group_parked(g) != parked ||
+            (parent && group_before(g, parent))) {
+            snprintf(why, n, "ClusterQueue %s: group heap is inconsistent", cq->name);
+            return -EFAULT;
+        }
+        for (size_t i = 0; i < g->n; i++) {
+            const struct ctl_wl *w = g->heap[i];
+            if (w->grp != g || w->gidx != i || w->q != CTL_Q_GROUP || w->cq != cq ||
+                w->state != CTL_WL_PENDING || (i && ctl_wl_before(cq, w, g->heap[(i - 1) / 2]))) {
+                snprintf(why, n, "ClusterQueue %s: group member %s is inconsistent", cq->name,
+                         w->key);
+                return -EFAULT;
+            }
+        }
+        *count += g->n;
+        if (check_pheap(cq, g->child, g, parked, count, why, n, depth + 1) < 0)
+            return -EFAULT;
+    }
+    return 0;
+}
+
+int ctl_queue_check(const struct ctl_cq *cq, char *why, size_t n)
+{
+    size_t count = 0, parked = 0;
+
+    if (check_pheap(cq, cq->qactive, NULL, false, &count, why, n, 0) < 0)
+        return -EFAULT;
+    parked = count;
+    if (check_pheap(cq, cq->qparked, NULL, true, &count, why, n, 0) < 0)
+        return -EFAULT;
+    parked = count - parked;
+    if (count != cq->n_grouped || parked != cq->n_parked) {
+        snprintf(why, n, "ClusterQueue %s: %zu grouped (%zu parked), counters say %zu (%zu)",
+                 cq->name, count, parked, cq->n_grouped, cq->n_parked);
+        return -EFAULT;
+    }
+    if (cq->n_inflight) {
+        snprintf(why, n, "ClusterQueue %s: %zu workloads still in flight", cq->name,
+                 cq->n_inflight);
+        return -EFAULT;
+    }
+    return 0;
 }

@@ -222,6 +222,21 @@ struct ctl_drs ctl_drs(struct fatia_control *c, const struct ctl_node *n,
     return d;
 }
 
+struct ctl_drs ctl_drs_of(struct fatia_control *c, const struct ctl_node *n)
+{
+    struct ctl_node *m = (struct ctl_node *)n; /* the cache is not part of the node's value */
+    struct ctl_drs d;
+
+    if (m->drs_gen == c->tree_gen + 1 && m->drs_epoch == m->epoch)
+        return (struct ctl_drs){m->drs_ratio, m->weight, m->drs_res};
+    d = ctl_drs(c, n, NULL, 0);
+    m->drs_gen = c->tree_gen + 1;
+    m->drs_epoch = m->epoch;
+    m->drs_ratio = d.ratio;
+    m->drs_res = d.res;
+    return d;
+}
+
 static bool drs_zero_weight_borrows(struct ctl_drs d)
 {
     return d.weight == 0 && d.ratio != 0;
@@ -307,7 +322,8 @@ static void apply_quota_spec(struct ctl_node *n, const struct ctl_quota_spec *qs
                              struct fatia_control *c, bool cq)
 {
     for (size_t i = 0; i < c->n_fr_cap; i++)
-        n->slot[i] = (struct ctl_slot){0, AMT_NONE, AMT_NONE, 0, cq ? n->slot[i].usage : 0};
+        n->slot[i] = (struct ctl_slot){
+            0, AMT_NONE, AMT_NONE, 0, cq ? n->slot[i].usage : 0, cq ? n->slot[i].users : 0};
     for (size_t i = 0; i < qs->n_q; i++) {
         int fr = ctl_fr_find(c, qs->q[i].flavor, qs->q[i].res);
         if (fr < 0)
@@ -424,8 +440,11 @@ static int cq_recompute(struct fatia_control *c, struct ctl_cq *cq)
     fatia_free(n->frs);
     n->frs = NULL;
     n->n_frs = 0;
-    for (size_t i = 0; i < c->n_fr_cap; i++)
+    for (size_t i = 0; i < c->n_fr_cap; i++) {
         n->slot[i].usage = 0;
+        n->slot[i].users = 0;
+    }
+    cq->min_prio_valid = false;
     apply_quota_spec(n, &cq->qs, c, true);
     r = node_frs_from_spec(c, n, &cq->qs, &cap);
     if (r < 0)
@@ -434,6 +453,7 @@ static int cq_recompute(struct fatia_control *c, struct ctl_cq *cq)
         struct ctl_wl *w = cq->admitted.v[i];
         for (size_t j = 0; j < w->n_use; j++) {
             n->slot[w->use[j].fr].usage = amt_add(n->slot[w->use[j].fr].usage, w->use[j].v);
+            n->slot[w->use[j].fr].users++;
             if (frs_push(&n->frs, &n->n_frs, &cap, w->use[j].fr) < 0)
                 return -ENOMEM;
         }
@@ -448,6 +468,8 @@ int ctl_rebuild_tree(struct fatia_control *c)
 {
     size_t i;
     int r;
+
+    c->tree_gen++;
     bool changed;
     uint8_t *color;
 
@@ -561,5 +583,5 @@ int ctl_rebuild_tree(struct fatia_control *c)
     for (i = 0; i < c->cqs.n; i++)
         ctl_cq_update_active(c, c->cqs.v[i]);
     c->tree_dirty = false;
-    return 0;
+    return ctl_ready_all(c);
 }

@@ -74,6 +74,8 @@ static const char *pending_message(const struct fatia_control *c, const struct c
     *reason = "Pending";
     if (w->bad)
         return w->bad_msg ? w->bad_msg : "invalid workload";
+    if (ctl_queue_bypassed(w))
+        return "Bypassed scheduling evaluation because an equivalent workload recently failed";
     if (w->msg) {
         *reason = w->reason ? w->reason : "Pending";
         return w->msg;
@@ -84,9 +86,9 @@ static const char *pending_message(const struct fatia_control *c, const struct c
         snprintf(buf, n, "Workload is backing off until %s (status.requeueState.requeueAt)", t);
         return buf;
     }
-    if (lq->cq->strategy == CTL_STRICT && lq->cq->heap_n && lq->cq->heap[0] != w) {
+    if (lq->cq->strategy == CTL_STRICT && ctl_queue_peek(lq->cq) && ctl_queue_peek(lq->cq) != w) {
         snprintf(buf, n, "Workload is queued behind %s in StrictFIFO ClusterQueue %s",
-                 lq->cq->heap[0]->key, lq->cq->name);
+                 ctl_queue_peek(lq->cq)->key, lq->cq->name);
         return buf;
     }
     snprintf(buf, n, "Workload is waiting to be evaluated by the scheduler in ClusterQueue %s",
@@ -446,6 +448,25 @@ int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why
             for (size_t k = 0; k < w->n_use; k++)
                 sum[w->use[k].fr] = amt_add(sum[w->use[k].fr], w->use[k].v);
         }
+        for (size_t k = 0; k < c->fr_flavor.n; k++) {
+            uint32_t users = 0;
+            for (size_t j = 0; j < cq->admitted.n; j++)
+                for (size_t u = 0; u < cq->admitted.v[j]->n_use; u++)
+                    users += cq->admitted.v[j]->use[u].fr == k;
+            if (users != cq->node.slot[k].users)
+                FAIL("ClusterQueue %s: %u admitted workloads use %s/%s, the count says %u",
+                     cq->name, users, ctl_flavor_name(c, c->fr_flavor.v[k]),
+                     ctl_res_name(c, c->fr_res.v[k]), cq->node.slot[k].users);
+        }
+        if (cq->min_prio_valid) {
+            int32_t mp = INT32_MAX;
+            for (size_t j = 0; j < cq->admitted.n; j++)
+                if (cq->admitted.v[j]->priority < mp)
+                    mp = cq->admitted.v[j]->priority;
+            if (mp != cq->min_prio)
+                FAIL("ClusterQueue %s: lowest admitted priority is %d, the cache says %d", cq->name,
+                     (int)mp, (int)cq->min_prio);
+        }
         for (size_t k = 0; k < c->fr_flavor.n; k++)
             if (sum[k] != cq->node.slot[k].usage)
                 FAIL("ClusterQueue %s: usage of %s/%s is %" PRId64 ", its workloads use %" PRId64,
@@ -483,19 +504,29 @@ int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why
                      ctl_res_name(c, c->fr_res.v[k]), co->node.slot[k].subtree);
         }
     }
+    /* the evicting list */
+    {
+        size_t n_ev = 0, n_list = 0;
+        for (size_t i = 0; i < c->wls.n; i++)
+            n_ev += c->wls.v[i]->state == CTL_WL_EVICTING;
+        for (const struct ctl_wl *w = c->evicting; w && n_list <= c->wls.n; w = w->ev_next) {
+            if (w->state != CTL_WL_EVICTING)
+                FAIL("workload %s is in the evicting list but not evicting", w->key);
+            n_list++;
+        }
+        if (n_ev != n_list || n_ev != c->n_evicting)
+            FAIL("%zu workloads are evicting, the list holds %zu, the counter says %zu", n_ev,
+                 n_list, c->n_evicting);
+    }
     /* queue membership */
     for (size_t i = 0; i < c->cqs.n; i++) {
         const struct ctl_cq *cq = c->cqs.v[i];
-        for (size_t j = 0; j < cq->heap_n; j++)
-            if (cq->heap[j]->q != CTL_Q_HEAP || cq->heap[j]->heap_idx != j ||
-                cq->heap[j]->cq != cq || cq->heap[j]->state != CTL_WL_PENDING)
-                FAIL("ClusterQueue %s: heap entry %zu (%s) is inconsistent", cq->name, j,
-                     cq->heap[j]->key);
-        for (size_t j = 1; j < cq->heap_n; j++)
-            if (ctl_wl_before(cq, cq->heap[j], cq->heap[(j - 1) / 2]))
-                FAIL("ClusterQueue %s: heap order broken at %zu", cq->name, j);
-        if (cq->n_inflight)
-            FAIL("ClusterQueue %s: %zu workloads still in flight", cq->name, cq->n_inflight);
+        if (ctl_queue_check(cq, why, why_n) < 0) {
+            r = -EFAULT;
+            goto out;
+        }
+        if (!c->tree_dirty && cq->defined && cq->active && ctl_queue_has_head(cq) && !cq->listed)
+            FAIL("ClusterQueue %s has a head but is not in the ready list", cq->name);
     }
 out:
     fatia_free(sum);

@@ -69,7 +69,8 @@ struct entry {
     bool reserved; /* usage charged for this cycle only (a preemptor or a reservation) */
     struct ctl_use *res_use;
     size_t n_res_use;
-    bool first; /* its previous attempt issued preemptions: it goes before the others */
+    bool first;    /* its previous attempt issued preemptions: it goes before the others */
+    bool cooldown; /* it was preempted at this instant and so searched no targets */
     uint64_t first_seq;
     /* fair sharing */
     struct ctl_cohort *root; /* NULL: no cohort */
@@ -679,6 +680,13 @@ static int requeue(struct fatia_control *c, struct entry *e)
             w->pre_gen = c->tree_gen;
         }
     }
+    if (e->cooldown && e->rr == RR_NO_CANDIDATES) {
+        /* it searched no targets only because the clock has not moved since it was
+         * preempted: retried by the first cycle after that instant, not parked */
+        if (w->requeue_at <= w->preempted_at)
+            w->requeue_at = w->preempted_at + 1;
+        return ctl_queue_push(c, cq, w);
+    }
     if (w->requeue_at <= c->now && (immediate || w->pop_gen != cq->requeue_gen))
         return ctl_queue_push(c, cq, w);
     c->result.quiet = false;
@@ -815,6 +823,7 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
             order[n_nom++] = e;
         } else {
             ctl_wl_drop_preemptor(e->w);
+            e->cooldown = ctl_preempt_cooldown(c, e->w);
             r = ctl_get_assignments(c, e->cq, e->w, &e->a, &e->t);
             if (r == 0) {
                 e->msg = ctl_assignment_message(&e->a, e->w);

@@ -336,6 +336,123 @@ static void test_saturation(void **state)
     fatia_control_free(c);
 }
 
+/* ---- fatia's preemption-loop guards (docs/control.md "Preemption loops") ---- */
+
+#define FLV2                                                                               \
+    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f1}\n"     \
+    "spec: {nodeLabels: {pool: f1}}\n",                                                    \
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: f2}\n" \
+        "spec: {nodeLabels: {pool: f2}}\n"
+#define CQ2(name, n1, n2, extra)                                                           \
+    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: " name "}\n" \
+    "spec:\n  namespaceSelector: {}\n  cohortName: co\n" extra "  resourceGroups:\n"       \
+    "  - coveredResources: [cpu]\n    flavors:\n"                                          \
+    "    - {name: f1, resources: [{name: cpu, nominalQuota: \"" n1 "\"}]}\n"               \
+    "    - {name: f2, resources: [{name: cpu, nominalQuota: \"" n2 "\"}]}\n"
+#define LQ2(name)                                                                  \
+    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: " name \
+    ", namespace: ns}\nspec: {clusterQueue: " name "}\n"
+/* a workload of 2 cpu, admitted in flavor `flv` when flv is not "" */
+#define WL2(name, queue, prio, selector, flv, admitted)                                         \
+    "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: " name                \
+    ", namespace: ns, creationTimestamp: \"2026-01-01T00:00:00Z\"}\nspec:\n  queueName: " queue \
+    "\n  priority: " prio                                                                       \
+    "\n  podSets:\n  - name: main\n    count: 1\n    template: {spec: {" selector               \
+    "containers: [{name: c, image: x, resources: {requests: {cpu: \"2\"}}}]}}\n" admitted
+#define ADM(cq, flv)                                                                          \
+    "status:\n  admission:\n    clusterQueue: " cq "\n    podSetAssignments: [{name: main, "  \
+    "count: 1, flavors: {cpu: " flv "}, resourceUsage: {cpu: \"2\"}}]\n  conditions:\n"       \
+    "  - {type: QuotaReserved, status: \"True\", reason: QuotaReserved, lastTransitionTime: " \
+    "\"2026-01-01T00:00:01Z\"}\n"
+
+static const struct fatia_control_result *cycle_at(struct fatia_control *c, int64_t now)
+{
+    const struct fatia_control_result *res;
+
+    assert_int_equal(fatia_control_cycle(c, now, &res), 0);
+    checked(c);
+    return res;
+}
+
+/* A victim takes only free quota while the clock stands at its eviction (golden case 0064), and
+ * preempts like anyone once it moves. */
+static void test_victim_cooldown(void **state)
+{
+    static const char *const objs[] = {
+        FLV2,
+        CQ2("q", "2", "2",
+            "  preemption: {withinClusterQueue: LowerPriority, "
+            "reclaimWithinCohort: Any}\n"),
+        CQ2("r", "0", "0", ""),
+        LQ2("q"),
+        LQ2("r"),
+        WL2("v", "q", "5", "", "f1", ADM("q", "f1")),
+        WL2("r1", "r", "0", "", "f2", ADM("r", "f2")),
+        WL2("h", "q", "10", "nodeSelector: {pool: f1}, ", "", ""),
+    };
+    struct fatia_control *c;
+    const struct fatia_control_result *res;
+
+    (void)state;
+    assert_int_equal(fatia_control_new(&c), 0);
+    for (size_t i = 0; i < sizeof(objs) / sizeof(*objs); i++)
+        apply(c, objs[i]);
+    res = cycle_at(c, NOW);
+    assert_int_equal(res->n_evicted, 1);
+    assert_string_equal(res->evicted[0].key, "ns/v");
+    assert_int_equal(fatia_control_release_all(c, NOW), 1);
+    res = cycle_at(c, NOW);
+    assert_int_equal(res->n_admitted, 1);
+    assert_string_equal(res->admitted[0].key, "ns/h");
+    res = cycle_at(c, NOW);
+    assert_int_equal(res->n_evicted, 0); /* v preempts nobody at the instant it was preempted */
+    /* one second later v reclaims f2 from r1, which borrows it */
+    res = cycle_at(c, NOW + 1000000);
+    assert_int_equal(res->n_evicted, 1);
+    assert_string_equal(res->evicted[0].key, "ns/r1");
+    assert_string_equal(res->evicted[0].reason, "InCohortReclamation");
+    fatia_control_free(c);
+}
+
+/* A preemptor is admitted with the flavors it preempted for, not the first flavor that
+ * happens to be free when its victims are gone. */
+static void test_preemptor_keeps_assignment(void **state)
+{
+    static const char *const objs[] = {
+        FLV2,
+        CQ2("q", "2", "2",
+            "  preemption: {withinClusterQueue: LowerPriority}\n"
+            "  flavorFungibility: {whenCanPreempt: TryNextFlavor}\n"),
+        LQ2("q"),
+        WL2("hi", "q", "20", "", "f1", ADM("q", "f1")),
+        WL2("low", "q", "0", "", "f2", ADM("q", "f2")),
+        WL2("p", "q", "10", "", "", ""),
+    };
+    struct fatia_control *c;
+    const struct fatia_control_result *res;
+
+    (void)state;
+    assert_int_equal(fatia_control_new(&c), 0);
+    for (size_t i = 0; i < sizeof(objs) / sizeof(*objs); i++)
+        apply(c, objs[i]);
+    res = cycle_at(c, NOW);
+    assert_int_equal(res->n_evicted, 1);
+    assert_string_equal(res->evicted[0].key, "ns/low");
+    /* f1 frees up before the victim is gone */
+    assert_int_equal(fatia_control_workload_finished(c, "ns", "hi", NOW), 0);
+    assert_int_equal(fatia_control_release_all(c, NOW), 1);
+    res = cycle_at(c, NOW);
+    assert_int_equal(res->n_admitted, 1);
+    assert_string_equal(res->admitted[0].key, "ns/p");
+    assert_string_equal(res->admitted[0].podsets[0].v[0].flavor, "f2");
+    /* and the victim takes the free f1 */
+    res = cycle_at(c, NOW);
+    assert_int_equal(res->n_admitted, 1);
+    assert_string_equal(res->admitted[0].key, "ns/low");
+    assert_string_equal(res->admitted[0].podsets[0].v[0].flavor, "f1");
+    fatia_control_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +463,8 @@ int main(void)
         cmocka_unit_test(test_changes_between_cycles),
         cmocka_unit_test(test_v1beta1_and_config),
         cmocka_unit_test(test_saturation),
+        cmocka_unit_test(test_victim_cooldown),
+        cmocka_unit_test(test_preemptor_keeps_assignment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,26 +3,37 @@
  * bench-control, bench/control.sh).
  *
  * Model: Kueue's scheduler performance runner (test/performance/scheduler, reference/kueue.md
- * §4.1) in virtual time. Workload classes arrive at fixed intervals per ClusterQueue; an admitted
- * workload runs for its class's runtime and then finishes, freeing its quota; preempted workloads
- * release their quota at once and queue again. At each virtual instant the engine runs cycles
- * until one changes nothing, then the clock jumps to the next arrival or completion. The wall
- * time measured is the engine's alone (apply, cycle, release, finish), read with the monotonic
- * clock around each call; the engine itself reads no clock, and tells where each cycle's time
- * goes through its phase hook.
+ * §4.1) in virtual time. Workloads arrive at their creation time; an admitted workload runs for
+ * its class's runtime and then finishes, freeing its quota; preempted workloads release their
+ * quota at once and queue again (their run starts over when admitted again). At each virtual
+ * instant the engine runs cycles until one changes nothing, then the clock jumps to the next
+ * arrival or completion. Engine time is the monotonic time of its calls (apply, cycle, release,
+ * finish), scaled by the process's share of the CPU over the run (the machine is shared); the
+ * engine itself reads no clock. BENCH_PHASES=1 splits cycle time by phase through the engine's
+ * phase hook. A run that preempts more workloads at one instant than there are workloads stops
+ * with "preemption loop" (none does: see docs/control.md on the loop guards).
  *
  * Scenarios:
- *   main        1,000 ClusterQueues in 100 cohorts (20 of them children of 10 hierarchical
- *               roots with their own quota and lending limits), 4 flavors, 3 resources, 100,000
- *               workloads of three sizes and priorities, preemption and fair sharing on
+ *   main        1,000 ClusterQueues in 100 cohorts: 70 flat cohorts of 10 queues and 10
+ *               hierarchical roots (own quota) with 2 child cohorts (lending limit 0) of 15
+ *               queues; 4 flavors x 3 resources (cpu, memory, nvidia.com/gpu) per queue, nominal
+ *               quota in four sizes, borrowing limits (half the nominal quota, a fifth of the
+ *               queues 64 cpu / 8 GPUs), lending limits on a seventh, weights 2 on a tenth,
+ *               withinClusterQueue LowerPriority, reclaimWithinCohort Any / LowerPriority /
+ *               Never by thirds, whenCanBorrow/whenCanPreempt TryNextFlavor on three quarters;
+ *               fair sharing on with both strategies. 100,000 workloads arriving at random over
+ *               300 virtual seconds into random queues: 60 % small (1 cpu, 4Gi, priority 50,
+ *               20 s), 30 % medium (4 cpu, 16Gi, 1 GPU, priority 100, 30 s), 10 % large (2 pods
+ *               of 8 cpu, 32Gi, 2 GPUs, priority 200, 60 s): slightly more than the quota holds
  *   baseline    Kueue's configs/baseline: 5 cohorts x 6 ClusterQueues (20 cpu, borrowingLimit
  *               100, reclaim Any, within LowerPriority), per queue 350 small + 100 medium + 50
  *               large = 15,000 workloads
- *   large       Kueue's configs/large-scale: 10 cohorts x 100 ClusterQueues, per queue 35 small
- *               + 11 medium + 4 large = 50,000 workloads
- *   scale N     N workloads pending at once in 1,000 ClusterQueues (100 cohorts), run until all
- *               finished: the cost as a function of the number of pending workloads
- *   gen N FILE  writes the main scenario with N workloads as manifests for `fatia schedule`
+ *   large       Kueue's configs/large-scale as kueue.md §4.1 gives it: 10 cohorts x 100
+ *               ClusterQueues, per queue 35 small + 11 medium + 4 large = 50,000 workloads
+ *   scale N     N workloads pending at once in the main topology without preemption or fair
+ *               sharing, run until all finished: the cost as a function of the number pending
+ *   gen N FILE  writes the main scenario with N workloads (all pending) as manifests for
+ *               `fatia schedule`
  *
  * Output: `name: value unit` lines (scenario-prefixed), see bench/control.sh.
  */
@@ -357,7 +368,7 @@ static void run_sim(struct stats *st)
         while (progress) {
             const struct fatia_control_result *res;
             int64_t t0 = cpu_usec();
-            if (!fatia_control_has_work(eng))
+            if (!fatia_control_has_work(eng, EPOCH + now))
                 break;
             if (fatia_control_cycle(eng, EPOCH + now, &res) < 0) {
                 fprintf(stderr, "control_bench: cycle failed\n");
@@ -436,6 +447,12 @@ static void run_sim(struct stats *st)
                 t = wls[next].created;
             if (heap_n && heap[0].t < t)
                 t = heap[0].t;
+            {
+                /* a backoff the engine waits on (engine time, usec since the epoch) */
+                int64_t w = fatia_control_next_wakeup(eng);
+                if (w != INT64_MAX && w - EPOCH < t)
+                    t = w - EPOCH > now ? w - EPOCH : now + 1;
+            }
             if (t == INT64_MAX)
                 break;
             now = t;
@@ -519,7 +536,10 @@ static void build_main_topology(bool fair, bool preempt)
         for (int k = 0; k < per; k++, q++) {
             static const char *const quota[][3] = {
                 {"16", "64Gi", "2"}, {"32", "128Gi", "4"}, {"8", "32Gi", "1"}, {"24", "96Gi", "3"}};
+            /* every queue may borrow: half its nominal quota, a fifth of them 64 cpu / 8 GPUs */
             static const char *const blim[] = {"64", "256Gi", "8"};
+            static const char *const half[][3] = {
+                {"8", "32Gi", "1"}, {"16", "64Gi", "2"}, {"4", "16Gi", "1"}, {"12", "48Gi", "2"}};
             static const char *const llim[] = {"8", "32Gi", "1"};
             const char *const *qq = quota[q % 4];
             /* reclaimWithinCohort: a third each of Any, LowerPriority and Never (Kueue's
@@ -539,7 +559,8 @@ static void build_main_topology(bool fair, bool preempt)
                     json_pack("{s:s,s:i}", "policy", "LowerPriority", "maxPriorityThreshold", 100));
             cluster_queue(
                 cq_names[q], parent,
-                groups(res3, qq, q % 5 == 0 ? blim : NULL, q % 7 == 0 ? llim : NULL, 3, flv4, 4),
+                groups(res3, qq, q % 5 == 0 ? blim : half[q % 4], q % 7 == 0 ? llim : NULL, 3, flv4,
+                       4),
                 pre, q % 10 == 0 ? "2" : NULL, q % 4 != 0);
         }
     }
@@ -715,7 +736,7 @@ int main(int argc, char **argv)
         main_classes();
         /* 100,000 workloads arriving over 30 virtual seconds; they ask for about 3.3 million
          * GPU-seconds against some 10,000 GPUs of quota, so queues stay deep for minutes */
-        main_workloads(argc > 2 ? strtoull(argv[2], NULL, 10) : 100000, 440 * INT64_C(1000000));
+        main_workloads(argc > 2 ? strtoull(argv[2], NULL, 10) : 100000, 300 * INT64_C(1000000));
     } else if (!strcmp(scen, "baseline")) {
         build_kueue(5, 6, 350, 100, 50, 200, 500, 1000, 100, 500, 1200);
     } else if (!strcmp(scen, "large")) {

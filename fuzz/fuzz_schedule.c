@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fatia_control_release_all(c, now) < 0)
             abort();
         check(c, !input_admissions);
-        if (res->quiet && !fatia_control_has_work(c))
+        if (res->quiet && !fatia_control_has_work(c, now))
             break;
     }
     fatia_control_free(c);

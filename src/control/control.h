@@ -156,8 +156,13 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
 
 /* ---- queries ---- */
 
-/* True when some ClusterQueue has a workload that a cycle would pop now. */
-bool fatia_control_has_work(const struct fatia_control *c);
+/* True when a cycle at `now` would pop some workload (one queued, or a backoff expired). */
+bool fatia_control_has_work(const struct fatia_control *c, int64_t now);
+
+/* The earliest time after which a cycle has work that the clock alone makes ready (a backoff
+ * that expires: status.requeueState.requeueAt, or a victim whose search waited for the clock to
+ * move); INT64_MAX when none. A driver that sleeps between events wakes up for it. */
+int64_t fatia_control_next_wakeup(const struct fatia_control *c);
 
 /* Engine-wide counts. */
 struct fatia_control_stats {

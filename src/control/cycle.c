@@ -929,7 +929,19 @@ void fatia_control_set_phase_hook(struct fatia_control *c, fatia_control_phase_f
     c->phase_arg = arg;
 }
 
-bool fatia_control_has_work(const struct fatia_control *c)
+int64_t fatia_control_next_wakeup(const struct fatia_control *c)
+{
+    int64_t t = INT64_MAX;
+
+    /* every ClusterQueue with backoffs is in the ready list (queue.c) */
+    for (size_t i = 0; i < c->ready.n; i++)
+        for (const struct ctl_wl *w = c->ready.v[i]->backoff.head; w; w = w->next)
+            if (w->requeue_at < t)
+                t = w->requeue_at;
+    return t;
+}
+
+bool fatia_control_has_work(const struct fatia_control *c, int64_t now)
 {
     if (c->tree_dirty) {
         /* a rebuild may activate any ClusterQueue */
@@ -940,8 +952,13 @@ bool fatia_control_has_work(const struct fatia_control *c)
     }
     for (size_t i = 0; i < c->ready.n; i++) {
         const struct ctl_cq *cq = c->ready.v[i];
-        if (cq->defined && cq->active && ctl_queue_has_head(cq))
+        if (!cq->defined || !cq->active)
+            continue;
+        if (ctl_queue_has_head(cq))
             return true;
+        for (const struct ctl_wl *w = cq->backoff.head; w; w = w->next)
+            if (w->requeue_at <= now)
+                return true;
     }
     return false;
 }

@@ -153,7 +153,7 @@ int fatia_control_schedule(const struct fatia_objset *set, const struct fatia_sc
     }
     while (cycles < limit) {
         const struct fatia_control_result *res;
-        if (!fatia_control_has_work(c) && !c->pending_ev.n && !c->tree_dirty)
+        if (!fatia_control_has_work(c, now) && !c->pending_ev.n && !c->tree_dirty)
             break;
         r = fatia_control_cycle(c, now, &res);
         if (r < 0)
@@ -180,7 +180,7 @@ int fatia_control_schedule(const struct fatia_objset *set, const struct fatia_sc
         if (opts->cycles <= 0 && res->quiet)
             break;
     }
-    if (opts->cycles <= 0 && cycles >= limit && fatia_control_has_work(c))
+    if (opts->cycles <= 0 && cycles >= limit && fatia_control_has_work(c, now))
         capped = true;
     for (size_t i = 0; i < admitted_here.cap; i++) {
         struct ctl_wl *w = admitted_here.slots[i].val;

@@ -557,11 +557,10 @@ static void build_main_topology(bool fair, bool preempt)
                 json_object_set_new(
                     pre, "borrowWithinCohort",
                     json_pack("{s:s,s:i}", "policy", "LowerPriority", "maxPriorityThreshold", 100));
-            cluster_queue(
-                cq_names[q], parent,
-                groups(res3, qq, q % 5 == 0 ? blim : half[q % 4], q % 7 == 0 ? llim : NULL, 3, flv4,
-                       4),
-                pre, q % 10 == 0 ? "2" : NULL, q % 4 != 0);
+            cluster_queue(cq_names[q], parent,
+                          groups(res3, qq, q % 5 == 0 ? blim : half[q % 4],
+                                 q % 7 == 0 ? llim : NULL, 3, flv4, 4),
+                          pre, q % 10 == 0 ? "2" : NULL, q % 4 != 0);
         }
     }
 }

@@ -12,7 +12,8 @@
  * Cycles: any change schedules a Kueue scheduling cycle (fatia_control_cycle) on the loop; a cycle
  * that admitted or evicted something is followed by another at once, a quiet one that still has
  * heads to pop by one after a back-off (1 ms doubling to 1 s, reset by the next change), like
- * Kueue's scheduler loop.
+ * Kueue's scheduler loop; one with only requeue backoffs left wakes when the first expires
+ * (fatia_control_next_wakeup).
  *
  * Writing back (level-triggered: a per-workload reconcile makes the stored status match the
  * engine's view; it never writes what is already there):
@@ -171,6 +172,7 @@ static void cycle_cb(evutil_socket_t fd, short what, void *arg)
     struct ctl_metrics *m = ctl_metrics(a->ctl);
     const struct fatia_control_result *res;
     fatia_usec_t now = ctl_now(a->ctl), t0 = fatia_now_mono_usec();
+    int64_t wake;
     char lab[512];
     int r;
 
@@ -266,12 +268,16 @@ static void cycle_cb(evutil_socket_t fd, short what, void *arg)
         wq_add(a->queue_status_q, "*");
     if (res->n_admitted || res->n_evicted) {
         schedule_cycle(a, true);
-    } else if (fatia_control_has_work(a->eng) && !res->quiet) {
+    } else if (fatia_control_has_work(a->eng, now) && !res->quiet) {
         schedule_cycle(a, true);
-    } else if (fatia_control_has_work(a->eng)) {
+    } else if (fatia_control_has_work(a->eng, now)) {
         a->backoff = a->backoff ? a->backoff * 2 : FATIA_USEC_PER_MSEC;
         if (a->backoff > FATIA_USEC_PER_SEC)
             a->backoff = FATIA_USEC_PER_SEC;
+        schedule_cycle(a, false);
+    } else if ((wake = fatia_control_next_wakeup(a->eng)) != INT64_MAX) {
+        /* nothing to pop until a requeue backoff expires: wake up for it */
+        a->backoff = wake > now ? (fatia_usec_t)(wake - now) : FATIA_USEC_PER_MSEC;
         schedule_cycle(a, false);
     }
 }

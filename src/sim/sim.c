@@ -641,7 +641,7 @@ static int admission(struct sim *s)
         size_t n_ev = 0;
         bool progress;
         int r;
-        if (!fatia_control_has_work(s->ctl))
+        if (!fatia_control_has_work(s->ctl, abs_time(s->now)))
             break;
         if ((r = fatia_control_cycle(s->ctl, abs_time(s->now), &res)) < 0)
             return r;

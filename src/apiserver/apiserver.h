@@ -157,8 +157,8 @@ struct fatia_log_stream;
 /* The provider starts writing to the stream (now or later, from the loop) and ends it. When the
  * client goes away, cancel(arg) is called once, after which the provider must not write (it
  * still calls fatia_log_stream_end). Returns 0, or a negative code before anything was written
- * (-ENOENT: no such container; -EAGAIN: not started yet; other: 500); then the provider must not
- * use the stream. */
+ * (-ENOENT: no such container; -EAGAIN: not started yet; -ESRCH: no previous instance, with
+ * previous; other: 500); then the provider must not use the stream. */
 typedef int (*fatia_log_provider_fn)(void *arg, const struct fatia_log_req *req,
                                      struct fatia_log_stream *stream);
 

@@ -107,6 +107,10 @@ void logs_start(const struct opctx *c, const struct fatia_api_query *q,
         else if (rc == -EAGAIN)
             opres_fail(err, 400, "BadRequest", "container \"%s\" in pod \"%s\" is waiting to start",
                        q->container ? q->container : "(default)", c->name);
+        else if (rc == -ESRCH)
+            opres_fail(err, 400, "BadRequest",
+                       "previous terminated container \"%s\" in pod \"%s\" not found",
+                       q->container ? q->container : "(default)", c->name);
         else
             opres_fail(err, 500, "InternalError", "cannot read the logs of pod \"%s\": %s", c->name,
                        fatia_strerror(rc));

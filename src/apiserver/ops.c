@@ -899,8 +899,31 @@ out_answer:
 /* ---- delete ---- */
 
 /* Adds the deletion of e to tx: marks it (finalizers) or removes it. *marked tells which. */
+/* deletionGracePeriodSeconds as upstream sets it: for a Pod, DeleteOptions.gracePeriodSeconds
+ * (asked, -1 when not given) or else spec.terminationGracePeriodSeconds (30 when unset), which the
+ * node agent honours before it removes its finalizer; 0 for every other kind. */
+static int64_t deletion_grace(const struct rtable *t, const json_t *obj, int64_t asked)
+{
+    int64_t v;
+
+    if (t->kind->group[0] || strcmp(t->kind->kind, "Pod"))
+        return 0;
+    if (asked >= 0)
+        return asked;
+    if (fatia_json_int(json_object_get(obj, "spec"), "terminationGracePeriodSeconds", &v) && v >= 0)
+        return v;
+    return 30;
+}
+
+static int64_t asked_grace(const json_t *options)
+{
+    int64_t v;
+
+    return fatia_json_int(options, "gracePeriodSeconds", &v) && v >= 0 ? v : -1;
+}
+
 static int delete_into(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t,
-                       struct entry *e, bool *marked)
+                       struct entry *e, int64_t grace, bool *marked)
 {
     json_t *copy, *meta;
     char ts[40];
@@ -921,7 +944,8 @@ static int delete_into(struct fatia_apiserver *s, struct wtxn *tx, struct rtable
     meta = meta_of(copy);
     now_rfc3339(ts, sizeof(ts));
     json_object_set_new(meta, "deletionTimestamp", json_string(ts));
-    json_object_set_new(meta, "deletionGracePeriodSeconds", json_integer(0));
+    json_object_set_new(meta, "deletionGracePeriodSeconds",
+                        json_integer(deletion_grace(t, e->latest->tree, grace)));
     return wtxn_put(s, tx, t, e, FATIA_STORE_MODIFIED, copy);
 }
 
@@ -949,7 +973,7 @@ static int delete_namespace(struct fatia_apiserver *s, struct wtxn *tx, struct r
                 continue;
             if (has_finalizers(e->latest->tree)) {
                 pending = true;
-                rc = delete_into(s, tx, t, e, &marked);
+                rc = delete_into(s, tx, t, e, -1, &marked);
             } else {
                 rc = wtxn_delete(s, tx, t, e);
             }
@@ -1052,7 +1076,8 @@ void op_delete(const struct opctx *c, const json_t *options, op_done_fn done, vo
     tx = begin(&r, 200, done, arg);
     if (!tx)
         goto out_answer;
-    rc = is_ns ? delete_namespace(s, tx, c->t, e) : delete_into(s, tx, c->t, e, &marked);
+    rc = is_ns ? delete_namespace(s, tx, c->t, e)
+               : delete_into(s, tx, c->t, e, asked_grace(options), &marked);
     if (rc < 0) {
         abandon(s, tx, &r);
         opres_from_errno(&r, rc, "delete");
@@ -1121,7 +1146,9 @@ void op_delete_collection(const struct opctx *c, const struct fatia_api_query *q
             continue; /* went with a namespace earlier in this loop */
         rc = c->t->kind == fatia_kind_by_resource("", "namespaces")
                  ? delete_namespace(s, tx, c->t, victims.v[i])
-                 : delete_into(s, tx, c->t, victims.v[i], &marked);
+                 : delete_into(s, tx, c->t, victims.v[i],
+                               q->grace_period >= 0 ? q->grace_period : asked_grace(options),
+                               &marked);
         if (rc < 0) {
             FATIA_VEC_RELEASE(&victims);
             abandon(s, tx, &r);

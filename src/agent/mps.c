@@ -509,6 +509,11 @@ void fatia_mps_free(struct fatia_mps_daemon *d)
     fatia_free(d);
 }
 
+void fatia_mps_forget(struct fatia_mps_daemon *d)
+{
+    fatia_free(d);
+}
+
 int fatia_mps_client_env(const struct fatia_mps_daemon *d, int active_thread_pct,
                          uint64_t pinned_mem_limit, fatia_env_put_fn put, void *ctx)
 {

@@ -64,6 +64,10 @@ int fatia_mps_stop(struct fatia_mps_daemon *d);
 /* Stops the daemon if running and frees d. Accepts NULL. */
 void fatia_mps_free(struct fatia_mps_daemon *d);
 
+/* Frees d and leaves the daemon running (it outlives the agent; the next fatia_mps_start with the
+ * same directory adopts it). Accepts NULL. */
+void fatia_mps_forget(struct fatia_mps_daemon *d);
+
 /* The variables a client process of this daemon needs: CUDA_MPS_PIPE_DIRECTORY, and when given
  * (non-zero) CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (for device 0
  * as the client sees it). A client can only lower the daemon's defaults. */

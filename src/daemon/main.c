@@ -13,7 +13,9 @@
  *   6. the controllers (src/controller/): their admission plugins are registered with the API
  *      server before anything is applied, and they start watching once it serves. The fleet file
  *      (--fleet, default data/fleets/default.yaml: NodePools and GPUSharingPolicies) is applied
- *      with the manifests, so `kubectl apply` of a policy later re-plans the GPUs.
+ *      with the manifests, so `kubectl apply` of a policy later re-plans the GPUs;
+ *   7. the node agent (src/agent/, docs/agent.md), unless --no-agent: it adopts the pods a former
+ *      fatiad started, then runs the pods bound to its nodes.
  * SIGTERM and SIGINT stop it cleanly: no new requests, watches ended, writes in flight committed.
  *
  * Manifests applied with -f carry kubectl's last-applied-configuration annotation (the manifest
@@ -33,6 +35,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "agent/agent.h"
 #include "apiserver/apiserver.h"
 #include "apiserver/auth.h"
 #include "apiserver/client.h"
@@ -77,6 +80,8 @@ static const char usage[] =
     "      --placement-policy P    binpack (default), bestfit, spread or fragmentation\n"
     "      --job-backoff DURATION  first delay before a failed Job pod is replaced (default 10s)\n"
     "      --no-controllers        serve the API only (no controllers, no admission plugins)\n"
+    "      --agent KEY=VALUE       a node agent option (docs/agent.md); repeatable\n"
+    "      --no-agent              run no node agent: pods are never started here\n"
     "  -v, --verbose               log every request (debug)\n"
     "  -h, --help                  this text\n";
 
@@ -86,6 +91,10 @@ struct daemon {
     struct fatia_apiserver *api;
     struct fatia_client *client;
     struct fatia_controllers *ctl;
+    /* the node agent (agent/agent.h) */
+    struct fatia_agent *agent;
+    struct fatia_agent_opts agent_opts;
+    bool no_agent;
     struct event *sig_term, *sig_int;
     const char *data_dir;
     char host[128];
@@ -305,11 +314,22 @@ static void shutdown_done(void *arg)
     event_base_loopexit(d->base, NULL);
 }
 
-/* The controllers stop watching first: the API server's shutdown ends every watch. */
+static void agent_stopped(void *arg)
+{
+    struct daemon *d = arg;
+
+    fatia_apiserver_shutdown(d->api, shutdown_done, d);
+}
+
+/* The controllers stop watching first: the API server's shutdown ends every watch. The agent
+ * stops too (its watch and log streams end, its writes land; the pods keep running). */
 static void stop_all(struct daemon *d)
 {
     fatia_controllers_stop(d->ctl);
-    fatia_apiserver_shutdown(d->api, shutdown_done, d);
+    if (d->agent)
+        fatia_agent_stop(d->agent, agent_stopped, d);
+    else
+        fatia_apiserver_shutdown(d->api, shutdown_done, d);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -449,6 +469,8 @@ int main(int argc, char **argv)
                                          {"placement-policy", required_argument, NULL, 'P'},
                                          {"job-backoff", required_argument, NULL, 'J'},
                                          {"no-controllers", no_argument, NULL, 'X'},
+                                         {"agent", required_argument, NULL, 'a'},
+                                         {"no-agent", no_argument, NULL, 'G'},
                                          {"verbose", no_argument, NULL, 'v'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -556,6 +578,17 @@ int main(int argc, char **argv)
         case 'X':
             controllers = false;
             break;
+        case 'a': {
+            char why[200];
+            if (fatia_agent_opts_set(&d.agent_opts, optarg, why, sizeof(why)) < 0) {
+                fprintf(stderr, "fatiad: --agent: %s\n", why);
+                return 2;
+            }
+            break;
+        }
+        case 'G':
+            d.no_agent = true;
+            break;
         case 'v':
             fatia_log_set_level(FATIA_LOG_DEBUG);
             break;
@@ -658,6 +691,14 @@ int main(int argc, char **argv)
     }
     event_add(d.sig_term, NULL);
     event_add(d.sig_int, NULL);
+    if (!d.no_agent) {
+        d.agent_opts.data_dir = d.data_dir;
+        if (fatia_agent_new(d.base, d.client, d.api, &d.agent_opts, &d.agent) < 0 ||
+            fatia_agent_start(d.agent) < 0) {
+            fatia_error("cannot start the node agent (--no-agent runs without one)");
+            return 1;
+        }
+    }
 
     /* the namespace "default", then -f; serving starts once they are committed */
     d.outstanding = 1; /* held until everything is queued */
@@ -677,6 +718,7 @@ int main(int argc, char **argv)
     event_base_dispatch(d.base);
 
     fatia_controllers_free(d.ctl);
+    fatia_agent_free(d.agent);
     fatia_client_free(d.client);
     fatia_apiserver_free(d.api);
     fatia_store_close(d.store);

@@ -9,7 +9,7 @@ command -v python3 >/dev/null || {
     exit 0
 }
 start_fatiad "$TMP/data" --watch-history 50 --max-body-bytes 65536 --idle-timeout 2s \
-    --watch-backlog 65536 -f examples/ || exit 1
+    --watch-backlog 65536 --no-agent -f examples/ || exit 1 # the log endpoint without an agent
 python3 tests/cli/apiserver_http.py "$URL" "$CA" "$TOKEN" "$TMP/data" "$FATIA" ||
     fail "HTTP checks failed"
 stop_fatiad

@@ -1,0 +1,1993 @@
+/*
+ * agent/agent.c: the node agent's controller (see agent.h; docs/agent.md has the Pod contract).
+ *
+ * Model. One struct apod per pod this agent serves or ran, keyed by the pod's uid (a pod deleted
+ * and created again under its name is another pod). Inputs: the Pod watch (all namespaces; pods
+ * bound to a node this agent serves), the shims' status files (inotify on DATA/agent/status, and
+ * a one-second tick that also notices dead shims), and the answers of the agent's own writes.
+ * Outputs: the finalizer, the pod status (strategic merge patches of the status subresource,
+ * one in flight per pod, coalesced), Events, and the shims.
+ *
+ *            runnable, not terminal,                 finalizer added:
+ *            no conflicting slice here               start_pod (dirs, devices, cgroup, spec,
+ *   IDLE ------------------------------> ADMIT ---------------------------> ACTIVE
+ *    |  ^  slice held by a running pod     |   spawn fatia-shim                |
+ *    |  +---------- BLOCKED <--------------+                                   | status file
+ *    |   (released)                                                            | "done", or the
+ *    | deleted before starting: remove the finalizer                           | shim died (its
+ *    v                                                                         v processes are
+ *  (forgotten)  <------ pod gone from the API: clean up the state ------ DONE    stopped)
+ *                                                       ^ deleted: final status written, then
+ *                                                         the finalizer removed
+ *
+ *   ACTIVE, pod deleted (or gone): stop.json + SIGTERM to the shim (pid + start time), which
+ *   signals the pod's process group and SIGKILLs it after the grace period.
+ *
+ * Invariants:
+ *   - never start a pod twice: a pod is started only from IDLE, only when DATA/agent/pods/<uid>
+ *     can be created (mkdir is the claim; it survives restarts), only when its API status shows
+ *     no container this agent ran before, and the shim refuses a pod whose status file exists;
+ *   - a slice is never used by two pods at once on this node: a pod whose slice is held by a pod
+ *     that is ADMIT or ACTIVE here waits in BLOCKED (an Event says which pod holds it);
+ *   - the finalizer goes only after every process of the pod is gone and the final status is
+ *     written;
+ *   - every write carries the pod's uid, so a pod created again under the same name is never
+ *     touched by writes meant for the old one.
+ *
+ * Rejected: polling the API for pods (the watch gives order and resumption), keeping pod state
+ * in fatiad's memory only (a restart would lose exit codes), and a status update (PUT) with
+ * resourceVersion (conflicts with the placement's writes on every bind; a patch of the fields the
+ * agent owns never conflicts).
+ */
+#include "base/compat.h"
+
+#include "agent/agent.h"
+
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "agent/devfilter.h"
+#include "agent/mps.h"
+#include "agent/podspec.h"
+#include "agent/podstatus.h"
+#include "agent/proc.h"
+#include "agent/shim.h"
+#include "agent/vgpu_slice.h"
+#include "apiserver/apiserver.h"
+#include "apiserver/client.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/str.h"
+#include "model/kinds/kinds.h"
+#include "model/quantity.h"
+#include "vgpu/region.h"
+
+static void reconcile(struct fatia_agent *a, struct apod *p);
+static void push_status(struct fatia_agent *a, struct apod *p);
+
+struct mpsd {
+    char uuid[128];
+    struct fatia_mps_daemon *d;
+    unsigned refs;
+    struct mpsd *next;
+};
+
+/* ---- options ---- */
+
+int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, size_t why_n)
+{
+    const char *eq = strchr(kv, '=');
+    const char *v = eq ? eq + 1 : NULL;
+    size_t kl = eq ? (size_t)(eq - kv) : strlen(kv);
+    int64_t d;
+    uint64_t u;
+
+#define KEY(s) (kl == strlen(s) && !strncmp(kv, s, kl))
+    if (!v) {
+        snprintf(why, why_n, "expected KEY=VALUE, got '%s'", kv);
+        return -EINVAL;
+    }
+    if (KEY("nodes"))
+        o->nodes = v;
+    else if (KEY("shim"))
+        o->shim = v;
+    else if (KEY("vgpu-lib"))
+        o->vgpu_lib = v;
+    else if (KEY("uid-map"))
+        o->uid_map = v;
+    else if (KEY("cgroup"))
+        o->cgroup = v;
+    else if (KEY("mps-control"))
+        o->mps_control = v;
+    else if (KEY("vgpu-log"))
+        o->vgpu_log = v;
+    else if (KEY("user")) {
+        if (strcmp(v, "auto") && strcmp(v, "namespace") && strcmp(v, "current")) {
+            snprintf(why, why_n, "user: expected auto, namespace or current");
+            return -EINVAL;
+        }
+        o->user = v;
+    } else if (KEY("uid-base")) {
+        if (fatia_parse_u64(v, &u) < 0 || u < 1000 || u > 0x7fff0000u) {
+            snprintf(why, why_n, "uid-base: expected 1000..2147418112");
+            return -EINVAL;
+        }
+        o->uid_base = (uint32_t)u;
+    } else if (KEY("device-filter")) {
+        if (strcmp(v, "on") && strcmp(v, "off")) {
+            snprintf(why, why_n, "device-filter: expected on or off");
+            return -EINVAL;
+        }
+        o->no_device_filter = !strcmp(v, "off");
+    } else if (KEY("restart-backoff") || KEY("restart-backoff-max")) {
+        if (fatia_parse_duration_usec(v, &d) < 0 || d < FATIA_USEC_PER_MSEC ||
+            d > 3600 * FATIA_USEC_PER_SEC) {
+            snprintf(why, why_n, "%.*s: expected a duration from 1ms to 1h", (int)kl, kv);
+            return -EINVAL;
+        }
+        if (KEY("restart-backoff"))
+            o->backoff_initial_ms = d / FATIA_USEC_PER_MSEC;
+        else
+            o->backoff_max_ms = d / FATIA_USEC_PER_MSEC;
+    } else if (KEY("log-max-bytes")) {
+        if (fatia_quantity_parse_bytes(v, &u) < 0 || u < 4096 || u > (1ull << 34)) {
+            snprintf(why, why_n, "log-max-bytes: expected 4096 to 16Gi");
+            return -EINVAL;
+        }
+        o->log_max_bytes = (int64_t)u;
+    } else {
+        snprintf(why, why_n, "unknown agent option '%.*s'", (int)kl, kv);
+        return -EINVAL;
+    }
+#undef KEY
+    return 0;
+}
+
+/* ---- small helpers ---- */
+
+/* A directory with exactly mode (fatiad's umask is 077), made or found (never through a link).
+ * 0 when made, 1 when it existed, or -errno. */
+static int mkdir_mode(const char *path, mode_t mode)
+{
+    struct stat sb;
+    int made = mkdir(path, mode) == 0;
+
+    if (!made && errno != EEXIST)
+        return -errno;
+    if (lstat(path, &sb) < 0)
+        return -errno;
+    if (!S_ISDIR(sb.st_mode))
+        return -ENOTDIR;
+    if ((sb.st_mode & 07777) != mode && chmod(path, mode) < 0)
+        return -errno;
+    return made ? 0 : 1;
+}
+
+static int write_durable(const char *path, const char *text)
+{
+    char tmp[4300], dir[4300], *slash;
+    int fd, r = 0;
+    size_t n = strlen(text);
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -errno;
+    if (write(fd, text, n) != (ssize_t)n)
+        r = -EIO;
+    if (r == 0 && fsync(fd) < 0)
+        r = -errno;
+    close(fd);
+    if (r == 0 && rename(tmp, path) < 0)
+        r = -errno;
+    if (r == 0) {
+        snprintf(dir, sizeof(dir), "%s", path);
+        slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (fd >= 0) {
+                (void)fsync(fd);
+                close(fd);
+            }
+        }
+    }
+    return r;
+}
+
+/* Removes name under dirfd and everything below it, never following a symbolic link (a pod's
+ * own files are removed as root, so a link it planted must not lead elsewhere). */
+static void rm_tree_at(int dfd, const char *name, int depth)
+{
+    int fd;
+    DIR *d;
+    struct dirent *e;
+
+    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+        return;
+    if (depth > 64)
+        return;
+    fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        rm_tree_at(dirfd(d), e->d_name, depth + 1);
+    }
+    closedir(d);
+    (void)unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+static void rm_tree(const char *path)
+{
+    rm_tree_at(AT_FDCWD, path, 0);
+}
+
+static const char *meta_str(const json_t *obj, const char *key)
+{
+    return fatia_json_str(json_object_get(obj, "metadata"), key);
+}
+
+static bool has_finalizer(const json_t *pod)
+{
+    const json_t *f = json_object_get(json_object_get(pod, "metadata"), "finalizers");
+    size_t i;
+    json_t *v;
+
+    json_array_foreach(f, i, v)
+    {
+        if (json_string_value(v) && !strcmp(json_string_value(v), FATIA_AGENT_FINALIZER))
+            return true;
+    }
+    return false;
+}
+
+static bool serves_node(const struct fatia_agent *a, const char *node)
+{
+    const char *p;
+    size_t n;
+
+    if (!node || !node[0])
+        return false;
+    if (!a->o.nodes || !strcmp(a->o.nodes, "*"))
+        return true;
+    n = strlen(node);
+    for (p = a->o.nodes; (p = strstr(p, node)); p += n) {
+        if ((p == a->o.nodes || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+static uint64_t rv_of(const json_t *obj)
+{
+    const char *rv = meta_str(obj, "resourceVersion");
+    uint64_t v = 0;
+
+    if (rv)
+        (void)fatia_parse_u64(rv, &v);
+    return v;
+}
+
+void agent_log_dir(const struct fatia_agent *a, const struct apod *p, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s_%s_%s", a->logs_dir, p->ns, p->name, p->uid);
+}
+
+struct apod *agent_pod(struct fatia_agent *a, const char *uid)
+{
+    return uid ? fatia_strmap_get(&a->by_uid, uid) : NULL;
+}
+
+static struct apod *pod_new(struct fatia_agent *a, const char *uid, const char *ns,
+                            const char *name)
+{
+    struct apod *p = fatia_calloc(1, sizeof(*p));
+
+    if (!p)
+        return NULL;
+    snprintf(p->uid, sizeof(p->uid), "%s", uid);
+    snprintf(p->ns, sizeof(p->ns), "%s", ns ? ns : "");
+    snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
+    snprintf(p->wait_reason, sizeof(p->wait_reason), "ContainerCreating");
+    if (fatia_strmap_put(&a->by_uid, p->uid, p) < 0) {
+        fatia_free(p);
+        return NULL;
+    }
+    p->next = a->pods;
+    a->pods = p;
+    return p;
+}
+
+static void pod_free(struct fatia_agent *a, struct apod *p)
+{
+    struct apod **pp;
+
+    fatia_strmap_del(&a->by_uid, p->uid);
+    for (pp = &a->pods; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    json_decref(p->pod);
+    json_decref(p->shim);
+    json_decref(p->slices);
+    json_decref(p->mps_gpus);
+    json_decref(p->acct);
+    fatia_free(p);
+}
+
+/* ---- API writes ---- */
+
+struct op {
+    struct fatia_agent *a;
+    char uid[128];
+    int kind;
+};
+
+enum {
+    OP_FINALIZER_ADD,
+    OP_FINALIZER_REMOVE,
+    OP_STATUS,
+    OP_EVENT
+};
+
+static struct op *op_new(struct fatia_agent *a, const struct apod *p, int kind)
+{
+    struct op *o = fatia_calloc(1, sizeof(*o));
+
+    if (!o)
+        return NULL;
+    o->a = a;
+    o->kind = kind;
+    if (p)
+        snprintf(o->uid, sizeof(o->uid), "%s", p->uid);
+    a->outstanding++;
+    return o;
+}
+
+static void op_end(struct op *o)
+{
+    struct fatia_agent *a = o->a;
+
+    fatia_free(o);
+    if (--a->outstanding == 0 && a->stopping && a->stop_done) {
+        void (*done)(void *) = a->stop_done;
+        a->stop_done = NULL;
+        done(a->stop_arg);
+    }
+}
+
+static void take_pod(struct apod *p, const json_t *obj)
+{
+    uint64_t rv = rv_of(obj);
+
+    if (!obj || (p->pod && rv < p->pod_rv))
+        return;
+    if (!p->name[0] && meta_str(obj, "name")) {
+        snprintf(p->ns, sizeof(p->ns), "%s",
+                 meta_str(obj, "namespace") ? meta_str(obj, "namespace") : "");
+        snprintf(p->name, sizeof(p->name), "%s", meta_str(obj, "name"));
+    }
+    json_decref(p->pod);
+    p->pod = json_incref((json_t *)obj);
+    p->pod_rv = rv;
+}
+
+static void emit_event(struct fatia_agent *a, const struct apod *p, const char *type,
+                       const char *reason, const char *container, const char *fmt, ...)
+    FATIA_PRINTF(6, 7);
+
+static void event_done(void *arg, const struct fatia_client_result *res)
+{
+    struct op *o = arg;
+
+    if (res->status)
+        fatia_debug("agent: event not recorded: %s", fatia_json_str(res->status, "message"));
+    op_end(o);
+}
+
+static void emit_event(struct fatia_agent *a, const struct apod *p, const char *type,
+                       const char *reason, const char *container, const char *fmt, ...)
+{
+    const char *node = fatia_json_str(json_object_get(p->pod, "spec"), "nodeName");
+    char msg[1024], name[300], now[40], field[300];
+    json_t *ev, *inv;
+    struct op *o;
+    va_list ap;
+
+    if (a->stopping)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fatia_time_format_rfc3339(fatia_now_real_usec(), false, now, sizeof(now));
+    snprintf(name, sizeof(name), "%.200s.%" PRIx64 "%04" PRIx64, p->name,
+             (uint64_t)fatia_now_real_usec(), ++a->event_seq & 0xffff);
+    inv = json_pack("{s:s,s:s,s:s,s:s,s:s}", "apiVersion", "v1", "kind", "Pod", "namespace", p->ns,
+                    "name", p->name, "uid", p->uid);
+    if (container) {
+        snprintf(field, sizeof(field), "spec.containers{%s}", container);
+        json_object_set_new(inv, "fieldPath", json_string(field));
+    }
+    ev = json_pack("{s:s,s:s,s:{s:s,s:s},s:o,s:s,s:s,s:s,s:i,s:s,s:s,s:{s:s,s:s},s:s,s:s}",
+                   "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace",
+                   p->ns, "involvedObject", inv, "reason", reason, "message", msg, "type", type,
+                   "count", 1, "firstTimestamp", now, "lastTimestamp", now, "source", "component",
+                   "fatia-agent", "host", node ? node : "", "reportingComponent", "fatia-agent",
+                   "reportingInstance", node ? node : "");
+    if (!ev)
+        return;
+    o = op_new(a, p, OP_EVENT);
+    if (!o || fatia_client_create(a->client, ev, NULL, event_done, o) < 0) {
+        if (o)
+            op_end(o);
+    }
+    json_decref(ev);
+}
+
+static void patch_done(void *arg, const struct fatia_client_result *res)
+{
+    struct op *o = arg;
+    struct fatia_agent *a = o->a;
+    struct apod *p = agent_pod(a, o->uid);
+
+    if (!p || a->stopping) {
+        op_end(o);
+        return;
+    }
+    if (res->obj)
+        take_pod(p, res->obj);
+    switch (o->kind) {
+    case OP_FINALIZER_ADD:
+        p->fin_inflight = false;
+        if (res->status) {
+            fatia_warn("agent: pod %s/%s: cannot add the finalizer: %s", p->ns, p->name,
+                       fatia_json_str(res->status, "message"));
+            if (p->st == AP_ADMIT)
+                p->st = AP_IDLE;
+            if (res->code == 404 || res->code == 409)
+                p->in_api = res->code != 404 && p->in_api;
+            break;
+        }
+        if (p->st == AP_ADMIT)
+            p->st = AP_IDLE;
+        break;
+    case OP_FINALIZER_REMOVE:
+        p->fin_removing = false;
+        if (res->status && res->code != 404 && res->code != 409)
+            fatia_warn("agent: pod %s/%s: cannot remove the finalizer: %s", p->ns, p->name,
+                       fatia_json_str(res->status, "message"));
+        break;
+    case OP_STATUS:
+        p->status_inflight = false;
+        if (res->status && res->code != 404 && res->code != 409)
+            fatia_warn("agent: pod %s/%s: cannot write the status: %s", p->ns, p->name,
+                       fatia_json_str(res->status, "message"));
+        if (p->status_dirty) {
+            p->status_dirty = false;
+            push_status(a, p);
+        }
+        break;
+    }
+    op_end(o);
+    reconcile(a, p);
+}
+
+static int send_patch(struct fatia_agent *a, struct apod *p, int kind, const char *sub,
+                      json_t *patch)
+{
+    struct op *o;
+    char *text;
+    int r;
+
+    /* the uid makes the write a precondition: a new pod under the same name is never touched */
+    json_object_set_new(fatia_json_object_ensure(patch, "metadata"), "uid", json_string(p->uid));
+    text = json_dumps(patch, JSON_COMPACT);
+    if (!text)
+        return -ENOMEM;
+    o = op_new(a, p, kind);
+    if (!o) {
+        free(text);
+        return -ENOMEM;
+    }
+    r = fatia_client_patch(a->client, &fatia_kind_pod, p->ns, p->name, sub, FATIA_PATCH_STRATEGIC,
+                           text, strlen(text), NULL, patch_done, o);
+    free(text);
+    if (r < 0)
+        op_end(o);
+    return r;
+}
+
+static void add_finalizer(struct fatia_agent *a, struct apod *p)
+{
+    json_t *patch = json_pack("{s:{s:[s]}}", "metadata", "finalizers", FATIA_AGENT_FINALIZER);
+
+    p->st = AP_ADMIT;
+    p->fin_inflight = true;
+    if (send_patch(a, p, OP_FINALIZER_ADD, NULL, patch) < 0) {
+        p->fin_inflight = false;
+        p->st = AP_IDLE;
+    }
+    json_decref(patch);
+}
+
+static void remove_finalizer(struct fatia_agent *a, struct apod *p)
+{
+    json_t *patch;
+
+    if (p->fin_removing)
+        return;
+    patch = json_pack("{s:{s:[s]}}", "metadata", "$deleteFromPrimitiveList/finalizers",
+                      FATIA_AGENT_FINALIZER);
+    p->fin_removing = true;
+    if (send_patch(a, p, OP_FINALIZER_REMOVE, NULL, patch) < 0)
+        p->fin_removing = false;
+    json_decref(patch);
+}
+
+static void push_status(struct fatia_agent *a, struct apod *p)
+{
+    json_t *st, *patch;
+    const json_t *cur;
+
+    if (!p->pod || !p->in_api || a->stopping)
+        return;
+    if (p->status_inflight) {
+        p->status_dirty = true;
+        return;
+    }
+    if (!p->start_time[0])
+        fatia_time_format_rfc3339(fatia_now_real_usec(), false, p->start_time,
+                                  sizeof(p->start_time));
+    st = fatia_pod_status_build(p->pod, p->shim, p->start_time, p->wait_reason, p->wait_msg,
+                                fatia_now_real_usec());
+    if (!st)
+        return;
+    if (fatia_pod_status_same(p->pod, st)) {
+        json_decref(st);
+        return;
+    }
+    /* a strategic merge keeps a condition's fields the patch leaves out: clear them */
+    {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(st, "conditions"), i, c)
+        {
+            if (!json_object_get(c, "reason"))
+                json_object_set_new(c, "reason", json_null());
+            if (!json_object_get(c, "message"))
+                json_object_set_new(c, "message", json_null());
+        }
+    }
+    cur = json_object_get(p->pod, "status");
+    if (json_object_get(cur, "reason") && !json_object_get(st, "reason"))
+        json_object_set_new(st, "reason", json_null());
+    if (json_object_get(cur, "message") && !json_object_get(st, "message"))
+        json_object_set_new(st, "message", json_null());
+    patch = json_pack("{s:o}", "status", st);
+    p->status_inflight = true;
+    if (send_patch(a, p, OP_STATUS, "status", patch) < 0)
+        p->status_inflight = false;
+    json_decref(patch);
+}
+
+/* ---- reading the shims ---- */
+
+static void status_path(const struct fatia_agent *a, const char *uid, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s.json", a->status_dir, uid);
+}
+
+static json_t *read_status(const struct fatia_agent *a, const char *uid)
+{
+    char path[4400];
+    json_error_t je;
+
+    status_path(a, uid, path, sizeof(path));
+    return json_load_file(path, 0, &je);
+}
+
+/* Whether the pod's shim runs: the process this fatiad spawned has not exited, or someone holds
+ * the pod's lock (only a live shim does; a lock dies with its holder, pid reuse or not). */
+static bool shim_alive(struct fatia_agent *a, struct apod *p)
+{
+    char path[4400];
+    int fd;
+    bool alive;
+
+    if (p->shim_child && p->shim_pid > 0) {
+        int status;
+        pid_t r = waitpid(p->shim_pid, &status, WNOHANG);
+        if (r == 0)
+            return true;
+        p->shim_child = false;
+        if (r == p->shim_pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+            fatia_warn("agent: pod %s/%s: fatia-shim (pid %d) ended with %s %d", p->ns, p->name,
+                       (int)p->shim_pid, WIFEXITED(status) ? "status" : "signal",
+                       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    }
+    snprintf(path, sizeof(path), "%s/%s/lock", a->pods_dir, p->uid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+    close(fd);
+    return alive;
+}
+
+static const json_t *find_named(const json_t *arr, const char *name)
+{
+    size_t i;
+    json_t *e;
+
+    json_array_foreach(arr, i, e)
+    {
+        const char *n = fatia_json_str(e, "name");
+        if (n && name && !strcmp(n, name))
+            return e;
+    }
+    return NULL;
+}
+
+static const char *state_kind(const json_t *c)
+{
+    const json_t *st = json_object_get(c, "state");
+
+    if (json_object_get(st, "running"))
+        return "running";
+    if (json_object_get(st, "terminated"))
+        return "terminated";
+    return "waiting";
+}
+
+/* Whether a terminated record with this containerID is in a shim status (state or lastState of
+ * any container): the identity of an ended instance. */
+static bool knows_instance(const json_t *st, const char *id)
+{
+    const char *lists[] = {"initContainers", "containers"};
+
+    if (!id)
+        return false;
+    for (int k = 0; k < 2; k++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(st, lists[k]), i, c)
+        {
+            const char *keys[] = {"state", "lastState"};
+            for (int j = 0; j < 2; j++) {
+                const char *x = fatia_json_str(
+                    json_object_get(json_object_get(c, keys[j]), "terminated"), "containerID");
+                if (x && !strcmp(x, id))
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
+static void ended_events(struct fatia_agent *a, struct apod *p, const char *name, const json_t *t)
+{
+    const char *reason = fatia_json_str(t, "reason"), *msg = fatia_json_str(t, "message");
+
+    if (!reason)
+        return;
+    if (!strcmp(reason, "StartError"))
+        emit_event(a, p, "Warning", "Failed", name, "Error: %s",
+                   msg ? msg : "the process did not start");
+    else if (!strcmp(reason, "OOMKilled"))
+        emit_event(a, p, "Warning", "OOMKilled", name,
+                   "Container %s was killed by the kernel's OOM killer (the pod's memory limit)",
+                   name);
+}
+
+/* Events for what changed between two shim statuses of a pod (old NULL: the first one). */
+static void diff_events(struct fatia_agent *a, struct apod *p, const json_t *old, const json_t *st)
+{
+    const char *lists[] = {"initContainers", "containers"};
+
+    for (int k = 0; k < 2; k++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(st, lists[k]), i, c)
+        {
+            const char *name = fatia_json_str(c, "name");
+            const json_t *o = find_named(json_object_get(old, lists[k]), name);
+            const json_t *term = json_object_get(json_object_get(c, "state"), "terminated");
+            const json_t *last = json_object_get(json_object_get(c, "lastState"), "terminated");
+            const json_t *wait = json_object_get(json_object_get(c, "state"), "waiting");
+            const char *wr = fatia_json_str(wait, "reason");
+            int64_t rc = 0, orc = -1, pid = 0;
+
+            (void)fatia_json_int(c, "restartCount", &rc);
+            if (o)
+                (void)fatia_json_int(o, "restartCount", &orc);
+            (void)fatia_json_int(c, "pid", &pid);
+            if (!strcmp(state_kind(c), "running") &&
+                (!o || strcmp(state_kind(o), "running") || rc != orc))
+                emit_event(a, p, "Normal", "Started", name,
+                           "Started container %s (pid %" PRId64 ", restart %" PRId64 ")", name, pid,
+                           rc);
+            if (last && !knows_instance(old, fatia_json_str(last, "containerID")))
+                ended_events(a, p, name, last);
+            if (term && !knows_instance(old, fatia_json_str(term, "containerID")))
+                ended_events(a, p, name, term);
+            if (wr && !strcmp(wr, "CrashLoopBackOff") &&
+                (!o || strcmp(state_kind(o), "waiting") ||
+                 !knows_instance(old, fatia_json_str(last, "containerID"))))
+                emit_event(a, p, "Warning", "BackOff", name, "%s",
+                           fatia_json_str(wait, "message")
+                               ? fatia_json_str(wait, "message")
+                               : "Back-off restarting failed container");
+        }
+    }
+    if (fatia_json_str(st, "reason") && !fatia_json_str(old, "reason") &&
+        !strcmp(fatia_json_str(st, "reason"), "DeadlineExceeded"))
+        emit_event(a, p, "Warning", "DeadlineExceeded", NULL, "%s",
+                   fatia_json_str(st, "message") ? fatia_json_str(st, "message") : "");
+}
+
+static void release_resources(struct fatia_agent *a, struct apod *p);
+
+static void take_shim_status(struct fatia_agent *a, struct apod *p, json_t *st, bool quiet)
+{
+    int64_t seq = 0;
+
+    if (!st)
+        return;
+    (void)fatia_json_int(st, "seq", &seq);
+    if (p->shim && seq <= p->seq) {
+        json_decref(st);
+        return;
+    }
+    if (!quiet)
+        diff_events(a, p, p->shim, st);
+    json_decref(p->shim);
+    p->shim = st;
+    p->seq = seq;
+    if (!p->start_time[0] && fatia_json_str(st, "startTime"))
+        snprintf(p->start_time, sizeof(p->start_time), "%s", fatia_json_str(st, "startTime"));
+    if (fatia_json_bool(st, "done", false) && p->st != AP_DONE) {
+        p->st = AP_DONE;
+        release_resources(a, p);
+        fatia_info("agent: pod %s/%s: every process is gone (%s)", p->ns, p->name,
+                   fatia_json_str(st, "phase") ? fatia_json_str(st, "phase") : "?");
+    }
+    push_status(a, p);
+    agent_logs_poke(a);
+}
+
+/* The shim died before the pod ended (killed, crashed): stop what is left of the pod by pid plus
+ * start time, and record the containers as kubelet does for containers it lost. */
+static void shim_lost(struct fatia_agent *a, struct apod *p)
+{
+    json_t *st = read_status(a, p->uid);
+    const char *lists[] = {"initContainers", "containers"};
+    int64_t pgid = 0, sid = 0, pstart = 0, pid = 0, seq = 0;
+    char now[40], msg[300], path[4400];
+    char *text;
+
+    if (st && fatia_json_bool(st, "done", false)) {
+        take_shim_status(a, p, st, false);
+        return;
+    }
+    fatia_time_format_rfc3339(fatia_now_real_usec(), false, now, sizeof(now));
+    if (!st) {
+        /* the shim died before it wrote anything: nothing of the pod ever ran */
+        st = json_pack("{s:i,s:s,s:I,s:[],s:[]}", "version", FATIA_SHIM_SPEC_VERSION, "uid", p->uid,
+                       "seq", (json_int_t)0, "initContainers", "containers");
+        if (!st)
+            return;
+    }
+    (void)fatia_json_int(st, "pgid", &pgid);
+    (void)fatia_json_int(st, "sid", &sid);
+    (void)fatia_json_int(st, "pauseStart", &pstart);
+    (void)fatia_json_int(json_object_get(st, "shim"), "pid", &pid);
+    for (int k = 0; k < 2; k++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(st, lists[k]), i, c)
+        {
+            int64_t cp = 0, cs = 0;
+            if (strcmp(state_kind(c), "running"))
+                continue;
+            if (fatia_json_int(c, "pid", &cp) && fatia_json_int(c, "pidStart", &cs))
+                (void)fatia_proc_signal((pid_t)cp, (uint64_t)cs, SIGKILL);
+            json_object_set_new(
+                c, "state",
+                json_pack("{s:{s:i,s:s,s:s,s:s}}", "terminated", "exitCode", 137, "reason",
+                          "ContainerStatusUnknown", "message",
+                          "The container could not be located when the pod was terminated",
+                          "finishedAt", now));
+            json_object_set_new(c, "started", json_false());
+            json_object_set_new(c, "ready", json_false());
+            json_object_del(c, "pid");
+        }
+    }
+    if (pgid > 0 && sid > 0)
+        (void)fatia_proc_group_signal((pid_t)pgid, (pid_t)sid, (uint64_t)pstart, SIGKILL);
+    if (p->cgroup[0])
+        fatia_cgroup_kill(p->cgroup);
+    (void)fatia_json_int(st, "seq", &seq);
+    snprintf(msg, sizeof(msg),
+             "the pod's supervisor (fatia-shim, pid %" PRId64 ") ended before the pod did; its "
+             "processes were stopped",
+             pid);
+    json_object_set_new(st, "seq", json_integer(seq + 1));
+    json_object_set_new(st, "phase", json_string("Failed"));
+    json_object_set_new(st, "reason", json_string("SupervisorLost"));
+    json_object_set_new(st, "message", json_string(msg));
+    json_object_set_new(st, "done", json_true());
+    fatia_warn("agent: pod %s/%s: %s", p->ns, p->name, msg);
+    text = json_dumps(st, JSON_COMPACT);
+    status_path(a, p->uid, path, sizeof(path));
+    if (text && write_durable(path, text) < 0)
+        fatia_warn("agent: cannot write '%s', ignoring", path);
+    free(text);
+    emit_event(a, p, "Warning", "SupervisorLost", NULL, "%s", msg);
+    take_shim_status(a, p, st, true);
+}
+
+static void check_shim(struct fatia_agent *a, struct apod *p)
+{
+    json_t *st;
+
+    if (p->st != AP_ACTIVE)
+        return;
+    st = read_status(a, p->uid);
+    if (st)
+        take_shim_status(a, p, st, false);
+    if (p->st == AP_ACTIVE && !shim_alive(a, p))
+        shim_lost(a, p);
+}
+
+/* ---- starting a pod ---- */
+
+static bool slice_held(struct fatia_agent *a, struct apod *self, const char *slice,
+                       struct apod **ret)
+{
+    for (struct apod *q = a->pods; q; q = q->next) {
+        size_t i;
+        json_t *s;
+        if (q == self || (q->st != AP_ACTIVE && q->st != AP_ADMIT))
+            continue;
+        json_array_foreach(q->slices, i, s)
+        {
+            if (json_string_value(s) && !strcmp(json_string_value(s), slice)) {
+                *ret = q;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* The slices the pod's annotation names, into p->slices. */
+static void collect_slices(struct apod *p)
+{
+    struct fatia_pod_devices d;
+    char why[256];
+
+    json_decref(p->slices);
+    p->slices = json_array();
+    if (fatia_pod_devices_parse(p->pod, &d, why, sizeof(why)) < 0)
+        return;
+    for (size_t i = 0; i < d.n; i++) {
+        bool dup = false;
+        size_t k;
+        json_t *s;
+        json_array_foreach(p->slices, k, s) dup =
+            dup || !strcmp(json_string_value(s), d.v[i].slice);
+        if (!dup)
+            json_array_append_new(p->slices, json_string(d.v[i].slice));
+    }
+    fatia_pod_devices_release(&d);
+}
+
+static bool node_is_real(struct fatia_agent *a, const json_t *pod)
+{
+    const char *node = fatia_json_str(json_object_get(pod, "spec"), "nodeName");
+    const json_t *n = fatia_client_cached(a->client, &fatia_kind_node, NULL, node);
+    const char *inv = fatia_json_str(json_object_get(json_object_get(n, "metadata"), "labels"),
+                                     "fatia.dev/inventory");
+
+    return inv && !strcmp(inv, "nvml");
+}
+
+static struct mpsd *mps_get(struct fatia_agent *a, const struct fatia_pod_device *d, char *why,
+                            size_t why_n)
+{
+    struct fatia_mps_config cfg;
+    struct mpsd *m;
+    char base[4300];
+    int r;
+
+    for (m = a->mpsd; m; m = m->next) {
+        if (!strcmp(m->uuid, d->uuid))
+            return m;
+    }
+    m = fatia_calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    snprintf(m->uuid, sizeof(m->uuid), "%s", d->uuid);
+    snprintf(base, sizeof(base), "%s/mps", a->dir);
+    (void)mkdir_mode(base, 0711);
+    /* the directory is named after the GPU's UUID, so a restarted agent finds it again */
+    cfg = (struct fatia_mps_config){
+        .control_bin = a->o.mps_control, .base_dir = base, .name = d->uuid, .gpu = d->uuid};
+    r = fatia_mps_start(&cfg, &m->d);
+    if (r < 0) {
+        snprintf(why, why_n, "cannot start the MPS control daemon of GPU %s: %s", d->uuid,
+                 fatia_strerror(r));
+        fatia_free(m);
+        return NULL;
+    }
+    /* pods run under their own uid: let them reach the pipe directory */
+    (void)chmod(fatia_mps_pipe_dir(m->d), 0755);
+    m->next = a->mpsd;
+    a->mpsd = m;
+    return m;
+}
+
+static void mps_unref(struct fatia_agent *a, const char *uuid)
+{
+    struct mpsd **pp, *m;
+
+    for (pp = &a->mpsd; (m = *pp); pp = &m->next) {
+        if (strcmp(m->uuid, uuid))
+            continue;
+        if (m->refs > 0 && --m->refs == 0) {
+            fatia_info("agent: no pod uses MPS on GPU %s any more: stopping its daemon", uuid);
+            fatia_mps_free(m->d);
+            *pp = m->next;
+            fatia_free(m);
+        }
+        return;
+    }
+}
+
+static void release_resources(struct fatia_agent *a, struct apod *p)
+{
+    size_t i;
+    json_t *g;
+
+    json_array_foreach(p->mps_gpus, i, g) mps_unref(a, json_string_value(g));
+    json_decref(p->mps_gpus);
+    p->mps_gpus = NULL;
+    json_array_clear(p->slices);
+    /* pods waiting for these slices may go now */
+    for (struct apod *q = a->pods; q; q = q->next) {
+        if (q->st == AP_BLOCKED)
+            event_active(a->tick, EV_TIMEOUT, 0);
+    }
+}
+
+static void fail_before_start(struct fatia_agent *a, struct apod *p, const char *reason,
+                              const char *why)
+{
+    p->config_error = true;
+    snprintf(p->wait_reason, sizeof(p->wait_reason), "%s", reason);
+    snprintf(p->wait_msg, sizeof(p->wait_msg), "%s", why);
+    fatia_warn("agent: pod %s/%s: %s: %s", p->ns, p->name, reason, why);
+    emit_event(a, p, "Warning", "Failed", NULL, "Error: %s", why);
+    push_status(a, p);
+}
+
+static int chown_path(struct fatia_agent *a, const char *path, uid_t uid, gid_t gid)
+{
+    if (!a->switch_user)
+        return 0;
+    return lchown(path, uid, gid) < 0 ? -errno : 0;
+}
+
+static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *list,
+                          const struct fatia_pod_devices *devs, const char *work,
+                          const char *run_dir, bool real, uid_t uid, gid_t gid, char *why,
+                          size_t why_n, int *err)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *c;
+
+    json_array_foreach(list, i, c)
+    {
+        const char *name = fatia_json_str(c, "name"), *cwd = fatia_json_str(c, "workingDir");
+        struct fatia_env env = {0};
+        struct fatia_devenv_opts dopt = {.vgpu_lib = a->have_vgpu ? a->vgpu_lib : NULL,
+                                         .vgpu_log = a->o.vgpu_log};
+        char acct_name[512], acct[4800], pipe_dir[4400] = "";
+        json_t *argv = NULL, *envj;
+        int r;
+
+        fatia_pod_devices_acct_name(devs, name, acct_name, sizeof(acct_name));
+        if (acct_name[0]) {
+            struct fatia_vgpu_slice sl = {.library = dopt.vgpu_lib, .accounting_file = acct};
+            snprintf(acct, sizeof(acct), "%s/%s.acct", run_dir, acct_name);
+            if (!dopt.vgpu_lib) {
+                snprintf(why, why_n,
+                         "container '%s' has a memory-capped slice but the "
+                         "interposer library '%.300s' is missing",
+                         name, a->vgpu_lib);
+                *err = -ENOENT;
+                goto fail;
+            }
+            for (size_t k = 0; k < devs->n; k++) {
+                const struct fatia_pod_device *d = &devs->v[k];
+                if (strcmp(d->container, name) || sl.n_devices >= FATIA_VGPU_MAX_DEVICES)
+                    continue;
+                sl.uuids[sl.n_devices] = d->kind == FATIA_DEV_MIG ? d->mig_uuid : d->uuid;
+                sl.cap[sl.n_devices++] =
+                    (d->kind == FATIA_DEV_TIMESLICE || d->kind == FATIA_DEV_FRACTION) &&
+                            d->memory_bytes
+                        ? d->memory_bytes
+                        : FATIA_VGPU_NO_LIMIT;
+            }
+            if (access(acct, F_OK) < 0) {
+                r = fatia_vgpu_slice_prepare(&sl, why, why_n);
+                if (r < 0) {
+                    *err = r;
+                    goto fail;
+                }
+                (void)chown_path(a, acct, uid, gid);
+                json_object_set_new(p->acct, acct, json_integer(0));
+            }
+            dopt.acct_file = acct;
+        }
+        for (size_t k = 0; k < devs->n; k++) {
+            const struct fatia_pod_device *d = &devs->v[k];
+            if (strcmp(d->container, name) || d->kind != FATIA_DEV_MPS)
+                continue;
+            if (real) {
+                struct mpsd *m = mps_get(a, d, why, why_n);
+                if (!m) {
+                    *err = -FATIA_E_DRIVER;
+                    goto fail;
+                }
+                m->refs++;
+                json_array_append_new(p->mps_gpus, json_string(d->uuid));
+                snprintf(pipe_dir, sizeof(pipe_dir), "%s", fatia_mps_pipe_dir(m->d));
+            } else {
+                /* a simulated GPU has no driver to run a daemon on: same variables, no daemon */
+                snprintf(pipe_dir, sizeof(pipe_dir), "%s/mps/%s/pipe", a->dir, d->uuid);
+                fatia_info("agent: pod %s/%s: container '%s': GPU %s is simulated, so no MPS "
+                           "daemon is started; the MPS variables are set all the same",
+                           p->ns, p->name, name, d->uuid);
+            }
+            break;
+        }
+        dopt.mps_pipe_dir = pipe_dir[0] ? pipe_dir : NULL;
+        r = fatia_podspec_env(p->pod, c, work, &env, why, why_n);
+        if (r == 0)
+            r = fatia_pod_devices_env(devs, name, &dopt, &env, why, why_n);
+        if (r == 0)
+            r = fatia_podspec_argv(c, &env, &argv, why, why_n);
+        if (r < 0) {
+            fatia_env_release(&env);
+            *err = r == -ENOMEM ? r : -FATIA_E_INVALID;
+            goto fail;
+        }
+        envj = json_array();
+        for (size_t k = 0; k < env.n; k++)
+            json_array_append_new(envj, json_string(env.v[k]));
+        fatia_env_release(&env);
+        json_array_append_new(out, json_pack("{s:s,s:o,s:o,s:s}", "name", name, "argv", argv, "env",
+                                             envj, "workingDir", cwd && cwd[0] ? cwd : work));
+    }
+    return out;
+fail:
+    json_decref(out);
+    return NULL;
+}
+
+static int spawn_shim(struct fatia_agent *a, struct apod *p, const char *pod_dir)
+{
+    char *argv[] = {a->shim, (char *)pod_dir, NULL};
+    static char path_env[] = "PATH=" FATIA_AGENT_DEFAULT_PATH;
+    char *envp[] = {path_env, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none, all;
+    char log[4400];
+    pid_t pid;
+    int r;
+
+    snprintf(log, sizeof(log), "%s/shim.log", pod_dir);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawnattr_init(&at);
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setflags(&at,
+                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    r = posix_spawn(&pid, a->shim, &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (r != 0)
+        return -r;
+    p->shim_pid = pid;
+    p->shim_child = true;
+    (void)fatia_proc_start_time(pid, &p->shim_start);
+    return 0;
+}
+
+static void start_pod(struct fatia_agent *a, struct apod *p)
+{
+    const json_t *spec = json_object_get(p->pod, "spec");
+    char pod_dir[4400], run_dir[4400], work[4500], log_dir[4400], why[1024] = "", spath[4500];
+    struct fatia_pod_devices devs = {0};
+    struct fatia_pod_limits lim;
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    json_t *inits = NULL, *apps = NULL, *sp = NULL;
+    bool real = node_is_real(a, p->pod);
+    int64_t v;
+    char *text;
+    int r, err = 0;
+
+    r = fatia_pod_devices_parse(p->pod, &devs, why, sizeof(why));
+    if (r < 0) {
+        fail_before_start(a, p, "CreateContainerConfigError", why);
+        return;
+    }
+    if (a->switch_user) {
+        uint32_t u, g;
+        r = fatia_uidmap_get(&a->uids, p->ns, &u, &g);
+        if (r < 0) {
+            snprintf(why, sizeof(why), "no uid for namespace '%s': %s", p->ns, fatia_strerror(r));
+            fail_before_start(a, p, "CreateContainerConfigError", why);
+            goto out;
+        }
+        uid = u;
+        gid = g;
+    }
+    snprintf(pod_dir, sizeof(pod_dir), "%s/%s", a->pods_dir, p->uid);
+    r = mkdir_mode(pod_dir, 0700);
+    if (r != 0) {
+        /* someone (a former fatiad) already claimed this pod: adopt, never start again */
+        fatia_warn("agent: pod %s/%s: '%s' exists, adopting the pod instead of starting it", p->ns,
+                   p->name, pod_dir);
+        p->local = true;
+        p->st = AP_ACTIVE;
+        check_shim(a, p);
+        goto out;
+    }
+    p->local = true;
+    if (!p->start_time[0])
+        fatia_time_format_rfc3339(fatia_now_real_usec(), false, p->start_time,
+                                  sizeof(p->start_time));
+    snprintf(run_dir, sizeof(run_dir), "%s/%s", a->run_dir, p->uid);
+    snprintf(work, sizeof(work), "%s/work", run_dir);
+    agent_log_dir(a, p, log_dir, sizeof(log_dir));
+    if (mkdir_mode(run_dir, 0700) < 0 || chown_path(a, run_dir, uid, gid) < 0 ||
+        mkdir_mode(work, 0700) < 0 || chown_path(a, work, uid, gid) < 0 ||
+        mkdir_mode(log_dir, 0700) < 0) {
+        snprintf(why, sizeof(why), "cannot create the pod's directories under '%.300s': %s", a->dir,
+                 fatia_strerror(-errno));
+        err = -EIO;
+        goto fail;
+    }
+    json_decref(p->acct);
+    p->acct = json_object();
+    json_decref(p->mps_gpus);
+    p->mps_gpus = json_array();
+    inits = build_ctrs(a, p, json_object_get(spec, "initContainers"), &devs, work, run_dir, real,
+                       uid, gid, why, sizeof(why), &err);
+    if (inits)
+        apps = build_ctrs(a, p, json_object_get(spec, "containers"), &devs, work, run_dir, real,
+                          uid, gid, why, sizeof(why), &err);
+    if (!inits || !apps)
+        goto fail;
+    fatia_podspec_limits(p->pod, &lim);
+    p->cgroup[0] = '\0';
+    if (a->cg.enabled) {
+        char cwhy[512] = "";
+        r = fatia_cgroup_pod_create(&a->cg, p->uid, &lim, p->cgroup, sizeof(p->cgroup), cwhy,
+                                    sizeof(cwhy));
+        if (r == 0 && a->devfilter) {
+            /* the pod's GPUs, and no other, by their /dev/nvidia<minor> */
+            int minors[FATIA_DEVFILTER_MAX_MINORS];
+            size_t n = 0;
+            for (size_t i = 0; i < devs.n && n < FATIA_DEVFILTER_MAX_MINORS; i++) {
+                bool dup = false;
+                for (size_t k = 0; k < n; k++)
+                    dup = dup || minors[k] == devs.v[i].minor;
+                if (devs.v[i].minor >= 0 && !dup)
+                    minors[n++] = devs.v[i].minor;
+            }
+            r = fatia_devfilter_attach(p->cgroup, minors, n, cwhy, sizeof(cwhy));
+        }
+        if (r < 0) {
+            snprintf(why, sizeof(why), "%s", cwhy);
+            err = r;
+            goto fail;
+        }
+    }
+    sp = json_pack(
+        "{s:i,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:I,s:s,s:o,s:o,s:O,s:O,s:O}", "version",
+        FATIA_SHIM_SPEC_VERSION, "namespace", p->ns, "name", p->name, "uid", p->uid,
+        "restartPolicy",
+        fatia_json_str(spec, "restartPolicy") ? fatia_json_str(spec, "restartPolicy") : "Always",
+        "startTime", p->start_time, "backoffInitialMs",
+        (json_int_t)(a->o.backoff_initial_ms ? a->o.backoff_initial_ms : 10000), "backoffMaxMs",
+        (json_int_t)(a->o.backoff_max_ms ? a->o.backoff_max_ms : 300000), "logDir", log_dir,
+        "logMaxBytes", (json_int_t)(a->o.log_max_bytes ? a->o.log_max_bytes : 10 << 20),
+        "statusFile", "", "initContainers", inits, "containers", apps, "slices", p->slices,
+        "mpsGpus", p->mps_gpus, "acct", p->acct);
+    inits = apps = NULL;
+    if (!sp) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    status_path(a, p->uid, spath, sizeof(spath));
+    json_object_set_new(sp, "statusFile", json_string(spath));
+    if (fatia_json_int(spec, "terminationGracePeriodSeconds", &v) && v >= 0)
+        json_object_set_new(sp, "terminationGracePeriodSeconds", json_integer(v));
+    if (fatia_json_int(spec, "activeDeadlineSeconds", &v) && v > 0)
+        json_object_set_new(sp, "activeDeadlineSeconds", json_integer(v));
+    if (a->switch_user)
+        json_object_set_new(sp, "user", json_pack("{s:i,s:i}", "uid", (int)uid, "gid", (int)gid));
+    if (p->cgroup[0])
+        json_object_set_new(sp, "cgroup", json_string(p->cgroup));
+    json_object_set_new(sp, "node", json_string(fatia_json_str(spec, "nodeName")));
+    text = json_dumps(sp, JSON_INDENT(1));
+    snprintf(spath, sizeof(spath), "%s/spec.json", pod_dir);
+    r = text ? write_durable(spath, text) : -ENOMEM;
+    free(text);
+    if (r < 0) {
+        snprintf(why, sizeof(why), "cannot write '%.300s': %s", spath, fatia_strerror(r));
+        err = r;
+        goto fail;
+    }
+    r = spawn_shim(a, p, pod_dir);
+    if (r < 0) {
+        snprintf(why, sizeof(why), "cannot start '%.300s': %s", a->shim, fatia_strerror(r));
+        err = r;
+        goto fail;
+    }
+    p->st = AP_ACTIVE;
+    {
+        const char *sl = fatia_json_str(
+            json_object_get(json_object_get(p->pod, "metadata"), "annotations"), FATIA_ANN_SLICES);
+        fatia_info("agent: pod %s/%s started (fatia-shim pid %d%s%s)", p->ns, p->name,
+                   (int)p->shim_pid, sl ? ", slices " : "", sl ? sl : "");
+    }
+    {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(spec, "containers"), i, c)
+        {
+            const char *image = fatia_json_str(c, "image");
+            if (image && image[0])
+                emit_event(a, p, "Normal", "ImageNotPulled", fatia_json_str(c, "name"),
+                           "fatia runs containers as local processes; image %s recorded, not "
+                           "pulled",
+                           image);
+        }
+    }
+    push_status(a, p);
+    goto out;
+
+fail:
+    json_decref(inits);
+    json_decref(apps);
+    {
+        /* nothing ran: give the claim back so that nothing is left behind */
+        size_t i;
+        json_t *g;
+        json_array_foreach(p->mps_gpus, i, g) mps_unref(a, json_string_value(g));
+        json_array_clear(p->mps_gpus);
+        if (p->cgroup[0])
+            (void)fatia_cgroup_remove(p->cgroup);
+        rm_tree(run_dir);
+        rm_tree(pod_dir);
+        p->local = false;
+    }
+    fail_before_start(
+        a, p, err == -FATIA_E_INVALID ? "CreateContainerConfigError" : "CreateContainerError",
+        why[0] ? why : fatia_strerror(err));
+out:
+    json_decref(sp);
+    fatia_pod_devices_release(&devs);
+}
+
+/* ---- stopping and cleaning up ---- */
+
+static void request_stop(struct fatia_agent *a, struct apod *p, int64_t grace, const char *reason,
+                         const char *message)
+{
+    char path[4400], *text;
+    json_t *stop;
+    int64_t sp = 0, sstart = 0;
+    int r;
+
+    if (p->stop_sent && grace >= p->stop_grace)
+        return;
+    /* a plain deletion gives the pod no reason (as kubelet); eviction or a deadline does */
+    stop = reason && strcmp(reason, "Deleted")
+               ? json_pack("{s:I,s:s,s:s}", "gracePeriodSeconds", (json_int_t)grace, "reason",
+                           reason, "message", message)
+               : json_pack("{s:I}", "gracePeriodSeconds", (json_int_t)grace);
+    text = stop ? json_dumps(stop, JSON_COMPACT) : NULL;
+    json_decref(stop);
+    snprintf(path, sizeof(path), "%s/%s/stop.json", a->pods_dir, p->uid);
+    r = text ? write_durable(path, text) : -ENOMEM;
+    free(text);
+    if (r < 0)
+        fatia_warn("agent: cannot write '%s': %s, the shim will use the pod's grace period", path,
+                   fatia_strerror(r));
+    (void)fatia_json_int(json_object_get(p->shim, "shim"), "pid", &sp);
+    (void)fatia_json_int(json_object_get(p->shim, "shim"), "start", &sstart);
+    if (sp <= 0 && p->shim_pid > 0) {
+        sp = p->shim_pid;
+        sstart = (int64_t)p->shim_start;
+    }
+    if (!p->stop_sent) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(p->shim, "containers"), i, c)
+        {
+            if (!strcmp(state_kind(c), "running"))
+                emit_event(a, p, "Normal", "Killing", fatia_json_str(c, "name"),
+                           "Stopping container %s (grace period %" PRId64 " s)",
+                           fatia_json_str(c, "name"), grace);
+        }
+    }
+    p->stop_sent = true;
+    p->stop_grace = grace;
+    r = sp > 0 ? fatia_proc_signal((pid_t)sp, (uint64_t)sstart, SIGTERM) : -ESRCH;
+    if (r == -ESRCH && p->shim_child && p->shim_pid > 0)
+        r = kill(p->shim_pid, SIGTERM) < 0 ? -errno : 0; /* not yet written its status */
+    fatia_info("agent: pod %s/%s: stopping (%s, grace period %" PRId64 " s)", p->ns, p->name,
+               reason, grace);
+    if (r < 0)
+        check_shim(a, p);
+}
+
+static void cleanup(struct fatia_agent *a, struct apod *p)
+{
+    char path[4400];
+
+    if (!p->local) {
+        p->cleaned = true;
+        return;
+    }
+    if (p->cgroup[0] && fatia_cgroup_remove(p->cgroup) == -EBUSY) {
+        fatia_cgroup_kill(p->cgroup);
+        return; /* the tick tries again */
+    }
+    snprintf(path, sizeof(path), "%s/%s", a->run_dir, p->uid);
+    rm_tree(path);
+    agent_log_dir(a, p, path, sizeof(path));
+    rm_tree(path);
+    status_path(a, p->uid, path, sizeof(path));
+    (void)unlink(path);
+    snprintf(path, sizeof(path), "%s/%s", a->pods_dir, p->uid);
+    rm_tree(path);
+    p->local = false;
+    p->cleaned = true;
+    fatia_debug("agent: pod %s/%s: state removed", p->ns, p->name);
+}
+
+static int64_t grace_of(const json_t *pod)
+{
+    int64_t v;
+
+    if (fatia_json_int(json_object_get(pod, "metadata"), "deletionGracePeriodSeconds", &v) &&
+        v >= 0)
+        return v;
+    if (fatia_json_int(json_object_get(pod, "spec"), "terminationGracePeriodSeconds", &v) && v >= 0)
+        return v;
+    return 30;
+}
+
+/* Whether the API says this agent ran the pod's containers before (a containerID of ours). */
+static bool ran_before(const json_t *pod)
+{
+    const json_t *st = json_object_get(pod, "status");
+    const char *lists[] = {"containerStatuses", "initContainerStatuses"};
+
+    for (int k = 0; k < 2; k++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(st, lists[k]), i, c)
+        {
+            const char *id = fatia_json_str(c, "containerID");
+            if (id && fatia_str_has_prefix(id, "fatia://"))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Whether the API holds the status the shim's last record gives. */
+static bool status_written(struct apod *p)
+{
+    json_t *st = fatia_pod_status_build(p->pod, p->shim, p->start_time, p->wait_reason, p->wait_msg,
+                                        fatia_now_real_usec());
+    bool same = st && fatia_pod_status_same(p->pod, st);
+
+    json_decref(st);
+    return same;
+}
+
+static void reconcile(struct fatia_agent *a, struct apod *p)
+{
+    const json_t *pod = p->pod;
+    bool deleting = pod && json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp");
+    struct apod *holder = NULL;
+
+    if (a->stopping)
+        return;
+    switch (p->st) {
+    case AP_BLOCKED:
+        p->st = AP_IDLE;
+        /* fall through */
+    case AP_IDLE:
+        if (!p->in_api) {
+            if (!p->local && !p->fin_inflight)
+                pod_free(a, p);
+            return;
+        }
+        if (deleting) {
+            if (has_finalizer(pod))
+                remove_finalizer(a, p);
+            return;
+        }
+        if (!fatia_pod_runnable(pod) || fatia_pod_terminal(pod) || p->config_error)
+            return;
+        if (ran_before(pod)) {
+            /* started by an agent whose state is gone: never start it again */
+            if (!p->config_error) {
+                snprintf(p->wait_msg, sizeof(p->wait_msg),
+                         "the node agent's state for this pod is gone (its data directory was "
+                         "replaced?); it is not started again");
+                fatia_warn("agent: pod %s/%s: %s", p->ns, p->name, p->wait_msg);
+                p->config_error = true;
+                p->shim = json_pack("{s:s,s:s,s:s,s:[],s:[],s:b}", "phase", "Failed", "reason",
+                                    "ContainerStatusUnknown", "message", p->wait_msg,
+                                    "initContainers", "containers", "done", 1);
+                p->st = AP_DONE;
+                push_status(a, p);
+            }
+            return;
+        }
+        collect_slices(p);
+        {
+            size_t i;
+            json_t *s;
+            json_array_foreach(p->slices, i, s)
+            {
+                if (slice_held(a, p, json_string_value(s), &holder))
+                    break;
+            }
+        }
+        if (holder) {
+            p->st = AP_BLOCKED;
+            if (!p->blocked_event) {
+                p->blocked_event = true;
+                emit_event(a, p, "Warning", "SliceBusy", NULL,
+                           "slice %s is still held by pod %s/%s on this node; waiting until it "
+                           "is released",
+                           json_string_value(json_array_get(p->slices, 0)), holder->ns,
+                           holder->name);
+            }
+            return;
+        }
+        if (!has_finalizer(pod)) {
+            if (!p->fin_inflight)
+                add_finalizer(a, p);
+            return;
+        }
+        start_pod(a, p);
+        return;
+    case AP_ADMIT:
+        return;
+    case AP_ACTIVE:
+        if (!p->in_api)
+            request_stop(a, p, p->pod ? grace_of(p->pod) : 30, "Deleted", "the pod was deleted");
+        else if (deleting)
+            request_stop(a, p, grace_of(pod), "Deleted", "the pod was deleted");
+        return;
+    case AP_DONE:
+        if (!p->in_api) {
+            cleanup(a, p);
+            if (p->cleaned)
+                pod_free(a, p);
+            return;
+        }
+        if (deleting && has_finalizer(pod) && !p->status_inflight && !p->status_dirty &&
+            status_written(p)) /* every process is gone and the final status is written */
+            remove_finalizer(a, p);
+        return;
+    }
+}
+
+/* ---- inputs ---- */
+
+static bool pod_is_ours(struct fatia_agent *a, const json_t *pod)
+{
+    return serves_node(a, fatia_json_str(json_object_get(pod, "spec"), "nodeName"));
+}
+
+static void on_pod(void *arg, enum fatia_watch_event type, const json_t *obj, uint64_t rv);
+
+static int start_watch(struct fatia_agent *a)
+{
+    struct fatia_watch_opts wo = {0};
+
+    return fatia_client_watch(a->client, &fatia_kind_pod, NULL, &wo, on_pod, a, &a->watch);
+}
+
+static void on_pod(void *arg, enum fatia_watch_event type, const json_t *obj, uint64_t rv)
+{
+    struct fatia_agent *a = arg;
+    const char *uid;
+    struct apod *p;
+
+    (void)rv;
+    if (a->stopping)
+        return;
+    if (type == FATIA_WATCH_ERROR) {
+        /* the history no longer reaches back: watch again from the current state */
+        fatia_warn("agent: pod watch ended (%s), watching again",
+                   fatia_json_str(obj, "message") ? fatia_json_str(obj, "message") : "error");
+        a->watch = NULL;
+        a->synced = false;
+        for (p = a->pods; p; p = p->next)
+            p->seen = false;
+        if (start_watch(a) < 0)
+            fatia_error("agent: cannot watch pods");
+        return;
+    }
+    if (type == FATIA_WATCH_BOOKMARK) {
+        if (!a->synced) {
+            struct apod *next;
+            a->synced = true;
+            for (p = a->pods; p; p = next) {
+                next = p->next;
+                if (!p->seen) {
+                    p->in_api = false;
+                    reconcile(a, p);
+                }
+            }
+        }
+        return;
+    }
+    uid = meta_str(obj, "uid");
+    if (!uid)
+        return;
+    p = agent_pod(a, uid);
+    if (type == FATIA_WATCH_DELETED) {
+        if (p) {
+            take_pod(p, obj);
+            p->in_api = false;
+            reconcile(a, p);
+            agent_logs_poke(a);
+        }
+        return;
+    }
+    if (!p) {
+        if (!pod_is_ours(a, obj))
+            return;
+        p = pod_new(a, uid, meta_str(obj, "namespace"), meta_str(obj, "name"));
+        if (!p)
+            return;
+    }
+    take_pod(p, obj);
+    p->in_api = true;
+    p->seen = true;
+    if (!p->start_time[0] && fatia_json_str(json_object_get(obj, "status"), "startTime"))
+        snprintf(p->start_time, sizeof(p->start_time), "%s",
+                 fatia_json_str(json_object_get(obj, "status"), "startTime"));
+    if (p->st == AP_ACTIVE || p->st == AP_DONE)
+        push_status(a, p); /* first sight after a restart, or someone wrote over our fields */
+    reconcile(a, p);       /* last: it may free p */
+}
+
+static void on_inotify(evutil_socket_t fd, short what, void *arg)
+{
+    struct fatia_agent *a = arg;
+    char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t n;
+
+    (void)what;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        for (char *q = buf; q + sizeof(struct inotify_event) <= buf + n;) {
+            struct inotify_event ev;
+            const char *name = q + sizeof(ev);
+            memcpy(&ev, q, sizeof(ev));
+            q += sizeof(ev) + ev.len;
+            if (ev.len && fatia_str_has_suffix(name, ".json") && !a->stopping) {
+                char uid[160];
+                struct apod *p;
+                snprintf(uid, sizeof(uid), "%.*s", (int)(strlen(name) - 5), name);
+                p = agent_pod(a, uid);
+                if (p && p->st == AP_ACTIVE) {
+                    json_t *st = read_status(a, uid);
+                    if (st)
+                        take_shim_status(a, p, st, false);
+                    reconcile(a, p);
+                }
+            }
+        }
+    }
+}
+
+/* Capped slices: an allocation the cap refused is worth telling the pod's owner once. */
+static void check_caps(struct fatia_agent *a, struct apod *p)
+{
+    const char *path;
+    json_t *v;
+
+    json_object_foreach(p->acct, path, v)
+    {
+        struct fatia_vgpu_region r;
+        uint64_t refused, seen = (uint64_t)json_integer_value(v);
+        if (fatia_vgpu_region_open(&r, path, NULL, FATIA_VGPU_REGION_READ_ONLY, NULL, 0) < 0)
+            continue;
+        refused = atomic_load(&r.hdr->n_refused);
+        if (refused > seen) {
+            const char *base = strrchr(path, '/');
+            emit_event(a, p, "Warning", "GPUMemoryCapReached", NULL,
+                       "the memory cap of slice %.*s refused %" PRIu64 " allocation%s (CUDA out "
+                       "of memory inside the slice; the cap is %" PRIu64 " bytes)",
+                       (int)(strlen(base ? base + 1 : path) - 5), base ? base + 1 : path,
+                       refused - seen, refused - seen == 1 ? "" : "s",
+                       r.hdr->limit[0] == FATIA_VGPU_NO_LIMIT ? 0 : r.hdr->limit[0]);
+            json_object_set_new(p->acct, path, json_integer((json_int_t)refused));
+        }
+        fatia_vgpu_region_close(&r);
+    }
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct fatia_agent *a = arg;
+    struct apod *p, *next;
+
+    (void)fd;
+    (void)what;
+    if (a->stopping)
+        return;
+    for (p = a->pods; p; p = next) {
+        next = p->next;
+        if (p->st == AP_ACTIVE) {
+            check_shim(a, p);
+            check_caps(a, p);
+        }
+        if (p->st == AP_DONE && p->shim_child)
+            (void)shim_alive(a, p); /* reaps it */
+        if (p->st == AP_BLOCKED || (p->st == AP_DONE && (!p->in_api || p->fin_removing == false)))
+            reconcile(a, p);
+    }
+}
+
+/* ---- adoption ---- */
+
+static void adopt_all(struct fatia_agent *a)
+{
+    DIR *d = opendir(a->pods_dir);
+    struct dirent *e;
+    size_t n = 0, running = 0;
+
+    if (!d)
+        return;
+    while ((e = readdir(d))) {
+        char path[4500];
+        json_error_t je;
+        json_t *spec;
+        struct apod *p;
+        const char *cg;
+
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s/spec.json", a->pods_dir, e->d_name);
+        if (access(path, F_OK) < 0 && errno == ENOENT) {
+            /* claimed, but fatiad died before the spec was written: no shim was ever started
+             * (it starts only from a durable spec), so the claim goes and the pod starts as new */
+            char dir[4400];
+            fatia_info("agent: pod %s was claimed but never started, releasing the claim",
+                       e->d_name);
+            snprintf(dir, sizeof(dir), "%s/%s", a->run_dir, e->d_name);
+            rm_tree(dir);
+            snprintf(dir, sizeof(dir), "%s/%s", a->pods_dir, e->d_name);
+            rm_tree(dir);
+            continue;
+        }
+        spec = json_load_file(path, 0, &je);
+        p = pod_new(a, e->d_name, fatia_json_str(spec, "namespace"), fatia_json_str(spec, "name"));
+        if (!p) {
+            json_decref(spec);
+            continue;
+        }
+        n++;
+        p->local = true;
+        p->st = AP_ACTIVE;
+        cg = fatia_json_str(spec, "cgroup");
+        if (cg)
+            snprintf(p->cgroup, sizeof(p->cgroup), "%s", cg);
+        if (fatia_json_str(spec, "startTime"))
+            snprintf(p->start_time, sizeof(p->start_time), "%s", fatia_json_str(spec, "startTime"));
+        p->slices = json_incref(json_object_get(spec, "slices"));
+        if (!p->slices)
+            p->slices = json_array();
+        p->acct = json_deep_copy(json_object_get(spec, "acct"));
+        if (!p->acct)
+            p->acct = json_object();
+        p->mps_gpus = json_array();
+        {
+            /* take our references on the MPS daemons again (fatia_mps_start adopts) */
+            size_t i;
+            json_t *g;
+            json_array_foreach(json_object_get(spec, "mpsGpus"), i, g)
+            {
+                struct fatia_pod_device dev = {
+                    .uuid = json_string_value(g), .gpu_index = -1, .minor = -1};
+                char why[256];
+                struct mpsd *m = mps_get(a, &dev, why, sizeof(why));
+                if (m) {
+                    m->refs++;
+                    json_array_append(p->mps_gpus, g);
+                } else {
+                    fatia_warn("agent: pod %s/%s: %s", p->ns, p->name, why);
+                }
+            }
+        }
+        if (!spec) {
+            fatia_warn("agent: '%s' is unreadable: the pod is treated as lost", path);
+        }
+        json_decref(spec);
+        {
+            json_t *st = read_status(a, p->uid);
+            if (st)
+                take_shim_status(a, p, st, true);
+        }
+        if (p->st == AP_ACTIVE) {
+            if (shim_alive(a, p)) {
+                int64_t pid = 0;
+                (void)fatia_json_int(json_object_get(p->shim, "shim"), "pid", &pid);
+                p->shim_pid = (pid_t)pid;
+                running++;
+            } else if (!p->shim) {
+                /* claimed but the shim never ran (fatiad died in between): nothing ran yet, so
+                 * starting the shim now runs the pod once */
+                char dir[4400];
+                snprintf(dir, sizeof(dir), "%s/%s", a->pods_dir, p->uid);
+                if (spawn_shim(a, p, dir) < 0)
+                    shim_lost(a, p);
+                else
+                    running++;
+            } else {
+                shim_lost(a, p);
+            }
+        }
+    }
+    closedir(d);
+    if (n)
+        fatia_info("agent: found %zu pods from before this start (%zu still running)", n, running);
+}
+
+/* ---- life ---- */
+
+static void exe_dir(char *buf, size_t n)
+{
+    ssize_t len = readlink("/proc/self/exe", buf, n - 1);
+    char *slash;
+
+    if (len <= 0) {
+        snprintf(buf, n, ".");
+        return;
+    }
+    buf[len] = '\0';
+    slash = strrchr(buf, '/');
+    if (slash)
+        *slash = '\0';
+}
+
+int fatia_agent_new(struct event_base *base, struct fatia_client *client,
+                    struct fatia_apiserver *api, const struct fatia_agent_opts *opts,
+                    struct fatia_agent **ret)
+{
+    struct fatia_agent *a;
+    char bin[3000], why[512] = "", state[4400];
+    const char *user;
+    int r;
+
+    if (!opts || !opts->data_dir)
+        return -EINVAL;
+    if (strlen(opts->data_dir) > 1000) {
+        fatia_error("agent: the data directory's path is too long (at most 1000 bytes)");
+        return -ENAMETOOLONG;
+    }
+    a = fatia_calloc(1, sizeof(*a));
+    if (!a)
+        return -ENOMEM;
+    a->base = base;
+    a->client = client;
+    a->api = api;
+    a->o = *opts;
+    a->inotify_fd = -1;
+    fatia_strmap_init(&a->by_uid);
+    exe_dir(bin, sizeof(bin));
+    snprintf(a->shim, sizeof(a->shim), "%s", opts->shim ? opts->shim : "");
+    if (!opts->shim)
+        snprintf(a->shim, sizeof(a->shim), "%s/fatia-shim", bin);
+    if (opts->vgpu_lib)
+        snprintf(a->vgpu_lib, sizeof(a->vgpu_lib), "%s", opts->vgpu_lib);
+    else
+        snprintf(a->vgpu_lib, sizeof(a->vgpu_lib), "%s/../lib/libfatia-vgpu.so", bin);
+    {
+        char real[4096];
+        if (realpath(a->vgpu_lib, real))
+            snprintf(a->vgpu_lib, sizeof(a->vgpu_lib), "%s", real);
+    }
+    a->have_vgpu = access(a->vgpu_lib, R_OK) == 0;
+    if (access(a->shim, X_OK) < 0) {
+        fatia_error("agent: '%s' is missing: the node agent needs fatia-shim (or --agent "
+                    "shim=PATH)",
+                    a->shim);
+        fatia_free(a);
+        return -ENOENT;
+    }
+    snprintf(a->dir, sizeof(a->dir), "%s/agent", opts->data_dir);
+    snprintf(a->pods_dir, sizeof(a->pods_dir), "%s/pods", a->dir);
+    snprintf(a->status_dir, sizeof(a->status_dir), "%s/status", a->dir);
+    snprintf(a->logs_dir, sizeof(a->logs_dir), "%s/logs", a->dir);
+    snprintf(a->run_dir, sizeof(a->run_dir), "%s/run", a->dir);
+    user = opts->user ? opts->user : "auto";
+    a->switch_user = geteuid() == 0 && strcmp(user, "current");
+    if (!strcmp(user, "namespace") && geteuid() != 0) {
+        fatia_error("agent: --agent user=namespace needs root (fatiad runs as uid %u)",
+                    (unsigned)geteuid());
+        fatia_free(a);
+        return -EPERM;
+    }
+    if (mkdir_mode(a->dir, 0711) < 0 || mkdir_mode(a->pods_dir, 0700) < 0 ||
+        mkdir_mode(a->status_dir, 0700) < 0 || mkdir_mode(a->logs_dir, 0700) < 0 ||
+        mkdir_mode(a->run_dir, 0711) < 0) {
+        r = -errno;
+        fatia_log_errno(FATIA_LOG_ERROR, r, "agent: cannot create '%s'", a->dir);
+        fatia_free(a);
+        return r;
+    }
+    if (a->switch_user) {
+        /* pods' uids must reach DATA/agent/run/<uid>: traverse-only permission on the way */
+        (void)chmod(opts->data_dir, 0711);
+        snprintf(state, sizeof(state), "%s/uids", a->dir);
+        r = fatia_uidmap_load(&a->uids, opts->uid_map, state, opts->uid_base, 0, why, sizeof(why));
+        if (r < 0) {
+            fatia_error("agent: uid map: %s", why);
+            fatia_free(a);
+            return r;
+        }
+    }
+    fatia_cgroups_init(&a->cg, opts->cgroup);
+    if (a->cg.enabled && !opts->no_device_filter) {
+        char dwhy[400];
+        r = fatia_devfilter_probe(dwhy, sizeof(dwhy));
+        a->devfilter = r == 0;
+        if (r < 0)
+            fatia_warn("agent: no device filter: %s; a pod can open any GPU's device node", dwhy);
+    }
+    a->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (a->inotify_fd >= 0 &&
+        inotify_add_watch(a->inotify_fd, a->status_dir, IN_MOVED_TO | IN_CLOSE_WRITE) >= 0)
+        a->inotify_ev = event_new(base, a->inotify_fd, EV_READ | EV_PERSIST, on_inotify, a);
+    a->tick = event_new(base, -1, EV_PERSIST, on_tick, a);
+    if (!a->tick) {
+        fatia_agent_free(a);
+        return -ENOMEM;
+    }
+    /* what holds here, once, for the person who runs fatiad */
+    if (a->switch_user)
+        fatia_info("agent: pods run under a uid per namespace (from %u) with no_new_privs",
+                   opts->uid_base ? opts->uid_base : FATIA_UIDMAP_DEFAULT_BASE);
+    else
+        fatia_warn("agent: pods run as uid %u, fatiad's own user (%s): pods of different "
+                   "namespaces are not isolated from each other, and a pod can undo its memory "
+                   "cap (unset LD_PRELOAD, write the accounting file); caps hold against "
+                   "accidents only (docs/agent.md)",
+                   (unsigned)geteuid(),
+                   geteuid() == 0 ? "--agent user=current" : "fatiad is not root");
+    if (a->cg.enabled && !a->cg.why[0])
+        fatia_info("agent: pod cgroups under '%s' (memory and cpu limits enforced)", a->cg.parent);
+    else
+        fatia_warn("agent: %s%s", a->cg.why,
+                   a->cg.enabled ? ""
+                                 : "; pods get no cgroup: no memory or cpu limits, no device "
+                                   "filter");
+    if (a->devfilter)
+        fatia_info("agent: each pod's cgroup gets a device filter: it opens only its own GPUs "
+                   "(/dev/nvidia<minor>)");
+    if (!a->have_vgpu)
+        fatia_warn("agent: '%s' is missing: pods with memory-capped slices will not start",
+                   a->vgpu_lib);
+    adopt_all(a);
+    fatia_apiserver_set_log_provider(api, agent_logs_provider, a);
+    *ret = a;
+    return 0;
+}
+
+int fatia_agent_start(struct fatia_agent *a)
+{
+    struct timeval one = {1, 0};
+    int r;
+
+    if (a->inotify_ev)
+        event_add(a->inotify_ev, NULL);
+    event_add(a->tick, &one);
+    r = start_watch(a);
+    if (r < 0)
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "agent: cannot watch pods");
+    return 0;
+}
+
+void fatia_agent_stop(struct fatia_agent *a, void (*done)(void *arg), void *arg)
+{
+    a->stopping = true;
+    if (a->watch) {
+        fatia_client_watch_stop(a->client, a->watch);
+        a->watch = NULL;
+    }
+    if (a->tick)
+        event_del(a->tick);
+    if (a->inotify_ev)
+        event_del(a->inotify_ev);
+    agent_logs_stop_all(a);
+    fatia_apiserver_set_log_provider(a->api, NULL, NULL);
+    if (a->outstanding == 0) {
+        done(arg);
+        return;
+    }
+    a->stop_done = done;
+    a->stop_arg = arg;
+}
+
+void fatia_agent_free(struct fatia_agent *a)
+{
+    if (!a)
+        return;
+    while (a->pods)
+        pod_free(a, a->pods);
+    while (a->mpsd) {
+        struct mpsd *m = a->mpsd;
+        a->mpsd = m->next;
+        /* MPS daemons outlive fatiad like the pods that use them: free the handle only */
+        fatia_mps_forget(m->d);
+        fatia_free(m);
+    }
+    fatia_strmap_release(&a->by_uid);
+    fatia_uidmap_release(&a->uids);
+    if (a->tick)
+        event_free(a->tick);
+    if (a->inotify_ev)
+        event_free(a->inotify_ev);
+    if (a->inotify_fd >= 0)
+        close(a->inotify_fd);
+    fatia_free(a);
+}

@@ -1,0 +1,64 @@
+/*
+ * agent/agent.h: the node agent: runs the Pods bound to the nodes it serves as local processes.
+ *
+ * fatiad starts one agent on its event loop with its in-process API client (daemon/main.c). The
+ * agent watches Pods, and for each one bound to a node it serves, with no scheduling gates: adds
+ * the finalizer fatia.dev/agent, wires the devices the placement recorded in the pod's
+ * annotations (docs/agent.md: the Pod contract), starts a fatia-shim that runs the containers,
+ * and reports the pod's status, container statuses and Events through the API. Deleting a pod
+ * stops its processes (SIGTERM, the grace period, SIGKILL to the pod's process group) before the
+ * finalizer goes. It also serves `kubectl logs`. The shims outlive fatiad: a restarted agent finds
+ * every pod again from its state directory (DATA/agent) and never starts one twice.
+ */
+#ifndef FATIA_AGENT_AGENT_H
+#define FATIA_AGENT_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct event_base;
+struct fatia_apiserver;
+struct fatia_client;
+struct fatia_agent;
+
+struct fatia_agent_opts {
+    const char *data_dir;  /* fatiad's data directory; the agent keeps DATA/agent */
+    const char *nodes;     /* comma-separated node names served; NULL or "*": every node */
+    const char *shim;      /* fatia-shim; NULL: beside the running program */
+    const char *vgpu_lib;  /* libfatia-vgpu.so; NULL: ../lib/ beside the running program */
+    const char *user;      /* "auto" (NULL), "namespace" (a uid per namespace; needs root) or
+                            * "current" (pods run as fatiad's user) */
+    const char *uid_map;   /* "NAMESPACE UID[:GID]" lines; NULL: none */
+    uint32_t uid_base;     /* first uid given out automatically; 0: 200000 */
+    const char *cgroup;    /* "auto" (NULL), "off", or the cgroup v2 directory for pods */
+    bool no_device_filter; /* do not attach the cgroup device filter */
+    int64_t backoff_initial_ms, backoff_max_ms; /* restart back-off; 0: 10 s, 300 s */
+    int64_t log_max_bytes;                      /* per container log file; 0: 10 MiB */
+    const char *mps_control;                    /* nvidia-cuda-mps-control; NULL: on PATH */
+    const char *vgpu_log;                       /* FATIA_VGPU_LOG for capped pods; NULL: silent */
+};
+
+/* Sets one option from "key=value" (fatiad's --agent KEY=VALUE): nodes, shim, vgpu-lib, user,
+ * uid-map, uid-base, cgroup, device-filter (on|off), restart-backoff (a duration, e.g. 10s),
+ * restart-backoff-max, log-max-bytes, mps-control, vgpu-log. Strings are borrowed. 0 or -EINVAL
+ * (why says which). */
+int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, size_t why_n);
+
+/* Makes the agent: its state directory, what this machine allows (cgroups, uid switching; logged
+ * once, with the guarantees that do not hold), the adoption of the pods a former fatiad started.
+ * Registers the pod log provider on api. 0, or -errno / -FATIA_E_* (logged). */
+int fatia_agent_new(struct event_base *base, struct fatia_client *client,
+                    struct fatia_apiserver *api, const struct fatia_agent_opts *opts,
+                    struct fatia_agent **ret);
+
+/* Starts watching Pods. 0 or the client's error. */
+int fatia_agent_start(struct fatia_agent *a);
+
+/* Stops watching and ends log streams; pods keep running under their shims. done(arg) runs from
+ * the loop once the agent's API writes in flight have answered. */
+void fatia_agent_stop(struct fatia_agent *a, void (*done)(void *arg), void *arg);
+
+/* Frees the agent (after stop, once the loop has ended). NULL is fine. */
+void fatia_agent_free(struct fatia_agent *a);
+
+#endif

@@ -1,0 +1,102 @@
+/*
+ * agent/agent_int.h: the node agent's state, shared by agent.c (the controller) and logs.c (the
+ * log provider). Not for use outside src/agent.
+ */
+#ifndef FATIA_AGENT_AGENT_INT_H
+#define FATIA_AGENT_AGENT_INT_H
+
+#include <sys/types.h>
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/agent.h"
+#include "agent/cgroup.h"
+#include "agent/uidmap.h"
+#include "base/map.h"
+
+/* The agent's view of one pod (agent.c draws the state machine). */
+enum apod_state {
+    AP_IDLE,    /* nothing started here; waiting until the pod may run */
+    AP_ADMIT,   /* the finalizer is being added */
+    AP_BLOCKED, /* a slice it needs is still held by a pod running here */
+    AP_ACTIVE,  /* its shim runs */
+    AP_DONE,    /* every process is gone */
+};
+
+struct apod {
+    char uid[128];
+    char ns[256], name[256];
+    json_t *pod;     /* the latest Pod seen (reference), NULL until seen */
+    uint64_t pod_rv; /* its resourceVersion */
+    enum apod_state st;
+    bool in_api; /* the Pod exists in the API */
+    bool seen;   /* seen since the watch (re)started */
+    bool local;  /* its directory exists under DATA/agent/pods */
+    pid_t shim_pid;
+    uint64_t shim_start;
+    bool shim_child; /* spawned by this fatiad: reap it */
+    json_t *shim;    /* the shim's status file as last read, or NULL */
+    int64_t seq;
+    char start_time[40];
+    char wait_reason[64], wait_msg[512]; /* before the shim runs */
+    bool config_error;                   /* the pod can not be started as it is */
+    bool fin_inflight, status_inflight, status_dirty, fin_removing;
+    bool stop_sent;
+    int64_t stop_grace;
+    bool blocked_event;
+    char cgroup[4096];
+    json_t *slices;   /* slice ids held while active (array of strings) */
+    json_t *mps_gpus; /* GPU UUIDs whose MPS daemon this pod uses */
+    json_t *acct;     /* accounting files of capped slices: {path: refused count} */
+    bool cleaned;
+    struct apod *next; /* in the agent's list */
+};
+
+struct follower;
+
+struct fatia_agent {
+    struct event_base *base;
+    struct fatia_client *client;
+    struct fatia_apiserver *api;
+    struct fatia_agent_opts o;
+    char dir[1100], pods_dir[1200], status_dir[1200], logs_dir[1200], run_dir[1200];
+    char shim[4096], vgpu_lib[4096];
+    bool have_vgpu;
+    bool switch_user;
+    struct fatia_uidmap uids;
+    struct fatia_cgroups cg;
+    bool devfilter;             /* the device filter is attached to every pod's cgroup */
+    struct fatia_strmap by_uid; /* uid -> struct apod */
+    struct apod *pods;          /* every struct apod */
+    struct fatia_client_watch *watch;
+    bool synced;
+    bool stopping;
+    size_t outstanding;
+    void (*stop_done)(void *arg);
+    void *stop_arg;
+    struct event *tick;
+    struct event *inotify_ev;
+    int inotify_fd;
+    json_t *mps; /* {gpu uuid: refs} of daemons started (the handles live in mpsd) */
+    struct mpsd *mpsd;
+    uint64_t event_seq;
+    struct follower *followers;
+};
+
+/* The pod of that uid, or NULL. */
+struct apod *agent_pod(struct fatia_agent *a, const char *uid);
+
+/* DATA/agent/logs/<ns>_<name>_<uid>. */
+void agent_log_dir(const struct fatia_agent *a, const struct apod *p, char *buf, size_t n);
+
+/* logs.c: the provider (registered by agent.c), and the end of every stream at stop. */
+struct fatia_log_req;
+struct fatia_log_stream;
+int agent_logs_provider(void *arg, const struct fatia_log_req *req, struct fatia_log_stream *st);
+void agent_logs_stop_all(struct fatia_agent *a);
+/* A pod's shim status changed or the pod went away: followers check whether to end. */
+void agent_logs_poke(struct fatia_agent *a);
+
+#endif

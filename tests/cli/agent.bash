@@ -1,0 +1,81 @@
+# tests/cli/agent.bash: helpers for the node agent's tests. Source after lib.bash and fatiad.bash.
+#   agent_setup             a world-writable $SHARED for containers (they run under other uids)
+#   k ARGS...               kubectl (the newest) with the test fatiad's kubeconfig
+#   wait_for SECS CMD...    retries CMD until it succeeds; fails the test after SECS seconds
+#   jp POD PATH             kubectl get pod -o jsonpath={PATH}
+#   bound_pod NAME [DEVICES_JSON] [EXTRA_SPEC_YAML]  reads the container list (YAML) on stdin and
+#                           creates a pod bound by hand to node-0 (spec.nodeName plus the
+#                           fatia.dev/devices annotation of the Pod contract, docs/agent.md)
+#   environ_of PID          the process's environment, one variable a line
+agent_setup() {
+    chmod 711 "$TMP"
+    SHARED=$TMP/shared
+    mkdir -p "$SHARED"
+    chmod 1777 "$SHARED"
+    find_kubectl
+    KUBECTL=$KUBECTL_DIR/kubectl.1.33
+}
+
+k() {
+    "$KUBECTL" --kubeconfig "$KCFG" "$@"
+}
+
+wait_for() {
+    local secs=$1
+    shift
+    local end=$((SECONDS + secs))
+    while ! "$@" >/dev/null 2>&1; do
+        if [ "$SECONDS" -ge "$end" ]; then
+            fail "timed out after ${secs}s: $*"
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+jp() {
+    k get pod "$1" -o "jsonpath={$2}" 2>/dev/null
+}
+
+phase_is() {
+    [ "$(jp "$1" .status.phase)" = "$2" ]
+}
+
+bound_pod() {
+    local name=$1 devices=${2:-} extra=${3:-}
+    {
+        echo "apiVersion: v1"
+        echo "kind: Pod"
+        echo "metadata:"
+        echo "  name: $name"
+        if [ -n "$devices" ]; then
+            echo "  annotations:"
+            echo "    fatia.dev/slices: placeholder"
+            echo "    fatia.dev/devices: '$devices'"
+        fi
+        echo "spec:"
+        echo "  nodeName: node-0"
+        [ -n "$extra" ] && echo "$extra"
+        echo "  containers:"
+        cat
+    } >"$TMP/$name.yaml"
+    k create -f "$TMP/$name.yaml" >/dev/null || fail "cannot create pod $name"
+}
+
+environ_of() {
+    tr '\0' '\n' <"/proc/$1/environ"
+}
+
+# Stops every pod process the test's fatiads started, by the ids their shims recorded: each
+# pod's process group, then its shim.
+agent_cleanup() {
+    local f pg sh
+    for f in "$TMP"/*/agent/status/*.json; do
+        [ -f "$f" ] || continue
+        pg=$(grep -o '"pgid":[0-9]*' "$f" | head -1 | cut -d: -f2)
+        sh=$(grep -o '"shim":{"pid":[0-9]*' "$f" | head -1 | grep -o '[0-9]*$')
+        [ -n "$pg" ] && [ "$pg" -gt 1 ] && kill -9 -- "-$pg" 2>/dev/null
+        [ -n "$sh" ] && [ "$sh" -gt 1 ] && kill -9 "$sh" 2>/dev/null
+    done
+    return 0
+}

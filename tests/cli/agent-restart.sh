@@ -11,7 +11,7 @@ agent_setup
 trap 'agent_cleanup; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
 
 D=$TMP/d
-ARGS=(--agent restart-backoff=100ms --agent restart-backoff-max=300ms)
+ARGS=(--no-controllers --agent restart-backoff=100ms --agent restart-backoff-max=300ms) # pods bound by hand
 start_fatiad "$D" "${ARGS[@]}" || exit 1
 
 bound_pod long "" "  terminationGracePeriodSeconds: 2" <<EOF

@@ -13,7 +13,8 @@ agent_setup
 trap 'agent_cleanup; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
 
 D=$TMP/d
-start_fatiad "$D" --agent restart-backoff=100ms --agent restart-backoff-max=300ms || exit 1
+# the agent alone: pods are bound by hand here (no placement controller)
+start_fatiad "$D" --no-controllers --agent restart-backoff=100ms --agent restart-backoff-max=300ms || exit 1
 ME=$(id -u)
 if [ "$ME" = 0 ]; then WANT_UID=200000; else WANT_UID=$ME; fi
 

@@ -40,12 +40,12 @@ struct pod {
     pid_t shim;
 };
 
-/* The shim of the test that runs, stopped by teardown whatever happened. */
-static struct pod *current;
+/* The shim of the test that runs (a copy: the test's own struct is gone by teardown), stopped
+ * by teardown whatever happened. */
+static struct pod current;
 
 static void pod_init(struct pod *p)
 {
-    current = p;
     p->shim = 0;
     snprintf(p->dir, sizeof(p->dir), "/tmp/fatia-shim-test-XXXXXX");
     assert_non_null(mkdtemp(p->dir));
@@ -117,20 +117,22 @@ static pid_t spawn_shim(struct pod *p)
 static void start(struct pod *p)
 {
     p->shim = spawn_shim(p);
+    current = *p;
 }
 
 /* After a failed test: stop its shim (grace 0: SIGKILL to the pod's group) and reap it. */
 static int teardown(void **state)
 {
-    struct pod *p = current;
-    char path[300];
+    struct pod *p = &current;
+    char path[512]; /* more than the struct: gcc bounds %s by it */
     int status;
     FILE *f;
 
     (void)state;
-    current = NULL;
-    if (!p || p->shim <= 0 || waitpid(p->shim, &status, WNOHANG) != 0)
+    if (p->shim <= 0 || waitpid(p->shim, &status, WNOHANG) != 0) {
+        p->shim = 0;
         return 0;
+    }
     snprintf(path, sizeof(path), "%s/stop.json", p->pod);
     f = fopen(path, "w");
     if (f) {
@@ -142,6 +144,7 @@ static int teardown(void **state)
         usleep(10000);
     kill(p->shim, SIGKILL);
     waitpid(p->shim, &status, 0);
+    p->shim = 0;
     return 0;
 }
 

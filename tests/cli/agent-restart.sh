@@ -44,7 +44,7 @@ sleep 2.5 # exits ends with 7 and flaky restarts while no fatiad runs
 
 kill -0 "$LONG_PID" || fail "long: the process died with fatiad"
 start_fatiad "$D" "${ARGS[@]}" || exit 1
-expect_line "$D.log" "agent: found"
+wait_for 10 grep -q "agent: found" "$D.log" # logged once the agent has read its pods
 wait_for 10 phase_is exits Failed
 [ "$(jp exits '.status.containerStatuses[0].state.terminated.exitCode')" = 7 ] ||
     fail "exits: exit code $(jp exits '.status.containerStatuses[0].state.terminated.exitCode')"

@@ -15,6 +15,7 @@ start_fatiad() {
     shift
     local ctl=--no-controllers
     [ "${FATIAD_CONTROLLERS:-0}" = 1 ] && ctl=
+    : >"$dir.log" # emptied here: a restart must not read the former run's "serving" line
     "$FATIAD" --data-dir "$dir" --listen 127.0.0.1:0 $ctl "$@" >"$dir.log" 2>&1 &
     FATIAD_PID=$!
     for _ in $(seq 1000); do

@@ -1171,6 +1171,17 @@ static void run(struct shim *s)
     fatia_free(pfd);
 }
 
+static void shim_free(struct shim *s)
+{
+    for (size_t i = 0; s->ctrs && i < s->n_ctrs; i++) {
+        fatia_free(s->ctrs[i].argv);
+        fatia_free(s->ctrs[i].envp);
+        json_decref(s->ctrs[i].last_state);
+    }
+    fatia_free(s->ctrs);
+    json_decref(s->spec);
+}
+
 int fatia_shim_main(int argc, char **argv)
 {
     struct shim s = {.sfd = -1, .lock_fd = -1, .null_fd = -1, .status_dir_fd = -1};
@@ -1190,16 +1201,11 @@ int fatia_shim_main(int argc, char **argv)
             kill(-s.pause, SIGKILL);
             (void)waitpid(s.pause, NULL, 0);
         }
+        shim_free(&s);
         return r == -EBUSY || r == -EEXIST ? 3 : 1;
     }
     run(&s);
     finish(&s);
-    for (size_t i = 0; i < s.n_ctrs; i++) {
-        fatia_free(s.ctrs[i].argv);
-        fatia_free(s.ctrs[i].envp);
-        json_decref(s.ctrs[i].last_state);
-    }
-    fatia_free(s.ctrs);
-    json_decref(s.spec);
+    shim_free(&s);
     return 0;
 }

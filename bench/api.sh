@@ -8,11 +8,16 @@
 #   gets of one object at 2,000/s and unpaced
 #   list of 10,000 objects (one connection): p50 / p99
 #   watch fan-out of one write to 100 watchers: p50 / p99 per watcher, and until all have it
+# BENCH_SYNC=normal runs fatiad with --sync normal (no fsync per commit; default full).
+# BENCH_PREBUILT=1 takes BUILD/bin/fatiad and BUILD/bench_api_fanout as they are (a machine
+# without a compiler: scripts/device-bundle packs them, with wrk, for a quiet GPU machine).
 set -eu
 B=${1:-build}
 cd "$(dirname "$0")/.."
-cmake --build "$B" --target fatiad >/dev/null
-cc -O2 -Wall -Isrc -o "$B/bench_api_fanout" bench/api_fanout.c
+if [ -z "${BENCH_PREBUILT:-}" ]; then
+    cmake --build "$B" --target fatiad >/dev/null
+    cc -O2 -Wall -Isrc -o "$B/bench_api_fanout" bench/api_fanout.c
+fi
 command -v wrk >/dev/null || { echo "bench-api: wrk not found (scripts/setup installs it)" >&2; exit 1; }
 
 D=$(mktemp -d /tmp/fatia-bench.XXXXXX)
@@ -23,6 +28,7 @@ cleanup() {
 }
 trap cleanup EXIT
 taskset -c 0 "$B/bin/fatiad" --data-dir "$D/data" --listen 127.0.0.1:0 --no-tls --no-controllers \
+    --sync "${BENCH_SYNC:-full}" \
     -f examples/ \
     >"$D/log" 2>&1 &
 PID=$!

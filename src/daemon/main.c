@@ -66,6 +66,9 @@ static const char usage[] =
     "  -f, --filename PATH         apply the manifests of a file or directory at start (create\n"
     "                              or update); repeatable\n"
     "      --watch-history N       events kept for watches that resume (default 10000)\n"
+    "      --sync full|normal      full (default): every commit reaches the disk before it is\n"
+    "                              acknowledged; normal: it survives kill -9 of fatiad, a power\n"
+    "                              loss may lose the last writes (never corrupts the store)\n"
     "      --max-body-bytes N      largest request body (default 3145728)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
     "      --watch-backlog N       drop a watcher more than N bytes behind (default 16 MiB)\n"
@@ -458,6 +461,7 @@ int main(int argc, char **argv)
                                          {"insecure-listen-anywhere", no_argument, NULL, 'A'},
                                          {"no-tls", no_argument, NULL, 'T'},
                                          {"watch-history", required_argument, NULL, 'W'},
+                                         {"sync", required_argument, NULL, 'S'},
                                          {"max-body-bytes", required_argument, NULL, 'B'},
                                          {"idle-timeout", required_argument, NULL, 'I'},
                                          {"watch-backlog", required_argument, NULL, 'K'},
@@ -512,6 +516,13 @@ int main(int argc, char **argv)
             break;
         case 'T':
             d.tls = false;
+            break;
+        case 'S':
+            if (strcmp(optarg, "full") && strcmp(optarg, "normal")) {
+                fatia_error("--sync: '%s' is not full or normal", optarg);
+                return 2;
+            }
+            so.sync_normal = !strcmp(optarg, "normal");
             break;
         case 'W':
             if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 10000000) {

@@ -73,6 +73,12 @@ struct fatia_store_row {
 struct fatia_store_opts {
     uint64_t log_keep; /* log rows kept (the newest); 0 = 100000 */
     bool read_only;    /* open for inspection (checkers): no migration, no writes */
+    /* false (default): every group commit is fsynced before its writes are acknowledged
+     * (PRAGMA synchronous=FULL, etcd's guarantee). true: synchronous=NORMAL, the WAL is fsynced
+     * at checkpoints only: an acknowledged write survives kill -9 and any crash of the process
+     * (it is in the kernel's page cache), a power loss may lose the last ones, and the store is
+     * never corrupted either way (SQLite's WAL guarantee). */
+    bool sync_normal;
 };
 
 struct fatia_store;

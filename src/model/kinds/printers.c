@@ -31,7 +31,8 @@ json_t *fatia_print_node_status(const json_t *node, int64_t now)
             ready = s && !strcmp(s, "True") ? "Ready" : "NotReady";
     }
     snprintf(buf, sizeof(buf), "%s%s", ready,
-             json_is_true(fatia_json_path(node, "spec.unschedulable")) ? ",SchedulingDisabled" : "");
+             json_is_true(fatia_json_path(node, "spec.unschedulable")) ? ",SchedulingDisabled"
+                                                                       : "");
     return json_string(buf);
 }
 

@@ -10,15 +10,17 @@
  * arrival or completion. Engine time is the monotonic time of its calls (apply, cycle, release,
  * finish), scaled by the process's share of the CPU over the run (the machine is shared); the
  * engine itself reads no clock. BENCH_PHASES=1 splits cycle time by phase through the engine's
- * phase hook. A run that preempts more workloads at one instant than there are workloads stops
- * with "preemption loop" (none does: see docs/control.md on the loop guards).
+ * phase hook. The clock also jumps to the engine's next wakeup (fatia_control_next_wakeup: a
+ * requeue backoff or a victim's preemption cooldown ending). A run that preempts more workloads
+ * at one instant than there are workloads stops with "preemption loop" (none does: see
+ * docs/control.md on the loop guards); one that ends with workloads never finished says so.
  *
  * Scenarios:
  *   main        1,000 ClusterQueues in 100 cohorts: 70 flat cohorts of 10 queues and 10
  *               hierarchical roots (own quota) with 2 child cohorts (lending limit 0) of 15
  *               queues; 4 flavors x 3 resources (cpu, memory, nvidia.com/gpu) per queue, nominal
- *               quota in four sizes, borrowing limits (half the nominal quota, a fifth of the
- *               queues 64 cpu / 8 GPUs), lending limits on a seventh, weights 2 on a tenth,
+ *               quota in four sizes, borrowing limits (16 cpu / 64Gi / 4 GPUs, a fifth of the
+ *               queues 64 cpu / 256Gi / 8 GPUs), lending limits on a seventh, weights 2 on a tenth,
  *               withinClusterQueue LowerPriority, reclaimWithinCohort Any / LowerPriority /
  *               Never by thirds, whenCanBorrow/whenCanPreempt TryNextFlavor on three quarters;
  *               fair sharing on with both strategies. 100,000 workloads arriving at random over
@@ -460,8 +462,12 @@ static void run_sim(struct stats *st)
     }
     st->makespan_us = now;
     if (st->finished != n_wls && !cpu_limit_us) {
-        fprintf(stderr, "control_bench: %" PRIu64 " of %zu workloads finished\n", st->finished,
-                n_wls);
+        struct fatia_control_stats es;
+        fatia_control_stats(eng, &es);
+        fprintf(stderr,
+                "control_bench: %" PRIu64 " of %zu workloads finished (engine: %zu pending, %zu "
+                "admitted, %zu evicting)\n",
+                st->finished, n_wls, es.pending, es.admitted, es.evicting);
         exit(1);
     }
 }
@@ -536,10 +542,10 @@ static void build_main_topology(bool fair, bool preempt)
         for (int k = 0; k < per; k++, q++) {
             static const char *const quota[][3] = {
                 {"16", "64Gi", "2"}, {"32", "128Gi", "4"}, {"8", "32Gi", "1"}, {"24", "96Gi", "3"}};
-            /* every queue may borrow: half its nominal quota, a fifth of them 64 cpu / 8 GPUs */
+            /* every queue may borrow: 16 cpu / 64Gi / 4 GPUs (so that the largest class fits
+             * in every queue), a fifth of them 64 cpu / 256Gi / 8 GPUs */
             static const char *const blim[] = {"64", "256Gi", "8"};
-            static const char *const half[][3] = {
-                {"8", "32Gi", "1"}, {"16", "64Gi", "2"}, {"4", "16Gi", "1"}, {"12", "48Gi", "2"}};
+            static const char *const blim_small[] = {"16", "64Gi", "4"};
             static const char *const llim[] = {"8", "32Gi", "1"};
             const char *const *qq = quota[q % 4];
             /* reclaimWithinCohort: a third each of Any, LowerPriority and Never (Kueue's
@@ -558,8 +564,8 @@ static void build_main_topology(bool fair, bool preempt)
                     pre, "borrowWithinCohort",
                     json_pack("{s:s,s:i}", "policy", "LowerPriority", "maxPriorityThreshold", 100));
             cluster_queue(cq_names[q], parent,
-                          groups(res3, qq, q % 5 == 0 ? blim : half[q % 4],
-                                 q % 7 == 0 ? llim : NULL, 3, flv4, 4),
+                          groups(res3, qq, q % 5 == 0 ? blim : blim_small, q % 7 == 0 ? llim : NULL,
+                                 3, flv4, 4),
                           pre, q % 10 == 0 ? "2" : NULL, q % 4 != 0);
         }
     }

@@ -70,7 +70,7 @@ struct entry {
     struct ctl_use *res_use;
     size_t n_res_use;
     bool first;    /* its previous attempt issued preemptions: it goes before the others */
-    bool cooldown; /* it was preempted at this instant and so searched no targets */
+    bool cooldown; /* preempted less than CTL_PREEMPT_COOLDOWN ago: searched no targets */
     uint64_t first_seq;
     /* fair sharing */
     struct ctl_cohort *root; /* NULL: no cohort */
@@ -681,10 +681,10 @@ static int requeue(struct fatia_control *c, struct entry *e)
         }
     }
     if (e->cooldown && e->rr == RR_NO_CANDIDATES) {
-        /* it searched no targets only because the clock has not moved since it was
-         * preempted: retried by the first cycle after that instant, not parked */
-        if (w->requeue_at <= w->preempted_at)
-            w->requeue_at = w->preempted_at + 1;
+        /* it searched no targets only because it was preempted less than the cooldown ago:
+         * retried by the first cycle after the cooldown (a backoff), not parked */
+        if (w->requeue_at < w->preempted_at + CTL_PREEMPT_COOLDOWN)
+            w->requeue_at = w->preempted_at + CTL_PREEMPT_COOLDOWN;
         return ctl_queue_push(c, cq, w);
     }
     if (w->requeue_at <= c->now && (immediate || w->pop_gen != cq->requeue_gen))

@@ -627,7 +627,9 @@ int ctl_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl
                     const uint32_t *frs_need, size_t n_need, const struct ctl_use *req,
                     size_t n_req, struct ctl_targets *ret);
 void ctl_targets_release(struct ctl_targets *t);
-/* A victim of a preemption at the engine's current time issues no preemptions (preempt.c). */
+/* A victim of a preemption issues no preemptions for CTL_PREEMPT_COOLDOWN after its eviction
+ * (preempt.c: the preemption-loop guard, docs/control.md). */
+#define CTL_PREEMPT_COOLDOWN INT64_C(1000000) /* usec */
 bool ctl_preempt_cooldown(const struct fatia_control *c, const struct ctl_wl *w);
 int ctl_targets_push(struct ctl_targets *t, struct ctl_wl *w, const char *reason);
 void ctl_snapshot_remove(struct fatia_control *c, struct ctl_wl *w);

@@ -908,14 +908,17 @@ out:
     return r;
 }
 
-/* A deliberate deviation from Kueue: a workload preempted at the current time may take free quota
- * but preempts nobody until the clock moves. With the clock standing still (fatia schedule, or
- * a daemon's cycles within one instant), within-ClusterQueue priority, reclamation and fair
- * sharing can otherwise chain into preemption loops in which victims preempt their way back
- * (kueue#3779, #7101, #14543). */
+/* A deliberate deviation from Kueue: a workload preempted at time t may take free quota but
+ * preempts nobody before t + CTL_PREEMPT_COOLDOWN (1 s). Within-ClusterQueue priority,
+ * reclamation and fair sharing can otherwise chain into preemption loops in which victims preempt
+ * their way back (kueue#3779, #7101, #14543): with the clock standing still (fatia schedule, a
+ * daemon's cycles within one instant) they never end, and with a moving clock they thrash as fast
+ * as cycles run (A preempts B in its own ClusterQueue and borrows, C reclaims from A, D preempts
+ * C in its own ClusterQueue and borrows, B reclaims from D, ...). The cooldown bounds such a loop
+ * to one preemption per victim per second of engine time. */
 bool ctl_preempt_cooldown(const struct fatia_control *c, const struct ctl_wl *w)
 {
-    return w->was_preempted && w->preempted_at >= c->now;
+    return w->was_preempted && c->now < w->preempted_at + CTL_PREEMPT_COOLDOWN;
 }
 
 int ctl_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl_wl *w,

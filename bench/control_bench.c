@@ -27,6 +27,8 @@
  *               300 virtual seconds into random queues: 60 % small (1 cpu, 4Gi, priority 50,
  *               20 s), 30 % medium (4 cpu, 16Gi, 1 GPU, priority 100, 30 s), 10 % large (2 pods
  *               of 8 cpu, 32Gi, 2 GPUs, priority 200, 60 s): slightly more than the quota holds
+ *               (BENCH_ARRIVAL_S=N spreads the arrivals over N virtual seconds instead: less
+ *               contention, fewer preemptions)
  *   baseline    Kueue's configs/baseline: 5 cohorts x 6 ClusterQueues (20 cpu, borrowingLimit
  *               100, reclaim Any, within LowerPriority), per queue 350 small + 100 medium + 50
  *               large = 15,000 workloads
@@ -741,7 +743,9 @@ int main(int argc, char **argv)
         main_classes();
         /* 100,000 workloads arriving over 30 virtual seconds; they ask for about 3.3 million
          * GPU-seconds against some 10,000 GPUs of quota, so queues stay deep for minutes */
-        main_workloads(argc > 2 ? strtoull(argv[2], NULL, 10) : 100000, 300 * INT64_C(1000000));
+        main_workloads(argc > 2 ? strtoull(argv[2], NULL, 10) : 100000,
+                       (getenv("BENCH_ARRIVAL_S") ? atoll(getenv("BENCH_ARRIVAL_S")) : 300) *
+                           INT64_C(1000000));
     } else if (!strcmp(scen, "baseline")) {
         build_kueue(5, 6, 350, 100, 50, 200, 500, 1000, 100, 500, 1200);
     } else if (!strcmp(scen, "large")) {

@@ -406,6 +406,10 @@ static void test_victim_cooldown(void **state)
     assert_string_equal(res->admitted[0].key, "ns/h");
     res = cycle_at(c, NOW);
     assert_int_equal(res->n_evicted, 0); /* v preempts nobody at the instant it was preempted */
+    /* v waits in the backoff list for its cooldown, and the driver is told when that ends */
+    assert_false(fatia_control_has_work(c, NOW));
+    assert_int_equal(fatia_control_next_wakeup(c), NOW + 1000000);
+    assert_true(fatia_control_has_work(c, NOW + 1000000));
     /* one second later v reclaims f2 from r1, which borrows it */
     res = cycle_at(c, NOW + 1000000);
     assert_int_equal(res->n_evicted, 1);

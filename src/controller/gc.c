@@ -14,8 +14,14 @@
  * Deletes carry the dependent's uid as a precondition, so a dependent re-created under the same
  * name is never collected by mistake. Foreground deletion and orphaning are not implemented:
  * every delete cascades in the background (kubectl's default).
+ *
+ * Events expire as kube-apiserver's do (--event-ttl, default 1 h): a sweep every minute deletes
+ * the Events whose lastTimestamp (or eventTime, or creationTimestamp) is older, so a long-running
+ * fatiad's store does not grow with them.
  */
 #include "base/compat.h"
+
+#include <event2/event.h>
 
 #include "base/alloc.h"
 #include "base/error.h"
@@ -36,7 +42,50 @@ struct gc_ctl {
     /* dependents we collect */
     struct informer *deps[GC_MAX_KINDS];
     size_t n_deps;
+    /* Events */
+    struct informer *events;
+    struct event *sweep_ev;
+    struct wq *events_q;
 };
+
+#define EVENT_TTL   (3600 * FATIA_USEC_PER_SEC)
+#define EVENT_SWEEP (60 * FATIA_USEC_PER_SEC)
+
+static void sweep_event(void *arg, const char *key)
+{
+    struct gc_ctl *g = arg;
+    const json_t *ev = informer_get_key(g->events, key);
+    const char *ts;
+    fatia_usec_t t;
+    char nsbuf[300];
+    const char *name;
+
+    if (!ev)
+        return;
+    ts = fatia_json_str(ev, "lastTimestamp");
+    if (!ts)
+        ts = fatia_json_str(ev, "eventTime");
+    if (!ts)
+        ts = meta_str(ev, "creationTimestamp");
+    if (!ts || fatia_time_parse_rfc3339(ts, &t) < 0 || ctl_now(g->ctl) - t < EVENT_TTL)
+        return;
+    name = split_key(key, nsbuf, sizeof(nsbuf));
+    ctl_delete(g->ctl, g->events->kind, nsbuf, name, meta_str(ev, "uid"),
+               &(struct op_opts){
+                   .wq = g->events_q, .key = key, .quiet_missing = true, .quiet_conflict = true});
+}
+
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct gc_ctl *g = arg;
+
+    (void)fd;
+    (void)what;
+    if (!ctl_ready(g->ctl))
+        return;
+    INFORMER_FOREACH(g->events, it)
+    wq_add(g->events_q, it->key);
+}
 
 /* Queue keys are "<index of the dependent informer>|<ns/name>". */
 static void enqueue(struct gc_ctl *g, size_t dep, const char *key)
@@ -124,6 +173,10 @@ static void on_owner(void *arg, const json_t *old, const json_t *obj)
 static void on_synced(void *arg)
 {
     struct gc_ctl *g = arg;
+    struct timeval tv = {(time_t)(EVENT_SWEEP / FATIA_USEC_PER_SEC), 0};
+
+    event_add(g->sweep_ev, &tv);
+    sweep_cb(-1, 0, g);
 
     for (size_t d = 0; d < g->n_deps; d++) {
         INFORMER_FOREACH(g->deps[d], it)
@@ -168,6 +221,13 @@ int gc_ctl_new(struct ctl *c, struct gc_ctl **ret)
         return -ENOMEM;
     g->ctl = c;
     g->q = wq_new(c, "gc", reconcile, g);
+    g->events_q = wq_new(c, "event-ttl", sweep_event, g);
+    g->events = ctl_informer(c, fatia_kind_find("v1", "Event", NULL));
+    g->sweep_ev = event_new(ctl_base(c), -1, EV_PERSIST, sweep_cb, g);
+    if (!g->q || !g->events_q || !g->events || !g->sweep_ev) {
+        gc_ctl_free(g);
+        return -ENOMEM;
+    }
     if (!g->q) {
         fatia_free(g);
         return -ENOMEM;
@@ -189,5 +249,8 @@ void gc_ctl_free(struct gc_ctl *g)
     if (!g)
         return;
     wq_free(g->q);
+    wq_free(g->events_q);
+    if (g->sweep_ev)
+        event_free(g->sweep_ev);
     fatia_free(g);
 }

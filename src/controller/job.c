@@ -27,6 +27,11 @@
  * completionTime with Complete. A suspended Job deletes its running pods; startTime restarts when
  * it resumes (activeDeadlineSeconds counts from there).
  *
+ * Defaults kube-apiserver gives a Job at creation and fatia's does not (they need its uid, which
+ * admission plugins do not see): the first reconcile sets spec.selector (matchLabels
+ * batch.kubernetes.io/controller-uid) and the template's labels, so that `kubectl logs job/x`
+ * and `kubectl describe job` find its pods.
+ *
  * Not implemented: Indexed completion mode (pods run as NonIndexed), podFailurePolicy,
  * successPolicy, backoffLimitPerIndex, podReplacementPolicy (terminating pods are never replaced
  * before they are gone: a GPU slice is never asked for twice), ttlSecondsAfterFinished.
@@ -172,6 +177,31 @@ static int remove_tracking(struct job_ctl *j, const json_t *pod, const char *key
     return r;
 }
 
+static void set_selector(struct job_ctl *j, const json_t *job, const char *key)
+{
+    const char *uid = meta_str(job, "uid"), *name = meta_str(job, "name");
+    json_t *nj = json_deep_copy(job);
+    json_t *spec = nj ? json_object_get(nj, "spec") : NULL;
+    json_t *tmeta, *labels;
+
+    if (!spec || !uid || !name) {
+        json_decref(nj);
+        return;
+    }
+    json_object_set_new(spec, "selector",
+                        json_pack("{s:{s:s}}", "matchLabels", JOB_LABEL_CTRL_UID, uid));
+    tmeta = fatia_json_object_ensure(fatia_json_object_ensure(spec, "template"), "metadata");
+    labels = tmeta ? fatia_json_object_ensure(tmeta, "labels") : NULL;
+    if (labels) {
+        json_object_set_new(labels, JOB_LABEL_CTRL_UID, json_string(uid));
+        json_object_set_new(labels, JOB_LABEL_NAME, json_string(name));
+        json_object_set_new(labels, "controller-uid", json_string(uid));
+        json_object_set_new(labels, "job-name", json_string(name));
+    }
+    ctl_update(j->ctl, nj, &(struct op_opts){.wq = j->q, .key = key});
+    json_decref(nj);
+}
+
 static json_t *new_pod(const json_t *job)
 {
     const json_t *tmpl = json_object_get(json_object_get(job, "spec"), "template");
@@ -223,6 +253,12 @@ static void reconcile(void *arg, const char *key)
 
     if (!job || obj_deleting(job))
         return;
+    if (!json_object_get(spec, "selector") && !fatia_json_bool(spec, "manualSelector", false)) {
+        /* kube-apiserver defaults these at creation, from the uid, which admission plugins do
+           not know yet here: the first reconcile writes them (kubectl logs job/x needs them) */
+        set_selector(j, job, key);
+        return;
+    }
     suspended = fatia_json_bool(spec, "suspend", false);
     finished = cond_true(job, "Complete") || cond_true(job, "Failed");
     par = get_int(spec, "parallelism", 1);

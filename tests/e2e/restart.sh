@@ -31,7 +31,7 @@ watch_pods "$TMP/watch1"
 # mk NAME PROFILE SECONDS EXIT: a job that records its start and pid, sleeps, exits
 mk() {
     $MK team-a "$1" "$2" "" \
-        "echo start >> $SHARED/$1.starts; echo \$\$ > $SHARED/$1.pid; sleep $3; exit $4" |
+        "echo start >> $SHARED/$1.starts; echo \$\$\$\$ > $SHARED/$1.pid; sleep $3; exit $4" |
         sed 's/^spec:$/spec:\n  backoffLimit: 0/' | $K create -f - >/dev/null || fail "create $1"
 }
 running() { [ -s "$SHARED/$1.pid" ] && kill -0 "$(cat "$SHARED/$1.pid")" 2>/dev/null; }

@@ -37,7 +37,7 @@ job() {
     sed -e "s/value: \"[0-9]*\"}/value: \"$3\"}/" \
         -e "s/sleep 1; done/sleep 0.1; done/" \
         -e "s|trap '|trap 'echo TERM >> $SHARED/$2.trap; |" "examples/jobs/$1" |
-        awk -v f="$SHARED/$2.pid" '{print} /^ *- \|$/ {match($0, /^ */); printf "%*s  echo $$ > %s\n", RLENGTH, "", f}' \
+        awk -v f="$SHARED/$2.pid" '{print} /^ *- \|$/ {match($0, /^ */); printf "%*s  echo $$$$ > %s\n", RLENGTH, "", f}' \
             >"$TMP/$2.yaml"
     $K create -f "$TMP/$2.yaml" >/dev/null || fail "kubectl create -f examples/jobs/$1"
 }
@@ -73,16 +73,17 @@ expect_line "$TMP/out" "2"
 job 20-team-b-train.yaml train-b1 10
 wait_until 15 test -s "$SHARED/train-a2.trap"
 wait_until 15 running team-b train-b1
-expect_rc 0 $K get workload "$(wl_of team-a train-a2)" -n team-a -o jsonpath='{.status.conditions[?(@.type=="Preempted")].reason}'
-expect_line "$TMP/out" "InCohortReclamation"
+# (the condition may already read "Previously: ..." if the job was admitted again meanwhile)
+expect_rc 0 $K get workload "$(wl_of team-a train-a2)" -n team-a -o jsonpath='{.status.conditions[?(@.type=="Preempted")].message}'
+expect_line "$TMP/out" "due to reclamation within the cohort"
 [ -s "$SHARED/train-a1.trap" ] && fail "train-a1 was stopped by team-b's job"
 
 # 4. urgent work of team-a preempts its batch job
 job 30-team-a-urgent.yaml urgent-eval 10
 wait_until 15 test -s "$SHARED/train-a1.trap"
 wait_until 15 running team-a urgent-eval
-expect_rc 0 $K get workload "$(wl_of team-a train-a1)" -n team-a -o jsonpath='{.status.conditions[?(@.type=="Preempted")].reason}'
-expect_line "$TMP/out" "InClusterQueue"
+expect_rc 0 $K get workload "$(wl_of team-a train-a1)" -n team-a -o jsonpath='{.status.conditions[?(@.type=="Preempted")].message}'
+expect_line "$TMP/out" "due to prioritization in the ClusterQueue"
 
 # 5. a notebook on a capped time-slice, a model server on MIG
 job 40-team-b-notebook.yaml notebook 30
@@ -139,7 +140,7 @@ spec:
   containers:
   - name: main
     image: busybox
-    command: ["sh", "-c", "echo $$ > SHARED/mps-client.pid; sleep 30"]
+    command: ["sh", "-c", "echo $$$$ > SHARED/mps-client.pid; sleep 30"]
     resources: {limits: {nvidia.com/gpu.mps: 1}}
 YAML
 sed -i "s|SHARED|$SHARED|" "$TMP/mps.yaml"

@@ -1794,6 +1794,28 @@ static void adopt_all(struct fatia_agent *a)
 
 /* ---- life ---- */
 
+/* Pods run under other uids: every directory above DATA must be searchable by others (o+x),
+ * or each container fails with "chdir to workingDir ... Permission denied". Said once, at start,
+ * naming the directory (fatiad does not change modes above its own data directory). */
+static void warn_untraversable(const char *data_dir)
+{
+    char path[4096], *slash;
+    struct stat st;
+
+    if (!realpath(data_dir, path))
+        return;
+    while ((slash = strrchr(path, '/')) && slash != path) {
+        *slash = '\0';
+        if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+            fatia_warn("agent: '%s' is not searchable by others (mode %03o): pods, which run "
+                       "under their namespace's uid, cannot reach their working directory in "
+                       "'%s' (chmod o+x '%s', or --agent user=current)",
+                       path, (unsigned)(st.st_mode & 0777), data_dir, path);
+            return;
+        }
+    }
+}
+
 static void exe_dir(char *buf, size_t n)
 {
     ssize_t len = readlink("/proc/self/exe", buf, n - 1);
@@ -1878,6 +1900,7 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
     if (a->switch_user) {
         /* pods' uids must reach DATA/agent/run/<uid>: traverse-only permission on the way */
         (void)chmod(opts->data_dir, 0711);
+        warn_untraversable(opts->data_dir);
         snprintf(state, sizeof(state), "%s/uids", a->dir);
         r = fatia_uidmap_load(&a->uids, opts->uid_map, state, opts->uid_base, 0, why, sizeof(why));
         if (r < 0) {

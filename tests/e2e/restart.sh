@@ -6,16 +6,11 @@
 # that exited while fatiad was down gets its true exit code (Failed, exitCode 3); a new Job for
 # two whole GPUs lands on the two that are free, not on the held ones; every Job ends as it
 # should; and tests/e2e/slicecheck.py over the pod events before and after the restart: no slice
-# was ever held by two pods. Skipped (with a message) when kubectl is missing or fatiad has no
-# node agent.
+# was ever held by two pods. Skipped (with a message) when kubectl is missing.
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
 . "$(dirname "$0")/lib.bash"
 find_kubectl
-if [ -z "$NO_AGENT" ]; then
-    echo "skipped: this fatiad has no node agent (docs/agent.md)"
-    exit 0
-fi
 export HOME=$TMP/home
 mkdir -p "$HOME"
 export FATIAD_CONTROLLERS=1

@@ -15,6 +15,7 @@ find_kubectl
 export HOME=$TMP/home
 mkdir -p "$HOME"
 export FATIAD_CONTROLLERS=1
+chmod 711 "$TMP" # the pods' uids reach their working directories in $TMP/data
 N=${2:-${FATIA_SOAK_JOBS:-1000}}
 AGENT=real
 [ -n "$NO_AGENT" ] || AGENT=fake

@@ -2,25 +2,27 @@
 # tests/e2e/walkthrough.sh: the README's walkthrough as a test, with real processes: fatiad with
 # its node agent on the walkthrough fleet (examples/fleet/) and examples/, the real kubectl, and
 # the walkthrough's own manifests (examples/jobs/), run faster (sleep 0.1 a step) and instrumented
-# by sed: each process writes its pid to $SHARED/<name>.pid and its SIGTERM trap to
-# $SHARED/<name>.trap. Checks:
-#   - admission order: team-a's first job, then its second (borrowing team-b's idle GPUs), then
-#     team-b's (which reclaims them: team-a's borrower gets SIGTERM), then team-a's urgent job
-#     (which preempts team-a's batch job: SIGTERM);
-#   - the environment each running process really has (/proc/PID/environ): GPU UUIDs for whole
-#     GPUs, the MIG UUID on a MIG slice, LD_PRELOAD of the interposer and the cap on a time-slice,
-#     the MPS variables on an MPS share (a policy applied live, which re-plans two GPUs);
-#   - kubectl logs; final phases (every Job Complete), quotas back to zero;
+# by sed: each process writes its pid to $SHARED/<name>.pid, "start <name>" to $SHARED/order
+# when it starts and "stop <name>" there (and to $SHARED/<name>.trap) when its SIGTERM trap runs.
+# Checks:
+#   - admission order, as the processes saw it: team-a's first job, then its second (borrowing
+#     team-b's idle GPUs), then team-b's, which starts only after team-a's borrower got SIGTERM and
+#     stopped (reclamation), then team-a's urgent job, only after team-a's batch job stopped
+#     (priority preemption); team-b's job never stops team-a's job within its quota;
+#   - the environment each running process really has (/proc/PID/environ): the GPU UUIDs of its
+#     pod's fatia.dev/devices annotation (the simulated ids) for whole GPUs, the MIG UUID on a MIG
+#     slice, LD_PRELOAD of the interposer and the cap on a time-slice, the MPS variables on an MPS
+#     share (a policy applied live, which re-plans two GPUs);
+#   - at every step, over the live processes of this fatiad's pods: no slice (FATIA_SLICES) in
+#     two pods at once;
+#   - kubectl logs (a pod, job/x), the ImageNotPulled Event, final phases (every Job Complete),
+#     quotas back to zero, kubectl get clusterqueues;
 #   - tests/e2e/slicecheck.py over every pod event: no slice held by two pods.
-# Skipped (with a message) when kubectl is missing or fatiad has no node agent.
+# Skipped (with a message) when kubectl is missing.
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
 . "$(dirname "$0")/lib.bash"
 find_kubectl
-if [ -z "$NO_AGENT" ]; then
-    echo "skipped: this fatiad has no node agent (docs/agent.md)"
-    exit 0
-fi
 export HOME=$TMP/home
 mkdir -p "$HOME"
 export FATIAD_CONTROLLERS=1
@@ -28,6 +30,8 @@ chmod 711 "$TMP"
 SHARED=$TMP/shared
 mkdir -p "$SHARED"
 chmod 1777 "$SHARED"
+: >"$SHARED/order" # written by both teams' uids
+chmod 666 "$SHARED/order"
 
 e2e_start --job-backoff 200ms || { finish; exit 1; }
 watch_pods "$TMP/watch"
@@ -36,8 +40,9 @@ watch_pods "$TMP/watch"
 job() {
     sed -e "s/value: \"[0-9]*\"}/value: \"$3\"}/" \
         -e "s/sleep 1; done/sleep 0.1; done/" \
-        -e "s|trap '|trap 'echo TERM >> $SHARED/$2.trap; |" "examples/jobs/$1" |
-        awk -v f="$SHARED/$2.pid" '{print} /^ *- \|$/ {match($0, /^ */); printf "%*s  echo $$$$ > %s\n", RLENGTH, "", f}' \
+        -e "s|trap '|trap 'echo TERM >> $SHARED/$2.trap; echo stop $2 >> $SHARED/order; |" "examples/jobs/$1" |
+        awk -v f="$SHARED/$2.pid" -v o="$SHARED/order" -v n="$2" '{print}
+            /^ *- \|$/ {match($0, /^ */); printf "%*s  echo $$$$ > %s; echo start %s >> %s\n", RLENGTH, "", f, n, o}' \
             >"$TMP/$2.yaml"
     $K create -f "$TMP/$2.yaml" >/dev/null || fail "kubectl create -f examples/jobs/$1"
 }
@@ -47,9 +52,36 @@ running() { # NS NAME: the job's (or pod's) process is up
 environ_of() {
     tr '\0' '\n' <"/proc/$1/environ"
 }
-admitted_at() { # NS JOB: when its workload's Admitted condition turned True
-    $K get workload "$(wl_of "$1" "$2")" -n "$1" \
-        -o jsonpath='{.status.conditions[?(@.type=="Admitted")].lastTransitionTime}'
+# before A B: line A of $SHARED/order comes before line B (both there)
+before() {
+    local a b
+    a=$(grep -nxF "$1" "$SHARED/order" | head -1 | cut -d: -f1)
+    b=$(grep -nxF "$2" "$SHARED/order" | head -1 | cut -d: -f1)
+    [ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ] ||
+        fail "admission order: '$1' should come before '$2': $(tr '\n' ';' <"$SHARED/order")"
+}
+# no_shared_slices MIN: over the live processes of this fatiad's pods (their HOME is in its data
+# directory), no slice id of FATIA_SLICES belongs to two pods (HOSTNAME) at once; at least MIN
+# pods were found
+no_shared_slices() {
+    local f
+    for f in /proc/[0-9]*/environ; do
+        tr '\0' '\n' 2>/dev/null <"$f" | awk -v d="HOME=$TMP/data/" '
+            index($0, d) == 1 {ours = 1} /^HOSTNAME=/ {h = substr($0, 10)}
+            /^FATIA_SLICES=/ {s = substr($0, 14)}
+            END {if (ours && h != "" && s != "") {n = split(s, a, ","); for (i = 1; i <= n; i++) print a[i], h}}'
+    done | sort -u >"$TMP/live-slices"
+    awk '{n[$1]++; p[$1] = p[$1] " " $2} END {for (s in n) if (n[s] > 1) print s ":" p[s]}' \
+        "$TMP/live-slices" >"$TMP/shared-slices"
+    [ -s "$TMP/shared-slices" ] && fail "slices held by two running pods: $(cat "$TMP/shared-slices")"
+    [ "$(awk '{print $2}' "$TMP/live-slices" | sort -u | wc -l)" -ge "$1" ] ||
+        fail "want at least $1 pods running on slices, found: $(cat "$TMP/live-slices")"
+    return 0
+}
+# uuids_of NS POD: the UUIDs the placement gave the pod (fatia.dev/devices), comma-separated
+uuids_of() {
+    $K get pod "$2" -n "$1" -o jsonpath='{.metadata.annotations.fatia\.dev/devices}' |
+        python3 -c 'import json,sys; print(",".join(d.get("migUuid") or d["uuid"] for d in json.load(sys.stdin)))'
 }
 
 # 1. team-a trains on two whole GPUs
@@ -61,6 +93,11 @@ grep -q '^CUDA_VISIBLE_DEVICES=GPU-[0-9a-f-]*,GPU-[0-9a-f-]*$' "$TMP/env-a1" ||
     fail "train-a1 does not see two GPUs: $(grep CUDA_VISIBLE "$TMP/env-a1")"
 expect_line "$TMP/env-a1" "NVIDIA_VISIBLE_DEVICES=GPU-"
 grep -q '^LD_PRELOAD=' "$TMP/env-a1" && fail "a whole GPU got the interposer"
+expect_line "$TMP/env-a1" "CUDA_VISIBLE_DEVICES=$(uuids_of team-a "$(pod_of_job team-a train-a1)")"
+expect_line "$TMP/env-a1" "NVIDIA_VISIBLE_DEVICES=$(uuids_of team-a "$(pod_of_job team-a train-a1)")"
+$K get events -n team-a >"$TMP/events"
+expect_line "$TMP/events" "ImageNotPulled"
+expect_line "$TMP/events" "image pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime recorded, not pulled"
 
 # 2. a second job of team-a borrows team-b's idle GPUs
 job 11-team-a-train-2.yaml train-a2 150
@@ -68,6 +105,7 @@ wait_until 15 running team-a train-a2
 wait_until 5 out_is 4 cq_usage team-a h200 nvidia.com/gpu
 expect_rc 0 $K get cq team-a -o jsonpath='{.status.flavorsUsage[?(@.name=="h200")].resources[?(@.name=="nvidia.com/gpu")].borrowed}'
 expect_line "$TMP/out" "2"
+no_shared_slices 2
 
 # 3. team-b takes its GPUs back: the borrower gets SIGTERM
 job 20-team-b-train.yaml train-b1 10
@@ -77,6 +115,7 @@ wait_until 15 running team-b train-b1
 expect_rc 0 $K get workload "$(wl_of team-a train-a2)" -n team-a -o jsonpath='{.status.conditions[?(@.type=="Preempted")].message}'
 expect_line "$TMP/out" "due to reclamation within the cohort"
 [ -s "$SHARED/train-a1.trap" ] && fail "train-a1 was stopped by team-b's job"
+no_shared_slices 1
 
 # 4. urgent work of team-a preempts its batch job
 job 30-team-a-urgent.yaml urgent-eval 10
@@ -84,6 +123,12 @@ wait_until 15 test -s "$SHARED/train-a1.trap"
 wait_until 15 running team-a urgent-eval
 expect_rc 0 $K get workload "$(wl_of team-a train-a1)" -n team-a -o jsonpath='{.status.conditions[?(@.type=="Preempted")].message}'
 expect_line "$TMP/out" "due to prioritization in the ClusterQueue"
+no_shared_slices 1
+before "start train-a1" "start train-a2"
+before "start train-a2" "stop train-a2"
+before "stop train-a2" "start train-b1"
+before "start train-b1" "stop train-a1"
+before "stop train-a1" "start urgent-eval"
 
 # 5. a notebook on a capped time-slice, a model server on MIG
 job 40-team-b-notebook.yaml notebook 30
@@ -96,6 +141,9 @@ expect_line "$TMP/env-nb" "libfatia-vgpu.so"
 expect_line "$TMP/env-nb" "FATIA_VGPU_MEMORY_LIMIT_0=36882612224"
 environ_of "$(cat "$SHARED/serve-llm.pid")" >"$TMP/env-mig"
 expect_line "$TMP/env-mig" "CUDA_VISIBLE_DEVICES=MIG-"
+expect_line "$TMP/env-mig" "CUDA_VISIBLE_DEVICES=$(uuids_of team-b "$(pod_of_job team-b serve-llm)")"
+expect_line "$TMP/env-nb" "CUDA_VISIBLE_DEVICES=$(uuids_of team-b notebook)"
+no_shared_slices 2
 grep -q '^LD_PRELOAD=' "$TMP/env-mig" && fail "a MIG slice got the interposer"
 expect_rc 0 $K logs notebook -n team-b
 expect_line "$TMP/out" "memory cap: 36882612224 bytes"
@@ -119,6 +167,9 @@ for cq in team-a team-b; do
         wait_until 10 out_is 0 cq_usage $cq h200 $r
     done
 done
+expect_rc 0 $K get clusterqueues
+grep -q '^team-a  *research  *0  *0  ' "$TMP/out" ||
+    fail "kubectl get clusterqueues: $(cat "$TMP/out")"
 
 # 7. MPS: two whole GPUs become MPS shares (a live re-plan), a pod gets one
 cat >"$TMP/mps.yaml" <<'YAML'
@@ -150,6 +201,9 @@ environ_of "$(cat "$SHARED/mps-client.pid")" >"$TMP/env-mps"
 expect_line "$TMP/env-mps" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"
 expect_line "$TMP/env-mps" "CUDA_MPS_PIPE_DIRECTORY="
 expect_line "$TMP/env-mps" "CUDA_VISIBLE_DEVICES=GPU-"
+expect_line "$TMP/env-mps" "CUDA_VISIBLE_DEVICES=$(uuids_of team-b mps-client)"
+expect_line "$TMP/env-mps" "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="
+no_shared_slices 1
 expect_rc 0 $K delete pod mps-client -n team-b
 wait_until 20 out_empty $K get pod mps-client -n team-b -o name
 

@@ -108,7 +108,7 @@ expect_line "$TMP/out" "2"
 no_shared_slices 2
 
 # 3. team-b takes its GPUs back: the borrower gets SIGTERM
-job 20-team-b-train.yaml train-b1 10
+job 20-team-b-train.yaml train-b1 100 # runs on through step 4 (10 s or more)
 wait_until 15 test -s "$SHARED/train-a2.trap"
 wait_until 15 running team-b train-b1
 # (the condition may already read "Previously: ..." if the job was admitted again meanwhile)
@@ -117,7 +117,9 @@ expect_line "$TMP/out" "due to reclamation within the cohort"
 [ -s "$SHARED/train-a1.trap" ] && fail "train-a1 was stopped by team-b's job"
 no_shared_slices 1
 
-# 4. urgent work of team-a preempts its batch job
+# 4. urgent work of team-a preempts its batch job (team-b's job still runs, so team-a's
+# borrower cannot be back and the urgent job's only possible victim is train-a1)
+running team-b train-b1 || fail "train-b1 ended before step 4 (the victim would differ)"
 job 30-team-a-urgent.yaml urgent-eval 10
 wait_until 15 test -s "$SHARED/train-a1.trap"
 wait_until 15 running team-a urgent-eval

@@ -803,7 +803,8 @@ static void shim_lost(struct fatia_agent *a, struct apod *p)
     (void)fatia_json_int(st, "pgid", &pgid);
     (void)fatia_json_int(st, "sid", &sid);
     (void)fatia_json_int(st, "pauseStart", &pstart);
-    (void)fatia_json_int(json_object_get(st, "shim"), "pid", &pid);
+    if (!fatia_json_int(json_object_get(st, "shim"), "pid", &pid) || pid <= 0)
+        pid = p->shim_pid;
     for (int k = 0; k < 2; k++) {
         size_t i;
         json_t *c;
@@ -1836,7 +1837,7 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
                     struct fatia_agent **ret)
 {
     struct fatia_agent *a;
-    char bin[3000], why[512] = "", state[4400];
+    char bin[3000], why[512] = "", state[4400], data_dir[4096];
     const char *user;
     int r;
 
@@ -1876,7 +1877,11 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
         fatia_free(a);
         return -ENOENT;
     }
-    snprintf(a->dir, sizeof(a->dir), "%s/agent", opts->data_dir);
+    /* absolute: the shim takes its pod's directory as an absolute path and pods chdir into it
+     * (fatiad --data-dir .fatia, as make run starts it, is relative) */
+    if (!realpath(opts->data_dir, data_dir) || strlen(data_dir) > 1000)
+        snprintf(data_dir, sizeof(data_dir), "%s", opts->data_dir);
+    snprintf(a->dir, sizeof(a->dir), "%s/agent", data_dir);
     snprintf(a->pods_dir, sizeof(a->pods_dir), "%s/pods", a->dir);
     snprintf(a->status_dir, sizeof(a->status_dir), "%s/status", a->dir);
     snprintf(a->logs_dir, sizeof(a->logs_dir), "%s/logs", a->dir);
@@ -1899,8 +1904,8 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
     }
     if (a->switch_user) {
         /* pods' uids must reach DATA/agent/run/<uid>: traverse-only permission on the way */
-        (void)chmod(opts->data_dir, 0711);
-        warn_untraversable(opts->data_dir);
+        (void)chmod(data_dir, 0711);
+        warn_untraversable(data_dir);
         snprintf(state, sizeof(state), "%s/uids", a->dir);
         r = fatia_uidmap_load(&a->uids, opts->uid_map, state, opts->uid_base, 0, why, sizeof(why));
         if (r < 0) {

@@ -32,9 +32,9 @@ static const json_t *find_named(const json_t *arr, const char *name)
     return NULL;
 }
 
-static json_t *statuses(const json_t *spec_ctrs, const json_t *shim_ctrs, const char *wait_reason,
-                        const char *wait_msg, bool *all_ready, bool *all_ok, json_t *unready,
-                        json_t *incomplete)
+static json_t *statuses(const json_t *spec_ctrs, const json_t *shim_ctrs, bool terminal,
+                        const char *wait_reason, const char *wait_msg, bool *all_ready,
+                        bool *all_ok, json_t *unready, json_t *incomplete)
 {
     json_t *out = json_array();
     size_t i;
@@ -59,6 +59,14 @@ static json_t *statuses(const json_t *spec_ctrs, const json_t *shim_ctrs, const 
             json_object_set_new(o, "restartCount", json_integer(0));
         if (state) {
             json_object_set_new(o, "state", json_deep_copy(state));
+        } else if (terminal) {
+            /* the pod ended before this container ran (kubelet's status for a container it
+               cannot find in a terminal pod) */
+            json_object_set_new(
+                o, "state",
+                json_pack("{s:{s:i,s:s,s:s}}", "terminated", "exitCode", 137, "reason",
+                          "ContainerStatusUnknown", "message",
+                          "The container could not be located when the pod was terminated"));
         } else {
             json_t *w =
                 json_pack("{s:s}", "reason", wait_reason ? wait_reason : "ContainerCreating");
@@ -158,8 +166,8 @@ json_t *fatia_pod_status_build(const json_t *pod, const json_t *shim, const char
         json_t *inc = json_array();
         json_object_set_new(st, "initContainerStatuses",
                             statuses(json_object_get(spec, "initContainers"),
-                                     json_object_get(shim, "initContainers"), "PodInitializing",
-                                     NULL, &inits_ready, &inits_ok, junk, inc));
+                                     json_object_get(shim, "initContainers"), terminal,
+                                     "PodInitializing", NULL, &inits_ready, &inits_ok, junk, inc));
         msg = inits_ok ? NULL : names_msg("incomplete", inc);
         json_decref(inc);
         conds = json_array();
@@ -173,7 +181,7 @@ json_t *fatia_pod_status_build(const json_t *pod, const json_t *shim, const char
     }
     json_object_set_new(st, "containerStatuses",
                         statuses(json_object_get(spec, "containers"),
-                                 json_object_get(shim, "containers"),
+                                 json_object_get(shim, "containers"), terminal,
                                  inits_ok ? wait_reason : "PodInitializing", wait_msg, &all_ready,
                                  &all_ok, unready, incomplete));
     json_array_append_new(conds, condition(pod, "PodReadyToStartContainers",

@@ -27,6 +27,10 @@
  * completionTime with Complete. A suspended Job deletes its running pods; startTime restarts when
  * it resumes (activeDeadlineSeconds counts from there).
  *
+ * Orphans: a pod whose Job is gone or being deleted loses the tracking finalizer (work-queue key
+ * "orphan:<ns>/<pod>"), as upstream's orphan-pod handling does, so the garbage collector's
+ * deletion of a deleted Job's pods completes.
+ *
  * Defaults kube-apiserver gives a Job at creation and fatia's does not (they need its uid, which
  * admission plugins do not see): the first reconcile sets spec.selector (matchLabels
  * batch.kubernetes.io/controller-uid) and the template's labels, so that `kubectl logs job/x`
@@ -47,6 +51,8 @@
 #include "controller/metrics.h"
 
 #define COMPONENT "job-controller"
+/* work-queue keys of pods that may be orphans: "orphan:<ns>/<pod>" (Jobs' keys are "<ns>/<job>") */
+#define ORPHAN_PREFIX "orphan:"
 
 struct job_ctl {
     struct ctl *ctl;
@@ -84,6 +90,16 @@ static void on_pod(void *arg, const json_t *old, const json_t *obj)
         return;
     make_key(meta_str(o, "namespace"), fatia_json_str(ref, "name"), key, sizeof(key));
     wq_add(j->q, key);
+    if (obj && obj_has_finalizer(obj, JOB_FINALIZER_TRACK)) {
+        /* perhaps an orphan (its Job deleted): reconcile_orphan decides once caches are synced */
+        const json_t *job = informer_get_key(j->jobs, key);
+        if (!job || strcmp(meta_str(job, "uid"), fatia_json_str(ref, "uid")) || obj_deleting(job)) {
+            char pk[620];
+            snprintf(pk, sizeof(pk), "%s%s/%s", ORPHAN_PREFIX, meta_str(obj, "namespace"),
+                     meta_str(obj, "name"));
+            wq_add(j->q, pk);
+        }
+    }
 }
 
 static bool uid_in(const json_t *arr, const char *uid)
@@ -235,9 +251,27 @@ static json_t *new_pod(const json_t *job)
     return pod;
 }
 
-static void reconcile(void *arg, const char *key)
+/* A pod whose Job is gone or being deleted loses the tracking finalizer (upstream's orphan pod
+ * handling), or it would stay Terminating for ever once the garbage collector deletes it. */
+static void reconcile_orphan(struct job_ctl *j, const char *key)
 {
-    struct job_ctl *j = arg;
+    const char *pkey = key + strlen(ORPHAN_PREFIX);
+    const json_t *pod = informer_get_key(j->pods, pkey);
+    const json_t *ref = pod ? owner_of_kind(pod, "batch/v1", "Job") : NULL;
+    const json_t *job;
+    char jkey[600];
+
+    if (!ref || !obj_has_finalizer(pod, JOB_FINALIZER_TRACK))
+        return;
+    make_key(meta_str(pod, "namespace"), fatia_json_str(ref, "name"), jkey, sizeof(jkey));
+    job = informer_get_key(j->jobs, jkey);
+    if (job && !strcmp(meta_str(job, "uid"), fatia_json_str(ref, "uid")) && !obj_deleting(job))
+        return;
+    (void)remove_tracking(j, pod, key);
+}
+
+static void reconcile_job(struct job_ctl *j, const char *key)
+{
     const json_t *job = informer_get_key(j->jobs, key);
     const json_t *spec = json_object_get(job, "spec");
     const struct fatia_strmap *set;
@@ -251,7 +285,21 @@ static void reconcile(void *arg, const char *key)
     bool has_comp;
     const char *start;
 
-    if (!job || obj_deleting(job))
+    if (job && obj_deleting(job)) {
+        /* a Job deleted in the foreground waits for its pods: they lose the tracking finalizer */
+        const struct fatia_strmap *owned = informer_owned(j->pods, meta_str(job, "uid"));
+        for (size_t i = 0; owned && i < owned->cap; i++) {
+            const struct informer_item *it = owned->slots[i].key ? owned->slots[i].val : NULL;
+            char pk[620];
+            if (!it || !obj_has_finalizer(it->obj, JOB_FINALIZER_TRACK))
+                continue;
+            snprintf(pk, sizeof(pk), "%s%s/%s", ORPHAN_PREFIX, meta_str(it->obj, "namespace"),
+                     meta_str(it->obj, "name"));
+            wq_add(j->q, pk);
+        }
+        return;
+    }
+    if (!job)
         return;
     if (!json_object_get(spec, "selector") && !fatia_json_bool(spec, "manualSelector", false)) {
         /* kube-apiserver defaults these at creation, from the uid, which admission plugins do
@@ -525,6 +573,16 @@ oom:
     FATIA_VEC_RELEASE(&active);
     FATIA_VEC_RELEASE(&ended);
     wq_add_after(j->q, key, FATIA_USEC_PER_SEC);
+}
+
+static void reconcile(void *arg, const char *key)
+{
+    struct job_ctl *j = arg;
+
+    if (!strncmp(key, ORPHAN_PREFIX, strlen(ORPHAN_PREFIX)))
+        reconcile_orphan(j, key);
+    else
+        reconcile_job(j, key);
 }
 
 int job_ctl_new(struct ctl *c, struct job_ctl **ret)

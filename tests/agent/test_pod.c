@@ -303,6 +303,23 @@ static void test_status(void **state)
     assert_false(fatia_pod_status_same(pod, st));
     json_decref(st);
     json_decref(shim);
+    /* a pod that failed before its containers ran (its shim died at start): none is left
+       waiting in a terminal pod */
+    shim = json_pack("{s:i,s:s,s:[],s:s,s:s,s:b}", "seq", 1, "phase", "Failed", "containers",
+                     "reason", "SupervisorLost", "message", "gone", "done", 1);
+    assert_non_null(shim);
+    st = fatia_pod_status_build(pod, shim, "2026-01-01T00:00:00Z", NULL, NULL, 0);
+    assert_string_equal(json_string_value(json_object_get(st, "phase")), "Failed");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(
+                json_object_get(json_array_get(json_object_get(st, "containerStatuses"), 1),
+                                "state"),
+                "terminated"),
+            "reason")),
+        "ContainerStatusUnknown");
+    json_decref(st);
+    json_decref(shim);
     json_decref(pod);
 }
 

@@ -16,7 +16,7 @@
 #   - at every step, over the live processes of this fatiad's pods: no slice (FATIA_SLICES) in
 #     two pods at once;
 #   - kubectl logs (a pod, job/x), the ImageNotPulled Event, final phases (every Job Complete),
-#     quotas back to zero, kubectl get clusterqueues;
+#     quotas back to zero, kubectl get clusterqueues; deleting the Jobs deletes their pods;
 #   - tests/e2e/slicecheck.py over every pod event: no slice held by two pods.
 # Skipped (with a message) when kubectl is missing.
 . "$(dirname "$0")/../cli/lib.bash"
@@ -208,6 +208,12 @@ expect_line "$TMP/env-mps" "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="
 no_shared_slices 1
 expect_rc 0 $K delete pod mps-client -n team-b
 wait_until 20 out_empty $K get pod mps-client -n team-b -o name
+
+# 8. deleting the Jobs deletes their finished pods (the job controller lets go of orphans)
+expect_rc 0 $K delete jobs --all -n team-a
+expect_rc 0 $K delete jobs --all -n team-b
+expect_rc 0 $K delete pod notebook -n team-b
+wait_until 30 out_empty $K get pods -A -o name
 
 # the history: no slice held by two pods
 metrics

@@ -1881,7 +1881,7 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
      * (fatiad --data-dir .fatia, as make run starts it, is relative) */
     if (!realpath(opts->data_dir, data_dir) || strlen(data_dir) > 1000)
         snprintf(data_dir, sizeof(data_dir), "%s", opts->data_dir);
-    snprintf(a->dir, sizeof(a->dir), "%s/agent", data_dir);
+    snprintf(a->dir, sizeof(a->dir), "%.1000s/agent", data_dir); /* at most 1000: checked */
     snprintf(a->pods_dir, sizeof(a->pods_dir), "%s/pods", a->dir);
     snprintf(a->status_dir, sizeof(a->status_dir), "%s/status", a->dir);
     snprintf(a->logs_dir, sizeof(a->logs_dir), "%s/logs", a->dir);

@@ -107,9 +107,15 @@ expect_rc 0 $K get cq team-a -o jsonpath='{.status.flavorsUsage[?(@.name=="h200"
 expect_line "$TMP/out" "2"
 no_shared_slices 2
 
-# 3. team-b takes its GPUs back: the borrower gets SIGTERM
+# 3. team-b takes its GPUs back: the borrower gets SIGTERM (its log, followed as the README
+# says, shows the trap's message and ends with the process)
+$K logs -f job/train-a2 -n team-a >"$TMP/a2.log" 2>&1 &
+LOGS_PID=$!
+wait_until 5 grep -q "step" "$TMP/a2.log"
 job 20-team-b-train.yaml train-b1 100 # runs on through step 4 (10 s or more)
 wait_until 15 test -s "$SHARED/train-a2.trap"
+wait_until 15 eval "! kill -0 $LOGS_PID 2>/dev/null"
+expect_line "$TMP/a2.log" "SIGTERM received at step"
 wait_until 15 running team-b train-b1
 # (the condition may already read "Previously: ..." if the job was admitted again meanwhile)
 expect_rc 0 $K get workload "$(wl_of team-a train-a2)" -n team-a -o jsonpath='{.status.conditions[?(@.type=="Preempted")].message}'

@@ -164,17 +164,23 @@ char *ctl_assignment_message(const struct ctl_assignment *a, const struct ctl_wl
     struct fatia_buf b;
 
     fatia_buf_init(&b, 0);
+    (void)fatia_buf_reserve(&b, 192); /* one allocation for the usual message */
     for (size_t i = 0; i < a->n_ps; i++) {
         struct ctl_ps_result *p = &a->ps[i];
         if (!p->n_reasons)
             continue;
         if (b.len)
             fatia_buf_puts(&b, "; ");
-        fatia_buf_printf(&b, "couldn't assign flavors to pod set %s: ", w->ps[i].name);
+        fatia_buf_puts(&b, "couldn't assign flavors to pod set ");
+        fatia_buf_puts(&b, w->ps[i].name);
+        fatia_buf_puts(&b, ": ");
         if (p->n_reasons > 1)
             qsort(p->reasons, p->n_reasons, sizeof(*p->reasons), cmp_str);
-        for (size_t j = 0; j < p->n_reasons; j++)
-            fatia_buf_printf(&b, "%s%s", j ? ", " : "", p->reasons[j]);
+        for (size_t j = 0; j < p->n_reasons; j++) {
+            if (j)
+                fatia_buf_puts(&b, ", ");
+            fatia_buf_puts(&b, p->reasons[j]);
+        }
     }
     return fatia_buf_steal(&b);
 }

@@ -242,6 +242,7 @@ static int admit(struct fatia_control *c, struct entry *e)
     w->asg = asg;
     w->use = use;
     w->n_use = e->a.n_use;
+    w->fr_bits = ctl_use_bits(w->use, w->n_use);
     w->state = CTL_WL_ADMITTED;
     w->qr_time = c->now;
     w->borrowing = e->a.borrowing > 0;

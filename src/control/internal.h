@@ -242,6 +242,7 @@ struct ctl_wl {
     struct ctl_ps_assign *asg; /* n_ps entries */
     struct ctl_use *use;       /* merged usage per fr */
     size_t n_use;
+    uint64_t fr_bits; /* bit fr % 64 of every fr in use: a clear bit proves an fr unused */
     bool borrowing;
 
     /* queue */
@@ -635,6 +636,23 @@ int ctl_targets_push(struct ctl_targets *t, struct ctl_wl *w, const char *reason
 void ctl_snapshot_remove(struct fatia_control *c, struct ctl_wl *w);
 void ctl_snapshot_add(struct fatia_control *c, struct ctl_wl *w);
 bool ctl_wl_uses_frs(const struct ctl_wl *w, const uint32_t *frs, size_t n);
+
+/* The fr_bits filter of a set of frs (ctl_wl.fr_bits). */
+static inline uint64_t ctl_fr_bits(const uint32_t *frs, size_t n)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < n; i++)
+        b |= UINT64_C(1) << (frs[i] % 64);
+    return b;
+}
+
+static inline uint64_t ctl_use_bits(const struct ctl_use *u, size_t n)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < n; i++)
+        b |= UINT64_C(1) << (u[i].fr % 64);
+    return b;
+}
 
 /* ---- status.c ---- */
 int ctl_pending_list(const struct fatia_control *c, json_t *out);

@@ -230,6 +230,7 @@ void ctl_wl_drop_admission(struct ctl_wl *w)
     fatia_free(w->use);
     w->use = NULL;
     w->n_use = 0;
+    w->fr_bits = 0;
 }
 
 static void podsets_free(struct ctl_podset *ps, size_t n)
@@ -1538,6 +1539,7 @@ static int parse_admission(struct fatia_control *c, struct ctl_wl *w, const json
     for (i = 0; i < use.n; i++)
         w->use[i] = (struct ctl_use){use.v[i].res, use.v[i].per_pod};
     w->n_use = use.n;
+    w->fr_bits = ctl_use_bits(w->use, w->n_use);
     r = 0;
 out:
     fatia_free(use.v);

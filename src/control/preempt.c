@@ -59,6 +59,7 @@ struct pctx {
     size_t n_frs;
     const struct ctl_use *req;
     size_t n_req;
+    uint64_t fr_bits; /* ctl_fr_bits(frs, n_frs) */
 };
 
 /* ---- targets list ---- */
@@ -119,9 +120,23 @@ static void restore(struct fatia_control *c, const struct ctl_targets *t)
 
 bool ctl_wl_uses_frs(const struct ctl_wl *w, const uint32_t *frs, size_t n)
 {
+    if (!(w->fr_bits & ctl_fr_bits(frs, n)))
+        return false;
     for (size_t i = 0; i < w->n_use; i++)
         for (size_t j = 0; j < n; j++)
             if (w->use[i].fr == frs[j])
+                return true;
+    return false;
+}
+
+/* ctl_wl_uses_frs for the search's frs, with their filter computed once. */
+static bool uses_frs(const struct pctx *p, const struct ctl_wl *w)
+{
+    if (!(w->fr_bits & p->fr_bits))
+        return false;
+    for (size_t i = 0; i < w->n_use; i++)
+        for (size_t j = 0; j < p->n_frs; j++)
+            if (w->use[i].fr == p->frs[j])
                 return true;
     return false;
 }
@@ -266,7 +281,7 @@ static enum variant classify(const struct pctx *p, const struct ctl_wl *cand, bo
 {
     int32_t in = p->w->priority, cp = cand->priority;
 
-    if (!ctl_wl_uses_frs(cand, p->frs, p->n_frs))
+    if (!uses_frs(p, cand))
         return V_NEVER;
     if (!satisfies_policy(p, cand))
         return V_NEVER;
@@ -823,7 +838,7 @@ static int collect_fair_tree(const struct pctx *p, struct ctl_cohort *co, struct
             continue;
         for (size_t j = 0; j < cq->admitted.n; j++) {
             struct ctl_wl *x = cq->admitted.v[j];
-            if (!satisfies_policy(p, x) || !ctl_wl_uses_frs(x, p->frs, p->n_frs))
+            if (!uses_frs(p, x) || !satisfies_policy(p, x))
                 continue;
             if (*n == *cap) {
                 size_t nc = *cap ? *cap * 2 : 16;
@@ -858,7 +873,7 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
     if (p->cq->within != CTL_NEVER && cq_may_hold(p, p->cq)) {
         for (size_t j = 0; j < p->cq->admitted.n; j++) {
             struct ctl_wl *x = p->cq->admitted.v[j];
-            if (!satisfies_policy(p, x) || !ctl_wl_uses_frs(x, p->frs, p->n_frs))
+            if (!uses_frs(p, x) || !satisfies_policy(p, x))
                 continue;
             if (n == cap) {
                 size_t nc = cap ? cap * 2 : 16;
@@ -925,7 +940,7 @@ int ctl_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl
                     const uint32_t *frs_need, size_t n_need, const struct ctl_use *req,
                     size_t n_req, struct ctl_targets *ret)
 {
-    struct pctx p = {c, cq, w, frs_need, n_need, req, n_req};
+    struct pctx p = {c, cq, w, frs_need, n_need, req, n_req, ctl_fr_bits(frs_need, n_need)};
 
     ret->n = 0;
     if (!n_need || ctl_preempt_cooldown(c, w))

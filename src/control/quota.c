@@ -184,18 +184,21 @@ struct ctl_drs ctl_drs(struct fatia_control *c, const struct ctl_node *n,
 
     if (!n->parent)
         return d;
-    for (i = 0; i < n->n_frs; i++) {
-        ex[n->frs[i]] = 0;
+    for (i = 0; i < n->n_frs; i++)
         borrowed[c->fr_res.v[n->frs[i]]] = 0;
+    if (k) {
+        for (i = 0; i < n->n_frs; i++)
+            ex[n->frs[i]] = 0;
+        for (i = 0; i < k; i++)
+            ex[extra[i].fr] = 0;
+        for (i = 0; i < k; i++)
+            ex[extra[i].fr] = amt_add(ex[extra[i].fr], extra[i].v);
     }
-    for (i = 0; i < k; i++)
-        ex[extra[i].fr] = 0;
-    for (i = 0; i < k; i++)
-        ex[extra[i].fr] = amt_add(ex[extra[i].fr], extra[i].v);
     /* borrowed per resource name, over the node's flavor-resources */
     for (i = 0; i < n->n_frs; i++) {
         uint32_t fr = n->frs[i];
-        amt_t b = amt_sub(amt_add(ex[fr], n->slot[fr].usage), n->slot[fr].subtree);
+        amt_t u = k ? amt_add(ex[fr], n->slot[fr].usage) : n->slot[fr].usage;
+        amt_t b = amt_sub(u, n->slot[fr].subtree);
         if (b > 0) {
             borrowed[c->fr_res.v[fr]] += (double)b;
             any = true;

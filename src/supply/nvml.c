@@ -546,11 +546,11 @@ int fatia_inventory_nvml(struct fatia_inventory *inv, const struct fatia_nvml_op
         node->pool = opts->pool;
         node->labels = opts->pool->labels;
         node->taints = opts->pool->taints;
-        node->resources = opts->pool->resources;
     }
-    if (!node->resources) {
+    {
         /* A real node's own capacity, as the kubelet reports it: online CPUs, physical memory,
-         * and the kubelet's default of 110 pods. Without it nothing could be placed here. */
+         * and the kubelet's default of 110 pods; never the pool's, which describes a simulated
+         * box (the walkthrough's pool declares 128 cpu and 2Ti, which a real host may lack). */
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         char mem[48];

@@ -944,8 +944,7 @@ static struct mpsd *mps_get(struct fatia_agent *a, const struct fatia_pod_device
         fatia_free(m);
         return NULL;
     }
-    /* pods run under their own uid: let them reach the pipe directory */
-    (void)chmod(fatia_mps_pipe_dir(m->d), 0755);
+    /* pods run under their own uid: mps.c opens the pipe directory to them */
     m->next = a->mpsd;
     a->mpsd = m;
     return m;

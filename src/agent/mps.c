@@ -245,8 +245,18 @@ static int run_control(struct fatia_mps_daemon *d, const char *arg, const char *
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     }
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    r = strchr(d->control_bin, '/') ? posix_spawn(&pid, d->control_bin, &fa, NULL, argv, env)
-                                    : posix_spawnp(&pid, d->control_bin, &fa, NULL, argv, env);
+    if (!input) {
+        /* the daemon (and the servers it starts) create the pipes clients of other uids open:
+         * umask 022, whatever the caller's; posix_spawn has no umask attribute, so a shell
+         * sets it and execs the control program with the same arguments */
+        static char shell[] = "/bin/sh", dash_c[] = "-c",
+                    script[] = "umask 022 && exec \"$0\" \"$@\"";
+        char *sh[] = {shell, dash_c, script, d->control_bin, (char *)arg, NULL};
+        r = posix_spawn(&pid, sh[0], &fa, NULL, sh, env);
+    } else {
+        r = strchr(d->control_bin, '/') ? posix_spawn(&pid, d->control_bin, &fa, NULL, argv, env)
+                                        : posix_spawnp(&pid, d->control_bin, &fa, NULL, argv, env);
+    }
     if (r != 0) {
         r = -r;
         goto out_close;
@@ -397,6 +407,11 @@ static int launch(struct fatia_mps_daemon *d)
     r = mkdir_p(d->pipe_dir);
     if (r == 0)
         r = mkdir_p(d->log_dir);
+    /* Clients run under their pod's uid: the pipe directory must be reachable by them (the
+     * caller's umask, 077 in fatiad, would close it). A client that cannot reach it does not
+     * fail: CUDA runs it without MPS, with no thread or memory limit (seen on the H200). */
+    if (r == 0 && (chmod(d->dir, 0711) < 0 || chmod(d->pipe_dir, 0755) < 0))
+        r = -errno;
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "mps '%s': cannot create directories", d->dir);
     r = run_control(d, "-d", NULL, NULL, 0);
@@ -497,6 +512,10 @@ int fatia_mps_stop(struct fatia_mps_daemon *d)
             usleep(10000);
         }
     }
+    /* the daemon may be our child (it does not always detach): reap it, or it stays a zombie
+       for as long as fatiad runs; a daemon that is not ours gives ECHILD */
+    if (d->pid > 0)
+        (void)waitpid(d->pid, NULL, WNOHANG);
     d->pid = 0;
     return remove_tree(AT_FDCWD, d->dir, 4);
 }

@@ -94,10 +94,16 @@ static void test_start_applies_defaults(void **state)
     snprintf(path, sizeof(path), "%s/gpu-0/pipe", base);
     assert_string_equal(fatia_mps_pipe_dir(d), path);
     assert_int_equal(stat(path, &st), 0);
-    assert_int_equal(st.st_mode & 0777, 0700);
+    /* clients of other uids reach the pipes: the directory and its parent are open to them,
+       and the daemon creates its pipes under umask 022 */
+    assert_int_equal(st.st_mode & 0777, 0755);
+    snprintf(path, sizeof(path), "%s/gpu-0", base);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0711);
     snprintf(path, sizeof(path), "%s/gpu-0/log/control.log", base);
     read_file(path, buf, sizeof(buf));
     assert_non_null(strstr(buf, "CUDA_VISIBLE_DEVICES=GPU-aaaa\n"));
+    assert_non_null(strstr(buf, "UMASK=0022\n"));
     assert_non_null(strstr(buf, "set_default_active_thread_percentage 40\n"));
     assert_non_null(strstr(buf, "set_default_device_pinned_mem_limit 0 2048M\n"));
     assert_int_equal(

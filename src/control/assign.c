@@ -94,6 +94,74 @@ static enum ctl_mode api_mode(enum gmode m)
 
 /* ---- reasons ---- */
 
+static int push_reason(struct ctl_ps_result *p, char *copy)
+{
+    if (!copy)
+        return -ENOMEM;
+    if (p->n_reasons == p->cap_reasons) {
+        size_t nc = p->cap_reasons ? p->cap_reasons * 2 : 4;
+        char **v = fatia_reallocarray(p->reasons, nc, sizeof(*v));
+        if (!v) {
+            fatia_free(copy);
+            return -ENOMEM;
+        }
+        p->reasons = v;
+        p->cap_reasons = nc;
+    }
+    p->reasons[p->n_reasons++] = copy;
+    return 0;
+}
+
+/* add_reason for a reason made of k strings put together (the frequent reasons: no format
+ * parsing, one allocation). */
+static int add_reason_cat(struct ctl_ps_result *p, const char *const *parts, size_t k)
+{
+    size_t len = 0, at = 0;
+    char *s;
+
+    for (size_t i = 0; i < k; i++)
+        len += strlen(parts[i]);
+    s = fatia_malloc(len + 1);
+    if (!s)
+        return -ENOMEM;
+    for (size_t i = 0; i < k; i++) {
+        size_t l = strlen(parts[i]);
+        memcpy(s + at, parts[i], l);
+        at += l;
+    }
+    s[at] = '\0';
+    return push_reason(p, s);
+}
+
+/* fatia_control_format_amount of resource res, through the engine's cache of formatted amounts
+ * (the same amounts recur in the messages of every cycle). */
+static const char *ctl_format_amount(struct fatia_control *c, uint32_t res, amt_t milli, char *buf,
+                                     size_t n)
+{
+    struct ctl_amt_fmt *e;
+    uint64_t h = ((uint64_t)milli * UINT64_C(0x9E3779B97F4A7C15)) ^ ((uint64_t)res << 32);
+
+    if (!c->amt_fmt)
+        c->amt_fmt = fatia_calloc(CTL_AMT_FMT_N, sizeof(*c->amt_fmt));
+    if (!c->amt_fmt) {
+        fatia_control_format_amount(ctl_res_name(c, res), milli, buf, n);
+        return buf;
+    }
+    e = &c->amt_fmt[(h >> 23) % CTL_AMT_FMT_N];
+    if (e->res == res + 1 && e->milli == milli && strlen(e->s) < n) {
+        /* copied: a later call may reuse the entry while the caller still holds the string */
+        memcpy(buf, e->s, strlen(e->s) + 1);
+        return buf;
+    }
+    fatia_control_format_amount(ctl_res_name(c, res), milli, buf, n);
+    if (strlen(buf) < sizeof(e->s)) {
+        e->res = res + 1;
+        e->milli = milli;
+        memcpy(e->s, buf, strlen(buf) + 1);
+    }
+    return buf;
+}
+
 static int add_reason(struct ctl_ps_result *p, const char *fmt, ...) FATIA_PRINTF(2, 3);
 
 static int add_reason(struct ctl_ps_result *p, const char *fmt, ...)
@@ -119,20 +187,7 @@ static int add_reason(struct ctl_ps_result *p, const char *fmt, ...)
         copy = fatia_strdup(m);
         free(m);
     }
-    if (!copy)
-        return -ENOMEM;
-    if (p->n_reasons == p->cap_reasons) {
-        size_t nc = p->cap_reasons ? p->cap_reasons * 2 : 4;
-        char **v = fatia_reallocarray(p->reasons, nc, sizeof(*v));
-        if (!v) {
-            fatia_free(copy);
-            return -ENOMEM;
-        }
-        p->reasons = v;
-        p->cap_reasons = nc;
-    }
-    p->reasons[p->n_reasons++] = copy;
-    return 0;
+    return push_reason(p, copy);
 }
 
 static void clear_reasons(struct ctl_ps_result *p, size_t from)
@@ -265,23 +320,39 @@ static int fits_resource_quota(struct fatia_control *c, struct ctl_cq *cq, struc
     int borrow, r;
 
     if (val > max_cap) {
-        fatia_control_format_amount(res, assumed, b1, sizeof(b1));
-        fatia_control_format_amount(res, request, b2, sizeof(b2));
-        fatia_control_format_amount(res, max_cap, b3, sizeof(b3));
+        const char *parts[] = {
+            "insufficient quota for ",
+            res,
+            " in flavor ",
+            flv,
+            ", previously considered podsets requests (",
+            ctl_format_amount(c, c->fr_res.v[fr], assumed, b1, sizeof(b1)),
+            ") + current podset request (",
+            ctl_format_amount(c, c->fr_res.v[fr], request, b2, sizeof(b2)),
+            ") > maximum capacity (",
+            ctl_format_amount(c, c->fr_res.v[fr], max_cap, b3, sizeof(b3)),
+            ")",
+        };
         *ret = (struct granular){G_NOFIT, 0};
-        return add_reason(p,
-                          "insufficient quota for %s in flavor %s, previously considered podsets "
-                          "requests (%s) + current podset request (%s) > maximum capacity (%s)",
-                          res, flv, b1, b2, b3);
+        return add_reason_cat(p, parts, FATIA_ARRAY_SIZE(parts));
     }
     borrow = ctl_find_height(cq, fr, val, &may_reclaim);
     if (val <= available) {
         *ret = (struct granular){G_FIT, borrow};
         return 0;
     }
-    fatia_control_format_amount(res, amt_sub(val, available), b1, sizeof(b1));
-    r = add_reason(p, "insufficient unused quota for %s in flavor %s, %s more needed", res, flv,
-                   b1);
+    {
+        const char *parts[] = {
+            "insufficient unused quota for ",
+            res,
+            " in flavor ",
+            flv,
+            ", ",
+            ctl_format_amount(c, c->fr_res.v[fr], amt_sub(val, available), b1, sizeof(b1)),
+            " more needed",
+        };
+        r = add_reason_cat(p, parts, FATIA_ARRAY_SIZE(parts));
+    }
     if (r < 0)
         return r;
     if (cq->node.slot[fr].nominal >= val || may_reclaim || can_preempt_while_borrowing(c, cq)) {

@@ -783,8 +783,12 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
             }
         }
         c->ready.n = k;
-        if (k > 1)
-            qsort(c->ready.v, k, sizeof(*c->ready.v), cmp_cq_index);
+        /* compaction keeps the order, so the list is sorted unless queues were listed since */
+        for (size_t i = 1; i < k; i++)
+            if (c->ready.v[i - 1]->index > c->ready.v[i]->index) {
+                qsort(c->ready.v, k, sizeof(*c->ready.v), cmp_cq_index);
+                break;
+            }
     }
     entries = fatia_calloc(n ? n : 1, sizeof(*entries));
     order = fatia_calloc(n ? n : 1, sizeof(*order));

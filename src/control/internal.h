@@ -89,10 +89,14 @@ struct ctl_node {
     int height;    /* Kueue getNodeHeight: 0 for a ClusterQueue */
     bool is_cq;
     uint64_t epoch; /* bumped whenever usage changes (fair-sharing caches) */
-    /* ctl_drs_of's cache: valid while epoch and the engine's tree generation are unchanged */
+    /* ctl_drs_of's cache: valid while the engine's tree generation is unchanged and either the
+     * epoch is, or the usage of every fr in frs equals drs_use (a search removes and puts back
+     * usage, which moves the epoch but not the value) */
     uint64_t drs_epoch, drs_gen;
     double drs_ratio;
     uint32_t drs_res;
+    amt_t *drs_use; /* drs_n entries: usage of frs[i] when the cache was filled */
+    size_t drs_n;
     const char *name;
     amt_t *lend; /* cohorts: per resource id, what a child can reach through this node
                        (Kueue calculateLendable), rebuilt with the tree */
@@ -405,6 +409,8 @@ struct ctl_config {
     size_t n_exclude;
 };
 
+#define CTL_AMT_FMT_N 512
+
 /* ---- the result arena of one cycle ---- */
 
 struct ctl_arena {
@@ -464,6 +470,13 @@ struct fatia_control {
     FATIA_VEC(struct fatia_control_eviction) pending_ev; /* decided outside cycles */
     struct fatia_control_result result;
     bool result_valid;
+
+    /* amounts already formatted for messages (assign.c ctl_format_amount), direct-mapped */
+    struct ctl_amt_fmt {
+        uint32_t res; /* resource id + 1; 0: empty */
+        amt_t milli;
+        char s[40];
+    } * amt_fmt; /* CTL_AMT_FMT_N entries, allocated on first use */
 
     /* scratch */
     amt_t *scratch_amt;  /* n_fr_cap */

@@ -285,6 +285,7 @@ static void cq_free(struct ctl_cq *cq)
     fatia_free(cq->node.slot);
     fatia_free(cq->node.frs);
     fatia_free(cq->node.lend);
+    fatia_free(cq->node.drs_use);
     fatia_free(cq);
 }
 
@@ -300,6 +301,7 @@ void ctl_cohort_free(struct ctl_cohort *co)
     fatia_free(co->node.slot);
     fatia_free(co->node.frs);
     fatia_free(co->node.lend);
+    fatia_free(co->node.drs_use);
     fatia_free(co);
 }
 
@@ -333,6 +335,7 @@ void fatia_control_free(struct fatia_control *c)
 {
     if (!c)
         return;
+    fatia_free(c->amt_fmt);
     for (size_t i = 0; i < c->wls.n; i++)
         ctl_wl_free(c->wls.v[i]);
     FATIA_VEC_RELEASE(&c->wls);

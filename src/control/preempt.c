@@ -231,6 +231,41 @@ static int wl_qsort_cmp(const void *x, const void *y, void *arg)
     return cand_cmp(*(struct ctl_wl *const *)x, *(struct ctl_wl *const *)y, arg);
 }
 
+/* cand_cmp is a total order (it ends on the workload key, which is unique), so every sorting
+ * algorithm gives the same result: short lists (the usual case) go through an insertion sort,
+ * which allocates nothing and calls no comparator through a pointer. */
+#define SORT_SHORT 24
+
+static void sort_wls(struct ctl_wl **v, size_t n, const struct order_ctx *o)
+{
+    if (n > SORT_SHORT) {
+        qsort_r(v, n, sizeof(*v), wl_qsort_cmp, (void *)o);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        struct ctl_wl *x = v[i];
+        size_t j = i;
+        for (; j > 0 && cand_cmp(x, v[j - 1], o) < 0; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+static void sort_cands(struct cand *v, size_t n, const struct order_ctx *o)
+{
+    if (n > SORT_SHORT) {
+        qsort_r(v, n, sizeof(*v), cand_qsort_cmp, (void *)o);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        struct cand x = v[i];
+        size_t j = i;
+        for (; j > 0 && cand_cmp(x.wl, v[j - 1].wl, o) < 0; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
 /* ---- policies ---- */
 
 static bool satisfies_policy(const struct pctx *p, const struct ctl_wl *cand)
@@ -451,11 +486,11 @@ static int classical(const struct pctx *p, struct ctl_targets *ret)
         }
     }
     if (same.n > 1)
-        qsort_r(same.v, same.n, sizeof(*same.v), cand_qsort_cmp, &o);
+        sort_cands(same.v, same.n, &o);
     if (hier.n > 1)
-        qsort_r(hier.v, hier.n, sizeof(*hier.v), cand_qsort_cmp, &o);
+        sort_cands(hier.v, hier.n, &o);
     if (prio.n > 1)
-        qsort_r(prio.v, prio.n, sizeof(*prio.v), cand_qsort_cmp, &o);
+        sort_cands(prio.v, prio.n, &o);
     ev_h = split_evicted(&hier);
     ev_p = split_evicted(&prio);
     ev_s = split_evicted(&same);
@@ -901,7 +936,7 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
         goto out;
     }
     if (n > 1)
-        qsort_r(cands, n, sizeof(*cands), wl_qsort_cmp, &o);
+        sort_wls(cands, n, &o);
     ctl_add_uses(&p->cq->node, p->req, p->n_req);
     r = fs_groups(&s, cands, n);
     if (r == 0)

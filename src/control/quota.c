@@ -184,6 +184,14 @@ struct ctl_drs ctl_drs(struct fatia_control *c, const struct ctl_node *n,
 
     if (!n->parent)
         return d;
+    if (!k) {
+        /* the usual case: a node that borrows nothing has share 0 */
+        for (i = 0; i < n->n_frs && !any; i++)
+            any = n->slot[n->frs[i]].usage > n->slot[n->frs[i]].subtree;
+        if (!any)
+            return d;
+        any = false;
+    }
     for (i = 0; i < n->n_frs; i++)
         borrowed[c->fr_res.v[n->frs[i]]] = 0;
     if (k) {
@@ -230,9 +238,31 @@ struct ctl_drs ctl_drs_of(struct fatia_control *c, const struct ctl_node *n)
     struct ctl_node *m = (struct ctl_node *)n; /* the cache is not part of the node's value */
     struct ctl_drs d;
 
-    if (m->drs_gen == c->tree_gen + 1 && m->drs_epoch == m->epoch)
-        return (struct ctl_drs){m->drs_ratio, m->weight, m->drs_res};
+    if (m->drs_gen == c->tree_gen + 1) {
+        bool same = m->drs_epoch == m->epoch;
+        if (!same && m->drs_n == n->n_frs) {
+            size_t i = 0;
+            while (i < n->n_frs && n->slot[n->frs[i]].usage == m->drs_use[i])
+                i++;
+            same = i == n->n_frs;
+        }
+        if (same) {
+            m->drs_epoch = m->epoch;
+            return (struct ctl_drs){m->drs_ratio, m->weight, m->drs_res};
+        }
+    }
     d = ctl_drs(c, n, NULL, 0);
+    if (m->drs_n != n->n_frs) {
+        amt_t *u = fatia_reallocarray(m->drs_use, n->n_frs ? n->n_frs : 1, sizeof(*u));
+        if (!u) {
+            m->drs_gen = 0; /* no cache */
+            return d;
+        }
+        m->drs_use = u;
+        m->drs_n = n->n_frs;
+    }
+    for (size_t i = 0; i < n->n_frs; i++)
+        m->drs_use[i] = n->slot[n->frs[i]].usage;
     m->drs_gen = c->tree_gen + 1;
     m->drs_epoch = m->epoch;
     m->drs_ratio = d.ratio;

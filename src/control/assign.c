@@ -141,9 +141,9 @@ static const char *ctl_format_amount(struct fatia_control *c, uint32_t res, amt_
     struct ctl_amt_fmt *e;
     uint64_t h = ((uint64_t)milli * UINT64_C(0x9E3779B97F4A7C15)) ^ ((uint64_t)res << 32);
 
-    if (!c->amt_fmt)
+    if (!c->amt_fmt && !c->caches_off)
         c->amt_fmt = fatia_calloc(CTL_AMT_FMT_N, sizeof(*c->amt_fmt));
-    if (!c->amt_fmt) {
+    if (!c->amt_fmt || c->caches_off) {
         fatia_control_format_amount(ctl_res_name(c, res), milli, buf, n);
         return buf;
     }

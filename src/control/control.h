@@ -230,6 +230,11 @@ struct fatia_control_phase_counts {
 void fatia_control_phase_counts(const struct fatia_control *c,
                                 struct fatia_control_phase_counts *ret);
 
+/* The engine's caches (dominant resource shares per node, formatted amounts in messages) are on
+ * by default. Turning them off changes no decision and no message, only the cost: the invariant
+ * tests run an engine without them next to one with them and compare every cycle's result. */
+void fatia_control_set_caches(struct fatia_control *c, bool on);
+
 /* ---- the one-shot driver (`fatia schedule`) ---- */
 
 struct fatia_objset;

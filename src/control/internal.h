@@ -471,6 +471,8 @@ struct fatia_control {
     struct fatia_control_result result;
     bool result_valid;
 
+    bool caches_off; /* fatia_control_set_caches(c, false) */
+
     /* amounts already formatted for messages (assign.c ctl_format_amount), direct-mapped */
     struct ctl_amt_fmt {
         uint32_t res; /* resource id + 1; 0: empty */

@@ -331,6 +331,11 @@ static void config_release(struct ctl_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
+void fatia_control_set_caches(struct fatia_control *c, bool on)
+{
+    c->caches_off = !on;
+}
+
 void fatia_control_free(struct fatia_control *c)
 {
     if (!c)

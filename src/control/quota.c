@@ -238,6 +238,8 @@ struct ctl_drs ctl_drs_of(struct fatia_control *c, const struct ctl_node *n)
     struct ctl_node *m = (struct ctl_node *)n; /* the cache is not part of the node's value */
     struct ctl_drs d;
 
+    if (c->caches_off)
+        return ctl_drs(c, n, NULL, 0);
     if (m->drs_gen == c->tree_gen + 1) {
         bool same = m->drs_epoch == m->epoch;
         if (!same && m->drs_n == n->n_frs) {

@@ -19,6 +19,11 @@
  * every cycle: its admissions are distinct, are held in the ClusterQueue the result names, and
  * every pod set's assignment covers what the pod set requests.
  *
+ * A twin engine with its caches off (fatia_control_set_caches: shares per node, formatted
+ * amounts) gets the same operations, and every cycle's result (admissions with their flavors,
+ * evictions with reasons and messages, pending workloads with their messages) must be the same
+ * in both: the caches change the cost, never a decision.
+ *
  * Usage: invariants OPS [SEED...]   (exit 1 on the first violation, with the seed and op number)
  */
 #include "base/compat.h"
@@ -49,6 +54,7 @@ static bool chance(int percent)
 }
 
 static struct fatia_control *eng;
+static struct fatia_control *ref; /* the twin without caches */
 static uint64_t op_no, seed_now;
 static int n_cqs, n_flavors;
 static char wl_names[1 << 16][24];
@@ -78,7 +84,7 @@ static void apply_json(json_t *root)
         die("generated object does not validate", t ? t : "?");
     }
     r = fatia_control_apply(eng, o->obj, now, NULL);
-    if (r < 0)
+    if (r < 0 || fatia_control_apply(ref, o->obj, now, NULL) != r)
         die("apply", "failed");
     fatia_object_free(o);
     fatia_diag_release(&diag);
@@ -340,7 +346,8 @@ static void op_finish(void)
     snprintf(name, sizeof(name), "%s", n);
     /* finish admitted ones, delete the others (a user cancels a pending job) */
     if (st == FATIA_CONTROL_ADMITTED || chance(30)) {
-        if (fatia_control_workload_finished(eng, "ns", name, now) < 0)
+        if (fatia_control_workload_finished(eng, "ns", name, now) < 0 ||
+            fatia_control_workload_finished(ref, "ns", name, now) < 0)
             die("finish", name);
         forget(name);
     }
@@ -348,7 +355,7 @@ static void op_finish(void)
 
 static void op_release_all(void)
 {
-    if (fatia_control_release_all(eng, now) < 0)
+    if (fatia_control_release_all(eng, now) < 0 || fatia_control_release_all(ref, now) < 0)
         die("release", "failed");
 }
 
@@ -361,22 +368,69 @@ static void op_toggle(void)
     apply_json(workload_json(n, pick(5) - 2, chance(70)));
 }
 
+static bool str_eq(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+/* The twin's result must be the same decision for decision and message for message. */
+static void same_result(const struct fatia_control_result *a, const struct fatia_control_result *b)
+{
+    if (a->n_admitted != b->n_admitted || a->n_evicted != b->n_evicted ||
+        a->n_pending != b->n_pending)
+        die("twin without caches", "a different number of decisions");
+    for (size_t i = 0; i < a->n_admitted; i++) {
+        const struct fatia_control_admission *x = &a->admitted[i], *y = &b->admitted[i];
+        if (!str_eq(x->key, y->key) || !str_eq(x->cluster_queue, y->cluster_queue) ||
+            x->borrowing != y->borrowing || x->n_podsets != y->n_podsets)
+            die("twin without caches: admission differs", x->key);
+        for (size_t p = 0; p < x->n_podsets; p++) {
+            const struct fatia_control_podset *u = &x->podsets[p], *v = &y->podsets[p];
+            if (u->count != v->count || u->n != v->n)
+                die("twin without caches: pod set differs", x->key);
+            for (size_t k = 0; k < u->n; k++)
+                if (!str_eq(u->v[k].resource, v->v[k].resource) ||
+                    !str_eq(u->v[k].flavor, v->v[k].flavor) || u->v[k].milli != v->v[k].milli)
+                    die("twin without caches: flavor differs", x->key);
+        }
+    }
+    for (size_t i = 0; i < a->n_evicted; i++) {
+        const struct fatia_control_eviction *x = &a->evicted[i], *y = &b->evicted[i];
+        if (!str_eq(x->key, y->key) || !str_eq(x->reason, y->reason) ||
+            !str_eq(x->message, y->message) || !str_eq(x->preemptor, y->preemptor))
+            die("twin without caches: eviction differs", x->key);
+    }
+    for (size_t i = 0; i < a->n_pending; i++) {
+        const struct fatia_control_pending *x = &a->pending[i], *y = &b->pending[i];
+        if (!str_eq(x->key, y->key) || !str_eq(x->cluster_queue, y->cluster_queue) ||
+            !str_eq(x->reason, y->reason) || !str_eq(x->message, y->message))
+            die("twin without caches: pending differs", x->key);
+    }
+}
+
 static void op_cycle(void)
 {
-    const struct fatia_control_result *res;
+    const struct fatia_control_result *res, *res_ref;
 
-    if (fatia_control_cycle(eng, now, &res) < 0)
+    if (fatia_control_cycle(eng, now, &res) < 0 || fatia_control_cycle(ref, now, &res_ref) < 0)
         die("cycle", "failed");
     check_result(res);
+    same_result(res, res_ref);
     now += 1000;
+}
+
+static void new_engines(void)
+{
+    if (fatia_control_new(&eng) < 0 || fatia_control_new(&ref) < 0)
+        die("new", "out of memory");
+    fatia_control_set_caches(ref, false);
 }
 
 static void run(uint64_t seed, uint64_t ops)
 {
     seed_now = seed;
     rng = seed * 0x9E3779B97F4A7C15ULL + 1;
-    if (fatia_control_new(&eng) < 0)
-        die("new", "out of memory");
+    new_engines();
     build_cluster();
     check(true);
     for (op_no = 0; op_no < ops; op_no++) {
@@ -395,13 +449,14 @@ static void run(uint64_t seed, uint64_t ops)
         /* start over now and then: a fresh cluster shape */
         if (n_wls >= 4000) {
             fatia_control_free(eng);
-            if (fatia_control_new(&eng) < 0)
-                die("new", "out of memory");
+            fatia_control_free(ref);
+            new_engines();
             build_cluster();
         }
     }
     fatia_control_free(eng);
-    eng = NULL;
+    fatia_control_free(ref);
+    eng = ref = NULL;
 }
 
 int main(int argc, char **argv)

@@ -76,6 +76,10 @@ struct entry {
     struct ctl_cohort *root; /* NULL: no cohort */
     size_t root_rank;        /* order of the roots by their first ClusterQueue name */
     bool fs_done;
+    struct fs_lvl *L; /* fair sharing only (allocated apart: large, and zeroed per cycle) */
+};
+
+struct fs_lvl {
     int n_lvl;
     const struct ctl_node *lvl[MAX_LEVELS];
     uint64_t lvl_epoch[MAX_LEVELS];
@@ -307,11 +311,11 @@ static void fs_levels(struct fatia_control *c, struct entry *e)
 {
     const struct ctl_node *n;
     int k = 0;
-    bool valid = e->lvl_valid;
+    bool valid = e->L->lvl_valid;
 
     if (valid)
-        for (int i = 0; i < e->n_lvl; i++)
-            if (e->lvl[i]->epoch != e->lvl_epoch[i]) {
+        for (int i = 0; i < e->L->n_lvl; i++)
+            if (e->L->lvl[i]->epoch != e->L->lvl_epoch[i]) {
                 valid = false;
                 break;
             }
@@ -325,12 +329,12 @@ static void fs_levels(struct fatia_control *c, struct entry *e)
             memcpy(ex, e->a.use, m * sizeof(*ex));
         for (n = &e->cq->node; n->parent && k < MAX_LEVELS; n = n->parent, k++) {
             bool borrow = false;
-            e->lvl[k] = n;
-            e->lvl_epoch[k] = n->epoch;
-            e->lvl_drs[k] = ctl_drs(c, n, ex, m);
+            e->L->lvl[k] = n;
+            e->L->lvl_epoch[k] = n->epoch;
+            e->L->lvl_drs[k] = ctl_drs(c, n, ex, m);
             for (size_t i = 0; i < m; i++)
                 borrow |= amt_add(n->slot[ex[i].fr].usage, ex[i].v) > n->slot[ex[i].fr].subtree;
-            e->lvl_borrow[k] = borrow;
+            e->L->lvl_borrow[k] = borrow;
             for (size_t i = 0; i < m; i++) {
                 amt_t la = ctl_local_available(n, ex[i].fr);
                 nx[i].fr = ex[i].fr;
@@ -341,15 +345,15 @@ static void fs_levels(struct fatia_control *c, struct entry *e)
             nx = tmp;
         }
     }
-    e->n_lvl = k;
-    e->lvl_valid = true;
+    e->L->n_lvl = k;
+    e->L->lvl_valid = true;
 }
 
 /* The level index of e's node whose parent is P, or -1. */
 static int level_at(const struct entry *e, const struct ctl_node *p)
 {
-    for (int i = 0; i < e->n_lvl; i++)
-        if (e->lvl[i]->parent == p)
+    for (int i = 0; i < e->L->n_lvl; i++)
+        if (e->L->lvl[i]->parent == p)
             return i;
     return -1;
 }
@@ -359,9 +363,9 @@ static bool fs_less(const struct entry *a, const struct entry *b, const struct c
     int ia = level_at(a, p), ib = level_at(b, p), r;
 
     if (ia >= 0 && ib >= 0) {
-        if (a->lvl_borrow[ia] != b->lvl_borrow[ib])
-            return !a->lvl_borrow[ia];
-        r = ctl_drs_cmp(a->lvl_drs[ia], b->lvl_drs[ib]);
+        if (a->L->lvl_borrow[ia] != b->L->lvl_borrow[ib])
+            return !a->L->lvl_borrow[ia];
+        r = ctl_drs_cmp(a->L->lvl_drs[ia], b->L->lvl_drs[ib]);
         if (r)
             return r < 0;
     }
@@ -744,6 +748,7 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
                         const struct fatia_control_result **ret)
 {
     struct entry *entries = NULL, **order = NULL;
+    struct fs_lvl *lvls = NULL;
     struct ctl_wl **victims = NULL;
     size_t n = 0, n_victims = 0, cap_victims = 0, n_nom = 0;
     int r = 0;
@@ -792,10 +797,14 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
     }
     entries = fatia_calloc(n ? n : 1, sizeof(*entries));
     order = fatia_calloc(n ? n : 1, sizeof(*order));
-    if (!entries || !order) {
+    if (c->cfg.fair_sharing)
+        lvls = fatia_calloc(n ? n : 1, sizeof(*lvls));
+    if (!entries || !order || (c->cfg.fair_sharing && !lvls)) {
         r = -ENOMEM;
         goto out;
     }
+    for (size_t i = 0; lvls && i < n; i++)
+        entries[i].L = &lvls[i];
     n = 0;
     for (size_t i = 0; i < c->ready.n; i++) {
         struct ctl_cq *cq = c->ready.v[i];
@@ -912,6 +921,7 @@ out:
         entry_release(&entries[i]);
     }
     fatia_free(entries);
+    fatia_free(lvls);
     fatia_free(order);
     fatia_free(victims);
     if (r < 0)

@@ -155,6 +155,9 @@ const char *obj_label(const json_t *obj, const char *label);
 const char *obj_annotation(const json_t *obj, const char *ann);
 bool obj_deleting(const json_t *obj); /* metadata.deletionTimestamp set */
 bool obj_has_finalizer(const json_t *obj, const char *f);
+/* A copy of obj without finalizer f (metadata.finalizers dropped when it empties), to update
+ * with; NULL when out of memory. */
+json_t *obj_without_finalizer(const json_t *obj, const char *f);
 /* The ownerReference with controller: true, or NULL. */
 const json_t *obj_controller_ref(const json_t *obj);
 

@@ -169,23 +169,11 @@ static void note_failure(struct job_ctl *j, const char *uid, fatia_usec_t now)
 
 static int remove_tracking(struct job_ctl *j, const json_t *pod, const char *key)
 {
-    json_t *np = json_deep_copy(pod);
-    json_t *fin = np ? json_object_get(json_object_get(np, "metadata"), "finalizers") : NULL;
-    size_t i;
-    json_t *v;
+    json_t *np = obj_without_finalizer(pod, JOB_FINALIZER_TRACK);
     int r;
 
     if (!np)
         return -ENOMEM;
-    json_array_foreach(fin, i, v)
-    {
-        if (json_is_string(v) && !strcmp(json_string_value(v), JOB_FINALIZER_TRACK)) {
-            json_array_remove(fin, i);
-            break;
-        }
-    }
-    if (fin && !json_array_size(fin))
-        json_object_del(json_object_get(np, "metadata"), "finalizers");
     r = ctl_update(
         j->ctl, np,
         &(struct op_opts){.wq = j->q, .key = key, .quiet_missing = true, .quiet_conflict = true});

@@ -91,6 +91,25 @@ bool obj_has_finalizer(const json_t *obj, const char *f)
     return false;
 }
 
+json_t *obj_without_finalizer(const json_t *obj, const char *f)
+{
+    json_t *copy = json_deep_copy(obj);
+    json_t *meta = copy ? json_object_get(copy, "metadata") : NULL;
+    json_t *fin = json_object_get(meta, "finalizers"), *v;
+    size_t i;
+
+    json_array_foreach(fin, i, v)
+    {
+        if (json_is_string(v) && !strcmp(json_string_value(v), f)) {
+            json_array_remove(fin, i);
+            break;
+        }
+    }
+    if (fin && !json_array_size(fin))
+        json_object_del(meta, "finalizers");
+    return copy;
+}
+
 const json_t *obj_controller_ref(const json_t *obj)
 {
     size_t i;

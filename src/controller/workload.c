@@ -443,23 +443,11 @@ static void reconcile_job(struct workload_ctl *w, const char *qkey, const char *
 
 static int pod_remove_finalizer(struct workload_ctl *w, const json_t *pod, const char *qkey)
 {
-    json_t *np = json_deep_copy(pod);
-    json_t *fin = np ? json_object_get(json_object_get(np, "metadata"), "finalizers") : NULL;
-    size_t i;
-    json_t *v;
+    json_t *np = obj_without_finalizer(pod, KUEUE_FINALIZER_POD);
     int r;
 
     if (!np)
         return -ENOMEM;
-    json_array_foreach(fin, i, v)
-    {
-        if (json_is_string(v) && !strcmp(json_string_value(v), KUEUE_FINALIZER_POD)) {
-            json_array_remove(fin, i);
-            break;
-        }
-    }
-    if (fin && !json_array_size(fin))
-        json_object_del(json_object_get(np, "metadata"), "finalizers");
     r = ctl_update(w->ctl, np, &(struct op_opts){.wq = w->q, .key = qkey, .quiet_missing = true});
     json_decref(np);
     return r;

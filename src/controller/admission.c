@@ -567,66 +567,57 @@ void admission_ctl_metrics(struct admission_ctl *a, struct fatia_buf *out)
     size_t i;
     json_t *row;
 
-    metric_header(out, "kueue_pending_workloads", "gauge",
-                  "The number of pending workloads, per 'cluster_queue' and 'status'");
+    static const struct {
+        const char *name, *field, *help;
+        bool status_label; /* Kueue labels pending_workloads with status="active" */
+    } counts[] = {
+        {"kueue_pending_workloads", "pendingWorkloads",
+         "The number of pending workloads, per 'cluster_queue' and 'status'", true},
+        {"kueue_reserving_active_workloads", "reservingWorkloads",
+         "The number of Workloads that are reserving quota, per 'cluster_queue'", false},
+        {"kueue_admitted_active_workloads", "admittedWorkloads",
+         "The number of admitted Workloads that are active (unsuspended and not finished), per "
+         "'cluster_queue'",
+         false},
+    };
+
+    /* each ClusterQueue's status once: [{name, status}] for the gauges below */
+    json_t *cqs = json_array();
+
     INFORMER_FOREACH(a->cqs, it)
     {
         json_t *st = NULL;
-        if (fatia_control_cq_status(a->eng, meta_str(it->obj, "name"), now, &st) < 0)
-            continue;
-        metric_labels(lab, sizeof(lab), "cluster_queue", meta_str(it->obj, "name"), "status",
-                      "active", NULL);
-        metric_sample(out, "kueue_pending_workloads", lab,
-                      (double)json_integer_value(json_object_get(st, "pendingWorkloads")));
-        json_decref(st);
+        if (cqs && fatia_control_cq_status(a->eng, meta_str(it->obj, "name"), now, &st) == 0)
+            json_array_append_new(
+                cqs, json_pack("{s:s,s:o}", "name", meta_str(it->obj, "name"), "status", st));
     }
-    metric_header(out, "kueue_reserving_active_workloads", "gauge",
-                  "The number of Workloads that are reserving quota, per 'cluster_queue'");
-    INFORMER_FOREACH(a->cqs, it)
-    {
-        json_t *st = NULL;
-        if (fatia_control_cq_status(a->eng, meta_str(it->obj, "name"), now, &st) < 0)
-            continue;
-        metric_labels(lab, sizeof(lab), "cluster_queue", meta_str(it->obj, "name"), NULL);
-        metric_sample(out, "kueue_reserving_active_workloads", lab,
-                      (double)json_integer_value(json_object_get(st, "reservingWorkloads")));
-        json_decref(st);
-    }
-    metric_header(out, "kueue_admitted_active_workloads", "gauge",
-                  "The number of admitted Workloads that are active (unsuspended and not "
-                  "finished), per 'cluster_queue'");
-    INFORMER_FOREACH(a->cqs, it)
-    {
-        json_t *st = NULL;
-        if (fatia_control_cq_status(a->eng, meta_str(it->obj, "name"), now, &st) < 0)
-            continue;
-        metric_labels(lab, sizeof(lab), "cluster_queue", meta_str(it->obj, "name"), NULL);
-        metric_sample(out, "kueue_admitted_active_workloads", lab,
-                      (double)json_integer_value(json_object_get(st, "admittedWorkloads")));
-        json_decref(st);
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        metric_header(out, counts[k].name, "gauge", counts[k].help);
+        json_array_foreach(cqs, i, row)
+        {
+            const json_t *st = json_object_get(row, "status");
+            metric_labels(lab, sizeof(lab), "cluster_queue", fatia_json_str(row, "name"),
+                          counts[k].status_label ? "status" : NULL, "active", NULL);
+            metric_sample(out, counts[k].name, lab,
+                          (double)json_integer_value(json_object_get(st, counts[k].field)));
+        }
     }
     metric_header(out, "kueue_cluster_queue_status", "gauge",
                   "Reports 'cluster_queue' with its 'status' (pending, active or terminated)");
-    INFORMER_FOREACH(a->cqs, it)
+    json_array_foreach(cqs, i, row)
     {
-        json_t *st = NULL;
-        bool active = false;
-        if (fatia_control_cq_status(a->eng, meta_str(it->obj, "name"), now, &st) < 0)
-            continue;
-        active = !strcmp(
-            fatia_json_str(json_array_get(json_object_get(st, "conditions"), 0), "status")
-                ? fatia_json_str(json_array_get(json_object_get(st, "conditions"), 0), "status")
-                : "",
-            "True");
+        const json_t *cond = json_array_get(fatia_json_path(row, "status.conditions"), 0);
+        const char *cs = fatia_json_str(cond, "status");
+        bool active = cs && !strcmp(cs, "True");
         for (int k = 0; k < 3; k++) {
-            const char *s = k == 0 ? "pending" : k == 1 ? "active" : "terminating";
-            metric_labels(lab, sizeof(lab), "cluster_queue", meta_str(it->obj, "name"), "status", s,
-                          NULL);
+            const char *state = k == 0 ? "pending" : k == 1 ? "active" : "terminating";
+            metric_labels(lab, sizeof(lab), "cluster_queue", fatia_json_str(row, "name"), "status",
+                          state, NULL);
             metric_sample(out, "kueue_cluster_queue_status", lab,
                           (k == 1 && active) || (k == 0 && !active) ? 1 : 0);
         }
-        json_decref(st);
     }
+    json_decref(cqs);
     if (fatia_control_usage_table(a->eng, &table) == 0) {
         static const struct {
             const char *name, *field, *help;

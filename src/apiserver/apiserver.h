@@ -44,6 +44,9 @@ struct fatia_apiserver_opts {
     size_t watch_history;            /* events kept for watches that resume; 0 = 10000 */
     fatia_usec_t bookmark_interval;  /* periodic BOOKMARK events; 0 = 60 s */
     unsigned max_json_depth;         /* nesting of request bodies; 0 = 64 */
+    /* objects one namespace may hold (every namespaced kind together), until ResourceQuota's
+     * count/<resource> is served; creates beyond it are refused (403); 0 = 50000 */
+    size_t max_namespace_objects;
 };
 
 /* Builds a server on base over an opened store: loads every object into memory, starts the

@@ -85,6 +85,9 @@ void rtable_maybe_remove(struct rtable *t, struct entry *e);
 /* [lo, hi) of the entries of namespace ns (all entries when ns is NULL or the kind is
  * cluster-scoped). */
 void rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi);
+/* Entries of namespace ns over every namespaced kind (a binary search per kind): what the cap on
+ * objects per namespace (fatia_apiserver_opts.max_namespace_objects) counts. */
+size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns);
 /* The first entry with key > after, at or after lo. */
 size_t rtable_upper_bound(const struct rtable *t, const char *after);
 

@@ -476,6 +476,22 @@ static const char *const system_meta[] = {"uid",
                                           "managedFields",
                                           NULL};
 
+/* The cap on objects per namespace (until ResourceQuota's count/<resource>): checked before
+ * anything else costs, so that a namespace at its cap costs two binary searches per kind. */
+static int check_ns_objects(const struct opctx *c, const char *ns, struct opres *r)
+{
+    size_t max = c->s->o.max_namespace_objects ? c->s->o.max_namespace_objects : 50000;
+    size_t n = fatia_api_ns_objects(c->s, ns);
+
+    if (n < max)
+        return 0;
+    opres_fail(r, 403, "Forbidden",
+               "%s is forbidden: exceeded the object count of namespace \"%s\": it holds %zu "
+               "objects, the most one namespace may hold is %zu (fatiad --max-namespace-objects)",
+               c->t->resource, ns, n, max);
+    return -FATIA_E_FORBIDDEN;
+}
+
 void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
 {
     struct opres r = {0};
@@ -514,6 +530,8 @@ void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
         }
         json_object_set_new(meta, "namespace", json_string(c->ns));
         ns = c->ns;
+        if (check_ns_objects(c, ns, &r) < 0)
+            goto out_answer;
     }
     rv = fatia_json_str(meta, "resourceVersion");
     if (rv && *rv) {

@@ -15,6 +15,8 @@ static const struct fatia_cli_cmd *const commands[] = {
     &fatia_cmd_plan,
     &fatia_cmd_export, /* supply */
     &fatia_cmd_token,
+    &fatia_cmd_backup, /* store */
+    &fatia_cmd_restore,
     &fatia_cmd_serve, /* serving */
     &fatia_cmd_engine_sim,
     &fatia_cmd_gateway,

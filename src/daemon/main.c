@@ -49,6 +49,7 @@
 #include "controller/controller.h"
 #include "model/doc.h"
 #include "model/kind.h"
+#include "model/quantity.h"
 #include "store/store.h"
 
 static const char usage[] =
@@ -70,6 +71,10 @@ static const char usage[] =
     "                              acknowledged; normal: it survives kill -9 of fatiad, a power\n"
     "                              loss may lose the last writes (never corrupts the store)\n"
     "      --max-body-bytes N      largest request body (default 3145728)\n"
+    "      --store-reserve BYTES   disk kept in reserve for deletes when the disk fills (the\n"
+    "                              NOSPACE alarm; default 64Mi, 0: none)\n"
+    "      --max-namespace-objects N\n"
+    "                              objects one namespace may hold (default 50000)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
     "      --watch-backlog N       drop a watcher more than N bytes behind (default 16 MiB)\n"
     "      --fleet PATH            NodePools and GPUSharingPolicies to apply at start (file or\n"
@@ -463,6 +468,8 @@ int main(int argc, char **argv)
                                          {"watch-history", required_argument, NULL, 'W'},
                                          {"sync", required_argument, NULL, 'S'},
                                          {"max-body-bytes", required_argument, NULL, 'B'},
+                                         {"store-reserve", required_argument, NULL, 'R'},
+                                         {"max-namespace-objects", required_argument, NULL, 'O'},
                                          {"idle-timeout", required_argument, NULL, 'I'},
                                          {"watch-backlog", required_argument, NULL, 'K'},
                                          {"fleet", required_argument, NULL, 'F'},
@@ -488,7 +495,8 @@ int main(int argc, char **argv)
     char default_fleet[4096];
     const char *listen = "127.0.0.1:6443";
     char path[4096], tokens[4096];
-    bool anywhere = false;
+    bool anywhere = false, reserve_set = false;
+    char store_why[600];
     int c, r, lock_fd;
     uint64_t u;
     int64_t dur;
@@ -537,6 +545,22 @@ int main(int argc, char **argv)
                 return 2;
             }
             ao.http.max_body_bytes = (size_t)u;
+            break;
+        case 'R':
+            if (fatia_quantity_parse_bytes(optarg, &u) < 0 || (u && u < 65536)) {
+                fprintf(stderr,
+                        "fatiad: --store-reserve: expected 0 or bytes >= 64Ki, like 64Mi\n");
+                return 2;
+            }
+            so.reserve_bytes = u;
+            reserve_set = true;
+            break;
+        case 'O':
+            if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 100000000) {
+                fprintf(stderr, "fatiad: --max-namespace-objects: expected 1..100000000\n");
+                return 2;
+            }
+            ao.max_namespace_objects = (size_t)u;
             break;
         case 'I':
             if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < FATIA_USEC_PER_SEC / 10) {
@@ -662,9 +686,16 @@ int main(int argc, char **argv)
     /* the log keeps twice the watch history: enough to reload it at start, bounded on disk */
     so.log_keep = 2 * (ao.watch_history ? ao.watch_history : 10000);
     snprintf(path, sizeof(path), "%s/store.db", d.data_dir);
+    if (!reserve_set)
+        so.reserve_bytes = 64u << 20;
+    so.why = store_why;
+    so.why_n = sizeof(store_why);
     r = fatia_store_open(path, &so, &d.store);
     if (r < 0) {
-        fatia_log_errno(FATIA_LOG_ERROR, r, "cannot open the store '%s'", path);
+        if (store_why[0])
+            fatia_error("cannot open the store: %s", store_why);
+        else
+            fatia_log_errno(FATIA_LOG_ERROR, r, "cannot open the store '%s'", path);
         return 1;
     }
     r = fatia_apiserver_new(d.base, d.store, &ao, &d.api);

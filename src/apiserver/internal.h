@@ -88,6 +88,12 @@ void rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi
 /* Entries of namespace ns over every namespaced kind (a binary search per kind): what the cap on
  * objects per namespace (fatia_apiserver_opts.max_namespace_objects) counts. */
 size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns);
+
+/* limits.c: the look at a request body before parsing (depth, size, members of one map or
+ * list). 0, or a negative code with why and *ret_code (the HTTP status) set. */
+#define FATIA_API_MAX_MEMBERS 10000
+int fatia_api_body_check(const char *p, size_t n, unsigned max_depth, char *why, size_t why_n,
+                         int *ret_code);
 /* The first entry with key > after, at or after lo. */
 size_t rtable_upper_bound(const struct rtable *t, const char *after);
 

@@ -140,11 +140,17 @@ static void kick(struct fatia_apiserver *s)
         fail_batch(s, b, r);
 }
 
-/* Part of deleting the object (store.h): the op may spend the store's disk reserve. */
+/* Part of deleting the object (store.h): the op may spend the store's disk reserve. An update
+ * of an object being deleted qualifies only if it does not make it larger (but for the room the
+ * deletion's own fields take), so that a tenant cannot spend the reserve by rewriting a
+ * terminating object it holds with a finalizer. */
 static bool op_deleting(const struct wop *op)
 {
-    return op->type == FATIA_STORE_DELETED ||
-           json_object_get(json_object_get(op->ver->tree, "metadata"), "deletionTimestamp");
+    if (op->type == FATIA_STORE_DELETED)
+        return true;
+    if (!json_object_get(json_object_get(op->ver->tree, "metadata"), "deletionTimestamp"))
+        return false;
+    return !op->prev || op->ver->len <= op->prev->len + 512;
 }
 
 /* The limits a transaction meets before it joins a batch: every object within the store's size

@@ -25,6 +25,10 @@ pod keep >"$TMP/pod.json"
 api POST /api/v1/namespaces/a/pods -H 'Content-Type: application/json' --data-binary @"$TMP/pod.json"
 [ "$CODE" = 201 ] || fail "pod keep: $CODE"
 
+echo '{"metadata":{"name":"held","finalizers":["example.com/hold"]},"spec":{"containers":[{"name":"c","image":"x"}]}}' >"$TMP/held.json"
+api POST /api/v1/namespaces/a/pods -H 'Content-Type: application/json' --data-binary @"$TMP/held.json"
+[ "$CODE" = 201 ] || fail "pod held: $CODE"
+
 # fill the filesystem
 dd if=/dev/zero of="$FS/filler" bs=1M 2>/dev/null
 [ "$(df --output=avail -B1 "$FS" | tail -1)" -lt 65536 ] || fail "the filesystem is not full"
@@ -53,6 +57,19 @@ api GET /api/v1/namespaces/a/pods/keep
 [ "$CODE" = 200 ] || fail "read under the alarm: $CODE"
 api GET /api/v1/namespaces/a/pods
 [ "$CODE" = 200 ] || fail "list under the alarm: $CODE"
+# a DELETE that marks an object a finalizer holds works; growing it then does not (a tenant
+# would spend the reserve so); removing the finalizer does
+api DELETE /api/v1/namespaces/a/pods/held
+[ "$CODE" = 200 ] || fail "DELETE held under the alarm: $CODE"
+expect_line "$TMP/body" "deletionTimestamp"
+api PATCH /api/v1/namespaces/a/pods/held -H 'Content-Type: application/merge-patch+json' \
+    --data-binary "{\"metadata\":{\"annotations\":{\"grow\":\"$ann\"}}}"
+[ "$CODE" = 507 ] || fail "growing a terminating pod under the alarm: $CODE"
+api PATCH /api/v1/namespaces/a/pods/held -H 'Content-Type: application/merge-patch+json' \
+    --data-binary '{"metadata":{"finalizers":null}}'
+[ "$CODE" = 200 ] || fail "removing the finalizer under the alarm: $CODE $(cat "$TMP/body")"
+api GET /api/v1/namespaces/a/pods/held
+[ "$CODE" = 404 ] || fail "held after its finalizer went: $CODE"
 # the admin's DELETEs work (ten of them)
 api DELETE /api/v1/namespaces/a/pods/keep
 [ "$CODE" = 200 ] || fail "DELETE under the alarm: $CODE $(cat "$TMP/body")"

@@ -19,7 +19,8 @@
  *
  * A zero-length file is refused before SQLite opens it (SQLite would take it for a new database):
  * fatiad's first act on a new store is the switch to WAL, which writes the header, so an empty
- * store.db was never a fatia store (or was truncated).
+ * store.db was truncated or made by something else. (A crash in the instant between SQLite
+ * creating the file and that switch leaves an empty one too: the message says to remove it.)
  *
  * Writer thread, the only state machine here:
  *

@@ -12,7 +12,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
-#include "demand/cel.h"
+#include "cel/cel.h"
 #include "demand/demand.h"
 #include "demand/dra.h"
 #include "model/kind.h"

@@ -229,15 +229,15 @@ struct fatia_cel_program {
 
 /* Reports an error at a place into why: "1:27: message" (line:column, 1-based, columns counted
  * in characters). */
-void cel_report_at(char *why, size_t why_n, uint32_t line, uint32_t col, const char *fmt, ...)
+void fatia_cel_report_at(char *why, size_t why_n, uint32_t line, uint32_t col, const char *fmt, ...)
     FATIA_PRINTF(5, 6);
 
-/* cel_report_at, then evaluates to err (a negative code). A macro, not a function returning err:
+/* fatia_cel_report_at, then evaluates to err (a negative code). A macro, not a function returning err:
  * the code must be visible where it is returned, or the compiler cannot see that an error path
  * never returns 0, and at -O3 gcc warns (-Wmaybe-uninitialized) that a caller's output may be
  * read unset after a recursive parse returned "success" through such a path. */
 #define CEL_ERROR_AT(why, why_n, line, col, err, ...) \
-    (cel_report_at((why), (why_n), (line), (col), __VA_ARGS__), (err))
+    (fatia_cel_report_at((why), (why_n), (line), (col), __VA_ARGS__), (err))
 
 /* ---- lexer ---- */
 

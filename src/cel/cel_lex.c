@@ -39,7 +39,7 @@ const char *cel_tok_name(enum cel_tok t)
     return tok_names[t];
 }
 
-void cel_report_at(char *why, size_t why_n, uint32_t line, uint32_t col, const char *fmt, ...)
+void fatia_cel_report_at(char *why, size_t why_n, uint32_t line, uint32_t col, const char *fmt, ...)
 {
     va_list ap;
     int len;

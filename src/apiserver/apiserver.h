@@ -50,10 +50,14 @@ struct fatia_apiserver_opts {
 };
 
 /* Builds a server on base over an opened store: loads every object into memory, starts the
- * store's writer thread. The store must outlive the server. 0, -ENOMEM, -FATIA_E_CORRUPT (a
- * stored object does not parse), or the store's error. */
+ * store's writer thread. The store must outlive the server. checks: the extra validation checks
+ * every write is decoded with (model/kind.h; fatiad passes fatia_demand_checks, so its API
+ * refuses what `fatia validate` refuses; NULL: the schemas' rules only); borrowed, it must
+ * outlive the server. 0, -ENOMEM, -FATIA_E_CORRUPT (a stored object does not parse), or the
+ * store's error. */
 int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
-                        const struct fatia_apiserver_opts *opts, struct fatia_apiserver **ret);
+                        const struct fatia_checks *checks, const struct fatia_apiserver_opts *opts,
+                        struct fatia_apiserver **ret);
 
 /* Starts serving HTTP on host:port (port 0: a free port, reported in *ret_port). */
 int fatia_apiserver_listen(struct fatia_apiserver *s, const char *host, uint16_t port,

@@ -145,6 +145,7 @@ struct admission_entry {
 struct fatia_apiserver {
     struct event_base *base;
     struct fatia_store *store;
+    const struct fatia_checks *checks; /* extra validation of every write (borrowed) */
     struct fatia_apiserver_opts o;
     struct fatia_api_http_server *http;
     struct event *store_ev;

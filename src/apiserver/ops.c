@@ -264,11 +264,12 @@ static int run_plugins(const struct opctx *c, enum fatia_admit_phase phase, enum
     return 0;
 }
 
-static int decode_tree(json_t *tree, bool allow_gen, struct fatia_diag *diag)
+static int decode_tree(const struct fatia_apiserver *s, json_t *tree, bool allow_gen,
+                       struct fatia_diag *diag)
 {
     struct fatia_decode_opts o = {.allow_generate_name = allow_gen};
     struct fatia_object *obj = NULL;
-    int rc = fatia_object_decode(tree, &o, diag, &obj);
+    int rc = fatia_object_decode(tree, &o, s->checks, diag, &obj);
 
     fatia_object_free(obj);
     return rc;
@@ -289,7 +290,7 @@ static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree,
     int rc, decoded;
 
     fatia_diag_init(&diag);
-    decoded = rc = decode_tree(tree, op == FATIA_ADMIT_CREATE, &diag);
+    decoded = rc = decode_tree(c->s, tree, op == FATIA_ADMIT_CREATE, &diag);
     if (rc < 0 && rc != -FATIA_E_INVALID) {
         opres_from_errno(r, rc, "decode");
         goto out;
@@ -327,7 +328,7 @@ static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree,
     if (mutated) {
         fatia_diag_release(&diag);
         fatia_diag_init(&diag);
-        decoded = rc = decode_tree(tree, op == FATIA_ADMIT_CREATE, &diag);
+        decoded = rc = decode_tree(c->s, tree, op == FATIA_ADMIT_CREATE, &diag);
         if (rc < 0 && rc != -FATIA_E_INVALID) {
             opres_from_errno(r, rc, "decode");
             goto out;

@@ -153,7 +153,8 @@ static void bookmark_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
-                        const struct fatia_apiserver_opts *opts, struct fatia_apiserver **ret)
+                        const struct fatia_checks *checks, const struct fatia_apiserver_opts *opts,
+                        struct fatia_apiserver **ret)
 {
     struct fatia_apiserver *s = fatia_calloc(1, sizeof(*s));
     struct load_ctx lc = {.s = NULL};
@@ -165,6 +166,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         return -ENOMEM;
     s->base = base;
     s->store = store;
+    s->checks = checks;
     lc.s = s;
     if (opts)
         s->o = *opts;

@@ -4,7 +4,8 @@
  * Start-up, in order:
  *   1. the data directory (created 0700) and its lock (one fatiad per directory);
  *   2. on first start, an admin token in DATA/tokens (group system:masters);
- *   3. the store (DATA/store.db), then the API server over it on this thread's event loop;
+ *   3. the store (DATA/store.db), then the API server over it on this thread's event loop, with
+ *      the demand layer's validation checks (fatia_demand_checks: what `fatia validate` checks);
  *   4. the namespace "default" if missing, then the manifests of -f applied (created, or updated
  *      when they exist), every write through the API server's ordinary write path;
  *   5. listening (loopback only, unless --insecure-listen-anywhere), DATA/kubeconfig (0600)
@@ -47,6 +48,7 @@
 #include "base/log.h"
 #include "base/str.h"
 #include "controller/controller.h"
+#include "demand/demand.h"
 #include "model/doc.h"
 #include "model/kind.h"
 #include "model/quantity.h"
@@ -698,7 +700,7 @@ int main(int argc, char **argv)
             fatia_log_errno(FATIA_LOG_ERROR, r, "cannot open the store '%s'", path);
         return 1;
     }
-    r = fatia_apiserver_new(d.base, d.store, &ao, &d.api);
+    r = fatia_apiserver_new(d.base, d.store, &fatia_demand_checks, &ao, &d.api);
     if (r < 0) {
         fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the API server");
         fatia_store_close(d.store);

@@ -149,10 +149,9 @@ static int setup(void **state)
 {
     struct env *e = calloc(1, sizeof(*e));
 
-    fatia_demand_register_checks();
     e->base = event_base_new();
     assert_int_equal(fatia_store_open(":memory:", NULL, &e->store), 0);
-    assert_int_equal(fatia_apiserver_new(e->base, e->store, NULL, &e->s), 0);
+    assert_int_equal(fatia_apiserver_new(e->base, e->store, &fatia_demand_checks, NULL, &e->s), 0);
     e->c = fatia_client_new_local(e->s, &fatia_user_system);
     assert_int_equal(fatia_controllers_webhooks(e->s, e->c), 0);
     apply_path(e, "examples/fleet/00-box.yaml");

@@ -20,6 +20,7 @@
 #include "apiserver/client.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "demand/demand.h"
 #include "model/kind.h"
 #include "store/store.h"
 
@@ -92,7 +93,7 @@ static int setup(void **state)
 
     e->base = event_base_new();
     assert_int_equal(fatia_store_open(":memory:", NULL, &e->store), 0);
-    assert_int_equal(fatia_apiserver_new(e->base, e->store, NULL, &e->s), 0);
+    assert_int_equal(fatia_apiserver_new(e->base, e->store, &fatia_demand_checks, NULL, &e->s), 0);
     e->c = fatia_client_new_local(e->s, &fatia_user_system);
     assert_int_equal(create(e,
                             "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","

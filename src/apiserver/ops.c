@@ -1,6 +1,7 @@
 /*
  * apiserver/ops.c: the write path: create, update (and the status subresource), patch, delete,
- * deletecollection; authorization; the admission chain; object lifecycle rules.
+ * deletecollection; the admission chain; object lifecycle rules. Authorization (step 1 below)
+ * is auth.c's authorize().
  *
  * Every write runs, in this order (a rejection at any step changes nothing):
  *   1. authorization (auth.h rules)
@@ -36,33 +37,6 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "model/object.h"
-
-/* ---- authorization ---- */
-
-int authorize(const struct opctx *c, const char *verb, struct opres *r)
-{
-    const struct fatia_kind *k = c->t->kind;
-    const char *ns = k->namespaced ? c->ns : NULL;
-    char what[400];
-
-    if (fatia_user_may(c->user, verb, k->namespaced, ns))
-        return 0;
-    if (c->name)
-        snprintf(what, sizeof(what), "%s \"%s\"", c->t->resource, c->name);
-    else
-        snprintf(what, sizeof(what), "%s", c->t->resource);
-    if (ns)
-        opres_fail(r, 403, "Forbidden",
-                   "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" in "
-                   "the namespace \"%s\"",
-                   what, c->user->name, verb, k->plural, k->group, ns);
-    else
-        opres_fail(r, 403, "Forbidden",
-                   "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" at "
-                   "the cluster scope",
-                   what, c->user->name, verb, k->plural, k->group);
-    return -FATIA_E_FORBIDDEN;
-}
 
 /* ---- small helpers ---- */
 

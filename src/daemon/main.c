@@ -42,6 +42,7 @@
 #include "apiserver/tls.h"
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/datadir.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -677,9 +678,7 @@ int main(int argc, char **argv)
     if (controllers && d.client) {
         /* the fleet first, so that the manifests of -f see the GPUs' resources */
         if (!n_fleet) {
-            const char *env = getenv("FATIA_DATA_DIR");
-            snprintf(default_fleet, sizeof(default_fleet), "%s/fleets/default.yaml",
-                     env && *env ? env : FATIA_SOURCE_DIR "/data");
+            fatia_data_path(default_fleet, sizeof(default_fleet), "fleets/default.yaml");
             fleet[n_fleet++] = default_fleet;
         }
         memmove(d.files + n_fleet, d.files, d.n_files * sizeof(char *));

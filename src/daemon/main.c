@@ -10,12 +10,17 @@
  *   5. listening (loopback only, unless --insecure-listen-anywhere), DATA/kubeconfig (0600)
  *      written for the admin token and the address actually bound, and one log line that says
  *      where the API is and where the kubeconfig is;
- *   6. the controllers (src/controller/): their admission plugins are registered with the API
- *      server before anything is applied, and they start watching once it serves. The fleet file
+ *   6. the controllers (src/controller/): their admission plugins (which the controller library
+ *      describes) are registered here with the API server before anything is applied, and they
+ *      start watching once it serves. The fleet file
  *      (--fleet, default data/fleets/default.yaml: NodePools and GPUSharingPolicies) is applied
  *      with the manifests, so `kubectl apply` of a policy later re-plans the GPUs;
  *   7. the node agent (src/agent/, docs/agent.md), unless --no-agent: it adopts the pods a former
- *      fatiad started, then runs the pods bound to its nodes.
+ *      fatiad started, then runs the pods bound to its nodes; its log provider is registered
+ *      here with the API server (`kubectl logs`).
+ * The controllers and the agent link only the client interface (src/client/): this file is the
+ * one place that hands them the API server's in-process client and registers what they
+ * provide (docs/ARCHITECTURE.md, "How the layers link").
  * SIGTERM and SIGINT stop it cleanly: no new requests, watches ended, writes in flight committed.
  *
  * Manifests applied with -f carry kubectl's last-applied-configuration annotation (the manifest
@@ -330,9 +335,11 @@ static void agent_stopped(void *arg)
 static void stop_all(struct daemon *d)
 {
     fatia_controllers_stop(d->ctl);
-    if (d->agent)
+    if (d->agent) {
+        /* no new `kubectl logs` for an agent that is ending its streams */
+        fatia_apiserver_set_log_provider(d->api, NULL, NULL);
         fatia_agent_stop(d->agent, agent_stopped, d);
-    else
+    } else
         fatia_apiserver_shutdown(d->api, shutdown_done, d);
 }
 
@@ -435,6 +442,19 @@ static void default_ns_done(void *arg, const struct fatia_client_result *res)
     }
     if (--d->outstanding == 0)
         start_serving(d);
+}
+
+/* The controllers' admission plugins, registered with the API server before anything is
+ * written (the controller library describes them; only the daemon knows the API server). */
+static int add_webhooks(struct daemon *d)
+{
+    struct fatia_admission plugins[FATIA_CONTROLLERS_N_WEBHOOKS];
+    size_t n;
+    int r = fatia_controllers_webhooks(d->client, plugins, &n);
+
+    for (size_t i = 0; r == 0 && i < n; i++)
+        r = fatia_apiserver_add_admission(d->api, &plugins[i]);
+    return r;
 }
 
 static int ensure_tokens(struct daemon *d)
@@ -684,7 +704,7 @@ int main(int argc, char **argv)
         memmove(d.files + n_fleet, d.files, d.n_files * sizeof(char *));
         memcpy(d.files, fleet, n_fleet * sizeof(char *));
         d.n_files += n_fleet;
-        r = fatia_controllers_webhooks(d.api, d.client);
+        r = add_webhooks(&d);
         if (r == 0)
             r = fatia_controllers_new(d.base, d.client, &co, &d.ctl);
         if (r < 0) {
@@ -703,8 +723,12 @@ int main(int argc, char **argv)
     event_add(d.sig_int, NULL);
     if (!d.no_agent) {
         d.agent_opts.data_dir = d.data_dir;
-        if (fatia_agent_new(d.base, d.client, d.api, &d.agent_opts, &d.agent) < 0 ||
-            fatia_agent_start(d.agent) < 0) {
+        if (fatia_agent_new(d.base, d.client, &d.agent_opts, &d.agent) < 0) {
+            fatia_error("cannot start the node agent (--no-agent runs without one)");
+            return 1;
+        }
+        fatia_apiserver_set_log_provider(d.api, fatia_agent_logs, d.agent);
+        if (fatia_agent_start(d.agent) < 0) {
             fatia_error("cannot start the node agent (--no-agent runs without one)");
             return 1;
         }

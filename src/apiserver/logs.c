@@ -1,8 +1,9 @@
 /*
  * apiserver/logs.c: GET /api/v1/namespaces/NS/pods/NAME/log, plumbed to a provider.
  *
- * The API server does not know where logs live: the node agent registers a provider
- * (fatia_apiserver_set_log_provider) that writes the bytes of one container's log to a stream.
+ * The API server does not know where logs live: fatiad registers the node agent's provider
+ * (fatia_apiserver_set_log_provider, fatia_agent_logs) that writes the bytes of one container's
+ * log to a stream.
  * Until one is registered the endpoint answers 503 ServiceUnavailable with a message saying so.
  * The answer is text/plain, chunked, so follow=true streams for as long as the provider writes;
  * a client that hangs up cancels the provider through its cancel callback.

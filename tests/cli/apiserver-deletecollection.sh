@@ -92,6 +92,11 @@ for ns in default kube-system kube-public; do
 done
 expect_names "selector naming default" "" namespaces "$ALL_NS"
 
+# ... and by a field selector
+api DELETE "/api/v1/namespaces?fieldSelector=metadata.name%3Dkube-system"
+[ "$CODE" = 403 ] || fail "deletecollection by fieldSelector metadata.name=kube-system: $CODE, want 403"
+expect_names "field selector naming kube-system" "" namespaces "$ALL_NS"
+
 # 2. a bare deletecollection (every namespace): refused whole, nothing deleted
 api DELETE "/api/v1/namespaces"
 [ "$CODE" = 403 ] || fail "bare deletecollection of namespaces: $CODE, want 403: $(cat "$TMP/body")"

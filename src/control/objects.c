@@ -1245,41 +1245,29 @@ static void wl_remove(struct fatia_control *c, struct ctl_wl *w, int64_t now)
     ctl_wl_free(w);
 }
 
-static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
-                    struct fatia_diag *diag)
+/* A Workload's tree into a new struct (not yet in the engine): names, priority (old's when the
+ * tree names none: a class change does not move a known workload), queue-order time, pod sets.
+ * A pod set that cannot be decoded marks it bad (a warning in diag) rather than failing. 0 or
+ * -ENOMEM. */
+static int wl_decode(struct fatia_control *c, const json_t *obj, const char *key,
+                     const struct ctl_wl *old, int64_t now, struct fatia_diag *diag,
+                     struct ctl_wl **ret)
 {
     const char *ns = json_string_value(fatia_json_path(obj, "metadata.namespace"));
     const char *name = json_string_value(fatia_json_path(obj, "metadata.name"));
     const char *uid = json_string_value(fatia_json_path(obj, "metadata.uid"));
     const json_t *spec = json_object_get(obj, "spec");
-    const json_t *qr = find_condition(obj, "QuotaReserved");
     const json_t *ev = find_condition(obj, "Evicted");
-    const json_t *adm = fatia_json_path(obj, "status.admission");
     const char *qn = fatia_json_str(spec, "queueName");
-    struct ctl_wl *w, *old;
-    char *key, why[256] = "";
+    struct ctl_wl *w;
+    char why[256] = "";
     int64_t prio;
     int r;
 
-    if (!name)
-        return -EINVAL;
-    key = make_key(ns, name);
-    if (!key)
-        return -ENOMEM;
-    old = fatia_strmap_get(&c->wl_index, key);
-    if (condition_true(find_condition(obj, "Finished"))) {
-        free(key);
-        if (old)
-            wl_remove(c, old, now);
-        return 0;
-    }
     w = fatia_calloc(1, sizeof(*w));
-    if (!w) {
-        free(key);
+    if (!w)
         return -ENOMEM;
-    }
     w->key = fatia_strdup(key);
-    free(key);
     w->ns = fatia_strdup(ns ? ns : "");
     w->name = fatia_strdup(name);
     w->uid = fatia_strdup(uid ? uid : "");
@@ -1330,55 +1318,73 @@ static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
         w->n_ps = 0;
     }
     w->shape_hash = ctl_wl_shape_hash(w, json_object_get(spec, "podSets"));
+    *ret = w;
+    return 0;
+}
 
-    if (old) {
-        /* Update: the engine's own admission state stays; spec-derived fields change. */
-        bool requeue = false;
-        if (old->priority != w->priority && old->state != CTL_WL_PENDING && old->cq)
-            old->cq->min_prio_valid = false;
-        old->priority = w->priority;
-        if (old->state == CTL_WL_PENDING) {
-            ctl_podsets_free(old->ps, old->n_ps);
-            old->ps = w->ps;
-            old->n_ps = w->n_ps;
-            w->ps = NULL;
-            w->n_ps = 0;
-            old->shape_hash = w->shape_hash;
-            old->bad = w->bad;
-            fatia_free(old->bad_msg);
-            old->bad_msg = w->bad_msg;
-            w->bad_msg = NULL;
-            old->created = w->created;
-            old->requeue_at = w->requeue_at;
-            ctl_wl_drop_preemptor(old);
-            requeue = true;
-        }
-        if (old->active != w->active) {
-            old->active = w->active;
-            if (!w->active && old->state == CTL_WL_ADMITTED)
-                ctl_evict(c, old, "InactiveWorkload", "The workload is deactivated", NULL, false);
-            requeue = true;
-        }
-        if (strcmp(old->queue_name, w->queue_name) && old->state == CTL_WL_PENDING) {
-            char *t = old->queue_name;
-            old->queue_name = w->queue_name;
-            w->queue_name = t;
-            wl_detach_lq(old);
-            r = wl_attach_lq(c, old);
-            if (r < 0) {
-                ctl_wl_free(w);
-                return r;
-            }
-            requeue = true;
-        }
-        ctl_wl_free(w);
-        if (requeue && old->state == CTL_WL_PENDING) {
-            if (old->q != CTL_Q_NONE)
-                ctl_queue_remove(c, old);
-            ctl_resolve_queue(c, old);
-        }
-        return 0;
+/* An update of a known workload old from its decoded tree w (consumed): the engine's own
+ * admission state stays; spec-derived fields change, and a pending workload is queued again
+ * when what decides its place changed. 0 or -ENOMEM. */
+static int wl_update(struct fatia_control *c, struct ctl_wl *old, struct ctl_wl *w)
+{
+    bool requeue = false;
+    int r;
+
+    if (old->priority != w->priority && old->state != CTL_WL_PENDING && old->cq)
+        old->cq->min_prio_valid = false;
+    old->priority = w->priority;
+    if (old->state == CTL_WL_PENDING) {
+        ctl_podsets_free(old->ps, old->n_ps);
+        old->ps = w->ps;
+        old->n_ps = w->n_ps;
+        w->ps = NULL;
+        w->n_ps = 0;
+        old->shape_hash = w->shape_hash;
+        old->bad = w->bad;
+        fatia_free(old->bad_msg);
+        old->bad_msg = w->bad_msg;
+        w->bad_msg = NULL;
+        old->created = w->created;
+        old->requeue_at = w->requeue_at;
+        ctl_wl_drop_preemptor(old);
+        requeue = true;
     }
+    if (old->active != w->active) {
+        old->active = w->active;
+        if (!w->active && old->state == CTL_WL_ADMITTED)
+            ctl_evict(c, old, "InactiveWorkload", "The workload is deactivated", NULL, false);
+        requeue = true;
+    }
+    if (strcmp(old->queue_name, w->queue_name) && old->state == CTL_WL_PENDING) {
+        char *t = old->queue_name;
+        old->queue_name = w->queue_name;
+        w->queue_name = t;
+        wl_detach_lq(old);
+        r = wl_attach_lq(c, old);
+        if (r < 0) {
+            ctl_wl_free(w);
+            return r;
+        }
+        requeue = true;
+    }
+    ctl_wl_free(w);
+    if (requeue && old->state == CTL_WL_PENDING) {
+        if (old->q != CTL_Q_NONE)
+            ctl_queue_remove(c, old);
+        ctl_resolve_queue(c, old);
+    }
+    return 0;
+}
+
+/* A new workload w (decoded from obj) into the engine: indexed, attached to its LocalQueue,
+ * and either admitted as its status says (charged; evicted at once when it is inactive or its
+ * queue is stopped) or pending. 0 or -ENOMEM (w is removed again). */
+static int wl_insert(struct fatia_control *c, struct ctl_wl *w, const json_t *obj, int64_t now)
+{
+    const json_t *qr = find_condition(obj, "QuotaReserved");
+    const json_t *ev = find_condition(obj, "Evicted");
+    const json_t *adm = fatia_json_path(obj, "status.admission");
+    int r;
 
     if (FATIA_VEC_PUSH(&c->wls, w) < 0) {
         ctl_wl_free(w);
@@ -1424,6 +1430,34 @@ static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
 fail:
     wl_remove(c, w, now);
     return r;
+}
+
+static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
+                    struct fatia_diag *diag)
+{
+    const char *ns = json_string_value(fatia_json_path(obj, "metadata.namespace"));
+    const char *name = json_string_value(fatia_json_path(obj, "metadata.name"));
+    struct ctl_wl *w, *old;
+    char *key;
+    int r;
+
+    if (!name)
+        return -EINVAL;
+    key = make_key(ns, name);
+    if (!key)
+        return -ENOMEM;
+    old = fatia_strmap_get(&c->wl_index, key);
+    if (condition_true(find_condition(obj, "Finished"))) {
+        free(key);
+        if (old)
+            wl_remove(c, old, now);
+        return 0;
+    }
+    r = wl_decode(c, obj, key, old, now, diag, &w);
+    free(key);
+    if (r < 0)
+        return r;
+    return old ? wl_update(c, old, w) : wl_insert(c, w, obj, now);
 }
 
 /* ---- public entry points ---- */

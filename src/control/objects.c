@@ -13,7 +13,9 @@
  * that an object arriving later (watch events come in any order) simply defines its entry.
  *
  * What the engine derives from a Workload (requests per pod set, the shape hash, the usage of
- * an admission) is decoded in workload.c; here:
+ * an admission) is decoded in workload.c. apply_wl is wl_decode (a new struct from the tree),
+ * then wl_update (a known workload: spec-derived fields only) or wl_insert (a new one: indexed,
+ * admitted as its status says, or pending). Decided here:
  *   - priority: spec.priority, else the WorkloadPriorityClass value at the time the workload is
  *     first seen (later class changes do not move existing workloads, as upstream), else 0;
  *   - queue-order time: metadata.creationTimestamp, or the Evicted condition's time when it was

@@ -64,14 +64,14 @@
 #include "agent/proc.h"
 #include "agent/shim.h"
 #include "agent/vgpu_slice.h"
-#include "apiserver/apiserver.h"
-#include "apiserver/client.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/str.h"
+#include "client/client.h"
+#include "client/plugin.h"
 #include "model/kinds/kinds.h"
 #include "model/quantity.h"
 #include "vgpu/region.h"
@@ -1832,8 +1832,7 @@ static void exe_dir(char *buf, size_t n)
 }
 
 int fatia_agent_new(struct event_base *base, struct fatia_client *client,
-                    struct fatia_apiserver *api, const struct fatia_agent_opts *opts,
-                    struct fatia_agent **ret)
+                    const struct fatia_agent_opts *opts, struct fatia_agent **ret)
 {
     struct fatia_agent *a;
     char bin[3000], why[512] = "", state[4400], data_dir[4096];
@@ -1851,7 +1850,6 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
         return -ENOMEM;
     a->base = base;
     a->client = client;
-    a->api = api;
     a->o = *opts;
     a->inotify_fd = -1;
     fatia_strmap_init(&a->by_uid);
@@ -1955,9 +1953,13 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
         fatia_warn("agent: '%s' is missing: pods with memory-capped slices will not start",
                    a->vgpu_lib);
     adopt_all(a);
-    fatia_apiserver_set_log_provider(api, agent_logs_provider, a);
     *ret = a;
     return 0;
+}
+
+int fatia_agent_logs(void *agent, const struct fatia_log_req *req, struct fatia_log_stream *stream)
+{
+    return agent_logs_provider(agent, req, stream);
 }
 
 int fatia_agent_start(struct fatia_agent *a)
@@ -1986,7 +1988,6 @@ void fatia_agent_stop(struct fatia_agent *a, void (*done)(void *arg), void *arg)
     if (a->inotify_ev)
         event_del(a->inotify_ev);
     agent_logs_stop_all(a);
-    fatia_apiserver_set_log_provider(a->api, NULL, NULL);
     if (a->outstanding == 0) {
         done(arg);
         return;

@@ -59,7 +59,6 @@ struct follower;
 struct fatia_agent {
     struct event_base *base;
     struct fatia_client *client;
-    struct fatia_apiserver *api;
     struct fatia_agent_opts o;
     char dir[1100], pods_dir[1200], status_dir[1200], logs_dir[1200], run_dir[1200];
     char shim[4096], vgpu_lib[4096];
@@ -91,7 +90,7 @@ struct apod *agent_pod(struct fatia_agent *a, const char *uid);
 /* DATA/agent/logs/<ns>_<name>_<uid>. */
 void agent_log_dir(const struct fatia_agent *a, const struct apod *p, char *buf, size_t n);
 
-/* logs.c: the provider (registered by agent.c), and the end of every stream at stop. */
+/* logs.c: the provider (fatia_agent_logs; the daemon registers it), and the end of every stream at stop. */
 struct fatia_log_req;
 struct fatia_log_stream;
 int agent_logs_provider(void *arg, const struct fatia_log_req *req, struct fatia_log_stream *st);

@@ -20,6 +20,7 @@
 #include <getopt.h>
 
 #include "base/alloc.h"
+#include "base/datadir.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "cli/cli.h"
@@ -221,9 +222,7 @@ int supply_session_open(struct supply_session *s, const struct supply_opts *o, c
         r = fatia_objset_load(&s->set, o->paths.v, o->paths.n, o->recursive, &fatia_demand_checks,
                               &d);
     } else if (o->inventory != SUPPLY_INV_NVML) {
-        const char *env = getenv("FATIA_DATA_DIR");
-        snprintf(fleet, sizeof(fleet), "%s/fleets/default.yaml",
-                 env && *env ? env : FATIA_SOURCE_DIR "/data");
+        fatia_data_path(fleet, sizeof(fleet), "fleets/default.yaml");
         default_paths[0] = fleet;
         r = fatia_objset_load(&s->set, default_paths, 1, false, &fatia_demand_checks, &d);
     } else {

@@ -18,6 +18,7 @@
 #include <ctype.h>
 
 #include "base/alloc.h"
+#include "base/datadir.h"
 #include "base/error.h"
 #include "base/vec.h"
 
@@ -42,14 +43,10 @@ void fatia_catalog_release(struct fatia_catalog *cat)
 
 void fatia_catalog_default_path(const char *explicit_path, char *buf, size_t n)
 {
-    const char *env = getenv("FATIA_DATA_DIR");
-
     if (explicit_path && *explicit_path)
         snprintf(buf, n, "%s", explicit_path);
-    else if (env && *env)
-        snprintf(buf, n, "%s/gpus", env);
     else
-        snprintf(buf, n, "%s/data/gpus", FATIA_SOURCE_DIR);
+        fatia_data_path(buf, n, "gpus");
 }
 
 static char *lower_dup(const char *s)

@@ -79,6 +79,19 @@
 static void reconcile(struct fatia_agent *a, struct apod *p);
 static void push_status(struct fatia_agent *a, struct apod *p);
 
+/* Retries of the agent's writes: 100 ms doubling to 30 s, plus up to half of it as jitter. */
+#define RETRY_BASE (100 * FATIA_USEC_PER_MSEC)
+#define RETRY_MAX  (30 * FATIA_USEC_PER_SEC)
+/* A write the budget refused is tried again after this (plus jitter). */
+#define BUDGET_WAIT (50 * FATIA_USEC_PER_MSEC)
+/* The agent's share of the event loop: API writes (patches and Events) per second, and the
+ * burst; past it writes wait (patches) or are dropped (Events), so that no tenant's pods can make
+ * the agent flood fatiad. Warnings: a burst of 20 lines, then 5 a second. */
+#define WRITES_PER_SEC 500
+#define WRITES_BURST   1000
+#define WARN_PER_SEC   5
+#define WARN_BURST     20
+
 struct mpsd {
     char uuid[128];
     struct fatia_mps_daemon *d;
@@ -158,6 +171,27 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
 }
 
 /* ---- small helpers ---- */
+
+/* A warning, rate-limited (a tenant's pods must not flood the log): the line let through after
+ * some were refused says how many. */
+static void agent_warn(struct fatia_agent *a, const char *fmt, ...) FATIA_PRINTF(2, 3);
+
+static void agent_warn(struct fatia_agent *a, const char *fmt, ...)
+{
+    uint64_t sup = 0;
+    char msg[1200];
+    va_list ap;
+
+    if (!fatia_ratelimit_take(&a->warn, fatia_now_mono_usec(), &sup))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (sup)
+        fatia_warn("%s (%" PRIu64 " agent warnings suppressed before this one)", msg, sup);
+    else
+        fatia_warn("%s", msg);
+}
 
 /* A directory with exactly mode (fatiad's umask is 077), made or found (never through a link).
  * 0 when made, 1 when it existed, or -errno. */
@@ -310,6 +344,7 @@ static struct apod *pod_new(struct fatia_agent *a, const char *uid, const char *
     snprintf(p->ns, sizeof(p->ns), "%s", ns ? ns : "");
     snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
     snprintf(p->wait_reason, sizeof(p->wait_reason), "ContainerCreating");
+    p->agent = a;
     if (fatia_strmap_put(&a->by_uid, p->uid, p) < 0) {
         fatia_free(p);
         return NULL;
@@ -335,7 +370,57 @@ static void pod_free(struct fatia_agent *a, struct apod *p)
     json_decref(p->slices);
     json_decref(p->mps_gpus);
     json_decref(p->acct);
+    if (p->retry_ev)
+        event_free(p->retry_ev);
     fatia_free(p);
+}
+
+/* ---- retries ---- */
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct apod *p = arg;
+    struct fatia_agent *a = p->agent;
+
+    (void)fd;
+    (void)what;
+    if (a->stopping)
+        return;
+    if (p->status_waiting && fatia_now_mono_usec() >= p->status_retry_at) {
+        p->status_waiting = false;
+        push_status(a, p);
+    }
+    reconcile(a, p); /* last: it may free p */
+}
+
+/* Wakes the pod at the earliest retry time still ahead. */
+static void arm_retry(struct fatia_agent *a, struct apod *p)
+{
+    fatia_usec_t now = fatia_now_mono_usec(), at = 0, d;
+    struct timeval tv;
+
+    if (p->fin_retry_at > now)
+        at = p->fin_retry_at;
+    if (p->status_waiting && p->status_retry_at > now && (!at || p->status_retry_at < at))
+        at = p->status_retry_at;
+    if (!at)
+        return;
+    if (!p->retry_ev && !(p->retry_ev = evtimer_new(a->base, on_retry, p)))
+        return; /* the one-second tick retries instead */
+    d = at - now;
+    tv.tv_sec = (time_t)(d / FATIA_USEC_PER_SEC);
+    tv.tv_usec = (suseconds_t)(d % FATIA_USEC_PER_SEC);
+    evtimer_add(p->retry_ev, &tv);
+}
+
+/* The time of the next try after `failures` consecutive failures (0: the budget refused). */
+static fatia_usec_t retry_time(struct fatia_agent *a, unsigned failures)
+{
+    uint64_t r = fatia_backoff_rand(&a->rnd);
+
+    if (!failures)
+        return fatia_now_mono_usec() + BUDGET_WAIT + (fatia_usec_t)(r % (uint64_t)BUDGET_WAIT);
+    return fatia_now_mono_usec() + fatia_backoff_delay(RETRY_BASE, RETRY_MAX, failures, r);
 }
 
 /* ---- API writes ---- */
@@ -419,6 +504,14 @@ static void emit_event(struct fatia_agent *a, const struct apod *p, const char *
 
     if (a->stopping)
         return;
+    if (!fatia_ratelimit_take(&a->writes, fatia_now_mono_usec(), NULL)) {
+        if (a->events_dropped++ % 1000 == 0)
+            agent_warn(a,
+                       "agent: over the write budget (%d a second): %" PRIu64 " Events not "
+                       "recorded so far",
+                       WRITES_PER_SEC, a->events_dropped);
+        return;
+    }
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
@@ -459,35 +552,58 @@ static void patch_done(void *arg, const struct fatia_client_result *res)
     }
     if (res->obj)
         take_pod(p, res->obj);
+    /* a failed write is tried again after a back-off, never at once: the pod may be deleted
+     * under it (a 422 until the watch brings the deletion), and a loop of immediate retries
+     * would starve fatiad */
     switch (o->kind) {
     case OP_FINALIZER_ADD:
         p->fin_inflight = false;
-        if (res->status) {
-            fatia_warn("agent: pod %s/%s: cannot add the finalizer: %s", p->ns, p->name,
-                       fatia_json_str(res->status, "message"));
-            if (p->st == AP_ADMIT)
-                p->st = AP_IDLE;
-            if (res->code == 404 || res->code == 409)
-                p->in_api = res->code != 404 && p->in_api;
-            break;
-        }
         if (p->st == AP_ADMIT)
             p->st = AP_IDLE;
+        if (res->status) {
+            p->fin_retry_at = retry_time(a, ++p->fin_failures);
+            agent_warn(a,
+                       "agent: pod %s/%s: cannot add the finalizer (failure %u, next try in "
+                       "%" PRId64 " ms): %s",
+                       p->ns, p->name, p->fin_failures,
+                       (p->fin_retry_at - fatia_now_mono_usec()) / FATIA_USEC_PER_MSEC,
+                       fatia_json_str(res->status, "message"));
+            if (res->code == 404)
+                p->in_api = false;
+            arm_retry(a, p);
+            break;
+        }
+        p->fin_failures = 0;
         break;
     case OP_FINALIZER_REMOVE:
         p->fin_removing = false;
-        if (res->status && res->code != 404 && res->code != 409)
-            fatia_warn("agent: pod %s/%s: cannot remove the finalizer: %s", p->ns, p->name,
-                       fatia_json_str(res->status, "message"));
+        if (res->status && res->code != 404) {
+            p->fin_retry_at = retry_time(a, ++p->fin_failures);
+            if (res->code != 409)
+                agent_warn(a, "agent: pod %s/%s: cannot remove the finalizer (failure %u): %s",
+                           p->ns, p->name, p->fin_failures, fatia_json_str(res->status, "message"));
+            arm_retry(a, p);
+        } else {
+            p->fin_failures = 0;
+        }
         break;
     case OP_STATUS:
         p->status_inflight = false;
-        if (res->status && res->code != 404 && res->code != 409)
-            fatia_warn("agent: pod %s/%s: cannot write the status: %s", p->ns, p->name,
-                       fatia_json_str(res->status, "message"));
-        if (p->status_dirty) {
+        if (res->status && res->code != 404) {
+            p->status_retry_at = retry_time(a, ++p->status_failures);
+            if (res->code != 409)
+                agent_warn(a, "agent: pod %s/%s: cannot write the status (failure %u): %s", p->ns,
+                           p->name, p->status_failures, fatia_json_str(res->status, "message"));
+            /* the status is pushed again when the back-off ends */
             p->status_dirty = false;
-            push_status(a, p);
+            p->status_waiting = true;
+            arm_retry(a, p);
+        } else {
+            p->status_failures = 0;
+            if (p->status_dirty) {
+                p->status_dirty = false;
+                push_status(a, p);
+            }
         }
         break;
     }
@@ -502,6 +618,8 @@ static int send_patch(struct fatia_agent *a, struct apod *p, int kind, const cha
     char *text;
     int r;
 
+    if (!fatia_ratelimit_take(&a->writes, fatia_now_mono_usec(), NULL))
+        return -EAGAIN;
     /* the uid makes the write a precondition: a new pod under the same name is never touched */
     json_object_set_new(fatia_json_object_ensure(patch, "metadata"), "uid", json_string(p->uid));
     text = json_dumps(patch, JSON_COMPACT);
@@ -524,11 +642,21 @@ static void add_finalizer(struct fatia_agent *a, struct apod *p)
 {
     json_t *patch = json_pack("{s:{s:[s]}}", "metadata", "finalizers", FATIA_AGENT_FINALIZER);
 
+    int r;
+
+    if (fatia_now_mono_usec() < p->fin_retry_at) {
+        arm_retry(a, p);
+        json_decref(patch);
+        return;
+    }
     p->st = AP_ADMIT;
     p->fin_inflight = true;
-    if (send_patch(a, p, OP_FINALIZER_ADD, NULL, patch) < 0) {
+    r = send_patch(a, p, OP_FINALIZER_ADD, NULL, patch);
+    if (r < 0) {
         p->fin_inflight = false;
         p->st = AP_IDLE;
+        p->fin_retry_at = retry_time(a, r == -EAGAIN ? 0 : ++p->fin_failures);
+        arm_retry(a, p);
     }
     json_decref(patch);
 }
@@ -537,13 +665,23 @@ static void remove_finalizer(struct fatia_agent *a, struct apod *p)
 {
     json_t *patch;
 
+    int r;
+
     if (p->fin_removing)
         return;
+    if (fatia_now_mono_usec() < p->fin_retry_at) {
+        arm_retry(a, p);
+        return;
+    }
     patch = json_pack("{s:{s:[s]}}", "metadata", "$deleteFromPrimitiveList/finalizers",
                       FATIA_AGENT_FINALIZER);
     p->fin_removing = true;
-    if (send_patch(a, p, OP_FINALIZER_REMOVE, NULL, patch) < 0)
+    r = send_patch(a, p, OP_FINALIZER_REMOVE, NULL, patch);
+    if (r < 0) {
         p->fin_removing = false;
+        p->fin_retry_at = retry_time(a, r == -EAGAIN ? 0 : ++p->fin_failures);
+        arm_retry(a, p);
+    }
     json_decref(patch);
 }
 
@@ -556,6 +694,11 @@ static void push_status(struct fatia_agent *a, struct apod *p)
         return;
     if (p->status_inflight) {
         p->status_dirty = true;
+        return;
+    }
+    if (fatia_now_mono_usec() < p->status_retry_at) {
+        p->status_waiting = true;
+        arm_retry(a, p);
         return;
     }
     if (!p->start_time[0])
@@ -588,8 +731,15 @@ static void push_status(struct fatia_agent *a, struct apod *p)
         json_object_set_new(st, "message", json_null());
     patch = json_pack("{s:o}", "status", st);
     p->status_inflight = true;
-    if (send_patch(a, p, OP_STATUS, "status", patch) < 0)
-        p->status_inflight = false;
+    {
+        int r = send_patch(a, p, OP_STATUS, "status", patch);
+        if (r < 0) {
+            p->status_inflight = false;
+            p->status_retry_at = retry_time(a, r == -EAGAIN ? 0 : ++p->status_failures);
+            p->status_waiting = true;
+            arm_retry(a, p);
+        }
+    }
     json_decref(patch);
 }
 
@@ -1854,6 +2004,9 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
     a->api = api;
     a->o = *opts;
     a->inotify_fd = -1;
+    a->rnd = (uint64_t)fatia_now_mono_usec() ^ ((uint64_t)getpid() << 32) ^ 1;
+    a->warn = (struct fatia_ratelimit){.per_sec = WARN_PER_SEC, .burst = WARN_BURST};
+    a->writes = (struct fatia_ratelimit){.per_sec = WRITES_PER_SEC, .burst = WRITES_BURST};
     fatia_strmap_init(&a->by_uid);
     exe_dir(bin, sizeof(bin));
     snprintf(a->shim, sizeof(a->shim), "%s", opts->shim ? opts->shim : "");

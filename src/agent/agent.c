@@ -1056,6 +1056,146 @@ static void collect_slices(struct apod *p)
     fatia_pod_devices_release(&d);
 }
 
+/* ---- trusting only placement ---- */
+
+/* The device named `slice` in the ResourceSlices the device controller publishes for node
+ * (`<node>-gpu.nvidia.com-<i>`, driver gpu.nvidia.com, spec.nodeName the node), or NULL. */
+static const json_t *inventory_device(struct fatia_agent *a, const char *node, const char *slice)
+{
+    const struct fatia_kind *k = fatia_kind_find("resource.k8s.io/v1", "ResourceSlice", NULL);
+    char name[400];
+
+    for (int i = 0; k && i < 64; i++) {
+        const json_t *rs, *spec, *dev;
+        size_t j;
+
+        snprintf(name, sizeof(name), "%s-gpu.nvidia.com-%d", node, i);
+        rs = fatia_client_cached(a->client, k, NULL, name);
+        if (!rs)
+            break;
+        spec = json_object_get(rs, "spec");
+        if (!fatia_json_str(spec, "nodeName") || strcmp(fatia_json_str(spec, "nodeName"), node) ||
+            !fatia_json_str(spec, "driver") ||
+            strcmp(fatia_json_str(spec, "driver"), "gpu.nvidia.com"))
+            continue;
+        json_array_foreach(json_object_get(spec, "devices"), j, dev)
+        {
+            const char *n = fatia_json_str(dev, "name");
+            if (n && !strcmp(n, slice))
+                return dev;
+        }
+    }
+    return NULL;
+}
+
+static const char *attr_str(const json_t *dev, const char *name)
+{
+    return fatia_json_str(json_object_get(json_object_get(dev, "attributes"), name), "string");
+}
+
+static int minor_of(const char *slice)
+{
+    int v = 0, digits = 0;
+
+    if (strncmp(slice, "gpu-", 4))
+        return -1;
+    for (const char *q = slice + 4; *q >= '0' && *q <= '9' && digits < 6; q++, digits++)
+        v = v * 10 + (*q - '0');
+    return digits ? v : -1;
+}
+
+/* The agent trusts only placement (issue 15): the annotation names slice ids and is bound to the
+ * pod's uid (every entry's podUID); UUIDs, MIG UUIDs and minors come from this node's inventory,
+ * never from the pod. An entry naming a slice the node does not have, bound to another pod, or
+ * whose kind, UUID or minor differs from the inventory's is refused (why names the entry and the
+ * field). A capped slice's memoryBytes is at most the inventory's memory. */
+static int trust_devices(struct fatia_agent *a, struct apod *p, struct fatia_pod_devices *d,
+                         char *why, size_t why_n)
+{
+    const char *node = fatia_json_str(json_object_get(p->pod, "spec"), "nodeName");
+
+    for (size_t i = 0; i < d->n; i++) {
+        struct fatia_pod_device *x = &d->v[i];
+        const json_t *e = json_array_get(d->root, i);
+        const char *puid = fatia_json_str(e, "podUID");
+        const json_t *dev = node ? inventory_device(a, node, x->slice) : NULL;
+        const char *type = attr_str(dev, "type"), *uuid = attr_str(dev, "uuid");
+        const char *parent = attr_str(dev, "parentUUID"), *want, *mem;
+        const char *kind = fatia_dev_kind_name(x->kind);
+        int minor = minor_of(x->slice);
+
+        if (!puid || strcmp(puid, p->uid)) {
+            snprintf(why, why_n,
+                     "annotation %s[%zu].podUID: %s%s%s: the devices were not placed for this pod "
+                     "(uid %s)",
+                     FATIA_ANN_DEVICES, i, puid ? "'" : "missing", puid ? puid : "",
+                     puid ? "'" : "", p->uid);
+            return -FATIA_E_INVALID;
+        }
+        if (!dev) {
+            snprintf(why, why_n, "annotation %s[%zu].slice: '%s' is not a slice of node '%s'",
+                     FATIA_ANN_DEVICES, i, x->slice, node ? node : "");
+            return -FATIA_E_INVALID;
+        }
+        if (!type || strcmp(!strcmp(type, "gpu") ? "whole" : type, kind)) {
+            snprintf(why, why_n,
+                     "annotation %s[%zu].kind: '%s', but slice '%s' of node '%s' is of type '%s'",
+                     FATIA_ANN_DEVICES, i, kind, x->slice, node, type ? type : "?");
+            return -FATIA_E_INVALID;
+        }
+        want = x->kind == FATIA_DEV_MIG ? parent : uuid;
+        if (!want || minor < 0 || (x->kind == FATIA_DEV_MIG && !uuid)) {
+            snprintf(why, why_n, "slice '%s' of node '%s' has no UUID or minor in the inventory",
+                     x->slice, node);
+            return -FATIA_E_INVALID;
+        }
+        if (x->uuid && strcmp(x->uuid, want)) {
+            snprintf(why, why_n,
+                     "annotation %s[%zu].uuid: '%s' is not the GPU of slice '%s' on node '%s'",
+                     FATIA_ANN_DEVICES, i, x->uuid, x->slice, node);
+            return -FATIA_E_INVALID;
+        }
+        if (x->kind == FATIA_DEV_MIG && x->mig_uuid && strcmp(x->mig_uuid, uuid)) {
+            snprintf(why, why_n,
+                     "annotation %s[%zu].migUuid: '%s' is not the MIG device of slice '%s' on "
+                     "node '%s'",
+                     FATIA_ANN_DEVICES, i, x->mig_uuid, x->slice, node);
+            return -FATIA_E_INVALID;
+        }
+        if (x->minor >= 0 && x->minor != minor) {
+            snprintf(why, why_n,
+                     "annotation %s[%zu].minor: %d is not the device of slice '%s' (minor %d)",
+                     FATIA_ANN_DEVICES, i, x->minor, x->slice, minor);
+            return -FATIA_E_INVALID;
+        }
+        /* from here on, only the inventory's values */
+        x->uuid = want;
+        x->mig_uuid = x->kind == FATIA_DEV_MIG ? uuid : NULL;
+        x->minor = minor;
+        mem = fatia_json_str(json_object_get(json_object_get(dev, "capacity"), "memory"), "value");
+        if ((x->kind == FATIA_DEV_TIMESLICE || x->kind == FATIA_DEV_FRACTION) && mem) {
+            uint64_t cap;
+            if (fatia_quantity_parse_bytes(mem, &cap) == 0 && x->memory_bytes > cap)
+                x->memory_bytes = cap;
+        }
+    }
+    return 0;
+}
+
+/* The pod can never run as it is: it fails (phase Failed, the reason), with an Event. */
+static void fail_pod(struct fatia_agent *a, struct apod *p, const char *reason, const char *why)
+{
+    p->config_error = true;
+    snprintf(p->wait_msg, sizeof(p->wait_msg), "%s", why);
+    agent_warn(a, "agent: pod %s/%s: %s: %s", p->ns, p->name, reason, why);
+    json_decref(p->shim);
+    p->shim = json_pack("{s:s,s:s,s:s,s:[],s:[],s:b}", "phase", "Failed", "reason", reason,
+                        "message", why, "initContainers", "containers", "done", 1);
+    p->st = AP_DONE;
+    emit_event(a, p, "Warning", reason, NULL, "%s", why);
+    push_status(a, p);
+}
+
 static bool node_is_real(struct fatia_agent *a, const json_t *pod)
 {
     const char *node = fatia_json_str(json_object_get(pod, "spec"), "nodeName");
@@ -1303,6 +1443,12 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     if (r < 0) {
         fail_before_start(a, p, "CreateContainerConfigError", why);
         return;
+    }
+    r = trust_devices(a, p, &devs, why, sizeof(why));
+    if (r < 0) {
+        /* kubelet's reason when a device cannot be given to a pod */
+        fail_pod(a, p, "UnexpectedAdmissionError", why);
+        goto out;
     }
     if (a->switch_user) {
         uint32_t u, g;
@@ -1625,6 +1771,20 @@ static void reconcile(struct fatia_agent *a, struct apod *p)
                 push_status(a, p);
             }
             return;
+        }
+        {
+            /* devices that placement did not give this pod fail it, before anything else (even
+             * before a slice held here makes it wait) */
+            struct fatia_pod_devices d;
+            char why[1024];
+            if (fatia_pod_devices_parse(pod, &d, why, sizeof(why)) == 0) {
+                int r = trust_devices(a, p, &d, why, sizeof(why));
+                fatia_pod_devices_release(&d);
+                if (r < 0) {
+                    fail_pod(a, p, "UnexpectedAdmissionError", why);
+                    return;
+                }
+            }
         }
         collect_slices(p);
         {

@@ -128,7 +128,13 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         o->mps_control = v;
     else if (KEY("vgpu-log"))
         o->vgpu_log = v;
-    else if (KEY("user")) {
+    else if (KEY("pod-dir")) {
+        if (!v[0] || strlen(v) > 1000) {
+            snprintf(why, why_n, "pod-dir: expected a directory (at most 1000 bytes)");
+            return -EINVAL;
+        }
+        o->pod_dir = v;
+    } else if (KEY("user")) {
         if (strcmp(v, "auto") && strcmp(v, "namespace") && strcmp(v, "current")) {
             snprintf(why, why_n, "user: expected auto, namespace or current");
             return -EINVAL;
@@ -1948,6 +1954,99 @@ static void on_inotify(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* ---- ephemeral storage ---- */
+
+/* Every STORAGE_CHECK_TICKS ticks (seconds) the pods with an ephemeral-storage limit have their
+ * usage measured (their working directory and logs under the pod directory); a pod over its limit
+ * is evicted as kubelet does: a Warning Event Evicted, every process killed at once, phase Failed
+ * with reason Evicted. */
+#define STORAGE_CHECK_TICKS 2
+
+/* Bytes used under name (blocks, so a sparse file counts what it holds), never following a
+ * link; stops counting past stop. */
+static uint64_t du_at(int dfd, const char *name, int depth, uint64_t stop)
+{
+    struct stat st;
+    uint64_t sum;
+    int fd;
+    DIR *d;
+    struct dirent *e;
+
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    sum = (uint64_t)st.st_blocks * 512;
+    if (!S_ISDIR(st.st_mode) || depth > 64)
+        return sum;
+    fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return sum;
+    d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return sum;
+    }
+    while ((e = readdir(d)) && sum <= stop) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        sum += du_at(dirfd(d), e->d_name, depth + 1, stop - sum);
+    }
+    closedir(d);
+    return sum;
+}
+
+/* The pod's ephemeral-storage limit: the sum of its app containers' limits, or the largest init
+ * container's if that is more (kubelet's pod-level check); 0: none set. */
+static uint64_t storage_limit(const json_t *pod)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+    const char *lists[] = {"containers", "initContainers"};
+    uint64_t sum = 0, init_max = 0;
+
+    for (int k = 0; k < 2; k++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(spec, lists[k]), i, c)
+        {
+            const json_t *v = json_object_get(
+                json_object_get(json_object_get(c, "resources"), "limits"), "ephemeral-storage");
+            uint64_t b = 0;
+            if (json_is_string(v))
+                (void)fatia_quantity_parse_bytes(json_string_value(v), &b);
+            else if (json_is_integer(v) && json_integer_value(v) > 0)
+                b = (uint64_t)json_integer_value(v);
+            if (k == 0)
+                sum += b;
+            else if (b > init_max)
+                init_max = b;
+        }
+    }
+    return sum > init_max ? sum : init_max;
+}
+
+static void check_storage(struct fatia_agent *a, struct apod *p)
+{
+    uint64_t limit = storage_limit(p->pod), used;
+    char path[4400], msg[300];
+
+    if (!limit || p->evicted || p->stop_sent)
+        return;
+    snprintf(path, sizeof(path), "%s/%s", a->run_dir, p->uid);
+    used = du_at(AT_FDCWD, path, 0, limit);
+    agent_log_dir(a, p, path, sizeof(path));
+    if (used <= limit)
+        used += du_at(AT_FDCWD, path, 0, limit - used);
+    if (used <= limit)
+        return;
+    p->evicted = true;
+    snprintf(msg, sizeof(msg),
+             "Pod ephemeral local storage usage exceeds the total limit of containers %" PRIu64
+             " bytes (uses at least %" PRIu64 ")",
+             limit, used);
+    emit_event(a, p, "Warning", "Evicted", NULL, "%s", msg);
+    agent_warn(a, "agent: pod %s/%s: evicted: %s", p->ns, p->name, msg);
+    request_stop(a, p, 0, "Evicted", msg);
+}
+
 /* Capped slices: an allocation the cap refused is worth telling the pod's owner once. */
 static void check_caps(struct fatia_agent *a, struct apod *p)
 {
@@ -1982,13 +2081,20 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    bool storage;
+
     if (a->stopping)
         return;
+    storage = ++a->storage_ticks >= STORAGE_CHECK_TICKS;
+    if (storage)
+        a->storage_ticks = 0;
     for (p = a->pods; p; p = next) {
         next = p->next;
         if (p->st == AP_ACTIVE) {
             check_shim(a, p);
             check_caps(a, p);
+            if (storage && p->st == AP_ACTIVE && p->pod)
+                check_storage(a, p);
         }
         if (p->st == AP_DONE && p->shim_child)
             (void)shim_alive(a, p); /* reaps it */
@@ -2196,8 +2302,22 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
     snprintf(a->dir, sizeof(a->dir), "%.1000s/agent", data_dir); /* at most 1000: checked */
     snprintf(a->pods_dir, sizeof(a->pods_dir), "%s/pods", a->dir);
     snprintf(a->status_dir, sizeof(a->status_dir), "%s/status", a->dir);
-    snprintf(a->logs_dir, sizeof(a->logs_dir), "%s/logs", a->dir);
-    snprintf(a->run_dir, sizeof(a->run_dir), "%s/run", a->dir);
+    /* what pods write lives under the pod directory, which the admin may put on another
+     * filesystem than the store's (a pod that fills it cannot stop the API's writes) */
+    snprintf(a->pod_dir, sizeof(a->pod_dir), "%s", a->dir);
+    if (opts->pod_dir) {
+        char real[4096];
+        if (mkdir_mode(opts->pod_dir, 0711) < 0 || !realpath(opts->pod_dir, real) ||
+            strlen(real) > 1000) {
+            r = errno ? -errno : -ENAMETOOLONG;
+            fatia_log_errno(FATIA_LOG_ERROR, r, "agent: pod-dir '%s'", opts->pod_dir);
+            fatia_free(a);
+            return r;
+        }
+        snprintf(a->pod_dir, sizeof(a->pod_dir), "%.1000s", real);
+    }
+    snprintf(a->logs_dir, sizeof(a->logs_dir), "%.1000s/logs", a->pod_dir);
+    snprintf(a->run_dir, sizeof(a->run_dir), "%.1000s/run", a->pod_dir);
     user = opts->user ? opts->user : "auto";
     a->switch_user = geteuid() == 0 && strcmp(user, "current");
     if (!strcmp(user, "namespace") && geteuid() != 0) {
@@ -2218,6 +2338,8 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
         /* pods' uids must reach DATA/agent/run/<uid>: traverse-only permission on the way */
         (void)chmod(data_dir, 0711);
         warn_untraversable(data_dir);
+        if (opts->pod_dir)
+            warn_untraversable(a->pod_dir);
         snprintf(state, sizeof(state), "%s/uids", a->dir);
         r = fatia_uidmap_load(&a->uids, opts->uid_map, state, opts->uid_base, 0, why, sizeof(why));
         if (r < 0) {

@@ -60,6 +60,7 @@ struct apod {
     bool status_waiting; /* a status push waits for status_retry_at */
     struct event *retry_ev;
     struct fatia_agent *agent;
+    bool evicted;      /* over its ephemeral-storage limit: stopped */
     struct apod *next; /* in the agent's list */
 };
 
@@ -96,6 +97,8 @@ struct fatia_agent {
     struct fatia_ratelimit warn;   /* the agent's warning lines */
     struct fatia_ratelimit writes; /* the agent's API writes: its budget on the event loop */
     uint64_t events_dropped;       /* Events not sent: over the write budget */
+    char pod_dir[1200];            /* run/ and logs/ live here (--agent pod-dir) */
+    unsigned storage_ticks;        /* ticks since the last ephemeral-storage check */
 };
 
 /* The pod of that uid, or NULL. */

@@ -43,6 +43,7 @@ struct fatia_apiserver_opts {
     const char *tokens_path;         /* bearer tokens file (auth.h); NULL = no authentication */
     struct fatia_api_http_opts http; /* limits of the HTTP layer */
     size_t watch_history;            /* events kept for watches that resume; 0 = 10000 */
+    size_t watch_budget;             /* unsent bytes of all HTTP watches together; 0 = 256 MiB */
     fatia_usec_t bookmark_interval;  /* periodic BOOKMARK events; 0 = 60 s */
     unsigned max_json_depth;         /* nesting of request bodies; 0 = 64 */
     /* objects one namespace may hold (every namespaced kind together), until ResourceQuota's

@@ -105,8 +105,8 @@ struct wevent {
     struct rtable *t;
     struct objver *obj; /* the object after the event (for DELETED: the last state) */
     struct objver *old; /* the object before (MODIFIED, DELETED); may be NULL */
-    char *line;         /* cached {"type":..,"object":..}\n in the storage version */
-    size_t line_len;
+    struct wline *line; /* cached {"type":..,"object":..}\n in the storage version, shared
+                           by every stream that sends it (watch.c) */
 };
 
 /* ---- write transactions ---- */
@@ -166,6 +166,9 @@ struct fatia_apiserver {
     struct wevent *ring;
     size_t ring_cap, ring_head, ring_n;
     uint64_t history_floor; /* every event with rv > floor is in the ring */
+    size_t watch_bytes;     /* unsent bytes of every HTTP watch, as of the event being offered */
+    bool watch_sweep;       /* some watchers were dropped for the budget: free them */
+    struct event *trim_ev;  /* gives freed memory back to the system (watch.c) */
 
     FATIA_VEC(struct admission_entry) admission;
     fatia_log_provider_fn log_provider;

@@ -172,6 +172,8 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         s->o = *opts;
     if (!s->o.watch_history)
         s->o.watch_history = 10000;
+    if (!s->o.watch_budget)
+        s->o.watch_budget = 256 * 1024 * 1024;
     if (!s->o.bookmark_interval)
         s->o.bookmark_interval = 60 * FATIA_USEC_PER_SEC;
     if (!s->o.max_json_depth)

@@ -732,6 +732,13 @@ static void place_pod(void *arg, const char *key)
     }
     waiting_drop(p, key);
     slices_s = fatia_buf_steal(&slices);
+    {
+        /* bound to this pod: the agent refuses devices placed for another pod (docs/agent.md) */
+        size_t i;
+        json_t *e;
+        json_array_foreach(devs, i, e) json_object_set_new(
+            e, "podUID", json_string(meta_str(pod, "uid") ? meta_str(pod, "uid") : ""));
+    }
     devs_s = json_dumps(devs, JSON_COMPACT);
     np = json_deep_copy(pod);
     ann = np ? fatia_json_object_ensure(json_object_get(np, "metadata"), "annotations") : NULL;

@@ -116,6 +116,7 @@ struct daemon {
     struct fatia_agent_opts agent_opts;
     bool no_agent;
     struct event *sig_term, *sig_int;
+    struct event *grace_ev; /* the shutdown's deadline */
     const char *data_dir;
     char host[128];
     uint16_t port;
@@ -366,14 +367,33 @@ static void stop_all(struct daemon *d)
         fatia_apiserver_shutdown(d->api, shutdown_done, d);
 }
 
+/* A clean shutdown waits for the writes in flight; whatever keeps it from finishing (a stuck
+ * client, a busy subsystem), fatiad stops by this deadline all the same: what was committed is in
+ * the store, and pods keep running under their shims. */
+#define SHUTDOWN_GRACE_SEC 10
+
+static void on_grace(evutil_socket_t fd, short what, void *arg)
+{
+    struct daemon *d = arg;
+
+    (void)fd;
+    (void)what;
+    fatia_warn("the shutdown did not finish within %d s: stopping now", SHUTDOWN_GRACE_SEC);
+    event_base_loopbreak(d->base);
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct daemon *d = arg;
+    struct timeval grace = {SHUTDOWN_GRACE_SEC, 0};
 
     (void)what;
     fatia_info("%s received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     event_del(d->sig_term);
     event_del(d->sig_int);
+    d->grace_ev = evtimer_new(d->base, on_grace, d);
+    if (d->grace_ev)
+        evtimer_add(d->grace_ev, &grace);
     stop_all(d);
 }
 
@@ -823,6 +843,8 @@ static void daemon_free(struct daemon *d)
     fatia_store_close(d->store);
     event_free(d->sig_term);
     event_free(d->sig_int);
+    if (d->grace_ev)
+        event_free(d->grace_ev);
     event_base_free(d->base);
     fatia_docset_release(&d->docs);
     fatia_free(d->files);

@@ -28,7 +28,7 @@
 #include "base/log.h"
 #include "base/str.h"
 #include "gateway/hist.h"
-#include "gateway/http1.h"
+#include "http/http1.h"
 #include "gateway/httpd.h"
 #include "gateway/netaddr.h"
 #include "gateway/prefix.h"

@@ -31,7 +31,7 @@
 #include <sys/uio.h>
 
 #include "base/clock.h"
-#include "gateway/http1.h"
+#include "http/http1.h"
 
 struct event_base;
 struct fatia_upx;

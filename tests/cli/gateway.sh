@@ -82,6 +82,9 @@ curl -s "$GW/v1/completions" -d '{"model":' >"$TMP/out"
 expect_line "$TMP/out" '"code":400'
 curl -s "$GW/v1/completions" -H 'Transfer-Encoding: chunked' -d '{}' >"$TMP/out"
 expect_line "$TMP/out" '"code":411'
+# request smuggling (RFC 9112, the module fatiad shares): refused, nothing smuggled is served
+python3 tests/cli/http_smuggle.py "http://$GW" /v1/completions >"$TMP/smuggle" 2>&1 ||
+    fail "a smuggling attack on the gateway was not refused: $(grep FAIL "$TMP/smuggle")"
 
 # --- a static pool file: labels, a selector, scheduling settings; errors name file:line
 cat >"$TMP/pool.yaml" <<EOF

@@ -5,6 +5,11 @@
  * client's close and is removed if the client pipelines more bytes), ev_write (added while output
  * is queued), ev_timer (idle and request-read timeout, armed while READING), ev_kill (a deferred
  * close, activated by write errors so that handlers never see a callback inside their own call).
+ *
+ * Pipelining: requests that arrived behind the one being handled wait in `in` (or in the socket)
+ * and are served one at a time, in order, once the answer before them is done: finishing a
+ * request activates ev_read, whose callback parses what is buffered even when the socket has
+ * nothing new (the bug this replaced: a second request read with the first was never answered).
  */
 #include "base/compat.h"
 

@@ -1,8 +1,8 @@
 # tests/cli/gateway.sh: the gateway in front of engine-sims and a byte-exact fake upstream
 # (tests/gateway/fake_upstream.py): streamed answers relayed intact and chunk by chunk, an
 # endpoint failing mid-stream, health removal and return, 503 and 429, slow clients and slow
-# upstreams, keep-alive, /v1/models merging, bad requests. Everything listens on ephemeral
-# loopback ports; engine-sims run 50 times faster than real time.
+# upstreams, keep-alive and pipelining, /v1/models merging, bad requests and request smuggling.
+# Everything listens on ephemeral loopback ports; engine-sims run 50 times faster than real time.
 . "$(dirname "$0")/lib.bash"
 PIDS=""
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
@@ -76,6 +76,11 @@ expect_rc 0 curl -sf "$GW/health"
 # keep-alive to the client: two requests, one connection
 curl -sv "$GW/health" "$GW/health" >/dev/null 2>"$TMP/v"
 expect_line "$TMP/v" "Re-using existing connection"
+# pipelining (RFC 9112 §9.3.2): three requests in one write, three answers in order
+python3 tests/cli/http_pipeline.py 127.0.0.1 "$PORT_gw" llama-3.1-8b >"$TMP/pipe" 2>&1 ||
+    fail "gateway: pipelined requests not all answered: $(cat "$TMP/pipe")"
+python3 tests/cli/http_pipeline.py 127.0.0.1 "$PORT_a" llama-3.1-8b >"$TMP/pipe" 2>&1 ||
+    fail "engine-sim: pipelined requests not all answered: $(cat "$TMP/pipe")"
 # bad requests
 expect_rc 22 curl -sf "$GW/v1/completions" -d '{"model": "x", "prompt": "unterminated}'
 curl -s "$GW/v1/completions" -d '{"model":' >"$TMP/out"

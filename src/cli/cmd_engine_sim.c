@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "gateway/calibration.h"
 #include "gateway/enginesim.h"
+#include "gateway/netaddr.h"
 #include "model/quantity.h"
 
 static const char usage[] =
@@ -367,10 +368,15 @@ static int run(int argc, char **argv)
     sigterm = evsignal_new(base, SIGTERM, on_signal, base);
     evsignal_add(sigint, NULL);
     evsignal_add(sigterm, NULL);
-    fatia_log(FATIA_LOG_INFO,
-              "engine-sim: %s on port %d, %" PRIu64 " KV blocks, max %u seqs, speed %g",
-              cfg.served_model, fatia_enginesim_port(sim), cfg.engine.num_gpu_blocks,
-              cfg.engine.max_num_seqs, cfg.speed);
+    {
+        char url[320];
+        fatia_netaddr_listen_url(cfg.listen, fatia_enginesim_port(sim), url, sizeof(url));
+        fprintf(stderr,
+                "fatia engine-sim: listening on %s (model %s, %" PRIu64
+                " KV blocks, max %u seqs, speed %g)\n",
+                url, cfg.served_model, cfg.engine.num_gpu_blocks, cfg.engine.max_num_seqs,
+                cfg.speed);
+    }
     event_base_dispatch(base);
     rc = FATIA_EXIT_OK;
 out:

@@ -25,6 +25,7 @@
 #include "cli/commands.h"
 #include "gateway/gateway.h"
 #include "gateway/kubepool.h"
+#include "gateway/netaddr.h"
 #include "gateway/poolfile.h"
 
 static const char usage[] =
@@ -59,8 +60,8 @@ static const char usage[] =
     "  --health-interval D         health check period (default 1s)\n"
     "  --health-timeout D          a check slower than this fails (default 2s)\n"
     "  --health-failures N         failed checks in a row that take an endpoint out (default 3)\n"
-    "  --connect-timeout D         (default 2s)\n"
-    "  --upstream-timeout D        time to the response head (default: none)\n"
+    "  --connect-timeout D         connecting to a model server (default 2s; then 504)\n"
+    "  --upstream-timeout D        request sent to response head (default 5m; then 504)\n"
     "  --max-body BYTES            largest request body (default 32 MiB)\n"
     "  --port-file PATH            write the port listened on (for --listen ADDR:0)\n"
     "\n"
@@ -401,8 +402,12 @@ static int run(int argc, char **argv)
     sigterm = evsignal_new(base, SIGTERM, on_signal, base);
     evsignal_add(sigint, NULL);
     evsignal_add(sigterm, NULL);
-    fatia_log(FATIA_LOG_INFO, "gateway: listening on port %d, policy %s", fatia_gateway_port(g),
-              fatia_policy_name(cfg.sched.policy));
+    {
+        char url[320];
+        fatia_netaddr_listen_url(cfg.listen, fatia_gateway_port(g), url, sizeof(url));
+        fprintf(stderr, "fatia gateway: listening on %s (policy %s)\n", url,
+                fatia_policy_name(cfg.sched.policy));
+    }
     event_base_dispatch(base);
     rc = FATIA_EXIT_OK;
 out:

@@ -321,6 +321,11 @@ bool fatia_http_chunked_done(const struct fatia_http_chunked *c)
     return c->state == CH_DONE;
 }
 
+bool fatia_http_chunked_at_boundary(const struct fatia_http_chunked *c)
+{
+    return c->state == CH_SIZE && c->digits == 0;
+}
+
 static int hexval(char ch)
 {
     if (ch >= '0' && ch <= '9')

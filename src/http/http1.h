@@ -103,6 +103,9 @@ void fatia_http_chunked_init(struct fatia_http_chunked *c);
 ssize_t fatia_http_chunked_feed(struct fatia_http_chunked *c, const char *p, size_t n,
                                 fatia_http_payload_fn payload, void *ud);
 bool fatia_http_chunked_done(const struct fatia_http_chunked *c);
+/* Between chunks (or before the first): a chunk may be inserted here without breaking the
+ * framing (the gateway's SSE error event on a cut stream). */
+bool fatia_http_chunked_at_boundary(const struct fatia_http_chunked *c);
 
 /* "200 OK"-style reason phrase for a status code (RFC 9110's names; "Unknown" for others). */
 const char *fatia_http_reason(int status);

@@ -28,6 +28,7 @@
 #include "gateway/gateway.h"
 #include "gateway/kubepool.h"
 #include "gateway/poolfile.h"
+#include "gateway/tenants.h"
 
 static const char usage[] =
     "Usage: fatia gateway --listen ADDR:PORT (--endpoints URL,... | -f POOL.yaml |\n"
@@ -64,6 +65,10 @@ static const char usage[] =
     "  --connect-timeout D         connecting to a model server (default 2s; then 504)\n"
     "  --upstream-timeout D        request sent to response head (default 5m; then 504)\n"
     "  --max-body BYTES            largest request body (default 32 MiB)\n"
+    "Tenants:\n"
+    "  --api-keys FILE             require Authorization: Bearer KEY on every path but /health,\n"
+    "                              keys from FILE (KEY TENANT per line); tenants in /metrics\n"
+    "  --tenant-rate N             requests per second per tenant (burst: one second's); 429\n"
     "  --port-file PATH            write the port listened on (for --listen ADDR:0)\n"
     "\n"
     "Exit status: 0 stopped by a signal, 1 cannot start, 2 usage.\n";
@@ -139,6 +144,8 @@ enum {
     O_CTO,
     O_UTO,
     O_MAXBODY,
+    O_KEYS,
+    O_TRATE,
 };
 static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTEN},
                                      {"endpoints", required_argument, NULL, O_ENDPOINTS},
@@ -165,6 +172,8 @@ static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTE
                                      {"connect-timeout", required_argument, NULL, O_CTO},
                                      {"upstream-timeout", required_argument, NULL, O_UTO},
                                      {"max-body", required_argument, NULL, O_MAXBODY},
+                                     {"api-keys", required_argument, NULL, O_KEYS},
+                                     {"tenant-rate", required_argument, NULL, O_TRATE},
                                      {"port-file", required_argument, NULL, 'P'},
                                      {"help", no_argument, NULL, 'h'},
                                      {NULL, 0, NULL, 0}};
@@ -174,7 +183,8 @@ static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTE
 struct gw_opts {
     struct fatia_gateway_config cfg, over;
     struct fatia_kube_config kc;
-    const char *endpoints, *file, *ipool, *policy, *weights, *port_file;
+    const char *endpoints, *file, *ipool, *policy, *weights, *port_file, *keys_file;
+    double tenant_rate;
     bool set_mint, set_mstale, set_hint, set_q, set_blocks, set_lru;
 };
 
@@ -288,6 +298,13 @@ static int parse_opts(int argc, char **argv, struct gw_opts *o)
         case 'P':
             o->port_file = optarg;
             break;
+        case O_KEYS:
+            o->keys_file = optarg;
+            break;
+        case O_TRATE:
+            if (fatia_parse_double(optarg, &o->tenant_rate) < 0 || !(o->tenant_rate > 0))
+                return fatia_cli_usage_error(self(), "--tenant-rate: expected a positive number");
+            break;
         case 'h':
             return fatia_cli_help(self());
         default:
@@ -301,6 +318,9 @@ static int parse_opts(int argc, char **argv, struct gw_opts *o)
     if (!!o->endpoints + !!o->file + !!o->ipool != 1)
         return fatia_cli_usage_error(self(), "give one of --endpoints, -f POOL.yaml or "
                                              "--inference-pool NAMESPACE/NAME");
+    if (o->tenant_rate > 0 && !o->keys_file)
+        return fatia_cli_usage_error(self(), "--tenant-rate needs --api-keys (tenants come from "
+                                             "their keys)");
     return GO_ON;
 }
 
@@ -387,14 +407,22 @@ static int run(int argc, char **argv)
     struct fatia_gateway *g = NULL;
     struct fatia_kubepool *kp = NULL;
     struct event_base *base = NULL;
-    char detail[64];
+    struct fatia_tenants *tenants = NULL;
+    char detail[128], why[512];
     int r, rc = parse_opts(argc, argv, &o);
 
     if (rc != GO_ON)
         return rc;
+    if (o.keys_file) {
+        if (fatia_tenants_load(o.keys_file, o.tenant_rate, &tenants, why, sizeof(why)) < 0) {
+            fprintf(stderr, "fatia gateway: --api-keys: %s\n", why);
+            return FATIA_EXIT_FAIL;
+        }
+    }
     rc = load_pool(&o, &pf, &eps);
     if (rc != GO_ON)
         goto out;
+    o.cfg.tenants = tenants;
     rc = FATIA_EXIT_FAIL;
     /* only an InferencePool pool has a second thread (its API client): locking otherwise costs
      * every event for nothing */
@@ -411,7 +439,8 @@ static int run(int argc, char **argv)
     }
     if (start_pool(base, g, &o, &pf, eps, &kp) < 0)
         goto out;
-    snprintf(detail, sizeof(detail), "policy %s", fatia_policy_name(o.cfg.sched.policy));
+    snprintf(detail, sizeof(detail), "policy %s, %s", fatia_policy_name(o.cfg.sched.policy),
+             tenants ? "API keys required" : "no API keys");
     rc = fatia_cli_serve_loop(base, "gateway", o.cfg.listen, fatia_gateway_port(g), o.port_file,
                               detail);
 out:
@@ -421,6 +450,7 @@ out:
         event_base_free(base);
     json_decref(eps);
     fatia_pool_file_release(&pf);
+    fatia_tenants_free(tenants);
     return rc;
 }
 

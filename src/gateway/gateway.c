@@ -34,6 +34,7 @@
 #include "gateway/prom.h"
 #include "gateway/reqbody.h"
 #include "gateway/sse.h"
+#include "gateway/tenants.h"
 #include "gateway/upstream.h"
 #include "http/http1.h"
 #include "model/selector.h"
@@ -172,6 +173,7 @@ struct fatia_gateway {
     uint64_t decisions[FATIA_ROUTE_N];
     uint64_t pfx_matched, pfx_total, retries, streamed_events, probe_failures;
     uint64_t stream_errors; /* SSE error events written on cut streams */
+    uint64_t unauthorized;  /* requests refused for want of a valid API key */
     struct fatia_hist added;
 };
 
@@ -786,13 +788,16 @@ static int build_uphead(struct gw_req *q)
     bool host = false;
 
     fatia_buf_reset(&q->uphead);
-    if (!(h->flags & FATIA_HTTP_HOP_BY_HOP) && h->minor >= 1 && !prefix[0])
+    /* with API keys the head is rebuilt without the tenant's key: it is not the model server's */
+    if (!(h->flags & FATIA_HTTP_HOP_BY_HOP) && h->minor >= 1 && !prefix[0] && !q->g->cfg.tenants)
         return 0;
     fatia_buf_printf(&q->uphead, "%.*s %s%.*s HTTP/1.1\r\n", (int)h->method.n, h->method.p, prefix,
                      (int)h->target.n, h->target.p);
     for (size_t i = 0; i < h->n_headers; i++) {
         const struct fatia_http_header *hd = &h->headers[i];
         if (fatia_http_is_hop_by_hop(hd->name))
+            continue;
+        if (q->g->cfg.tenants && hd->name.n == 13 && !strncasecmp(hd->name.p, "authorization", 13))
             continue;
         host |= hd->name.n == 4 && !strncasecmp(hd->name.p, "host", 4);
         fatia_buf_printf(&q->uphead, "%.*s: %.*s\r\n", (int)hd->name.n, hd->name.p,
@@ -1022,6 +1027,26 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
                      fatia_prefix_index_size(g->index), g->retries, g->streamed_events,
                      g->stream_errors, g->probe_failures);
     fatia_hist_write(&g->added, &b, "fatia_gateway_added_latency_seconds", "");
+    if (g->cfg.tenants) {
+        const struct fatia_tenants *t = g->cfg.tenants;
+        fatia_buf_printf(&b,
+                         "# HELP fatia_gateway_unauthorized_total Requests without a valid API "
+                         "key.\n# TYPE fatia_gateway_unauthorized_total counter\n"
+                         "fatia_gateway_unauthorized_total %" PRIu64 "\n"
+                         "# HELP fatia_gateway_tenant_requests_total Requests admitted per "
+                         "tenant.\n# TYPE fatia_gateway_tenant_requests_total counter\n",
+                         g->unauthorized);
+        for (size_t i = 0; i < t->n; i++)
+            fatia_buf_printf(&b, "fatia_gateway_tenant_requests_total{tenant=\"%s\"} %" PRIu64 "\n",
+                             t->v[i].name, t->v[i].requests);
+        fatia_buf_puts(&b, "# HELP fatia_gateway_tenant_rate_limited_total Requests refused "
+                           "(429) for a tenant over its rate.\n"
+                           "# TYPE fatia_gateway_tenant_rate_limited_total counter\n");
+        for (size_t i = 0; i < t->n; i++)
+            fatia_buf_printf(&b,
+                             "fatia_gateway_tenant_rate_limited_total{tenant=\"%s\"} %" PRIu64 "\n",
+                             t->v[i].name, t->v[i].limited);
+    }
     fatia_buf_puts(&b, "# TYPE fatia_gateway_endpoint_ready gauge\n");
     for (size_t i = 0; i < g->n_eps; i++)
         fatia_buf_printf(&b, "fatia_gateway_endpoint_ready{endpoint=\"%s\"} %d\n",
@@ -1179,6 +1204,24 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
         else
             fatia_httpd_respond_error(c, 503, "ServiceUnavailable", "no model server is ready");
         return;
+    }
+    if (g->cfg.tenants) {
+        /* every path but /health: a tenant's key, within its rate */
+        size_t t;
+        if (fatia_tenants_auth(g->cfg.tenants, fatia_http_header_get(h, "authorization"), &t) < 0) {
+            g->unauthorized++;
+            count_code(g, 401);
+            fatia_httpd_respond_error(c, 401, "invalid_request_error",
+                                      "a valid API key is required: Authorization: Bearer KEY");
+            return;
+        }
+        if (!fatia_tenants_admit(g->cfg.tenants, t, fatia_now_mono_usec())) {
+            count_code(g, 429);
+            fatia_httpd_respond_error(c, 429, "RateLimitError",
+                                      "tenant %s is over its rate of %g requests per second",
+                                      g->cfg.tenants->v[t].name, g->cfg.tenants->rate);
+            return;
+        }
     }
     if (get && fatia_str_eqz(path, "/metrics")) {
         write_metrics(g, c);

@@ -13,7 +13,8 @@ Paths (any method; request bodies are read and ignored):
                          or ?mode=die: 5 events, then the connection is dropped mid-chunk,
                          or ?mode=big: a 2 MiB Content-Length body of a known pattern,
                          or ?mode=hang: no answer at all (the connection stays open),
-                         or ?mode=barelf: a chunked answer whose framing uses bare LFs
+                         or ?mode=barelf: a chunked answer whose framing uses bare LFs,
+                         or ?mode=head: the request head it received, as the body
 Usage: fake_upstream.py PORTFILE   (listens on 127.0.0.1, an ephemeral port written to PORTFILE)
 """
 import asyncio
@@ -59,6 +60,9 @@ async def handle(reader, writer):
                 body = b'{"object":"list","data":[{"id":"fake","object":"model"}]}'
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            elif q.get("mode") == "head":
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(head) + head)
             elif q.get("mode") == "hang":
                 await asyncio.sleep(3600)
             elif q.get("mode") == "barelf":

@@ -23,6 +23,7 @@
 #include "cli/serve_loop.h"
 #include "gateway/calibration.h"
 #include "gateway/enginesim.h"
+#include "gateway/tenants.h"
 #include "model/quantity.h"
 
 static const char usage[] =
@@ -57,6 +58,8 @@ static const char usage[] =
     "                              (\"engine_arrival\", \"engine_time\"; for benchmarks)\n"
     "  --models-file PATH          another models.yaml\n"
     "  --port-file PATH            write the port listened on (for --listen ADDR:0)\n"
+    "  --api-keys FILE             require Authorization: Bearer KEY on /v1/ (KEY TENANT per\n"
+    "                              line); without it, listening beyond loopback warns\n"
     "  --print-config              print the effective configuration as JSON and exit\n"
     "\n"
     "Exit status: 0 stopped by a signal, 1 cannot start, 2 usage.\n";
@@ -67,7 +70,7 @@ static const struct fatia_cli_cmd *self(void);
 struct es_opts {
     struct fatia_enginesim_config cfg;
     struct fatia_plan_input in;
-    const char *model, *gpu, *slice, *models_file, *port_file;
+    const char *model, *gpu, *slice, *models_file, *port_file, *keys_file;
     double flops, hbm, kvbw, over, speed;
     uint64_t blocks, seqs, batched, mml, defmax;
     bool print, no_pc;
@@ -101,6 +104,7 @@ enum {
     O_PRINT,
     O_STAMPS,
     O_SINT,
+    O_KEYS,
 };
 static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTEN},
                                      {"model", required_argument, NULL, 'm'},
@@ -128,6 +132,7 @@ static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTE
                                      {"engine-timestamps", no_argument, NULL, O_STAMPS},
                                      {"stream-interval", required_argument, NULL, O_SINT},
                                      {"port-file", required_argument, NULL, 'P'},
+                                     {"api-keys", required_argument, NULL, O_KEYS},
                                      {"help", no_argument, NULL, 'h'},
                                      {NULL, 0, NULL, 0}};
 
@@ -237,6 +242,9 @@ static int parse_opts(int argc, char **argv, struct es_opts *o)
         case 'P':
             o->port_file = optarg;
             break;
+        case O_KEYS:
+            o->keys_file = optarg;
+            break;
         case 'h':
             return fatia_cli_help(self());
         default:
@@ -341,8 +349,15 @@ static void print_config(const struct es_opts *o, const struct fatia_serving_dev
                4.0 * e->model.layers * e->model.heads * e->model.head_dim * 8192.0 * 4096.0, 8192));
 }
 
+/* Whether a --listen address is reachable from this host only. */
+static bool loopback_only(const char *listen)
+{
+    return fatia_str_has_prefix(listen, "127.") || fatia_str_has_prefix(listen, "localhost:") ||
+           fatia_str_has_prefix(listen, "[::1]:");
+}
+
 /* Builds the server and runs it until a signal. */
-static int serve(const struct es_opts *o)
+static int serve(struct es_opts *o)
 {
     struct event_config *ec = event_config_new();
     struct event_base *base = NULL;
@@ -358,20 +373,32 @@ static int serve(const struct es_opts *o)
         event_config_free(ec);
     if (!base)
         return FATIA_EXIT_FAIL;
+    if (o->keys_file) {
+        char why[512];
+        if (fatia_tenants_load(o->keys_file, 0, &o->cfg.tenants, why, sizeof(why)) < 0) {
+            fprintf(stderr, "fatia engine-sim: --api-keys: %s\n", why);
+            goto out;
+        }
+    } else if (!loopback_only(o->cfg.listen)) {
+        fatia_warn("engine-sim: listening on %s without --api-keys: anyone who reaches it may "
+                   "use it",
+                   o->cfg.listen);
+    }
     r = fatia_enginesim_new(base, &o->cfg, &sim);
     if (r < 0) {
         fprintf(stderr, "fatia engine-sim: cannot listen on '%s': %s\n", o->cfg.listen,
                 fatia_strerror(r));
         goto out;
     }
-    snprintf(detail, sizeof(detail), "model %s, %" PRIu64 " KV blocks, max %u seqs, speed %g",
+    snprintf(detail, sizeof(detail), "model %s, %" PRIu64 " KV blocks, max %u seqs, speed %g%s",
              o->cfg.served_model, o->cfg.engine.num_gpu_blocks, o->cfg.engine.max_num_seqs,
-             o->cfg.speed);
+             o->cfg.speed, o->cfg.tenants ? ", API keys required" : "");
     rc = fatia_cli_serve_loop(base, "engine-sim", o->cfg.listen, fatia_enginesim_port(sim),
                               o->port_file, detail);
 out:
     fatia_enginesim_free(sim);
     event_base_free(base);
+    fatia_tenants_free(o->cfg.tenants);
     return rc;
 }
 

@@ -3,7 +3,7 @@
 # prefix or a key in the wrong place would: every such request is 401, /health stays open, the
 # key never reaches the model server, a tenant over its rate gets 429 while another tenant is
 # served, and both are counted per tenant in /metrics. Bad keys files are refused naming
-# file:line.
+# file:line. engine-sim takes the same keys file for its /v1/ paths.
 . "$(dirname "$0")/lib.bash"
 PIDS=""
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
@@ -110,4 +110,31 @@ grep -q 'fatia_gateway_tenant_rate_limited_total{tenant="bob"} [1-9]' "$TMP/m" |
     fail "bob's refusals are not counted"
 expect_line "$TMP/m" 'fatia_gateway_tenant_rate_limited_total{tenant="alice"} 0'
 grep -q 'fatia_gateway_unauthorized_total 1[0-9]' "$TMP/m" || fail "the 401s are not counted"
+
+# engine-sim with keys: /v1/ needs one, /health and /metrics stay open for the gateway's probes
+rm -f "$TMP/es.port"
+"$FATIA" engine-sim --listen 127.0.0.1:0 --speed 50 --api-keys "$TMP/keys" \
+    --port-file "$TMP/es.port" 2>"$TMP/es.log" &
+PIDS="$PIDS $!"
+disown $!
+for _ in $(seq 200); do [ -s "$TMP/es.port" ] && break; sleep 0.02; done
+ES=127.0.0.1:$(cat "$TMP/es.port")
+BODY='{"model":"llama-3.1-8b","prompt":"x","max_tokens":2}'
+[ "$(code "$ES/v1/completions" -d "$BODY")" = 401 ] || fail "engine-sim: no key, not 401"
+[ "$(code -H "Authorization: Bearer ${KB%?}" "$ES/v1/completions" -d "$BODY")" = 401 ] ||
+    fail "engine-sim: a prefix of a key, not 401"
+[ "$(code "$ES/v1/models")" = 401 ] || fail "engine-sim: /v1/models without a key, not 401"
+[ "$(code -H "Authorization: Bearer $KB" "$ES/v1/completions" -d "$BODY")" = 200 ] ||
+    fail "engine-sim: bob's key, not 200"
+[ "$(code "$ES/health")" = 200 ] || fail "engine-sim: /health must stay open"
+[ "$(code "$ES/metrics")" = 200 ] || fail "engine-sim: /metrics must stay open"
+expect_line "$TMP/es.log" "API keys required"
+# beyond loopback without keys: a warning
+rm -f "$TMP/es2.port"
+"$FATIA" engine-sim --listen :0 --port-file "$TMP/es2.port" 2>"$TMP/es2.log" &
+PIDS="$PIDS $!"
+disown $!
+for _ in $(seq 200); do [ -s "$TMP/es2.port" ] && break; sleep 0.02; done
+sleep 0.1
+expect_line "$TMP/es2.log" "without --api-keys: anyone who reaches it may use it"
 finish

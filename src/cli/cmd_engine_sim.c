@@ -375,7 +375,7 @@ static int serve(struct es_opts *o)
         return FATIA_EXIT_FAIL;
     if (o->keys_file) {
         char why[512];
-        if (fatia_tenants_load(o->keys_file, 0, &o->cfg.tenants, why, sizeof(why)) < 0) {
+        if (fatia_gateway_tenants_load(o->keys_file, 0, &o->cfg.tenants, why, sizeof(why)) < 0) {
             fprintf(stderr, "fatia engine-sim: --api-keys: %s\n", why);
             goto out;
         }
@@ -398,7 +398,7 @@ static int serve(struct es_opts *o)
 out:
     fatia_enginesim_free(sim);
     event_base_free(base);
-    fatia_tenants_free(o->cfg.tenants);
+    fatia_gateway_tenants_free(o->cfg.tenants);
     return rc;
 }
 

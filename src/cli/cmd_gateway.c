@@ -407,14 +407,15 @@ static int run(int argc, char **argv)
     struct fatia_gateway *g = NULL;
     struct fatia_kubepool *kp = NULL;
     struct event_base *base = NULL;
-    struct fatia_tenants *tenants = NULL;
+    struct fatia_gateway_tenants *tenants = NULL;
     char detail[128], why[512];
     int r, rc = parse_opts(argc, argv, &o);
 
     if (rc != GO_ON)
         return rc;
     if (o.keys_file) {
-        if (fatia_tenants_load(o.keys_file, o.tenant_rate, &tenants, why, sizeof(why)) < 0) {
+        if (fatia_gateway_tenants_load(o.keys_file, o.tenant_rate, &tenants, why, sizeof(why)) <
+            0) {
             fprintf(stderr, "fatia gateway: --api-keys: %s\n", why);
             return FATIA_EXIT_FAIL;
         }
@@ -450,7 +451,7 @@ out:
         event_base_free(base);
     json_decref(eps);
     fatia_pool_file_release(&pf);
-    fatia_tenants_free(tenants);
+    fatia_gateway_tenants_free(tenants);
     return rc;
 }
 

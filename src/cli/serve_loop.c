@@ -56,7 +56,7 @@ int fatia_cli_serve_loop(struct event_base *base, const char *name, const char *
         evsignal_add(sigint, NULL);
     if (sigterm)
         evsignal_add(sigterm, NULL);
-    fatia_netaddr_listen_url(listen, port, url, sizeof(url));
+    fatia_gateway_listen_url(listen, port, url, sizeof(url));
     fprintf(stderr, "fatia %s: listening on %s (%s)\n", name, url, detail);
     event_base_dispatch(base);
     if (sigint)

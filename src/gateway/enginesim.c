@@ -599,12 +599,13 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
         path.n = (size_t)(q - path.p);
     if (s->cfg.tenants && path.n >= 4 && !memcmp(path.p, "/v1/", 4)) {
         size_t t;
-        if (fatia_tenants_auth(s->cfg.tenants, fatia_http_header_get(h, "authorization"), &t) < 0) {
+        if (fatia_gateway_tenants_auth(s->cfg.tenants, fatia_http_header_get(h, "authorization"),
+                                       &t) < 0) {
             fatia_httpd_respond_error(c, 401, "AuthenticationError",
                                       "a valid API key is required: Authorization: Bearer KEY");
             return;
         }
-        if (!fatia_tenants_admit(s->cfg.tenants, t, fatia_now_mono_usec())) {
+        if (!fatia_gateway_tenants_admit(s->cfg.tenants, t, fatia_now_mono_usec())) {
             fatia_httpd_respond_error(c, 429, "RateLimitError",
                                       "tenant %s is over its rate of %g requests per second",
                                       s->cfg.tenants->v[t].name, s->cfg.tenants->rate);

@@ -38,7 +38,7 @@ struct fatia_enginesim_config {
     uint32_t stream_interval; /* tokens per streamed chunk after the first (vLLM's option) */
     /* API keys (gateway/tenants.h), borrowed; NULL = none. With keys, the /v1/ paths need
      * Authorization: Bearer KEY (401); /health and /metrics stay open for the gateway's probes. */
-    struct fatia_tenants *tenants;
+    struct fatia_gateway_tenants *tenants;
 };
 
 /* The engine a replica would run on a device: KV capacity and scheduler limits from the serving

@@ -663,7 +663,7 @@ static void stream_error_event(struct gw_req *q, int err)
     char ev[768], chunk[800];
     int n, m;
 
-    if (!fatia_sse_at_boundary(&q->scan) ||
+    if (!fatia_gateway_sse_at_boundary(&q->scan) ||
         (q->up_chunked && !fatia_http_chunked_at_boundary(&q->dch)))
         return;
     n = snprintf(ev, sizeof(ev),
@@ -1028,7 +1028,7 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
                      g->stream_errors, g->probe_failures);
     fatia_hist_write(&g->added, &b, "fatia_gateway_added_latency_seconds", "");
     if (g->cfg.tenants) {
-        const struct fatia_tenants *t = g->cfg.tenants;
+        const struct fatia_gateway_tenants *t = g->cfg.tenants;
         fatia_buf_printf(&b,
                          "# HELP fatia_gateway_unauthorized_total Requests without a valid API "
                          "key.\n# TYPE fatia_gateway_unauthorized_total counter\n"
@@ -1208,14 +1208,15 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
     if (g->cfg.tenants) {
         /* every path but /health: a tenant's key, within its rate */
         size_t t;
-        if (fatia_tenants_auth(g->cfg.tenants, fatia_http_header_get(h, "authorization"), &t) < 0) {
+        if (fatia_gateway_tenants_auth(g->cfg.tenants, fatia_http_header_get(h, "authorization"),
+                                       &t) < 0) {
             g->unauthorized++;
             count_code(g, 401);
             fatia_httpd_respond_error(c, 401, "invalid_request_error",
                                       "a valid API key is required: Authorization: Bearer KEY");
             return;
         }
-        if (!fatia_tenants_admit(g->cfg.tenants, t, fatia_now_mono_usec())) {
+        if (!fatia_gateway_tenants_admit(g->cfg.tenants, t, fatia_now_mono_usec())) {
             count_code(g, 429);
             fatia_httpd_respond_error(c, 429, "RateLimitError",
                                       "tenant %s is over its rate of %g requests per second",

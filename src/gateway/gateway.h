@@ -49,7 +49,8 @@ struct fatia_gateway_config {
     size_t max_body;                   /* 32 MiB */
     uint64_t seed;                     /* tie-break randomness; 0 = from the clock */
     const char *selector;              /* only endpoints whose labels match (label selector text) */
-    struct fatia_tenants *tenants;     /* API keys and rates (tenants.h), borrowed; NULL = none */
+    struct fatia_gateway_tenants
+        *tenants; /* API keys and rates (tenants.h), borrowed; NULL = none */
 };
 
 void fatia_gateway_config_default(struct fatia_gateway_config *c);

@@ -124,7 +124,7 @@ int fatia_url_parse(const char *s, struct fatia_url *ret, char *why, size_t why_
     return 0;
 }
 
-void fatia_netaddr_listen_url(const char *listen, int port, char *out, size_t n)
+void fatia_gateway_listen_url(const char *listen, int port, char *out, size_t n)
 {
     const char *colon = strrchr(listen, ':');
     size_t hn = colon ? (size_t)(colon - listen) : strlen(listen);

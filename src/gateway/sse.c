@@ -102,7 +102,7 @@ static int end_line(struct fatia_sse *s)
     return 0;
 }
 
-bool fatia_sse_at_boundary(const struct fatia_sse *s)
+bool fatia_gateway_sse_at_boundary(const struct fatia_sse *s)
 {
     return s->line_len == 0 && !s->event_data;
 }

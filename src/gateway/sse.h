@@ -46,6 +46,6 @@ void fatia_sse_release(struct fatia_sse *s);
 int fatia_sse_feed(struct fatia_sse *s, const char *p, size_t n);
 /* Between events: what was fed so far ends with a complete event (or is empty), so an event
  * appended now is read as an event of its own. */
-bool fatia_sse_at_boundary(const struct fatia_sse *s);
+bool fatia_gateway_sse_at_boundary(const struct fatia_sse *s);
 
 #endif

@@ -29,7 +29,7 @@ static bool name_ok(const char *s, size_t n)
 
 static bool key_ok(const char *s, size_t n)
 {
-    if (n < FATIA_TENANT_KEY_MIN || n > 512)
+    if (n < FATIA_GATEWAY_TENANT_KEY_MIN || n > 512)
         return false;
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
@@ -48,9 +48,10 @@ static bool key_eq(const char *a, const char *b, size_t bn)
     return diff == 0;
 }
 
-static int find_or_add_tenant(struct fatia_tenants *t, const char *name, size_t n, size_t *ret)
+static int find_or_add_tenant(struct fatia_gateway_tenants *t, const char *name, size_t n,
+                              size_t *ret)
 {
-    struct fatia_tenant *v;
+    struct fatia_gateway_tenant *v;
 
     for (size_t i = 0; i < t->n; i++) {
         if (strlen(t->v[i].name) == n && !memcmp(t->v[i].name, name, n)) {
@@ -69,7 +70,7 @@ static int find_or_add_tenant(struct fatia_tenants *t, const char *name, size_t 
     return 0;
 }
 
-static int add_key(struct fatia_tenants *t, const char *key, size_t kn, size_t tenant)
+static int add_key(struct fatia_gateway_tenants *t, const char *key, size_t kn, size_t tenant)
 {
     char **keys = fatia_reallocarray(t->keys, t->n_keys + 1, sizeof(*keys));
     size_t *kt;
@@ -88,10 +89,10 @@ static int add_key(struct fatia_tenants *t, const char *key, size_t kn, size_t t
     return 0;
 }
 
-int fatia_tenants_load(const char *path, double rate, struct fatia_tenants **ret, char *why,
-                       size_t why_n)
+int fatia_gateway_tenants_load(const char *path, double rate, struct fatia_gateway_tenants **ret,
+                               char *why, size_t why_n)
 {
-    struct fatia_tenants *t = fatia_calloc(1, sizeof(*t));
+    struct fatia_gateway_tenants *t = fatia_calloc(1, sizeof(*t));
     FILE *f = NULL;
     char *line = NULL;
     size_t cap = 0, lineno = 0;
@@ -129,7 +130,7 @@ int fatia_tenants_load(const char *path, double rate, struct fatia_tenants **ret
         }
         if (!key_ok(k, kn)) {
             snprintf(why, why_n, "%s:%zu: the key must be %d to 512 visible ASCII characters", path,
-                     lineno, FATIA_TENANT_KEY_MIN);
+                     lineno, FATIA_GATEWAY_TENANT_KEY_MIN);
             r = -EINVAL;
             goto out;
         }
@@ -161,14 +162,14 @@ out:
         fclose(f);
     fatia_free(line);
     if (r < 0) {
-        fatia_tenants_free(t);
+        fatia_gateway_tenants_free(t);
         return r;
     }
     *ret = t;
     return 0;
 }
 
-void fatia_tenants_free(struct fatia_tenants *t)
+void fatia_gateway_tenants_free(struct fatia_gateway_tenants *t)
 {
     if (!t)
         return;
@@ -182,8 +183,8 @@ void fatia_tenants_free(struct fatia_tenants *t)
     fatia_free(t);
 }
 
-int fatia_tenants_auth(const struct fatia_tenants *t, const struct fatia_str *authorization,
-                       size_t *ret_tenant)
+int fatia_gateway_tenants_auth(const struct fatia_gateway_tenants *t,
+                               const struct fatia_str *authorization, size_t *ret_tenant)
 {
     const char *key;
     size_t kn, found = SIZE_MAX;
@@ -206,9 +207,9 @@ int fatia_tenants_auth(const struct fatia_tenants *t, const struct fatia_str *au
     return 0;
 }
 
-bool fatia_tenants_admit(struct fatia_tenants *t, size_t tenant, fatia_usec_t now)
+bool fatia_gateway_tenants_admit(struct fatia_gateway_tenants *t, size_t tenant, fatia_usec_t now)
 {
-    struct fatia_tenant *x = &t->v[tenant];
+    struct fatia_gateway_tenant *x = &t->v[tenant];
     double burst = t->rate > 1 ? t->rate : 1;
 
     if (t->rate <= 0) {

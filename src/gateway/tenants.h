@@ -21,9 +21,9 @@
 #include "base/clock.h"
 #include "base/str.h"
 
-#define FATIA_TENANT_KEY_MIN 16
+#define FATIA_GATEWAY_TENANT_KEY_MIN 16
 
-struct fatia_tenant {
+struct fatia_gateway_tenant {
     char name[64];
     double tokens;       /* the bucket */
     fatia_usec_t refill; /* when tokens was last brought up to date */
@@ -31,8 +31,8 @@ struct fatia_tenant {
     uint64_t limited;    /* refused by the rate */
 };
 
-struct fatia_tenants {
-    struct fatia_tenant *v;
+struct fatia_gateway_tenants {
+    struct fatia_gateway_tenant *v;
     size_t n;
     char **keys; /* keys[i] belongs to tenant key_tenant[i] */
     size_t *key_tenant;
@@ -41,17 +41,17 @@ struct fatia_tenants {
 };
 
 /* Reads the keys file. 0, or -EINVAL / -errno with why naming path:line. */
-int fatia_tenants_load(const char *path, double rate, struct fatia_tenants **ret, char *why,
-                       size_t why_n);
-void fatia_tenants_free(struct fatia_tenants *t);
+int fatia_gateway_tenants_load(const char *path, double rate, struct fatia_gateway_tenants **ret,
+                               char *why, size_t why_n);
+void fatia_gateway_tenants_free(struct fatia_gateway_tenants *t);
 
 /* The tenant of an Authorization header value ("Bearer KEY"): 0 and *ret_tenant, or -EACCES
  * (no key, a malformed header or an unknown key). */
-int fatia_tenants_auth(const struct fatia_tenants *t, const struct fatia_str *authorization,
-                       size_t *ret_tenant);
+int fatia_gateway_tenants_auth(const struct fatia_gateway_tenants *t,
+                               const struct fatia_str *authorization, size_t *ret_tenant);
 
 /* Takes one request from the tenant's bucket at time now (monotonic). true: admitted (counted);
  * false: over the rate (counted as limited). */
-bool fatia_tenants_admit(struct fatia_tenants *t, size_t tenant, fatia_usec_t now);
+bool fatia_gateway_tenants_admit(struct fatia_gateway_tenants *t, size_t tenant, fatia_usec_t now);
 
 #endif

@@ -19,24 +19,25 @@
 #include "gateway/gateway.h"
 #include "gateway/tenants.h"
 
-static struct fatia_tenants *load(const char *text, double rate, char *why, size_t why_n, int *r)
+static struct fatia_gateway_tenants *load(const char *text, double rate, char *why, size_t why_n,
+                                          int *r)
 {
     char path[] = "/tmp/fatia-keys-XXXXXX";
     int fd = mkstemp(path);
-    struct fatia_tenants *t = NULL;
+    struct fatia_gateway_tenants *t = NULL;
 
     assert_true(fd >= 0);
     assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
     close(fd);
-    *r = fatia_tenants_load(path, rate, &t, why, why_n);
+    *r = fatia_gateway_tenants_load(path, rate, &t, why, why_n);
     unlink(path);
     return t;
 }
 
-static int auth(const struct fatia_tenants *t, const char *value, size_t *tenant)
+static int auth(const struct fatia_gateway_tenants *t, const char *value, size_t *tenant)
 {
     struct fatia_str v = {value, strlen(value)};
-    return fatia_tenants_auth(t, value ? &v : NULL, tenant);
+    return fatia_gateway_tenants_auth(t, value ? &v : NULL, tenant);
 }
 
 static void test_keys(void **state)
@@ -44,9 +45,10 @@ static void test_keys(void **state)
     char why[256];
     size_t tn = 99;
     int r;
-    struct fatia_tenants *t = load("# k\nalice-key-0123456789 alice\nbob-key-0123456789ab bob\n"
-                                   "alice-2-0123456789ab alice\n",
-                                   0, why, sizeof(why), &r);
+    struct fatia_gateway_tenants *t =
+        load("# k\nalice-key-0123456789 alice\nbob-key-0123456789ab bob\n"
+             "alice-2-0123456789ab alice\n",
+             0, why, sizeof(why), &r);
 
     (void)state;
     assert_int_equal(r, 0);
@@ -65,8 +67,8 @@ static void test_keys(void **state)
     assert_int_equal(auth(t, "alice-key-0123456789", &tn), -EACCES);
     assert_int_equal(auth(t, "Basic alice-key-0123456789", &tn), -EACCES);
     assert_int_equal(auth(t, "Bearer alice", &tn), -EACCES);
-    assert_int_equal(fatia_tenants_auth(t, NULL, &tn), -EACCES);
-    fatia_tenants_free(t);
+    assert_int_equal(fatia_gateway_tenants_auth(t, NULL, &tn), -EACCES);
+    fatia_gateway_tenants_free(t);
 
     assert_null(load("short alice\n", 0, why, sizeof(why), &r));
     assert_int_equal(r, -EINVAL);
@@ -86,7 +88,7 @@ static void test_bucket(void **state)
 {
     char why[256];
     int r, ok = 0;
-    struct fatia_tenants *t =
+    struct fatia_gateway_tenants *t =
         load("alice-key-0123456789 alice\nbob-key-0123456789ab bob\n", 2, why, sizeof(why), &r);
     fatia_usec_t now = 1000 * FATIA_USEC_PER_SEC;
 
@@ -94,20 +96,20 @@ static void test_bucket(void **state)
     assert_int_equal(r, 0);
     /* a burst of one second's worth (2), then one every 0.5 s */
     for (int i = 0; i < 10; i++)
-        ok += fatia_tenants_admit(t, 0, now);
+        ok += fatia_gateway_tenants_admit(t, 0, now);
     assert_int_equal(ok, 2);
     assert_int_equal(t->v[0].limited, 8);
-    assert_false(fatia_tenants_admit(t, 0, now + FATIA_USEC_PER_SEC / 4));
-    assert_true(fatia_tenants_admit(t, 0, now + FATIA_USEC_PER_SEC * 3 / 4));
+    assert_false(fatia_gateway_tenants_admit(t, 0, now + FATIA_USEC_PER_SEC / 4));
+    assert_true(fatia_gateway_tenants_admit(t, 0, now + FATIA_USEC_PER_SEC * 3 / 4));
     /* bob's bucket is his own */
-    assert_true(fatia_tenants_admit(t, 1, now));
+    assert_true(fatia_gateway_tenants_admit(t, 1, now));
     /* idle for an hour: still only the burst */
     now += 3600 * FATIA_USEC_PER_SEC;
     ok = 0;
     for (int i = 0; i < 10; i++)
-        ok += fatia_tenants_admit(t, 1, now);
+        ok += fatia_gateway_tenants_admit(t, 1, now);
     assert_int_equal(ok, 2);
-    fatia_tenants_free(t);
+    fatia_gateway_tenants_free(t);
 }
 
 static void test_timeouts_default_on(void **state)

@@ -84,6 +84,27 @@ static void test_sse(void **state)
     fatia_buf_release(&whole.all);
 }
 
+static void test_sse_boundary(void **state)
+{
+    static const char text[] = "data: {\"a\":1}\n\ndata: x\ndata: y\n\n";
+    struct fatia_sse s;
+    size_t ends[] = {15, 32}; /* after each event's blank line */
+    size_t k = 0;
+
+    (void)state;
+    fatia_sse_init(&s, NULL, NULL);
+    assert_true(fatia_gateway_sse_at_boundary(&s));
+    for (size_t i = 0; i < sizeof(text) - 1; i++) {
+        assert_int_equal(fatia_sse_feed(&s, text + i, 1), 0);
+        bool want = k < FATIA_ARRAY_SIZE(ends) && i + 1 == ends[k];
+        if (want)
+            k++;
+        if (fatia_gateway_sse_at_boundary(&s) != want)
+            fail_msg("after byte %zu: at boundary %d, want %d", i, !want, want);
+    }
+    fatia_sse_release(&s);
+}
+
 static void test_reqbody(void **state)
 {
     static const char body[] =
@@ -183,6 +204,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sse),
+        cmocka_unit_test(test_sse_boundary),
         cmocka_unit_test(test_reqbody),
         cmocka_unit_test(test_prom),
     };

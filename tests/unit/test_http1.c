@@ -233,6 +233,29 @@ static void test_chunked(void **state)
     fatia_buf_release(&out);
 }
 
+static void test_chunked_boundary(void **state)
+{
+    static const char text[] = "3\r\nabc\r\n2\r\nde\r\n";
+    struct fatia_http_chunked c;
+    /* the positions after which a chunk may be inserted: the start and after each "\r\n" that
+     * ends a chunk */
+    size_t at[] = {0, 8, 15};
+    size_t k = 0;
+
+    (void)state;
+    fatia_http_chunked_init(&c);
+    assert_true(fatia_http_chunked_at_boundary(&c));
+    for (size_t i = 0; i < sizeof(text) - 1; i++) {
+        assert_int_equal(fatia_http_chunked_feed(&c, text + i, 1, NULL, NULL), 1);
+        if (k + 1 < FATIA_ARRAY_SIZE(at) && i + 1 == at[k + 1]) {
+            k++;
+            assert_true(fatia_http_chunked_at_boundary(&c));
+        } else {
+            assert_false(fatia_http_chunked_at_boundary(&c));
+        }
+    }
+}
+
 static void test_reason_and_status(void **state)
 {
     const char *why = NULL;
@@ -252,9 +275,10 @@ static void test_reason_and_status(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_request_head),   cmocka_unit_test(test_request_flags),
-        cmocka_unit_test(test_request_errors), cmocka_unit_test(test_response_head),
-        cmocka_unit_test(test_chunked),        cmocka_unit_test(test_reason_and_status),
+        cmocka_unit_test(test_request_head),      cmocka_unit_test(test_request_flags),
+        cmocka_unit_test(test_request_errors),    cmocka_unit_test(test_response_head),
+        cmocka_unit_test(test_chunked),           cmocka_unit_test(test_chunked_boundary),
+        cmocka_unit_test(test_reason_and_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,7 @@
 #include "base/compat.h"
 
 #include "base/buf.h"
-#include "gateway/http1.h"
+#include "http/http1.h"
 #include "gateway/sse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -124,13 +124,21 @@ static void http_op_done(void *arg, struct opres *r)
 
 /* ---- request helpers ---- */
 
-static bool header_contains(const struct fatia_api_http_head *h, const char *name,
-                            const char *needle)
+static bool head_get(const struct fatia_http_head *h, const char *name, struct fatia_str *ret)
+{
+    const struct fatia_str *v = fatia_http_header_get(h, name);
+
+    if (v)
+        *ret = *v;
+    return v != NULL;
+}
+
+static bool header_contains(const struct fatia_http_head *h, const char *name, const char *needle)
 {
     struct fatia_str v;
     size_t n = strlen(needle);
 
-    if (!fatia_api_http_head_get(h, name, &v))
+    if (!head_get(h, name, &v))
         return false;
     for (size_t i = 0; i + n <= v.n; i++)
         if (!strncasecmp(v.p + i, needle, n))
@@ -139,16 +147,16 @@ static bool header_contains(const struct fatia_api_http_head *h, const char *nam
 }
 
 /* Does the client accept JSON? (everything we answer is JSON) */
-static bool accepts_json(const struct fatia_api_http_head *h)
+static bool accepts_json(const struct fatia_http_head *h)
 {
     struct fatia_str v;
 
-    if (!fatia_api_http_head_get(h, "Accept", &v) || v.n == 0)
+    if (!head_get(h, "Accept", &v) || v.n == 0)
         return true;
     return header_contains(h, "Accept", "json") || header_contains(h, "Accept", "*/*");
 }
 
-static bool wants_table(const struct fatia_api_http_head *h)
+static bool wants_table(const struct fatia_http_head *h)
 {
     return header_contains(h, "Accept", "as=Table");
 }
@@ -171,7 +179,7 @@ static bool body_refused(struct fatia_apiserver *s, struct fatia_api_http_req *r
 /* Parses the request body as JSON or YAML. NULL with a failure answered. */
 static json_t *read_body(struct fatia_apiserver *s, struct fatia_api_http_req *req, bool allow_yaml)
 {
-    const struct fatia_api_http_head *h = fatia_api_http_req_head(req);
+    const struct fatia_http_head *h = fatia_api_http_req_head(req);
     size_t n;
     const char *body = fatia_api_http_req_body(req, &n);
     json_error_t jerr;
@@ -210,14 +218,14 @@ static json_t *read_body(struct fatia_apiserver *s, struct fatia_api_http_req *r
 static const struct fatia_user *authenticate(struct fatia_apiserver *s,
                                              struct fatia_api_http_req *req)
 {
-    const struct fatia_api_http_head *h = fatia_api_http_req_head(req);
+    const struct fatia_http_head *h = fatia_api_http_req_head(req);
     struct fatia_str v;
     char token[256];
 
     if (!s->auth)
         return &fatia_user_system;
-    if (!fatia_api_http_head_get(h, "Authorization", &v) || v.n < 8 ||
-        strncasecmp(v.p, "Bearer ", 7) || v.n - 7 >= sizeof(token))
+    if (!head_get(h, "Authorization", &v) || v.n < 8 || strncasecmp(v.p, "Bearer ", 7) ||
+        v.n - 7 >= sizeof(token))
         return NULL;
     memcpy(token, v.p + 7, v.n - 7);
     token[v.n - 7] = '\0';
@@ -330,7 +338,7 @@ static json_t *ssar_from_protobuf(const char *body, size_t n)
 static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
                         struct fatia_api_http_req *req)
 {
-    const struct fatia_api_http_head *h = fatia_api_http_req_head(req);
+    const struct fatia_http_head *h = fatia_api_http_req_head(req);
     json_t *body, *attrs;
     const char *verb, *resource, *group, *ns;
     const struct fatia_kind *k;
@@ -377,7 +385,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                             struct fatia_api_http_req *req, const struct fatia_api_route *rt,
                             const struct fatia_api_query *q, const char *method)
 {
-    const struct fatia_api_http_head *h = fatia_api_http_req_head(req);
+    const struct fatia_http_head *h = fatia_api_http_req_head(req);
     struct rtable *t = server_table_by_resource(s, rt->group, rt->resource);
     const struct fatia_kind_version *ver = NULL;
     struct opctx c;
@@ -570,7 +578,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
 void handle_http(void *arg, struct fatia_api_http_req *req)
 {
     struct fatia_apiserver *s = arg;
-    const struct fatia_api_http_head *h = fatia_api_http_req_head(req);
+    const struct fatia_http_head *h = fatia_api_http_req_head(req);
     struct fatia_api_target tgt;
     struct fatia_api_route rt;
     struct fatia_api_query q;

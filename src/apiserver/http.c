@@ -56,7 +56,7 @@ struct conn;
 struct fatia_api_http_req {
     struct conn *conn; /* NULL once detached */
     char *head_text;   /* owned copy of the head; the views of head point into it */
-    struct fatia_api_http_head head;
+    struct fatia_http_head head;
     struct fatia_buf body;
     struct fatia_buf out_headers; /* extra "Name: value\r\n" lines */
     char peer[64];
@@ -79,7 +79,8 @@ struct conn {
     size_t drained;
     bool chunked;
     uint64_t content_length;
-    struct fatia_api_http_chunked chunk;
+    struct fatia_http_chunked chunk;
+    bool chunk_full; /* the decoded body passed the limit */
     struct conn *prev, *next;
 };
 
@@ -95,64 +96,6 @@ struct fatia_api_http_server {
 
 static void conn_free(struct conn *c);
 static void process_input(struct conn *c);
-
-const char *fatia_api_http_reason(int status)
-{
-    switch (status) {
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 202:
-        return "Accepted";
-    case 204:
-        return "No Content";
-    case 304:
-        return "Not Modified";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 406:
-        return "Not Acceptable";
-    case 408:
-        return "Request Timeout";
-    case 409:
-        return "Conflict";
-    case 410:
-        return "Gone";
-    case 411:
-        return "Length Required";
-    case 413:
-        return "Request Entity Too Large";
-    case 415:
-        return "Unsupported Media Type";
-    case 422:
-        return "Unprocessable Entity";
-    case 429:
-        return "Too Many Requests";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    case 505:
-        return "HTTP Version Not Supported";
-    default:
-        return "Unknown";
-    }
-}
 
 static struct timeval to_tv(fatia_usec_t us)
 {
@@ -172,7 +115,7 @@ static void req_free(struct fatia_api_http_req *r)
     fatia_free(r);
 }
 
-const struct fatia_api_http_head *fatia_api_http_req_head(const struct fatia_api_http_req *r)
+const struct fatia_http_head *fatia_api_http_req_head(const struct fatia_api_http_req *r)
 {
     return &r->head;
 }
@@ -219,7 +162,7 @@ static void arm_deadline(struct conn *c)
 static void write_status_line(struct evbuffer *out, struct fatia_api_http_req *r, int status,
                               const char *ctype)
 {
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, fatia_api_http_reason(status));
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, fatia_http_reason(status));
     if (ctype)
         evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
     evbuffer_add_printf(out, "Cache-Control: no-cache, private\r\n");
@@ -409,7 +352,7 @@ static void reply_error_and_close(struct conn *c, int status, const char *reason
     evbuffer_add_printf(out,
                         "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\n"
                         "Content-Length: %d\r\n\r\n",
-                        status, fatia_api_http_reason(status), n);
+                        status, fatia_http_reason(status), n);
     evbuffer_add(out, body, (size_t)n);
     if (c->req) {
         req_free(c->req);
@@ -461,60 +404,22 @@ static void conn_free(struct conn *c)
     fatia_free(c);
 }
 
-static bool header_has_token(const struct fatia_api_http_head *h, const char *name,
-                             const char *token)
-{
-    struct fatia_str v;
-    size_t tn = strlen(token);
-
-    for (size_t i = 0; i < h->n_headers; i++) {
-        if (h->headers[i].name.n != strlen(name) ||
-            strncasecmp(h->headers[i].name.p, name, h->headers[i].name.n) != 0)
-            continue;
-        v = h->headers[i].value;
-        for (size_t j = 0; j + tn <= v.n; j++) {
-            if (!strncasecmp(v.p + j, token, tn) && (j == 0 || strchr(" ,\t", v.p[j - 1])) &&
-                (j + tn == v.n || strchr(" ,\t;", v.p[j + tn])))
-                return true;
-        }
-    }
-    return false;
-}
-
-/* The head is complete: decide how the body is framed. 0, or an error already answered. */
+/* The head is complete: decide how the body is framed. 0, or an error already answered. The
+ * shared parser has refused every ambiguous framing (http1.h), so the flags are the answer. */
 static int start_body(struct conn *c)
 {
     struct fatia_api_http_req *r = c->req;
-    struct fatia_str v;
-    uint64_t len = 0;
+    uint64_t len;
 
-    r->keep_alive = r->head.minor_version >= 1
-                        ? !header_has_token(&r->head, "Connection", "close")
-                        : header_has_token(&r->head, "Connection", "keep-alive");
-    if (fatia_api_http_head_get(&r->head, "Transfer-Encoding", &v)) {
-        if (!header_has_token(&r->head, "Transfer-Encoding", "chunked") ||
-            fatia_api_http_head_get(&r->head, "Content-Length", &v)) {
-            reply_error_and_close(c, 400, "BadRequest", "unsupported transfer encoding");
-            return -EBADMSG;
-        }
+    r->keep_alive = (r->head.flags & FATIA_HTTP_KEEP_ALIVE) != 0;
+    if (r->head.flags & FATIA_HTTP_CHUNKED) {
         c->chunked = true;
-        memset(&c->chunk, 0, sizeof(c->chunk));
+        c->chunk_full = false;
+        fatia_http_chunked_init(&c->chunk);
         return 0;
     }
     c->chunked = false;
-    if (fatia_api_http_head_get(&r->head, "Content-Length", &v)) {
-        char num[24];
-        if (v.n == 0 || v.n >= sizeof(num)) {
-            reply_error_and_close(c, 400, "BadRequest", "invalid Content-Length");
-            return -EBADMSG;
-        }
-        memcpy(num, v.p, v.n);
-        num[v.n] = '\0';
-        if (fatia_parse_u64(num, &len) < 0) {
-            reply_error_and_close(c, 400, "BadRequest", "invalid Content-Length");
-            return -EBADMSG;
-        }
-    }
+    len = r->head.content_length > 0 ? (uint64_t)r->head.content_length : 0;
     if (len > c->srv->o.max_body_bytes) {
         reply_error_and_close(c, 413, "RequestEntityTooLarge",
                               "the request body is larger than the limit");
@@ -522,10 +427,20 @@ static int start_body(struct conn *c)
     }
     c->content_length = len;
     /* curl and others wait (a second) for leave to send a body they announced */
-    if (len && header_has_token(&r->head, "Expect", "100-continue") &&
+    if (len && (r->head.flags & FATIA_HTTP_EXPECT_100) &&
         evbuffer_get_length(bufferevent_get_input(c->bev)) == 0)
-        evbuffer_add_printf(bufferevent_get_output(c->bev), "HTTP/1.1 100 Continue\r\n\r\n");
+        evbuffer_add(bufferevent_get_output(c->bev), FATIA_HTTP_100_CONTINUE,
+                     sizeof(FATIA_HTTP_100_CONTINUE) - 1);
     return 0;
+}
+
+/* Chunked payload: appended to the body while it fits. */
+static void chunk_payload(void *ud, const char *p, size_t n)
+{
+    struct conn *c = ud;
+
+    if (!c->chunk_full && fatia_buf_append(&c->req->body, p, n) < 0)
+        c->chunk_full = true;
 }
 
 /* Reads as much of the body as is buffered. 1 when complete, 0 for more, <0 answered. */
@@ -554,18 +469,21 @@ static int read_body(struct conn *c, struct evbuffer *in)
         int rc;
         if (evbuffer_peek(in, -1, NULL, &vec, 1) < 1)
             break;
-        rc = fatia_api_http_chunked_feed(&c->chunk, vec.iov_base, vec.iov_len, &used, &r->body);
+        rc = (int)fatia_http_chunked_feed(&c->chunk, vec.iov_base, vec.iov_len, chunk_payload, c);
+        used = rc >= 0 ? (size_t)rc : vec.iov_len;
         evbuffer_drain(in, used);
-        if (rc == -FATIA_E_LIMIT) {
+        if (c->chunk_full) {
             reply_error_and_close(c, 413, "RequestEntityTooLarge",
                                   "the request body is larger than the limit");
-            return rc;
+            return -FATIA_E_LIMIT;
         }
         if (rc < 0) {
-            reply_error_and_close(c, 400, "BadRequest", "malformed chunked body");
+            reply_error_and_close(
+                c, 400, "BadRequest",
+                "malformed chunked body (RFC 9112 §7.1: every line ends in CRLF)");
             return rc;
         }
-        if (rc == 1)
+        if (fatia_http_chunked_done(&c->chunk))
             return 1;
     }
     return 0;
@@ -590,7 +508,7 @@ static void process_input(struct conn *c)
             size_t avail = evbuffer_get_length(in);
             size_t look = FATIA_MIN(avail, c->srv->o.max_head_bytes);
             struct fatia_api_http_req *r;
-            struct fatia_api_http_head head;
+            struct fatia_http_head head;
             const char *p;
             int n;
 
@@ -599,20 +517,21 @@ static void process_input(struct conn *c)
             p = (const char *)evbuffer_pullup(in, (ssize_t)look);
             if (!p)
                 return;
-            n = fatia_api_http_parse_head(p, look, &head);
+            n = fatia_http_parse_request(p, look, &head);
             if (n == -EAGAIN) {
                 if (avail >= c->srv->o.max_head_bytes)
                     reply_error_and_close(c, 431, "RequestHeaderFieldsTooLarge",
                                           "the request head is larger than the limit");
                 return;
             }
-            if (n == -E2BIG) {
-                reply_error_and_close(c, 431, "RequestHeaderFieldsTooLarge",
-                                      "the request has too many headers");
-                return;
-            }
             if (n < 0) {
-                reply_error_and_close(c, 400, "BadRequest", "malformed HTTP request");
+                const char *why;
+                int status = fatia_http_request_error_status(n, &why);
+                reply_error_and_close(c, status,
+                                      status == 431   ? "RequestHeaderFieldsTooLarge"
+                                      : status == 501 ? "NotImplemented"
+                                                      : "BadRequest",
+                                      why);
                 return;
             }
             r = fatia_calloc(1, sizeof(*r));
@@ -626,7 +545,7 @@ static void process_input(struct conn *c)
             evbuffer_remove(in, r->head_text, (size_t)n);
             r->head_text[n] = '\0';
             /* Reparse in our copy so that the views point into it. */
-            if (fatia_api_http_parse_head(r->head_text, (size_t)n, &r->head) != n) {
+            if (fatia_http_parse_request(r->head_text, (size_t)n, &r->head) != n) {
                 req_free(r);
                 reply_error_and_close(c, 400, "BadRequest", "malformed HTTP request");
                 return;

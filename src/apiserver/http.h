@@ -1,5 +1,5 @@
 /*
- * apiserver/http.h: HTTP/1.1 server on libevent bufferevents, and its non-allocating parsers.
+ * apiserver/http.h: HTTP/1.1 server on libevent bufferevents.
  *
  * Model: one connection serves one request at a time (pipelined requests wait in the input
  * buffer); a request is read whole (head, then a Content-Length or chunked body, both bounded)
@@ -15,8 +15,10 @@
  * for that long is dropped), and for streams a bound on unsent output (a watcher that falls that
  * far behind is dropped rather than buffered without end).
  *
- * The parsers follow picohttpparser's contract: they fill views into the caller's buffer, never
- * allocate, and return the bytes consumed, -EAGAIN for incomplete input or a negative error.
+ * The head parser, the chunked decoder, the reason phrases and what a malformed head is answered
+ * are the shared HTTP/1.1 module's (http/http1.h), so this server and the gateway are exactly
+ * as strict as each other (RFC 9112: conflicting Content-Length 400, a transfer coding other
+ * than chunked 501, a bare LF in the chunked framing 400).
  *
  * Rejected: evhttp (its own HTML error pages for 413/431 where clients expect a metav1.Status,
  * no bound on a stream's output, no request deadline separate from the per-read timeout).
@@ -31,43 +33,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/str.h"
-
-#define FATIA_API_HTTP_MAX_HEADERS 64
-
-struct fatia_api_http_header {
-    struct fatia_str name;
-    struct fatia_str value;
-};
-
-struct fatia_api_http_head {
-    struct fatia_str method;
-    struct fatia_str target; /* as sent: path and query, percent-encoded */
-    int minor_version;       /* HTTP/1.x */
-    struct fatia_api_http_header headers[FATIA_API_HTTP_MAX_HEADERS];
-    size_t n_headers;
-};
-
-/* Parses a request head (request line, headers, blank line) at the start of buf. Returns the
- * length of the head, -EAGAIN when more input is needed, -EBADMSG when malformed, -E2BIG when it
- * has more than FATIA_API_HTTP_MAX_HEADERS headers. Views point into buf. */
-int fatia_api_http_parse_head(const char *buf, size_t n, struct fatia_api_http_head *ret);
-
-/* The value of a header (case-insensitive name), or false when absent. */
-bool fatia_api_http_head_get(const struct fatia_api_http_head *h, const char *name,
-                             struct fatia_str *ret);
-
-/* Incremental decoder of a chunked body. Zero-initialise; feed input as it arrives. */
-struct fatia_api_http_chunked {
-    int state;
-    uint64_t remaining;
-    size_t line_len;
-};
-
-/* Consumes up to n bytes of in, appending the decoded data to out (whose max bounds the body).
- * Returns 1 when the body (with its trailers) is complete, 0 when more input is needed, -EBADMSG
- * on a framing error, -FATIA_E_LIMIT when out is full. *consumed is set in every case. */
-int fatia_api_http_chunked_feed(struct fatia_api_http_chunked *c, const char *in, size_t n,
-                                size_t *consumed, struct fatia_buf *out);
+#include "http/http1.h"
 
 /* ---- server ---- */
 
@@ -108,7 +74,7 @@ size_t fatia_api_http_server_conns(const struct fatia_api_http_server *s);
 
 /* ---- requests ---- */
 
-const struct fatia_api_http_head *fatia_api_http_req_head(const struct fatia_api_http_req *r);
+const struct fatia_http_head *fatia_api_http_req_head(const struct fatia_api_http_req *r);
 /* The body (NUL-terminated; len may be 0). */
 const char *fatia_api_http_req_body(const struct fatia_api_http_req *r, size_t *ret_len);
 /* The peer's address as text ("127.0.0.1:53422"), for logs. */
@@ -160,8 +126,5 @@ int fatia_api_http_stream_write_unbounded(struct fatia_api_http_req *r, const vo
 size_t fatia_api_http_stream_backlog(const struct fatia_api_http_req *r);
 /* Ends the stream and finishes the request (r is freed). */
 void fatia_api_http_stream_end(struct fatia_api_http_req *r);
-
-/* The reason phrase of a status code ("Not Found"). */
-const char *fatia_api_http_reason(int status);
 
 #endif

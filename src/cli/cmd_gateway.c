@@ -6,15 +6,16 @@
  * a pool file (-f: a static pool or a GIE InferencePool), or from --inference-pool NS/NAME read
  * from the Kubernetes API (gateway/kubepool.h). Flags given on the command line win over the
  * pool file's settings.
+ *
+ * One function per step: parse_opts (the command line), load_pool (file or --endpoints, then the
+ * command line over the file), start_pool (static endpoints or the InferencePool watcher), and
+ * serve_loop.c's announce-and-run, which engine-sim shares.
  */
 #include "base/compat.h"
-
-#include <sys/resource.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
 #include <getopt.h>
-#include <signal.h>
 
 #include "base/alloc.h"
 #include "base/error.h"
@@ -23,9 +24,11 @@
 #include "base/str.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/serve_loop.h"
 #include "gateway/gateway.h"
 #include "gateway/kubepool.h"
 #include "gateway/poolfile.h"
+#include "gateway/tenants.h"
 
 static const char usage[] =
     "Usage: fatia gateway --listen ADDR:PORT (--endpoints URL,... | -f POOL.yaml |\n"
@@ -59,31 +62,18 @@ static const char usage[] =
     "  --health-interval D         health check period (default 1s)\n"
     "  --health-timeout D          a check slower than this fails (default 2s)\n"
     "  --health-failures N         failed checks in a row that take an endpoint out (default 3)\n"
-    "  --connect-timeout D         (default 2s)\n"
-    "  --upstream-timeout D        time to the response head (default: none)\n"
+    "  --connect-timeout D         connecting to a model server (default 2s; then 504)\n"
+    "  --upstream-timeout D        request sent to response head (default 5m; then 504)\n"
     "  --max-body BYTES            largest request body (default 32 MiB)\n"
+    "Tenants:\n"
+    "  --api-keys FILE             require Authorization: Bearer KEY on every path but /health,\n"
+    "                              keys from FILE (KEY TENANT per line); tenants in /metrics\n"
+    "  --tenant-rate N             requests per second per tenant (burst: one second's); 429\n"
     "  --port-file PATH            write the port listened on (for --listen ADDR:0)\n"
     "\n"
     "Exit status: 0 stopped by a signal, 1 cannot start, 2 usage.\n";
 
 static const struct fatia_cli_cmd *self(void);
-
-/* One descriptor per client and per upstream connection: take the hard limit. */
-static void raise_fd_limit(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-}
-
-static void on_signal(evutil_socket_t sig, short what, void *arg)
-{
-    (void)sig;
-    (void)what;
-    event_base_loopexit(arg, NULL);
-}
 
 /* "URL#k=v&k2=v2,URL2" -> endpoints with labels (json objects) */
 static int parse_endpoints(const char *s, json_t **ret)
@@ -129,133 +119,138 @@ static int duration_opt(const char *arg, fatia_usec_t *ret)
     return 0;
 }
 
-static int run(int argc, char **argv)
-{
-    enum {
-        O_LISTEN = 256,
-        O_ENDPOINTS,
-        O_IPOOL,
-        O_SELECTOR,
-        O_SERVER,
-        O_KUBECONFIG,
-        O_TOKEN,
-        O_TOKENFILE,
-        O_CA,
-        O_INSECURE,
-        O_POLICY,
-        O_WEIGHTS,
-        O_QLIMIT,
-        O_MAXBLOCKS,
-        O_LRU,
-        O_SEED,
-        O_MINT,
-        O_MSTALE,
-        O_HINT,
-        O_HTO,
-        O_HFAIL,
-        O_CTO,
-        O_UTO,
-        O_MAXBODY,
-    };
-    static const struct option opts[] = {
-        {"listen", required_argument, NULL, O_LISTEN},
-        {"endpoints", required_argument, NULL, O_ENDPOINTS},
-        {"filename", required_argument, NULL, 'f'},
-        {"inference-pool", required_argument, NULL, O_IPOOL},
-        {"selector", required_argument, NULL, O_SELECTOR},
-        {"server", required_argument, NULL, O_SERVER},
-        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
-        {"token", required_argument, NULL, O_TOKEN},
-        {"token-file", required_argument, NULL, O_TOKENFILE},
-        {"certificate-authority", required_argument, NULL, O_CA},
-        {"insecure-skip-tls-verify", no_argument, NULL, O_INSECURE},
-        {"policy", required_argument, NULL, O_POLICY},
-        {"weights", required_argument, NULL, O_WEIGHTS},
-        {"queue-limit", required_argument, NULL, O_QLIMIT},
-        {"max-prefix-blocks", required_argument, NULL, O_MAXBLOCKS},
-        {"lru-capacity", required_argument, NULL, O_LRU},
-        {"seed", required_argument, NULL, O_SEED},
-        {"metrics-interval", required_argument, NULL, O_MINT},
-        {"metrics-staleness", required_argument, NULL, O_MSTALE},
-        {"health-interval", required_argument, NULL, O_HINT},
-        {"health-timeout", required_argument, NULL, O_HTO},
-        {"health-failures", required_argument, NULL, O_HFAIL},
-        {"connect-timeout", required_argument, NULL, O_CTO},
-        {"upstream-timeout", required_argument, NULL, O_UTO},
-        {"max-body", required_argument, NULL, O_MAXBODY},
-        {"port-file", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    struct fatia_gateway_config cfg, over;
-    struct fatia_kube_config kc = {0};
-    struct fatia_pool_file pf = {0};
-    const char *endpoints = NULL, *file = NULL, *ipool = NULL, *policy = NULL, *weights = NULL;
-    json_t *eps = NULL;
-    struct fatia_gateway *g = NULL;
-    struct fatia_kubepool *kp = NULL;
-    struct event_base *base = NULL;
-    struct event *sigint = NULL, *sigterm = NULL;
-    bool set_mint = false, set_mstale = false, set_hint = false, set_q = false, set_blocks = false,
-         set_lru = false;
-    uint64_t u;
-    const char *port_file = NULL;
-    char why[512];
-    int c, r, rc = FATIA_EXIT_FAIL;
+enum {
+    O_LISTEN = 256,
+    O_ENDPOINTS,
+    O_IPOOL,
+    O_SELECTOR,
+    O_SERVER,
+    O_KUBECONFIG,
+    O_TOKEN,
+    O_TOKENFILE,
+    O_CA,
+    O_INSECURE,
+    O_POLICY,
+    O_WEIGHTS,
+    O_QLIMIT,
+    O_MAXBLOCKS,
+    O_LRU,
+    O_SEED,
+    O_MINT,
+    O_MSTALE,
+    O_HINT,
+    O_HTO,
+    O_HFAIL,
+    O_CTO,
+    O_UTO,
+    O_MAXBODY,
+    O_KEYS,
+    O_TRATE,
+};
+static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTEN},
+                                     {"endpoints", required_argument, NULL, O_ENDPOINTS},
+                                     {"filename", required_argument, NULL, 'f'},
+                                     {"inference-pool", required_argument, NULL, O_IPOOL},
+                                     {"selector", required_argument, NULL, O_SELECTOR},
+                                     {"server", required_argument, NULL, O_SERVER},
+                                     {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+                                     {"token", required_argument, NULL, O_TOKEN},
+                                     {"token-file", required_argument, NULL, O_TOKENFILE},
+                                     {"certificate-authority", required_argument, NULL, O_CA},
+                                     {"insecure-skip-tls-verify", no_argument, NULL, O_INSECURE},
+                                     {"policy", required_argument, NULL, O_POLICY},
+                                     {"weights", required_argument, NULL, O_WEIGHTS},
+                                     {"queue-limit", required_argument, NULL, O_QLIMIT},
+                                     {"max-prefix-blocks", required_argument, NULL, O_MAXBLOCKS},
+                                     {"lru-capacity", required_argument, NULL, O_LRU},
+                                     {"seed", required_argument, NULL, O_SEED},
+                                     {"metrics-interval", required_argument, NULL, O_MINT},
+                                     {"metrics-staleness", required_argument, NULL, O_MSTALE},
+                                     {"health-interval", required_argument, NULL, O_HINT},
+                                     {"health-timeout", required_argument, NULL, O_HTO},
+                                     {"health-failures", required_argument, NULL, O_HFAIL},
+                                     {"connect-timeout", required_argument, NULL, O_CTO},
+                                     {"upstream-timeout", required_argument, NULL, O_UTO},
+                                     {"max-body", required_argument, NULL, O_MAXBODY},
+                                     {"api-keys", required_argument, NULL, O_KEYS},
+                                     {"tenant-rate", required_argument, NULL, O_TRATE},
+                                     {"port-file", required_argument, NULL, 'P'},
+                                     {"help", no_argument, NULL, 'h'},
+                                     {NULL, 0, NULL, 0}};
 
-    fatia_gateway_config_default(&cfg);
-    over = cfg;
+/* The command line; `over` holds what it sets that a pool file may also set (the command line
+ * wins), with set_* saying which. */
+struct gw_opts {
+    struct fatia_gateway_config cfg, over;
+    struct fatia_kube_config kc;
+    const char *endpoints, *file, *ipool, *policy, *weights, *port_file, *keys_file;
+    double tenant_rate;
+    bool set_mint, set_mstale, set_hint, set_q, set_blocks, set_lru;
+};
+
+#define GO_ON (-1) /* parse_opts: no exit status yet, go on */
+
+/* Parses argv into *o. GO_ON, or the exit status (help, usage error). */
+static int parse_opts(int argc, char **argv, struct gw_opts *o)
+{
+    uint64_t u;
+    int c;
+
+    memset(o, 0, sizeof(*o));
+    fatia_gateway_config_default(&o->cfg);
+    o->over = o->cfg;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:h", opts, NULL)) != -1) {
         switch (c) {
         case O_LISTEN:
-            cfg.listen = optarg;
+            o->cfg.listen = optarg;
             break;
         case O_ENDPOINTS:
-            endpoints = optarg;
+            o->endpoints = optarg;
             break;
         case 'f':
-            file = optarg;
+            o->file = optarg;
             break;
         case O_IPOOL:
-            ipool = optarg;
+            o->ipool = optarg;
             break;
         case O_SELECTOR:
-            over.selector = optarg;
+            o->over.selector = optarg;
             break;
         case O_SERVER:
-            kc.server = optarg;
+            o->kc.server = optarg;
             break;
         case O_KUBECONFIG:
-            kc.kubeconfig = optarg;
+            o->kc.kubeconfig = optarg;
             break;
         case O_TOKEN:
-            kc.token = optarg;
+            o->kc.token = optarg;
             break;
         case O_TOKENFILE:
-            kc.token_file = optarg;
+            o->kc.token_file = optarg;
             break;
         case O_CA:
-            kc.ca_file = optarg;
+            o->kc.ca_file = optarg;
             break;
         case O_INSECURE:
-            kc.insecure = true;
+            o->kc.insecure = true;
             break;
         case O_POLICY:
-            policy = optarg;
-            if (fatia_policy_parse(optarg, &over.sched.policy) < 0)
+            o->policy = optarg;
+            if (fatia_policy_parse(optarg, &o->over.sched.policy) < 0)
                 return fatia_cli_usage_error(self(), "--policy: expected cache-aware, "
                                                      "round-robin, least-request or oracle");
             break;
         case O_WEIGHTS:
-            weights = optarg;
-            if (fatia_weights_parse(optarg, &over.sched.w) < 0)
+            o->weights = optarg;
+            if (fatia_weights_parse(optarg, &o->over.sched.w) < 0)
                 return fatia_cli_usage_error(self(), "--weights: expected "
                                                      "queue=N,kv=N,prefix=N,inflight=N,tokens=N");
             break;
         case O_HFAIL:
             if (fatia_parse_u64(optarg, &u) < 0 || !u || u > 1000)
                 return fatia_cli_usage_error(self(), "--health-failures: expected 1..1000");
-            cfg.health_failure_threshold = (uint32_t)u;
+            o->cfg.health_failure_threshold = (uint32_t)u;
             break;
         case O_QLIMIT:
         case O_MAXBLOCKS:
@@ -266,15 +261,15 @@ static int run(int argc, char **argv)
                 (c == O_QLIMIT && u > UINT32_MAX))
                 return fatia_cli_usage_error(self(), "%s: expected a number", argv[optind - 1]);
             if (c == O_QLIMIT)
-                over.sched.queue_limit = (uint32_t)u, set_q = true;
+                o->over.sched.queue_limit = (uint32_t)u, o->set_q = true;
             else if (c == O_MAXBLOCKS)
-                over.max_prefix_blocks = (uint32_t)u, set_blocks = true;
+                o->over.max_prefix_blocks = (uint32_t)u, o->set_blocks = true;
             else if (c == O_LRU)
-                over.lru_capacity = (size_t)u, set_lru = true;
+                o->over.lru_capacity = (size_t)u, o->set_lru = true;
             else if (c == O_SEED)
-                cfg.seed = u;
+                o->cfg.seed = u;
             else
-                cfg.max_body = (size_t)u;
+                o->cfg.max_body = (size_t)u;
             break;
         case O_MINT:
         case O_MSTALE:
@@ -287,21 +282,28 @@ static int run(int argc, char **argv)
                 return fatia_cli_usage_error(self(), "%s: expected a duration such as 50ms",
                                              argv[optind - 1]);
             if (c == O_MINT)
-                over.metrics_interval = d, set_mint = true;
+                o->over.metrics_interval = d, o->set_mint = true;
             else if (c == O_MSTALE)
-                over.metrics_staleness = d, set_mstale = true;
+                o->over.metrics_staleness = d, o->set_mstale = true;
             else if (c == O_HINT)
-                over.health_interval = d, set_hint = true;
+                o->over.health_interval = d, o->set_hint = true;
             else if (c == O_HTO)
-                cfg.health_timeout = d;
+                o->cfg.health_timeout = d;
             else if (c == O_CTO)
-                cfg.connect_timeout = d;
+                o->cfg.connect_timeout = d;
             else
-                cfg.upstream_timeout = d;
+                o->cfg.upstream_timeout = d;
             break;
         }
         case 'P':
-            port_file = optarg;
+            o->port_file = optarg;
+            break;
+        case O_KEYS:
+            o->keys_file = optarg;
+            break;
+        case O_TRATE:
+            if (fatia_parse_double(optarg, &o->tenant_rate) < 0 || !(o->tenant_rate > 0))
+                return fatia_cli_usage_error(self(), "--tenant-rate: expected a positive number");
             break;
         case 'h':
             return fatia_cli_help(self());
@@ -311,47 +313,118 @@ static int run(int argc, char **argv)
     }
     if (optind < argc)
         return fatia_cli_usage_error(self(), "unexpected argument '%s'", argv[optind]);
-    if (!cfg.listen)
+    if (!o->cfg.listen)
         return fatia_cli_usage_error(self(), "give --listen ADDR:PORT");
-    if (!!endpoints + !!file + !!ipool != 1)
+    if (!!o->endpoints + !!o->file + !!o->ipool != 1)
         return fatia_cli_usage_error(self(), "give one of --endpoints, -f POOL.yaml or "
                                              "--inference-pool NAMESPACE/NAME");
+    if (o->tenant_rate > 0 && !o->keys_file)
+        return fatia_cli_usage_error(self(), "--tenant-rate needs --api-keys (tenants come from "
+                                             "their keys)");
+    return GO_ON;
+}
 
-    if (file) {
+/* The pool's definition: a pool file (into *pf) or --endpoints (into *ret_eps, NULL for an
+ * InferencePool), then the command line's settings over the file's. GO_ON or the exit status. */
+static int load_pool(struct gw_opts *o, struct fatia_pool_file *pf, json_t **ret_eps)
+{
+    struct fatia_gateway_config *cfg = &o->cfg;
+    const struct fatia_gateway_config *over = &o->over;
+
+    *ret_eps = NULL;
+    if (o->file) {
         struct fatia_diag diag;
+        int r;
         fatia_diag_init(&diag);
-        r = fatia_pool_file_load(file, &cfg, &pf, &diag);
+        r = fatia_pool_file_load(o->file, cfg, pf, &diag);
         fatia_diag_print(&diag, stderr);
         fatia_diag_release(&diag);
         if (r < 0)
             return FATIA_EXIT_FAIL;
-        eps = pf.endpoints ? json_incref(pf.endpoints) : NULL;
-        if (pf.selector)
-            cfg.selector = pf.selector;
-    } else if (endpoints) {
-        if (parse_endpoints(endpoints, &eps) < 0)
+        *ret_eps = pf->endpoints ? json_incref(pf->endpoints) : NULL;
+        if (pf->selector)
+            cfg->selector = pf->selector;
+    } else if (o->endpoints) {
+        if (parse_endpoints(o->endpoints, ret_eps) < 0)
             return fatia_cli_usage_error(self(), "--endpoints: labels go as URL#key=value&k=v");
     }
-    /* the command line wins over the pool file */
-    if (policy)
-        cfg.sched.policy = over.sched.policy;
-    if (weights)
-        cfg.sched.w = over.sched.w;
-    if (set_q)
-        cfg.sched.queue_limit = over.sched.queue_limit;
-    if (set_blocks)
-        cfg.max_prefix_blocks = over.max_prefix_blocks;
-    if (set_lru)
-        cfg.lru_capacity = over.lru_capacity;
-    if (set_mint)
-        cfg.metrics_interval = over.metrics_interval;
-    if (set_mstale)
-        cfg.metrics_staleness = over.metrics_staleness;
-    if (set_hint)
-        cfg.health_interval = over.health_interval;
-    if (over.selector)
-        cfg.selector = over.selector;
+    if (o->policy)
+        cfg->sched.policy = over->sched.policy;
+    if (o->weights)
+        cfg->sched.w = over->sched.w;
+    if (o->set_q)
+        cfg->sched.queue_limit = over->sched.queue_limit;
+    if (o->set_blocks)
+        cfg->max_prefix_blocks = over->max_prefix_blocks;
+    if (o->set_lru)
+        cfg->lru_capacity = over->lru_capacity;
+    if (o->set_mint)
+        cfg->metrics_interval = over->metrics_interval;
+    if (o->set_mstale)
+        cfg->metrics_staleness = over->metrics_staleness;
+    if (o->set_hint)
+        cfg->health_interval = over->health_interval;
+    if (over->selector)
+        cfg->selector = over->selector;
+    return GO_ON;
+}
 
+/* Fills the pool: the static endpoints, or the InferencePool's watcher (*ret_kp). 0 or -errno
+ * (said why). */
+static int start_pool(struct event_base *base, struct fatia_gateway *g, struct gw_opts *o,
+                      const struct fatia_pool_file *pf, const json_t *eps,
+                      struct fatia_kubepool **ret_kp)
+{
+    char why[512];
+    int r;
+
+    if (eps) {
+        size_t n = json_array_size(eps);
+        struct fatia_gateway_endpoint *v = fatia_calloc(n ? n : 1, sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+            v[i].url = fatia_json_str(json_array_get(eps, i), "url");
+            v[i].labels = json_object_get(json_array_get(eps, i), "labels");
+        }
+        r = fatia_gateway_set_endpoints(g, v, n, why, sizeof(why));
+        fatia_free(v);
+    } else {
+        /* an InferencePool: from the file, or named on the command line */
+        r = fatia_kubepool_start(base, g, &o->kc, pf->inference_pool, o->ipool, ret_kp, why,
+                                 sizeof(why));
+    }
+    if (r < 0)
+        fprintf(stderr, "fatia gateway: %s\n", why);
+    return r;
+}
+
+static int run(int argc, char **argv)
+{
+    struct gw_opts o;
+    struct fatia_pool_file pf = {0};
+    json_t *eps = NULL;
+    struct fatia_gateway *g = NULL;
+    struct fatia_kubepool *kp = NULL;
+    struct event_base *base = NULL;
+    struct fatia_gateway_tenants *tenants = NULL;
+    char detail[128], why[512];
+    int r, rc = parse_opts(argc, argv, &o);
+
+    if (rc != GO_ON)
+        return rc;
+    if (o.keys_file) {
+        if (fatia_gateway_tenants_load(o.keys_file, o.tenant_rate, &tenants, why, sizeof(why)) <
+            0) {
+            fprintf(stderr, "fatia gateway: --api-keys: %s\n", why);
+            return FATIA_EXIT_FAIL;
+        }
+    }
+    rc = load_pool(&o, &pf, &eps);
+    if (rc != GO_ON)
+        goto out;
+    o.cfg.tenants = tenants;
+    rc = FATIA_EXIT_FAIL;
     /* only an InferencePool pool has a second thread (its API client): locking otherwise costs
      * every event for nothing */
     if (!eps && evthread_use_pthreads() < 0)
@@ -359,63 +432,26 @@ static int run(int argc, char **argv)
     base = event_base_new();
     if (!base)
         goto out;
-    r = fatia_gateway_new(base, &cfg, &g);
+    r = fatia_gateway_new(base, &o.cfg, &g);
     if (r < 0) {
-        fprintf(stderr, "fatia gateway: cannot listen on '%s': %s\n", cfg.listen,
+        fprintf(stderr, "fatia gateway: cannot listen on '%s': %s\n", o.cfg.listen,
                 fatia_strerror(r));
         goto out;
     }
-    if (eps) {
-        size_t n = json_array_size(eps);
-        struct fatia_gateway_endpoint *v = fatia_calloc(n ? n : 1, sizeof(*v));
-        if (!v)
-            goto out;
-        for (size_t i = 0; i < n; i++) {
-            v[i].url = fatia_json_str(json_array_get(eps, i), "url");
-            v[i].labels = json_object_get(json_array_get(eps, i), "labels");
-        }
-        r = fatia_gateway_set_endpoints(g, v, n, why, sizeof(why));
-        fatia_free(v);
-        if (r < 0) {
-            fprintf(stderr, "fatia gateway: %s\n", why);
-            goto out;
-        }
-    } else {
-        /* an InferencePool: from the file, or named on the command line */
-        r = fatia_kubepool_start(base, g, &kc, pf.inference_pool, ipool, &kp, why, sizeof(why));
-        if (r < 0) {
-            fprintf(stderr, "fatia gateway: %s\n", why);
-            goto out;
-        }
-    }
-    if (port_file) {
-        FILE *pf_out = fopen(port_file, "we");
-        if (!pf_out || fprintf(pf_out, "%d\n", fatia_gateway_port(g)) < 0 || fclose(pf_out) != 0) {
-            fprintf(stderr, "fatia gateway: cannot write '%s'\n", port_file);
-            goto out;
-        }
-    }
-    signal(SIGPIPE, SIG_IGN);
-    raise_fd_limit();
-    sigint = evsignal_new(base, SIGINT, on_signal, base);
-    sigterm = evsignal_new(base, SIGTERM, on_signal, base);
-    evsignal_add(sigint, NULL);
-    evsignal_add(sigterm, NULL);
-    fatia_log(FATIA_LOG_INFO, "gateway: listening on port %d, policy %s", fatia_gateway_port(g),
-              fatia_policy_name(cfg.sched.policy));
-    event_base_dispatch(base);
-    rc = FATIA_EXIT_OK;
+    if (start_pool(base, g, &o, &pf, eps, &kp) < 0)
+        goto out;
+    snprintf(detail, sizeof(detail), "policy %s, %s", fatia_policy_name(o.cfg.sched.policy),
+             tenants ? "API keys required" : "no API keys");
+    rc = fatia_cli_serve_loop(base, "gateway", o.cfg.listen, fatia_gateway_port(g), o.port_file,
+                              detail);
 out:
     fatia_kubepool_stop(kp);
-    if (sigint)
-        event_free(sigint);
-    if (sigterm)
-        event_free(sigterm);
     fatia_gateway_free(g);
     if (base)
         event_base_free(base);
     json_decref(eps);
     fatia_pool_file_release(&pf);
+    fatia_gateway_tenants_free(tenants);
     return rc;
 }
 

@@ -3,8 +3,8 @@
  * generator with vLLM `bench serve` metrics, used by bench/gateway.sh).
  *
  * The work is in the gateway library: plan.c (pure memory model), catalog.c (GPU and MIG facts),
- * modelspec.c (data/models.yaml), loadgen.c (the benchmark client). This file parses options and
- * prints.
+ * modelspec.c (data/models.yaml); and in the tools library: tools/loadgen.c (the benchmark
+ * client). This file parses options and prints.
  */
 #include "base/compat.h"
 
@@ -17,10 +17,10 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "gateway/catalog.h"
-#include "gateway/loadgen.h"
 #include "gateway/modelspec.h"
 #include "gateway/plan.h"
 #include "model/quantity.h"
+#include "tools/loadgen.h"
 
 static const char usage[] =
     "Usage: fatia serve plan (--model NAME | --params N --layers L --kv-heads K --head-dim D)\n"

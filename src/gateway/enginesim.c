@@ -35,6 +35,7 @@
 #include "gateway/hist.h"
 #include "gateway/httpd.h"
 #include "gateway/prefix.h"
+#include "gateway/tenants.h"
 
 enum kind {
     K_COMPLETION,
@@ -596,6 +597,21 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
 
     if (q)
         path.n = (size_t)(q - path.p);
+    if (s->cfg.tenants && path.n >= 4 && !memcmp(path.p, "/v1/", 4)) {
+        size_t t;
+        if (fatia_gateway_tenants_auth(s->cfg.tenants, fatia_http_header_get(h, "authorization"),
+                                       &t) < 0) {
+            fatia_httpd_respond_error(c, 401, "AuthenticationError",
+                                      "a valid API key is required: Authorization: Bearer KEY");
+            return;
+        }
+        if (!fatia_gateway_tenants_admit(s->cfg.tenants, t, fatia_now_mono_usec())) {
+            fatia_httpd_respond_error(c, 429, "RateLimitError",
+                                      "tenant %s is over its rate of %g requests per second",
+                                      s->cfg.tenants->v[t].name, s->cfg.tenants->rate);
+            return;
+        }
+    }
     if (get && fatia_str_eqz(path, "/health"))
         fatia_httpd_respond(c, 200, NULL, NULL, "", 0);
     else if (get && fatia_str_eqz(path, "/metrics"))

@@ -28,14 +28,15 @@
 #include "base/log.h"
 #include "base/str.h"
 #include "gateway/hist.h"
-#include "gateway/http1.h"
 #include "gateway/httpd.h"
 #include "gateway/netaddr.h"
 #include "gateway/prefix.h"
 #include "gateway/prom.h"
 #include "gateway/reqbody.h"
 #include "gateway/sse.h"
+#include "gateway/tenants.h"
 #include "gateway/upstream.h"
+#include "http/http1.h"
 #include "model/selector.h"
 
 enum ep_state {
@@ -116,6 +117,9 @@ struct gw_req {
     bool client_close; /* the client response must end with a close */
     bool dechunk;      /* HTTP/1.0 client: strip the chunked coding */
     bool sse;
+    bool up_chunked; /* the upstream's answer is chunked and relayed as is: dch tracks framing */
+    int fail_err;    /* the last upstream failure before any answer (for the final error) */
+    char fail_name[280]; /* its host:port */
     fatia_usec_t t_received, t_dispatched, t_head_in;
     bool added_done; /* the added latency was recorded */
     struct fatia_sse scan;
@@ -168,6 +172,8 @@ struct fatia_gateway {
     uint64_t errors[ERR_N];
     uint64_t decisions[FATIA_ROUTE_N];
     uint64_t pfx_matched, pfx_total, retries, streamed_events, probe_failures;
+    uint64_t stream_errors; /* SSE error events written on cut streams */
+    uint64_t unauthorized;  /* requests refused for want of a valid API key */
     struct fatia_hist added;
 };
 
@@ -507,6 +513,7 @@ static int up_head(void *ud, const struct fatia_http_head *h, const char *raw, s
     q->st = RQ_RELAYING;
     q->sse = ct && ct->n >= 17 && !strncmp(ct->p, "text/event-stream", 17);
     q->dechunk = minor0 && (h->flags & FATIA_HTTP_CHUNKED);
+    q->up_chunked = !q->dechunk && (h->flags & FATIA_HTTP_CHUNKED);
     q->client_close = !client_keep || close_delimited || q->dechunk;
     fatia_http_chunked_init(&q->dch);
     count_code(q->g, h->status);
@@ -559,6 +566,10 @@ static int up_body(void *ud, const char *p, size_t n)
             return -FATIA_E_PARSE;
         r = 0;
     } else {
+        /* track the framing relayed (to know where an error event may go); the upstream's own
+         * decoder has accepted these bytes already */
+        if (q->up_chunked && q->sse)
+            fatia_http_chunked_feed(&q->dch, p, n, NULL, NULL);
         r = fatia_httpd_write(q->c, p, n);
     }
     return r < 0 ? r : 0;
@@ -621,6 +632,56 @@ static int classify(int err)
     return ERR_UPSTREAM_RESET;
 }
 
+/* Answers a request whose upstream failed before answering: 504 for a timeout, 502 otherwise,
+ * naming the model server and the limit that ran out. */
+static void respond_upstream_failure(struct gw_req *q)
+{
+    const struct fatia_gateway_config *cfg = &q->g->cfg;
+    char msg[512];
+
+    if (q->fail_err == -ETIME || q->fail_err == -ETIMEDOUT) {
+        bool conn = q->fail_err == -ETIMEDOUT;
+        snprintf(msg, sizeof(msg), "the model server %s %s within %.3gs (--%s-timeout)",
+                 q->fail_name, conn ? "did not accept a connection" : "sent no response",
+                 (double)(conn ? cfg->connect_timeout : cfg->upstream_timeout) / 1e6,
+                 conn ? "connect" : "upstream");
+        respond_error(q, 504, -1, "GatewayTimeout", msg);
+        return;
+    }
+    snprintf(msg, sizeof(msg), "the model server %s failed before answering: %s", q->fail_name,
+             fatia_strerror(q->fail_err));
+    respond_error(q, 502, -1, "BadGateway", msg);
+}
+
+/* The upstream cut a streamed (SSE) answer: where the relayed bytes end between events (and,
+ * when relayed chunked, between chunks), one more event tells OpenAI-compatible clients what
+ * happened, in the shape vLLM and OpenAI stream errors: data: {"error":{...}}. The stream is
+ * then closed without its last chunk, so a client reading the framing sees the truncation too.
+ * Mid-event (or mid-chunk) nothing can be added that a client would read as an event. */
+static void stream_error_event(struct gw_req *q, int err)
+{
+    char ev[768], chunk[800];
+    int n, m;
+
+    if (!fatia_gateway_sse_at_boundary(&q->scan) ||
+        (q->up_chunked && !fatia_http_chunked_at_boundary(&q->dch)))
+        return;
+    n = snprintf(ev, sizeof(ev),
+                 "data: {\"error\":{\"object\":\"error\",\"message\":\"the model server %s "
+                 "cut the stream: %s\",\"type\":\"BadGateway\",\"param\":null,\"code\":502}}\n\n",
+                 q->ep->u.hostport, fatia_strerror(err));
+    if (n <= 0 || (size_t)n >= sizeof(ev))
+        return;
+    if (q->up_chunked) {
+        m = snprintf(chunk, sizeof(chunk), "%x\r\n%s\r\n", n, ev);
+        if (m > 0 && (size_t)m < sizeof(chunk))
+            fatia_httpd_write(q->c, chunk, (size_t)m);
+    } else {
+        fatia_httpd_write(q->c, ev, (size_t)n);
+    }
+    q->g->stream_errors++;
+}
+
 static void up_error(void *ud, int err, bool responded, bool reused)
 {
     struct gw_req *q = ud;
@@ -628,9 +689,12 @@ static void up_error(void *ud, int err, bool responded, bool reused)
 
     q->x = NULL;
     if (q->st == RQ_RELAYING) {
-        /* part of the answer is with the client: no replay; closing tells it */
+        /* part of the answer is with the client: no replay; an SSE error event (where the
+         * framing allows one) and closing tell it */
         q->g->errors[ERR_UPSTREAM_PARTIAL]++;
         ep_fail(ep, err);
+        if (q->sse)
+            stream_error_event(q, err);
         req_leave_endpoint(q);
         {
             struct fatia_httpd_conn *c = q->c;
@@ -638,6 +702,17 @@ static void up_error(void *ud, int err, bool responded, bool reused)
             req_free(q);
             fatia_httpd_done(c, false);
         }
+        return;
+    }
+    q->fail_err = err;
+    snprintf(q->fail_name, sizeof(q->fail_name), "%s", ep->u.hostport);
+    if (err == -ETIME) {
+        /* no answer within --upstream-timeout: the server may still be working on it, so the
+         * request is not sent again elsewhere */
+        q->g->errors[ERR_UPSTREAM_TIMEOUT]++;
+        ep_fail(ep, err);
+        req_leave_endpoint(q);
+        respond_upstream_failure(q);
         return;
     }
     if (!responded && reused && q->attempts < 3) {
@@ -657,7 +732,7 @@ static void up_error(void *ud, int err, bool responded, bool reused)
         forward(q);
         return;
     }
-    respond_error(q, 502, -1, "BadGateway", "the model server failed before answering");
+    respond_upstream_failure(q);
 }
 
 /* ---- routing ---- */
@@ -713,13 +788,16 @@ static int build_uphead(struct gw_req *q)
     bool host = false;
 
     fatia_buf_reset(&q->uphead);
-    if (!(h->flags & FATIA_HTTP_HOP_BY_HOP) && h->minor >= 1 && !prefix[0])
+    /* with API keys the head is rebuilt without the tenant's key: it is not the model server's */
+    if (!(h->flags & FATIA_HTTP_HOP_BY_HOP) && h->minor >= 1 && !prefix[0] && !q->g->cfg.tenants)
         return 0;
     fatia_buf_printf(&q->uphead, "%.*s %s%.*s HTTP/1.1\r\n", (int)h->method.n, h->method.p, prefix,
                      (int)h->target.n, h->target.p);
     for (size_t i = 0; i < h->n_headers; i++) {
         const struct fatia_http_header *hd = &h->headers[i];
         if (fatia_http_is_hop_by_hop(hd->name))
+            continue;
+        if (q->g->cfg.tenants && hd->name.n == 13 && !strncasecmp(hd->name.p, "authorization", 13))
             continue;
         host |= hd->name.n == 4 && !strncasecmp(hd->name.p, "host", 4);
         fatia_buf_printf(&q->uphead, "%.*s: %.*s\r\n", (int)hd->name.n, hd->name.p,
@@ -797,6 +875,11 @@ static void forward(struct gw_req *q)
                                                                                  : 0;
     }
     r = fatia_sched_pick(&sc, g->snap, g->n_eps, &sr, &g->rng, &g->rr, &res);
+    if (r == -ENOENT && q->fail_err) {
+        /* a retry found no other endpoint: say what happened to the one tried */
+        respond_upstream_failure(q);
+        return;
+    }
     if (r == -ENOENT) {
         respond_error(q, 503, ERR_NO_ENDPOINT, "ServiceUnavailable", "no model server is ready");
         return;
@@ -927,6 +1010,10 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
                      "fatia_gateway_retries_total %" PRIu64 "\n"
                      "# TYPE fatia_gateway_streamed_events_total counter\n"
                      "fatia_gateway_streamed_events_total %" PRIu64 "\n"
+                     "# HELP fatia_gateway_stream_error_events_total SSE error events sent on "
+                     "streams the model server cut.\n"
+                     "# TYPE fatia_gateway_stream_error_events_total counter\n"
+                     "fatia_gateway_stream_error_events_total %" PRIu64 "\n"
                      "# HELP fatia_gateway_oracle_probe_failures_total Oracle cache probes that "
                      "failed or timed out.\n"
                      "# TYPE fatia_gateway_oracle_probe_failures_total counter\n"
@@ -938,8 +1025,28 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
                      g->pfx_matched, g->pfx_total,
                      g->pfx_total ? (double)g->pfx_matched / (double)g->pfx_total : 0.0,
                      fatia_prefix_index_size(g->index), g->retries, g->streamed_events,
-                     g->probe_failures);
+                     g->stream_errors, g->probe_failures);
     fatia_hist_write(&g->added, &b, "fatia_gateway_added_latency_seconds", "");
+    if (g->cfg.tenants) {
+        const struct fatia_gateway_tenants *t = g->cfg.tenants;
+        fatia_buf_printf(&b,
+                         "# HELP fatia_gateway_unauthorized_total Requests without a valid API "
+                         "key.\n# TYPE fatia_gateway_unauthorized_total counter\n"
+                         "fatia_gateway_unauthorized_total %" PRIu64 "\n"
+                         "# HELP fatia_gateway_tenant_requests_total Requests admitted per "
+                         "tenant.\n# TYPE fatia_gateway_tenant_requests_total counter\n",
+                         g->unauthorized);
+        for (size_t i = 0; i < t->n; i++)
+            fatia_buf_printf(&b, "fatia_gateway_tenant_requests_total{tenant=\"%s\"} %" PRIu64 "\n",
+                             t->v[i].name, t->v[i].requests);
+        fatia_buf_puts(&b, "# HELP fatia_gateway_tenant_rate_limited_total Requests refused "
+                           "(429) for a tenant over its rate.\n"
+                           "# TYPE fatia_gateway_tenant_rate_limited_total counter\n");
+        for (size_t i = 0; i < t->n; i++)
+            fatia_buf_printf(&b,
+                             "fatia_gateway_tenant_rate_limited_total{tenant=\"%s\"} %" PRIu64 "\n",
+                             t->v[i].name, t->v[i].limited);
+    }
     fatia_buf_puts(&b, "# TYPE fatia_gateway_endpoint_ready gauge\n");
     for (size_t i = 0; i < g->n_eps; i++)
         fatia_buf_printf(&b, "fatia_gateway_endpoint_ready{endpoint=\"%s\"} %d\n",
@@ -1097,6 +1204,25 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
         else
             fatia_httpd_respond_error(c, 503, "ServiceUnavailable", "no model server is ready");
         return;
+    }
+    if (g->cfg.tenants) {
+        /* every path but /health: a tenant's key, within its rate */
+        size_t t;
+        if (fatia_gateway_tenants_auth(g->cfg.tenants, fatia_http_header_get(h, "authorization"),
+                                       &t) < 0) {
+            g->unauthorized++;
+            count_code(g, 401);
+            fatia_httpd_respond_error(c, 401, "invalid_request_error",
+                                      "a valid API key is required: Authorization: Bearer KEY");
+            return;
+        }
+        if (!fatia_gateway_tenants_admit(g->cfg.tenants, t, fatia_now_mono_usec())) {
+            count_code(g, 429);
+            fatia_httpd_respond_error(c, 429, "RateLimitError",
+                                      "tenant %s is over its rate of %g requests per second",
+                                      g->cfg.tenants->v[t].name, g->cfg.tenants->rate);
+            return;
+        }
     }
     if (get && fatia_str_eqz(path, "/metrics")) {
         write_metrics(g, c);
@@ -1320,6 +1446,7 @@ void fatia_gateway_config_default(struct fatia_gateway_config *c)
     c->health_timeout = 2 * FATIA_USEC_PER_SEC;
     c->health_failure_threshold = 3;
     c->connect_timeout = 2 * FATIA_USEC_PER_SEC;
+    c->upstream_timeout = 300 * FATIA_USEC_PER_SEC;
     c->max_prefix_blocks = FATIA_PREFIX_DEFAULT_BLOCKS;
     c->max_body = 32u << 20;
 }

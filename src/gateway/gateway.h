@@ -43,12 +43,14 @@ struct fatia_gateway_config {
     fatia_usec_t health_timeout;       /* 2 s */
     uint32_t health_failure_threshold; /* failed checks in a row that take a ready one out: 3 */
     fatia_usec_t connect_timeout;      /* 2 s */
-    fatia_usec_t upstream_timeout;     /* response head timeout; 0 = none */
+    fatia_usec_t upstream_timeout;     /* request sent to response head: 300 s; 0 = none */
     uint32_t max_prefix_blocks;        /* 2048 */
     size_t lru_capacity;               /* per endpoint, blocks; 0 = from its metrics, else 31,250 */
     size_t max_body;                   /* 32 MiB */
     uint64_t seed;                     /* tie-break randomness; 0 = from the clock */
     const char *selector;              /* only endpoints whose labels match (label selector text) */
+    struct fatia_gateway_tenants
+        *tenants; /* API keys and rates (tenants.h), borrowed; NULL = none */
 };
 
 void fatia_gateway_config_default(struct fatia_gateway_config *c);

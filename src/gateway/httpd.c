@@ -5,6 +5,11 @@
  * client's close and is removed if the client pipelines more bytes), ev_write (added while output
  * is queued), ev_timer (idle and request-read timeout, armed while READING), ev_kill (a deferred
  * close, activated by write errors so that handlers never see a callback inside their own call).
+ *
+ * Pipelining: requests that arrived behind the one being handled wait in `in` (or in the socket)
+ * and are served one at a time, in order, once the answer before them is done: finishing a
+ * request activates ev_read, whose callback parses what is buffered even when the socket has
+ * nothing new (the bug this replaced: a second request read with the first was never answered).
  */
 #include "base/compat.h"
 
@@ -453,13 +458,9 @@ static void conn_process(struct fatia_httpd_conn *c)
         if (r == -EAGAIN)
             return;
         if (r < 0) {
-            reject(c,
-                   r == -FATIA_E_LIMIT         ? 431
-                   : r == -FATIA_E_UNSUPPORTED ? 501
-                                               : 400,
-                   r == -FATIA_E_LIMIT         ? "request head too large"
-                   : r == -FATIA_E_UNSUPPORTED ? "unsupported transfer coding"
-                                               : "malformed request head");
+            const char *why;
+            int status = fatia_http_request_error_status(r, &why);
+            reject(c, status, why);
             return;
         }
         c->req_keep_alive = (c->head.flags & FATIA_HTTP_KEEP_ALIVE) != 0;
@@ -475,8 +476,8 @@ static void conn_process(struct fatia_httpd_conn *c)
         c->have_head = true;
         c->req_len = c->head.head_len + (size_t)cl;
         if (c->in.len < c->req_len && (c->head.flags & FATIA_HTTP_EXPECT_100)) {
-            static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-            if (fatia_httpd_write(c, cont, sizeof(cont) - 1) < 0)
+            if (fatia_httpd_write(c, FATIA_HTTP_100_CONTINUE, sizeof(FATIA_HTTP_100_CONTINUE) - 1) <
+                0)
                 return;
         }
     }
@@ -516,8 +517,13 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
     }
     n = read(fd, c->in.p + c->in.len, c->in.cap - c->in.len - 1);
     if (n <= 0) {
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            /* activated after a response with a pipelined request already buffered (the
+             * socket may hold nothing more): serve it */
+            if (c->in.len)
+                conn_process(c);
             return;
+        }
         conn_close(c);
         return;
     }

@@ -39,7 +39,7 @@
 #include <sys/uio.h>
 
 #include "base/clock.h"
-#include "gateway/http1.h"
+#include "http/http1.h"
 
 struct event_base;
 struct fatia_httpd;

@@ -123,3 +123,14 @@ int fatia_url_parse(const char *s, struct fatia_url *ret, char *why, size_t why_
     *ret = u;
     return 0;
 }
+
+void fatia_gateway_listen_url(const char *listen, int port, char *out, size_t n)
+{
+    const char *colon = strrchr(listen, ':');
+    size_t hn = colon ? (size_t)(colon - listen) : strlen(listen);
+
+    if (hn == 0)
+        snprintf(out, n, "http://0.0.0.0:%d", port);
+    else
+        snprintf(out, n, "http://%.*s:%d", (int)hn, listen, port);
+}

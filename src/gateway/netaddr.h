@@ -31,4 +31,8 @@ struct fatia_url {
  * inside the cluster. */
 int fatia_url_parse(const char *s, struct fatia_url *ret, char *why, size_t why_n);
 
+/* The URL a server listening on `listen` ("HOST:PORT", "[v6]:PORT", ":PORT") is reached at, with
+ * the port actually bound: "http://HOST:port"; an empty host prints as 0.0.0.0. */
+void fatia_gateway_listen_url(const char *listen, int port, char *out, size_t n);
+
 #endif

@@ -102,6 +102,11 @@ static int end_line(struct fatia_sse *s)
     return 0;
 }
 
+bool fatia_gateway_sse_at_boundary(const struct fatia_sse *s)
+{
+    return s->line_len == 0 && !s->event_data;
+}
+
 int fatia_sse_feed(struct fatia_sse *s, const char *p, size_t n)
 {
     size_t i = 0;

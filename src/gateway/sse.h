@@ -44,5 +44,8 @@ void fatia_sse_init(struct fatia_sse *s, fatia_sse_event_fn on_event, void *ud);
 void fatia_sse_release(struct fatia_sse *s);
 /* Feeds bytes; returns 0 or -ENOMEM (collecting data for the callback). */
 int fatia_sse_feed(struct fatia_sse *s, const char *p, size_t n);
+/* Between events: what was fed so far ends with a complete event (or is empty), so an event
+ * appended now is read as an event of its own. */
+bool fatia_gateway_sse_at_boundary(const struct fatia_sse *s);
 
 #endif

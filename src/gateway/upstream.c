@@ -358,9 +358,12 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
+    struct fatia_upx *x = arg;
+
     (void)fd;
     (void)what;
-    fail(arg, -ETIMEDOUT);
+    /* the timer runs while connecting (connect_timeout) or waiting for the head */
+    fail(x, x->state == U_CONNECTING ? -ETIMEDOUT : -ETIME);
 }
 
 static void on_defer(evutil_socket_t fd, short what, void *arg)

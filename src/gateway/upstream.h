@@ -9,7 +9,9 @@
  *   on_body     raw body bytes as read (framing included: chunked responses are relayed as is),
  *   on_payload  the decoded body bytes (chunked coding removed), for clients that want content;
  *   on_done     the response ended: the connection goes back to the pool if both sides keep it;
- *   on_error    the exchange failed; `responded` says whether any response byte had arrived
+ *   on_error    the exchange failed (-ETIMEDOUT: not connected within connect_timeout; -ETIME:
+ *               no response head within response_timeout of the request being sent; else
+ *               -errno or -FATIA_E_PARSE); `responded` says whether any response byte had arrived
  *               (a proxy may retry elsewhere only when it had not), `reused` whether the
  *               connection came from the pool (a stale keep-alive connection the server closed).
  * Exactly one of on_done / on_error ends an exchange, never inside fatia_upx_start (failures to
@@ -31,7 +33,7 @@
 #include <sys/uio.h>
 
 #include "base/clock.h"
-#include "gateway/http1.h"
+#include "http/http1.h"
 
 struct event_base;
 struct fatia_upx;
@@ -44,7 +46,7 @@ struct fatia_upstream {
     unsigned n_idle, max_idle;
     unsigned n_open; /* connections open (idle or busy) */
     fatia_usec_t connect_timeout;
-    fatia_usec_t response_timeout; /* 0 = none (LLM answers can queue for long) */
+    fatia_usec_t response_timeout; /* request sent to response head; 0 = none */
 };
 
 struct fatia_upx_ops {

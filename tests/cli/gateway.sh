@@ -1,8 +1,8 @@
 # tests/cli/gateway.sh: the gateway in front of engine-sims and a byte-exact fake upstream
 # (tests/gateway/fake_upstream.py): streamed answers relayed intact and chunk by chunk, an
 # endpoint failing mid-stream, health removal and return, 503 and 429, slow clients and slow
-# upstreams, keep-alive, /v1/models merging, bad requests. Everything listens on ephemeral
-# loopback ports; engine-sims run 50 times faster than real time.
+# upstreams, keep-alive and pipelining, /v1/models merging, bad requests and request smuggling.
+# Everything listens on ephemeral loopback ports; engine-sims run 50 times faster than real time.
 . "$(dirname "$0")/lib.bash"
 PIDS=""
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
@@ -45,6 +45,9 @@ GW_OPTS="--health-interval 50ms --metrics-interval 20ms --connect-timeout 500ms"
 start gw $FATIA gateway --listen 127.0.0.1:0 $GW_OPTS --seed 1 \
     --endpoints "http://127.0.0.1:$PORT_a#name=a,http://127.0.0.1:$PORT_b#name=b"
 GW=localhost:$PORT_gw
+# both say where they listen, with the port bound
+expect_line "$TMP/a.log" "fatia engine-sim: listening on http://127.0.0.1:$PORT_a (model llama-3.1-8b"
+expect_line "$TMP/gw.log" "fatia gateway: listening on http://127.0.0.1:$PORT_gw (policy"
 wait_metric "$PORT_gw" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_b\"} 1"
 wait_metric "$PORT_gw" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_a\"} 1"
 
@@ -76,12 +79,20 @@ expect_rc 0 curl -sf "$GW/health"
 # keep-alive to the client: two requests, one connection
 curl -sv "$GW/health" "$GW/health" >/dev/null 2>"$TMP/v"
 expect_line "$TMP/v" "Re-using existing connection"
+# pipelining (RFC 9112 §9.3.2): three requests in one write, three answers in order
+python3 tests/cli/http_pipeline.py 127.0.0.1 "$PORT_gw" llama-3.1-8b >"$TMP/pipe" 2>&1 ||
+    fail "gateway: pipelined requests not all answered: $(cat "$TMP/pipe")"
+python3 tests/cli/http_pipeline.py 127.0.0.1 "$PORT_a" llama-3.1-8b >"$TMP/pipe" 2>&1 ||
+    fail "engine-sim: pipelined requests not all answered: $(cat "$TMP/pipe")"
 # bad requests
 expect_rc 22 curl -sf "$GW/v1/completions" -d '{"model": "x", "prompt": "unterminated}'
 curl -s "$GW/v1/completions" -d '{"model":' >"$TMP/out"
 expect_line "$TMP/out" '"code":400'
 curl -s "$GW/v1/completions" -H 'Transfer-Encoding: chunked' -d '{}' >"$TMP/out"
 expect_line "$TMP/out" '"code":411'
+# request smuggling (RFC 9112, the module fatiad shares): refused, nothing smuggled is served
+python3 tests/cli/http_smuggle.py "http://$GW" /v1/completions >"$TMP/smuggle" 2>&1 ||
+    fail "a smuggling attack on the gateway was not refused: $(grep FAIL "$TMP/smuggle")"
 
 # --- a static pool file: labels, a selector, scheduling settings; errors name file:line
 cat >"$TMP/pool.yaml" <<EOF
@@ -153,6 +164,9 @@ rc=$?
 [ "$rc" != 0 ] || fail "a stream cut mid-way must not look complete to the client"
 grep -q '^data: {' "$TMP/partial" || fail "no partial data before the failure"
 grep -q 'DONE' "$TMP/partial" && fail "a cut stream must not end with [DONE]"
+# ... and its last event is an error event OpenAI clients raise, naming the model server
+tail -c 600 "$TMP/partial" | grep -q "^data: {\"error\":{\"object\":\"error\",\"message\":\"the model server 127.0.0.1:$PORT_a cut the stream" ||
+    fail "a cut stream must end with an SSE error event naming the model server: $(tail -c 300 "$TMP/partial")"
 wait_metric "$PORT_gw" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_a\"} 0"
 wait_metric "$PORT_gw" 'fatia_gateway_errors_total{reason="upstream_partial"} 1'
 # traffic goes to b only; pinned to a it is 503
@@ -225,4 +239,22 @@ curl -s -N "localhost:$PORT_f/v1/completions?mode=die" -d '{}' >"$TMP/out" 2>/de
 rc=$?
 [ "$rc" = 18 ] || [ "$rc" = 56 ] || fail "a dying upstream gave curl exit $rc, want 18 or 56"
 expect_line "$TMP/out" 'data: {"i":4'
+# an upstream whose chunked framing has bare LFs (RFC 9112 §7.1): nothing of it is relayed
+wait_metric "$PORT_f" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_fake\"} 1"
+curl -s -N "localhost:$PORT_f/v1/completions?mode=barelf" -d '{}' >"$TMP/out" 2>/dev/null
+rc=$?
+[ "$rc" != 0 ] || fail "an answer framed with bare LFs must not look complete"
+grep -q SMUGGLED "$TMP/out" && fail "bytes framed with bare LFs were relayed"
+# first-byte timeout: a model server that never answers gets 504 naming it, not "no model
+# server is ready" (and the request is not replayed elsewhere)
+start ft $FATIA gateway --listen 127.0.0.1:0 $GW_OPTS --upstream-timeout 300ms \
+    --endpoints "http://127.0.0.1:$PORT_fake"
+wait_metric "$PORT_ft" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_fake\"} 1"
+code=$(curl -s -o "$TMP/out" -w '%{http_code}' "localhost:$PORT_ft/v1/completions?mode=hang" -d '{}')
+[ "$code" = 504 ] || fail "a model server that never answers: HTTP $code, want 504"
+expect_line "$TMP/out" "the model server 127.0.0.1:$PORT_fake sent no response within 0.3s (--upstream-timeout)"
+wait_metric "$PORT_ft" 'fatia_gateway_errors_total{reason="upstream_timeout"} 1'
+# the timeouts are on by default
+"$FATIA" gateway --help >"$TMP/help" 2>&1
+expect_line "$TMP/help" "--upstream-timeout D        request sent to response head (default 5m; then 504)"
 finish

@@ -11,7 +11,10 @@ Paths (any method; request bodies are read and ignored):
   /v1/completions        an SSE stream of N events in odd chunk splits (N from ?n=, default 20),
                          or /v1/completions?mode=slow: 10 events 50 ms apart,
                          or ?mode=die: 5 events, then the connection is dropped mid-chunk,
-                         or ?mode=big: a 2 MiB Content-Length body of a known pattern
+                         or ?mode=big: a 2 MiB Content-Length body of a known pattern,
+                         or ?mode=hang: no answer at all (the connection stays open),
+                         or ?mode=barelf: a chunked answer whose framing uses bare LFs,
+                         or ?mode=head: the request head it received, as the body
 Usage: fake_upstream.py PORTFILE   (listens on 127.0.0.1, an ephemeral port written to PORTFILE)
 """
 import asyncio
@@ -57,6 +60,15 @@ async def handle(reader, writer):
                 body = b'{"object":"list","data":[{"id":"fake","object":"model"}]}'
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            elif q.get("mode") == "head":
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(head) + head)
+            elif q.get("mode") == "hang":
+                await asyncio.sleep(3600)
+            elif q.get("mode") == "barelf":
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n"
+                             b"f\ndata: SMUGGLED\n\n\n0\n\n")
             elif q.get("mode") == "big":
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
                              b"Content-Length: %d\r\n\r\n" % len(BIG))

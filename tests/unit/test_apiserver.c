@@ -111,57 +111,6 @@ static void test_query(void **state)
     fatia_api_target_release(&t);
 }
 
-/* ---- HTTP ---- */
-
-static void test_http_head(void **state)
-{
-    const char *req = "GET /api?x=1 HTTP/1.1\r\nHost: a\r\nAccept:  application/json \r\n\r\nBODY";
-    struct fatia_api_http_head h;
-    struct fatia_str v;
-    (void)state;
-
-    assert_int_equal(fatia_api_http_parse_head(req, strlen(req), &h),
-                     (int)(strstr(req, "BODY") - req));
-    assert_true(fatia_str_eqz(h.method, "GET"));
-    assert_true(fatia_str_eqz(h.target, "/api?x=1"));
-    assert_int_equal(h.minor_version, 1);
-    assert_true(fatia_api_http_head_get(&h, "accept", &v));
-    assert_true(fatia_str_eqz(v, "application/json"));
-    assert_int_equal(fatia_api_http_parse_head(req, 20, &h), -EAGAIN);
-    assert_int_equal(fatia_api_http_parse_head("GET / HTTP/2.0\r\n\r\n", 18, &h), -EBADMSG);
-    assert_int_equal(fatia_api_http_parse_head("GET / HTTP/1.1\r\n x: y\r\n\r\n", 25, &h),
-                     -EBADMSG);
-    assert_int_equal(fatia_api_http_parse_head("GET / HTTP/1.1\r\nBad Name: y\r\n\r\n", 31, &h),
-                     -EBADMSG);
-}
-
-static void test_http_chunked(void **state)
-{
-    const char *body = "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer: x\r\n\r\nNEXT";
-    struct fatia_api_http_chunked c = {0};
-    struct fatia_buf out;
-    size_t used = 0;
-    (void)state;
-
-    fatia_buf_init(&out, 1024);
-    assert_int_equal(fatia_api_http_chunked_feed(&c, body, strlen(body), &used, &out), 1);
-    assert_string_equal(out.p, "hello world");
-    assert_string_equal(body + used, "NEXT");
-    fatia_buf_release(&out);
-
-    /* too large for the buffer; a size that overflows */
-    memset(&c, 0, sizeof(c));
-    fatia_buf_init(&out, 4);
-    assert_int_equal(fatia_api_http_chunked_feed(&c, "5\r\nhello\r\n", 10, &used, &out),
-                     -FATIA_E_LIMIT);
-    fatia_buf_release(&out);
-    memset(&c, 0, sizeof(c));
-    fatia_buf_init(&out, 4);
-    assert_int_equal(fatia_api_http_chunked_feed(&c, "fffffffffffffffff\r\n", 19, &used, &out),
-                     -EBADMSG);
-    fatia_buf_release(&out);
-}
-
 /* ---- patches ---- */
 
 static json_t *J(const char *s)
@@ -407,7 +356,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routes),          cmocka_unit_test(test_query),
-        cmocka_unit_test(test_http_head),       cmocka_unit_test(test_http_chunked),
+
         cmocka_unit_test(test_merge_patch),     cmocka_unit_test(test_json_patch),
         cmocka_unit_test(test_strategic_patch), cmocka_unit_test(test_tokens),
         cmocka_unit_test(test_store),

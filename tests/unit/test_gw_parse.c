@@ -1,7 +1,7 @@
 /*
- * tests/unit/test_gw_parse.c: the gateway's parsers: HTTP/1.1 heads (gateway/http1.c), the
- * chunked decoder, the SSE scanner (gateway/sse.c), the request body scanner
- * (gateway/reqbody.c) and the Prometheus scanner (gateway/prom.c).
+ * tests/unit/test_gw_parse.c: the gateway's parsers: the SSE scanner (gateway/sse.c), the
+ * request body scanner (gateway/reqbody.c) and the Prometheus scanner (gateway/prom.c). The
+ * HTTP/1.1 parsers are the shared module's: tests/unit/test_http1.c.
  *
  * The incremental parsers are checked for split invariance: the same input fed in every
  * two-piece split and byte by byte gives the same result as fed whole.
@@ -17,7 +17,6 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "gateway/http1.h"
 #include "gateway/prom.h"
 #include "gateway/reqbody.h"
 #include "gateway/sse.h"
@@ -25,187 +24,6 @@
 static bool sv(struct fatia_str s, const char *z)
 {
     return fatia_str_eqz(s, z);
-}
-
-static void test_request_head(void **state)
-{
-    static const char req[] = "POST /v1/completions HTTP/1.1\r\nHost: a\r\n"
-                              "Content-Length: 12\r\nX-Y:  spaced value \t\r\n\r\n{\"a\":1}....";
-    struct fatia_http_head h;
-    int n;
-
-    (void)state;
-    n = fatia_http_parse_request(req, sizeof(req) - 1, &h);
-    assert_int_equal(n, (int)(strstr(req, "{") - req));
-    assert_true(sv(h.method, "POST"));
-    assert_true(sv(h.target, "/v1/completions"));
-    assert_int_equal(h.minor, 1);
-    assert_int_equal(h.content_length, 12);
-    assert_int_equal(h.n_headers, 3);
-    assert_true(sv(*fatia_http_header_get(&h, "x-y"), "spaced value"));
-    assert_true(h.flags & FATIA_HTTP_KEEP_ALIVE);
-    assert_false(h.flags & FATIA_HTTP_HOP_BY_HOP);
-    assert_null(fatia_http_header_get(&h, "nope"));
-    /* every prefix of the head is incomplete */
-    for (size_t i = 0; i < (size_t)n; i++)
-        assert_int_equal(fatia_http_parse_request(req, i, &h), -EAGAIN);
-}
-
-static void test_request_flags(void **state)
-{
-    struct fatia_http_head h;
-
-    (void)state;
-    assert_true(fatia_http_parse_request("GET / HTTP/1.0\r\n\r\n", 18, &h) > 0);
-    assert_false(h.flags & FATIA_HTTP_KEEP_ALIVE);
-    assert_true(fatia_http_parse_request("GET / HTTP/1.0\nConnection: Keep-Alive\n\n", 39, &h) > 0);
-    assert_true(h.flags & FATIA_HTTP_KEEP_ALIVE);
-    assert_true(h.flags & FATIA_HTTP_HOP_BY_HOP);
-    assert_true(fatia_http_parse_request("GET / HTTP/1.1\r\nConnection: x, close\r\n\r\n", 41, &h) >
-                0);
-    assert_false(h.flags & FATIA_HTTP_KEEP_ALIVE);
-    assert_true(fatia_http_parse_request("POST / HTTP/1.1\r\nExpect: 100-continue\r\n"
-                                         "Content-Length: 5\r\n\r\n",
-                                         61, &h) > 0);
-    assert_true(h.flags & FATIA_HTTP_EXPECT_100);
-    assert_true(fatia_http_parse_request("\r\nGET /x HTTP/1.1\r\n\r\n", 21, &h) > 0);
-    assert_true(sv(h.target, "/x"));
-}
-
-static void test_request_errors(void **state)
-{
-    static const struct {
-        const char *text;
-        int err;
-    } bad[] = {
-        {"GET / HTTP/2.0\r\n\r\n", -FATIA_E_PARSE},
-        {"GET  / HTTP/1.1\r\n\r\n", -FATIA_E_PARSE},
-        {"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", -FATIA_E_PARSE},
-        {"GET / HTTP/1.1\r\nA: b\r\n folded\r\n\r\n", -FATIA_E_PARSE},
-        {"GET / HTTP/1.1\r\nA: b\x01\r\n\r\n", -FATIA_E_PARSE},
-        {"GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", -FATIA_E_PARSE},
-        {"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", -FATIA_E_PARSE},
-        {"GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
-         -FATIA_E_PARSE},
-        {"GET / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", -FATIA_E_UNSUPPORTED},
-        {"G\x01T / HTTP/1.1\r\n\r\n", -FATIA_E_PARSE},
-        {"GET /a\x7f HTTP/1.1\r\n\r\n", -FATIA_E_PARSE},
-    };
-    struct fatia_http_head h;
-    struct fatia_buf many = FATIA_BUF_INIT;
-
-    (void)state;
-    for (size_t i = 0; i < FATIA_ARRAY_SIZE(bad); i++) {
-        int r = fatia_http_parse_request(bad[i].text, strlen(bad[i].text), &h);
-        if (r != bad[i].err)
-            fail_msg("case %zu: got %d, want %d", i, r, bad[i].err);
-    }
-    fatia_buf_puts(&many, "GET / HTTP/1.1\r\n");
-    for (int i = 0; i < FATIA_HTTP_MAX_HEADERS + 1; i++)
-        fatia_buf_printf(&many, "H%d: v\r\n", i);
-    fatia_buf_puts(&many, "\r\n");
-    assert_int_equal(fatia_http_parse_request(many.p, many.len, &h), -FATIA_E_LIMIT);
-    /* a head that never ends is refused once it passes the bound */
-    fatia_buf_reset(&many);
-    fatia_buf_puts(&many, "GET / HTTP/1.1\r\nX: ");
-    while (many.len <= FATIA_HTTP_MAX_HEAD)
-        fatia_buf_putc(&many, 'a');
-    assert_int_equal(fatia_http_parse_request(many.p, many.len, &h), -FATIA_E_LIMIT);
-    fatia_buf_release(&many);
-}
-
-static void test_response_head(void **state)
-{
-    static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                             "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n";
-    struct fatia_http_head h;
-    int n;
-
-    (void)state;
-    n = fatia_http_parse_response(ok, sizeof(ok) - 1, false, &h);
-    assert_int_equal(n, (int)(strstr(ok, "5\r\n") - ok));
-    assert_int_equal(h.status, 200);
-    assert_true(sv(h.reason, "OK"));
-    assert_true(h.flags & FATIA_HTTP_CHUNKED);
-    assert_int_equal(h.first_line_len, 17);
-    assert_true(fatia_http_parse_response("HTTP/1.1 204 No Content\r\n\r\n", 27, false, &h) > 0);
-    assert_true(h.flags & FATIA_HTTP_NO_BODY);
-    assert_true(
-        fatia_http_parse_response("HTTP/1.1 200\r\nContent-Length: 3\r\n\r\n", 36, true, &h) > 0);
-    assert_true(h.flags & FATIA_HTTP_NO_BODY);
-    assert_int_equal(h.content_length, 3);
-    assert_true(fatia_http_parse_response("HTTP/1.1 100 Continue\r\n\r\n", 25, false, &h) > 0);
-    assert_int_equal(h.status, 100);
-    assert_int_equal(fatia_http_parse_response("HTTP/1.1 20 OK\r\n\r\n", 18, false, &h),
-                     -FATIA_E_PARSE);
-    assert_int_equal(fatia_http_parse_response("HTTP/1.1 099 X\r\n\r\n", 18, false, &h),
-                     -FATIA_E_PARSE);
-}
-
-struct collect {
-    struct fatia_buf b;
-};
-
-static void collect_cb(void *ud, const char *p, size_t n)
-{
-    fatia_buf_append(&((struct collect *)ud)->b, p, n);
-}
-
-/* Decodes text fed in pieces of at most `step` bytes; returns bytes consumed in all. */
-static ssize_t dechunk(const char *text, size_t n, size_t step, struct fatia_buf *out, bool *done)
-{
-    struct fatia_http_chunked c;
-    struct collect col;
-    size_t off = 0;
-
-    fatia_buf_init(&col.b, 0);
-    fatia_http_chunked_init(&c);
-    while (off < n && !fatia_http_chunked_done(&c)) {
-        size_t len = n - off < step ? n - off : step;
-        ssize_t r = fatia_http_chunked_feed(&c, text + off, len, collect_cb, &col);
-        if (r < 0) {
-            fatia_buf_release(&col.b);
-            return r;
-        }
-        off += (size_t)r;
-        if ((size_t)r < len)
-            break;
-    }
-    *done = fatia_http_chunked_done(&c);
-    fatia_buf_reset(out);
-    fatia_buf_append(out, col.b.p, col.b.len);
-    fatia_buf_release(&col.b);
-    return (ssize_t)off;
-}
-
-static void test_chunked(void **state)
-{
-    static const char text[] = "5\r\nhello\r\n1a;ext=1\r\n abcdefghijklmnopqrstuvwxy\r\n"
-                               "0\r\nTrailer: x\r\n\r\nNEXT";
-    struct fatia_buf out = FATIA_BUF_INIT;
-    bool done;
-    ssize_t whole;
-
-    (void)state;
-    whole = dechunk(text, sizeof(text) - 1, SIZE_MAX, &out, &done);
-    assert_true(done);
-    assert_int_equal(whole, (ssize_t)(sizeof(text) - 1 - 4)); /* "NEXT" is not ours */
-    assert_string_equal(out.p, "hello abcdefghijklmnopqrstuvwxy");
-    for (size_t step = 1; step < sizeof(text); step++) {
-        struct fatia_buf o2 = FATIA_BUF_INIT;
-        bool d2;
-        assert_int_equal(dechunk(text, sizeof(text) - 1, step, &o2, &d2), whole);
-        assert_true(d2);
-        assert_string_equal(o2.p, out.p);
-        fatia_buf_release(&o2);
-    }
-    assert_int_equal(dechunk("zz\r\n", 4, 64, &out, &done), -FATIA_E_PARSE);
-    assert_int_equal(dechunk("3\r\nabcX\r\n", 9, 64, &out, &done), -FATIA_E_PARSE);
-    assert_int_equal(dechunk("1234567890123456\r\n", 18, 64, &out, &done), -FATIA_E_PARSE);
-    /* bare LF line ends are accepted */
-    assert_true(dechunk("2\nab\n0\n\n", 8, 64, &out, &done) == 8 && done);
-    assert_string_equal(out.p, "ab");
-    fatia_buf_release(&out);
 }
 
 struct sse_seen {
@@ -264,6 +82,27 @@ static void test_sse(void **state)
     assert_false(s.done);
     fatia_sse_release(&s);
     fatia_buf_release(&whole.all);
+}
+
+static void test_sse_boundary(void **state)
+{
+    static const char text[] = "data: {\"a\":1}\n\ndata: x\ndata: y\n\n";
+    struct fatia_sse s;
+    size_t ends[] = {15, 32}; /* after each event's blank line */
+    size_t k = 0;
+
+    (void)state;
+    fatia_sse_init(&s, NULL, NULL);
+    assert_true(fatia_gateway_sse_at_boundary(&s));
+    for (size_t i = 0; i < sizeof(text) - 1; i++) {
+        assert_int_equal(fatia_sse_feed(&s, text + i, 1), 0);
+        bool want = k < FATIA_ARRAY_SIZE(ends) && i + 1 == ends[k];
+        if (want)
+            k++;
+        if (fatia_gateway_sse_at_boundary(&s) != want)
+            fail_msg("after byte %zu: at boundary %d, want %d", i, !want, want);
+    }
+    fatia_sse_release(&s);
 }
 
 static void test_reqbody(void **state)
@@ -364,10 +203,10 @@ static void test_prom(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_request_head),   cmocka_unit_test(test_request_flags),
-        cmocka_unit_test(test_request_errors), cmocka_unit_test(test_response_head),
-        cmocka_unit_test(test_chunked),        cmocka_unit_test(test_sse),
-        cmocka_unit_test(test_reqbody),        cmocka_unit_test(test_prom),
+        cmocka_unit_test(test_sse),
+        cmocka_unit_test(test_sse_boundary),
+        cmocka_unit_test(test_reqbody),
+        cmocka_unit_test(test_prom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

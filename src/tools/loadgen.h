@@ -1,5 +1,5 @@
 /*
- * gateway/loadgen.h: the benchmark client behind `fatia serve bench`: open-loop arrivals,
+ * tools/loadgen.h: the benchmark client behind `fatia serve bench`: open-loop arrivals,
  * streamed completions, and vLLM `bench serve` metrics (reference/llm-routing.md §3.6), in engine
  * time when the servers run sped up.
  *
@@ -26,8 +26,8 @@
  * token), so that a loaded benchmark machine delays delivery without distorting the figures;
  * otherwise wall time x speed.
  */
-#ifndef FATIA_GATEWAY_LOADGEN_H
-#define FATIA_GATEWAY_LOADGEN_H
+#ifndef FATIA_TOOLS_LOADGEN_H
+#define FATIA_TOOLS_LOADGEN_H
 
 #include "base/compat.h"
 

@@ -1,5 +1,9 @@
 /*
- * gateway/loadgen.c: the benchmark client (see loadgen.h for the workloads and the metrics).
+ * tools/loadgen.c: the benchmark client (see loadgen.h for the workloads and the metrics).
+ *
+ * A client, not part of the serving plane: it lives in the tools library (fatia_tools), which
+ * the CLI links, above the gateway library whose HTTP/1.1 client (upstream.c), SSE scanner and
+ * Prometheus scanner it uses.
  *
  * Plan first, then run: every request is planned before the first is sent (arrival time in
  * engine seconds, output length, and its prompt as a list of text segments (seed, tokens)), so
@@ -14,7 +18,7 @@
  */
 #include "base/compat.h"
 
-#include "gateway/loadgen.h"
+#include "tools/loadgen.h"
 
 #include <sys/resource.h>
 

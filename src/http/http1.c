@@ -1,13 +1,19 @@
 /*
- * gateway/http1.c: HTTP/1.1 head parser and chunked decoder (see http1.h).
+ * http/http1.c: HTTP/1.1 head parser, chunked decoder and reason phrases (see http1.h).
  *
  * The head is located first (the first empty line), then parsed line by line; both passes touch
  * only the head, which is bounded, so a 400 KB body after it costs nothing here. Header names are
  * tokens (RFC 9110 tchar); values may hold any visible byte, space, tab and obs-text (>= 0x80).
+ *
+ * The chunked decoder is a byte-at-a-time state machine (except inside chunk data, taken in
+ * spans), so input split anywhere decodes the same; its only memory is the state, the bytes left
+ * in the chunk and the length of the current line (bounded: a size or trailer line longer than
+ * CH_MAX_LINE is an error, so an endless extension cannot hold the decoder). Every framing line
+ * ends in CRLF: the decoder has one state per expected LF, and a LF anywhere else is an error.
  */
 #include "base/compat.h"
 
-#include "gateway/http1.h"
+#include "http/http1.h"
 
 #include <strings.h>
 
@@ -297,6 +303,7 @@ enum {
     CH_DATA_LF,
     CH_TRAILER_START,
     CH_TRAILER_LINE,
+    CH_TRAILER_LINE_LF,
     CH_TRAILER_LF,
     CH_DONE,
 };
@@ -312,6 +319,11 @@ void fatia_http_chunked_init(struct fatia_http_chunked *c)
 bool fatia_http_chunked_done(const struct fatia_http_chunked *c)
 {
     return c->state == CH_DONE;
+}
+
+bool fatia_http_chunked_at_boundary(const struct fatia_http_chunked *c)
+{
+    return c->state == CH_SIZE && c->digits == 0;
 }
 
 static int hexval(char ch)
@@ -343,10 +355,8 @@ ssize_t fatia_http_chunked_feed(struct fatia_http_chunked *c, const char *p, siz
                 c->state = CH_EXT;
             } else if (c->digits && ch == '\r') {
                 c->state = CH_SIZE_LF;
-            } else if (c->digits && ch == '\n') {
-                c->state = c->remaining ? CH_DATA : CH_TRAILER_START;
             } else {
-                return -FATIA_E_PARSE;
+                return -FATIA_E_PARSE; /* a bare LF included */
             }
             i++;
             break;
@@ -354,10 +364,10 @@ ssize_t fatia_http_chunked_feed(struct fatia_http_chunked *c, const char *p, siz
         case CH_EXT:
             if (++c->line_len > CH_MAX_LINE)
                 return -FATIA_E_PARSE;
-            if (ch == '\n')
-                c->state = c->remaining ? CH_DATA : CH_TRAILER_START;
-            else if (ch != '\r' && ch != '\t' && ((unsigned char)ch < 0x20 || ch == 0x7f))
-                return -FATIA_E_PARSE;
+            if (ch == '\r')
+                c->state = CH_SIZE_LF;
+            else if (ch != '\t' && ((unsigned char)ch < 0x20 || ch == 0x7f))
+                return -FATIA_E_PARSE; /* a bare LF included */
             i++;
             break;
         case CH_SIZE_LF:
@@ -379,14 +389,9 @@ ssize_t fatia_http_chunked_feed(struct fatia_http_chunked *c, const char *p, siz
             break;
         }
         case CH_DATA_CR:
-            if (ch == '\r')
-                c->state = CH_DATA_LF;
-            else if (ch == '\n')
-                c->state = CH_SIZE;
-            else
+            if (ch != '\r')
                 return -FATIA_E_PARSE;
-            if (c->state == CH_SIZE)
-                c->digits = c->line_len = 0;
+            c->state = CH_DATA_LF;
             i++;
             break;
         case CH_DATA_LF:
@@ -401,16 +406,22 @@ ssize_t fatia_http_chunked_feed(struct fatia_http_chunked *c, const char *p, siz
             if (ch == '\r')
                 c->state = CH_TRAILER_LF;
             else if (ch == '\n')
-                c->state = CH_DONE;
+                return -FATIA_E_PARSE;
             else
                 c->state = CH_TRAILER_LINE;
             i++;
             break;
         case CH_TRAILER_LINE:
-            if (++c->line_len > CH_MAX_LINE)
+            if (++c->line_len > CH_MAX_LINE || ch == '\n')
                 return -FATIA_E_PARSE;
-            if (ch == '\n')
-                c->state = CH_TRAILER_START;
+            if (ch == '\r')
+                c->state = CH_TRAILER_LINE_LF;
+            i++;
+            break;
+        case CH_TRAILER_LINE_LF:
+            if (ch != '\n')
+                return -FATIA_E_PARSE;
+            c->state = CH_TRAILER_START;
             i++;
             break;
         case CH_TRAILER_LF:
@@ -431,20 +442,40 @@ const char *fatia_http_reason(int status)
         return "Continue";
     case 200:
         return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
     case 204:
         return "No Content";
+    case 304:
+        return "Not Modified";
     case 400:
         return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
     case 404:
         return "Not Found";
     case 405:
         return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
     case 408:
         return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
     case 411:
         return "Length Required";
     case 413:
         return "Content Too Large";
+    case 415:
+        return "Unsupported Media Type";
+    case 422:
+        return "Unprocessable Content";
     case 429:
         return "Too Many Requests";
     case 431:
@@ -459,6 +490,24 @@ const char *fatia_http_reason(int status)
         return "Service Unavailable";
     case 504:
         return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    case 507:
+        return "Insufficient Storage";
     }
     return "Unknown";
+}
+
+int fatia_http_request_error_status(int err, const char **ret_why)
+{
+    if (err == -FATIA_E_LIMIT) {
+        *ret_why = "the request head is larger than the limit or has too many headers";
+        return 431;
+    }
+    if (err == -FATIA_E_UNSUPPORTED) {
+        *ret_why = "unsupported transfer coding: only Transfer-Encoding: chunked is accepted";
+        return 501;
+    }
+    *ret_why = "malformed HTTP request head";
+    return 400;
 }

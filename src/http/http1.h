@@ -1,5 +1,8 @@
 /*
- * gateway/http1.h: HTTP/1.1 message heads and chunked bodies, parsed without allocating.
+ * http/http1.h: the one HTTP/1.1 module under both servers (the API server, apiserver/http.c,
+ * and the gateway and engine-sim, gateway/httpd.c) and the gateway's upstream client: message
+ * heads and chunked bodies parsed without allocating, the reason-phrase table, and the mapping
+ * from a parse error to the status both servers answer.
  *
  * picohttpparser's model (reference/c-style.md §2.4): the parser is stateless over a head that
  * is complete in one contiguous buffer, fills (pointer, length) views into that buffer and
@@ -8,13 +11,20 @@
  * at most that. Bodies are framed by Content-Length, by the chunked coding (an incremental
  * decoder that reports payload spans and never copies), or by the connection's end.
  *
- * Strictness where a proxy needs it (RFC 9112): Content-Length and Transfer-Encoding together,
- * conflicting Content-Lengths, a transfer coding other than chunked, whitespace before a header's
- * colon, obsolete line folding, and control bytes in names or values are errors. Bare LF line
- * ends are accepted, as most servers do.
+ * Strictness (RFC 9112), the same for every server since there is one parser: Content-Length
+ * and Transfer-Encoding together, conflicting Content-Lengths (two headers or a list of
+ * different values), any Transfer-Encoding other than exactly one "chunked" (501), whitespace
+ * before a header's colon, obsolete line folding, and control bytes in names or values are
+ * errors. In the chunked framing every line (size, chunk end, trailer) must end in CRLF: a bare
+ * LF there is an error, since servers that disagree on it can be made to disagree on where a
+ * body ends (request smuggling). In the head, a bare LF line end is accepted, as RFC 9112 §2.2
+ * allows and most servers do: the head's end is found the same way by every reader here.
+ *
+ * Rejected: keeping a parser per server (they drifted: one answered 413 "Request Entity Too
+ * Large", the other "Content Too Large", and only one refused conflicting Content-Lengths).
  */
-#ifndef FATIA_GATEWAY_HTTP1_H
-#define FATIA_GATEWAY_HTTP1_H
+#ifndef FATIA_HTTP_HTTP1_H
+#define FATIA_HTTP_HTTP1_H
 
 #include "base/compat.h"
 
@@ -71,9 +81,11 @@ bool fatia_http_is_hop_by_hop(struct fatia_str name);
 
 /* Incremental decoder of the chunked transfer coding.
  *
- *   SIZE --hex--> SIZE --';'--> EXT --LF--> (size 0 ? TRAILER : DATA)
+ *   SIZE --hex--> SIZE --';'--> EXT --CRLF--> (size 0 ? TRAILER : DATA)
  *   DATA --size bytes--> DATA_END --CRLF--> SIZE
- *   TRAILER --field line--> TRAILER --empty line--> DONE
+ *   TRAILER --field line CRLF--> TRAILER --CRLF--> DONE
+ *
+ * Every line ends in CRLF; a bare LF, or a CR not followed by LF, is a framing error.
  *
  * Payload spans are reported through the callback as they arrive, split wherever the input was. */
 struct fatia_http_chunked {
@@ -91,8 +103,19 @@ void fatia_http_chunked_init(struct fatia_http_chunked *c);
 ssize_t fatia_http_chunked_feed(struct fatia_http_chunked *c, const char *p, size_t n,
                                 fatia_http_payload_fn payload, void *ud);
 bool fatia_http_chunked_done(const struct fatia_http_chunked *c);
+/* Between chunks (or before the first): a chunk may be inserted here without breaking the
+ * framing (the gateway's SSE error event on a cut stream). */
+bool fatia_http_chunked_at_boundary(const struct fatia_http_chunked *c);
 
-/* "200 OK"-style reason phrase for a status code ("Unknown" for others). */
+/* "200 OK"-style reason phrase for a status code (RFC 9110's names; "Unknown" for others). */
 const char *fatia_http_reason(int status);
+
+/* The status a server answers for an error of fatia_http_parse_request (other than -EAGAIN):
+ * 431 for -FATIA_E_LIMIT, 501 for -FATIA_E_UNSUPPORTED, 400 otherwise; *ret_why gets a short
+ * message for the body. */
+int fatia_http_request_error_status(int err, const char **ret_why);
+
+/* The interim answer to Expect: 100-continue. */
+#define FATIA_HTTP_100_CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
 
 #endif

@@ -1,0 +1,67 @@
+/*
+ * cli/serve_loop.c: announcing a server and running its loop (see serve_loop.h).
+ *
+ * The listen line goes to stderr with the port actually bound (--listen ADDR:0 picks one), so a
+ * person sees where to point a client and a script can read it from the log; --port-file is the
+ * machine-readable form and is written first, so that whoever waits on it knows the server is
+ * about to serve. Signals end the loop through libevent (no work in a signal handler).
+ */
+#include "base/compat.h"
+
+#include "cli/serve_loop.h"
+
+#include <sys/resource.h>
+
+#include <event2/event.h>
+#include <signal.h>
+
+#include "cli/cli.h"
+#include "gateway/netaddr.h"
+
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    event_base_loopexit(arg, NULL);
+}
+
+int fatia_cli_serve_loop(struct event_base *base, const char *name, const char *listen, int port,
+                         const char *port_file, const char *detail)
+{
+    struct event *sigint = NULL, *sigterm = NULL;
+    char url[320];
+
+    if (port_file) {
+        FILE *f = fopen(port_file, "we");
+        if (!f || fprintf(f, "%d\n", port) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "fatia %s: cannot write '%s'\n", name, port_file);
+            return FATIA_EXIT_FAIL;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
+    sigint = evsignal_new(base, SIGINT, on_signal, base);
+    sigterm = evsignal_new(base, SIGTERM, on_signal, base);
+    if (sigint)
+        evsignal_add(sigint, NULL);
+    if (sigterm)
+        evsignal_add(sigterm, NULL);
+    fatia_gateway_listen_url(listen, port, url, sizeof(url));
+    fprintf(stderr, "fatia %s: listening on %s (%s)\n", name, url, detail);
+    event_base_dispatch(base);
+    if (sigint)
+        event_free(sigint);
+    if (sigterm)
+        event_free(sigterm);
+    return FATIA_EXIT_OK;
+}

@@ -618,6 +618,8 @@ static int run_bench(int argc, char **argv)
 
 static int run(int argc, char **argv)
 {
+    const char *near;
+
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
         return argc < 2 ? fatia_cli_usage_error(self(), "give a subcommand: plan or bench")
                         : fatia_cli_help(self());
@@ -625,6 +627,10 @@ static int run(int argc, char **argv)
         return run_plan(argc - 1, argv + 1);
     if (!strcmp(argv[1], "bench"))
         return run_bench(argc - 1, argv + 1);
+    near = fatia_cli_nearest(argv[1], (const char *const[]){"plan", "bench"}, 2);
+    if (near)
+        return fatia_cli_usage_error(self(), "unknown subcommand '%s': did you mean '%s'?", argv[1],
+                                     near);
     return fatia_cli_usage_error(self(), "unknown subcommand '%s': expected plan or bench",
                                  argv[1]);
 }

@@ -131,7 +131,11 @@ static int run(int argc, char **argv)
             rc = fatia_cli_help(&fatia_cmd_token);
             goto out;
         }
-        rc = fatia_cli_usage_error(&fatia_cmd_token, "expected 'create'");
+        if (argc >= 2 && fatia_cli_nearest(argv[1], (const char *const[]){"create"}, 1))
+            rc = fatia_cli_usage_error(&fatia_cmd_token,
+                                       "unknown subcommand '%s': did you mean 'create'?", argv[1]);
+        else
+            rc = fatia_cli_usage_error(&fatia_cmd_token, "expected 'create'");
         goto out;
     }
     argc--;

@@ -70,8 +70,145 @@ static int parse_u32(const char *s, uint32_t min, uint32_t *ret)
     return 0;
 }
 
+/* ---- when it does not fit: by how much, and what would ---- */
+
+#define MAX_ALTS 4
+
+struct alt {
+    char args[96];            /* the options to change, "--gpus 2", "--dtype fp8" */
+    uint64_t kv_cache_tokens; /* what that plan's cache holds */
+};
+
+/* The smallest memory per GPU (in 1/16 GiB) that fits in's model, tp and dtypes, by bisection up
+ * to 16 TiB; 0 when even that does not (a shape the memory cannot fix: tp not dividing the
+ * heads). */
+static uint64_t memory_needed(const struct fatia_plan_input *in)
+{
+    struct fatia_plan_input t = *in;
+    struct fatia_plan p;
+    uint64_t lo = 0, hi = UINT64_C(16) << 40, step = UINT64_C(1) << 26;
+
+    t.gpu_memory_bytes = hi;
+    if (fatia_plan_compute(&t, &p) < 0 || !p.fits)
+        return 0;
+    while (hi - lo > step) {
+        t.gpu_memory_bytes = lo + (hi - lo) / 2;
+        if (fatia_plan_compute(&t, &p) == 0 && p.fits)
+            hi = t.gpu_memory_bytes;
+        else
+            lo = t.gpu_memory_bytes;
+    }
+    return hi;
+}
+
+static bool try_alt(const struct fatia_plan_input *in, struct alt *a)
+{
+    struct fatia_plan p;
+
+    if (fatia_plan_compute(in, &p) < 0 || !p.fits)
+        return false;
+    a->kv_cache_tokens = p.kv_cache_tokens;
+    return true;
+}
+
+/* Alternatives that fit, nearest first: a larger MIG profile, more whole GPUs of the product (tensor parallel, up to
+ * 8), smaller weights, an fp8 KV cache. gpu is the product as the user named it. Returns how
+ * many were written to alts. */
+static size_t would_fit(const struct fatia_plan_input *in, const char *gpu, const char *slice_kind,
+                        struct alt *alts)
+{
+    static const enum fatia_dtype smaller[] = {FATIA_DTYPE_FP8, FATIA_DTYPE_INT4};
+    struct fatia_plan_input t;
+    size_t n = 0;
+
+    if (!strcmp(slice_kind, "mig")) {
+        /* the smallest larger MIG profile of the product that fits */
+        static const char *const profiles[] = {
+            "1g.5gb",  "1g.10gb", "2g.10gb", "1g.12gb", "1g.18gb", "1g.20gb", "2g.20gb", "3g.20gb",
+            "4g.20gb", "1g.24gb", "2g.24gb", "1g.35gb", "2g.35gb", "3g.40gb", "4g.40gb", "7g.40gb",
+            "3g.47gb", "4g.47gb", "3g.71gb", "4g.71gb", "7g.80gb", "7g.94gb", "7g.141gb"};
+        uint64_t best_mem = UINT64_MAX;
+        for (size_t i = 0; i < FATIA_ARRAY_SIZE(profiles); i++) {
+            struct fatia_serving_device mig;
+            char why[256];
+            if (fatia_serving_device_lookup(gpu ? gpu : "h200", profiles[i], &mig, why,
+                                            sizeof(why)) < 0 ||
+                mig.memory_bytes <= in->gpu_memory_bytes || mig.memory_bytes >= best_mem)
+                continue;
+            t = *in;
+            t.gpu_memory_bytes = mig.memory_bytes;
+            if (try_alt(&t, &alts[n])) {
+                snprintf(alts[n].args, sizeof(alts[n].args), "--slice %s", profiles[i]);
+                best_mem = mig.memory_bytes;
+            }
+        }
+        if (best_mem != UINT64_MAX)
+            n++;
+    }
+    if (gpu || strcmp(slice_kind, "memory-cap")) {
+        struct fatia_serving_device whole;
+        char why[256];
+        if (fatia_serving_device_lookup(gpu ? gpu : "h200", NULL, &whole, why, sizeof(why)) == 0)
+            for (uint32_t tp = 1; tp <= 8; tp *= 2) {
+                if (!strcmp(slice_kind, "gpu") && tp <= in->gpus)
+                    continue;
+                t = *in;
+                t.gpus = tp;
+                t.gpu_memory_bytes = whole.memory_bytes;
+                if (try_alt(&t, &alts[n])) {
+                    snprintf(alts[n].args, sizeof(alts[n].args), "--gpu %s --gpus %u",
+                             gpu ? gpu : "h200", tp);
+                    n++;
+                    break;
+                }
+            }
+    }
+    for (size_t i = 0; i < FATIA_ARRAY_SIZE(smaller) && n < MAX_ALTS; i++) {
+        if (fatia_dtype_weight_bytes(smaller[i]) >= fatia_dtype_weight_bytes(in->weight_dtype))
+            continue;
+        t = *in;
+        t.weight_dtype = smaller[i];
+        if (try_alt(&t, &alts[n])) {
+            snprintf(alts[n].args, sizeof(alts[n].args), "--dtype %s",
+                     fatia_dtype_name(smaller[i]));
+            n++;
+            break; /* the larger of the smaller types that fits */
+        }
+    }
+    if (in->kv_dtype != FATIA_DTYPE_FP8 && n < MAX_ALTS) {
+        t = *in;
+        t.kv_dtype = FATIA_DTYPE_FP8;
+        if (try_alt(&t, &alts[n])) {
+            snprintf(alts[n].args, sizeof(alts[n].args), "--kv-cache-dtype fp8");
+            n++;
+        }
+    }
+    return n;
+}
+
+/* The shortest sequence the planner accepts (plan.c): the context asked for, else the model's
+ * up to FATIA_PLAN_MIN_CONTEXT. */
+static uint32_t min_context(const struct fatia_plan_input *in)
+{
+    uint32_t model = in->model.max_context ? in->model.max_context : 8192;
+
+    return in->context ? in->context : FATIA_MIN(model, (uint32_t)FATIA_PLAN_MIN_CONTEXT);
+}
+
+/* How much memory per GPU the plan lacks: 0 when it fits or memory is not what is missing. */
+static uint64_t short_by(const struct fatia_plan_input *in, const struct fatia_plan *p)
+{
+    uint64_t need;
+
+    if (p->fits)
+        return 0;
+    need = memory_needed(in);
+    return need > in->gpu_memory_bytes ? need - in->gpu_memory_bytes : 0;
+}
+
 static json_t *plan_json(const struct fatia_plan_input *in, const struct fatia_plan *p,
-                         const struct fatia_serving_device *dev, const char *slice_kind)
+                         const struct fatia_serving_device *dev, const char *slice_kind,
+                         const char *gpu)
 {
     char args[512];
     json_t *jargs = json_array(), *o;
@@ -105,11 +242,22 @@ static json_t *plan_json(const struct fatia_plan_input *in, const struct fatia_p
     json_object_set_new(o, "maxNumSeqs", json_integer(p->max_num_seqs));
     json_object_set_new(o, "maxNumBatchedTokens", json_integer(p->max_num_batched_tokens));
     json_object_set_new(o, "vllmArgs", jargs);
+    if (!p->fits) {
+        struct alt alts[MAX_ALTS];
+        size_t n = would_fit(in, gpu, slice_kind, alts);
+        json_t *ja = json_array();
+        json_object_set_new(o, "shortBytesPerGpu", json_integer((json_int_t)short_by(in, p)));
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(ja, json_pack("{s:s,s:I}", "args", alts[i].args, "kvCacheTokens",
+                                                (json_int_t)alts[i].kv_cache_tokens));
+        json_object_set_new(o, "wouldFitWith", ja);
+    }
     return o;
 }
 
 static void print_table(const struct fatia_plan_input *in, const struct fatia_plan *p,
-                        const struct fatia_serving_device *dev, const char *slice_kind)
+                        const struct fatia_serving_device *dev, const char *slice_kind,
+                        const char *gpu)
 {
     const double gib = 1024.0 * 1024 * 1024;
     char args[512];
@@ -129,8 +277,30 @@ static void print_table(const struct fatia_plan_input *in, const struct fatia_pl
     printf("overheads:             %.2f GiB per GPU\n", (double)p->overhead_bytes / gib);
     printf("kv per token:          %" PRIu64 " bytes (%" PRIu64 " per GPU)\n",
            p->kv_bytes_per_token, p->kv_bytes_per_token_per_gpu);
-    printf("kv cache:              %.2f GiB per GPU, %" PRIu64 " tokens (%" PRIu64 " blocks)\n",
-           (double)p->kv_cache_bytes / gib, p->kv_cache_tokens, p->kv_cache_blocks);
+    if (p->kv_cache_bytes > 0)
+        printf("kv cache:              %.2f GiB per GPU, %" PRIu64 " tokens (%" PRIu64 " blocks)\n",
+               (double)p->kv_cache_bytes / gib, p->kv_cache_tokens, p->kv_cache_blocks);
+    else
+        printf("kv cache:              none: the weights, activations and overheads alone are "
+               "%.2f GiB per GPU over what is available\n",
+               (double)-p->kv_cache_bytes / gib);
+    if (!p->fits) {
+        struct alt alts[MAX_ALTS];
+        uint64_t lack = short_by(in, p);
+        size_t n = would_fit(in, gpu, slice_kind, alts);
+        if (lack)
+            printf("does not fit by:       %.2f GiB per GPU: it needs %.2f GiB per GPU x %u for "
+                   "one sequence of %u tokens at utilization %.2f\n",
+                   (double)lack / gib, (double)(lack + in->gpu_memory_bytes) / gib, in->gpus,
+                   min_context(in), p->gpu_memory_utilization);
+        for (size_t i = 0; i < n; i++)
+            printf("%s %s (KV cache of %" PRIu64 " tokens)\n",
+                   i ? "                      " : "would fit with:       ", alts[i].args,
+                   alts[i].kv_cache_tokens);
+        if (!n)
+            printf("would fit with:        nothing tried (more GPUs, smaller weights, an fp8 KV "
+                   "cache)\n");
+    }
     if (p->fits) {
         printf("concurrent sequences:  %u of %u tokens\n", p->max_concurrent_seqs,
                p->max_model_len);
@@ -341,9 +511,9 @@ static int run_plan(int argc, char **argv)
         return FATIA_EXIT_FAIL;
     }
     if (out == FATIA_OUT_TABLE) {
-        print_table(&in, &plan, &dev, slice_kind);
+        print_table(&in, &plan, &dev, slice_kind, gpu);
     } else {
-        json_t *o = plan_json(&in, &plan, &dev, slice_kind);
+        json_t *o = plan_json(&in, &plan, &dev, slice_kind, gpu);
         if (out == FATIA_OUT_JSON) {
             /* %.10g: utilization prints as 0.9, not as the nearest double's 17 digits */
             char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));

@@ -7,7 +7,8 @@
  * (control/oneshot.c, fatia_control_schedule) and prints. The JSON shape is fixed
  * (docs/control.md): {"admitted": [...], "preempted": [...], "pending": [...]}; the table view
  * shows the same for a person, then each ClusterQueue's usage against its quota. A run that
- * stops at the 1,000-cycle limit says so on stderr.
+ * stops at the 1,000-cycle limit says so on stderr, and so does a run given Jobs or Pods, which
+ * it does not schedule (their names, and how to get their Workloads from fatiad).
  */
 #include "base/compat.h"
 
@@ -31,7 +32,8 @@ static const char usage[] =
     "Workloads, and print which workloads are admitted, preempted and still pending, with\n"
     "Kueue's messages. Workloads with status.admission and QuotaReserved=True are already\n"
     "admitted; metadata.creationTimestamp orders FIFO; priority is spec.priority or the\n"
-    "WorkloadPriorityClass value.\n"
+    "WorkloadPriorityClass value. Jobs and Pods are not read (Kueue makes Workloads of them\n"
+    "in fatiad): the run names those it skipped on stderr.\n"
     "\n"
     "Without --cycles the run repeats cycles until nothing changes, at most 1000; preempted\n"
     "workloads release their quota at once and queue again. The clock does not move.\n"
@@ -137,6 +139,50 @@ static void print_table(const struct fatia_schedule_report *rep)
            (fatia_time_format_rfc3339(rep->now, false, buf, sizeof(buf)), buf));
 }
 
+/* Jobs and Pods in the input are not scheduled (the engine reads Workloads, which Kueue makes
+ * of queued Jobs and Pods): say so on stderr, with counts and the first names, and how to get
+ * the Workloads. Other kinds the engine does not read (HardwareProfiles, DeviceClasses, fleets)
+ * are other commands' input and pass silently: examples/ holds them. */
+#define SKIPPED_NAMES 5
+
+static void report_skipped(const struct fatia_objset *set)
+{
+    static const char *const kinds[] = {"Job", "Pod"};
+    size_t n[FATIA_ARRAY_SIZE(kinds)] = {0};
+    size_t total = 0, printed = 0;
+
+    for (size_t k = 0; k < FATIA_ARRAY_SIZE(kinds); k++) {
+        size_t it = 0;
+        while (fatia_objset_next(set, kinds[k], &it))
+            n[k]++;
+        total += n[k];
+    }
+    if (!total)
+        return;
+    fprintf(stderr, "fatia schedule: skipped");
+    for (size_t k = 0; k < FATIA_ARRAY_SIZE(kinds); k++) {
+        struct fatia_object *o;
+        size_t it = 0, i = 0;
+        if (!n[k])
+            continue;
+        fprintf(stderr, "%s %zu %s%s (", printed++ ? " and" : "", n[k], kinds[k],
+                n[k] > 1 ? "s" : "");
+        while ((o = fatia_objset_next(set, kinds[k], &it)) && i < SKIPPED_NAMES)
+            fprintf(stderr, "%s%s%s%s", i++ ? ", " : "", o->namespace ? o->namespace : "",
+                    o->namespace ? "/" : "", o->name ? o->name : "?");
+        if (n[k] > SKIPPED_NAMES)
+            fprintf(stderr, ", and %zu more", n[k] - SKIPPED_NAMES);
+        fputc(')', stderr);
+    }
+    fprintf(
+        stderr,
+        ": fatia schedule reads Workloads only.\n"
+        "  Kueue makes a Workload of each queued Job and Pod. To schedule them, create them in\n"
+        "  fatiad (make run; kubectl create -f PATH), then:\n"
+        "    kubectl get workloads -A -o yaml > workloads.yaml\n"
+        "    fatia schedule -f examples/ -f workloads.yaml\n");
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
@@ -217,6 +263,7 @@ static int run(int argc, char **argv)
         goto out;
     }
     fatia_diag_print(&diag, stderr); /* warnings */
+    report_skipped(&set);
     fatia_diag_release(&diag);
     fatia_diag_init(&diag);
     r = fatia_control_schedule(&set, &so, &rep, &diag);

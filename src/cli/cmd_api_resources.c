@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/input.h"
 #include "model/kind.h"
 
 static const char usage[] = "Usage: fatia api-resources [-o table|json|yaml]\n"
@@ -100,9 +101,8 @@ static int run(int argc, char **argv)
             return fatia_cli_help(&fatia_cmd_api_resources);
         if (c != 'o')
             return fatia_cli_usage_error(&fatia_cmd_api_resources, "unknown option");
-        if (fatia_cli_parse_output(optarg, &out) < 0)
-            return fatia_cli_usage_error(&fatia_cmd_api_resources, "unknown output format '%s'",
-                                         optarg);
+        if (fatia_cli_output_opt(&fatia_cmd_api_resources, optarg, &out) < 0)
+            return FATIA_EXIT_USAGE;
     }
     if (optind < argc)
         return fatia_cli_usage_error(&fatia_cmd_api_resources, "unexpected argument '%s'",

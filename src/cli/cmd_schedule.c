@@ -21,6 +21,7 @@
 #include "base/vec.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/input.h"
 #include "control/control.h"
 #include "model/objset.h"
 
@@ -185,48 +186,39 @@ static void report_skipped(const struct fatia_objset *set)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
-                                         {"recursive", no_argument, NULL, 'R'},
-                                         {"output", required_argument, NULL, 'o'},
+    static const struct option opts[] = {FATIA_CLI_INPUT_OPTIONS,
                                          {"cycles", required_argument, NULL, 'c'},
                                          {"now", required_argument, NULL, 'n'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    FATIA_VEC(char *) paths = {0};
-    enum fatia_output out = FATIA_OUT_TABLE;
+    struct fatia_cli_input in;
     struct fatia_schedule_opts so = {0};
     struct fatia_schedule_report rep;
     struct fatia_objset set;
     struct fatia_diag diag;
-    bool recursive = false;
     int c, r, rc = FATIA_EXIT_OK;
 
+    fatia_cli_input_init(&in, &fatia_cmd_schedule, FATIA_OUT_TABLE);
     while ((c = getopt_long(argc, argv, "f:Ro:h", opts, NULL)) != -1) {
+        r = fatia_cli_input_opt(&in, c, optarg);
+        if (r < 0) {
+            rc = fatia_cli_input_exit(&in, r);
+            fatia_cli_input_release(&in);
+            return rc;
+        }
+        if (r > 0)
+            continue;
         switch (c) {
-        case 'f':
-            if (FATIA_VEC_PUSH(&paths, optarg) < 0)
-                return FATIA_EXIT_FAIL;
-            break;
-        case 'R':
-            recursive = true;
-            break;
-        case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0) {
-                FATIA_VEC_RELEASE(&paths);
-                return fatia_cli_usage_error(&fatia_cmd_schedule, "unknown output format '%s'",
-                                             optarg);
-            }
-            break;
         case 'c':
             if (fatia_parse_int(optarg, 1, FATIA_SCHEDULE_MAX_CYCLES, &so.cycles) < 0) {
-                FATIA_VEC_RELEASE(&paths);
+                fatia_cli_input_release(&in);
                 return fatia_cli_usage_error(&fatia_cmd_schedule, "--cycles '%s': expected 1 to %d",
                                              optarg, FATIA_SCHEDULE_MAX_CYCLES);
             }
             break;
         case 'n':
             if (fatia_time_parse_rfc3339(optarg, &so.now) < 0) {
-                FATIA_VEC_RELEASE(&paths);
+                fatia_cli_input_release(&in);
                 return fatia_cli_usage_error(&fatia_cmd_schedule,
                                              "--now '%s': expected RFC 3339, e.g. "
                                              "2026-11-29T15:04:05Z",
@@ -235,24 +227,22 @@ static int run(int argc, char **argv)
             so.have_now = true;
             break;
         case 'h':
-            FATIA_VEC_RELEASE(&paths);
+            fatia_cli_input_release(&in);
             return fatia_cli_help(&fatia_cmd_schedule);
         default:
-            FATIA_VEC_RELEASE(&paths);
+            fatia_cli_input_release(&in);
             return fatia_cli_usage_error(&fatia_cmd_schedule, "unknown option");
         }
     }
-    for (; optind < argc; optind++)
-        if (FATIA_VEC_PUSH(&paths, argv[optind]) < 0)
-            return FATIA_EXIT_FAIL;
-    if (!paths.n)
-        return fatia_cli_usage_error(&fatia_cmd_schedule, "no input: give -f PATH");
+    if ((r = fatia_cli_input_args(&in, optind, argc, argv, true)) < 0) {
+        rc = fatia_cli_input_exit(&in, r);
+        fatia_cli_input_release(&in);
+        return rc;
+    }
 
     fatia_objset_init(&set);
     fatia_diag_init(&diag);
-    r = fatia_objset_load(&set, paths.v, paths.n, recursive, &diag);
-    if (r == -ENOMEM) {
-        fprintf(stderr, "fatia schedule: out of memory\n");
+    if (fatia_cli_input_load(&in, &set, &diag) == -ENOMEM) {
         rc = FATIA_EXIT_FAIL;
         goto out;
     }
@@ -278,16 +268,16 @@ static int run(int argc, char **argv)
                 "fatia schedule: stopped after %d cycles (the limit); some queues had not "
                 "settled\n",
                 rep.cycles_run);
-    if (out == FATIA_OUT_TABLE)
+    if (in.out == FATIA_OUT_TABLE)
         print_table(&rep);
     else
-        rc = fatia_cli_print(rep.result, out);
+        rc = fatia_cli_print(rep.result, in.out);
     json_decref(rep.result);
     json_decref(rep.usage);
 out:
     fatia_diag_release(&diag);
     fatia_objset_release(&set);
-    FATIA_VEC_RELEASE(&paths);
+    fatia_cli_input_release(&in);
     return rc;
 }
 

@@ -16,6 +16,7 @@
 #include "base/str.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/input.h"
 #include "gateway/catalog.h"
 #include "gateway/loadgen.h"
 #include "gateway/modelspec.h"
@@ -445,8 +446,8 @@ static int run_plan(int argc, char **argv)
             models_file = optarg;
             break;
         case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0)
-                return fatia_cli_usage_error(self(), "unknown output format '%s'", optarg);
+            if (fatia_cli_output_opt(self(), optarg, &out) < 0)
+                return FATIA_EXIT_USAGE;
             break;
         case 'h':
             return fatia_cli_help(self());
@@ -547,7 +548,7 @@ static const char bench_usage[] =
     "  --seed N                  (default 1)\n"
     "  --engines URL,...         engines whose prefix-cache counters give the hit ratio\n"
     "  --label TEXT              prefix of the 'name: value unit' lines (default bench)\n"
-    "  -o table|json\n"
+    "  -o table|json|yaml\n"
     "shared-prefix (llm-d's workload):\n"
     "  --rate R                  Poisson arrivals, requests per engine second (default 10)\n"
     "  --groups N --prompts-per-group N --system-tokens N --question-tokens N\n"
@@ -710,8 +711,8 @@ static int run_bench(int argc, char **argv)
             c.follow = d;
             break;
         case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0)
-                return fatia_cli_usage_error(&bench_cmd, "unknown output format '%s'", optarg);
+            if (fatia_cli_output_opt(&bench_cmd, optarg, &out) < 0)
+                return FATIA_EXIT_USAGE;
             break;
         case 'h':
             return fatia_cli_help(&bench_cmd);

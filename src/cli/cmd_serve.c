@@ -310,7 +310,17 @@ static void print_table(const struct fatia_plan_input *in, const struct fatia_pl
     }
 }
 
-static int run_plan(int argc, char **argv)
+/* serve plan's options, before the model and the slice are resolved. */
+struct plan_args {
+    const char *model, *slice, *gpu, *memory, *models_file;
+    struct fatia_model_spec hand; /* a shape by hand */
+    bool gpus_set;
+    uint32_t gpus;
+    enum fatia_output out;
+};
+
+/* Parses serve plan's options into a and in. -1 to go on, else the exit code to return. */
+static int parse_plan_args(int argc, char **argv, struct plan_args *a, struct fatia_plan_input *in)
 {
     enum {
         O_PARAMS = 256,
@@ -357,17 +367,7 @@ static int run_plan(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    struct fatia_plan_input in = {.weight_dtype = FATIA_DTYPE_BF16, .kv_dtype = FATIA_DTYPE_BF16};
-    struct fatia_serving_device dev = {0};
-    struct fatia_model_spec hand = {0};
-    struct fatia_plan plan;
-    const char *model = NULL, *slice = NULL, *gpu = NULL, *memory = NULL, *models_file = NULL;
-    const char *slice_kind;
-    enum fatia_output out = FATIA_OUT_TABLE;
-    bool gpus_set = false;
-    uint32_t gpus = 1;
-    char why[256];
-    int c, r;
+    int c;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:d:s:o:h", opts, NULL)) != -1) {
@@ -375,78 +375,78 @@ static int run_plan(int argc, char **argv)
         uint32_t min = 1;
         switch (c) {
         case 'm':
-            model = optarg;
+            a->model = optarg;
             break;
         case O_PARAMS:
-            if (fatia_parse_u64(optarg, &hand.params) < 0 || !hand.params)
+            if (fatia_parse_u64(optarg, &a->hand.params) < 0 || !a->hand.params)
                 return fatia_cli_usage_error(self(), "--params: expected a positive integer");
             break;
         case O_LAYERS:
-            u32 = &hand.layers;
+            u32 = &a->hand.layers;
             break;
         case O_KVHEADS:
-            u32 = &hand.kv_heads;
+            u32 = &a->hand.kv_heads;
             break;
         case O_HEADDIM:
-            u32 = &hand.head_dim;
+            u32 = &a->hand.head_dim;
             break;
         case O_HEADS:
-            u32 = &hand.heads;
+            u32 = &a->hand.heads;
             break;
         case O_HIDDEN:
-            u32 = &hand.hidden;
+            u32 = &a->hand.hidden;
             break;
         case O_INTER:
-            u32 = &hand.intermediate;
+            u32 = &a->hand.intermediate;
             break;
         case O_VOCAB:
-            u32 = &hand.vocab;
+            u32 = &a->hand.vocab;
             break;
         case O_MAXCTX:
-            u32 = &hand.max_context;
+            u32 = &a->hand.max_context;
             break;
         case 'd':
-            if (fatia_dtype_parse(optarg, &in.weight_dtype) < 0)
+            if (fatia_dtype_parse(optarg, &in->weight_dtype) < 0)
                 return fatia_cli_usage_error(self(), "--dtype: expected bf16, fp8, int8 or int4");
             break;
         case O_KVDTYPE:
-            if (fatia_dtype_parse(optarg, &in.kv_dtype) < 0 ||
-                (in.kv_dtype != FATIA_DTYPE_BF16 && in.kv_dtype != FATIA_DTYPE_FP8))
+            if (fatia_dtype_parse(optarg, &in->kv_dtype) < 0 ||
+                (in->kv_dtype != FATIA_DTYPE_BF16 && in->kv_dtype != FATIA_DTYPE_FP8))
                 return fatia_cli_usage_error(self(), "--kv-cache-dtype: expected bf16 or fp8");
             break;
         case 's':
-            slice = optarg;
+            a->slice = optarg;
             break;
         case O_GPUS:
-            u32 = &gpus;
-            gpus_set = true;
+            u32 = &a->gpus;
+            a->gpus_set = true;
             break;
         case O_GPU:
-            gpu = optarg;
+            a->gpu = optarg;
             break;
         case O_MEMORY:
-            memory = optarg;
+            a->memory = optarg;
             break;
         case O_CONTEXT:
-            u32 = &in.context;
+            u32 = &in->context;
             min = 16;
             break;
         case O_UTIL:
-            if (fatia_parse_double(optarg, &in.gpu_memory_utilization) < 0 ||
-                !(in.gpu_memory_utilization > 0 && in.gpu_memory_utilization <= 1))
+            if (fatia_parse_double(optarg, &in->gpu_memory_utilization) < 0 ||
+                !(in->gpu_memory_utilization > 0 && in->gpu_memory_utilization <= 1))
                 return fatia_cli_usage_error(self(), "--gpu-memory-utilization: expected (0, 1]");
             break;
         case O_SEQS:
-            u32 = &in.max_num_seqs;
+            u32 = &in->max_num_seqs;
             break;
         case O_BATCHED:
-            u32 = &in.max_num_batched_tokens;
+            u32 = &in->max_num_batched_tokens;
             break;
         case O_MODELS:
-            models_file = optarg;
+            a->models_file = optarg;
             break;
         case 'o':
-            if (fatia_cli_output_opt(self(), optarg, &out) < 0)
+            if (fatia_cli_output_opt(self(), optarg, &a->out) < 0)
                 return FATIA_EXIT_USAGE;
             break;
         case 'h':
@@ -460,68 +460,99 @@ static int run_plan(int argc, char **argv)
     }
     if (optind < argc)
         return fatia_cli_usage_error(self(), "unexpected argument '%s'", argv[optind]);
+    return -1;
+}
 
-    if (model) {
+/* The model: from models.yaml (--model) or by hand. -1 to go on, else the exit code. */
+static int resolve_model(const struct plan_args *a, struct fatia_plan_input *in)
+{
+    int r;
+
+    if (a->model) {
         struct fatia_diag diag;
         fatia_diag_init(&diag);
-        r = fatia_model_spec_find(models_file, model, &diag, &in.model);
+        r = fatia_model_spec_find(a->models_file, a->model, &diag, &in->model);
         fatia_diag_print(&diag, stderr);
         fatia_diag_release(&diag);
         if (r < 0)
             return FATIA_EXIT_FAIL;
-    } else if (hand.params && hand.layers && hand.kv_heads && hand.head_dim) {
-        in.model = hand;
-        snprintf(in.model.name, sizeof(in.model.name), "custom");
+    } else if (a->hand.params && a->hand.layers && a->hand.kv_heads && a->hand.head_dim) {
+        in->model = a->hand;
+        snprintf(in->model.name, sizeof(in->model.name), "custom");
     } else {
         return fatia_cli_usage_error(self(), "give --model NAME, or --params, --layers, "
                                              "--kv-heads and --head-dim");
     }
+    return -1;
+}
 
-    if (slice && memory)
+/* The memory per GPU: a MIG profile, a memory cap, or whole GPUs. -1 to go on, else the exit
+ * code. */
+static int resolve_slice(const struct plan_args *a, struct fatia_plan_input *in,
+                         struct fatia_serving_device *dev, const char **ret_kind)
+{
+    char why[256];
+
+    if (a->slice && a->memory)
         return fatia_cli_usage_error(self(), "--slice and --memory exclude each other");
-    if (slice && gpus_set && gpus != 1)
+    if (a->slice && a->gpus_set && a->gpus != 1)
         return fatia_cli_usage_error(self(), "a MIG slice serves one engine: drop --gpus");
-    if (memory) {
+    if (a->memory) {
         struct fatia_quantity q;
         int64_t bytes;
-        if (fatia_quantity_parse(memory, &q, why, sizeof(why)) < 0 ||
+        if (fatia_quantity_parse(a->memory, &q, why, sizeof(why)) < 0 ||
             (bytes = fatia_quantity_value(&q)) <= 0)
             return fatia_cli_usage_error(self(), "--memory: '%s' is not a positive quantity",
-                                         memory);
-        in.gpu_memory_bytes = (uint64_t)bytes;
-        if (gpu && fatia_serving_device_lookup(gpu, NULL, &dev, why, sizeof(why)) < 0) {
+                                         a->memory);
+        in->gpu_memory_bytes = (uint64_t)bytes;
+        if (a->gpu && fatia_serving_device_lookup(a->gpu, NULL, dev, why, sizeof(why)) < 0) {
             fprintf(stderr, "fatia serve plan: %s\n", why);
             return FATIA_EXIT_FAIL;
         }
-        slice_kind = "memory-cap";
+        *ret_kind = "memory-cap";
     } else {
-        if (!slice && !gpu)
+        if (!a->slice && !a->gpu)
             return fatia_cli_usage_error(self(), "give --slice PROFILE, --memory BYTES or "
                                                  "--gpu PRODUCT");
-        if (fatia_serving_device_lookup(gpu ? gpu : "h200", slice, &dev, why, sizeof(why)) < 0) {
+        if (fatia_serving_device_lookup(a->gpu ? a->gpu : "h200", a->slice, dev, why, sizeof(why)) <
+            0) {
             fprintf(stderr, "fatia serve plan: %s\n", why);
             return FATIA_EXIT_FAIL;
         }
-        in.gpu_memory_bytes = dev.memory_bytes;
-        slice_kind = slice ? "mig" : "gpu";
+        in->gpu_memory_bytes = dev->memory_bytes;
+        *ret_kind = a->slice ? "mig" : "gpu";
     }
-    in.gpus = gpus;
+    in->gpus = a->gpus;
+    return -1;
+}
 
+static int run_plan(int argc, char **argv)
+{
+    struct plan_args a = {.gpus = 1, .out = FATIA_OUT_TABLE};
+    struct fatia_plan_input in = {.weight_dtype = FATIA_DTYPE_BF16, .kv_dtype = FATIA_DTYPE_BF16};
+    struct fatia_serving_device dev = {0};
+    struct fatia_plan plan;
+    const char *slice_kind = NULL;
+    int r;
+
+    if ((r = parse_plan_args(argc, argv, &a, &in)) >= 0 || (r = resolve_model(&a, &in)) >= 0 ||
+        (r = resolve_slice(&a, &in, &dev, &slice_kind)) >= 0)
+        return r;
     if (fatia_plan_compute(&in, &plan) < 0) {
         fprintf(stderr, "fatia serve plan: incomplete model shape\n");
         return FATIA_EXIT_FAIL;
     }
-    if (out == FATIA_OUT_TABLE) {
-        print_table(&in, &plan, &dev, slice_kind, gpu);
+    if (a.out == FATIA_OUT_TABLE) {
+        print_table(&in, &plan, &dev, slice_kind, a.gpu);
     } else {
-        json_t *o = plan_json(&in, &plan, &dev, slice_kind, gpu);
-        if (out == FATIA_OUT_JSON) {
+        json_t *o = plan_json(&in, &plan, &dev, slice_kind, a.gpu);
+        if (a.out == FATIA_OUT_JSON) {
             /* %.10g: utilization prints as 0.9, not as the nearest double's 17 digits */
             char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
             r = text ? (puts(text), FATIA_EXIT_OK) : FATIA_EXIT_FAIL;
             free(text);
         } else {
-            r = fatia_cli_print(o, out);
+            r = fatia_cli_print(o, a.out);
         }
         json_decref(o);
         if (r != FATIA_EXIT_OK)

@@ -78,6 +78,94 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     event_base_loopexit(arg, NULL);
 }
 
+/* --print-config: the effective configuration as JSON on stdout. */
+static void print_config(const struct fatia_enginesim_config *cfg,
+                         const struct fatia_plan_input *in, const struct fatia_serving_device *dev)
+{
+    const struct fatia_engine_config *e = &cfg->engine;
+
+    printf("{\n  \"model\": \"%s\",\n  \"servedModelName\": \"%s\",\n  \"gpu\": \"%s\",\n"
+           "  \"slice\": \"%s\",\n  \"memoryBytesPerGpu\": %" PRIu64
+           ",\n  \"tensorParallelSize\": %u,\n"
+           "  \"numGpuBlocks\": %" PRIu64 ",\n  \"blockSize\": %u,\n"
+           "  \"kvCacheTokens\": %" PRIu64 ",\n  \"maxNumSeqs\": %u,\n"
+           "  \"maxNumBatchedTokens\": %u,\n  \"maxModelLen\": %u,\n"
+           "  \"prefixCaching\": %s,\n  \"flopsPerSecond\": %.6g,\n"
+           "  \"hbmBytesPerSecond\": %.6g,\n  \"kvReadBytesPerSecond\": %.6g,\n"
+           "  \"stepOverheadSeconds\": %.6g,\n  \"speed\": %g,\n"
+           "  \"calibration\": \"%s on %s\",\n"
+           "  \"decodeStepSeconds\": {\"batch1ctx1k\": %.6f, \"batch64ctx1k\": %.6f},\n"
+           "  \"prefillSeconds\": {\"tokens2048\": %.6f, \"tokens8192\": %.6f}\n}\n",
+           in->model.name, cfg->served_model, dev->product, dev->profile[0] ? dev->profile : "gpu",
+           in->gpu_memory_bytes ? in->gpu_memory_bytes : dev->memory_bytes, e->tp,
+           e->num_gpu_blocks, e->block_tokens, e->num_gpu_blocks * e->block_tokens, e->max_num_seqs,
+           e->max_num_batched_tokens, e->max_model_len, e->prefix_caching ? "true" : "false",
+           e->flops, e->hbm_bw, e->kv_bw, e->step_overhead, cfg->speed, FATIA_CALIB_MEASURED,
+           FATIA_CALIB_GPU, fatia_engine_step_seconds(e, 1, 1, 0, 1024),
+           fatia_engine_step_seconds(e, 64, 64, 0, 64 * 1024),
+           fatia_engine_step_seconds(
+               e, 2048, 1,
+               4.0 * e->model.layers * e->model.heads * e->model.head_dim * 2048.0 * 1024.0, 2048),
+           fatia_engine_step_seconds(
+               e, 8192, 1,
+               4.0 * e->model.layers * e->model.heads * e->model.head_dim * 8192.0 * 4096.0, 8192));
+}
+
+/* Listens and serves until SIGINT or SIGTERM. An exit code. */
+static int serve(const struct fatia_enginesim_config *cfg, const char *port_file)
+{
+    struct event_base *base = NULL;
+    struct event *sigint = NULL, *sigterm = NULL;
+    struct fatia_enginesim *sim = NULL;
+    int r, rc = FATIA_EXIT_FAIL;
+
+    {
+        /* timerfd-backed timers: steps of a sped-up engine last well under a millisecond */
+        struct event_config *ec = event_config_new();
+        if (ec)
+            event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+        base = ec ? event_base_new_with_config(ec) : NULL;
+        if (ec)
+            event_config_free(ec);
+    }
+    if (!base)
+        return FATIA_EXIT_FAIL;
+    r = fatia_enginesim_new(base, cfg, &sim);
+    if (r < 0) {
+        fprintf(stderr, "fatia engine-sim: cannot listen on '%s': %s\n", cfg->listen,
+                fatia_strerror(r));
+        goto out;
+    }
+    if (port_file) {
+        FILE *pf_out = fopen(port_file, "we");
+        if (!pf_out || fprintf(pf_out, "%d\n", fatia_enginesim_port(sim)) < 0 ||
+            fclose(pf_out) != 0) {
+            fprintf(stderr, "fatia engine-sim: cannot write '%s'\n", port_file);
+            goto out;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
+    sigint = evsignal_new(base, SIGINT, on_signal, base);
+    sigterm = evsignal_new(base, SIGTERM, on_signal, base);
+    evsignal_add(sigint, NULL);
+    evsignal_add(sigterm, NULL);
+    fatia_log(FATIA_LOG_INFO,
+              "engine-sim: %s on port %d, %" PRIu64 " KV blocks, max %u seqs, speed %g",
+              cfg->served_model, fatia_enginesim_port(sim), cfg->engine.num_gpu_blocks,
+              cfg->engine.max_num_seqs, cfg->speed);
+    event_base_dispatch(base);
+    rc = FATIA_EXIT_OK;
+out:
+    if (sigint)
+        event_free(sigint);
+    if (sigterm)
+        event_free(sigterm);
+    fatia_enginesim_free(sim);
+    event_base_free(base);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     enum {
@@ -145,12 +233,9 @@ static int run(int argc, char **argv)
     double flops = 0, hbm = 0, kvbw = 0, over = -1, speed = 1;
     uint64_t blocks = 0, seqs = 0, batched = 0, mml = 0, defmax = 16;
     bool print = false, no_pc = false;
-    struct event_base *base = NULL;
-    struct event *sigint = NULL, *sigterm = NULL;
-    struct fatia_enginesim *sim = NULL;
     const char *port_file = NULL;
     char why[256];
-    int c, r, rc = FATIA_EXIT_FAIL;
+    int c, r;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
@@ -305,82 +390,10 @@ static int run(int argc, char **argv)
         cfg.served_model = model;
 
     if (print) {
-        const struct fatia_engine_config *e = &cfg.engine;
-        printf(
-            "{\n  \"model\": \"%s\",\n  \"servedModelName\": \"%s\",\n  \"gpu\": \"%s\",\n"
-            "  \"slice\": \"%s\",\n  \"memoryBytesPerGpu\": %" PRIu64
-            ",\n  \"tensorParallelSize\": %u,\n"
-            "  \"numGpuBlocks\": %" PRIu64 ",\n  \"blockSize\": %u,\n"
-            "  \"kvCacheTokens\": %" PRIu64 ",\n  \"maxNumSeqs\": %u,\n"
-            "  \"maxNumBatchedTokens\": %u,\n  \"maxModelLen\": %u,\n"
-            "  \"prefixCaching\": %s,\n  \"flopsPerSecond\": %.6g,\n"
-            "  \"hbmBytesPerSecond\": %.6g,\n  \"kvReadBytesPerSecond\": %.6g,\n"
-            "  \"stepOverheadSeconds\": %.6g,\n  \"speed\": %g,\n"
-            "  \"calibration\": \"%s on %s\",\n"
-            "  \"decodeStepSeconds\": {\"batch1ctx1k\": %.6f, \"batch64ctx1k\": %.6f},\n"
-            "  \"prefillSeconds\": {\"tokens2048\": %.6f, \"tokens8192\": %.6f}\n}\n",
-            in.model.name, cfg.served_model, dev.product, dev.profile[0] ? dev.profile : "gpu",
-            in.gpu_memory_bytes ? in.gpu_memory_bytes : dev.memory_bytes, e->tp, e->num_gpu_blocks,
-            e->block_tokens, e->num_gpu_blocks * e->block_tokens, e->max_num_seqs,
-            e->max_num_batched_tokens, e->max_model_len, e->prefix_caching ? "true" : "false",
-            e->flops, e->hbm_bw, e->kv_bw, e->step_overhead, cfg.speed, FATIA_CALIB_MEASURED,
-            FATIA_CALIB_GPU, fatia_engine_step_seconds(e, 1, 1, 0, 1024),
-            fatia_engine_step_seconds(e, 64, 64, 0, 64 * 1024),
-            fatia_engine_step_seconds(
-                e, 2048, 1,
-                4.0 * e->model.layers * e->model.heads * e->model.head_dim * 2048.0 * 1024.0, 2048),
-            fatia_engine_step_seconds(e, 8192, 1,
-                                      4.0 * e->model.layers * e->model.heads * e->model.head_dim *
-                                          8192.0 * 4096.0,
-                                      8192));
+        print_config(&cfg, &in, &dev);
         return FATIA_EXIT_OK;
     }
-
-    {
-        /* timerfd-backed timers: steps of a sped-up engine last well under a millisecond */
-        struct event_config *ec = event_config_new();
-        if (ec)
-            event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
-        base = ec ? event_base_new_with_config(ec) : NULL;
-        if (ec)
-            event_config_free(ec);
-    }
-    if (!base)
-        return FATIA_EXIT_FAIL;
-    r = fatia_enginesim_new(base, &cfg, &sim);
-    if (r < 0) {
-        fprintf(stderr, "fatia engine-sim: cannot listen on '%s': %s\n", cfg.listen,
-                fatia_strerror(r));
-        goto out;
-    }
-    if (port_file) {
-        FILE *pf_out = fopen(port_file, "we");
-        if (!pf_out || fprintf(pf_out, "%d\n", fatia_enginesim_port(sim)) < 0 ||
-            fclose(pf_out) != 0) {
-            fprintf(stderr, "fatia engine-sim: cannot write '%s'\n", port_file);
-            goto out;
-        }
-    }
-    signal(SIGPIPE, SIG_IGN);
-    raise_fd_limit();
-    sigint = evsignal_new(base, SIGINT, on_signal, base);
-    sigterm = evsignal_new(base, SIGTERM, on_signal, base);
-    evsignal_add(sigint, NULL);
-    evsignal_add(sigterm, NULL);
-    fatia_log(FATIA_LOG_INFO,
-              "engine-sim: %s on port %d, %" PRIu64 " KV blocks, max %u seqs, speed %g",
-              cfg.served_model, fatia_enginesim_port(sim), cfg.engine.num_gpu_blocks,
-              cfg.engine.max_num_seqs, cfg.speed);
-    event_base_dispatch(base);
-    rc = FATIA_EXIT_OK;
-out:
-    if (sigint)
-        event_free(sigint);
-    if (sigterm)
-        event_free(sigterm);
-    fatia_enginesim_free(sim);
-    event_base_free(base);
-    return rc;
+    return serve(&cfg, port_file);
 }
 
 const struct fatia_cli_cmd fatia_cmd_engine_sim = {

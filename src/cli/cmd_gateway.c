@@ -129,6 +129,84 @@ static int duration_opt(const char *arg, fatia_usec_t *ret)
     return 0;
 }
 
+/* Listens and serves the pool (eps, else the InferencePool of pool_obj or named by ipool) until
+ * SIGINT or SIGTERM. An exit code. */
+static int serve(const struct fatia_gateway_config *cfg, const json_t *eps,
+                 const struct fatia_kube_config *kc, const json_t *pool_obj, const char *ipool,
+                 const char *port_file)
+{
+    struct fatia_gateway *g = NULL;
+    struct fatia_kubepool *kp = NULL;
+    struct event_base *base = NULL;
+    struct event *sigint = NULL, *sigterm = NULL;
+    char why[512];
+    int r, rc = FATIA_EXIT_FAIL;
+
+    /* only an InferencePool pool has a second thread (its API client): locking otherwise costs
+     * every event for nothing */
+    if (!eps && evthread_use_pthreads() < 0)
+        goto out;
+    base = event_base_new();
+    if (!base)
+        goto out;
+    r = fatia_gateway_new(base, cfg, &g);
+    if (r < 0) {
+        fprintf(stderr, "fatia gateway: cannot listen on '%s': %s\n", cfg->listen,
+                fatia_strerror(r));
+        goto out;
+    }
+    if (eps) {
+        size_t n = json_array_size(eps);
+        struct fatia_gateway_endpoint *v = fatia_calloc(n ? n : 1, sizeof(*v));
+        if (!v)
+            goto out;
+        for (size_t i = 0; i < n; i++) {
+            v[i].url = fatia_json_str(json_array_get(eps, i), "url");
+            v[i].labels = json_object_get(json_array_get(eps, i), "labels");
+        }
+        r = fatia_gateway_set_endpoints(g, v, n, why, sizeof(why));
+        fatia_free(v);
+        if (r < 0) {
+            fprintf(stderr, "fatia gateway: %s\n", why);
+            goto out;
+        }
+    } else {
+        /* an InferencePool: from the file, or named on the command line */
+        r = fatia_kubepool_start(base, g, kc, pool_obj, ipool, &kp, why, sizeof(why));
+        if (r < 0) {
+            fprintf(stderr, "fatia gateway: %s\n", why);
+            goto out;
+        }
+    }
+    if (port_file) {
+        FILE *pf_out = fopen(port_file, "we");
+        if (!pf_out || fprintf(pf_out, "%d\n", fatia_gateway_port(g)) < 0 || fclose(pf_out) != 0) {
+            fprintf(stderr, "fatia gateway: cannot write '%s'\n", port_file);
+            goto out;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
+    sigint = evsignal_new(base, SIGINT, on_signal, base);
+    sigterm = evsignal_new(base, SIGTERM, on_signal, base);
+    evsignal_add(sigint, NULL);
+    evsignal_add(sigterm, NULL);
+    fatia_log(FATIA_LOG_INFO, "gateway: listening on port %d, policy %s", fatia_gateway_port(g),
+              fatia_policy_name(cfg->sched.policy));
+    event_base_dispatch(base);
+    rc = FATIA_EXIT_OK;
+out:
+    fatia_kubepool_stop(kp);
+    if (sigint)
+        event_free(sigint);
+    if (sigterm)
+        event_free(sigterm);
+    fatia_gateway_free(g);
+    if (base)
+        event_base_free(base);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     enum {
@@ -191,15 +269,10 @@ static int run(int argc, char **argv)
     struct fatia_pool_file pf = {0};
     const char *endpoints = NULL, *file = NULL, *ipool = NULL, *policy = NULL, *weights = NULL;
     json_t *eps = NULL;
-    struct fatia_gateway *g = NULL;
-    struct fatia_kubepool *kp = NULL;
-    struct event_base *base = NULL;
-    struct event *sigint = NULL, *sigterm = NULL;
     bool set_mint = false, set_mstale = false, set_hint = false, set_q = false, set_blocks = false,
          set_lru = false;
     uint64_t u;
     const char *port_file = NULL;
-    char why[512];
     int c, r, rc = FATIA_EXIT_FAIL;
 
     fatia_gateway_config_default(&cfg);
@@ -352,68 +425,7 @@ static int run(int argc, char **argv)
     if (over.selector)
         cfg.selector = over.selector;
 
-    /* only an InferencePool pool has a second thread (its API client): locking otherwise costs
-     * every event for nothing */
-    if (!eps && evthread_use_pthreads() < 0)
-        goto out;
-    base = event_base_new();
-    if (!base)
-        goto out;
-    r = fatia_gateway_new(base, &cfg, &g);
-    if (r < 0) {
-        fprintf(stderr, "fatia gateway: cannot listen on '%s': %s\n", cfg.listen,
-                fatia_strerror(r));
-        goto out;
-    }
-    if (eps) {
-        size_t n = json_array_size(eps);
-        struct fatia_gateway_endpoint *v = fatia_calloc(n ? n : 1, sizeof(*v));
-        if (!v)
-            goto out;
-        for (size_t i = 0; i < n; i++) {
-            v[i].url = fatia_json_str(json_array_get(eps, i), "url");
-            v[i].labels = json_object_get(json_array_get(eps, i), "labels");
-        }
-        r = fatia_gateway_set_endpoints(g, v, n, why, sizeof(why));
-        fatia_free(v);
-        if (r < 0) {
-            fprintf(stderr, "fatia gateway: %s\n", why);
-            goto out;
-        }
-    } else {
-        /* an InferencePool: from the file, or named on the command line */
-        r = fatia_kubepool_start(base, g, &kc, pf.inference_pool, ipool, &kp, why, sizeof(why));
-        if (r < 0) {
-            fprintf(stderr, "fatia gateway: %s\n", why);
-            goto out;
-        }
-    }
-    if (port_file) {
-        FILE *pf_out = fopen(port_file, "we");
-        if (!pf_out || fprintf(pf_out, "%d\n", fatia_gateway_port(g)) < 0 || fclose(pf_out) != 0) {
-            fprintf(stderr, "fatia gateway: cannot write '%s'\n", port_file);
-            goto out;
-        }
-    }
-    signal(SIGPIPE, SIG_IGN);
-    raise_fd_limit();
-    sigint = evsignal_new(base, SIGINT, on_signal, base);
-    sigterm = evsignal_new(base, SIGTERM, on_signal, base);
-    evsignal_add(sigint, NULL);
-    evsignal_add(sigterm, NULL);
-    fatia_log(FATIA_LOG_INFO, "gateway: listening on port %d, policy %s", fatia_gateway_port(g),
-              fatia_policy_name(cfg.sched.policy));
-    event_base_dispatch(base);
-    rc = FATIA_EXIT_OK;
-out:
-    fatia_kubepool_stop(kp);
-    if (sigint)
-        event_free(sigint);
-    if (sigterm)
-        event_free(sigterm);
-    fatia_gateway_free(g);
-    if (base)
-        event_base_free(base);
+    rc = serve(&cfg, eps, &kc, pf.inference_pool, ipool, port_file);
     json_decref(eps);
     fatia_pool_file_release(&pf);
     return rc;

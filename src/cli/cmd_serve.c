@@ -604,6 +604,59 @@ static json_t *dist_json(const struct fatia_dist *d)
                      (json_int_t)d->n);
 }
 
+/* The benchmark's figures: vLLM bench serve's summary and "LABEL.name: value unit" lines, or
+ * JSON/YAML. An exit code. */
+static int print_bench(const struct fatia_loadgen_result *res, const char *label,
+                       enum fatia_output out)
+{
+    int r = FATIA_EXIT_OK;
+
+    if (out == FATIA_OUT_TABLE) {
+        printf("%-24s %u sent, %u completed, %u failed, at most %.0f in flight\n",
+               "requests:", res->sent, res->completed, res->failed, res->max_concurrency_seen);
+        printf("%-24s %.1f s (engine time), offered %.2f req/s, arrived %.2f req/s\n",
+               "duration:", res->duration, res->offered_rate, res->achieved_rate);
+        printf("%-24s %.2f req/s, %.0f output tok/s\n", "throughput:", res->request_throughput,
+               res->output_throughput);
+        if (res->prefix_hit_ratio >= 0)
+            printf("%-24s %.3f\n", "prefix cache hit ratio:", res->prefix_hit_ratio);
+        printf("%-8s %10s %10s %10s %10s %10s\n", "(ms)", "mean", "p50", "p90", "p99", "max");
+        {
+            const struct fatia_dist *ds[4] = {&res->ttft, &res->tpot, &res->itl, &res->e2el};
+            const char *names[4] = {"TTFT", "TPOT", "ITL", "E2EL"};
+            for (int i = 0; i < 4; i++)
+                printf("%-8s %10.1f %10.1f %10.1f %10.1f %10.1f\n", names[i], ds[i]->mean * 1e3,
+                       ds[i]->p50 * 1e3, ds[i]->p90 * 1e3, ds[i]->p99 * 1e3, ds[i]->max * 1e3);
+        }
+        printf("%s.completed: %u requests\n%s.failed: %u requests\n", label, res->completed, label,
+               res->failed);
+        printf("%s.output_tokens: %" PRIu64 " tokens\n", label, res->output_tokens);
+        printf("%s.request_throughput: %.3f req/s\n%s.output_throughput: %.1f tok/s\n", label,
+               res->request_throughput, label, res->output_throughput);
+        printf("%s.offered_rate: %.3f req/s\n%s.arrival_rate: %.3f req/s\n", label,
+               res->offered_rate, label, res->achieved_rate);
+        if (res->prefix_hit_ratio >= 0)
+            printf("%s.prefix_hit_ratio: %.4f ratio\n", label, res->prefix_hit_ratio);
+        print_dist(label, "ttft", &res->ttft);
+        print_dist(label, "tpot", &res->tpot);
+        print_dist(label, "itl", &res->itl);
+        print_dist(label, "e2el", &res->e2el);
+    } else {
+        json_t *o = json_pack(
+            "{s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:I,s:o,s:o,s:o,s:o}", "label", label, "sent",
+            (int)res->sent, "completed", (int)res->completed, "failed", (int)res->failed,
+            "durationSeconds", res->duration, "offeredRate", res->offered_rate, "requestThroughput",
+            res->request_throughput, "outputThroughput", res->output_throughput, "outputTokens",
+            (json_int_t)res->output_tokens, "ttft", dist_json(&res->ttft), "tpot",
+            dist_json(&res->tpot), "itl", dist_json(&res->itl), "e2el", dist_json(&res->e2el));
+        if (res->prefix_hit_ratio >= 0)
+            json_object_set_new(o, "prefixHitRatio", json_real(res->prefix_hit_ratio));
+        r = fatia_cli_print(o, out);
+        json_decref(o);
+    }
+    return r;
+}
+
 static int run_bench(int argc, char **argv)
 {
     enum {
@@ -771,50 +824,10 @@ static int run_bench(int argc, char **argv)
         fatia_free(engines_buf);
         return FATIA_EXIT_FAIL;
     }
-    if (out == FATIA_OUT_TABLE) {
-        printf("%-24s %u sent, %u completed, %u failed, at most %.0f in flight\n",
-               "requests:", res.sent, res.completed, res.failed, res.max_concurrency_seen);
-        printf("%-24s %.1f s (engine time), offered %.2f req/s, arrived %.2f req/s\n",
-               "duration:", res.duration, res.offered_rate, res.achieved_rate);
-        printf("%-24s %.2f req/s, %.0f output tok/s\n", "throughput:", res.request_throughput,
-               res.output_throughput);
-        if (res.prefix_hit_ratio >= 0)
-            printf("%-24s %.3f\n", "prefix cache hit ratio:", res.prefix_hit_ratio);
-        printf("%-8s %10s %10s %10s %10s %10s\n", "(ms)", "mean", "p50", "p90", "p99", "max");
-        {
-            const struct fatia_dist *ds[4] = {&res.ttft, &res.tpot, &res.itl, &res.e2el};
-            const char *names[4] = {"TTFT", "TPOT", "ITL", "E2EL"};
-            for (int i = 0; i < 4; i++)
-                printf("%-8s %10.1f %10.1f %10.1f %10.1f %10.1f\n", names[i], ds[i]->mean * 1e3,
-                       ds[i]->p50 * 1e3, ds[i]->p90 * 1e3, ds[i]->p99 * 1e3, ds[i]->max * 1e3);
-        }
-        printf("%s.completed: %u requests\n%s.failed: %u requests\n", label, res.completed, label,
-               res.failed);
-        printf("%s.output_tokens: %" PRIu64 " tokens\n", label, res.output_tokens);
-        printf("%s.request_throughput: %.3f req/s\n%s.output_throughput: %.1f tok/s\n", label,
-               res.request_throughput, label, res.output_throughput);
-        printf("%s.offered_rate: %.3f req/s\n%s.arrival_rate: %.3f req/s\n", label,
-               res.offered_rate, label, res.achieved_rate);
-        if (res.prefix_hit_ratio >= 0)
-            printf("%s.prefix_hit_ratio: %.4f ratio\n", label, res.prefix_hit_ratio);
-        print_dist(label, "ttft", &res.ttft);
-        print_dist(label, "tpot", &res.tpot);
-        print_dist(label, "itl", &res.itl);
-        print_dist(label, "e2el", &res.e2el);
-    } else {
-        json_t *o = json_pack(
-            "{s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:I,s:o,s:o,s:o,s:o}", "label", label, "sent",
-            (int)res.sent, "completed", (int)res.completed, "failed", (int)res.failed,
-            "durationSeconds", res.duration, "offeredRate", res.offered_rate, "requestThroughput",
-            res.request_throughput, "outputThroughput", res.output_throughput, "outputTokens",
-            (json_int_t)res.output_tokens, "ttft", dist_json(&res.ttft), "tpot",
-            dist_json(&res.tpot), "itl", dist_json(&res.itl), "e2el", dist_json(&res.e2el));
-        if (res.prefix_hit_ratio >= 0)
-            json_object_set_new(o, "prefixHitRatio", json_real(res.prefix_hit_ratio));
-        r = fatia_cli_print(o, out);
-        json_decref(o);
-    }
+    r = print_bench(&res, label, out);
     fatia_free(engines_buf);
+    if (r != FATIA_EXIT_OK)
+        return r;
     return res.failed ? FATIA_EXIT_FAIL : FATIA_EXIT_OK;
 }
 

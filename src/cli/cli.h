@@ -43,6 +43,12 @@ int fatia_cli_print(const json_t *v, enum fatia_output fmt);
 /* "fatia NAME: <message>\nTry 'fatia NAME --help'." on stderr; returns FATIA_EXIT_USAGE. */
 int fatia_cli_usage_error(const struct fatia_cli_cmd *cmd, const char *fmt, ...) FATIA_PRINTF(2, 3);
 
+/* The name in names[0..n) nearest to word, for "did you mean": a name word is a prefix of, else
+ * the one at the smallest edit distance (insertions, deletions, substitutions, transpositions of
+ * neighbours) when that is at most 2 and less than word's length, the first of equals; NULL when
+ * none is near. */
+const char *fatia_cli_nearest(const char *word, const char *const *names, size_t n);
+
 /* Prints cmd->usage on stdout; returns FATIA_EXIT_OK. */
 int fatia_cli_help(const struct fatia_cli_cmd *cmd);
 

@@ -86,7 +86,6 @@ static int run(int argc, char **argv)
 {
     static const struct option opts[] = {SUPPLY_LONG_OPTIONS,
                                          {"output-dir", required_argument, NULL, 'd'},
-                                         {"output", required_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     struct supply_opts o = {0};
@@ -95,12 +94,21 @@ static int run(int argc, char **argv)
     const char *dir = NULL;
     struct fatia_diag d;
     json_t *doc = NULL, *fleet;
-    int c, rc;
+    int c, r, rc;
 
     optind = 1;
+    fatia_cli_input_init(&o.in, &fatia_cmd_export, FATIA_OUT_YAML);
     o.inventory = SUPPLY_INV_SIM;
     while ((c = getopt_long(argc, argv, "f:Rd:o:h", opts, NULL)) != -1) {
-        int r = supply_opt(&o, c, optarg, "export");
+        /* -o: yaml or json only (the helper would take a table) */
+        if (c == 'o') {
+            if (fatia_cli_parse_output(optarg, &out) < 0 || out == FATIA_OUT_TABLE) {
+                supply_opts_release(&o);
+                return fatia_cli_usage_error(&fatia_cmd_export, "output must be yaml or json");
+            }
+            continue;
+        }
+        r = supply_opt(&o, c, optarg, "export");
         if (r < 0) {
             supply_opts_release(&o);
             return FATIA_EXIT_USAGE;
@@ -110,12 +118,6 @@ static int run(int argc, char **argv)
         switch (c) {
         case 'd':
             dir = optarg;
-            break;
-        case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0 || out == FATIA_OUT_TABLE) {
-                supply_opts_release(&o);
-                return fatia_cli_usage_error(&fatia_cmd_export, "output must be yaml or json");
-            }
             break;
         case 'h':
             supply_opts_release(&o);
@@ -129,9 +131,11 @@ static int run(int argc, char **argv)
         supply_opts_release(&o);
         return fatia_cli_usage_error(&fatia_cmd_export, "export what? (supported: gpu-operator)");
     }
-    for (optind++; optind < argc; optind++)
-        if (FATIA_VEC_PUSH(&o.paths, argv[optind]) < 0)
-            return FATIA_EXIT_FAIL;
+    if ((r = fatia_cli_input_args(&o.in, optind + 1, argc, argv, false)) < 0) {
+        rc = fatia_cli_input_exit(&o.in, r);
+        supply_opts_release(&o);
+        return rc;
+    }
     rc = supply_session_open(&s, &o, "export");
     if (rc != FATIA_EXIT_OK)
         goto out;

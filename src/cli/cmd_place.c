@@ -110,7 +110,6 @@ static int print_table(const json_t *doc)
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {SUPPLY_LONG_OPTIONS,
-                                         {"output", required_argument, NULL, 'o'},
                                          {"placement", required_argument, NULL, 1200},
                                          {"test", no_argument, NULL, 1201},
                                          {"dynamic-mig", required_argument, NULL, 1202},
@@ -119,15 +118,15 @@ static int run(int argc, char **argv)
     struct supply_opts o = {0};
     struct supply_session s;
     struct fatia_place_opts po = {0};
-    enum fatia_output out = FATIA_OUT_TABLE;
     struct fatia_diag d;
     json_t *doc = NULL;
-    int c, rc;
+    int c, r, rc;
 
+    fatia_cli_input_init(&o.in, &fatia_cmd_place, FATIA_OUT_TABLE);
     o.inventory = SUPPLY_INV_SIM;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:Ro:h", opts, NULL)) != -1) {
-        int r = supply_opt(&o, c, optarg, "place");
+        r = supply_opt(&o, c, optarg, "place");
         if (r < 0) {
             supply_opts_release(&o);
             return FATIA_EXIT_USAGE;
@@ -135,13 +134,6 @@ static int run(int argc, char **argv)
         if (r > 0)
             continue;
         switch (c) {
-        case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0) {
-                supply_opts_release(&o);
-                return fatia_cli_usage_error(&fatia_cmd_place, "unknown output format '%s'",
-                                             optarg);
-            }
-            break;
         case 1200:
             if (fatia_place_policy_parse(optarg, &po.policy) < 0) {
                 supply_opts_release(&o);
@@ -178,27 +170,25 @@ static int run(int argc, char **argv)
             return fatia_cli_usage_error(&fatia_cmd_place, "unknown option");
         }
     }
-    for (; optind < argc; optind++)
-        if (FATIA_VEC_PUSH(&o.paths, argv[optind]) < 0)
-            return FATIA_EXIT_FAIL;
-    if (!o.paths.n) {
+    if ((r = fatia_cli_input_args(&o.in, optind, argc, argv, true)) < 0) {
+        rc = fatia_cli_input_exit(&o.in, r);
         supply_opts_release(&o);
-        return fatia_cli_usage_error(&fatia_cmd_place, "no input: give -f PATH");
+        return rc;
     }
     rc = supply_session_open(&s, &o, "place");
     if (rc == FATIA_EXIT_OK) {
         fatia_diag_init(&d);
-        int r = fatia_place_oneshot(&s.set, s.plan, &po, &doc, &d);
+        r = fatia_place_oneshot(&s.set, s.plan, &po, &doc, &d);
         fatia_diag_print(&d, stderr);
         fatia_diag_release(&d);
         if (r == -ENOMEM)
             fprintf(stderr, "fatia place: out of memory\n");
         if (r < 0)
             rc = FATIA_EXIT_FAIL;
-        else if (out == FATIA_OUT_TABLE)
+        else if (o.in.out == FATIA_OUT_TABLE)
             rc = print_table(doc);
         else
-            rc = fatia_cli_print(doc, out);
+            rc = fatia_cli_print(doc, o.in.out);
         json_decref(doc);
     }
     supply_session_close(&s);

@@ -235,20 +235,19 @@ static int print_output(const struct fatia_plan *plan, enum fatia_output out, bo
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {SUPPLY_LONG_OPTIONS,
-                                         {"output", required_argument, NULL, 'o'},
                                          {"resourceslices", no_argument, NULL, 1100},
                                          {"apply", no_argument, NULL, 1101},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     struct supply_opts o = {0};
     struct supply_session s;
-    enum fatia_output out = FATIA_OUT_TABLE;
     bool rs = false, apply = false;
-    int c, rc;
+    int c, r, rc;
 
     optind = 1;
+    fatia_cli_input_init(&o.in, &fatia_cmd_plan, FATIA_OUT_TABLE);
     while ((c = getopt_long(argc, argv, "f:Ro:h", opts, NULL)) != -1) {
-        int r = supply_opt(&o, c, optarg, "plan");
+        r = supply_opt(&o, c, optarg, "plan");
         if (r < 0) {
             supply_opts_release(&o);
             return FATIA_EXIT_USAGE;
@@ -256,12 +255,6 @@ static int run(int argc, char **argv)
         if (r > 0)
             continue;
         switch (c) {
-        case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0) {
-                supply_opts_release(&o);
-                return fatia_cli_usage_error(&fatia_cmd_plan, "unknown output format '%s'", optarg);
-            }
-            break;
         case 1100:
             rs = true;
             break;
@@ -276,9 +269,11 @@ static int run(int argc, char **argv)
             return fatia_cli_usage_error(&fatia_cmd_plan, "unknown option");
         }
     }
-    for (; optind < argc; optind++)
-        if (FATIA_VEC_PUSH(&o.paths, argv[optind]) < 0)
-            return FATIA_EXIT_FAIL;
+    if ((r = fatia_cli_input_args(&o.in, optind, argc, argv, false)) < 0) {
+        rc = fatia_cli_input_exit(&o.in, r);
+        supply_opts_release(&o);
+        return rc;
+    }
     if (apply && o.inventory != SUPPLY_INV_NVML) {
         supply_opts_release(&o);
         return fatia_cli_usage_error(&fatia_cmd_plan, "--apply needs --inventory nvml");
@@ -302,7 +297,7 @@ static int run(int argc, char **argv)
             rc = FATIA_EXIT_FAIL;
     }
     if (s.plan) {
-        int prc = print_output(s.plan, out, rs);
+        int prc = print_output(s.plan, o.in.out, rs);
         if (prc != FATIA_EXIT_OK)
             rc = prc;
     }

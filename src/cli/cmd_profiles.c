@@ -18,7 +18,7 @@
 #include "base/vec.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "demand/demand.h"
+#include "cli/input.h"
 #include "demand/profile.h"
 #include "model/objset.h"
 
@@ -99,84 +99,67 @@ static void visibility(const struct fatia_profile *p, struct fatia_buf *b)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
-                                         {"recursive", no_argument, NULL, 'R'},
+    static const struct option opts[] = {FATIA_CLI_INPUT_OPTIONS,
                                          {"namespace", required_argument, NULL, 'n'},
                                          {"feature", required_argument, NULL, 'F'},
-                                         {"output", required_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     static const char *const headers[] = {"name",  "display name", "gives",      "goes to",
                                           "state", "offered in",   "description"};
-    FATIA_VEC(char *) paths = {0};
-    enum fatia_output out = FATIA_OUT_TABLE;
+    struct fatia_cli_input in;
     const char *ns_filter = NULL, *feature = NULL;
-    bool recursive = false;
     struct fatia_objset set;
     struct fatia_diag diag;
     struct fatia_table *table = NULL;
     struct fatia_object *o;
     json_t *list = NULL;
     size_t shown = 0;
-    int c, rc = FATIA_EXIT_OK;
+    int c, r, rc = FATIA_EXIT_OK;
 
+    fatia_cli_input_init(&in, &fatia_cmd_profiles, FATIA_OUT_TABLE);
     while ((c = getopt_long(argc, argv, "f:Rn:o:h", opts, NULL)) != -1) {
+        r = fatia_cli_input_opt(&in, c, optarg);
+        if (r < 0)
+            goto usage;
+        if (r > 0)
+            continue;
         switch (c) {
-        case 'f':
-            if (FATIA_VEC_PUSH(&paths, optarg) < 0)
-                return FATIA_EXIT_FAIL;
-            break;
-        case 'R':
-            recursive = true;
-            break;
         case 'n':
             ns_filter = optarg;
             break;
         case 'F':
             if (strcmp(optarg, "workbench") && strcmp(optarg, "model-serving")) {
-                FATIA_VEC_RELEASE(&paths);
+                fatia_cli_input_release(&in);
                 return fatia_cli_usage_error(&fatia_cmd_profiles,
                                              "unknown feature '%s' (workbench or model-serving)",
                                              optarg);
             }
             feature = optarg;
             break;
-        case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0) {
-                FATIA_VEC_RELEASE(&paths);
-                return fatia_cli_usage_error(&fatia_cmd_profiles, "unknown output format '%s'",
-                                             optarg);
-            }
-            break;
         case 'h':
-            FATIA_VEC_RELEASE(&paths);
+            fatia_cli_input_release(&in);
             return fatia_cli_help(&fatia_cmd_profiles);
         default:
-            FATIA_VEC_RELEASE(&paths);
+            fatia_cli_input_release(&in);
             return fatia_cli_usage_error(&fatia_cmd_profiles, "unknown option");
         }
     }
-    for (; optind < argc; optind++)
-        if (FATIA_VEC_PUSH(&paths, argv[optind]) < 0)
-            return FATIA_EXIT_FAIL;
-    if (!paths.n)
-        return fatia_cli_usage_error(&fatia_cmd_profiles, "no input: give -f PATH");
+    if ((r = fatia_cli_input_args(&in, optind, argc, argv, true)) < 0)
+        goto usage;
 
     fatia_objset_init(&set);
     fatia_diag_init(&diag);
-    if (fatia_objset_load(&set, paths.v, paths.n, recursive, &fatia_demand_checks, &diag) ==
-        -ENOMEM) {
-        fprintf(stderr, "fatia profiles: out of memory\n");
+    if (fatia_cli_input_load(&in, &set, &diag) == -ENOMEM) {
         rc = FATIA_EXIT_FAIL;
         goto out_release;
     }
     if (fatia_diag_has_errors(&diag))
         rc = FATIA_EXIT_FAIL;
-    if (out == FATIA_OUT_TABLE)
+    if (in.out == FATIA_OUT_TABLE)
         table = fatia_table_new(FATIA_ARRAY_SIZE(headers), headers);
     else
         list = json_array();
-    if ((out == FATIA_OUT_TABLE && !table) || (out != FATIA_OUT_TABLE && !list)) {
+    if ((in.out == FATIA_OUT_TABLE && !table) || (in.out != FATIA_OUT_TABLE && !list)) {
         fprintf(stderr, "fatia profiles: out of memory\n");
         rc = FATIA_EXIT_FAIL;
         goto out_release;
@@ -224,7 +207,7 @@ static int run(int argc, char **argv)
             fprintf(stderr, "no hardware profiles found\n");
     } else {
         json_t *doc = json_pack("{s:O}", "profiles", list);
-        if (!doc || fatia_cli_print(doc, out) != FATIA_EXIT_OK)
+        if (!doc || fatia_cli_print(doc, in.out) != FATIA_EXIT_OK)
             rc = FATIA_EXIT_FAIL;
         json_decref(doc);
     }
@@ -233,7 +216,11 @@ out_release:
     json_decref(list);
     fatia_diag_release(&diag);
     fatia_objset_release(&set);
-    FATIA_VEC_RELEASE(&paths);
+    fatia_cli_input_release(&in);
+    return rc;
+usage:
+    rc = fatia_cli_input_exit(&in, r);
+    fatia_cli_input_release(&in);
     return rc;
 }
 

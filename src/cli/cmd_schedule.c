@@ -7,7 +7,8 @@
  * (control/oneshot.c, fatia_control_schedule) and prints. The JSON shape is fixed
  * (docs/control.md): {"admitted": [...], "preempted": [...], "pending": [...]}; the table view
  * shows the same for a person, then each ClusterQueue's usage against its quota. A run that
- * stops at the 1,000-cycle limit says so on stderr.
+ * stops at the 1,000-cycle limit says so on stderr, and so does a run given Jobs or Pods, which
+ * it does not schedule (their names, and how to get their Workloads from fatiad).
  */
 #include "base/compat.h"
 
@@ -20,6 +21,7 @@
 #include "base/vec.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/input.h"
 #include "control/control.h"
 #include "demand/demand.h"
 #include "model/objset.h"
@@ -32,7 +34,8 @@ static const char usage[] =
     "Workloads, and print which workloads are admitted, preempted and still pending, with\n"
     "Kueue's messages. Workloads with status.admission and QuotaReserved=True are already\n"
     "admitted; metadata.creationTimestamp orders FIFO; priority is spec.priority or the\n"
-    "WorkloadPriorityClass value.\n"
+    "WorkloadPriorityClass value. Jobs and Pods are not read (Kueue makes Workloads of them\n"
+    "in fatiad): the run names those it skipped on stderr.\n"
     "\n"
     "Without --cycles the run repeats cycles until nothing changes, at most 1000; preempted\n"
     "workloads release their quota at once and queue again. The clock does not move.\n"
@@ -138,50 +141,85 @@ static void print_table(const struct fatia_schedule_report *rep)
            (fatia_time_format_rfc3339(rep->now, false, buf, sizeof(buf)), buf));
 }
 
+/* Jobs and Pods in the input are not scheduled (the engine reads Workloads, which Kueue makes
+ * of queued Jobs and Pods): say so on stderr, with counts and the first names, and how to get
+ * the Workloads. Other kinds the engine does not read (HardwareProfiles, DeviceClasses, fleets)
+ * are other commands' input and pass silently: examples/ holds them. */
+#define SKIPPED_NAMES 5
+
+static void report_skipped(const struct fatia_objset *set)
+{
+    static const char *const kinds[] = {"Job", "Pod"};
+    size_t n[FATIA_ARRAY_SIZE(kinds)] = {0};
+    size_t total = 0, printed = 0;
+
+    for (size_t k = 0; k < FATIA_ARRAY_SIZE(kinds); k++) {
+        size_t it = 0;
+        while (fatia_objset_next(set, kinds[k], &it))
+            n[k]++;
+        total += n[k];
+    }
+    if (!total)
+        return;
+    fprintf(stderr, "fatia schedule: skipped");
+    for (size_t k = 0; k < FATIA_ARRAY_SIZE(kinds); k++) {
+        struct fatia_object *o;
+        size_t it = 0, i = 0;
+        if (!n[k])
+            continue;
+        fprintf(stderr, "%s %zu %s%s (", printed++ ? " and" : "", n[k], kinds[k],
+                n[k] > 1 ? "s" : "");
+        while ((o = fatia_objset_next(set, kinds[k], &it)) && i < SKIPPED_NAMES)
+            fprintf(stderr, "%s%s%s%s", i++ ? ", " : "", o->namespace ? o->namespace : "",
+                    o->namespace ? "/" : "", o->name ? o->name : "?");
+        if (n[k] > SKIPPED_NAMES)
+            fprintf(stderr, ", and %zu more", n[k] - SKIPPED_NAMES);
+        fputc(')', stderr);
+    }
+    fprintf(
+        stderr,
+        ": fatia schedule reads Workloads only.\n"
+        "  Kueue makes a Workload of each queued Job and Pod. To schedule them, create them in\n"
+        "  fatiad (make run; kubectl create -f PATH), then:\n"
+        "    kubectl get workloads -A -o yaml > workloads.yaml\n"
+        "    fatia schedule -f examples/ -f workloads.yaml\n");
+}
+
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
-                                         {"recursive", no_argument, NULL, 'R'},
-                                         {"output", required_argument, NULL, 'o'},
+    static const struct option opts[] = {FATIA_CLI_INPUT_OPTIONS,
                                          {"cycles", required_argument, NULL, 'c'},
                                          {"now", required_argument, NULL, 'n'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    FATIA_VEC(char *) paths = {0};
-    enum fatia_output out = FATIA_OUT_TABLE;
+    struct fatia_cli_input in;
     struct fatia_schedule_opts so = {0};
     struct fatia_schedule_report rep;
     struct fatia_objset set;
     struct fatia_diag diag;
-    bool recursive = false;
     int c, r, rc = FATIA_EXIT_OK;
 
+    fatia_cli_input_init(&in, &fatia_cmd_schedule, FATIA_OUT_TABLE);
     while ((c = getopt_long(argc, argv, "f:Ro:h", opts, NULL)) != -1) {
+        r = fatia_cli_input_opt(&in, c, optarg);
+        if (r < 0) {
+            rc = fatia_cli_input_exit(&in, r);
+            fatia_cli_input_release(&in);
+            return rc;
+        }
+        if (r > 0)
+            continue;
         switch (c) {
-        case 'f':
-            if (FATIA_VEC_PUSH(&paths, optarg) < 0)
-                return FATIA_EXIT_FAIL;
-            break;
-        case 'R':
-            recursive = true;
-            break;
-        case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0) {
-                FATIA_VEC_RELEASE(&paths);
-                return fatia_cli_usage_error(&fatia_cmd_schedule, "unknown output format '%s'",
-                                             optarg);
-            }
-            break;
         case 'c':
             if (fatia_parse_int(optarg, 1, FATIA_SCHEDULE_MAX_CYCLES, &so.cycles) < 0) {
-                FATIA_VEC_RELEASE(&paths);
+                fatia_cli_input_release(&in);
                 return fatia_cli_usage_error(&fatia_cmd_schedule, "--cycles '%s': expected 1 to %d",
                                              optarg, FATIA_SCHEDULE_MAX_CYCLES);
             }
             break;
         case 'n':
             if (fatia_time_parse_rfc3339(optarg, &so.now) < 0) {
-                FATIA_VEC_RELEASE(&paths);
+                fatia_cli_input_release(&in);
                 return fatia_cli_usage_error(&fatia_cmd_schedule,
                                              "--now '%s': expected RFC 3339, e.g. "
                                              "2026-11-29T15:04:05Z",
@@ -190,24 +228,22 @@ static int run(int argc, char **argv)
             so.have_now = true;
             break;
         case 'h':
-            FATIA_VEC_RELEASE(&paths);
+            fatia_cli_input_release(&in);
             return fatia_cli_help(&fatia_cmd_schedule);
         default:
-            FATIA_VEC_RELEASE(&paths);
+            fatia_cli_input_release(&in);
             return fatia_cli_usage_error(&fatia_cmd_schedule, "unknown option");
         }
     }
-    for (; optind < argc; optind++)
-        if (FATIA_VEC_PUSH(&paths, argv[optind]) < 0)
-            return FATIA_EXIT_FAIL;
-    if (!paths.n)
-        return fatia_cli_usage_error(&fatia_cmd_schedule, "no input: give -f PATH");
+    if ((r = fatia_cli_input_args(&in, optind, argc, argv, true)) < 0) {
+        rc = fatia_cli_input_exit(&in, r);
+        fatia_cli_input_release(&in);
+        return rc;
+    }
 
     fatia_objset_init(&set);
     fatia_diag_init(&diag);
-    r = fatia_objset_load(&set, paths.v, paths.n, recursive, &fatia_demand_checks, &diag);
-    if (r == -ENOMEM) {
-        fprintf(stderr, "fatia schedule: out of memory\n");
+    if (fatia_cli_input_load(&in, &set, &diag) == -ENOMEM) {
         rc = FATIA_EXIT_FAIL;
         goto out;
     }
@@ -218,6 +254,7 @@ static int run(int argc, char **argv)
         goto out;
     }
     fatia_diag_print(&diag, stderr); /* warnings */
+    report_skipped(&set);
     fatia_diag_release(&diag);
     fatia_diag_init(&diag);
     r = fatia_control_schedule(&set, &so, &rep, &diag);
@@ -232,16 +269,16 @@ static int run(int argc, char **argv)
                 "fatia schedule: stopped after %d cycles (the limit); some queues had not "
                 "settled\n",
                 rep.cycles_run);
-    if (out == FATIA_OUT_TABLE)
+    if (in.out == FATIA_OUT_TABLE)
         print_table(&rep);
     else
-        rc = fatia_cli_print(rep.result, out);
+        rc = fatia_cli_print(rep.result, in.out);
     json_decref(rep.result);
     json_decref(rep.usage);
 out:
     fatia_diag_release(&diag);
     fatia_objset_release(&set);
-    FATIA_VEC_RELEASE(&paths);
+    fatia_cli_input_release(&in);
     return rc;
 }
 

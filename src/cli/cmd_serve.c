@@ -16,6 +16,7 @@
 #include "base/str.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/input.h"
 #include "gateway/catalog.h"
 #include "gateway/modelspec.h"
 #include "gateway/plan.h"
@@ -70,8 +71,145 @@ static int parse_u32(const char *s, uint32_t min, uint32_t *ret)
     return 0;
 }
 
+/* ---- when it does not fit: by how much, and what would ---- */
+
+#define MAX_ALTS 4
+
+struct alt {
+    char args[96];            /* the options to change, "--gpus 2", "--dtype fp8" */
+    uint64_t kv_cache_tokens; /* what that plan's cache holds */
+};
+
+/* The smallest memory per GPU (in 1/16 GiB) that fits in's model, tp and dtypes, by bisection up
+ * to 16 TiB; 0 when even that does not (a shape the memory cannot fix: tp not dividing the
+ * heads). */
+static uint64_t memory_needed(const struct fatia_plan_input *in)
+{
+    struct fatia_plan_input t = *in;
+    struct fatia_plan p;
+    uint64_t lo = 0, hi = UINT64_C(16) << 40, step = UINT64_C(1) << 26;
+
+    t.gpu_memory_bytes = hi;
+    if (fatia_plan_compute(&t, &p) < 0 || !p.fits)
+        return 0;
+    while (hi - lo > step) {
+        t.gpu_memory_bytes = lo + (hi - lo) / 2;
+        if (fatia_plan_compute(&t, &p) == 0 && p.fits)
+            hi = t.gpu_memory_bytes;
+        else
+            lo = t.gpu_memory_bytes;
+    }
+    return hi;
+}
+
+static bool try_alt(const struct fatia_plan_input *in, struct alt *a)
+{
+    struct fatia_plan p;
+
+    if (fatia_plan_compute(in, &p) < 0 || !p.fits)
+        return false;
+    a->kv_cache_tokens = p.kv_cache_tokens;
+    return true;
+}
+
+/* Alternatives that fit, nearest first: a larger MIG profile, more whole GPUs of the product (tensor parallel, up to
+ * 8), smaller weights, an fp8 KV cache. gpu is the product as the user named it. Returns how
+ * many were written to alts. */
+static size_t would_fit(const struct fatia_plan_input *in, const char *gpu, const char *slice_kind,
+                        struct alt *alts)
+{
+    static const enum fatia_dtype smaller[] = {FATIA_DTYPE_FP8, FATIA_DTYPE_INT4};
+    struct fatia_plan_input t;
+    size_t n = 0;
+
+    if (!strcmp(slice_kind, "mig")) {
+        /* the smallest larger MIG profile of the product that fits */
+        static const char *const profiles[] = {
+            "1g.5gb",  "1g.10gb", "2g.10gb", "1g.12gb", "1g.18gb", "1g.20gb", "2g.20gb", "3g.20gb",
+            "4g.20gb", "1g.24gb", "2g.24gb", "1g.35gb", "2g.35gb", "3g.40gb", "4g.40gb", "7g.40gb",
+            "3g.47gb", "4g.47gb", "3g.71gb", "4g.71gb", "7g.80gb", "7g.94gb", "7g.141gb"};
+        uint64_t best_mem = UINT64_MAX;
+        for (size_t i = 0; i < FATIA_ARRAY_SIZE(profiles); i++) {
+            struct fatia_serving_device mig;
+            char why[256];
+            if (fatia_serving_device_lookup(gpu ? gpu : "h200", profiles[i], &mig, why,
+                                            sizeof(why)) < 0 ||
+                mig.memory_bytes <= in->gpu_memory_bytes || mig.memory_bytes >= best_mem)
+                continue;
+            t = *in;
+            t.gpu_memory_bytes = mig.memory_bytes;
+            if (try_alt(&t, &alts[n])) {
+                snprintf(alts[n].args, sizeof(alts[n].args), "--slice %s", profiles[i]);
+                best_mem = mig.memory_bytes;
+            }
+        }
+        if (best_mem != UINT64_MAX)
+            n++;
+    }
+    if (gpu || strcmp(slice_kind, "memory-cap")) {
+        struct fatia_serving_device whole;
+        char why[256];
+        if (fatia_serving_device_lookup(gpu ? gpu : "h200", NULL, &whole, why, sizeof(why)) == 0)
+            for (uint32_t tp = 1; tp <= 8; tp *= 2) {
+                if (!strcmp(slice_kind, "gpu") && tp <= in->gpus)
+                    continue;
+                t = *in;
+                t.gpus = tp;
+                t.gpu_memory_bytes = whole.memory_bytes;
+                if (try_alt(&t, &alts[n])) {
+                    snprintf(alts[n].args, sizeof(alts[n].args), "--gpu %s --gpus %u",
+                             gpu ? gpu : "h200", tp);
+                    n++;
+                    break;
+                }
+            }
+    }
+    for (size_t i = 0; i < FATIA_ARRAY_SIZE(smaller) && n < MAX_ALTS; i++) {
+        if (fatia_dtype_weight_bytes(smaller[i]) >= fatia_dtype_weight_bytes(in->weight_dtype))
+            continue;
+        t = *in;
+        t.weight_dtype = smaller[i];
+        if (try_alt(&t, &alts[n])) {
+            snprintf(alts[n].args, sizeof(alts[n].args), "--dtype %s",
+                     fatia_dtype_name(smaller[i]));
+            n++;
+            break; /* the larger of the smaller types that fits */
+        }
+    }
+    if (in->kv_dtype != FATIA_DTYPE_FP8 && n < MAX_ALTS) {
+        t = *in;
+        t.kv_dtype = FATIA_DTYPE_FP8;
+        if (try_alt(&t, &alts[n])) {
+            snprintf(alts[n].args, sizeof(alts[n].args), "--kv-cache-dtype fp8");
+            n++;
+        }
+    }
+    return n;
+}
+
+/* The shortest sequence the planner accepts (plan.c): the context asked for, else the model's
+ * up to FATIA_PLAN_MIN_CONTEXT. */
+static uint32_t min_context(const struct fatia_plan_input *in)
+{
+    uint32_t model = in->model.max_context ? in->model.max_context : 8192;
+
+    return in->context ? in->context : FATIA_MIN(model, (uint32_t)FATIA_PLAN_MIN_CONTEXT);
+}
+
+/* How much memory per GPU the plan lacks: 0 when it fits or memory is not what is missing. */
+static uint64_t short_by(const struct fatia_plan_input *in, const struct fatia_plan *p)
+{
+    uint64_t need;
+
+    if (p->fits)
+        return 0;
+    need = memory_needed(in);
+    return need > in->gpu_memory_bytes ? need - in->gpu_memory_bytes : 0;
+}
+
 static json_t *plan_json(const struct fatia_plan_input *in, const struct fatia_plan *p,
-                         const struct fatia_serving_device *dev, const char *slice_kind)
+                         const struct fatia_serving_device *dev, const char *slice_kind,
+                         const char *gpu)
 {
     char args[512];
     json_t *jargs = json_array(), *o;
@@ -105,11 +243,22 @@ static json_t *plan_json(const struct fatia_plan_input *in, const struct fatia_p
     json_object_set_new(o, "maxNumSeqs", json_integer(p->max_num_seqs));
     json_object_set_new(o, "maxNumBatchedTokens", json_integer(p->max_num_batched_tokens));
     json_object_set_new(o, "vllmArgs", jargs);
+    if (!p->fits) {
+        struct alt alts[MAX_ALTS];
+        size_t n = would_fit(in, gpu, slice_kind, alts);
+        json_t *ja = json_array();
+        json_object_set_new(o, "shortBytesPerGpu", json_integer((json_int_t)short_by(in, p)));
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(ja, json_pack("{s:s,s:I}", "args", alts[i].args, "kvCacheTokens",
+                                                (json_int_t)alts[i].kv_cache_tokens));
+        json_object_set_new(o, "wouldFitWith", ja);
+    }
     return o;
 }
 
 static void print_table(const struct fatia_plan_input *in, const struct fatia_plan *p,
-                        const struct fatia_serving_device *dev, const char *slice_kind)
+                        const struct fatia_serving_device *dev, const char *slice_kind,
+                        const char *gpu)
 {
     const double gib = 1024.0 * 1024 * 1024;
     char args[512];
@@ -129,8 +278,30 @@ static void print_table(const struct fatia_plan_input *in, const struct fatia_pl
     printf("overheads:             %.2f GiB per GPU\n", (double)p->overhead_bytes / gib);
     printf("kv per token:          %" PRIu64 " bytes (%" PRIu64 " per GPU)\n",
            p->kv_bytes_per_token, p->kv_bytes_per_token_per_gpu);
-    printf("kv cache:              %.2f GiB per GPU, %" PRIu64 " tokens (%" PRIu64 " blocks)\n",
-           (double)p->kv_cache_bytes / gib, p->kv_cache_tokens, p->kv_cache_blocks);
+    if (p->kv_cache_bytes > 0)
+        printf("kv cache:              %.2f GiB per GPU, %" PRIu64 " tokens (%" PRIu64 " blocks)\n",
+               (double)p->kv_cache_bytes / gib, p->kv_cache_tokens, p->kv_cache_blocks);
+    else
+        printf("kv cache:              none: the weights, activations and overheads alone are "
+               "%.2f GiB per GPU over what is available\n",
+               (double)-p->kv_cache_bytes / gib);
+    if (!p->fits) {
+        struct alt alts[MAX_ALTS];
+        uint64_t lack = short_by(in, p);
+        size_t n = would_fit(in, gpu, slice_kind, alts);
+        if (lack)
+            printf("does not fit by:       %.2f GiB per GPU: it needs %.2f GiB per GPU x %u for "
+                   "one sequence of %u tokens at utilization %.2f\n",
+                   (double)lack / gib, (double)(lack + in->gpu_memory_bytes) / gib, in->gpus,
+                   min_context(in), p->gpu_memory_utilization);
+        for (size_t i = 0; i < n; i++)
+            printf("%s %s (KV cache of %" PRIu64 " tokens)\n",
+                   i ? "                      " : "would fit with:       ", alts[i].args,
+                   alts[i].kv_cache_tokens);
+        if (!n)
+            printf("would fit with:        nothing tried (more GPUs, smaller weights, an fp8 KV "
+                   "cache)\n");
+    }
     if (p->fits) {
         printf("concurrent sequences:  %u of %u tokens\n", p->max_concurrent_seqs,
                p->max_model_len);
@@ -139,7 +310,17 @@ static void print_table(const struct fatia_plan_input *in, const struct fatia_pl
     }
 }
 
-static int run_plan(int argc, char **argv)
+/* serve plan's options, before the model and the slice are resolved. */
+struct plan_args {
+    const char *model, *slice, *gpu, *memory, *models_file;
+    struct fatia_model_spec hand; /* a shape by hand */
+    bool gpus_set;
+    uint32_t gpus;
+    enum fatia_output out;
+};
+
+/* Parses serve plan's options into a and in. -1 to go on, else the exit code to return. */
+static int parse_plan_args(int argc, char **argv, struct plan_args *a, struct fatia_plan_input *in)
 {
     enum {
         O_PARAMS = 256,
@@ -186,17 +367,7 @@ static int run_plan(int argc, char **argv)
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
-    struct fatia_plan_input in = {.weight_dtype = FATIA_DTYPE_BF16, .kv_dtype = FATIA_DTYPE_BF16};
-    struct fatia_serving_device dev = {0};
-    struct fatia_model_spec hand = {0};
-    struct fatia_plan plan;
-    const char *model = NULL, *slice = NULL, *gpu = NULL, *memory = NULL, *models_file = NULL;
-    const char *slice_kind;
-    enum fatia_output out = FATIA_OUT_TABLE;
-    bool gpus_set = false;
-    uint32_t gpus = 1;
-    char why[256];
-    int c, r;
+    int c;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:d:s:o:h", opts, NULL)) != -1) {
@@ -204,79 +375,79 @@ static int run_plan(int argc, char **argv)
         uint32_t min = 1;
         switch (c) {
         case 'm':
-            model = optarg;
+            a->model = optarg;
             break;
         case O_PARAMS:
-            if (fatia_parse_u64(optarg, &hand.params) < 0 || !hand.params)
+            if (fatia_parse_u64(optarg, &a->hand.params) < 0 || !a->hand.params)
                 return fatia_cli_usage_error(self(), "--params: expected a positive integer");
             break;
         case O_LAYERS:
-            u32 = &hand.layers;
+            u32 = &a->hand.layers;
             break;
         case O_KVHEADS:
-            u32 = &hand.kv_heads;
+            u32 = &a->hand.kv_heads;
             break;
         case O_HEADDIM:
-            u32 = &hand.head_dim;
+            u32 = &a->hand.head_dim;
             break;
         case O_HEADS:
-            u32 = &hand.heads;
+            u32 = &a->hand.heads;
             break;
         case O_HIDDEN:
-            u32 = &hand.hidden;
+            u32 = &a->hand.hidden;
             break;
         case O_INTER:
-            u32 = &hand.intermediate;
+            u32 = &a->hand.intermediate;
             break;
         case O_VOCAB:
-            u32 = &hand.vocab;
+            u32 = &a->hand.vocab;
             break;
         case O_MAXCTX:
-            u32 = &hand.max_context;
+            u32 = &a->hand.max_context;
             break;
         case 'd':
-            if (fatia_dtype_parse(optarg, &in.weight_dtype) < 0)
+            if (fatia_dtype_parse(optarg, &in->weight_dtype) < 0)
                 return fatia_cli_usage_error(self(), "--dtype: expected bf16, fp8, int8 or int4");
             break;
         case O_KVDTYPE:
-            if (fatia_dtype_parse(optarg, &in.kv_dtype) < 0 ||
-                (in.kv_dtype != FATIA_DTYPE_BF16 && in.kv_dtype != FATIA_DTYPE_FP8))
+            if (fatia_dtype_parse(optarg, &in->kv_dtype) < 0 ||
+                (in->kv_dtype != FATIA_DTYPE_BF16 && in->kv_dtype != FATIA_DTYPE_FP8))
                 return fatia_cli_usage_error(self(), "--kv-cache-dtype: expected bf16 or fp8");
             break;
         case 's':
-            slice = optarg;
+            a->slice = optarg;
             break;
         case O_GPUS:
-            u32 = &gpus;
-            gpus_set = true;
+            u32 = &a->gpus;
+            a->gpus_set = true;
             break;
         case O_GPU:
-            gpu = optarg;
+            a->gpu = optarg;
             break;
         case O_MEMORY:
-            memory = optarg;
+            a->memory = optarg;
             break;
         case O_CONTEXT:
-            u32 = &in.context;
+            u32 = &in->context;
             min = 16;
             break;
         case O_UTIL:
-            if (fatia_parse_double(optarg, &in.gpu_memory_utilization) < 0 ||
-                !(in.gpu_memory_utilization > 0 && in.gpu_memory_utilization <= 1))
+            if (fatia_parse_double(optarg, &in->gpu_memory_utilization) < 0 ||
+                !(in->gpu_memory_utilization > 0 && in->gpu_memory_utilization <= 1))
                 return fatia_cli_usage_error(self(), "--gpu-memory-utilization: expected (0, 1]");
             break;
         case O_SEQS:
-            u32 = &in.max_num_seqs;
+            u32 = &in->max_num_seqs;
             break;
         case O_BATCHED:
-            u32 = &in.max_num_batched_tokens;
+            u32 = &in->max_num_batched_tokens;
             break;
         case O_MODELS:
-            models_file = optarg;
+            a->models_file = optarg;
             break;
         case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0)
-                return fatia_cli_usage_error(self(), "unknown output format '%s'", optarg);
+            if (fatia_cli_output_opt(self(), optarg, &a->out) < 0)
+                return FATIA_EXIT_USAGE;
             break;
         case 'h':
             return fatia_cli_help(self());
@@ -289,68 +460,99 @@ static int run_plan(int argc, char **argv)
     }
     if (optind < argc)
         return fatia_cli_usage_error(self(), "unexpected argument '%s'", argv[optind]);
+    return -1;
+}
 
-    if (model) {
+/* The model: from models.yaml (--model) or by hand. -1 to go on, else the exit code. */
+static int resolve_model(const struct plan_args *a, struct fatia_plan_input *in)
+{
+    int r;
+
+    if (a->model) {
         struct fatia_diag diag;
         fatia_diag_init(&diag);
-        r = fatia_model_spec_find(models_file, model, &diag, &in.model);
+        r = fatia_model_spec_find(a->models_file, a->model, &diag, &in->model);
         fatia_diag_print(&diag, stderr);
         fatia_diag_release(&diag);
         if (r < 0)
             return FATIA_EXIT_FAIL;
-    } else if (hand.params && hand.layers && hand.kv_heads && hand.head_dim) {
-        in.model = hand;
-        snprintf(in.model.name, sizeof(in.model.name), "custom");
+    } else if (a->hand.params && a->hand.layers && a->hand.kv_heads && a->hand.head_dim) {
+        in->model = a->hand;
+        snprintf(in->model.name, sizeof(in->model.name), "custom");
     } else {
         return fatia_cli_usage_error(self(), "give --model NAME, or --params, --layers, "
                                              "--kv-heads and --head-dim");
     }
+    return -1;
+}
 
-    if (slice && memory)
+/* The memory per GPU: a MIG profile, a memory cap, or whole GPUs. -1 to go on, else the exit
+ * code. */
+static int resolve_slice(const struct plan_args *a, struct fatia_plan_input *in,
+                         struct fatia_serving_device *dev, const char **ret_kind)
+{
+    char why[256];
+
+    if (a->slice && a->memory)
         return fatia_cli_usage_error(self(), "--slice and --memory exclude each other");
-    if (slice && gpus_set && gpus != 1)
+    if (a->slice && a->gpus_set && a->gpus != 1)
         return fatia_cli_usage_error(self(), "a MIG slice serves one engine: drop --gpus");
-    if (memory) {
+    if (a->memory) {
         struct fatia_quantity q;
         int64_t bytes;
-        if (fatia_quantity_parse(memory, &q, why, sizeof(why)) < 0 ||
+        if (fatia_quantity_parse(a->memory, &q, why, sizeof(why)) < 0 ||
             (bytes = fatia_quantity_value(&q)) <= 0)
             return fatia_cli_usage_error(self(), "--memory: '%s' is not a positive quantity",
-                                         memory);
-        in.gpu_memory_bytes = (uint64_t)bytes;
-        if (gpu && fatia_serving_device_lookup(gpu, NULL, &dev, why, sizeof(why)) < 0) {
+                                         a->memory);
+        in->gpu_memory_bytes = (uint64_t)bytes;
+        if (a->gpu && fatia_serving_device_lookup(a->gpu, NULL, dev, why, sizeof(why)) < 0) {
             fprintf(stderr, "fatia serve plan: %s\n", why);
             return FATIA_EXIT_FAIL;
         }
-        slice_kind = "memory-cap";
+        *ret_kind = "memory-cap";
     } else {
-        if (!slice && !gpu)
+        if (!a->slice && !a->gpu)
             return fatia_cli_usage_error(self(), "give --slice PROFILE, --memory BYTES or "
                                                  "--gpu PRODUCT");
-        if (fatia_serving_device_lookup(gpu ? gpu : "h200", slice, &dev, why, sizeof(why)) < 0) {
+        if (fatia_serving_device_lookup(a->gpu ? a->gpu : "h200", a->slice, dev, why, sizeof(why)) <
+            0) {
             fprintf(stderr, "fatia serve plan: %s\n", why);
             return FATIA_EXIT_FAIL;
         }
-        in.gpu_memory_bytes = dev.memory_bytes;
-        slice_kind = slice ? "mig" : "gpu";
+        in->gpu_memory_bytes = dev->memory_bytes;
+        *ret_kind = a->slice ? "mig" : "gpu";
     }
-    in.gpus = gpus;
+    in->gpus = a->gpus;
+    return -1;
+}
 
+static int run_plan(int argc, char **argv)
+{
+    struct plan_args a = {.gpus = 1, .out = FATIA_OUT_TABLE};
+    struct fatia_plan_input in = {.weight_dtype = FATIA_DTYPE_BF16, .kv_dtype = FATIA_DTYPE_BF16};
+    struct fatia_serving_device dev = {0};
+    struct fatia_plan plan;
+    const char *slice_kind = NULL;
+    int r;
+
+    if ((r = parse_plan_args(argc, argv, &a, &in)) >= 0 || (r = resolve_model(&a, &in)) >= 0 ||
+        (r = resolve_slice(&a, &in, &dev, &slice_kind)) >= 0)
+        return r;
     if (fatia_plan_compute(&in, &plan) < 0) {
         fprintf(stderr, "fatia serve plan: incomplete model shape\n");
         return FATIA_EXIT_FAIL;
     }
-    if (out == FATIA_OUT_TABLE) {
-        print_table(&in, &plan, &dev, slice_kind);
+    if (a.out == FATIA_OUT_TABLE) {
+        print_table(&in, &plan, &dev, slice_kind, a.gpu);
     } else {
-        json_t *o = plan_json(&in, &plan, &dev, slice_kind);
-        if (out == FATIA_OUT_JSON) {
+        json_t *o = plan_json(&in, &plan, &dev, slice_kind, a.gpu);
+        if (a.out == FATIA_OUT_JSON) {
             /* %.10g: utilization prints as 0.9, not as the nearest double's 17 digits */
             char *text = json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
             r = text ? (puts(text), FATIA_EXIT_OK) : FATIA_EXIT_FAIL;
             free(text);
         } else {
-            r = fatia_cli_print(o, out);
+            r = fatia_cli_print(o, a.out);
         }
         json_decref(o);
         if (r != FATIA_EXIT_OK)
@@ -377,7 +579,7 @@ static const char bench_usage[] =
     "  --seed N                  (default 1)\n"
     "  --engines URL,...         engines whose prefix-cache counters give the hit ratio\n"
     "  --label TEXT              prefix of the 'name: value unit' lines (default bench)\n"
-    "  -o table|json\n"
+    "  -o table|json|yaml\n"
     "shared-prefix (llm-d's workload):\n"
     "  --rate R                  Poisson arrivals, requests per engine second (default 10)\n"
     "  --groups N --prompts-per-group N --system-tokens N --question-tokens N\n"
@@ -400,6 +602,59 @@ static json_t *dist_json(const struct fatia_dist *d)
     return json_pack("{s:f,s:f,s:f,s:f,s:f,s:I}", "meanMs", d->mean * 1e3, "p50Ms", d->p50 * 1e3,
                      "p90Ms", d->p90 * 1e3, "p99Ms", d->p99 * 1e3, "maxMs", d->max * 1e3, "n",
                      (json_int_t)d->n);
+}
+
+/* The benchmark's figures: vLLM bench serve's summary and "LABEL.name: value unit" lines, or
+ * JSON/YAML. An exit code. */
+static int print_bench(const struct fatia_loadgen_result *res, const char *label,
+                       enum fatia_output out)
+{
+    int r = FATIA_EXIT_OK;
+
+    if (out == FATIA_OUT_TABLE) {
+        printf("%-24s %u sent, %u completed, %u failed, at most %.0f in flight\n",
+               "requests:", res->sent, res->completed, res->failed, res->max_concurrency_seen);
+        printf("%-24s %.1f s (engine time), offered %.2f req/s, arrived %.2f req/s\n",
+               "duration:", res->duration, res->offered_rate, res->achieved_rate);
+        printf("%-24s %.2f req/s, %.0f output tok/s\n", "throughput:", res->request_throughput,
+               res->output_throughput);
+        if (res->prefix_hit_ratio >= 0)
+            printf("%-24s %.3f\n", "prefix cache hit ratio:", res->prefix_hit_ratio);
+        printf("%-8s %10s %10s %10s %10s %10s\n", "(ms)", "mean", "p50", "p90", "p99", "max");
+        {
+            const struct fatia_dist *ds[4] = {&res->ttft, &res->tpot, &res->itl, &res->e2el};
+            const char *names[4] = {"TTFT", "TPOT", "ITL", "E2EL"};
+            for (int i = 0; i < 4; i++)
+                printf("%-8s %10.1f %10.1f %10.1f %10.1f %10.1f\n", names[i], ds[i]->mean * 1e3,
+                       ds[i]->p50 * 1e3, ds[i]->p90 * 1e3, ds[i]->p99 * 1e3, ds[i]->max * 1e3);
+        }
+        printf("%s.completed: %u requests\n%s.failed: %u requests\n", label, res->completed, label,
+               res->failed);
+        printf("%s.output_tokens: %" PRIu64 " tokens\n", label, res->output_tokens);
+        printf("%s.request_throughput: %.3f req/s\n%s.output_throughput: %.1f tok/s\n", label,
+               res->request_throughput, label, res->output_throughput);
+        printf("%s.offered_rate: %.3f req/s\n%s.arrival_rate: %.3f req/s\n", label,
+               res->offered_rate, label, res->achieved_rate);
+        if (res->prefix_hit_ratio >= 0)
+            printf("%s.prefix_hit_ratio: %.4f ratio\n", label, res->prefix_hit_ratio);
+        print_dist(label, "ttft", &res->ttft);
+        print_dist(label, "tpot", &res->tpot);
+        print_dist(label, "itl", &res->itl);
+        print_dist(label, "e2el", &res->e2el);
+    } else {
+        json_t *o = json_pack(
+            "{s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:I,s:o,s:o,s:o,s:o}", "label", label, "sent",
+            (int)res->sent, "completed", (int)res->completed, "failed", (int)res->failed,
+            "durationSeconds", res->duration, "offeredRate", res->offered_rate, "requestThroughput",
+            res->request_throughput, "outputThroughput", res->output_throughput, "outputTokens",
+            (json_int_t)res->output_tokens, "ttft", dist_json(&res->ttft), "tpot",
+            dist_json(&res->tpot), "itl", dist_json(&res->itl), "e2el", dist_json(&res->e2el));
+        if (res->prefix_hit_ratio >= 0)
+            json_object_set_new(o, "prefixHitRatio", json_real(res->prefix_hit_ratio));
+        r = fatia_cli_print(o, out);
+        json_decref(o);
+    }
+    return r;
 }
 
 static int run_bench(int argc, char **argv)
@@ -540,8 +795,8 @@ static int run_bench(int argc, char **argv)
             c.follow = d;
             break;
         case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0)
-                return fatia_cli_usage_error(&bench_cmd, "unknown output format '%s'", optarg);
+            if (fatia_cli_output_opt(&bench_cmd, optarg, &out) < 0)
+                return FATIA_EXIT_USAGE;
             break;
         case 'h':
             return fatia_cli_help(&bench_cmd);
@@ -569,55 +824,17 @@ static int run_bench(int argc, char **argv)
         fatia_free(engines_buf);
         return FATIA_EXIT_FAIL;
     }
-    if (out == FATIA_OUT_TABLE) {
-        printf("%-24s %u sent, %u completed, %u failed, at most %.0f in flight\n",
-               "requests:", res.sent, res.completed, res.failed, res.max_concurrency_seen);
-        printf("%-24s %.1f s (engine time), offered %.2f req/s, arrived %.2f req/s\n",
-               "duration:", res.duration, res.offered_rate, res.achieved_rate);
-        printf("%-24s %.2f req/s, %.0f output tok/s\n", "throughput:", res.request_throughput,
-               res.output_throughput);
-        if (res.prefix_hit_ratio >= 0)
-            printf("%-24s %.3f\n", "prefix cache hit ratio:", res.prefix_hit_ratio);
-        printf("%-8s %10s %10s %10s %10s %10s\n", "(ms)", "mean", "p50", "p90", "p99", "max");
-        {
-            const struct fatia_dist *ds[4] = {&res.ttft, &res.tpot, &res.itl, &res.e2el};
-            const char *names[4] = {"TTFT", "TPOT", "ITL", "E2EL"};
-            for (int i = 0; i < 4; i++)
-                printf("%-8s %10.1f %10.1f %10.1f %10.1f %10.1f\n", names[i], ds[i]->mean * 1e3,
-                       ds[i]->p50 * 1e3, ds[i]->p90 * 1e3, ds[i]->p99 * 1e3, ds[i]->max * 1e3);
-        }
-        printf("%s.completed: %u requests\n%s.failed: %u requests\n", label, res.completed, label,
-               res.failed);
-        printf("%s.output_tokens: %" PRIu64 " tokens\n", label, res.output_tokens);
-        printf("%s.request_throughput: %.3f req/s\n%s.output_throughput: %.1f tok/s\n", label,
-               res.request_throughput, label, res.output_throughput);
-        printf("%s.offered_rate: %.3f req/s\n%s.arrival_rate: %.3f req/s\n", label,
-               res.offered_rate, label, res.achieved_rate);
-        if (res.prefix_hit_ratio >= 0)
-            printf("%s.prefix_hit_ratio: %.4f ratio\n", label, res.prefix_hit_ratio);
-        print_dist(label, "ttft", &res.ttft);
-        print_dist(label, "tpot", &res.tpot);
-        print_dist(label, "itl", &res.itl);
-        print_dist(label, "e2el", &res.e2el);
-    } else {
-        json_t *o = json_pack(
-            "{s:s,s:i,s:i,s:i,s:f,s:f,s:f,s:f,s:I,s:o,s:o,s:o,s:o}", "label", label, "sent",
-            (int)res.sent, "completed", (int)res.completed, "failed", (int)res.failed,
-            "durationSeconds", res.duration, "offeredRate", res.offered_rate, "requestThroughput",
-            res.request_throughput, "outputThroughput", res.output_throughput, "outputTokens",
-            (json_int_t)res.output_tokens, "ttft", dist_json(&res.ttft), "tpot",
-            dist_json(&res.tpot), "itl", dist_json(&res.itl), "e2el", dist_json(&res.e2el));
-        if (res.prefix_hit_ratio >= 0)
-            json_object_set_new(o, "prefixHitRatio", json_real(res.prefix_hit_ratio));
-        r = fatia_cli_print(o, out);
-        json_decref(o);
-    }
+    r = print_bench(&res, label, out);
     fatia_free(engines_buf);
+    if (r != FATIA_EXIT_OK)
+        return r;
     return res.failed ? FATIA_EXIT_FAIL : FATIA_EXIT_OK;
 }
 
 static int run(int argc, char **argv)
 {
+    const char *near;
+
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
         return argc < 2 ? fatia_cli_usage_error(self(), "give a subcommand: plan or bench")
                         : fatia_cli_help(self());
@@ -625,6 +842,10 @@ static int run(int argc, char **argv)
         return run_plan(argc - 1, argv + 1);
     if (!strcmp(argv[1], "bench"))
         return run_bench(argc - 1, argv + 1);
+    near = fatia_cli_nearest(argv[1], (const char *const[]){"plan", "bench"}, 2);
+    if (near)
+        return fatia_cli_usage_error(self(), "unknown subcommand '%s': did you mean '%s'?", argv[1],
+                                     near);
     return fatia_cli_usage_error(self(), "unknown subcommand '%s': expected plan or bench",
                                  argv[1]);
 }

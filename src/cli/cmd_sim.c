@@ -18,6 +18,7 @@
 #include "base/str.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/input.h"
 #include "cli/supply_cli.h"
 #include "demand/demand.h"
 #include "model/object.h"
@@ -47,7 +48,8 @@ static const char usage[] =
     "      --checkpoints LIST     requested loads to report at, in % (default\n"
     "                             80,90,100,110,120,130)\n"
     "      --typical-coverage PCT the fragmentation measure's typical request types cover this\n"
-    "                             share of pods (default 60, the FGD artifact's; 100: all)\n"
+    "                             share of pods (default 100: every type; the FGD artifact uses "
+    "60)\n"
     "      --until DURATION       stop at this virtual time (e.g. 24h)\n"
     "      --sample-every DURATION  time between samples of the series (default: 200 samples)\n"
     "      --max-wait SECONDS     a user waiting longer is not served (slowdown model)\n"
@@ -203,11 +205,103 @@ static int parse_checkpoints(const char *s, unsigned *v, size_t max, size_t *ret
     return n ? 0 : -EINVAL;
 }
 
-static int run(int argc, char **argv)
+/* What the options ask for. */
+struct sim_args {
+    struct fatia_cli_input in;
+    const char *trace_path, *nodes_path, *catalog;
+    bool alibaba;
+    struct fatia_sim_opts so;
+    unsigned cps[16];
+};
+
+/* What the simulation runs on: the objects, the fleet planned from them, the trace. */
+struct sim_world {
+    struct fatia_objset set;
+    struct fatia_catalog cat;
+    struct fatia_supply_config cfg;
+    bool have_cfg;
+    struct fatia_inventory inv;
+    struct fatia_plan *plan;
+    struct fatia_sim_trace tr;
+};
+
+/* One option with a value: 0, or -EINVAL (after a usage error naming it for --trace-format and
+ * --placement). */
+static int sim_value(struct sim_args *a, int c, const char *arg)
 {
-    static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
-                                         {"recursive", no_argument, NULL, 'R'},
-                                         {"output", required_argument, NULL, 'o'},
+    struct fatia_sim_opts *so = &a->so;
+    double x;
+    int v;
+
+    switch (c) {
+    case 1301:
+        if (!strcmp(arg, "alibaba2023"))
+            a->alibaba = true;
+        else if (!strcmp(arg, "fatia"))
+            a->alibaba = false;
+        else {
+            fatia_cli_usage_error(&fatia_cmd_sim,
+                                  "unknown trace format '%s': expected alibaba2023 or fatia", arg);
+            return -EINVAL;
+        }
+        return 0;
+    case 1303:
+        if (fatia_place_policy_parse(arg, &so->policy) < 0) {
+            fatia_cli_usage_error(&fatia_cmd_sim,
+                                  "unknown placement policy '%s': expected binpack, bestfit, "
+                                  "spread or fragmentation",
+                                  arg);
+            return -EINVAL;
+        }
+        return 0;
+    case 1304:
+        if (!strcmp(arg, "off"))
+            so->mig = FATIA_PLACE_MIG_OFF;
+        else if (!strcmp(arg, "free"))
+            so->mig = FATIA_PLACE_MIG_FREE;
+        else if (!strcmp(arg, "evict"))
+            so->mig = FATIA_PLACE_MIG_EVICT;
+        else
+            return -EINVAL;
+        return 0;
+    case 1305:
+        if (fatia_parse_int(arg, 1, 1000, &v) < 0)
+            return -EINVAL;
+        so->fill_pct = (unsigned)v;
+        return 0;
+    case 1306:
+        return fatia_parse_u64(arg, &so->seed) < 0 ? -EINVAL : 0;
+    case 1307:
+        return parse_checkpoints(arg, a->cps, FATIA_ARRAY_SIZE(a->cps), &so->n_checkpoints);
+    case 1308:
+        if (fatia_parse_int(arg, 1, 100, &v) < 0)
+            return -EINVAL;
+        so->mix_coverage = (unsigned)v;
+        return 0;
+    case 1309:
+        return fatia_parse_duration_usec(arg, &so->until) < 0 || so->until <= 0 ? -EINVAL : 0;
+    case 1310:
+        return fatia_parse_duration_usec(arg, &so->sample_every) < 0 || so->sample_every <= 0
+                   ? -EINVAL
+                   : 0;
+    case 1311:
+        if (fatia_parse_double(arg, &x) < 0 || x <= 0)
+            return -EINVAL;
+        so->max_wait_s = x;
+        return 0;
+    case 1312:
+        if (fatia_parse_double(arg, &x) < 0 || x < 1)
+            return -EINVAL;
+        so->max_slowdown = x;
+        return 0;
+    }
+    return -EINVAL;
+}
+
+/* Parses argv into a. Returns -1 to go on, else the exit code to return (help, usage error). */
+static int parse_args(int argc, char **argv, struct sim_args *a)
+{
+    static const struct option opts[] = {FATIA_CLI_INPUT_OPTIONS,
                                          {"trace", required_argument, NULL, 1300},
                                          {"trace-format", required_argument, NULL, 1301},
                                          {"nodes", required_argument, NULL, 1302},
@@ -224,237 +318,201 @@ static int run(int argc, char **argv)
                                          {"catalog", required_argument, NULL, 1313},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    static unsigned cps[16] = {80, 90, 100, 110, 120, 130};
-    struct fatia_sim_opts so = {.seed = 42, .checkpoints = cps, .n_checkpoints = 6};
-    FATIA_VEC(char *) paths = {0};
-    const char *trace_path = NULL, *nodes_path = NULL, *catalog = NULL;
-    bool recursive = false, alibaba = false;
-    enum fatia_output out = FATIA_OUT_TABLE;
-    struct fatia_objset set;
-    struct fatia_catalog cat;
-    struct fatia_supply_config cfg;
-    struct fatia_inventory inv;
-    struct fatia_plan *plan = NULL;
-    struct fatia_sim_trace tr;
-    struct fatia_diag d;
-    bool have_cfg = false;
-    char *buf = NULL, cpath[512];
-    size_t n = 0;
-    json_t *rep = NULL;
-    int c, rc = FATIA_EXIT_FAIL, r;
-    int64_t t0, t1, c0, c1;
-    double x;
+    int c, r;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:Ro:h", opts, NULL)) != -1) {
+        r = fatia_cli_input_opt(&a->in, c, optarg);
+        if (r < 0)
+            return fatia_cli_input_exit(&a->in, r);
+        if (r > 0)
+            continue;
         switch (c) {
-        case 'f':
-            if (FATIA_VEC_PUSH(&paths, optarg) < 0)
-                return FATIA_EXIT_FAIL;
-            break;
-        case 'R':
-            recursive = true;
-            break;
-        case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0)
-                goto usage_out;
-            break;
         case 1300:
-            trace_path = optarg;
-            break;
-        case 1301:
-            if (!strcmp(optarg, "alibaba2023"))
-                alibaba = true;
-            else if (!strcmp(optarg, "fatia"))
-                alibaba = false;
-            else {
-                FATIA_VEC_RELEASE(&paths);
-                return fatia_cli_usage_error(&fatia_cmd_sim,
-                                             "unknown trace format '%s': expected alibaba2023 "
-                                             "or fatia",
-                                             optarg);
-            }
+            a->trace_path = optarg;
             break;
         case 1302:
-            nodes_path = optarg;
-            break;
-        case 1303:
-            if (fatia_place_policy_parse(optarg, &so.policy) < 0) {
-                FATIA_VEC_RELEASE(&paths);
-                return fatia_cli_usage_error(&fatia_cmd_sim,
-                                             "unknown placement policy '%s': expected binpack, "
-                                             "bestfit, spread or fragmentation",
-                                             optarg);
-            }
-            break;
-        case 1304:
-            if (!strcmp(optarg, "off"))
-                so.mig = FATIA_PLACE_MIG_OFF;
-            else if (!strcmp(optarg, "free"))
-                so.mig = FATIA_PLACE_MIG_FREE;
-            else if (!strcmp(optarg, "evict"))
-                so.mig = FATIA_PLACE_MIG_EVICT;
-            else
-                goto usage_out;
-            break;
-        case 1305: {
-            int v;
-            if (fatia_parse_int(optarg, 1, 1000, &v) < 0)
-                goto usage_out;
-            so.fill_pct = (unsigned)v;
-            break;
-        }
-        case 1306:
-            if (fatia_parse_u64(optarg, &so.seed) < 0)
-                goto usage_out;
-            break;
-        case 1307:
-            if (parse_checkpoints(optarg, cps, FATIA_ARRAY_SIZE(cps), &so.n_checkpoints) < 0)
-                goto usage_out;
-            break;
-        case 1308: {
-            int v;
-            if (fatia_parse_int(optarg, 1, 100, &v) < 0)
-                goto usage_out;
-            so.mix_coverage = (unsigned)v;
-            break;
-        }
-        case 1309:
-            if (fatia_parse_duration_usec(optarg, &so.until) < 0 || so.until <= 0)
-                goto usage_out;
-            break;
-        case 1310:
-            if (fatia_parse_duration_usec(optarg, &so.sample_every) < 0 || so.sample_every <= 0)
-                goto usage_out;
-            break;
-        case 1311:
-            if (fatia_parse_double(optarg, &x) < 0 || x <= 0)
-                goto usage_out;
-            so.max_wait_s = x;
-            break;
-        case 1312:
-            if (fatia_parse_double(optarg, &x) < 0 || x < 1)
-                goto usage_out;
-            so.max_slowdown = x;
+            a->nodes_path = optarg;
             break;
         case 1313:
-            catalog = optarg;
+            a->catalog = optarg;
             break;
         case 'h':
-            FATIA_VEC_RELEASE(&paths);
             return fatia_cli_help(&fatia_cmd_sim);
+        case 1301:
+        case 1303:
+            if (sim_value(a, c, optarg) < 0)
+                return FATIA_EXIT_USAGE; /* named by sim_value */
+            break;
         default:
-            goto usage_out;
+            if (c < 1300 || sim_value(a, c, optarg) < 0)
+                return fatia_cli_usage_error(&fatia_cmd_sim, "invalid option or value");
+            break;
         }
     }
-    if (!trace_path) {
-        FATIA_VEC_RELEASE(&paths);
+    if (!a->trace_path)
         return fatia_cli_usage_error(&fatia_cmd_sim, "--trace FILE is required");
-    }
-    if (nodes_path && !alibaba) {
-        FATIA_VEC_RELEASE(&paths);
+    if (a->nodes_path && !a->alibaba)
         return fatia_cli_usage_error(&fatia_cmd_sim,
                                      "--nodes goes with --trace-format alibaba2023");
-    }
-    fatia_objset_init(&set);
-    fatia_catalog_init(&cat);
-    fatia_inventory_init(&inv);
-    fatia_sim_trace_init(&tr);
-    fatia_diag_init(&d);
-    if (paths.n &&
-        fatia_objset_load(&set, paths.v, paths.n, recursive, &fatia_demand_checks, &d) == -ENOMEM)
-        goto oom;
-    if (nodes_path) {
-        json_t *objs = NULL;
-        if (!(buf = supply_read_file(nodes_path, &n))) {
-            fatia_diag_add(&d, FATIA_DIAG_ERROR, nodes_path, 0, 0, NULL, NULL, "cannot read: %s",
-                           fatia_strerror(-errno));
-        } else if ((r = fatia_sim_alibaba_fleet(nodes_path, buf, n, &objs, &d)) == -ENOMEM) {
-            goto oom;
-        } else if (r == 0) {
-            r = add_objects(&set, objs, nodes_path, &d);
-            json_decref(objs);
-            if (r == -ENOMEM)
-                goto oom;
-        }
-        fatia_free(buf);
-        buf = NULL;
-    }
-    if (!(buf = supply_read_file(trace_path, &n))) {
-        fatia_diag_add(&d, FATIA_DIAG_ERROR, trace_path, 0, 0, NULL, NULL, "cannot read: %s",
+    return -1;
+}
+
+/* The Alibaba node list as NodePools added to the objects. 0 or -ENOMEM; problems in d. */
+static int read_nodes(const char *path, struct sim_world *w, struct fatia_diag *d)
+{
+    json_t *objs = NULL;
+    size_t n = 0;
+    char *buf = supply_read_file(path, &n);
+    int r = 0;
+
+    if (!buf) {
+        fatia_diag_add(d, FATIA_DIAG_ERROR, path, 0, 0, NULL, NULL, "cannot read: %s",
                        fatia_strerror(-errno));
-    } else {
-        r = alibaba ? fatia_sim_trace_alibaba(&tr, trace_path, buf, n, &d)
-                    : fatia_sim_trace_fatia(&tr, trace_path, buf, n, &d);
-        if (r == -ENOMEM)
-            goto oom;
-        if (r == 0 && !alibaba && fatia_sim_trace_profiles(&tr, &set, &d) == -ENOMEM)
-            goto oom;
+        return 0;
+    }
+    r = fatia_sim_alibaba_fleet(path, buf, n, &objs, d);
+    if (r == 0) {
+        r = add_objects(&w->set, objs, path, d);
+        json_decref(objs);
     }
     fatia_free(buf);
-    buf = NULL;
-    fatia_catalog_default_path(catalog, cpath, sizeof(cpath));
-    if (!fatia_diag_has_errors(&d) && fatia_catalog_load(&cat, cpath, &d) == -ENOMEM)
-        goto oom;
-    if (!fatia_diag_has_errors(&d)) {
-        r = fatia_supply_config_load(&cfg, &set, &d);
-        if (r == -ENOMEM)
-            goto oom;
-        have_cfg = r == 0;
+    return r == -ENOMEM ? r : 0;
+}
+
+/* The trace, and for fatia traces the hardware profiles its lines name. 0 or -ENOMEM. */
+static int read_trace(const struct sim_args *a, struct sim_world *w, struct fatia_diag *d)
+{
+    size_t n = 0;
+    char *buf = supply_read_file(a->trace_path, &n);
+    int r;
+
+    if (!buf) {
+        fatia_diag_add(d, FATIA_DIAG_ERROR, a->trace_path, 0, 0, NULL, NULL, "cannot read: %s",
+                       fatia_strerror(-errno));
+        return 0;
     }
-    if (!fatia_diag_has_errors(&d) && fatia_inventory_sim(&inv, &cfg, &cat, &d) == -ENOMEM)
-        goto oom;
-    if (!fatia_diag_has_errors(&d) && fatia_supply_plan(&inv, &cfg, &d, &plan) == -ENOMEM)
-        goto oom;
-    if (!fatia_diag_has_errors(&d) && !inv.n_nodes)
-        fatia_diag_add(&d, FATIA_DIAG_ERROR, NULL, 0, 0, NULL, NULL,
+    r = a->alibaba ? fatia_sim_trace_alibaba(&w->tr, a->trace_path, buf, n, d)
+                   : fatia_sim_trace_fatia(&w->tr, a->trace_path, buf, n, d);
+    if (r == 0 && !a->alibaba)
+        r = fatia_sim_trace_profiles(&w->tr, &w->set, d);
+    fatia_free(buf);
+    return r == -ENOMEM ? r : 0;
+}
+
+/* Loads the objects, the node list, the trace, the catalog; plans the fleet. Each step runs only
+ * when the ones before found no error. 0 or -ENOMEM; problems in d. */
+static int load_world(const struct sim_args *a, struct sim_world *w, struct fatia_diag *d)
+{
+    char cpath[512];
+    int r;
+
+    if (a->in.paths.n && fatia_objset_load(&w->set, a->in.paths.v, a->in.paths.n, a->in.recursive,
+                                           &fatia_demand_checks, d) == -ENOMEM)
+        return -ENOMEM;
+    if (a->nodes_path && read_nodes(a->nodes_path, w, d) == -ENOMEM)
+        return -ENOMEM;
+    if (read_trace(a, w, d) == -ENOMEM)
+        return -ENOMEM;
+    fatia_catalog_default_path(a->catalog, cpath, sizeof(cpath));
+    if (!fatia_diag_has_errors(d) && fatia_catalog_load(&w->cat, cpath, d) == -ENOMEM)
+        return -ENOMEM;
+    if (!fatia_diag_has_errors(d)) {
+        r = fatia_supply_config_load(&w->cfg, &w->set, d);
+        if (r == -ENOMEM)
+            return r;
+        w->have_cfg = r == 0;
+    }
+    if (!fatia_diag_has_errors(d) && fatia_inventory_sim(&w->inv, &w->cfg, &w->cat, d) == -ENOMEM)
+        return -ENOMEM;
+    if (!fatia_diag_has_errors(d) && fatia_supply_plan(&w->inv, &w->cfg, d, &w->plan) == -ENOMEM)
+        return -ENOMEM;
+    if (!fatia_diag_has_errors(d) && !w->inv.n_nodes)
+        fatia_diag_add(d, FATIA_DIAG_ERROR, NULL, 0, 0, NULL, NULL,
                        "no fleet: give NodePools with -f, or --nodes for the Alibaba trace");
-    if (fatia_diag_has_errors(&d))
-        goto done;
+    return 0;
+}
+
+static void world_release(struct sim_world *w)
+{
+    fatia_plan_free(w->plan);
+    fatia_inventory_release(&w->inv);
+    if (w->have_cfg)
+        fatia_supply_config_release(&w->cfg);
+    fatia_catalog_release(&w->cat);
+    fatia_sim_trace_release(&w->tr);
+    fatia_objset_release(&w->set);
+}
+
+/* Runs the simulation, says on stderr how long it took, prints the report. An exit code. */
+static int simulate(const struct sim_args *a, struct sim_world *w, struct fatia_diag *d)
+{
+    json_t *rep = NULL;
+    int64_t t0, t1, c0, c1;
+    int r, rc;
+
     t0 = fatia_now_mono_usec();
     c0 = cpu_usec();
-    r = fatia_sim_run(plan, &set, &tr, &so, &rep, &d);
+    r = fatia_sim_run(w->plan, &w->set, &w->tr, &a->so, &rep, d);
     c1 = cpu_usec();
     t1 = fatia_now_mono_usec();
     if (r == -ENOMEM)
-        goto oom;
+        fprintf(stderr, "fatia sim: out of memory\n");
     if (r < 0)
-        goto done;
+        return FATIA_EXIT_FAIL;
     fprintf(stderr,
             "fatia sim: %zu submissions, %lld GPUs, policy %s: simulated in %.3f s (%.3f s of "
             "CPU)\n",
-            tr.n, (long long)json_integer_value(json_object_get(rep, "totalGpus")),
-            fatia_place_policy_name(so.policy), (double)(t1 - t0) / 1e6, (double)(c1 - c0) / 1e6);
-    if (out == FATIA_OUT_TABLE) {
-        if (so.fill_pct)
+            w->tr.n, (long long)json_integer_value(json_object_get(rep, "totalGpus")),
+            fatia_place_policy_name(a->so.policy), (double)(t1 - t0) / 1e6,
+            (double)(c1 - c0) / 1e6);
+    if (a->in.out == FATIA_OUT_TABLE) {
+        if (a->so.fill_pct)
             print_fill(rep);
         else
             print_replay(rep);
         rc = FATIA_EXIT_OK;
     } else {
-        rc = fatia_cli_print(rep, out);
+        rc = fatia_cli_print(rep, a->in.out);
     }
-    goto done;
-oom:
-    fprintf(stderr, "fatia sim: out of memory\n");
-    rc = FATIA_EXIT_FAIL;
-done:
+    json_decref(rep);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    struct sim_args a = {.so = {.seed = 42, .n_checkpoints = 6},
+                         .cps = {80, 90, 100, 110, 120, 130}};
+    struct sim_world w;
+    struct fatia_diag d;
+    int rc;
+
+    a.so.checkpoints = a.cps;
+    fatia_cli_input_init(&a.in, &fatia_cmd_sim, FATIA_OUT_TABLE);
+    rc = parse_args(argc, argv, &a);
+    if (rc >= 0) {
+        fatia_cli_input_release(&a.in);
+        return rc;
+    }
+    memset(&w, 0, sizeof(w));
+    fatia_objset_init(&w.set);
+    fatia_catalog_init(&w.cat);
+    fatia_inventory_init(&w.inv);
+    fatia_sim_trace_init(&w.tr);
+    fatia_diag_init(&d);
+    if (load_world(&a, &w, &d) == -ENOMEM) {
+        fprintf(stderr, "fatia sim: out of memory\n");
+        rc = FATIA_EXIT_FAIL;
+    } else if (fatia_diag_has_errors(&d)) {
+        rc = FATIA_EXIT_FAIL;
+    } else {
+        rc = simulate(&a, &w, &d);
+    }
     fatia_diag_print(&d, stderr);
     fatia_diag_release(&d);
-    json_decref(rep);
-    fatia_free(buf);
-    fatia_plan_free(plan);
-    fatia_inventory_release(&inv);
-    if (have_cfg)
-        fatia_supply_config_release(&cfg);
-    fatia_catalog_release(&cat);
-    fatia_sim_trace_release(&tr);
-    fatia_objset_release(&set);
-    FATIA_VEC_RELEASE(&paths);
+    world_release(&w);
+    fatia_cli_input_release(&a.in);
     return rc;
-usage_out:
-    FATIA_VEC_RELEASE(&paths);
-    return fatia_cli_usage_error(&fatia_cmd_sim, "invalid option or value");
 }
 
 const struct fatia_cli_cmd fatia_cmd_sim = {

@@ -5,10 +5,23 @@
  * The token is appended to DATA_DIR/tokens (apiserver/auth.h), which a running fatiad re-reads
  * within a second; the kubeconfig printed on stdout points at the server and certificate of
  * DATA_DIR/kubeconfig (the admin kubeconfig fatiad writes at every start), so it works at once.
+ *
+ * The kubeconfig is a credential: whatever the umask, nobody but its owner may read what this
+ * command writes. --output-file FILE is opened (created or truncated, never through a symbolic
+ * link) and set to 0600 with fchmod before a byte is written. When stdout is a regular file
+ * (`> alice.kubeconfig`, which the shell creates 0644 under the usual umask 022), it is set to
+ * 0600 the same way before the kubeconfig is written; a regular file owned by someone else is
+ * refused rather than written world-readable. A pipe or a terminal is left as it is. Rejected:
+ * refusing `>` altogether (the README and users' habits use it); writing to a temporary file
+ * and renaming (the shell has already created the file that stdout names).
  */
 #include "base/compat.h"
 
+#include <sys/stat.h>
+
+#include <fcntl.h>
 #include <getopt.h>
+#include <unistd.h>
 
 #include "apiserver/auth.h"
 #include "base/alloc.h"
@@ -19,7 +32,7 @@
 
 static const char usage[] =
     "Usage: fatia token create --user NAME --namespace NS [--namespace NS2 ...] [--read-only]\n"
-    "                          [--group GROUP ...] [--data-dir DIR]\n"
+    "                          [--group GROUP ...] [--data-dir DIR] [--output-file FILE]\n"
     "\n"
     "Adds a bearer token to fatiad's tokens file and prints a kubeconfig that uses it.\n"
     "\n"
@@ -28,21 +41,82 @@ static const char usage[] =
     "      --read-only        get, list and watch only\n"
     "  -g, --group GROUP      a group of the user (repeatable; system:masters is an admin)\n"
     "  -d, --data-dir DIR     fatiad's data directory (default $FATIA_DATA_DIR, else .fatia)\n"
+    "      --output-file FILE write the kubeconfig to FILE instead of stdout\n"
+    "\n"
+    "The kubeconfig written (to FILE, or to stdout when stdout is a file) is made 0600\n"
+    "whatever the umask.\n"
     "\n"
     "Example:\n"
     "  fatia token create --user alice --namespace team-a > alice.kubeconfig\n"
     "  KUBECONFIG=alice.kubeconfig kubectl get localqueues -n team-a\n";
 
+/* Makes fd, open for writing the kubeconfig, readable by its owner only: 0, or an exit code
+ * after a message. Only regular files are changed. */
+static int make_private(int fd, const char *what)
+{
+    struct stat st;
+
+    if (fstat(fd, &st) < 0) {
+        fprintf(stderr, "fatia token: cannot stat %s: %s\n", what, fatia_strerror(-errno));
+        return FATIA_EXIT_FAIL;
+    }
+    if (!S_ISREG(st.st_mode))
+        return 0;
+    if (st.st_uid != geteuid()) {
+        fprintf(stderr,
+                "fatia token: %s is a file owned by uid %u, not by you: not writing a token "
+                "others may read (use --output-file)\n",
+                what, (unsigned)st.st_uid);
+        return FATIA_EXIT_FAIL;
+    }
+    if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) < 0) {
+        fprintf(stderr, "fatia token: cannot make %s private (chmod 0600): %s\n", what,
+                fatia_strerror(-errno));
+        return FATIA_EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* Writes the kubeconfig to file (or stdout when NULL), 0600 whatever the umask. An exit code. */
+static int write_private(const char *file, const struct fatia_buf *b)
+{
+    int fd = STDOUT_FILENO, rc;
+
+    if (file) {
+        fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            fprintf(stderr, "fatia token: cannot create '%s': %s\n", file, fatia_strerror(-errno));
+            return FATIA_EXIT_FAIL;
+        }
+    }
+    rc = make_private(fd, file ? file : "stdout");
+    for (size_t off = 0; rc == 0 && off < b->len;) {
+        ssize_t n = write(fd, b->p + off, b->len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            fprintf(stderr, "fatia token: cannot write %s: %s\n", file ? file : "stdout",
+                    fatia_strerror(n < 0 ? -errno : -EIO));
+            rc = FATIA_EXIT_FAIL;
+            break;
+        }
+        off += (size_t)n;
+    }
+    if (file && close(fd) < 0 && rc == 0) {
+        fprintf(stderr, "fatia token: cannot write '%s': %s\n", file, fatia_strerror(-errno));
+        rc = FATIA_EXIT_FAIL;
+    }
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {{"user", required_argument, NULL, 'u'},
-                                         {"namespace", required_argument, NULL, 'n'},
-                                         {"read-only", no_argument, NULL, 'r'},
-                                         {"group", required_argument, NULL, 'g'},
-                                         {"data-dir", required_argument, NULL, 'd'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *user = NULL, *dir = getenv("FATIA_DATA_DIR");
+    static const struct option opts[] = {
+        {"user", required_argument, NULL, 'u'},     {"namespace", required_argument, NULL, 'n'},
+        {"read-only", no_argument, NULL, 'r'},      {"group", required_argument, NULL, 'g'},
+        {"data-dir", required_argument, NULL, 'd'}, {"output-file", required_argument, NULL, 'O'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    const char *user = NULL, *dir = getenv("FATIA_DATA_DIR"), *out_file = NULL;
     const char **namespaces = fatia_xcalloc((size_t)argc + 1, sizeof(char *));
     const char **groups = fatia_xcalloc((size_t)argc + 1, sizeof(char *));
     size_t n_ns = 0, n_groups = 0;
@@ -57,7 +131,11 @@ static int run(int argc, char **argv)
             rc = fatia_cli_help(&fatia_cmd_token);
             goto out;
         }
-        rc = fatia_cli_usage_error(&fatia_cmd_token, "expected 'create'");
+        if (argc >= 2 && fatia_cli_nearest(argv[1], (const char *const[]){"create"}, 1))
+            rc = fatia_cli_usage_error(&fatia_cmd_token,
+                                       "unknown subcommand '%s': did you mean 'create'?", argv[1]);
+        else
+            rc = fatia_cli_usage_error(&fatia_cmd_token, "expected 'create'");
         goto out;
     }
     argc--;
@@ -78,6 +156,9 @@ static int run(int argc, char **argv)
             break;
         case 'd':
             dir = optarg;
+            break;
+        case 'O':
+            out_file = optarg;
             break;
         case 'h':
             rc = fatia_cli_help(&fatia_cmd_token);
@@ -123,8 +204,7 @@ static int run(int argc, char **argv)
         fprintf(stderr, "fatia token: %s\n", fatia_strerror(r));
         goto out;
     }
-    fwrite(out.p, 1, out.len, stdout);
-    rc = FATIA_EXIT_OK;
+    rc = write_private(out_file, &out);
 out:
     fatia_buf_release(&out);
     fatia_free(ca);

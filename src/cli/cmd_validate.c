@@ -15,6 +15,7 @@
 #include "base/vec.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/input.h"
 #include "demand/demand.h"
 #include "model/objset.h"
 
@@ -62,61 +63,50 @@ static void print_diag(const struct fatia_diag *d, json_t *jdiags)
 
 static int run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"filename", required_argument, NULL, 'f'}, {"recursive", no_argument, NULL, 'R'},
-        {"output", required_argument, NULL, 'o'},   {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-    FATIA_VEC(char *) paths = {0};
-    enum fatia_output out = FATIA_OUT_TABLE;
-    bool recursive = false, quiet = false;
+    static const struct option opts[] = {FATIA_CLI_INPUT_OPTIONS,
+                                         {"quiet", no_argument, NULL, 'q'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    struct fatia_cli_input in;
+    bool quiet = false;
     struct fatia_objset set;
     json_t *jobjs = NULL, *jdiags = NULL;
     size_t n_ok = 0, n_bad = 0, n_warn = 0, n_files_bad = 0;
-    int c, rc = FATIA_EXIT_OK;
+    int c, r, rc = FATIA_EXIT_OK;
 
+    fatia_cli_input_init(&in, &fatia_cmd_validate, FATIA_OUT_TABLE);
     while ((c = getopt_long(argc, argv, "f:Ro:qh", opts, NULL)) != -1) {
+        r = fatia_cli_input_opt(&in, c, optarg);
+        if (r < 0)
+            goto usage;
+        if (r > 0)
+            continue;
         switch (c) {
-        case 'f':
-            if (FATIA_VEC_PUSH(&paths, optarg) < 0)
-                return FATIA_EXIT_FAIL;
-            break;
-        case 'R':
-            recursive = true;
-            break;
-        case 'o':
-            if (fatia_cli_parse_output(optarg, &out) < 0)
-                return fatia_cli_usage_error(&fatia_cmd_validate, "unknown output format '%s'",
-                                             optarg);
-            break;
         case 'q':
             quiet = true;
             break;
         case 'h':
-            FATIA_VEC_RELEASE(&paths);
+            fatia_cli_input_release(&in);
             return fatia_cli_help(&fatia_cmd_validate);
         default:
-            FATIA_VEC_RELEASE(&paths);
+            fatia_cli_input_release(&in);
             return fatia_cli_usage_error(&fatia_cmd_validate, "unknown option");
         }
     }
-    for (; optind < argc; optind++)
-        if (FATIA_VEC_PUSH(&paths, argv[optind]) < 0)
-            return FATIA_EXIT_FAIL;
-    if (!paths.n)
-        return fatia_cli_usage_error(&fatia_cmd_validate, "no input: give -f PATH");
-    if (out != FATIA_OUT_TABLE) {
+    if ((r = fatia_cli_input_args(&in, optind, argc, argv, true)) < 0)
+        goto usage;
+    if (in.out != FATIA_OUT_TABLE) {
         jobjs = json_array();
         jdiags = json_array();
     }
 
     fatia_objset_init(&set);
-    for (size_t p = 0; p < paths.n; p++) {
+    for (size_t p = 0; p < in.paths.n; p++) {
         struct fatia_diag file_diag;
         size_t first = set.docs.n;
-        int r;
 
         fatia_diag_init(&file_diag);
-        r = fatia_docset_load_path(&set.docs, paths.v[p], recursive, &file_diag);
+        r = fatia_docset_load_path(&set.docs, in.paths.v[p], in.recursive, &file_diag);
         if (r == -ENOMEM) {
             fprintf(stderr, "fatia validate: out of memory\n");
             rc = FATIA_EXIT_FAIL;
@@ -179,7 +169,7 @@ static int run(int argc, char **argv)
         json_t *doc = json_pack("{s:o,s:o,s:{s:I,s:I,s:I}}", "objects", jobjs, "diagnostics",
                                 jdiags, "summary", "valid", (json_int_t)n_ok, "invalid",
                                 (json_int_t)n_bad, "warnings", (json_int_t)n_warn);
-        if (fatia_cli_print(doc, out) != FATIA_EXIT_OK)
+        if (fatia_cli_print(doc, in.out) != FATIA_EXIT_OK)
             rc = FATIA_EXIT_FAIL;
         json_decref(doc);
     } else {
@@ -188,7 +178,11 @@ static int run(int argc, char **argv)
                 n_files_bad ? ", some files could not be read" : "");
     }
     fatia_objset_release(&set);
-    FATIA_VEC_RELEASE(&paths);
+    fatia_cli_input_release(&in);
+    return rc;
+usage:
+    rc = fatia_cli_input_exit(&in, r);
+    fatia_cli_input_release(&in);
     return rc;
 }
 

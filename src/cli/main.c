@@ -25,6 +25,28 @@ static const struct fatia_cli_cmd *const commands[] = {
     NULL,
 };
 
+static void print_help(FILE *f);
+
+/* "fatia: unknown command 'X'" with the nearest command, if one is near; FATIA_EXIT_USAGE. */
+static int unknown_command(const char *word)
+{
+    const char *names[FATIA_ARRAY_SIZE(commands)];
+    const char *near;
+    size_t n = 0;
+
+    for (; commands[n]; n++)
+        names[n] = commands[n]->name;
+    near = fatia_cli_nearest(word, names, n);
+    if (near) {
+        fprintf(stderr, "fatia: unknown command '%s': did you mean '%s'?\n", word, near);
+        fprintf(stderr, "Run 'fatia --help' for every command.\n");
+    } else {
+        fprintf(stderr, "fatia: unknown command '%s'\n", word);
+        print_help(stderr);
+    }
+    return FATIA_EXIT_USAGE;
+}
+
 static void print_help(FILE *f)
 {
     fprintf(f, "fatia: GPU-as-a-Service engine: slices, quotas, catalog, serving.\n\n"
@@ -68,13 +90,13 @@ int main(int argc, char **argv)
             for (size_t c = 0; commands[c]; c++)
                 if (!strcmp(commands[c]->name, argv[i + 1]))
                     return fatia_cli_help(commands[c]);
+        if (i + 1 < argc)
+            return unknown_command(argv[i + 1]);
         print_help(stdout);
         return FATIA_EXIT_OK;
     }
     for (size_t c = 0; commands[c]; c++)
         if (!strcmp(commands[c]->name, argv[i]))
             return commands[c]->run(argc - i, argv + i);
-    fprintf(stderr, "fatia: unknown command '%s'\n", argv[i]);
-    print_help(stderr);
-    return FATIA_EXIT_USAGE;
+    return unknown_command(argv[i]);
 }

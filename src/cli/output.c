@@ -1,5 +1,10 @@
 /*
- * cli/output.c: output formats, usage errors and the table printer (see cli.h).
+ * cli/output.c: output formats, usage errors, "did you mean" and the table printer (see cli.h).
+ *
+ * "Did you mean": a prefix wins (`fatia sched`), then the smallest optimal-string-alignment
+ * distance up to 2 (`fatia pln`, `fatia paln`), never a name as far from the word as the word is
+ * long (`fatia xy` suggests nothing rather than `sim`). Names are short: the distance is a
+ * three-row table, capped at 32 characters.
  */
 #include "base/compat.h"
 
@@ -55,6 +60,51 @@ int fatia_cli_usage_error(const struct fatia_cli_cmd *cmd, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\nTry 'fatia %s --help'.\n", cmd->name);
     return FATIA_EXIT_USAGE;
+}
+
+/* Optimal string alignment distance of a and b, capped at 3 (only "at most 2" matters). */
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t d[3][33];
+
+    if (la > 32 || lb > 32)
+        return 3;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t *cur = d[i % 3], *prev = d[(i - 1) % 3], *prev2 = d[(i + 1) % 3];
+        cur[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = a[i - 1] != b[j - 1];
+            size_t v = FATIA_MIN(prev[j] + 1, cur[j - 1] + 1);
+            v = FATIA_MIN(v, prev[j - 1] + cost);
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                v = FATIA_MIN(v, prev2[j - 2] + 1);
+            cur[j] = v;
+        }
+    }
+    return FATIA_MIN(d[la % 3][lb], (size_t)3);
+}
+
+const char *fatia_cli_nearest(const char *word, const char *const *names, size_t n)
+{
+    const char *best = NULL;
+    size_t best_d = 3, len = strlen(word);
+
+    if (!len)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!strncmp(names[i], word, len))
+            return names[i];
+    for (size_t i = 0; i < n; i++) {
+        size_t d = edit_distance(word, names[i]);
+        if (d < best_d && d < len) {
+            best = names[i];
+            best_d = d;
+        }
+    }
+    return best;
 }
 
 int fatia_cli_help(const struct fatia_cli_cmd *cmd)

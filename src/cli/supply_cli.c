@@ -29,12 +29,11 @@
 
 int supply_opt(struct supply_opts *o, int c, const char *arg, const char *cmd)
 {
+    int r = fatia_cli_input_opt(&o->in, c, arg);
+
+    if (r)
+        return r < 0 ? -1 : 1;
     switch (c) {
-    case 'f':
-        return FATIA_VEC_PUSH(&o->paths, (char *)arg) < 0 ? -1 : 1;
-    case 'R':
-        o->recursive = true;
-        return 1;
     case 1001:
         if (!strcmp(arg, "auto"))
             o->inventory = SUPPLY_INV_AUTO;
@@ -75,7 +74,7 @@ int supply_opt(struct supply_opts *o, int c, const char *arg, const char *cmd)
 
 void supply_opts_release(struct supply_opts *o)
 {
-    FATIA_VEC_RELEASE(&o->paths);
+    fatia_cli_input_release(&o->in);
 }
 
 char *supply_read_file(const char *path, size_t *ret_n)
@@ -218,9 +217,9 @@ int supply_session_open(struct supply_session *s, const struct supply_opts *o, c
     fatia_catalog_init(&s->cat);
     fatia_inventory_init(&s->inv);
     fatia_diag_init(&d);
-    if (o->paths.n) {
-        r = fatia_objset_load(&s->set, o->paths.v, o->paths.n, o->recursive, &fatia_demand_checks,
-                              &d);
+    if (o->in.paths.n) {
+        r = fatia_objset_load(&s->set, o->in.paths.v, o->in.paths.n, o->in.recursive,
+                              &fatia_demand_checks, &d);
     } else if (o->inventory != SUPPLY_INV_NVML) {
         fatia_data_path(fleet, sizeof(fleet), "fleets/default.yaml");
         default_paths[0] = fleet;

@@ -7,6 +7,7 @@
 #define FATIA_CLI_SUPPLY_CLI_H
 
 #include "base/vec.h"
+#include "cli/input.h"
 #include "model/objset.h"
 #include "supply/catalog.h"
 #include "supply/config.h"
@@ -20,8 +21,7 @@ enum supply_inv_mode {
 };
 
 struct supply_opts {
-    FATIA_VEC(char *) paths;
-    bool recursive;
+    struct fatia_cli_input in; /* -f, -R, -o: fatia_cli_input_init it first */
     enum supply_inv_mode inventory;
     const char *catalog;
     const char *nvml_lib;
@@ -41,17 +41,17 @@ struct supply_session {
     bool have_cfg;
 };
 
-/* The long options both commands take, and their handling: returns 1 when c was one of them,
- * 0 when not, -1 on a bad value (already reported). */
-#define SUPPLY_LONG_OPTIONS                                                                        \
-    {"filename", required_argument, NULL, 'f'}, {"recursive", no_argument, NULL, 'R'},             \
-        {"inventory", required_argument, NULL, 1001}, {"catalog", required_argument, NULL, 1002},  \
-        {"nvml-lib", required_argument, NULL, 1003}, {"node-name", required_argument, NULL, 1004}, \
-        {"pool", required_argument, NULL, 1005},                                                   \
-        {"device-plugin-config", required_argument, NULL, 1006},                                   \
-        {"mig-parted-config", required_argument, NULL, 1007},                                      \
-    {                                                                                              \
-        "device-plugin-default", required_argument, NULL, 1008                                     \
+/* The long options both commands take (with FATIA_CLI_INPUT_OPTIONS), and their handling,
+ * -f, -R and -o included: returns 1 when c was one of them, 0 when not, -1 on a bad value
+ * (already reported). */
+#define SUPPLY_LONG_OPTIONS                                                                      \
+    FATIA_CLI_INPUT_OPTIONS, {"inventory", required_argument, NULL, 1001},                       \
+        {"catalog", required_argument, NULL, 1002}, {"nvml-lib", required_argument, NULL, 1003}, \
+        {"node-name", required_argument, NULL, 1004}, {"pool", required_argument, NULL, 1005},   \
+        {"device-plugin-config", required_argument, NULL, 1006},                                 \
+        {"mig-parted-config", required_argument, NULL, 1007},                                    \
+    {                                                                                            \
+        "device-plugin-default", required_argument, NULL, 1008                                   \
     }
 int supply_opt(struct supply_opts *o, int c, const char *arg, const char *cmd);
 void supply_opts_release(struct supply_opts *o);

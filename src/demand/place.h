@@ -176,7 +176,7 @@ uint64_t fatia_place_pod_gpu_milli(const struct fatia_place_state *st,
 /* A mix belongs to one state (it caches per-node figures of it). coverage_pct: the measure uses
  * the most popular request types, added 10 at a time, until they cover at least this share of
  * the pods recorded (the FGD authors' "typical pods", 60 in their artifact); 100 uses every type.
- * 0 means 60. */
+ * 0 means 100. */
 int fatia_place_mix_new(const struct fatia_place_state *st, unsigned coverage_pct,
                         struct fatia_place_mix **ret);
 void fatia_place_mix_free(struct fatia_place_mix *mix);

@@ -99,7 +99,7 @@ struct fatia_sim_opts {
     uint64_t seed;
     const unsigned *checkpoints; /* % of requested load to report at (fill mode) */
     size_t n_checkpoints;
-    unsigned mix_coverage; /* fatia_place_mix_new's; 0 = 60 */
+    unsigned mix_coverage; /* fatia_place_mix_new's; 0 = 100 (every request type) */
     int64_t sample_every;  /* usec between samples of the time series; 0 = 200 samples */
     int64_t until;         /* stop at this virtual time (usec); 0 = when everything is done */
     /* the slowdown model and the service bounds (density experiment; docs/sim.md) */

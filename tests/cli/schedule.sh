@@ -35,6 +35,21 @@ expect_rc 1 "$FATIA" schedule -f "$TMP/bad.yaml"
 expect_line "$TMP/err" "spec.queueingStrategy: unsupported value"
 expect_line "$TMP/err" "nothing was scheduled"
 
+# Jobs and Pods are not scheduled, and the run says so (it once ignored them silently)
+expect_rc 0 "$FATIA" schedule -f examples/ -f examples/jobs/ -o json
+expect_line "$TMP/err" "fatia schedule: skipped 5 Jobs (team-a/train-a1, team-a/train-a2, team-b/train-b1, team-a/urgent-eval, team-b/serve-llm) and 1 Pod (team-b/notebook): fatia schedule reads Workloads only."
+expect_line "$TMP/err" "kubectl get workloads -A -o yaml > workloads.yaml"
+cp "$TMP/out" "$TMP/with-jobs.json"
+expect_rc 0 "$FATIA" schedule -f examples/ -o json
+cmp -s "$TMP/out" "$TMP/with-jobs.json" || fail "Jobs and Pods changed the schedule"
+[ -s "$TMP/err" ] && fail "no Jobs, yet stderr says: $(cat "$TMP/err")"
+for i in $(seq 8); do
+    printf -- '---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%s, namespace: team-a}\nspec: {containers: [{name: c, image: x}]}\n' "$i"
+done >"$TMP/pods.yaml"
+expect_rc 0 "$FATIA" schedule -f examples/ -f "$TMP/pods.yaml"
+expect_line "$TMP/err" "skipped 8 Pods (team-a/p1, team-a/p2, team-a/p3, team-a/p4, team-a/p5, and 3 more)"
+grep -q "Jobs\? (" "$TMP/err" && fail "named Jobs that are not there"
+
 # usage
 expect_rc 2 "$FATIA" schedule
 expect_rc 2 "$FATIA" schedule -f examples/ --cycles 0

@@ -54,6 +54,16 @@ for p in binpack bestfit spread fragmentation; do
     expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement $p -o json
     cmp -s "$TMP/out" "$TMP/fill-$p.json" || fail "fill mode with $p is not reproducible"
 done
+# --typical-coverage defaults to 100 (every request type), as the help says (it once said 60)
+q "$TMP/fill-fragmentation.json" 'd["typicalTypes"], d["requestTypes"]' "(5, 5)"
+expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fragmentation --typical-coverage 100 -o json
+cmp -s "$TMP/out" "$TMP/fill-fragmentation.json" || fail "--typical-coverage 100 is not the default"
+expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fragmentation --typical-coverage 60 -o json
+q "$TMP/out" 'd["typicalTypes"], d["requestTypes"]' "(3, 5)"
+expect_rc 0 "$FATIA" sim --help
+expect_line "$TMP/out" "(default 100: every type; the FGD artifact uses 60)"
+expect_rc 2 "$FATIA" sim --trace $D/fifo.csv --typical-coverage 0
+
 # below 100 % requested load an unplaced pod is the policy's doing, never the fleet's size
 q "$TMP/fill-binpack.json" 'd["checkpoints"][0]["unallocatedGpus"] >= 0.2 * d["totalGpus"] - 1e-9' "True"
 

@@ -102,7 +102,7 @@ static json_t *validated(json_t *root)
     json_t *obj;
 
     fatia_diag_init(&diag);
-    if (fatia_object_decode(root, &(struct fatia_decode_opts){0}, &diag, &o) < 0) {
+    if (fatia_object_decode(root, &(struct fatia_decode_opts){0}, NULL, &diag, &o) < 0) {
         fatia_diag_print(&diag, stderr);
         fprintf(stderr, "control_bench: generated an invalid object\n");
         exit(1);

@@ -14,7 +14,12 @@ function(fatia_expose_headers target dir)
   set(inc ${CMAKE_BINARY_DIR}/include/${dir})
   file(MAKE_DIRECTORY ${inc})
   file(CREATE_LINK ${CMAKE_SOURCE_DIR}/src/${dir} ${inc}/${dir} SYMBOLIC)
-  target_include_directories(${target} PUBLIC ${inc})
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "INTERFACE_LIBRARY") # headers only (fatia_client)
+    target_include_directories(${target} INTERFACE ${inc})
+  else()
+    target_include_directories(${target} PUBLIC ${inc})
+  endif()
 endfunction()
 
 # fatia_header_only(TARGET DIR): TARGET may include src/DIR's headers without linking DIR's

@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "apiserver/internal.h"
+#include "demand/demand.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -31,7 +32,7 @@ static void setup(void)
     int code = 0;
 
     if (!base || fatia_store_open(":memory:", NULL, &store) < 0 ||
-        fatia_apiserver_new(base, store, NULL, &srv) < 0)
+        fatia_apiserver_new(base, store, &fatia_demand_checks, NULL, &srv) < 0)
         abort();
     ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
                    "default");

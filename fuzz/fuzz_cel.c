@@ -17,8 +17,8 @@
 #include "base/compat.h"
 
 #include "base/error.h"
-#include "demand/cel.h"
-#include "demand/cel_regex.h"
+#include "cel/cel.h"
+#include "cel/cel_regex.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,6 +5,7 @@
  */
 #include "base/compat.h"
 
+#include "demand/demand.h"
 #include "model/objset.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -25,11 +26,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct fatia_diag d2;
         json_t *copy;
 
-        if (fatia_object_decode(set.docs[i].root, &o, &diag, &obj) < 0)
+        if (fatia_object_decode(set.docs[i].root, &o, &fatia_demand_checks, &diag, &obj) < 0)
             continue;
         copy = json_deep_copy(obj->obj);
         fatia_diag_init(&d2);
-        if (fatia_object_decode(copy, &(struct fatia_decode_opts){0}, &d2, &again) < 0 ||
+        if (fatia_object_decode(copy, &(struct fatia_decode_opts){0}, &fatia_demand_checks, &d2,
+                                &again) < 0 ||
             !json_equal(again->obj, obj->obj)) {
             fatia_diag_print(&d2, stderr);
             abort();

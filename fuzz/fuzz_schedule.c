@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "control/control.h"
+#include "demand/demand.h"
 #include "model/object.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -51,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     for (size_t i = 0; i < set.n; i++) {
         struct fatia_decode_opts o = {.file = "fuzz.yaml", .map = set.map};
-        if (fatia_object_decode(set.docs[i].root, &o, &diag, &objs[i]) < 0)
+        if (fatia_object_decode(set.docs[i].root, &o, &fatia_demand_checks, &diag, &objs[i]) < 0)
             objs[i] = NULL;
         else if (fatia_json_path(objs[i]->obj, "status.admission"))
             input_admissions = true;

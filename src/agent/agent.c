@@ -64,20 +64,33 @@
 #include "agent/proc.h"
 #include "agent/shim.h"
 #include "agent/vgpu_slice.h"
-#include "apiserver/apiserver.h"
-#include "apiserver/client.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/str.h"
+#include "client/client.h"
+#include "client/plugin.h"
 #include "model/kinds/kinds.h"
 #include "model/quantity.h"
 #include "vgpu/region.h"
 
 static void reconcile(struct fatia_agent *a, struct apod *p);
 static void push_status(struct fatia_agent *a, struct apod *p);
+
+/* Retries of the agent's writes: 100 ms doubling to 30 s, plus up to half of it as jitter. */
+#define RETRY_BASE (100 * FATIA_USEC_PER_MSEC)
+#define RETRY_MAX  (30 * FATIA_USEC_PER_SEC)
+/* A write the budget refused is tried again after this (plus jitter). */
+#define BUDGET_WAIT (50 * FATIA_USEC_PER_MSEC)
+/* The agent's share of the event loop: API writes (patches and Events) per second, and the
+ * burst; past it writes wait (patches) or are dropped (Events), so that no tenant's pods can make
+ * the agent flood fatiad. Warnings: a burst of 20 lines, then 5 a second. */
+#define WRITES_PER_SEC 500
+#define WRITES_BURST   1000
+#define WARN_PER_SEC   5
+#define WARN_BURST     20
 
 struct mpsd {
     char uuid[128];
@@ -115,7 +128,13 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         o->mps_control = v;
     else if (KEY("vgpu-log"))
         o->vgpu_log = v;
-    else if (KEY("user")) {
+    else if (KEY("pod-dir")) {
+        if (!v[0] || strlen(v) > 1000) {
+            snprintf(why, why_n, "pod-dir: expected a directory (at most 1000 bytes)");
+            return -EINVAL;
+        }
+        o->pod_dir = v;
+    } else if (KEY("user")) {
         if (strcmp(v, "auto") && strcmp(v, "namespace") && strcmp(v, "current")) {
             snprintf(why, why_n, "user: expected auto, namespace or current");
             return -EINVAL;
@@ -158,6 +177,27 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
 }
 
 /* ---- small helpers ---- */
+
+/* A warning, rate-limited (a tenant's pods must not flood the log): the line let through after
+ * some were refused says how many. */
+static void agent_warn(struct fatia_agent *a, const char *fmt, ...) FATIA_PRINTF(2, 3);
+
+static void agent_warn(struct fatia_agent *a, const char *fmt, ...)
+{
+    uint64_t sup = 0;
+    char msg[1200];
+    va_list ap;
+
+    if (!fatia_ratelimit_take(&a->warn, fatia_now_mono_usec(), &sup))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (sup)
+        fatia_warn("%s (%" PRIu64 " agent warnings suppressed before this one)", msg, sup);
+    else
+        fatia_warn("%s", msg);
+}
 
 /* A directory with exactly mode (fatiad's umask is 077), made or found (never through a link).
  * 0 when made, 1 when it existed, or -errno. */
@@ -310,6 +350,7 @@ static struct apod *pod_new(struct fatia_agent *a, const char *uid, const char *
     snprintf(p->ns, sizeof(p->ns), "%s", ns ? ns : "");
     snprintf(p->name, sizeof(p->name), "%s", name ? name : "");
     snprintf(p->wait_reason, sizeof(p->wait_reason), "ContainerCreating");
+    p->agent = a;
     if (fatia_strmap_put(&a->by_uid, p->uid, p) < 0) {
         fatia_free(p);
         return NULL;
@@ -335,7 +376,57 @@ static void pod_free(struct fatia_agent *a, struct apod *p)
     json_decref(p->slices);
     json_decref(p->mps_gpus);
     json_decref(p->acct);
+    if (p->retry_ev)
+        event_free(p->retry_ev);
     fatia_free(p);
+}
+
+/* ---- retries ---- */
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct apod *p = arg;
+    struct fatia_agent *a = p->agent;
+
+    (void)fd;
+    (void)what;
+    if (a->stopping)
+        return;
+    if (p->status_waiting && fatia_now_mono_usec() >= p->status_retry_at) {
+        p->status_waiting = false;
+        push_status(a, p);
+    }
+    reconcile(a, p); /* last: it may free p */
+}
+
+/* Wakes the pod at the earliest retry time still ahead. */
+static void arm_retry(struct fatia_agent *a, struct apod *p)
+{
+    fatia_usec_t now = fatia_now_mono_usec(), at = 0, d;
+    struct timeval tv;
+
+    if (p->fin_retry_at > now)
+        at = p->fin_retry_at;
+    if (p->status_waiting && p->status_retry_at > now && (!at || p->status_retry_at < at))
+        at = p->status_retry_at;
+    if (!at)
+        return;
+    if (!p->retry_ev && !(p->retry_ev = evtimer_new(a->base, on_retry, p)))
+        return; /* the one-second tick retries instead */
+    d = at - now;
+    tv.tv_sec = (time_t)(d / FATIA_USEC_PER_SEC);
+    tv.tv_usec = (suseconds_t)(d % FATIA_USEC_PER_SEC);
+    evtimer_add(p->retry_ev, &tv);
+}
+
+/* The time of the next try after `failures` consecutive failures (0: the budget refused). */
+static fatia_usec_t retry_time(struct fatia_agent *a, unsigned failures)
+{
+    uint64_t r = fatia_backoff_rand(&a->rnd);
+
+    if (!failures)
+        return fatia_now_mono_usec() + BUDGET_WAIT + (fatia_usec_t)(r % (uint64_t)BUDGET_WAIT);
+    return fatia_now_mono_usec() + fatia_backoff_delay(RETRY_BASE, RETRY_MAX, failures, r);
 }
 
 /* ---- API writes ---- */
@@ -419,6 +510,14 @@ static void emit_event(struct fatia_agent *a, const struct apod *p, const char *
 
     if (a->stopping)
         return;
+    if (!fatia_ratelimit_take(&a->writes, fatia_now_mono_usec(), NULL)) {
+        if (a->events_dropped++ % 1000 == 0)
+            agent_warn(a,
+                       "agent: over the write budget (%d a second): %" PRIu64 " Events not "
+                       "recorded so far",
+                       WRITES_PER_SEC, a->events_dropped);
+        return;
+    }
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
@@ -459,35 +558,58 @@ static void patch_done(void *arg, const struct fatia_client_result *res)
     }
     if (res->obj)
         take_pod(p, res->obj);
+    /* a failed write is tried again after a back-off, never at once: the pod may be deleted
+     * under it (a 422 until the watch brings the deletion), and a loop of immediate retries
+     * would starve fatiad */
     switch (o->kind) {
     case OP_FINALIZER_ADD:
         p->fin_inflight = false;
-        if (res->status) {
-            fatia_warn("agent: pod %s/%s: cannot add the finalizer: %s", p->ns, p->name,
-                       fatia_json_str(res->status, "message"));
-            if (p->st == AP_ADMIT)
-                p->st = AP_IDLE;
-            if (res->code == 404 || res->code == 409)
-                p->in_api = res->code != 404 && p->in_api;
-            break;
-        }
         if (p->st == AP_ADMIT)
             p->st = AP_IDLE;
+        if (res->status) {
+            p->fin_retry_at = retry_time(a, ++p->fin_failures);
+            agent_warn(a,
+                       "agent: pod %s/%s: cannot add the finalizer (failure %u, next try in "
+                       "%" PRId64 " ms): %s",
+                       p->ns, p->name, p->fin_failures,
+                       (p->fin_retry_at - fatia_now_mono_usec()) / FATIA_USEC_PER_MSEC,
+                       fatia_json_str(res->status, "message"));
+            if (res->code == 404)
+                p->in_api = false;
+            arm_retry(a, p);
+            break;
+        }
+        p->fin_failures = 0;
         break;
     case OP_FINALIZER_REMOVE:
         p->fin_removing = false;
-        if (res->status && res->code != 404 && res->code != 409)
-            fatia_warn("agent: pod %s/%s: cannot remove the finalizer: %s", p->ns, p->name,
-                       fatia_json_str(res->status, "message"));
+        if (res->status && res->code != 404) {
+            p->fin_retry_at = retry_time(a, ++p->fin_failures);
+            if (res->code != 409)
+                agent_warn(a, "agent: pod %s/%s: cannot remove the finalizer (failure %u): %s",
+                           p->ns, p->name, p->fin_failures, fatia_json_str(res->status, "message"));
+            arm_retry(a, p);
+        } else {
+            p->fin_failures = 0;
+        }
         break;
     case OP_STATUS:
         p->status_inflight = false;
-        if (res->status && res->code != 404 && res->code != 409)
-            fatia_warn("agent: pod %s/%s: cannot write the status: %s", p->ns, p->name,
-                       fatia_json_str(res->status, "message"));
-        if (p->status_dirty) {
+        if (res->status && res->code != 404) {
+            p->status_retry_at = retry_time(a, ++p->status_failures);
+            if (res->code != 409)
+                agent_warn(a, "agent: pod %s/%s: cannot write the status (failure %u): %s", p->ns,
+                           p->name, p->status_failures, fatia_json_str(res->status, "message"));
+            /* the status is pushed again when the back-off ends */
             p->status_dirty = false;
-            push_status(a, p);
+            p->status_waiting = true;
+            arm_retry(a, p);
+        } else {
+            p->status_failures = 0;
+            if (p->status_dirty) {
+                p->status_dirty = false;
+                push_status(a, p);
+            }
         }
         break;
     }
@@ -502,6 +624,8 @@ static int send_patch(struct fatia_agent *a, struct apod *p, int kind, const cha
     char *text;
     int r;
 
+    if (!fatia_ratelimit_take(&a->writes, fatia_now_mono_usec(), NULL))
+        return -EAGAIN;
     /* the uid makes the write a precondition: a new pod under the same name is never touched */
     json_object_set_new(fatia_json_object_ensure(patch, "metadata"), "uid", json_string(p->uid));
     text = json_dumps(patch, JSON_COMPACT);
@@ -524,11 +648,21 @@ static void add_finalizer(struct fatia_agent *a, struct apod *p)
 {
     json_t *patch = json_pack("{s:{s:[s]}}", "metadata", "finalizers", FATIA_AGENT_FINALIZER);
 
+    int r;
+
+    if (fatia_now_mono_usec() < p->fin_retry_at) {
+        arm_retry(a, p);
+        json_decref(patch);
+        return;
+    }
     p->st = AP_ADMIT;
     p->fin_inflight = true;
-    if (send_patch(a, p, OP_FINALIZER_ADD, NULL, patch) < 0) {
+    r = send_patch(a, p, OP_FINALIZER_ADD, NULL, patch);
+    if (r < 0) {
         p->fin_inflight = false;
         p->st = AP_IDLE;
+        p->fin_retry_at = retry_time(a, r == -EAGAIN ? 0 : ++p->fin_failures);
+        arm_retry(a, p);
     }
     json_decref(patch);
 }
@@ -537,13 +671,23 @@ static void remove_finalizer(struct fatia_agent *a, struct apod *p)
 {
     json_t *patch;
 
+    int r;
+
     if (p->fin_removing)
         return;
+    if (fatia_now_mono_usec() < p->fin_retry_at) {
+        arm_retry(a, p);
+        return;
+    }
     patch = json_pack("{s:{s:[s]}}", "metadata", "$deleteFromPrimitiveList/finalizers",
                       FATIA_AGENT_FINALIZER);
     p->fin_removing = true;
-    if (send_patch(a, p, OP_FINALIZER_REMOVE, NULL, patch) < 0)
+    r = send_patch(a, p, OP_FINALIZER_REMOVE, NULL, patch);
+    if (r < 0) {
         p->fin_removing = false;
+        p->fin_retry_at = retry_time(a, r == -EAGAIN ? 0 : ++p->fin_failures);
+        arm_retry(a, p);
+    }
     json_decref(patch);
 }
 
@@ -556,6 +700,11 @@ static void push_status(struct fatia_agent *a, struct apod *p)
         return;
     if (p->status_inflight) {
         p->status_dirty = true;
+        return;
+    }
+    if (fatia_now_mono_usec() < p->status_retry_at) {
+        p->status_waiting = true;
+        arm_retry(a, p);
         return;
     }
     if (!p->start_time[0])
@@ -588,8 +737,15 @@ static void push_status(struct fatia_agent *a, struct apod *p)
         json_object_set_new(st, "message", json_null());
     patch = json_pack("{s:o}", "status", st);
     p->status_inflight = true;
-    if (send_patch(a, p, OP_STATUS, "status", patch) < 0)
-        p->status_inflight = false;
+    {
+        int r = send_patch(a, p, OP_STATUS, "status", patch);
+        if (r < 0) {
+            p->status_inflight = false;
+            p->status_retry_at = retry_time(a, r == -EAGAIN ? 0 : ++p->status_failures);
+            p->status_waiting = true;
+            arm_retry(a, p);
+        }
+    }
     json_decref(patch);
 }
 
@@ -906,6 +1062,146 @@ static void collect_slices(struct apod *p)
     fatia_pod_devices_release(&d);
 }
 
+/* ---- trusting only placement ---- */
+
+/* The device named `slice` in the ResourceSlices the device controller publishes for node
+ * (`<node>-gpu.nvidia.com-<i>`, driver gpu.nvidia.com, spec.nodeName the node), or NULL. */
+static const json_t *inventory_device(struct fatia_agent *a, const char *node, const char *slice)
+{
+    const struct fatia_kind *k = fatia_kind_find("resource.k8s.io/v1", "ResourceSlice", NULL);
+    char name[400];
+
+    for (int i = 0; k && i < 64; i++) {
+        const json_t *rs, *spec, *dev;
+        size_t j;
+
+        snprintf(name, sizeof(name), "%s-gpu.nvidia.com-%d", node, i);
+        rs = fatia_client_cached(a->client, k, NULL, name);
+        if (!rs)
+            break;
+        spec = json_object_get(rs, "spec");
+        if (!fatia_json_str(spec, "nodeName") || strcmp(fatia_json_str(spec, "nodeName"), node) ||
+            !fatia_json_str(spec, "driver") ||
+            strcmp(fatia_json_str(spec, "driver"), "gpu.nvidia.com"))
+            continue;
+        json_array_foreach(json_object_get(spec, "devices"), j, dev)
+        {
+            const char *n = fatia_json_str(dev, "name");
+            if (n && !strcmp(n, slice))
+                return dev;
+        }
+    }
+    return NULL;
+}
+
+static const char *attr_str(const json_t *dev, const char *name)
+{
+    return fatia_json_str(json_object_get(json_object_get(dev, "attributes"), name), "string");
+}
+
+static int minor_of(const char *slice)
+{
+    int v = 0, digits = 0;
+
+    if (strncmp(slice, "gpu-", 4))
+        return -1;
+    for (const char *q = slice + 4; *q >= '0' && *q <= '9' && digits < 6; q++, digits++)
+        v = v * 10 + (*q - '0');
+    return digits ? v : -1;
+}
+
+/* The agent trusts only placement (issue 15): the annotation names slice ids and is bound to the
+ * pod's uid (every entry's podUID); UUIDs, MIG UUIDs and minors come from this node's inventory,
+ * never from the pod. An entry naming a slice the node does not have, bound to another pod, or
+ * whose kind, UUID or minor differs from the inventory's is refused (why names the entry and the
+ * field). A capped slice's memoryBytes is at most the inventory's memory. */
+static int trust_devices(struct fatia_agent *a, struct apod *p, struct fatia_pod_devices *d,
+                         char *why, size_t why_n)
+{
+    const char *node = fatia_json_str(json_object_get(p->pod, "spec"), "nodeName");
+
+    for (size_t i = 0; i < d->n; i++) {
+        struct fatia_pod_device *x = &d->v[i];
+        const json_t *e = json_array_get(d->root, i);
+        const char *puid = fatia_json_str(e, "podUID");
+        const json_t *dev = node ? inventory_device(a, node, x->slice) : NULL;
+        const char *type = attr_str(dev, "type"), *uuid = attr_str(dev, "uuid");
+        const char *parent = attr_str(dev, "parentUUID"), *want, *mem;
+        const char *kind = fatia_dev_kind_name(x->kind);
+        int minor = minor_of(x->slice);
+
+        if (!puid || strcmp(puid, p->uid)) {
+            snprintf(why, why_n,
+                     "annotation %s[%zu].podUID: %s%s%s: the devices were not placed for this pod "
+                     "(uid %s)",
+                     FATIA_ANN_DEVICES, i, puid ? "'" : "missing", puid ? puid : "",
+                     puid ? "'" : "", p->uid);
+            return -FATIA_E_INVALID;
+        }
+        if (!dev) {
+            snprintf(why, why_n, "annotation %s[%zu].slice: '%s' is not a slice of node '%s'",
+                     FATIA_ANN_DEVICES, i, x->slice, node ? node : "");
+            return -FATIA_E_INVALID;
+        }
+        if (!type || strcmp(!strcmp(type, "gpu") ? "whole" : type, kind)) {
+            snprintf(why, why_n,
+                     "annotation %s[%zu].kind: '%s', but slice '%s' of node '%s' is of type '%s'",
+                     FATIA_ANN_DEVICES, i, kind, x->slice, node, type ? type : "?");
+            return -FATIA_E_INVALID;
+        }
+        want = x->kind == FATIA_DEV_MIG ? parent : uuid;
+        if (!want || minor < 0 || (x->kind == FATIA_DEV_MIG && !uuid)) {
+            snprintf(why, why_n, "slice '%s' of node '%s' has no UUID or minor in the inventory",
+                     x->slice, node);
+            return -FATIA_E_INVALID;
+        }
+        if (x->uuid && strcmp(x->uuid, want)) {
+            snprintf(why, why_n,
+                     "annotation %s[%zu].uuid: '%s' is not the GPU of slice '%s' on node '%s'",
+                     FATIA_ANN_DEVICES, i, x->uuid, x->slice, node);
+            return -FATIA_E_INVALID;
+        }
+        if (x->kind == FATIA_DEV_MIG && x->mig_uuid && strcmp(x->mig_uuid, uuid)) {
+            snprintf(why, why_n,
+                     "annotation %s[%zu].migUuid: '%s' is not the MIG device of slice '%s' on "
+                     "node '%s'",
+                     FATIA_ANN_DEVICES, i, x->mig_uuid, x->slice, node);
+            return -FATIA_E_INVALID;
+        }
+        if (x->minor >= 0 && x->minor != minor) {
+            snprintf(why, why_n,
+                     "annotation %s[%zu].minor: %d is not the device of slice '%s' (minor %d)",
+                     FATIA_ANN_DEVICES, i, x->minor, x->slice, minor);
+            return -FATIA_E_INVALID;
+        }
+        /* from here on, only the inventory's values */
+        x->uuid = want;
+        x->mig_uuid = x->kind == FATIA_DEV_MIG ? uuid : NULL;
+        x->minor = minor;
+        mem = fatia_json_str(json_object_get(json_object_get(dev, "capacity"), "memory"), "value");
+        if ((x->kind == FATIA_DEV_TIMESLICE || x->kind == FATIA_DEV_FRACTION) && mem) {
+            uint64_t cap;
+            if (fatia_quantity_parse_bytes(mem, &cap) == 0 && x->memory_bytes > cap)
+                x->memory_bytes = cap;
+        }
+    }
+    return 0;
+}
+
+/* The pod can never run as it is: it fails (phase Failed, the reason), with an Event. */
+static void fail_pod(struct fatia_agent *a, struct apod *p, const char *reason, const char *why)
+{
+    p->config_error = true;
+    snprintf(p->wait_msg, sizeof(p->wait_msg), "%s", why);
+    agent_warn(a, "agent: pod %s/%s: %s: %s", p->ns, p->name, reason, why);
+    json_decref(p->shim);
+    p->shim = json_pack("{s:s,s:s,s:s,s:[],s:[],s:b}", "phase", "Failed", "reason", reason,
+                        "message", why, "initContainers", "containers", "done", 1);
+    p->st = AP_DONE;
+    emit_event(a, p, "Warning", reason, NULL, "%s", why);
+    push_status(a, p);
+}
+
 static bool node_is_real(struct fatia_agent *a, const json_t *pod)
 {
     const char *node = fatia_json_str(json_object_get(pod, "spec"), "nodeName");
@@ -1153,6 +1449,12 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     if (r < 0) {
         fail_before_start(a, p, "CreateContainerConfigError", why);
         return;
+    }
+    r = trust_devices(a, p, &devs, why, sizeof(why));
+    if (r < 0) {
+        /* kubelet's reason when a device cannot be given to a pod */
+        fail_pod(a, p, "UnexpectedAdmissionError", why);
+        goto out;
     }
     if (a->switch_user) {
         uint32_t u, g;
@@ -1476,6 +1778,20 @@ static void reconcile(struct fatia_agent *a, struct apod *p)
             }
             return;
         }
+        {
+            /* devices that placement did not give this pod fail it, before anything else (even
+             * before a slice held here makes it wait) */
+            struct fatia_pod_devices d;
+            char why[1024];
+            if (fatia_pod_devices_parse(pod, &d, why, sizeof(why)) == 0) {
+                int r = trust_devices(a, p, &d, why, sizeof(why));
+                fatia_pod_devices_release(&d);
+                if (r < 0) {
+                    fail_pod(a, p, "UnexpectedAdmissionError", why);
+                    return;
+                }
+            }
+        }
         collect_slices(p);
         {
             size_t i;
@@ -1638,6 +1954,99 @@ static void on_inotify(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* ---- ephemeral storage ---- */
+
+/* Every STORAGE_CHECK_TICKS ticks (seconds) the pods with an ephemeral-storage limit have their
+ * usage measured (their working directory and logs under the pod directory); a pod over its limit
+ * is evicted as kubelet does: a Warning Event Evicted, every process killed at once, phase Failed
+ * with reason Evicted. */
+#define STORAGE_CHECK_TICKS 2
+
+/* Bytes used under name (blocks, so a sparse file counts what it holds), never following a
+ * link; stops counting past stop. */
+static uint64_t du_at(int dfd, const char *name, int depth, uint64_t stop)
+{
+    struct stat st;
+    uint64_t sum;
+    int fd;
+    DIR *d;
+    struct dirent *e;
+
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    sum = (uint64_t)st.st_blocks * 512;
+    if (!S_ISDIR(st.st_mode) || depth > 64)
+        return sum;
+    fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return sum;
+    d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return sum;
+    }
+    while ((e = readdir(d)) && sum <= stop) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        sum += du_at(dirfd(d), e->d_name, depth + 1, stop - sum);
+    }
+    closedir(d);
+    return sum;
+}
+
+/* The pod's ephemeral-storage limit: the sum of its app containers' limits, or the largest init
+ * container's if that is more (kubelet's pod-level check); 0: none set. */
+static uint64_t storage_limit(const json_t *pod)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+    const char *lists[] = {"containers", "initContainers"};
+    uint64_t sum = 0, init_max = 0;
+
+    for (int k = 0; k < 2; k++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(spec, lists[k]), i, c)
+        {
+            const json_t *v = json_object_get(
+                json_object_get(json_object_get(c, "resources"), "limits"), "ephemeral-storage");
+            uint64_t b = 0;
+            if (json_is_string(v))
+                (void)fatia_quantity_parse_bytes(json_string_value(v), &b);
+            else if (json_is_integer(v) && json_integer_value(v) > 0)
+                b = (uint64_t)json_integer_value(v);
+            if (k == 0)
+                sum += b;
+            else if (b > init_max)
+                init_max = b;
+        }
+    }
+    return sum > init_max ? sum : init_max;
+}
+
+static void check_storage(struct fatia_agent *a, struct apod *p)
+{
+    uint64_t limit = storage_limit(p->pod), used;
+    char path[4400], msg[300];
+
+    if (!limit || p->evicted || p->stop_sent)
+        return;
+    snprintf(path, sizeof(path), "%s/%s", a->run_dir, p->uid);
+    used = du_at(AT_FDCWD, path, 0, limit);
+    agent_log_dir(a, p, path, sizeof(path));
+    if (used <= limit)
+        used += du_at(AT_FDCWD, path, 0, limit - used);
+    if (used <= limit)
+        return;
+    p->evicted = true;
+    snprintf(msg, sizeof(msg),
+             "Pod ephemeral local storage usage exceeds the total limit of containers %" PRIu64
+             " bytes (uses at least %" PRIu64 ")",
+             limit, used);
+    emit_event(a, p, "Warning", "Evicted", NULL, "%s", msg);
+    agent_warn(a, "agent: pod %s/%s: evicted: %s", p->ns, p->name, msg);
+    request_stop(a, p, 0, "Evicted", msg);
+}
+
 /* Capped slices: an allocation the cap refused is worth telling the pod's owner once. */
 static void check_caps(struct fatia_agent *a, struct apod *p)
 {
@@ -1672,13 +2081,20 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    bool storage;
+
     if (a->stopping)
         return;
+    storage = ++a->storage_ticks >= STORAGE_CHECK_TICKS;
+    if (storage)
+        a->storage_ticks = 0;
     for (p = a->pods; p; p = next) {
         next = p->next;
         if (p->st == AP_ACTIVE) {
             check_shim(a, p);
             check_caps(a, p);
+            if (storage && p->st == AP_ACTIVE && p->pod)
+                check_storage(a, p);
         }
         if (p->st == AP_DONE && p->shim_child)
             (void)shim_alive(a, p); /* reaps it */
@@ -1832,8 +2248,7 @@ static void exe_dir(char *buf, size_t n)
 }
 
 int fatia_agent_new(struct event_base *base, struct fatia_client *client,
-                    struct fatia_apiserver *api, const struct fatia_agent_opts *opts,
-                    struct fatia_agent **ret)
+                    const struct fatia_agent_opts *opts, struct fatia_agent **ret)
 {
     struct fatia_agent *a;
     char bin[3000], why[512] = "", state[4400], data_dir[4096];
@@ -1851,9 +2266,11 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
         return -ENOMEM;
     a->base = base;
     a->client = client;
-    a->api = api;
     a->o = *opts;
     a->inotify_fd = -1;
+    a->rnd = (uint64_t)fatia_now_mono_usec() ^ ((uint64_t)getpid() << 32) ^ 1;
+    a->warn = (struct fatia_ratelimit){.per_sec = WARN_PER_SEC, .burst = WARN_BURST};
+    a->writes = (struct fatia_ratelimit){.per_sec = WRITES_PER_SEC, .burst = WRITES_BURST};
     fatia_strmap_init(&a->by_uid);
     exe_dir(bin, sizeof(bin));
     snprintf(a->shim, sizeof(a->shim), "%s", opts->shim ? opts->shim : "");
@@ -1883,8 +2300,22 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
     snprintf(a->dir, sizeof(a->dir), "%.1000s/agent", data_dir); /* at most 1000: checked */
     snprintf(a->pods_dir, sizeof(a->pods_dir), "%s/pods", a->dir);
     snprintf(a->status_dir, sizeof(a->status_dir), "%s/status", a->dir);
-    snprintf(a->logs_dir, sizeof(a->logs_dir), "%s/logs", a->dir);
-    snprintf(a->run_dir, sizeof(a->run_dir), "%s/run", a->dir);
+    /* what pods write lives under the pod directory, which the admin may put on another
+     * filesystem than the store's (a pod that fills it cannot stop the API's writes) */
+    snprintf(a->pod_dir, sizeof(a->pod_dir), "%s", a->dir);
+    if (opts->pod_dir) {
+        char real[4096];
+        if (mkdir_mode(opts->pod_dir, 0711) < 0 || !realpath(opts->pod_dir, real) ||
+            strlen(real) > 1000) {
+            r = errno ? -errno : -ENAMETOOLONG;
+            fatia_log_errno(FATIA_LOG_ERROR, r, "agent: pod-dir '%s'", opts->pod_dir);
+            fatia_free(a);
+            return r;
+        }
+        snprintf(a->pod_dir, sizeof(a->pod_dir), "%.1000s", real);
+    }
+    snprintf(a->logs_dir, sizeof(a->logs_dir), "%.1000s/logs", a->pod_dir);
+    snprintf(a->run_dir, sizeof(a->run_dir), "%.1000s/run", a->pod_dir);
     user = opts->user ? opts->user : "auto";
     a->switch_user = geteuid() == 0 && strcmp(user, "current");
     if (!strcmp(user, "namespace") && geteuid() != 0) {
@@ -1905,6 +2336,8 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
         /* pods' uids must reach DATA/agent/run/<uid>: traverse-only permission on the way */
         (void)chmod(data_dir, 0711);
         warn_untraversable(data_dir);
+        if (opts->pod_dir)
+            warn_untraversable(a->pod_dir);
         snprintf(state, sizeof(state), "%s/uids", a->dir);
         r = fatia_uidmap_load(&a->uids, opts->uid_map, state, opts->uid_base, 0, why, sizeof(why));
         if (r < 0) {
@@ -1955,9 +2388,13 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
         fatia_warn("agent: '%s' is missing: pods with memory-capped slices will not start",
                    a->vgpu_lib);
     adopt_all(a);
-    fatia_apiserver_set_log_provider(api, agent_logs_provider, a);
     *ret = a;
     return 0;
+}
+
+int fatia_agent_logs(void *agent, const struct fatia_log_req *req, struct fatia_log_stream *stream)
+{
+    return agent_logs_provider(agent, req, stream);
 }
 
 int fatia_agent_start(struct fatia_agent *a)
@@ -1986,7 +2423,6 @@ void fatia_agent_stop(struct fatia_agent *a, void (*done)(void *arg), void *arg)
     if (a->inotify_ev)
         event_del(a->inotify_ev);
     agent_logs_stop_all(a);
-    fatia_apiserver_set_log_provider(a->api, NULL, NULL);
     if (a->outstanding == 0) {
         done(arg);
         return;

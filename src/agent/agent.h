@@ -1,13 +1,14 @@
 /*
  * agent/agent.h: the node agent: runs the Pods bound to the nodes it serves as local processes.
  *
- * fatiad starts one agent on its event loop with its in-process API client (daemon/main.c). The
+ * fatiad starts one agent on its event loop with its in-process API client (daemon/main.c); the
+ * agent knows the API only through client/client.h and client/plugin.h, never the API server. The
  * agent watches Pods, and for each one bound to a node it serves, with no scheduling gates: adds
  * the finalizer fatia.dev/agent, wires the devices the placement recorded in the pod's
  * annotations (docs/agent.md: the Pod contract), starts a fatia-shim that runs the containers,
  * and reports the pod's status, container statuses and Events through the API. Deleting a pod
  * stops its processes (SIGTERM, the grace period, SIGKILL to the pod's process group) before the
- * finalizer goes. It also serves `kubectl logs`. The shims outlive fatiad: a restarted agent finds
+ * finalizer goes. It also serves `kubectl logs` (fatia_agent_logs, registered by the daemon). The shims outlive fatiad: a restarted agent finds
  * every pod again from its state directory (DATA/agent) and never starts one twice.
  */
 #ifndef FATIA_AGENT_AGENT_H
@@ -17,9 +18,10 @@
 #include <stdint.h>
 
 struct event_base;
-struct fatia_apiserver;
 struct fatia_client;
 struct fatia_agent;
+struct fatia_log_req;
+struct fatia_log_stream;
 
 struct fatia_agent_opts {
     const char *data_dir;  /* fatiad's data directory; the agent keeps DATA/agent */
@@ -36,20 +38,25 @@ struct fatia_agent_opts {
     int64_t log_max_bytes;                      /* per container log file; 0: 10 MiB */
     const char *mps_control;                    /* nvidia-cuda-mps-control; NULL: on PATH */
     const char *vgpu_log;                       /* FATIA_VGPU_LOG for capped pods; NULL: silent */
+    const char *pod_dir; /* what pods write (run/: working directories, logs/); NULL: DATA/agent */
 };
 
 /* Sets one option from "key=value" (fatiad's --agent KEY=VALUE): nodes, shim, vgpu-lib, user,
  * uid-map, uid-base, cgroup, device-filter (on|off), restart-backoff (a duration, e.g. 10s),
- * restart-backoff-max, log-max-bytes, mps-control, vgpu-log. Strings are borrowed. 0 or -EINVAL
+ * restart-backoff-max, log-max-bytes, mps-control, vgpu-log, pod-dir. Strings are borrowed. 0 or -EINVAL
  * (why says which). */
 int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, size_t why_n);
 
 /* Makes the agent: its state directory, what this machine allows (cgroups, uid switching; logged
  * once, with the guarantees that do not hold), the adoption of the pods a former fatiad started.
- * Registers the pod log provider on api. 0, or -errno / -FATIA_E_* (logged). */
+ * 0, or -errno / -FATIA_E_* (logged). */
 int fatia_agent_new(struct event_base *base, struct fatia_client *client,
-                    struct fatia_apiserver *api, const struct fatia_agent_opts *opts,
-                    struct fatia_agent **ret);
+                    const struct fatia_agent_opts *opts, struct fatia_agent **ret);
+
+/* The pod log provider (client/plugin.h's fatia_log_provider_fn; arg is the agent): `kubectl
+ * logs` of the pods this agent runs. The daemon registers it with the API server after
+ * fatia_agent_new and removes it before fatia_agent_stop. */
+int fatia_agent_logs(void *agent, const struct fatia_log_req *req, struct fatia_log_stream *stream);
 
 /* Starts watching Pods. 0 or the client's error. */
 int fatia_agent_start(struct fatia_agent *a);

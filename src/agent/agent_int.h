@@ -14,6 +14,8 @@
 #include "agent/agent.h"
 #include "agent/cgroup.h"
 #include "agent/uidmap.h"
+#include "base/backoff.h"
+#include "base/clock.h"
 #include "base/map.h"
 
 /* The agent's view of one pod (agent.c draws the state machine). */
@@ -51,6 +53,14 @@ struct apod {
     json_t *mps_gpus; /* GPU UUIDs whose MPS daemon this pod uses */
     json_t *acct;     /* accounting files of capped slices: {path: refused count} */
     bool cleaned;
+    /* retries of the agent's writes (finalizer add/remove, status): consecutive failures, and
+     * the earliest time of the next try (monotonic); one timer per pod wakes it */
+    unsigned fin_failures, status_failures;
+    fatia_usec_t fin_retry_at, status_retry_at;
+    bool status_waiting; /* a status push waits for status_retry_at */
+    struct event *retry_ev;
+    struct fatia_agent *agent;
+    bool evicted;      /* over its ephemeral-storage limit: stopped */
     struct apod *next; /* in the agent's list */
 };
 
@@ -59,7 +69,6 @@ struct follower;
 struct fatia_agent {
     struct event_base *base;
     struct fatia_client *client;
-    struct fatia_apiserver *api;
     struct fatia_agent_opts o;
     char dir[1100], pods_dir[1200], status_dir[1200], logs_dir[1200], run_dir[1200];
     char shim[4096], vgpu_lib[4096];
@@ -83,6 +92,12 @@ struct fatia_agent {
     struct mpsd *mpsd;
     uint64_t event_seq;
     struct follower *followers;
+    uint64_t rnd;                  /* jitter of the retries */
+    struct fatia_ratelimit warn;   /* the agent's warning lines */
+    struct fatia_ratelimit writes; /* the agent's API writes: its budget on the event loop */
+    uint64_t events_dropped;       /* Events not sent: over the write budget */
+    char pod_dir[1200];            /* run/ and logs/ live here (--agent pod-dir) */
+    unsigned storage_ticks;        /* ticks since the last ephemeral-storage check */
 };
 
 /* The pod of that uid, or NULL. */
@@ -91,7 +106,7 @@ struct apod *agent_pod(struct fatia_agent *a, const char *uid);
 /* DATA/agent/logs/<ns>_<name>_<uid>. */
 void agent_log_dir(const struct fatia_agent *a, const struct apod *p, char *buf, size_t n);
 
-/* logs.c: the provider (registered by agent.c), and the end of every stream at stop. */
+/* logs.c: the provider (fatia_agent_logs; the daemon registers it), and the end of every stream at stop. */
 struct fatia_log_req;
 struct fatia_log_stream;
 int agent_logs_provider(void *arg, const struct fatia_log_req *req, struct fatia_log_stream *st);

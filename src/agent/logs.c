@@ -27,12 +27,12 @@
 
 #include "agent/agent_int.h"
 #include "agent/crilog.h"
-#include "apiserver/apiserver.h"
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "client/plugin.h"
 
 #define CHUNK     (256 * 1024)
 #define TURN_MAX  (1024 * 1024)

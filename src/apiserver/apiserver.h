@@ -28,6 +28,7 @@
 
 #include "apiserver/http.h"
 #include "base/clock.h"
+#include "client/plugin.h"
 #include "model/diag.h"
 #include "model/kind.h"
 
@@ -42,15 +43,23 @@ struct fatia_apiserver_opts {
     const char *tokens_path;         /* bearer tokens file (auth.h); NULL = no authentication */
     struct fatia_api_http_opts http; /* limits of the HTTP layer */
     size_t watch_history;            /* events kept for watches that resume; 0 = 10000 */
+    size_t watch_budget;             /* unsent bytes of all HTTP watches together; 0 = 256 MiB */
     fatia_usec_t bookmark_interval;  /* periodic BOOKMARK events; 0 = 60 s */
     unsigned max_json_depth;         /* nesting of request bodies; 0 = 64 */
+    /* objects one namespace may hold (every namespaced kind together), until ResourceQuota's
+     * count/<resource> is served; creates beyond it are refused (403); 0 = 50000 */
+    size_t max_namespace_objects;
 };
 
 /* Builds a server on base over an opened store: loads every object into memory, starts the
- * store's writer thread. The store must outlive the server. 0, -ENOMEM, -FATIA_E_CORRUPT (a
- * stored object does not parse), or the store's error. */
+ * store's writer thread. The store must outlive the server. checks: the extra validation checks
+ * every write is decoded with (model/kind.h; fatiad passes fatia_demand_checks, so its API
+ * refuses what `fatia validate` refuses; NULL: the schemas' rules only); borrowed, it must
+ * outlive the server. 0, -ENOMEM, -FATIA_E_CORRUPT (a stored object does not parse), or the
+ * store's error. */
 int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
-                        const struct fatia_apiserver_opts *opts, struct fatia_apiserver **ret);
+                        const struct fatia_checks *checks, const struct fatia_apiserver_opts *opts,
+                        struct fatia_apiserver **ret);
 
 /* Starts serving HTTP on host:port (port 0: a free port, reported in *ret_port). */
 int fatia_apiserver_listen(struct fatia_apiserver *s, const char *host, uint16_t port,
@@ -68,60 +77,13 @@ uint64_t fatia_apiserver_rv(const struct fatia_apiserver *s);
 
 /* ---- identities ---- */
 
-/* Who makes a request. Tokens map to users (auth.h); in-process clients name theirs. */
-struct fatia_user {
-    const char *name;
-    const char *const *groups;     /* NULL-terminated; may be NULL */
-    const char *const *namespaces; /* NULL-terminated; NULL or {"*"} = every namespace */
-    bool read_only;
-};
-
 /* True for members of system:masters: every verb on every object. */
 bool fatia_user_is_admin(const struct fatia_user *u);
 
 /* The built-in identity of fatiad's own components (controllers): system:masters. */
 extern const struct fatia_user fatia_user_system;
 
-/* ---- admission ---- */
-
-enum fatia_admit_op {
-    FATIA_ADMIT_CREATE = 1u << 0,
-    FATIA_ADMIT_UPDATE = 1u << 1,
-    FATIA_ADMIT_DELETE = 1u << 2,
-};
-
-enum fatia_admit_phase {
-    FATIA_ADMIT_MUTATING,   /* may change obj; runs after defaulting, before validation */
-    FATIA_ADMIT_VALIDATING, /* must not change obj; runs after validation */
-};
-
-/* What a plugin sees. obj is the storage-version object being written (defaulted); a mutating
- * plugin edits it in place. old is the current object on update and delete (read only), NULL on
- * create. A plugin rejects by returning -FATIA_E_INVALID with errors added to diag (they become
- * the field causes of a 422 Invalid) or -FATIA_E_FORBIDDEN (403; the first diag message is the
- * reason). Any other negative return is a 500. */
-struct fatia_admit_attrs {
-    enum fatia_admit_op op;
-    const struct fatia_kind *kind;
-    const char *ns;          /* NULL for cluster-scoped kinds */
-    const char *name;        /* NULL on create with generateName, until the name is chosen */
-    const char *subresource; /* NULL, or "status" */
-    const struct fatia_user *user;
-    bool dry_run;
-    json_t *obj;       /* NULL on delete */
-    const json_t *old; /* NULL on create */
-    struct fatia_diag *diag;
-};
-
-struct fatia_admission {
-    const char *name; /* for messages: "hardware-profile-injection" */
-    enum fatia_admit_phase phase;
-    unsigned ops;                          /* mask of enum fatia_admit_op */
-    const struct fatia_kind *const *kinds; /* NULL-terminated; NULL = every kind */
-    bool subresources;                     /* also for status writes (default: main resource) */
-    int (*admit)(void *arg, struct fatia_admit_attrs *a);
-    void *arg;
-};
+/* ---- admission (the plugin interface: client/plugin.h) ---- */
 
 /* Adds a plugin (the struct is copied; kinds and name are borrowed). Plugins of one phase run in
  * the order they were added. 0 or -ENOMEM. */
@@ -129,45 +91,14 @@ int fatia_apiserver_add_admission(struct fatia_apiserver *s, const struct fatia_
 
 /* ---- metrics ---- */
 
-/* GET /metrics (any authenticated user, as kube-apiserver's nonResourceURL): the provider
- * appends Prometheus text (format 0.0.4) to out. Without a provider: 404. */
-struct fatia_buf;
-typedef int (*fatia_metrics_provider_fn)(void *arg, struct fatia_buf *out);
-
+/* GET /metrics (client/plugin.h): without a provider, 404. */
 void fatia_apiserver_set_metrics_provider(struct fatia_apiserver *s, fatia_metrics_provider_fn fn,
                                           void *arg);
 
 /* ---- pod logs ---- */
 
-/* GET /api/v1/namespaces/NS/pods/NAME/log: the node agent provides the bytes. */
-struct fatia_log_req {
-    const char *ns, *name;
-    const char *container; /* NULL: the pod's only (or first) container */
-    bool follow;
-    bool previous;
-    bool timestamps;
-    int64_t tail_lines;    /* -1: all */
-    int64_t limit_bytes;   /* -1: none */
-    int64_t since_seconds; /* -1: none */
-    const json_t *pod;     /* the Pod (borrowed for the call) */
-};
-
-struct fatia_log_stream;
-
-/* The provider starts writing to the stream (now or later, from the loop) and ends it. When the
- * client goes away, cancel(arg) is called once, after which the provider must not write (it
- * still calls fatia_log_stream_end). Returns 0, or a negative code before anything was written
- * (-ENOENT: no such container; -EAGAIN: not started yet; -ESRCH: no previous instance, with
- * previous; other: 500); then the provider must not use the stream. */
-typedef int (*fatia_log_provider_fn)(void *arg, const struct fatia_log_req *req,
-                                     struct fatia_log_stream *stream);
-
+/* GET /api/v1/namespaces/NS/pods/NAME/log (client/plugin.h): without a provider, 503. */
 void fatia_apiserver_set_log_provider(struct fatia_apiserver *s, fatia_log_provider_fn fn,
                                       void *arg);
-/* Bytes of log text. 0, or -EPIPE once the client went away (stop and end the stream). */
-int fatia_log_stream_write(struct fatia_log_stream *st, const void *data, size_t n);
-void fatia_log_stream_set_cancel(struct fatia_log_stream *st, void (*cancel)(void *arg), void *arg);
-/* Ends the stream (st is freed). */
-void fatia_log_stream_end(struct fatia_log_stream *st);
 
 #endif

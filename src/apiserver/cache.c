@@ -212,6 +212,19 @@ void rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi
     *hi = lower_bound(t, hi_key, false);
 }
 
+size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns)
+{
+    size_t n = 0, lo, hi;
+
+    for (size_t i = 0; i < s->n_tables; i++) {
+        if (!s->tables[i].kind->namespaced)
+            continue;
+        rtable_range(&s->tables[i], ns, &lo, &hi);
+        n += hi - lo;
+    }
+    return n;
+}
+
 static void random_bytes(void *buf, size_t n)
 {
     size_t got = 0;

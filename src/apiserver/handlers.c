@@ -153,29 +153,19 @@ static bool wants_table(const struct fatia_api_http_head *h)
     return header_contains(h, "Accept", "as=Table");
 }
 
-/* Deepest nesting of JSON text (outside strings). */
-static unsigned json_depth(const char *p, size_t n)
+/* The look before parsing (limits.c): true when refused, the answer sent. */
+static bool body_refused(struct fatia_apiserver *s, struct fatia_api_http_req *req, const char *p,
+                         size_t n)
 {
-    unsigned depth = 0, max = 0;
-    bool in_str = false;
+    static const char *const reasons[] = {
+        [0] = "BadRequest", [1] = "RequestEntityTooLarge", [2] = "Invalid"};
+    char why[400];
+    int code = 400;
 
-    for (size_t i = 0; i < n; i++) {
-        char c = p[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = false;
-        } else if (c == '"') {
-            in_str = true;
-        } else if (c == '{' || c == '[') {
-            if (++depth > max)
-                max = depth;
-        } else if ((c == '}' || c == ']') && depth) {
-            depth--;
-        }
-    }
-    return max;
+    if (fatia_api_body_check(p, n, s->o.max_json_depth, why, sizeof(why), &code) == 0)
+        return false;
+    reply_status(req, code, reasons[code == 413 ? 1 : code == 422 ? 2 : 0], "%s", why);
+    return true;
 }
 
 /* Parses the request body as JSON or YAML. NULL with a failure answered. */
@@ -198,11 +188,8 @@ static json_t *read_body(struct fatia_apiserver *s, struct fatia_api_http_req *r
                      "include: application/json, application/yaml");
         return NULL;
     }
-    if (json_depth(body, n) > s->o.max_json_depth) {
-        reply_status(req, 400, "BadRequest", "the request body is nested deeper than %u levels",
-                     s->o.max_json_depth);
+    if (body_refused(s, req, body, n))
         return NULL;
-    }
     if (allow_yaml && header_contains(h, "Content-Type", "yaml")) {
         char why[256];
         if (fatia_yaml_parse(body, n, &v, why, sizeof(why)) < 0) {
@@ -550,11 +537,8 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                              "application/strategic-merge-patch+json");
                 return;
             }
-            if (json_depth(p, n) > s->o.max_json_depth) {
+            if (body_refused(s, req, p, n)) {
                 fatia_free(w);
-                reply_status(req, 400, "BadRequest",
-                             "the request body is nested deeper than %u levels",
-                             s->o.max_json_depth);
                 return;
             }
             op_patch(&c, type, p, n, http_op_done, w);

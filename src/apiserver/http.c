@@ -340,6 +340,42 @@ int fatia_api_http_stream_write(struct fatia_api_http_req *r, const void *data, 
     return stream_write(r, data, n, true);
 }
 
+int fatia_api_http_stream_write_ref(struct fatia_api_http_req *r, const void *data, size_t n,
+                                    bool bounded, fatia_api_http_unref_fn unref, void *arg)
+{
+    struct conn *c = r->conn;
+    struct evbuffer *out;
+
+    FATIA_ASSERT(r->streaming);
+    if (!c)
+        return -EPIPE;
+    if (!n)
+        return 0;
+    out = bufferevent_get_output(c->bev);
+    if (bounded && evbuffer_get_length(out) + n > c->srv->o.max_stream_backlog)
+        return stream_write(r, data, n, true); /* drops it, as for a copy */
+    evbuffer_add_printf(out, "%zx\r\n", n);
+    /* the bytes are shared with every other stream that sends them: no copy per client */
+    if (evbuffer_add_reference(out, data, n, unref, arg) < 0)
+        return -ENOMEM;
+    evbuffer_add(out, "\r\n", 2);
+    return 0;
+}
+
+void fatia_api_http_stream_drop(struct fatia_api_http_req *r)
+{
+    struct conn *c = r->conn;
+
+    if (!c)
+        return;
+    fatia_info("%s: a slow stream is dropped (%zu bytes behind) to keep the streams' memory "
+               "within its budget",
+               c->peer, evbuffer_get_length(bufferevent_get_output(c->bev)));
+    r->conn = NULL;
+    c->req = NULL;
+    conn_free(c);
+}
+
 int fatia_api_http_stream_write_unbounded(struct fatia_api_http_req *r, const void *data, size_t n)
 {
     return stream_write(r, data, n, false);

@@ -134,6 +134,18 @@ struct evbuffer;
 void fatia_api_http_reply_evbuf(struct fatia_api_http_req *r, int status, const char *content_type,
                                 struct evbuffer *evbuf);
 
+/* Like fatia_api_http_stream_write (bounded) or _unbounded, but the bytes are not copied: the
+ * stream holds them until sent, then calls unref(data, n, arg) (also when the stream goes; the
+ * caller counts one reference per successful call). 0, -ENOBUFS (dropped, as the copying write
+ * does; unref is not called), -EPIPE or -ENOMEM (unref not called). */
+typedef void (*fatia_api_http_unref_fn)(const void *data, size_t n, void *arg);
+int fatia_api_http_stream_write_ref(struct fatia_api_http_req *r, const void *data, size_t n,
+                                    bool bounded, fatia_api_http_unref_fn unref, void *arg);
+
+/* Drops a stream's connection now, unsent bytes and all (its memory is freed at once; no close
+ * callback runs). */
+void fatia_api_http_stream_drop(struct fatia_api_http_req *r);
+
 /* Starts a chunked response. */
 void fatia_api_http_stream_start(struct fatia_api_http_req *r, int status,
                                  const char *content_type);

@@ -85,6 +85,15 @@ void rtable_maybe_remove(struct rtable *t, struct entry *e);
 /* [lo, hi) of the entries of namespace ns (all entries when ns is NULL or the kind is
  * cluster-scoped). */
 void rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi);
+/* Entries of namespace ns over every namespaced kind (a binary search per kind): what the cap on
+ * objects per namespace (fatia_apiserver_opts.max_namespace_objects) counts. */
+size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns);
+
+/* limits.c: the look at a request body before parsing (depth, size, members of one map or
+ * list). 0, or a negative code with why and *ret_code (the HTTP status) set. */
+#define FATIA_API_MAX_MEMBERS 10000
+int fatia_api_body_check(const char *p, size_t n, unsigned max_depth, char *why, size_t why_n,
+                         int *ret_code);
 /* The first entry with key > after, at or after lo. */
 size_t rtable_upper_bound(const struct rtable *t, const char *after);
 
@@ -96,8 +105,8 @@ struct wevent {
     struct rtable *t;
     struct objver *obj; /* the object after the event (for DELETED: the last state) */
     struct objver *old; /* the object before (MODIFIED, DELETED); may be NULL */
-    char *line;         /* cached {"type":..,"object":..}\n in the storage version */
-    size_t line_len;
+    struct wline *line; /* cached {"type":..,"object":..}\n in the storage version, shared
+                           by every stream that sends it (watch.c) */
 };
 
 /* ---- write transactions ---- */
@@ -136,6 +145,7 @@ struct admission_entry {
 struct fatia_apiserver {
     struct event_base *base;
     struct fatia_store *store;
+    const struct fatia_checks *checks; /* extra validation of every write (borrowed) */
     struct fatia_apiserver_opts o;
     struct fatia_api_http_server *http;
     struct event *store_ev;
@@ -156,6 +166,9 @@ struct fatia_apiserver {
     struct wevent *ring;
     size_t ring_cap, ring_head, ring_n;
     uint64_t history_floor; /* every event with rv > floor is in the ring */
+    size_t watch_bytes;     /* unsent bytes of every HTTP watch, as of the event being offered */
+    bool watch_sweep;       /* some watchers were dropped for the budget: free them */
+    struct event *trim_ev;  /* gives freed memory back to the system (watch.c) */
 
     FATIA_VEC(struct admission_entry) admission;
     fatia_log_provider_fn log_provider;

@@ -1,11 +1,15 @@
 /*
  * apiserver/logs.c: GET /api/v1/namespaces/NS/pods/NAME/log, plumbed to a provider.
  *
- * The API server does not know where logs live: the node agent registers a provider
- * (fatia_apiserver_set_log_provider) that writes the bytes of one container's log to a stream.
+ * The API server does not know where logs live: fatiad registers the node agent's provider
+ * (fatia_apiserver_set_log_provider, fatia_agent_logs) that writes the bytes of one container's
+ * log to a stream.
  * Until one is registered the endpoint answers 503 ServiceUnavailable with a message saying so.
  * The answer is text/plain, chunked, so follow=true streams for as long as the provider writes;
  * a client that hangs up cancels the provider through its cancel callback.
+ *
+ * The provider sees the stream as client/plugin.h's table of operations (write, set_cancel,
+ * end), so the agent writes logs without linking the API server.
  *
  * Stream states: created -> (first write: HTTP stream started) -> ended by the provider;
  * "gone" (client closed or fell behind) can happen in either, after which writes fail with
@@ -18,7 +22,9 @@
 #include "base/error.h"
 #include "base/json.h"
 
-struct fatia_log_stream {
+/* The API server's log stream (client/plugin.h's table over the HTTP request). */
+struct log_stream {
+    struct fatia_log_stream base; /* first: the provider's handle */
     struct fatia_api_http_req *req;
     bool started;
     bool gone;
@@ -43,9 +49,11 @@ void fatia_apiserver_set_log_provider(struct fatia_apiserver *s, fatia_log_provi
     s->log_arg = arg;
 }
 
+static const struct fatia_log_stream_ops stream_ops;
+
 static void close_cb(void *arg)
 {
-    struct fatia_log_stream *st = arg;
+    struct log_stream *st = arg;
 
     st->gone = true;
     if (st->cancel) {
@@ -59,7 +67,7 @@ void logs_start(const struct opctx *c, const struct fatia_api_query *q,
                 struct fatia_api_http_req *req, struct opres *err)
 {
     struct fatia_apiserver *s = c->s;
-    struct fatia_log_stream *st;
+    struct log_stream *st;
     struct fatia_log_req lr;
     struct entry *e;
     char key[600];
@@ -85,6 +93,7 @@ void logs_start(const struct opctx *c, const struct fatia_api_query *q,
         opres_from_errno(err, -ENOMEM, "log");
         return;
     }
+    st->base.ops = &stream_ops;
     st->req = req;
     lr = (struct fatia_log_req){.ns = c->ns,
                                 .name = c->name,
@@ -97,7 +106,7 @@ void logs_start(const struct opctx *c, const struct fatia_api_query *q,
                                 .since_seconds = q->since_seconds,
                                 .pod = e->committed->tree};
     fatia_api_http_req_set_close_cb(req, close_cb, st);
-    rc = s->log_provider(s->log_arg, &lr, st);
+    rc = s->log_provider(s->log_arg, &lr, &st->base);
     if (rc < 0) {
         fatia_api_http_req_set_close_cb(req, NULL, NULL);
         fatia_free(st);
@@ -117,8 +126,9 @@ void logs_start(const struct opctx *c, const struct fatia_api_query *q,
     }
 }
 
-int fatia_log_stream_write(struct fatia_log_stream *st, const void *data, size_t n)
+static int stream_write(struct fatia_log_stream *b, const void *data, size_t n)
 {
+    struct log_stream *st = (struct log_stream *)b;
     int r;
 
     if (st->gone || !st->req)
@@ -135,14 +145,18 @@ int fatia_log_stream_write(struct fatia_log_stream *st, const void *data, size_t
     return 0;
 }
 
-void fatia_log_stream_set_cancel(struct fatia_log_stream *st, void (*cancel)(void *arg), void *arg)
+static void stream_set_cancel(struct fatia_log_stream *b, void (*cancel)(void *arg), void *arg)
 {
+    struct log_stream *st = (struct log_stream *)b;
+
     st->cancel = cancel;
     st->cancel_arg = arg;
 }
 
-void fatia_log_stream_end(struct fatia_log_stream *st)
+static void stream_end(struct fatia_log_stream *b)
 {
+    struct log_stream *st = (struct log_stream *)b;
+
     if (st->req) {
         fatia_api_http_req_set_close_cb(st->req, NULL, NULL);
         if (st->started)
@@ -152,3 +166,9 @@ void fatia_log_stream_end(struct fatia_log_stream *st)
     }
     fatia_free(st);
 }
+
+static const struct fatia_log_stream_ops stream_ops = {
+    .write = stream_write,
+    .set_cancel = stream_set_cancel,
+    .end = stream_end,
+};

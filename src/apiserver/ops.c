@@ -1,6 +1,7 @@
 /*
  * apiserver/ops.c: the write path: create, update (and the status subresource), patch, delete,
- * deletecollection; authorization; the admission chain; object lifecycle rules.
+ * deletecollection; the admission chain; object lifecycle rules. Authorization (step 1 below)
+ * is auth.c's authorize().
  *
  * Every write runs, in this order (a rejection at any step changes nothing):
  *   1. authorization (auth.h rules)
@@ -36,33 +37,6 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "model/object.h"
-
-/* ---- authorization ---- */
-
-int authorize(const struct opctx *c, const char *verb, struct opres *r)
-{
-    const struct fatia_kind *k = c->t->kind;
-    const char *ns = k->namespaced ? c->ns : NULL;
-    char what[400];
-
-    if (fatia_user_may(c->user, verb, k->namespaced, ns))
-        return 0;
-    if (c->name)
-        snprintf(what, sizeof(what), "%s \"%s\"", c->t->resource, c->name);
-    else
-        snprintf(what, sizeof(what), "%s", c->t->resource);
-    if (ns)
-        opres_fail(r, 403, "Forbidden",
-                   "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" in "
-                   "the namespace \"%s\"",
-                   what, c->user->name, verb, k->plural, k->group, ns);
-    else
-        opres_fail(r, 403, "Forbidden",
-                   "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" at "
-                   "the cluster scope",
-                   what, c->user->name, verb, k->plural, k->group);
-    return -FATIA_E_FORBIDDEN;
-}
 
 /* ---- small helpers ---- */
 
@@ -264,11 +238,12 @@ static int run_plugins(const struct opctx *c, enum fatia_admit_phase phase, enum
     return 0;
 }
 
-static int decode_tree(json_t *tree, bool allow_gen, struct fatia_diag *diag)
+static int decode_tree(const struct fatia_apiserver *s, json_t *tree, bool allow_gen,
+                       struct fatia_diag *diag)
 {
     struct fatia_decode_opts o = {.allow_generate_name = allow_gen};
     struct fatia_object *obj = NULL;
-    int rc = fatia_object_decode(tree, &o, diag, &obj);
+    int rc = fatia_object_decode(tree, &o, s->checks, diag, &obj);
 
     fatia_object_free(obj);
     return rc;
@@ -289,7 +264,7 @@ static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree,
     int rc, decoded;
 
     fatia_diag_init(&diag);
-    decoded = rc = decode_tree(tree, op == FATIA_ADMIT_CREATE, &diag);
+    decoded = rc = decode_tree(c->s, tree, op == FATIA_ADMIT_CREATE, &diag);
     if (rc < 0 && rc != -FATIA_E_INVALID) {
         opres_from_errno(r, rc, "decode");
         goto out;
@@ -327,7 +302,7 @@ static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree,
     if (mutated) {
         fatia_diag_release(&diag);
         fatia_diag_init(&diag);
-        decoded = rc = decode_tree(tree, op == FATIA_ADMIT_CREATE, &diag);
+        decoded = rc = decode_tree(c->s, tree, op == FATIA_ADMIT_CREATE, &diag);
         if (rc < 0 && rc != -FATIA_E_INVALID) {
             opres_from_errno(r, rc, "decode");
             goto out;
@@ -476,6 +451,22 @@ static const char *const system_meta[] = {"uid",
                                           "managedFields",
                                           NULL};
 
+/* The cap on objects per namespace (until ResourceQuota's count/<resource>): checked before
+ * anything else costs, so that a namespace at its cap costs two binary searches per kind. */
+static int check_ns_objects(const struct opctx *c, const char *ns, struct opres *r)
+{
+    size_t max = c->s->o.max_namespace_objects ? c->s->o.max_namespace_objects : 50000;
+    size_t n = fatia_api_ns_objects(c->s, ns);
+
+    if (n < max)
+        return 0;
+    opres_fail(r, 403, "Forbidden",
+               "%s is forbidden: exceeded the object count of namespace \"%s\": it holds %zu "
+               "objects, the most one namespace may hold is %zu (fatiad --max-namespace-objects)",
+               c->t->resource, ns, n, max);
+    return -FATIA_E_FORBIDDEN;
+}
+
 void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
 {
     struct opres r = {0};
@@ -514,6 +505,8 @@ void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
         }
         json_object_set_new(meta, "namespace", json_string(c->ns));
         ns = c->ns;
+        if (check_ns_objects(c, ns, &r) < 0)
+            goto out_answer;
     }
     rv = fatia_json_str(meta, "resourceVersion");
     if (rv && *rv) {
@@ -1026,6 +1019,33 @@ static int check_preconditions(const struct opctx *c, const struct entry *e, con
     return 0;
 }
 
+/* The rules of DELETE for one existing object, after authorization: preconditions, the
+ * protected namespaces, the admission plugins. 0 or a failure in r. A deletecollection runs
+ * them for every object it would delete (with c naming that object), so that no rule of DELETE
+ * can be got round by deleting a collection. */
+static int delete_checks(const struct opctx *c, const struct entry *e, const json_t *options,
+                         struct opres *r)
+{
+    if (check_preconditions(c, e, options, r) < 0)
+        return -FATIA_E_CONFLICT;
+    if (c->t->kind == fatia_kind_by_resource("", "namespaces")) {
+        for (const char *const *n = undeletable_namespaces; *n; n++) {
+            if (!strcmp(*n, e->name)) {
+                opres_fail(r, 403, "Forbidden",
+                           "namespaces \"%s\" is forbidden: this namespace may not be deleted",
+                           e->name);
+                return -FATIA_E_FORBIDDEN;
+            }
+        }
+    }
+    if (run_plugins(c, FATIA_ADMIT_VALIDATING, FATIA_ADMIT_DELETE, NULL, e->latest->tree, r, NULL) <
+            0 ||
+        run_plugins(c, FATIA_ADMIT_MUTATING, FATIA_ADMIT_DELETE, NULL, e->latest->tree, r, NULL) <
+            0)
+        return -FATIA_E_FORBIDDEN;
+    return 0;
+}
+
 void op_delete(const struct opctx *c, const json_t *options, op_done_fn done, void *arg)
 {
     struct opres r = {0};
@@ -1045,22 +1065,7 @@ void op_delete(const struct opctx *c, const json_t *options, op_done_fn done, vo
         opres_not_found(&r, c->t, c->name);
         goto out_answer;
     }
-    if (check_preconditions(c, e, options, &r) < 0)
-        goto out_answer;
-    if (is_ns) {
-        for (const char *const *n = undeletable_namespaces; *n; n++) {
-            if (!strcmp(*n, c->name)) {
-                opres_fail(&r, 403, "Forbidden",
-                           "namespaces \"%s\" is forbidden: this namespace may not be deleted",
-                           c->name);
-                goto out_answer;
-            }
-        }
-    }
-    if (run_plugins(c, FATIA_ADMIT_VALIDATING, FATIA_ADMIT_DELETE, NULL, e->latest->tree, &r,
-                    NULL) < 0 ||
-        run_plugins(c, FATIA_ADMIT_MUTATING, FATIA_ADMIT_DELETE, NULL, e->latest->tree, &r, NULL) <
-            0)
+    if (delete_checks(c, e, options, &r) < 0)
         goto out_answer;
     if (is_deleting(e->latest->tree) && has_finalizers(e->latest->tree)) {
         /* already being deleted: nothing more to do */
@@ -1100,6 +1105,12 @@ out_answer:
     answer_now(&r, done, arg);
 }
 
+/* deletecollection: the objects of the collection that match the selectors, each deleted as
+ * DELETE would delete it. Every rule of DELETE holds per object (delete_checks, and
+ * authorization of "delete" in the object's own namespace, on top of "deletecollection" on the
+ * collection); the request is all or nothing: the first object refused refuses the whole
+ * request with that object's error, and nothing is deleted. Skipping the refused objects was
+ * rejected: a client could not tell a partial deletion from a complete one by the answer. */
 void op_delete_collection(const struct opctx *c, const struct fatia_api_query *q,
                           const json_t *options, op_done_fn done, void *arg)
 {
@@ -1111,7 +1122,6 @@ void op_delete_collection(const struct opctx *c, const struct fatia_api_query *q
     bool marked;
     FATIA_VEC(struct entry *) victims = {0};
 
-    (void)options;
     if (authorize(c, "deletecollection", &r) < 0)
         goto out_answer;
     if (filter_from_query(&f, q, &r) < 0)
@@ -1119,14 +1129,24 @@ void op_delete_collection(const struct opctx *c, const struct fatia_api_query *q
     rtable_range(c->t, c->ns, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
         struct entry *e = c->t->entries.v[i];
-        if (e->latest && filter_match(&f, e->latest->tree) &&
-            !(is_deleting(e->latest->tree) && has_finalizers(e->latest->tree)))
-            if (FATIA_VEC_PUSH(&victims, e) < 0) {
-                filter_release(&f);
-                FATIA_VEC_RELEASE(&victims);
-                opres_from_errno(&r, -ENOMEM, "deletecollection");
-                goto out_answer;
-            }
+        struct opctx oc = *c;
+        if (!e->latest || !filter_match(&f, e->latest->tree))
+            continue;
+        oc.ns = c->t->kind->namespaced ? e->ns : NULL;
+        oc.name = e->name;
+        if (authorize(&oc, "delete", &r) < 0 || delete_checks(&oc, e, options, &r) < 0) {
+            filter_release(&f);
+            FATIA_VEC_RELEASE(&victims);
+            goto out_answer;
+        }
+        if (is_deleting(e->latest->tree) && has_finalizers(e->latest->tree))
+            continue; /* already being deleted: nothing more to do, as for DELETE */
+        if (FATIA_VEC_PUSH(&victims, e) < 0) {
+            filter_release(&f);
+            FATIA_VEC_RELEASE(&victims);
+            opres_from_errno(&r, -ENOMEM, "deletecollection");
+            goto out_answer;
+        }
     }
     filter_release(&f);
     if (!victims.n || c->dry_run) {

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "client/client.h" /* enum fatia_field_validation, enum fatia_patch_type */
+
 #define FATIA_API_MAX_SEGS   16
 #define FATIA_API_MAX_PARAMS 32
 #define FATIA_API_MAX_TARGET 8192
@@ -76,18 +78,6 @@ struct fatia_api_route {
 
 /* Routes a parsed target. 0, or -ENOENT when no route matches (a 404). */
 int fatia_api_route_parse(const struct fatia_api_target *t, struct fatia_api_route *ret);
-
-enum fatia_field_validation {
-    FATIA_FV_WARN, /* unknown fields become Warning headers (upstream's default) */
-    FATIA_FV_STRICT,
-    FATIA_FV_IGNORE,
-};
-
-enum fatia_patch_type {
-    FATIA_PATCH_MERGE,     /* application/merge-patch+json, RFC 7386 */
-    FATIA_PATCH_JSON,      /* application/json-patch+json, RFC 6902 */
-    FATIA_PATCH_STRATEGIC, /* application/strategic-merge-patch+json */
-};
 
 struct fatia_api_query {
     const char *label_selector; /* NULL when absent */

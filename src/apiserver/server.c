@@ -52,6 +52,31 @@ struct load_ctx {
     size_t loaded;
 };
 
+/* A stored object must be a JSON object whose metadata names the row it is in: anything else
+ * is refused at start, naming the row by its key, before the cache is built on it. */
+static int check_row_shape(const struct rtable *t, const struct fatia_store_row *row,
+                           const json_t *tree, const char *what)
+{
+    const json_t *meta = json_object_get(tree, "metadata");
+    const char *name = fatia_json_str(meta, "name");
+    const char *ns = fatia_json_str(meta, "namespace");
+    const char *wrong = NULL;
+
+    if (!json_is_object(tree))
+        wrong = "the JSON is not an object";
+    else if (!json_is_object(meta))
+        wrong = "metadata is missing or not an object";
+    else if (!name || strcmp(name, row->name))
+        wrong = "metadata.name is not the row's name";
+    else if (strcmp(ns ? ns : "", row->ns))
+        wrong = "metadata.namespace is not the row's namespace";
+    if (!wrong)
+        return 0;
+    fatia_error("store: %s %s %s%s%s (rv %" PRIu64 "): %s", what, t->resource, row->ns,
+                row->ns[0] ? "/" : "", row->name, row->rv, wrong);
+    return -FATIA_E_CORRUPT;
+}
+
 static int load_row(void *arg, const struct fatia_store_row *row)
 {
     struct load_ctx *lc = arg;
@@ -68,7 +93,12 @@ static int load_row(void *arg, const struct fatia_store_row *row)
     }
     tree = json_loadb(row->json, row->json_len, 0, &jerr);
     if (!tree) {
-        fatia_error("store: %s %s/%s does not parse: %s", row->kind, row->ns, row->name, jerr.text);
+        fatia_error("store: row %s %s/%s (rv %" PRIu64 ") does not parse as JSON: %s", t->resource,
+                    row->ns, row->name, row->rv, jerr.text);
+        return -FATIA_E_CORRUPT;
+    }
+    if (check_row_shape(t, row, tree, "row") < 0) {
+        json_decref(tree);
         return -FATIA_E_CORRUPT;
     }
     e = rtable_get_or_add(t, row->ns, row->name);
@@ -97,8 +127,15 @@ static int load_log_row(void *arg, const struct fatia_store_row *row)
     if (!t)
         return 0;
     tree = json_loadb(row->json, row->json_len, 0, NULL);
-    if (!tree)
+    if (!tree) {
+        fatia_error("store: log row %s %s/%s (rv %" PRIu64 ") does not parse as JSON", t->resource,
+                    row->ns, row->name, row->rv);
         return -FATIA_E_CORRUPT;
+    }
+    if (check_row_shape(t, row, tree, "log row") < 0) {
+        json_decref(tree);
+        return -FATIA_E_CORRUPT;
+    }
     v = objver_new(tree, 0);
     if (!v)
         return -ENOMEM;
@@ -116,7 +153,8 @@ static void bookmark_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
-                        const struct fatia_apiserver_opts *opts, struct fatia_apiserver **ret)
+                        const struct fatia_checks *checks, const struct fatia_apiserver_opts *opts,
+                        struct fatia_apiserver **ret)
 {
     struct fatia_apiserver *s = fatia_calloc(1, sizeof(*s));
     struct load_ctx lc = {.s = NULL};
@@ -128,11 +166,14 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         return -ENOMEM;
     s->base = base;
     s->store = store;
+    s->checks = checks;
     lc.s = s;
     if (opts)
         s->o = *opts;
     if (!s->o.watch_history)
         s->o.watch_history = 10000;
+    if (!s->o.watch_budget)
+        s->o.watch_budget = 256 * 1024 * 1024;
     if (!s->o.bookmark_interval)
         s->o.bookmark_interval = 60 * FATIA_USEC_PER_SEC;
     if (!s->o.max_json_depth)

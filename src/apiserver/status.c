@@ -13,6 +13,8 @@
  *     -FATIA_E_FORBIDDEN 403         -FATIA_E_UNAUTHORIZED 401
  *     -FATIA_E_GONE 410 Expired      -FATIA_E_LIMIT 413 RequestEntityTooLarge
  *     -FATIA_E_PARSE / -EINVAL 400   -ESHUTDOWN 503 ServiceUnavailable
+ *     -EFBIG 413 (an object over the store's 1.5 MiB)
+ *     -ENOSPC 507 InsufficientStorage (the store's NOSPACE alarm: reads and deletes still work)
  *     anything else 500 InternalError (the store's errors: "storage error: ...")
  */
 #include "base/compat.h"
@@ -199,6 +201,18 @@ void opres_from_errno(struct opres *r, int err, const char *what)
         break;
     case -ESHUTDOWN:
         opres_fail(r, 503, "ServiceUnavailable", "the server is shutting down");
+        break;
+    case -EFBIG:
+        opres_fail(r, 413, "RequestEntityTooLarge",
+                   "%s: the object is larger than the store's limit of %d bytes (1.5 MiB)", w,
+                   FATIA_STORE_MAX_OBJECT);
+        break;
+    case -ENOSPC:
+        opres_fail(r, 507, "InsufficientStorage",
+                   "%s: the store is out of disk space (NOSPACE alarm): reads and deletes still "
+                   "work, other writes are refused until space is freed on the filesystem of "
+                   "fatiad's data directory",
+                   w);
         break;
     case -ENOMEM:
         opres_fail(r, 500, "InternalError", "%s: out of memory", w);

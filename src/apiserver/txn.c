@@ -140,11 +140,45 @@ static void kick(struct fatia_apiserver *s)
         fail_batch(s, b, r);
 }
 
+/* Part of deleting the object (store.h): the op may spend the store's disk reserve. An update
+ * of an object being deleted qualifies only if it does not make it larger (but for the room the
+ * deletion's own fields take), so that a tenant cannot spend the reserve by rewriting a
+ * terminating object it holds with a finalizer. */
+static bool op_deleting(const struct wop *op)
+{
+    if (op->type == FATIA_STORE_DELETED)
+        return true;
+    if (!json_object_get(json_object_get(op->ver->tree, "metadata"), "deletionTimestamp"))
+        return false;
+    return !op->prev || op->ver->len <= op->prev->len + 512;
+}
+
+/* The limits a transaction meets before it joins a batch: every object within the store's size
+ * limit (etcd's 1.5 MiB), and only deletions while the store's NOSPACE alarm is raised. */
+static int check_txn(struct fatia_apiserver *s, const struct wtxn *tx)
+{
+    bool nospace = fatia_store_nospace(s->store);
+
+    for (size_t i = 0; i < tx->ops.n; i++) {
+        const struct wop *op = &tx->ops.v[i];
+        if (op->type != FATIA_STORE_DELETED && op->ver->len > FATIA_STORE_MAX_OBJECT)
+            return -EFBIG;
+        if (nospace && !op_deleting(op))
+            return -ENOSPC;
+    }
+    return 0;
+}
+
 void wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx)
 {
     struct batch *b = s->filling;
+    int err = -ENOMEM;
 
     FATIA_ASSERT(tx->ops.n > 0);
+    err = check_txn(s, tx);
+    if (err < 0)
+        goto out_fail;
+    err = -ENOMEM;
     if (!b) {
         b = fatia_calloc(1, sizeof(*b));
         if (!b)
@@ -166,6 +200,7 @@ void wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx)
             .uid = fatia_json_str(json_object_get(op->ver->tree, "metadata"), "uid"),
             .json = op->ver->text,
             .json_len = op->ver->len,
+            .deleting = op_deleting(op),
         };
     }
     tx->next = NULL;
@@ -175,14 +210,14 @@ void wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx)
     return;
 
 out_fail:
-    /* Out of memory before queueing: undo, and answer. A filling batch with no transactions
-     * yet is left for the next commit. */
+    /* Refused by a limit, or out of memory, before queueing: undo, and answer. A filling batch
+     * with no transactions yet is left for the next commit. */
     {
         wtxn_done_fn done = tx->done;
         void *arg = tx->arg;
         struct wtxn fake = {.done = done, .arg = arg};
         wtxn_abort(s, tx);
-        done(s, &fake, -ENOMEM);
+        done(s, &fake, err);
     }
 }
 

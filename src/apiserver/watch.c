@@ -14,13 +14,26 @@
  * in-process watcher's events are queued and delivered from a deferred loop callback, so
  * callbacks never run inside a commit (and may write, or stop the watch, freely).
  *
+ * Memory. An event is encoded once (wevent.line, reference-counted) and every HTTP stream that
+ * sends it holds a reference in its output instead of a copy, so 50 watchers of a 2.6 MB object
+ * cost 2.6 MB, not 130. Besides the per-stream cap (max_stream_backlog), the unsent bytes of all
+ * HTTP watches together stay within opts.watch_budget: when an event would take them past it,
+ * the watchers furthest behind are dropped first (their connections closed at once, so their
+ * memory goes with them) until it fits. Dropped watchers are marked dead and freed once the event
+ * has been offered to all (history_publish walks the list). After big drops and closes, freed
+ * memory is given back to the system (malloc_trim), so that RSS falls once slow watchers go.
+ * Rejected: a budget per namespace (one tenant's slow watchers would still crowd out nobody
+ * else's, but the total would grow with tenants), and copying the object per watcher.
+ *
  * Watcher life: start (replay) -> live -> ended by timeout (stream ends cleanly, the client
- * re-watches), by the client closing, by being dropped for slowness, or by shutdown.
+ * re-watches), by the client closing, by being dropped for slowness or for the budget, or by
+ * shutdown.
  */
 #include "base/compat.h"
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <malloc.h>
 
 #include "apiserver/internal.h"
 #include "base/alloc.h"
@@ -54,12 +67,54 @@ struct watcher {
     bool delivering;
     bool stopped;
     bool replaying; /* initial state and history: as long as a list, not bounded by the backlog */
+    bool dead;      /* dropped for the budget: its connection is gone, freed by the sweep */
 
     struct event *timeout_ev;
     struct watcher *prev, *next;
 };
 
 static const char *const type_names[] = {"", "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+
+/* An encoded event, shared by the streams that send it. */
+struct wline {
+    size_t refs;
+    size_t len;
+    char data[];
+};
+
+static void wline_unref(struct wline *l)
+{
+    if (l && --l->refs == 0)
+        fatia_free(l);
+}
+
+static void wline_unref_cb(const void *data, size_t n, void *arg)
+{
+    (void)data;
+    (void)n;
+    wline_unref(arg);
+}
+
+/* ---- giving memory back ---- */
+
+static void trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    malloc_trim(0);
+}
+
+/* Some MiB were freed (a big backlog went): give them back to the system soon (coalesced). */
+static void schedule_trim(struct fatia_apiserver *s)
+{
+    struct timeval soon = {0, 200000};
+
+    if (!s->trim_ev && !(s->trim_ev = evtimer_new(s->base, trim_cb, s)))
+        return;
+    if (!event_pending(s->trim_ev, EV_TIMEOUT, NULL))
+        evtimer_add(s->trim_ev, &soon);
+}
 
 void history_init(struct fatia_apiserver *s)
 {
@@ -72,7 +127,7 @@ static void wevent_release(struct wevent *ev)
 {
     objver_unref(ev->obj);
     objver_unref(ev->old);
-    fatia_free(ev->line);
+    wline_unref(ev->line);
     memset(ev, 0, sizeof(*ev));
 }
 
@@ -83,6 +138,9 @@ void history_release(struct fatia_apiserver *s)
     fatia_free(s->ring);
     s->ring = NULL;
     s->ring_n = 0;
+    if (s->trim_ev)
+        event_free(s->trim_ev);
+    s->trim_ev = NULL;
 }
 
 /* ---- encoding ---- */
@@ -166,6 +224,8 @@ static void http_watcher_end(struct watcher *w)
     watcher_unlink(w);
     w->req = NULL;
     if (req) {
+        if (fatia_api_http_stream_backlog(req) > 4 * 1024 * 1024)
+            schedule_trim(w->s);
         fatia_api_http_req_set_close_cb(req, NULL, NULL);
         fatia_api_http_stream_end(req);
     }
@@ -176,7 +236,84 @@ static void http_close_cb(void *arg)
 {
     struct watcher *w = arg;
 
+    schedule_trim(w->s); /* the connection goes with its unsent bytes */
     http_watcher_end(w);
+}
+
+/* Drops w's connection at once (its unsent bytes freed with it); w stays linked, dead, until
+ * the sweep frees it. */
+static void watcher_drop(struct watcher *w)
+{
+    struct fatia_api_http_req *req = w->req;
+
+    w->dead = true;
+    w->req = NULL;
+    w->s->watch_sweep = true;
+    if (req) {
+        fatia_api_http_req_set_close_cb(req, NULL, NULL);
+        fatia_api_http_stream_drop(req);
+        fatia_api_http_stream_end(req); /* frees the request, as after -ENOBUFS */
+    }
+    schedule_trim(w->s);
+}
+
+static void watch_sweep(struct fatia_apiserver *s)
+{
+    if (!s->watch_sweep)
+        return;
+    s->watch_sweep = false;
+    for (size_t i = 0; i < s->n_tables; i++) {
+        struct watcher *w, *next;
+        for (w = s->tables[i].watchers; w; w = next) {
+            next = w->next;
+            if (w->dead) {
+                watcher_unlink(w);
+                watcher_free(w);
+            }
+        }
+    }
+}
+
+/* Unsent bytes of every live HTTP watch. */
+static size_t watch_backlog_total(struct fatia_apiserver *s)
+{
+    size_t sum = 0;
+
+    for (size_t i = 0; i < s->n_tables; i++)
+        for (struct watcher *w = s->tables[i].watchers; w; w = w->next)
+            if (w->req && !w->dead)
+                sum += fatia_api_http_stream_backlog(w->req);
+    return sum;
+}
+
+/* Makes room for n more bytes: drops the live HTTP watchers furthest behind until the total
+ * fits the budget (or none is behind). False when self was dropped. */
+static bool enforce_budget(struct fatia_apiserver *s, struct watcher *self, size_t n)
+{
+    bool self_alive = true;
+
+    while (s->watch_bytes + n > s->o.watch_budget) {
+        struct watcher *worst = NULL;
+        size_t most = 0;
+        for (size_t i = 0; i < s->n_tables; i++)
+            for (struct watcher *w = s->tables[i].watchers; w; w = w->next) {
+                size_t b;
+                if (!w->req || w->dead)
+                    continue;
+                b = fatia_api_http_stream_backlog(w->req);
+                if (b > most) {
+                    most = b;
+                    worst = w;
+                }
+            }
+        if (!worst)
+            break;
+        s->watch_bytes = s->watch_bytes > most ? s->watch_bytes - most : 0;
+        if (worst == self)
+            self_alive = false;
+        watcher_drop(worst);
+    }
+    return self_alive;
 }
 
 static void timeout_cb(evutil_socket_t fd, short what, void *arg)
@@ -198,12 +335,38 @@ static void local_flush_cb(evutil_socket_t fd, short what, void *arg);
 static bool deliver(struct watcher *w, enum fatia_watch_event type, struct objver *v,
                     struct wevent *ev)
 {
+    if (w->dead)
+        return false;
     if (w->req) {
         bool common = ev && (int)type == (int)ev->type && !w->table && !w->ver;
         int r = 0;
-        if (common && ev->line) {
-            r = w->replaying ? fatia_api_http_stream_write_unbounded(w->req, ev->line, ev->line_len)
-                             : fatia_api_http_stream_write(w->req, ev->line, ev->line_len);
+        if (common && !ev->line) {
+            struct evbuffer *out = evbuffer_new();
+            size_t n;
+            if (!out)
+                return true;
+            r = encode(w, type_names[type], v, out);
+            n = evbuffer_get_length(out);
+            if (r == 0 && (ev->line = fatia_malloc(sizeof(*ev->line) + n))) {
+                ev->line->refs = 1; /* the history's */
+                ev->line->len = n;
+                memcpy(ev->line->data, evbuffer_pullup(out, -1), n);
+            }
+            evbuffer_free(out);
+            if (r < 0 || !ev->line)
+                return true;
+        }
+        if (common) {
+            size_t n = ev->line->len;
+            if (!w->replaying && !enforce_budget(w->s, w, n))
+                return false;
+            ev->line->refs++;
+            r = fatia_api_http_stream_write_ref(w->req, ev->line->data, n, !w->replaying,
+                                                wline_unref_cb, ev->line);
+            if (r < 0)
+                ev->line->refs--;
+            else
+                w->s->watch_bytes += n;
         } else {
             struct evbuffer *out = evbuffer_new();
             size_t n;
@@ -211,18 +374,22 @@ static bool deliver(struct watcher *w, enum fatia_watch_event type, struct objve
                 return true;
             r = encode(w, type_names[type], v, out);
             n = evbuffer_get_length(out);
+            if (r == 0 && !w->replaying && !enforce_budget(w->s, w, n)) {
+                evbuffer_free(out);
+                return false;
+            }
             if (r == 0) {
                 const char *p = (const char *)evbuffer_pullup(out, -1);
-                if (common && (ev->line = fatia_malloc(n))) {
-                    memcpy(ev->line, p, n);
-                    ev->line_len = n;
-                }
                 r = w->replaying ? fatia_api_http_stream_write_unbounded(w->req, p, n)
                                  : fatia_api_http_stream_write(w->req, p, n);
+                if (r == 0)
+                    w->s->watch_bytes += n;
             }
             evbuffer_free(out);
         }
         if (r == -ENOBUFS || r == -EPIPE) {
+            if (r == -ENOBUFS)
+                schedule_trim(w->s);
             http_watcher_end(w);
             return false;
         }
@@ -286,10 +453,13 @@ void history_publish(struct fatia_apiserver *s, struct rtable *t, enum fatia_sto
     *ev = (struct wevent){
         .rv = obj->rv, .type = type, .t = t, .obj = objver_ref(obj), .old = objver_ref(old)};
     s->ring_n++;
+    s->watch_bytes = t->watchers ? watch_backlog_total(s) : 0;
     for (w = t->watchers; w; w = next) {
         next = w->next;
-        offer(w, ev);
+        if (!w->dead)
+            offer(w, ev);
     }
+    watch_sweep(s);
 }
 
 static void local_flush_cb(evutil_socket_t fd, short what, void *arg)

@@ -18,6 +18,7 @@
 #include "base/vec.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "demand/demand.h"
 #include "demand/profile.h"
 #include "model/objset.h"
 
@@ -163,7 +164,8 @@ static int run(int argc, char **argv)
 
     fatia_objset_init(&set);
     fatia_diag_init(&diag);
-    if (fatia_objset_load(&set, paths.v, paths.n, recursive, &diag) == -ENOMEM) {
+    if (fatia_objset_load(&set, paths.v, paths.n, recursive, &fatia_demand_checks, &diag) ==
+        -ENOMEM) {
         fprintf(stderr, "fatia profiles: out of memory\n");
         rc = FATIA_EXIT_FAIL;
         goto out_release;

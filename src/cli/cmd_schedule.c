@@ -21,6 +21,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "control/control.h"
+#include "demand/demand.h"
 #include "model/objset.h"
 
 static const char usage[] =
@@ -204,7 +205,7 @@ static int run(int argc, char **argv)
 
     fatia_objset_init(&set);
     fatia_diag_init(&diag);
-    r = fatia_objset_load(&set, paths.v, paths.n, recursive, &diag);
+    r = fatia_objset_load(&set, paths.v, paths.n, recursive, &fatia_demand_checks, &diag);
     if (r == -ENOMEM) {
         fprintf(stderr, "fatia schedule: out of memory\n");
         rc = FATIA_EXIT_FAIL;

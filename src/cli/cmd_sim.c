@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/supply_cli.h"
+#include "demand/demand.h"
 #include "model/object.h"
 #include "sim/sim.h"
 
@@ -76,7 +77,7 @@ static int add_objects(struct fatia_objset *set, json_t *objs, const char *file,
     {
         struct fatia_decode_opts dopts = {.file = file};
         struct fatia_object *fo = NULL;
-        int r = fatia_object_decode(o, &dopts, d, &fo);
+        int r = fatia_object_decode(o, &dopts, &fatia_demand_checks, d, &fo);
         if (r == -ENOMEM)
             return r;
         if (r < 0)
@@ -360,7 +361,8 @@ static int run(int argc, char **argv)
     fatia_inventory_init(&inv);
     fatia_sim_trace_init(&tr);
     fatia_diag_init(&d);
-    if (paths.n && fatia_objset_load(&set, paths.v, paths.n, recursive, &d) == -ENOMEM)
+    if (paths.n &&
+        fatia_objset_load(&set, paths.v, paths.n, recursive, &fatia_demand_checks, &d) == -ENOMEM)
         goto oom;
     if (nodes_path) {
         json_t *objs = NULL;

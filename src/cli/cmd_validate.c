@@ -15,6 +15,7 @@
 #include "base/vec.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "demand/demand.h"
 #include "model/objset.h"
 
 static const char usage[] =
@@ -131,7 +132,7 @@ static int run(int argc, char **argv)
             bool ok;
 
             fatia_diag_init(&dd);
-            r = fatia_object_decode(d->root, &o, &dd, &obj);
+            r = fatia_object_decode(d->root, &o, &fatia_demand_checks, &dd, &obj);
             fatia_objset_check_duplicate(&set, d, &dd);
             if (r == 0) {
                 snprintf(id, sizeof(id), "%s", obj->id);

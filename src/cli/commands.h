@@ -12,6 +12,8 @@ extern const struct fatia_cli_cmd fatia_cmd_schedule;
 extern const struct fatia_cli_cmd fatia_cmd_plan;
 extern const struct fatia_cli_cmd fatia_cmd_export;
 extern const struct fatia_cli_cmd fatia_cmd_token;
+extern const struct fatia_cli_cmd fatia_cmd_backup; /* store */
+extern const struct fatia_cli_cmd fatia_cmd_restore;
 extern const struct fatia_cli_cmd fatia_cmd_serve;
 extern const struct fatia_cli_cmd fatia_cmd_engine_sim;
 extern const struct fatia_cli_cmd fatia_cmd_gateway;

@@ -6,7 +6,6 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "demand/demand.h"
 
 static const struct fatia_cli_cmd *const commands[] = {
     &fatia_cmd_validate,
@@ -15,6 +14,8 @@ static const struct fatia_cli_cmd *const commands[] = {
     &fatia_cmd_plan,
     &fatia_cmd_export, /* supply */
     &fatia_cmd_token,
+    &fatia_cmd_backup, /* store */
+    &fatia_cmd_restore,
     &fatia_cmd_serve, /* serving */
     &fatia_cmd_engine_sim,
     &fatia_cmd_gateway,
@@ -39,8 +40,6 @@ int main(int argc, char **argv)
     int i = 1;
 
     fatia_log_set_ident("fatia");
-    if (fatia_demand_register_checks() < 0)
-        return FATIA_EXIT_FAIL;
     fatia_log_set_level(FATIA_LOG_WARNING);
     if (fatia_log_level_from_env() < 0)
         fprintf(stderr, "fatia: unknown FATIA_LOG level '%s', ignoring\n", getenv("FATIA_LOG"));

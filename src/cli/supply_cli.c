@@ -20,9 +20,11 @@
 #include <getopt.h>
 
 #include "base/alloc.h"
+#include "base/datadir.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "cli/cli.h"
+#include "demand/demand.h"
 #include "supply/upstream.h"
 
 int supply_opt(struct supply_opts *o, int c, const char *arg, const char *cmd)
@@ -153,7 +155,7 @@ static int import_upstream(struct supply_session *s, const struct supply_opts *o
             .file = json_object_get(json_object_get(obj, "spec"), "mig") ? o->mig_parted_config
                                                                          : o->device_plugin_config};
         struct fatia_object *fo = NULL;
-        if (fatia_object_decode(obj, &dopts, d, &fo) < 0)
+        if (fatia_object_decode(obj, &dopts, &fatia_demand_checks, d, &fo) < 0)
             continue;
         if (fatia_objset_add(&s->set, fo) == -FATIA_E_EXISTS)
             fatia_diag_add(d, FATIA_DIAG_ERROR, dopts.file, 0, 0, NULL, NULL,
@@ -217,13 +219,12 @@ int supply_session_open(struct supply_session *s, const struct supply_opts *o, c
     fatia_inventory_init(&s->inv);
     fatia_diag_init(&d);
     if (o->paths.n) {
-        r = fatia_objset_load(&s->set, o->paths.v, o->paths.n, o->recursive, &d);
+        r = fatia_objset_load(&s->set, o->paths.v, o->paths.n, o->recursive, &fatia_demand_checks,
+                              &d);
     } else if (o->inventory != SUPPLY_INV_NVML) {
-        const char *env = getenv("FATIA_DATA_DIR");
-        snprintf(fleet, sizeof(fleet), "%s/fleets/default.yaml",
-                 env && *env ? env : FATIA_SOURCE_DIR "/data");
+        fatia_data_path(fleet, sizeof(fleet), "fleets/default.yaml");
         default_paths[0] = fleet;
-        r = fatia_objset_load(&s->set, default_paths, 1, false, &d);
+        r = fatia_objset_load(&s->set, default_paths, 1, false, &fatia_demand_checks, &d);
     } else {
         r = 0;
     }

@@ -547,6 +547,7 @@ const char *ctl_flavor_mismatch(const struct ctl_podset *ps, const struct ctl_fl
                                 size_t n);
 
 /* ---- objects.c ---- */
+amt_t ctl_q_milli(const json_t *v); /* a quantity in milli-units; 0 when absent or malformed */
 struct ctl_cq *ctl_cq_get(const struct fatia_control *c, const char *name);
 void ctl_wl_free(struct ctl_wl *w);
 void ctl_wl_charge(struct fatia_control *c, struct ctl_wl *w); /* add usage to its CQ and LQ */
@@ -562,6 +563,18 @@ bool ctl_ns_matches(const struct fatia_control *c, const struct ctl_cq *cq, cons
 int ctl_evict(struct fatia_control *c, struct ctl_wl *w, const char *reason, const char *msg,
               const struct ctl_wl *preemptor, bool in_cycle);
 void ctl_resolve_queue(struct fatia_control *c, struct ctl_wl *w);
+
+/* ---- workload.c: a Workload's spec and status decoded ---- */
+void ctl_podsets_free(struct ctl_podset *ps, size_t n);
+/* spec.podSets into *ret (n pod sets): per-pod requests and placement constraints. 0, -ENOMEM,
+ * or the placement parser's error (why says which). */
+int ctl_wl_parse_podsets(struct fatia_control *c, const json_t *list, struct ctl_podset **ret,
+                         size_t *ret_n, char *why, size_t why_n);
+/* The hash of w's shape (priority, pod sets) for the queues' "known not to fit" memo. */
+uint64_t ctl_wl_shape_hash(const struct ctl_wl *w, const json_t *podsets);
+/* status.admission into w->asg and w->use (interning flavors as needed). 0 or -ENOMEM (w's
+ * admission dropped). */
+int ctl_wl_parse_admission(struct fatia_control *c, struct ctl_wl *w, const json_t *adm);
 
 /* ---- queue.c ---- */
 bool ctl_queue_has_head(const struct ctl_cq *cq);

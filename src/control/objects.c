@@ -12,18 +12,15 @@
  * workload attached to one LocalQueue entry, and every admission to one ClusterQueue entry, so
  * that an object arriving later (watch events come in any order) simply defines its entry.
  *
- * What the engine derives from a Workload (Kueue pkg/workload/resources.go, workload.go):
- *   - per-pod requests: sum over containers (limits stand for missing requests), the max with
- *     init containers (restartable init containers add to the running sum), plus overhead; a
- *     pod-level spec.resources.requests entry replaces the computed one; then the SchedulerConfig
- *     excludes resource prefixes and applies resource transformations (Retain keeps the input,
- *     Replace drops it; outputs are per unit of input);
+ * What the engine derives from a Workload (requests per pod set, the shape hash, the usage of
+ * an admission) is decoded in workload.c. apply_wl is wl_decode (a new struct from the tree),
+ * then wl_update (a known workload: spec-derived fields only) or wl_insert (a new one: indexed,
+ * admitted as its status says, or pending). Decided here:
  *   - priority: spec.priority, else the WorkloadPriorityClass value at the time the workload is
  *     first seen (later class changes do not move existing workloads, as upstream), else 0;
  *   - queue-order time: metadata.creationTimestamp, or the Evicted condition's time when it was
  *     evicted by PodsReadyTimeout or AdmissionCheck;
- *   - admission: status.admission with QuotaReserved=True; each pod set's usage is its
- *     resourceUsage, or per-pod requests x count where resourceUsage lacks the resource.
+ *   - admission: status.admission with QuotaReserved=True.
  */
 #include "base/compat.h"
 
@@ -44,7 +41,7 @@ void ctl_cq_update_active(struct fatia_control *c, struct ctl_cq *cq);
 
 /* ---- small helpers ---- */
 
-static amt_t q_milli(const json_t *v)
+amt_t ctl_q_milli(const json_t *v)
 {
     struct fatia_quantity q;
 
@@ -152,9 +149,9 @@ static int quota_spec_parse(struct fatia_control *c, const json_t *groups,
                     goto fail;
                 q->flavor = fl->id;
                 q->res = res;
-                q->nominal = q_milli(json_object_get(rq, "nominalQuota"));
-                q->blimit = bl && !json_is_null(bl) ? q_milli(bl) : AMT_NONE;
-                q->llimit = ll && !json_is_null(ll) ? q_milli(ll) : AMT_NONE;
+                q->nominal = ctl_q_milli(json_object_get(rq, "nominalQuota"));
+                q->blimit = bl && !json_is_null(bl) ? ctl_q_milli(bl) : AMT_NONE;
+                q->llimit = ll && !json_is_null(ll) ? ctl_q_milli(ll) : AMT_NONE;
                 qs.n_q++;
             }
         }
@@ -172,7 +169,7 @@ static double weight_of(const json_t *spec)
 
     if (!w)
         return 1.0;
-    return (double)q_milli(w) / 1000.0;
+    return (double)ctl_q_milli(w) / 1000.0;
 }
 
 /* ---- engine ---- */
@@ -233,16 +230,6 @@ void ctl_wl_drop_admission(struct ctl_wl *w)
     w->fr_bits = 0;
 }
 
-static void podsets_free(struct ctl_podset *ps, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        fatia_free(ps[i].name);
-        fatia_free(ps[i].req);
-        ctl_placement_free(ps[i].place);
-    }
-    fatia_free(ps);
-}
-
 void ctl_wl_drop_preemptor(struct ctl_wl *w)
 {
     if (w->pre_a) {
@@ -259,7 +246,7 @@ void ctl_wl_free(struct ctl_wl *w)
         return;
     ctl_wl_drop_admission(w);
     ctl_wl_drop_preemptor(w);
-    podsets_free(w->ps, w->n_ps);
+    ctl_podsets_free(w->ps, w->n_ps);
     fatia_free(w->key);
     fatia_free(w->ns);
     fatia_free(w->name);
@@ -1180,7 +1167,7 @@ static int apply_config(struct fatia_control *c, const json_t *obj)
                 struct ctl_req *o = &t->out[t->n_out++];
                 if (ctl_res_intern(c, k, &o->res) < 0)
                     goto oom;
-                o->per_pod = q_milli(q);
+                o->per_pod = ctl_q_milli(q);
             }
         }
     }
@@ -1211,350 +1198,7 @@ oom:
     return -ENOMEM;
 }
 
-/* ---- Workload ---- */
-
-struct acc {
-    struct ctl_req *v;
-    size_t n, cap;
-};
-
-static int acc_find(struct acc *a, uint32_t res)
-{
-    for (size_t i = 0; i < a->n; i++)
-        if (a->v[i].res == res)
-            return (int)i;
-    return -1;
-}
-
-static int acc_slot(struct acc *a, uint32_t res)
-{
-    int i = acc_find(a, res);
-
-    if (i >= 0)
-        return i;
-    if (a->n == a->cap) {
-        size_t nc = a->cap ? a->cap * 2 : 8;
-        struct ctl_req *p = fatia_reallocarray(a->v, nc, sizeof(*p));
-        if (!p)
-            return -ENOMEM;
-        a->v = p;
-        a->cap = nc;
-    }
-    a->v[a->n] = (struct ctl_req){res, 0};
-    return (int)a->n++;
-}
-
-/* requests (limits where a request is missing) of one container into a */
-static int container_requests(struct fatia_control *c, const json_t *ctr, struct acc *a)
-{
-    const json_t *req = fatia_json_path(ctr, "resources.requests");
-    const json_t *lim = fatia_json_path(ctr, "resources.limits");
-    const char *k;
-    json_t *q;
-    uint32_t res;
-    int i;
-
-    json_object_foreach((json_t *)req, k, q)
-    {
-        if (ctl_res_intern(c, k, &res) < 0 || (i = acc_slot(a, res)) < 0)
-            return -ENOMEM;
-        a->v[i].per_pod = amt_add(a->v[i].per_pod, q_milli(q));
-    }
-    json_object_foreach((json_t *)lim, k, q)
-    {
-        if (json_object_get(req, k))
-            continue;
-        if (ctl_res_intern(c, k, &res) < 0 || (i = acc_slot(a, res)) < 0)
-            return -ENOMEM;
-        a->v[i].per_pod = amt_add(a->v[i].per_pod, q_milli(q));
-    }
-    return 0;
-}
-
-static int cmp_req_name(const void *x, const void *y, void *arg)
-{
-    const struct fatia_control *c = arg;
-    return strcmp(c->res_names.v[((const struct ctl_req *)x)->res],
-                  c->res_names.v[((const struct ctl_req *)y)->res]);
-}
-
-static int pod_requests(struct fatia_control *c, const json_t *spec, struct ctl_req **ret,
-                        size_t *ret_n)
-{
-    struct acc sum = {0}, init_max = {0}, restartable = {0}, one = {0};
-    const json_t *ctrs = json_object_get(spec, "containers");
-    const json_t *inits = json_object_get(spec, "initContainers");
-    size_t i;
-    json_t *ctr;
-    const char *k;
-    json_t *q;
-    int r = -ENOMEM, j;
-
-    json_array_foreach(ctrs, i, ctr)
-    {
-        if (container_requests(c, ctr, &sum) < 0)
-            goto out;
-    }
-    json_array_foreach(inits, i, ctr)
-    {
-        const char *rp = fatia_json_str(ctr, "restartPolicy");
-        bool sidecar = rp && !strcmp(rp, "Always");
-        one.n = 0;
-        if (container_requests(c, ctr, &one) < 0)
-            goto out;
-        if (sidecar) {
-            for (size_t m = 0; m < one.n; m++) {
-                if ((j = acc_slot(&restartable, one.v[m].res)) < 0)
-                    goto out;
-                restartable.v[j].per_pod = amt_add(restartable.v[j].per_pod, one.v[m].per_pod);
-            }
-            /* this step needs everything restartable so far */
-            for (size_t m = 0; m < restartable.n; m++) {
-                if ((j = acc_slot(&init_max, restartable.v[m].res)) < 0)
-                    goto out;
-                init_max.v[j].per_pod = amt_max(init_max.v[j].per_pod, restartable.v[m].per_pod);
-            }
-        } else {
-            for (size_t m = 0; m < restartable.n; m++) {
-                if ((j = acc_slot(&one, restartable.v[m].res)) < 0)
-                    goto out;
-                one.v[j].per_pod = amt_add(one.v[j].per_pod, restartable.v[m].per_pod);
-            }
-            for (size_t m = 0; m < one.n; m++) {
-                if ((j = acc_slot(&init_max, one.v[m].res)) < 0)
-                    goto out;
-                init_max.v[j].per_pod = amt_max(init_max.v[j].per_pod, one.v[m].per_pod);
-            }
-        }
-    }
-    /* running: containers + restartable init containers; effective: max with the init peak */
-    for (size_t m = 0; m < restartable.n; m++) {
-        if ((j = acc_slot(&sum, restartable.v[m].res)) < 0)
-            goto out;
-        sum.v[j].per_pod = amt_add(sum.v[j].per_pod, restartable.v[m].per_pod);
-    }
-    for (size_t m = 0; m < init_max.n; m++) {
-        if ((j = acc_slot(&sum, init_max.v[m].res)) < 0)
-            goto out;
-        sum.v[j].per_pod = amt_max(sum.v[j].per_pod, init_max.v[m].per_pod);
-    }
-    json_object_foreach(json_object_get(spec, "overhead"), k, q)
-    {
-        uint32_t res;
-        if (ctl_res_intern(c, k, &res) < 0 || (j = acc_slot(&sum, res)) < 0)
-            goto out;
-        sum.v[j].per_pod = amt_add(sum.v[j].per_pod, q_milli(q));
-    }
-    json_object_foreach(fatia_json_path(spec, "resources.requests"), k, q)
-    {
-        uint32_t res;
-        if (ctl_res_intern(c, k, &res) < 0 || (j = acc_slot(&sum, res)) < 0)
-            goto out;
-        sum.v[j].per_pod = q_milli(q);
-    }
-    /* SchedulerConfig: excluded prefixes, then transformations */
-    for (size_t m = 0; m < sum.n; m++) {
-        for (size_t e = 0; e < c->cfg.n_exclude; e++) {
-            if (fatia_str_has_prefix(c->res_names.v[sum.v[m].res], c->cfg.exclude_prefixes[e])) {
-                sum.v[m--] = sum.v[--sum.n];
-                break;
-            }
-        }
-    }
-    if (c->cfg.n_tr) {
-        size_t n0 = sum.n;
-        struct ctl_req *orig = fatia_reallocarray(NULL, n0 ? n0 : 1, sizeof(*orig));
-        if (!orig)
-            goto out;
-        if (n0)
-            memcpy(orig, sum.v, n0 * sizeof(*orig));
-        for (size_t t = 0; t < c->cfg.n_tr; t++) {
-            const struct ctl_transform *tr = &c->cfg.tr[t];
-            amt_t in = -1;
-            for (size_t m = 0; m < n0; m++)
-                if (orig[m].res == tr->input)
-                    in = orig[m].per_pod;
-            if (in < 0)
-                continue;
-            for (size_t o = 0; o < tr->n_out; o++) {
-                fatia_i128 p = (fatia_i128)in * tr->out[o].per_pod;
-                fatia_i128 v = p >= 0 ? (p + 999) / 1000 : p / 1000;
-                amt_t add = v > INT64_MAX ? INT64_MAX : v < -INT64_MAX ? -INT64_MAX : (amt_t)v;
-                if ((j = acc_slot(&sum, tr->out[o].res)) < 0) {
-                    fatia_free(orig);
-                    goto out;
-                }
-                sum.v[j].per_pod = amt_add(sum.v[j].per_pod, add);
-            }
-            if (tr->replace && (j = acc_find(&sum, tr->input)) >= 0)
-                sum.v[j] = sum.v[--sum.n];
-        }
-        fatia_free(orig);
-    }
-    if (sum.n > 1)
-        qsort_r(sum.v, sum.n, sizeof(*sum.v), cmp_req_name, c);
-    *ret = sum.v;
-    *ret_n = sum.n;
-    sum.v = NULL;
-    r = 0;
-out:
-    fatia_free(sum.v);
-    fatia_free(init_max.v);
-    fatia_free(restartable.v);
-    fatia_free(one.v);
-    return r;
-}
-
-static uint64_t shape_hash(const struct ctl_wl *w, const json_t *podsets)
-{
-    uint64_t h = fatia_hash64(&w->priority, sizeof(w->priority));
-
-    for (size_t i = 0; i < w->n_ps; i++) {
-        const struct ctl_podset *p = &w->ps[i];
-        h = h * 1099511628211ULL ^ fatia_hash64(&p->count, sizeof(p->count));
-        h = h * 1099511628211ULL ^ fatia_hash64(&p->min_count, sizeof(p->min_count));
-        for (size_t k = 0; k < p->n_req; k++) {
-            /* field by field: the struct has padding */
-            h = h * 1099511628211ULL ^ fatia_hash64(&p->req[k].res, sizeof(p->req[k].res));
-            h = h * 1099511628211ULL ^ fatia_hash64(&p->req[k].per_pod, sizeof(p->req[k].per_pod));
-        }
-        if (p->place) {
-            /* placement constraints: hash their JSON text */
-            json_t *spec = fatia_json_path(json_array_get(podsets, i), "template.spec");
-            const char *keys[] = {"tolerations", "nodeSelector", "affinity"};
-            for (size_t k = 0; k < 3; k++) {
-                char *t = json_dumps(json_object_get(spec, keys[k]), JSON_SORT_KEYS | JSON_COMPACT);
-                if (t) {
-                    h = h * 1099511628211ULL ^ fatia_hash_str(t);
-                    free(t);
-                }
-            }
-        }
-    }
-    return h;
-}
-
-static int parse_podsets(struct fatia_control *c, const json_t *list, struct ctl_podset **ret,
-                         size_t *ret_n, char *why, size_t why_n)
-{
-    struct ctl_podset *ps;
-    size_t i, n = json_array_size(list);
-    json_t *p;
-    int r;
-
-    ps = fatia_calloc(n ? n : 1, sizeof(*ps));
-    if (!ps)
-        return -ENOMEM;
-    json_array_foreach(list, i, p)
-    {
-        const json_t *spec = fatia_json_path(p, "template.spec");
-        int64_t cnt = 1, minc;
-        const char *nm = fatia_json_str(p, "name");
-        ps[i].name = fatia_strdup(nm ? nm : "main");
-        if (!ps[i].name) {
-            r = -ENOMEM;
-            goto fail;
-        }
-        fatia_json_int(p, "count", &cnt);
-        if (cnt > INT32_MAX)
-            cnt = INT32_MAX;
-        ps[i].count = (int32_t)cnt;
-        ps[i].min_count = ps[i].count;
-        if (c->cfg.partial_admission && fatia_json_int(p, "minCount", &minc) && minc < cnt)
-            ps[i].min_count = (int32_t)minc;
-        r = pod_requests(c, spec, &ps[i].req, &ps[i].n_req);
-        if (r < 0)
-            goto fail;
-        r = ctl_placement_parse(spec, &ps[i].place, why, why_n);
-        if (r < 0)
-            goto fail;
-    }
-    *ret = ps;
-    *ret_n = n;
-    return 0;
-fail:
-    podsets_free(ps, n);
-    return r;
-}
-
-/* status.admission into w->asg / w->use; interns flavors as needed. */
-static int parse_admission(struct fatia_control *c, struct ctl_wl *w, const json_t *adm)
-{
-    const json_t *psas = json_object_get(adm, "podSetAssignments");
-    struct acc use = {0};
-    size_t i;
-    json_t *psa;
-    int r = -ENOMEM;
-
-    w->asg = fatia_calloc(w->n_ps ? w->n_ps : 1, sizeof(*w->asg));
-    if (!w->asg)
-        return -ENOMEM;
-    json_array_foreach(psas, i, psa)
-    {
-        const char *nm = fatia_json_str(psa, "name");
-        const json_t *flv = json_object_get(psa, "flavors");
-        const json_t *ru = json_object_get(psa, "resourceUsage");
-        struct ctl_ps_assign *a = NULL;
-        struct ctl_podset *p = NULL;
-        int64_t cnt;
-        const char *res;
-        json_t *fl;
-        for (size_t k = 0; k < w->n_ps; k++)
-            if (!strcmp(w->ps[k].name, nm ? nm : "main")) {
-                a = &w->asg[k];
-                p = &w->ps[k];
-            }
-        if (!a || a->v)
-            continue;
-        a->count = fatia_json_int(psa, "count", &cnt) ? (int32_t)cnt : p->count;
-        if (json_object_size(flv)) {
-            a->v = fatia_calloc(json_object_size(flv), sizeof(*a->v));
-            if (!a->v)
-                goto out;
-        }
-        json_object_foreach((json_t *)flv, res, fl)
-        {
-            struct ctl_flavor *f;
-            uint32_t rid, fr;
-            amt_t total = -1;
-            int j;
-            if (ctl_res_intern(c, res, &rid) < 0 ||
-                ctl_flavor_intern(c, json_string_value(fl), &f) < 0 ||
-                ctl_fr_intern(c, f->id, rid, &fr) < 0)
-                goto out;
-            if (json_object_get(ru, res))
-                total = q_milli(json_object_get(ru, res));
-            else if (!strcmp(res, "pods"))
-                total = amt_mul(1000, a->count);
-            else
-                for (size_t k = 0; k < p->n_req; k++)
-                    if (p->req[k].res == rid)
-                        total = amt_mul(p->req[k].per_pod, a->count);
-            if (total < 0)
-                total = 0;
-            a->v[a->n].res = rid;
-            a->v[a->n].flavor = f->id;
-            a->v[a->n].total = total;
-            a->n++;
-            if ((j = acc_slot(&use, fr)) < 0)
-                goto out;
-            use.v[j].per_pod = amt_add(use.v[j].per_pod, total);
-        }
-    }
-    w->use = fatia_calloc(use.n ? use.n : 1, sizeof(*w->use));
-    if (!w->use)
-        goto out;
-    for (i = 0; i < use.n; i++)
-        w->use[i] = (struct ctl_use){use.v[i].res, use.v[i].per_pod};
-    w->n_use = use.n;
-    w->fr_bits = ctl_use_bits(w->use, w->n_use);
-    r = 0;
-out:
-    fatia_free(use.v);
-    if (r < 0)
-        ctl_wl_drop_admission(w);
-    return r;
-}
+/* ---- Workload (its decoding: workload.c) ---- */
 
 static int wl_attach_lq(struct fatia_control *c, struct ctl_wl *w)
 {
@@ -1603,41 +1247,29 @@ static void wl_remove(struct fatia_control *c, struct ctl_wl *w, int64_t now)
     ctl_wl_free(w);
 }
 
-static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
-                    struct fatia_diag *diag)
+/* A Workload's tree into a new struct (not yet in the engine): names, priority (old's when the
+ * tree names none: a class change does not move a known workload), queue-order time, pod sets.
+ * A pod set that cannot be decoded marks it bad (a warning in diag) rather than failing. 0 or
+ * -ENOMEM. */
+static int wl_decode(struct fatia_control *c, const json_t *obj, const char *key,
+                     const struct ctl_wl *old, int64_t now, struct fatia_diag *diag,
+                     struct ctl_wl **ret)
 {
     const char *ns = json_string_value(fatia_json_path(obj, "metadata.namespace"));
     const char *name = json_string_value(fatia_json_path(obj, "metadata.name"));
     const char *uid = json_string_value(fatia_json_path(obj, "metadata.uid"));
     const json_t *spec = json_object_get(obj, "spec");
-    const json_t *qr = find_condition(obj, "QuotaReserved");
     const json_t *ev = find_condition(obj, "Evicted");
-    const json_t *adm = fatia_json_path(obj, "status.admission");
     const char *qn = fatia_json_str(spec, "queueName");
-    struct ctl_wl *w, *old;
-    char *key, why[256] = "";
+    struct ctl_wl *w;
+    char why[256] = "";
     int64_t prio;
     int r;
 
-    if (!name)
-        return -EINVAL;
-    key = make_key(ns, name);
-    if (!key)
-        return -ENOMEM;
-    old = fatia_strmap_get(&c->wl_index, key);
-    if (condition_true(find_condition(obj, "Finished"))) {
-        free(key);
-        if (old)
-            wl_remove(c, old, now);
-        return 0;
-    }
     w = fatia_calloc(1, sizeof(*w));
-    if (!w) {
-        free(key);
+    if (!w)
         return -ENOMEM;
-    }
     w->key = fatia_strdup(key);
-    free(key);
     w->ns = fatia_strdup(ns ? ns : "");
     w->name = fatia_strdup(name);
     w->uid = fatia_strdup(uid ? uid : "");
@@ -1672,7 +1304,8 @@ static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
     }
     w->requeue_at =
         parse_time(json_string_value(fatia_json_path(obj, "status.requeueState.requeueAt")), 0);
-    r = parse_podsets(c, json_object_get(spec, "podSets"), &w->ps, &w->n_ps, why, sizeof(why));
+    r = ctl_wl_parse_podsets(c, json_object_get(spec, "podSets"), &w->ps, &w->n_ps, why,
+                             sizeof(why));
     if (r == -ENOMEM) {
         ctl_wl_free(w);
         return r;
@@ -1686,56 +1319,74 @@ static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
         w->ps = NULL;
         w->n_ps = 0;
     }
-    w->shape_hash = shape_hash(w, json_object_get(spec, "podSets"));
+    w->shape_hash = ctl_wl_shape_hash(w, json_object_get(spec, "podSets"));
+    *ret = w;
+    return 0;
+}
 
-    if (old) {
-        /* Update: the engine's own admission state stays; spec-derived fields change. */
-        bool requeue = false;
-        if (old->priority != w->priority && old->state != CTL_WL_PENDING && old->cq)
-            old->cq->min_prio_valid = false;
-        old->priority = w->priority;
-        if (old->state == CTL_WL_PENDING) {
-            podsets_free(old->ps, old->n_ps);
-            old->ps = w->ps;
-            old->n_ps = w->n_ps;
-            w->ps = NULL;
-            w->n_ps = 0;
-            old->shape_hash = w->shape_hash;
-            old->bad = w->bad;
-            fatia_free(old->bad_msg);
-            old->bad_msg = w->bad_msg;
-            w->bad_msg = NULL;
-            old->created = w->created;
-            old->requeue_at = w->requeue_at;
-            ctl_wl_drop_preemptor(old);
-            requeue = true;
-        }
-        if (old->active != w->active) {
-            old->active = w->active;
-            if (!w->active && old->state == CTL_WL_ADMITTED)
-                ctl_evict(c, old, "InactiveWorkload", "The workload is deactivated", NULL, false);
-            requeue = true;
-        }
-        if (strcmp(old->queue_name, w->queue_name) && old->state == CTL_WL_PENDING) {
-            char *t = old->queue_name;
-            old->queue_name = w->queue_name;
-            w->queue_name = t;
-            wl_detach_lq(old);
-            r = wl_attach_lq(c, old);
-            if (r < 0) {
-                ctl_wl_free(w);
-                return r;
-            }
-            requeue = true;
-        }
-        ctl_wl_free(w);
-        if (requeue && old->state == CTL_WL_PENDING) {
-            if (old->q != CTL_Q_NONE)
-                ctl_queue_remove(c, old);
-            ctl_resolve_queue(c, old);
-        }
-        return 0;
+/* An update of a known workload old from its decoded tree w (consumed): the engine's own
+ * admission state stays; spec-derived fields change, and a pending workload is queued again
+ * when what decides its place changed. 0 or -ENOMEM. */
+static int wl_update(struct fatia_control *c, struct ctl_wl *old, struct ctl_wl *w)
+{
+    bool requeue = false;
+    int r;
+
+    if (old->priority != w->priority && old->state != CTL_WL_PENDING && old->cq)
+        old->cq->min_prio_valid = false;
+    old->priority = w->priority;
+    if (old->state == CTL_WL_PENDING) {
+        ctl_podsets_free(old->ps, old->n_ps);
+        old->ps = w->ps;
+        old->n_ps = w->n_ps;
+        w->ps = NULL;
+        w->n_ps = 0;
+        old->shape_hash = w->shape_hash;
+        old->bad = w->bad;
+        fatia_free(old->bad_msg);
+        old->bad_msg = w->bad_msg;
+        w->bad_msg = NULL;
+        old->created = w->created;
+        old->requeue_at = w->requeue_at;
+        ctl_wl_drop_preemptor(old);
+        requeue = true;
     }
+    if (old->active != w->active) {
+        old->active = w->active;
+        if (!w->active && old->state == CTL_WL_ADMITTED)
+            ctl_evict(c, old, "InactiveWorkload", "The workload is deactivated", NULL, false);
+        requeue = true;
+    }
+    if (strcmp(old->queue_name, w->queue_name) && old->state == CTL_WL_PENDING) {
+        char *t = old->queue_name;
+        old->queue_name = w->queue_name;
+        w->queue_name = t;
+        wl_detach_lq(old);
+        r = wl_attach_lq(c, old);
+        if (r < 0) {
+            ctl_wl_free(w);
+            return r;
+        }
+        requeue = true;
+    }
+    ctl_wl_free(w);
+    if (requeue && old->state == CTL_WL_PENDING) {
+        if (old->q != CTL_Q_NONE)
+            ctl_queue_remove(c, old);
+        ctl_resolve_queue(c, old);
+    }
+    return 0;
+}
+
+/* A new workload w (decoded from obj) into the engine: indexed, attached to its LocalQueue,
+ * and either admitted as its status says (charged; evicted at once when it is inactive or its
+ * queue is stopped) or pending. 0 or -ENOMEM (w is removed again). */
+static int wl_insert(struct fatia_control *c, struct ctl_wl *w, const json_t *obj, int64_t now)
+{
+    const json_t *qr = find_condition(obj, "QuotaReserved");
+    const json_t *ev = find_condition(obj, "Evicted");
+    const json_t *adm = fatia_json_path(obj, "status.admission");
+    int r;
 
     if (FATIA_VEC_PUSH(&c->wls, w) < 0) {
         ctl_wl_free(w);
@@ -1756,7 +1407,7 @@ static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
         r = cq_ensure(c, cqn ? cqn : "", &cq);
         if (r < 0)
             goto fail;
-        r = parse_admission(c, w, adm);
+        r = ctl_wl_parse_admission(c, w, adm);
         if (r < 0)
             goto fail;
         w->cq = cq;
@@ -1781,6 +1432,34 @@ static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
 fail:
     wl_remove(c, w, now);
     return r;
+}
+
+static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
+                    struct fatia_diag *diag)
+{
+    const char *ns = json_string_value(fatia_json_path(obj, "metadata.namespace"));
+    const char *name = json_string_value(fatia_json_path(obj, "metadata.name"));
+    struct ctl_wl *w, *old;
+    char *key;
+    int r;
+
+    if (!name)
+        return -EINVAL;
+    key = make_key(ns, name);
+    if (!key)
+        return -ENOMEM;
+    old = fatia_strmap_get(&c->wl_index, key);
+    if (condition_true(find_condition(obj, "Finished"))) {
+        free(key);
+        if (old)
+            wl_remove(c, old, now);
+        return 0;
+    }
+    r = wl_decode(c, obj, key, old, now, diag, &w);
+    free(key);
+    if (r < 0)
+        return r;
+    return old ? wl_update(c, old, w) : wl_insert(c, w, obj, now);
 }
 
 /* ---- public entry points ---- */

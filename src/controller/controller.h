@@ -2,7 +2,7 @@
  * controller/controller.h: fatiad's controllers, as a library (docs/controllers.md).
  *
  * The controllers tie the layers together over the Kubernetes API: they are API clients (the
- * in-process client of apiserver/client.h, or any other implementation of that interface) that
+ * interface of client/client.h; fatiad passes in the API server's in-process client) that
  * watch objects and write the decisions of the pure engines back:
  *
  *   device      supply layer: inventory (NVML or the simulated fleet of the NodePools) + the
@@ -20,8 +20,10 @@
  *               end, and rebuilds its state from the bound pods before binding anything new;
  *   gc          deletes what an ownerReference ties to a deleted owner (Pods of a Job, Workloads).
  *
- * fatia_controllers_webhooks registers the admission plugins that belong with them (hardware
- * profile injection, Kueue's Job and Pod defaults) on an in-process API server.
+ * fatia_controllers_webhooks describes the admission plugins that belong with them (hardware
+ * profile injection, Kueue's Job and Pod defaults); the daemon registers them with the API
+ * server. The library knows the API only through client/client.h and client/plugin.h: it does
+ * not link the API server, the store or SQLite.
  */
 #ifndef FATIA_CONTROLLER_CONTROLLER_H
 #define FATIA_CONTROLLER_CONTROLLER_H
@@ -29,10 +31,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "apiserver/apiserver.h"
-#include "apiserver/client.h"
 #include "base/buf.h"
 #include "base/clock.h"
+#include "client/client.h"
+#include "client/plugin.h"
 
 struct event_base;
 struct fatia_controllers;
@@ -75,10 +77,16 @@ int fatia_controllers_metrics(struct fatia_controllers *c, struct fatia_buf *out
 /* True when every work queue is empty and no write is in flight (for tests and shutdown). */
 bool fatia_controllers_idle(const struct fatia_controllers *c);
 
-/* Registers the admission plugins on s: hardware-profile injection (demand/profile.h) for Pods,
- * Jobs and Workloads, then Kueue's defaults (a queued Job is created suspended, a queued Pod gets
- * the scheduling gate kueue.x-k8s.io/admission). client reads HardwareProfiles from the cache.
- * 0 or -ENOMEM. */
-int fatia_controllers_webhooks(struct fatia_apiserver *s, struct fatia_client *client);
+/* The admission plugins of the controllers, in the order they must be registered (plugins of one
+ * phase run in registration order): hardware-profile injection (demand/profile.h) for Pods, Jobs
+ * and Workloads, then Kueue's defaults (a queued Job is created suspended, a queued Pod gets the
+ * scheduling gate kueue.x-k8s.io/admission). Their admit functions read HardwareProfiles from
+ * client's cache (borrowed: it must outlive the plugins). The daemon registers out[0..*ret_n)
+ * with the API server before anything is written. 0, or -EINVAL when a kind they act on is not
+ * in the registry. */
+#define FATIA_CONTROLLERS_N_WEBHOOKS 2
+int fatia_controllers_webhooks(struct fatia_client *client,
+                               struct fatia_admission out[FATIA_CONTROLLERS_N_WEBHOOKS],
+                               size_t *ret_n);
 
 #endif

@@ -35,10 +35,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "apiserver/client.h"
 #include "base/clock.h"
 #include "base/map.h"
 #include "base/vec.h"
+#include "client/client.h"
 #include "controller/controller.h"
 #include "model/kind.h"
 

@@ -40,6 +40,7 @@
 #include "base/str.h"
 #include "controller/ctl_internal.h"
 #include "controller/metrics.h"
+#include "demand/demand.h"
 #include "model/object.h"
 #include "model/objset.h"
 #include "supply/catalog.h"
@@ -129,7 +130,8 @@ static int add_objects(struct fatia_objset *set, struct informer *inf, struct fa
             r = -ENOMEM;
             break;
         }
-        r = fatia_object_decode(copy, &(struct fatia_decode_opts){.no_defaults = false}, diag, &o);
+        r = fatia_object_decode(copy, &(struct fatia_decode_opts){.no_defaults = false},
+                                &fatia_demand_checks, diag, &o);
         json_decref(copy);
         if (r == -FATIA_E_INVALID) {
             r = 0; /* reported in diag */

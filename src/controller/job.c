@@ -36,6 +36,12 @@
  * batch.kubernetes.io/controller-uid) and the template's labels, so that `kubectl logs job/x`
  * and `kubectl describe job` find its pods.
  *
+ * One reconcile (reconcile_job) is a struct jobrun and a step per concern, in the order of
+ * upstream's syncJob: collect_pods (by state), track_ended (the counting above), drive
+ * (suspension; for a running Job check_running: resumption, startTime, deadline, backoff limit;
+ * then finish_job or scale), write_status. Each step edits the copy of the Job's status in the
+ * jobrun; only write_status writes it.
+ *
  * Not implemented: Indexed completion mode (pods run as NonIndexed), podFailurePolicy,
  * successPolicy, backoffLimitPerIndex, podReplacementPolicy (terminating pods are never replaced
  * before they are gone: a GPU slice is never asked for twice), ttlSecondsAfterFinished.
@@ -258,33 +264,313 @@ static void reconcile_orphan(struct job_ctl *j, const char *key)
     (void)remove_tracking(j, pod, key);
 }
 
+/* One reconcile of one Job: what it read and what it is about to write (nj, a copy of the Job
+ * whose status the steps edit). The steps below each do one of the concerns of upstream's
+ * syncJob, in its order: the pods by state, their counting, suspension, the end of the Job,
+ * the pod count; then one status write. */
+struct jobrun {
+    struct job_ctl *j;
+    const char *key;
+    const json_t *job;
+    json_t *nj, *st, *unc, *us, *uf, *conds; /* nj's status, its uncounted lists, conditions */
+    FATIA_VEC(struct podview) active;
+    FATIA_VEC(struct podview) ended;
+    size_t terminating, ready;
+    fatia_usec_t now;
+    int64_t par, comp, backoff, ads;
+    int64_t succeeded, failed; /* counted, then (after track_ended) with the uncounted too */
+    bool has_comp, suspended, finished;
+};
+
+/* A Job deleted in the foreground waits for its pods: they lose the tracking finalizer. */
+static void release_pods_of_deleted(struct job_ctl *j, const json_t *job)
+{
+    const struct fatia_strmap *owned = informer_owned(j->pods, meta_str(job, "uid"));
+
+    for (size_t i = 0; owned && i < owned->cap; i++) {
+        const struct informer_item *it = owned->slots[i].key ? owned->slots[i].val : NULL;
+        char pk[620];
+        if (!it || !obj_has_finalizer(it->obj, JOB_FINALIZER_TRACK))
+            continue;
+        snprintf(pk, sizeof(pk), "%s%s/%s", ORPHAN_PREFIX, meta_str(it->obj, "namespace"),
+                 meta_str(it->obj, "name"));
+        wq_add(j->q, pk);
+    }
+}
+
+/* The Job's pods, by state: ended, terminating (counted only), active (and how many Ready). */
+static int collect_pods(struct jobrun *r)
+{
+    const struct fatia_strmap *set = informer_owned(r->j->pods, meta_str(r->job, "uid"));
+
+    for (size_t i = 0; set && i < set->cap; i++) {
+        const struct informer_item *it = set->slots[i].key ? set->slots[i].val : NULL;
+        const json_t *ref;
+        struct podview pv;
+        if (!it)
+            continue;
+        ref = owner_of_kind(it->obj, "batch/v1", "Job");
+        if (!ref || strcmp(fatia_json_str(ref, "uid"), meta_str(r->job, "uid")))
+            continue;
+        pv = (struct podview){it->obj, meta_str(it->obj, "uid")};
+        if (pod_done(it->obj)) {
+            if (FATIA_VEC_PUSH(&r->ended, pv) < 0)
+                return -ENOMEM;
+        } else if (obj_deleting(it->obj)) {
+            r->terminating++;
+        } else {
+            if (FATIA_VEC_PUSH(&r->active, pv) < 0)
+                return -ENOMEM;
+            if (cond_true(it->obj, "Ready"))
+                r->ready++;
+        }
+    }
+    return 0;
+}
+
+/* Counting with the tracking finalizer (the file's comment): ended pods into the uncounted lists
+ * (true: the status must be written before anything else is decided); else finalizers off
+ * recorded pods, and recorded uids whose pod let go are counted. */
+static bool track_ended(struct jobrun *r)
+{
+    bool status_write = false;
+
+    /* 1. ended pods that still carry the finalizer go into the uncounted lists */
+    for (size_t i = 0; i < r->ended.n; i++) {
+        const json_t *p = r->ended.v[i].pod;
+        const char *ph = fatia_json_str(json_object_get(p, "status"), "phase");
+        const char *uid = r->ended.v[i].uid;
+        if (!obj_has_finalizer(p, JOB_FINALIZER_TRACK) || uid_in(r->us, uid) || uid_in(r->uf, uid))
+            continue;
+        if (ph && !strcmp(ph, "Succeeded")) {
+            json_array_append_new(r->us, json_string(uid));
+        } else if (r->suspended && obj_deleting(p)) {
+            /* stopped by the suspension (Kueue's eviction): not a failure; let it go */
+            (void)remove_tracking(r->j, p, r->key);
+            continue;
+        } else {
+            json_array_append_new(r->uf, json_string(uid));
+            note_failure(r->j, meta_str(r->job, "uid"), r->now);
+        }
+        status_write = true;
+    }
+    if (status_write)
+        return true;
+    /* 2. finalizers of recorded pods come off */
+    for (size_t i = 0; i < r->ended.n; i++) {
+        const json_t *p = r->ended.v[i].pod;
+        if (obj_has_finalizer(p, JOB_FINALIZER_TRACK) &&
+            (uid_in(r->us, r->ended.v[i].uid) || uid_in(r->uf, r->ended.v[i].uid)))
+            (void)remove_tracking(r->j, p, r->key);
+    }
+    /* 3. recorded uids whose pod lost the finalizer (or is gone) are counted */
+    for (int pass = 0; pass < 2; pass++) {
+        json_t *arr = pass ? r->uf : r->us;
+        for (size_t i = json_array_size(arr); i-- > 0;) {
+            const char *uid = json_string_value(json_array_get(arr, i));
+            bool still = false;
+            for (size_t k = 0; uid && k < r->ended.n; k++)
+                if (!strcmp(r->ended.v[k].uid, uid) &&
+                    obj_has_finalizer(r->ended.v[k].pod, JOB_FINALIZER_TRACK))
+                    still = true;
+            if (!uid || still)
+                continue;
+            uid_remove(arr, uid);
+            if (pass)
+                r->failed++;
+            else
+                r->succeeded++;
+        }
+    }
+    return false;
+}
+
+/* Deletes the active pods from index from on; event: a SuccessfulDelete Event for each. */
+static void delete_active(struct jobrun *r, size_t from, bool event)
+{
+    for (size_t i = from; i < r->active.n; i++) {
+        const json_t *p = r->active.v[i].pod;
+        if (ctl_delete(r->j->ctl, r->j->pods->kind, meta_str(p, "namespace"), meta_str(p, "name"),
+                       r->active.v[i].uid,
+                       &(struct op_opts){.wq = r->j->q, .key = r->key, .quiet_missing = true}) ==
+                0 &&
+            event)
+            ctl_event(r->j->ctl, r->job, COMPONENT, "Normal", "SuccessfulDelete", "Deleted pod: %s",
+                      meta_str(p, "name"));
+    }
+}
+
+/* A running Job: the Suspended condition of a resumed Job goes, startTime is (re)set, and the
+ * active deadline and the backoff limit are checked. The reason a Job must fail, or NULL. */
+static const char *check_running(struct jobrun *r, const char **ret_msg)
+{
+    const json_t *sc = cond_get(r->job, "Suspended");
+    const char *start;
+
+    *ret_msg = NULL;
+    if (sc && !strcmp(fatia_json_str(sc, "status"), "True")) {
+        /* upstream turns the condition False (JobResumed); fatia drops it, because the
+           Status column of `kubectl get jobs` shows the newest condition and would read
+           "Suspended" for a running Job (the Resumed event stays) */
+        size_t ci;
+        json_t *cv;
+        json_array_foreach(r->conds, ci, cv)
+        {
+            const char *t = fatia_json_str(cv, "type");
+            if (t && !strcmp(t, "Suspended")) {
+                json_array_remove(r->conds, ci);
+                break;
+            }
+        }
+        json_object_set_new(r->st, "startTime", json_time(r->now));
+        ctl_event(r->j->ctl, r->job, COMPONENT, "Normal", "Resumed", "Job resumed");
+    }
+    if (!json_object_get(r->st, "startTime"))
+        json_object_set_new(r->st, "startTime", json_time(r->now));
+    start = fatia_json_str(r->st, "startTime");
+    if (r->ads > 0 && start) {
+        fatia_usec_t t0;
+        if (fatia_time_parse_rfc3339(start, &t0) == 0) {
+            if (r->now >= t0 + r->ads * FATIA_USEC_PER_SEC) {
+                *ret_msg = "Job was active longer than specified deadline";
+                return "DeadlineExceeded";
+            }
+            wq_add_after(r->j->q, r->key, t0 + r->ads * FATIA_USEC_PER_SEC - r->now + 1000);
+        }
+    }
+    if (r->failed > r->backoff) {
+        *ret_msg = "Job has reached the specified backoff limit";
+        return "BackoffLimitExceeded";
+    }
+    return NULL;
+}
+
+/* An ending Job (FailureTarget or SuccessCriteriaMet): no pod may keep running; once none
+ * runs, the terminal condition. */
+static void finish_job(struct jobrun *r)
+{
+    const json_t *ft;
+
+    delete_active(r, 0, false);
+    if (r->active.n || r->terminating)
+        return;
+    ft = cond_get(r->nj, "FailureTarget");
+    if (ft && !strcmp(fatia_json_str(ft, "status"), "True")) {
+        cond_set(r->conds, "Failed", "True", fatia_json_str(ft, "reason"),
+                 fatia_json_str(ft, "message"), r->now);
+    } else {
+        cond_set(r->conds, "Complete", "True", "CompletionsReached",
+                 "Reached expected number of succeeded pods", r->now);
+        json_object_set_new(r->st, "completionTime", json_time(r->now));
+    }
+}
+
+/* The failure back-off: how long before a failed pod may be replaced (0: now). */
+static fatia_usec_t replace_delay(struct jobrun *r)
+{
+    fatia_usec_t *lf = fatia_strmap_get(&r->j->last_failure, meta_str(r->job, "uid"));
+    fatia_usec_t step = ctl_opts(r->j->ctl)->job_backoff;
+
+    if (!lf || r->failed <= 0)
+        return 0;
+    for (int64_t k = 1; k < r->failed && step < 360 * FATIA_USEC_PER_SEC; k++)
+        step *= 2;
+    if (step > 360 * FATIA_USEC_PER_SEC)
+        step = 360 * FATIA_USEC_PER_SEC;
+    return *lf + step > r->now ? *lf + step - r->now : 0;
+}
+
+/* Creates or removes pods to reach the wanted count. 0 or -ENOMEM. */
+static int scale(struct jobrun *r)
+{
+    int64_t want = r->par;
+    int64_t have = (int64_t)r->active.n + (int64_t)r->terminating;
+    fatia_usec_t delay;
+
+    if (r->has_comp && r->comp - r->succeeded < want)
+        want = r->comp - r->succeeded;
+    if (!r->has_comp && r->succeeded > 0)
+        want = 0;
+    if (want < 0)
+        want = 0;
+    if (want < (int64_t)r->active.n) {
+        delete_active(r, (size_t)want, false);
+        return 0;
+    }
+    if (want <= have)
+        return 0;
+    delay = replace_delay(r);
+    if (delay > 0) {
+        wq_add_after(r->j->q, r->key, delay);
+        return 0;
+    }
+    for (int64_t k = have; k < want; k++) {
+        json_t *pod = new_pod(r->job);
+        if (!pod)
+            return -ENOMEM;
+        if (ctl_create(r->j->ctl, pod, &(struct op_opts){.wq = r->j->q, .key = r->key}) == 0) {
+            ctl_event(r->j->ctl, r->job, COMPONENT, "Normal", "SuccessfulCreate",
+                      "Created pod for job %s", meta_str(r->job, "name"));
+            metric_inc(ctl_metrics(r->j->ctl), "fatia_job_pods_created_total", "", 1);
+        }
+        json_decref(pod);
+    }
+    return 0;
+}
+
+/* A Job that is neither finished nor waiting for a status write: suspension, or the checks
+ * of a running Job, then its end or its pod count. 0 or -ENOMEM. */
+static int drive(struct jobrun *r)
+{
+    const char *reason, *msg;
+
+    if (r->suspended) {
+        cond_set(r->conds, "Suspended", "True", "JobSuspended", "Job suspended", r->now);
+        delete_active(r, 0, true);
+        return 0;
+    }
+    reason = check_running(r, &msg);
+    if (reason) {
+        if (cond_set(r->conds, "FailureTarget", "True", reason, msg, r->now))
+            ctl_event(r->j->ctl, r->job, COMPONENT, "Warning", reason, "%s", msg);
+    } else if ((r->has_comp && r->succeeded >= r->comp) ||
+               (!r->has_comp && r->succeeded > 0 && r->active.n == 0)) {
+        if (cond_set(r->conds, "SuccessCriteriaMet", "True", "CompletionsReached",
+                     "Reached expected number of succeeded pods", r->now))
+            ctl_event(r->j->ctl, r->job, COMPONENT, "Normal", "Completed", "Job completed");
+    }
+    if (cond_true(r->nj, "FailureTarget") || cond_true(r->nj, "SuccessCriteriaMet")) {
+        finish_job(r);
+        return 0;
+    }
+    return scale(r);
+}
+
+/* The status as computed (empty lists dropped), written when it differs from the stored one. */
+static void write_status(struct jobrun *r)
+{
+    set_int(r->st, "active", (int64_t)r->active.n, true);
+    set_int(r->st, "ready", (int64_t)r->ready, false);
+    set_int(r->st, "terminating", (int64_t)r->terminating, true);
+    if (!json_array_size(r->us))
+        json_object_del(r->unc, "succeeded");
+    if (!json_array_size(r->uf))
+        json_object_del(r->unc, "failed");
+    if (!json_array_size(r->conds))
+        json_object_del(r->st, "conditions");
+    if (!fatia_json_equal(json_object_get(r->nj, "status"), json_object_get(r->job, "status")))
+        ctl_update_status(r->j->ctl, r->nj, &(struct op_opts){.wq = r->j->q, .key = r->key});
+}
+
 static void reconcile_job(struct job_ctl *j, const char *key)
 {
     const json_t *job = informer_get_key(j->jobs, key);
     const json_t *spec = json_object_get(job, "spec");
-    const struct fatia_strmap *set;
-    FATIA_VEC(struct podview) active = {0};
-    FATIA_VEC(struct podview) ended = {0};
-    size_t terminating = 0, ready = 0, pods_total = 0;
-    json_t *nj = NULL, *st, *unc, *us, *uf, *conds;
-    fatia_usec_t now = ctl_now(j->ctl);
-    bool suspended, finished, status_write = false, pod_writes = false;
-    int64_t par, comp, backoff, succeeded, failed, ads;
-    bool has_comp;
-    const char *start;
+    struct jobrun r = {.j = j, .key = key, .job = job, .now = ctl_now(j->ctl)};
+    bool status_write;
 
     if (job && obj_deleting(job)) {
-        /* a Job deleted in the foreground waits for its pods: they lose the tracking finalizer */
-        const struct fatia_strmap *owned = informer_owned(j->pods, meta_str(job, "uid"));
-        for (size_t i = 0; owned && i < owned->cap; i++) {
-            const struct informer_item *it = owned->slots[i].key ? owned->slots[i].val : NULL;
-            char pk[620];
-            if (!it || !obj_has_finalizer(it->obj, JOB_FINALIZER_TRACK))
-                continue;
-            snprintf(pk, sizeof(pk), "%s%s/%s", ORPHAN_PREFIX, meta_str(it->obj, "namespace"),
-                     meta_str(it->obj, "name"));
-            wq_add(j->q, pk);
-        }
+        release_pods_of_deleted(j, job);
         return;
     }
     if (!job)
@@ -295,271 +581,47 @@ static void reconcile_job(struct job_ctl *j, const char *key)
         set_selector(j, job, key);
         return;
     }
-    suspended = fatia_json_bool(spec, "suspend", false);
-    finished = cond_true(job, "Complete") || cond_true(job, "Failed");
-    par = get_int(spec, "parallelism", 1);
-    has_comp = fatia_json_int(spec, "completions", &comp);
-    backoff = get_int(spec, "backoffLimit", 6);
-    ads = get_int(spec, "activeDeadlineSeconds", 0);
+    r.suspended = fatia_json_bool(spec, "suspend", false);
+    r.finished = cond_true(job, "Complete") || cond_true(job, "Failed");
+    r.par = get_int(spec, "parallelism", 1);
+    r.has_comp = fatia_json_int(spec, "completions", &r.comp);
+    r.backoff = get_int(spec, "backoffLimit", 6);
+    r.ads = get_int(spec, "activeDeadlineSeconds", 0);
 
-    nj = json_deep_copy(job);
-    st = nj ? fatia_json_object_ensure(nj, "status") : NULL;
-    unc = st ? fatia_json_object_ensure(st, "uncountedTerminatedPods") : NULL;
-    us = unc ? fatia_json_array_ensure(unc, "succeeded") : NULL;
-    uf = unc ? fatia_json_array_ensure(unc, "failed") : NULL;
-    conds = st ? fatia_json_array_ensure(st, "conditions") : NULL;
-    if (!conds || !us || !uf)
+    r.nj = json_deep_copy(job);
+    r.st = r.nj ? fatia_json_object_ensure(r.nj, "status") : NULL;
+    r.unc = r.st ? fatia_json_object_ensure(r.st, "uncountedTerminatedPods") : NULL;
+    r.us = r.unc ? fatia_json_array_ensure(r.unc, "succeeded") : NULL;
+    r.uf = r.unc ? fatia_json_array_ensure(r.unc, "failed") : NULL;
+    r.conds = r.st ? fatia_json_array_ensure(r.st, "conditions") : NULL;
+    if (!r.conds || !r.us || !r.uf || collect_pods(&r) < 0)
         goto oom;
-    succeeded = get_int(st, "succeeded", 0);
-    failed = get_int(st, "failed", 0);
+    r.succeeded = get_int(r.st, "succeeded", 0);
+    r.failed = get_int(r.st, "failed", 0);
 
-    /* the job's pods, by state */
-    set = informer_owned(j->pods, meta_str(job, "uid"));
-    for (size_t i = 0; set && i < set->cap; i++) {
-        const struct informer_item *it = set->slots[i].key ? set->slots[i].val : NULL;
-        const json_t *ref;
-        struct podview pv;
-        if (!it)
-            continue;
-        ref = owner_of_kind(it->obj, "batch/v1", "Job");
-        if (!ref || strcmp(fatia_json_str(ref, "uid"), meta_str(job, "uid")))
-            continue;
-        pv = (struct podview){it->obj, meta_str(it->obj, "uid")};
-        pods_total++;
-        if (pod_done(it->obj)) {
-            if (FATIA_VEC_PUSH(&ended, pv) < 0)
-                goto oom;
-        } else if (obj_deleting(it->obj)) {
-            terminating++;
-        } else {
-            if (FATIA_VEC_PUSH(&active, pv) < 0)
-                goto oom;
-            if (cond_true(it->obj, "Ready"))
-                ready++;
-        }
-    }
-
-    /* 1. ended pods that still carry the finalizer go into the uncounted lists */
-    for (size_t i = 0; i < ended.n; i++) {
-        const json_t *p = ended.v[i].pod;
-        const char *ph = fatia_json_str(json_object_get(p, "status"), "phase");
-        const char *uid = ended.v[i].uid;
-        if (!obj_has_finalizer(p, JOB_FINALIZER_TRACK) || uid_in(us, uid) || uid_in(uf, uid))
-            continue;
-        if (ph && !strcmp(ph, "Succeeded")) {
-            json_array_append_new(us, json_string(uid));
-        } else if (suspended && obj_deleting(p)) {
-            /* stopped by the suspension (Kueue's eviction): not a failure; let it go */
-            if (remove_tracking(j, p, key) == 0)
-                pod_writes = true;
-            continue;
-        } else {
-            json_array_append_new(uf, json_string(uid));
-            note_failure(j, meta_str(job, "uid"), now);
-        }
-        status_write = true;
-    }
-    if (!status_write) {
-        /* 2. finalizers of recorded pods come off */
-        for (size_t i = 0; i < ended.n; i++) {
-            const json_t *p = ended.v[i].pod;
-            if (obj_has_finalizer(p, JOB_FINALIZER_TRACK) &&
-                (uid_in(us, ended.v[i].uid) || uid_in(uf, ended.v[i].uid)) &&
-                remove_tracking(j, p, key) == 0)
-                pod_writes = true;
-        }
-        /* 3. recorded uids whose pod lost the finalizer (or is gone) are counted */
-        for (int pass = 0; pass < 2; pass++) {
-            json_t *arr = pass ? uf : us;
-            for (size_t i = json_array_size(arr); i-- > 0;) {
-                const char *uid = json_string_value(json_array_get(arr, i));
-                bool still = false;
-                for (size_t k = 0; uid && k < ended.n; k++)
-                    if (!strcmp(ended.v[k].uid, uid) &&
-                        obj_has_finalizer(ended.v[k].pod, JOB_FINALIZER_TRACK))
-                        still = true;
-                if (!uid || still)
-                    continue;
-                uid_remove(arr, uid);
-                if (pass)
-                    failed++;
-                else
-                    succeeded++;
-            }
-        }
-    }
-    set_int(st, "succeeded", succeeded, true);
-    set_int(st, "failed", failed, true);
+    status_write = track_ended(&r);
+    set_int(r.st, "succeeded", r.succeeded, true);
+    set_int(r.st, "failed", r.failed, true);
     /* decisions count the pods recorded but not yet counted too (upstream does the same) */
-    succeeded += (int64_t)json_array_size(us);
-    failed += (int64_t)json_array_size(uf);
+    r.succeeded += (int64_t)json_array_size(r.us);
+    r.failed += (int64_t)json_array_size(r.uf);
 
-    if (!finished && !status_write) {
-        const char *reason = NULL, *msg = NULL;
-        if (suspended) {
-            cond_set(conds, "Suspended", "True", "JobSuspended", "Job suspended", now);
-            for (size_t i = 0; i < active.n; i++) {
-                const json_t *p = active.v[i].pod;
-                if (ctl_delete(j->ctl, j->pods->kind, meta_str(p, "namespace"), meta_str(p, "name"),
-                               active.v[i].uid,
-                               &(struct op_opts){.wq = j->q, .key = key, .quiet_missing = true}) ==
-                    0) {
-                    pod_writes = true;
-                    ctl_event(j->ctl, job, COMPONENT, "Normal", "SuccessfulDelete",
-                              "Deleted pod: %s", meta_str(p, "name"));
-                }
-            }
-        } else {
-            const json_t *sc = cond_get(job, "Suspended");
-            if (sc && !strcmp(fatia_json_str(sc, "status"), "True")) {
-                /* upstream turns the condition False (JobResumed); fatia drops it, because the
-                   Status column of `kubectl get jobs` shows the newest condition and would read
-                   "Suspended" for a running Job (the Resumed event stays) */
-                size_t ci;
-                json_t *cv;
-                json_array_foreach(conds, ci, cv)
-                {
-                    const char *t = fatia_json_str(cv, "type");
-                    if (t && !strcmp(t, "Suspended")) {
-                        json_array_remove(conds, ci);
-                        break;
-                    }
-                }
-                json_object_set_new(st, "startTime", json_time(now));
-                ctl_event(j->ctl, job, COMPONENT, "Normal", "Resumed", "Job resumed");
-            }
-            if (!json_object_get(st, "startTime"))
-                json_object_set_new(st, "startTime", json_time(now));
-            start = fatia_json_str(st, "startTime");
-            if (ads > 0 && start) {
-                fatia_usec_t t0;
-                if (fatia_time_parse_rfc3339(start, &t0) == 0) {
-                    if (now >= t0 + ads * FATIA_USEC_PER_SEC) {
-                        reason = "DeadlineExceeded";
-                        msg = "Job was active longer than specified deadline";
-                    } else {
-                        wq_add_after(j->q, key, t0 + ads * FATIA_USEC_PER_SEC - now + 1000);
-                    }
-                }
-            }
-            if (!reason && failed > backoff) {
-                reason = "BackoffLimitExceeded";
-                msg = "Job has reached the specified backoff limit";
-            }
-            if (reason) {
-                if (cond_set(conds, "FailureTarget", "True", reason, msg, now))
-                    ctl_event(j->ctl, job, COMPONENT, "Warning", reason, "%s", msg);
-            } else if ((has_comp && succeeded >= comp) ||
-                       (!has_comp && succeeded > 0 && active.n == 0)) {
-                if (cond_set(conds, "SuccessCriteriaMet", "True", "CompletionsReached",
-                             "Reached expected number of succeeded pods", now))
-                    ctl_event(j->ctl, job, COMPONENT, "Normal", "Completed", "Job completed");
-            }
-            if (cond_true(nj, "FailureTarget") || cond_true(nj, "SuccessCriteriaMet")) {
-                /* ending: no pod may keep running */
-                for (size_t i = 0; i < active.n; i++) {
-                    const json_t *p = active.v[i].pod;
-                    if (ctl_delete(
-                            j->ctl, j->pods->kind, meta_str(p, "namespace"), meta_str(p, "name"),
-                            active.v[i].uid,
-                            &(struct op_opts){.wq = j->q, .key = key, .quiet_missing = true}) == 0)
-                        pod_writes = true;
-                }
-                if (active.n == 0 && terminating == 0) {
-                    const json_t *ft = cond_get(nj, "FailureTarget");
-                    if (ft && !strcmp(fatia_json_str(ft, "status"), "True")) {
-                        cond_set(conds, "Failed", "True", fatia_json_str(ft, "reason"),
-                                 fatia_json_str(ft, "message"), now);
-                    } else {
-                        cond_set(conds, "Complete", "True", "CompletionsReached",
-                                 "Reached expected number of succeeded pods", now);
-                        json_object_set_new(st, "completionTime", json_time(now));
-                    }
-                }
-            } else {
-                /* create or remove pods to reach the wanted count */
-                int64_t want = par;
-                int64_t have = (int64_t)active.n + (int64_t)terminating;
-                if (has_comp && comp - succeeded < want)
-                    want = comp - succeeded;
-                if (!has_comp && succeeded > 0)
-                    want = 0;
-                if (want < 0)
-                    want = 0;
-                if (want > have) {
-                    fatia_usec_t *lf = fatia_strmap_get(&j->last_failure, meta_str(job, "uid"));
-                    fatia_usec_t delay = 0;
-                    if (lf && failed > 0) {
-                        fatia_usec_t step = ctl_opts(j->ctl)->job_backoff;
-                        for (int64_t k = 1; k < failed && step < 360 * FATIA_USEC_PER_SEC; k++)
-                            step *= 2;
-                        if (step > 360 * FATIA_USEC_PER_SEC)
-                            step = 360 * FATIA_USEC_PER_SEC;
-                        if (*lf + step > now)
-                            delay = *lf + step - now;
-                    }
-                    if (delay > 0) {
-                        wq_add_after(j->q, key, delay);
-                    } else {
-                        for (int64_t k = have; k < want; k++) {
-                            json_t *pod = new_pod(job);
-                            if (!pod)
-                                goto oom;
-                            if (ctl_create(j->ctl, pod,
-                                           &(struct op_opts){.wq = j->q, .key = key}) == 0) {
-                                pod_writes = true;
-                                ctl_event(j->ctl, job, COMPONENT, "Normal", "SuccessfulCreate",
-                                          "Created pod for job %s", meta_str(job, "name"));
-                                metric_inc(ctl_metrics(j->ctl), "fatia_job_pods_created_total", "",
-                                           1);
-                            }
-                            json_decref(pod);
-                        }
-                    }
-                } else if (want < (int64_t)active.n) {
-                    for (size_t i = (size_t)want; i < active.n; i++) {
-                        const json_t *p = active.v[i].pod;
-                        if (ctl_delete(j->ctl, j->pods->kind, meta_str(p, "namespace"),
-                                       meta_str(p, "name"), active.v[i].uid,
-                                       &(struct op_opts){
-                                           .wq = j->q, .key = key, .quiet_missing = true}) == 0)
-                            pod_writes = true;
-                    }
-                }
-            }
-        }
-    } else if (finished) {
-        /* a finished job keeps no running pod */
-        for (size_t i = 0; i < active.n; i++) {
-            const json_t *p = active.v[i].pod;
-            if (ctl_delete(j->ctl, j->pods->kind, meta_str(p, "namespace"), meta_str(p, "name"),
-                           active.v[i].uid,
-                           &(struct op_opts){.wq = j->q, .key = key, .quiet_missing = true}) == 0)
-                pod_writes = true;
-        }
+    if (!r.finished && !status_write) {
+        if (drive(&r) < 0)
+            goto oom;
+    } else if (r.finished) {
+        delete_active(&r, 0, false); /* a finished job keeps no running pod */
     }
-    set_int(st, "active", (int64_t)active.n, true);
-    set_int(st, "ready", (int64_t)ready, false);
-    set_int(st, "terminating", (int64_t)terminating, true);
-    if (!json_array_size(us))
-        json_object_del(unc, "succeeded");
-    if (!json_array_size(uf))
-        json_object_del(unc, "failed");
-    if (!json_array_size(conds))
-        json_object_del(st, "conditions");
-    if (!fatia_json_equal(json_object_get(nj, "status"), json_object_get(job, "status")))
-        ctl_update_status(j->ctl, nj, &(struct op_opts){.wq = j->q, .key = key});
-    (void)pod_writes;
-    (void)pods_total;
-    json_decref(nj);
-    FATIA_VEC_RELEASE(&active);
-    FATIA_VEC_RELEASE(&ended);
+    write_status(&r);
+    json_decref(r.nj);
+    FATIA_VEC_RELEASE(&r.active);
+    FATIA_VEC_RELEASE(&r.ended);
     return;
 oom:
     fatia_error("job %s: out of memory", key);
-    json_decref(nj);
-    FATIA_VEC_RELEASE(&active);
-    FATIA_VEC_RELEASE(&ended);
+    json_decref(r.nj);
+    FATIA_VEC_RELEASE(&r.active);
+    FATIA_VEC_RELEASE(&r.ended);
     wq_add_after(j->q, key, FATIA_USEC_PER_SEC);
 }
 

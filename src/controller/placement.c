@@ -31,7 +31,8 @@
  *
  * Policy: binpack by default (--placement-policy). MIG layouts are never re-laid here (that would
  * change hardware); a pod that asks for a MIG profile the fleet lacks stays Unschedulable with the
- * planner's reason. DRA claims are not placed by this controller yet (docs/controllers.md).
+ * planner's reason. Pods with DRA ResourceClaims are placed too: the claims' half lives in
+ * placement_claims.c (its design comment), which this file calls where a pod has claims.
  */
 #include "base/compat.h"
 
@@ -44,45 +45,10 @@
 #include "controller/device.h"
 #include "controller/kueue.h"
 #include "controller/metrics.h"
+#include "controller/placement_internal.h"
 #include "demand/dra.h"
 #include "demand/place.h"
 #include "supply/plan.h"
-
-#define COMPONENT "fatia-scheduler"
-
-struct binding {
-    char *key, *uid, *node;
-    char **slices; /* "node|id" of each slice held (fractions: "node|gpu-<minor>-f<k>") */
-    size_t n_slices;
-    bool confirmed; /* the stored pod shows the binding */
-};
-
-struct slice_ref {
-    uint32_t gpu;   /* state GPU */
-    uint16_t slice; /* index in the GPU's slices, or FATIA_PLACE_FRACTION for a fraction pool */
-    const struct fatia_slice *ps;
-};
-
-struct placement_ctl {
-    struct ctl *ctl;
-    struct device_ctl *dev;
-    struct wq *q;        /* pod keys to place */
-    struct wq *status_q; /* pod keys whose PodScheduled condition to write */
-    struct informer *pods;
-    const struct fatia_plan *plan;
-    struct fatia_place_state *st;
-    struct fatia_strmap slice_ix; /* "node|id" -> struct slice_ref (this plan) */
-    struct fatia_strmap bound;    /* pod key -> struct binding */
-    struct fatia_strmap held;     /* "node|id" -> pod key (borrowed from the binding) */
-    struct fatia_strmap waiting;  /* pod key -> message (owned) */
-    enum fatia_place_policy policy;
-    uint64_t binds, unbinds, conflicts;
-    /* DRA */
-    struct wq *claims_q; /* claim keys whose reservedFor / allocation to tidy */
-    struct informer *claims, *templates, *rslices, *classes;
-    struct fatia_place_pod *claim_pod; /* an empty pod: what a claim's binding holds besides
-                                          its devices (nothing) */
-};
 
 /* ---- bindings ---- */
 
@@ -171,7 +137,7 @@ static void retry_waiting(struct placement_ctl *p)
 }
 
 /* The pod let go of its slices. */
-static void release(struct placement_ctl *p, const char *key)
+void fatia_controller_placement_release(struct placement_ctl *p, const char *key)
 {
     if (!fatia_strmap_has(&p->bound, key))
         return;
@@ -260,8 +226,8 @@ static const char *attr_string(const json_t *attrs, const char *name)
 }
 
 /* The devices annotation entry of one placed device. */
-static json_t *device_json(struct placement_ctl *p, const json_t *spec, const char *node,
-                           const struct fatia_place_device *d)
+json_t *fatia_controller_placement_device_json(struct placement_ctl *p, const json_t *spec,
+                                               const char *node, const struct fatia_place_device *d)
 {
     char key[300];
     const struct slice_ref *ref;
@@ -420,7 +386,7 @@ static int32_t pod_priority(const json_t *pod)
     return (int32_t)v;
 }
 
-static size_t node_index(const struct fatia_plan *plan, const char *name)
+size_t fatia_controller_placement_node_index(const struct fatia_plan *plan, const char *name)
 {
     for (size_t i = 0; i < plan->n_nodes; i++)
         if (!strcmp(plan->nodes[i].inv->name, name))
@@ -428,9 +394,9 @@ static size_t node_index(const struct fatia_plan *plan, const char *name)
     return SIZE_MAX;
 }
 
-static int record_binding(struct placement_ctl *p, const char *key, const json_t *pod,
-                          const char *node, const struct fatia_place_device *devs, size_t n,
-                          bool confirmed)
+int fatia_controller_placement_record(struct placement_ctl *p, const char *key, const json_t *pod,
+                                      const char *node, const struct fatia_place_device *devs,
+                                      size_t n, bool confirmed)
 {
     struct binding *b = fatia_calloc(1, sizeof(*b));
 
@@ -473,7 +439,7 @@ static void adopt(struct placement_ctl *p, const char *key, const json_t *pod)
 
     if (!p->st || !node)
         return;
-    ni = node_index(p->plan, node);
+    ni = fatia_controller_placement_node_index(p->plan, node);
     if (ni == SIZE_MAX) {
         fatia_debug("placement: pod %s is bound to '%s', not a node of this fleet", key, node);
         return;
@@ -493,7 +459,7 @@ static void adopt(struct placement_ctl *p, const char *key, const json_t *pod)
     r = fatia_place_bind(p->st, key, pp, &pr, why, sizeof(why));
     if (r < 0)
         goto conflict;
-    if (record_binding(p, key, pod, node, devs, (size_t)n, true) < 0) {
+    if (fatia_controller_placement_record(p, key, pod, node, devs, (size_t)n, true) < 0) {
         fatia_place_unbind(p->st, key);
         fatia_error("placement: out of memory recording pod %s", key);
     }
@@ -531,9 +497,6 @@ static bool needs_placement(const json_t *pod)
 
 /* ---- events ---- */
 
-static bool pod_has_claims(const json_t *pod);
-static void pod_claims_touch(struct placement_ctl *p, const json_t *pod);
-
 static void on_pod(void *arg, const json_t *old, const json_t *obj)
 {
     struct placement_ctl *p = arg;
@@ -542,21 +505,21 @@ static void on_pod(void *arg, const json_t *old, const json_t *obj)
 
     obj_key(obj ? obj : old, key, sizeof(key));
     if (!obj) {
-        release(p, key);
+        fatia_controller_placement_release(p, key);
         waiting_drop(p, key);
-        pod_claims_touch(p, old);
+        fatia_controller_claims_touch(p, old);
         return;
     }
-    if (pod_terminal(obj) && pod_has_claims(obj))
-        pod_claims_touch(p, obj);
+    if (pod_terminal(obj) && fatia_controller_claims_pod_has(obj))
+        fatia_controller_claims_touch(p, obj);
     b = fatia_strmap_get(&p->bound, key);
     if (b && strcmp(b->uid, meta_str(obj, "uid") ? meta_str(obj, "uid") : "")) {
-        release(p, key); /* a new pod under the old name */
+        fatia_controller_placement_release(p, key); /* a new pod under the old name */
         b = NULL;
     }
     if (b) {
         if (pod_terminal(obj))
-            release(p, key);
+            fatia_controller_placement_release(p, key);
         else if (fatia_json_str(json_object_get(obj, "spec"), "nodeName"))
             b->confirmed = true;
         return;
@@ -574,538 +537,7 @@ static void on_pod(void *arg, const json_t *old, const json_t *obj)
         wq_add(p->q, key);
 }
 
-/* ---- DRA ResourceClaims ----
- *
- * A pod's spec.resourceClaims name ResourceClaims (resourceClaimName) or templates
- * (resourceClaimTemplateName: the claim "<pod>-<entry>" is created from the template, owned by
- * the pod, as kube-controller-manager does). Placing such a pod:
- *
- *   claims exist? ──no──► create from the templates, wait for them
- *        │ yes
- *   unallocated ones ──fatia_dra_allocate──► devices on one node (every claim of the pod on the
- *        │                                   same node; the devices pods and other claims hold
- *        │                                   are taken)
- *   the pod placed on that node; the claims' devices bound into the state under "claim:ns/name"
- *   (a claim shared by several pods holds its devices once), the pod's under its own key
- *        │
- *   claim status written (allocation, reservedFor += pod) ──then──► the pod bound (its devices
- *   annotation lists the claim's devices with "claim": "ns/name" for the containers that use it)
- *
- * A claim's reservedFor loses a pod that ended or is gone; a claim nobody reserves any more is
- * deallocated and its devices freed (claims_reconcile). Allocated claims are bound into the state
- * from their status at every (re)build, like bound pods. */
-
-#define CLAIM_PREFIX   "claim:"
-#define MAX_POD_CLAIMS 32
-
-struct pod_claim {
-    char entry[64]; /* spec.resourceClaims[].name */
-    char name[256]; /* the ResourceClaim */
-    const json_t *claim;
-    json_t *alloc; /* a new status.allocation (owned), when this attempt allocates it */
-    struct fatia_place_device devs[16];
-    size_t n_devs;
-};
-
-struct pod_claims {
-    struct pod_claim v[MAX_POD_CLAIMS];
-    size_t n;
-    char node[256]; /* the node the claims pin, "" when none does */
-};
-
-static void pod_claims_release(struct pod_claims *pc)
-{
-    for (size_t i = 0; i < pc->n; i++)
-        json_decref(pc->v[i].alloc);
-    pc->n = 0;
-}
-
-static bool pod_has_claims(const json_t *pod)
-{
-    return json_array_size(json_object_get(json_object_get(pod, "spec"), "resourceClaims")) > 0;
-}
-
-/* The place devices of an allocation's results (status.allocation.devices.results). */
-static int claim_devices(struct placement_ctl *p, const json_t *alloc, const char *node,
-                         struct fatia_place_device *out, size_t max, char *why, size_t why_n)
-{
-    size_t i, n = 0;
-    json_t *r;
-
-    json_array_foreach(json_object_get(json_object_get(alloc, "devices"), "results"), i, r)
-    {
-        const char *drv = fatia_json_str(r, "driver"), *pool = fatia_json_str(r, "pool");
-        const char *dev = fatia_json_str(r, "device");
-        const struct slice_ref *ref;
-        char key[300];
-        if (!drv || strcmp(drv, FATIA_DRA_DRIVER_NVIDIA) || !pool || !dev)
-            continue; /* another driver's device: not a GPU slice of ours */
-        if (fatia_json_bool(r, "adminAccess", false))
-            continue; /* admin access takes nothing */
-        if (node && strcmp(pool, node)) {
-            snprintf(why, why_n, "device %s of pool %s is not on node %s", dev, pool, node);
-            return -EINVAL;
-        }
-        snprintf(key, sizeof(key), "%s|%s", pool, dev);
-        ref = fatia_strmap_get(&p->slice_ix, key);
-        if (!ref || ref->slice == FATIA_PLACE_FRACTION) {
-            snprintf(why, why_n, "device %s of node %s is not a slice of the plan", dev, pool);
-            return -EINVAL;
-        }
-        if (n == max) {
-            snprintf(why, why_n, "more than %zu devices", max);
-            return -EINVAL;
-        }
-        memset(&out[n], 0, sizeof(out[n]));
-        out[n].gpu = ref->gpu;
-        out[n].slice = ref->slice;
-        out[n].kind = ref->ps->kind;
-        out[n].memory = ref->ps->memory_bytes;
-        snprintf(out[n].id, sizeof(out[n].id), "%s", dev);
-        n++;
-    }
-    return (int)n;
-}
-
-/* Binds an allocated claim's devices (alloc, on node; NULL: the claim's stored allocation) into
- * the state under "claim:ns/name". 0, or <0 with why. */
-static int bind_claim(struct placement_ctl *p, const json_t *claim, const json_t *alloc,
-                      const char *node, bool confirmed, char *why, size_t why_n)
-{
-    struct fatia_place_device devs[16];
-    struct fatia_place_pod_result pr = {0};
-    char key[600];
-    size_t ni;
-    int n, r;
-
-    if (!alloc) {
-        alloc = json_object_get(json_object_get(claim, "status"), "allocation");
-        node = fatia_dra_claim_node(claim);
-    }
-    snprintf(key, sizeof(key), CLAIM_PREFIX "%s/%s", meta_str(claim, "namespace"),
-             meta_str(claim, "name"));
-    if (!node || (ni = node_index(p->plan, node)) == SIZE_MAX) {
-        snprintf(why, why_n, "claim %s: its devices are on no node of this fleet",
-                 key + strlen(CLAIM_PREFIX));
-        return -EINVAL;
-    }
-    n = claim_devices(p, alloc, node, devs, 16, why, why_n);
-    if (n < 0)
-        return n;
-    pr.node = (uint32_t)ni;
-    pr.n_devices = (size_t)n;
-    pr.devices = devs;
-    r = fatia_place_bind(p->st, key, p->claim_pod, &pr, why, why_n);
-    if (r < 0)
-        return r;
-    r = record_binding(p, key, claim, node, devs, (size_t)n, confirmed);
-    if (r < 0)
-        fatia_place_unbind(p->st, key);
-    return r;
-}
-
-/* A claim the store shows allocated is held in the state. */
-static void adopt_claim(struct placement_ctl *p, const json_t *claim)
-{
-    char key[600], why[512];
-    struct binding *b;
-
-    if (!p->st || !fatia_dra_claim_allocated(claim))
-        return;
-    snprintf(key, sizeof(key), CLAIM_PREFIX "%s/%s", meta_str(claim, "namespace"),
-             meta_str(claim, "name"));
-    b = fatia_strmap_get(&p->bound, key);
-    if (b && !strcmp(b->uid, meta_str(claim, "uid") ? meta_str(claim, "uid") : "")) {
-        b->confirmed = true;
-        return;
-    }
-    if (b)
-        release(p, key);
-    why[0] = '\0';
-    if (bind_claim(p, claim, NULL, NULL, true, why, sizeof(why)) < 0) {
-        p->conflicts++;
-        fatia_error("placement: allocated claim %s cannot be accounted for: %s",
-                    key + strlen(CLAIM_PREFIX), why);
-        ctl_event(p->ctl, claim, COMPONENT, "Warning", "DoubleBooking",
-                  "the devices of this claim cannot be accounted for: %s", why);
-    }
-}
-
-static const json_t *lookup_template(struct placement_ctl *p, const char *ns, const char *name)
-{
-    return informer_get(p->templates, ns, name);
-}
-
-/* Finds (or creates) the claims of a pod. 0 ready, -EAGAIN (a claim is being created),
- * -ENOENT / -EINVAL with why (unschedulable). */
-static int claims_prepare(struct placement_ctl *p, const char *key, const json_t *pod,
-                          struct pod_claims *pc, char *why, size_t why_n)
-{
-    const char *ns = meta_str(pod, "namespace"), *pname = meta_str(pod, "name");
-    size_t i;
-    json_t *e;
-    bool waiting = false;
-
-    memset(pc, 0, sizeof(*pc));
-    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "resourceClaims"), i, e)
-    {
-        struct pod_claim *c;
-        const char *entry = fatia_json_str(e, "name");
-        const char *named = fatia_json_str(e, "resourceClaimName");
-        const char *tname = fatia_json_str(e, "resourceClaimTemplateName");
-        const char *cnode;
-        if (pc->n == MAX_POD_CLAIMS) {
-            snprintf(why, why_n, "more than %d resource claims", MAX_POD_CLAIMS);
-            return -EINVAL;
-        }
-        c = &pc->v[pc->n++];
-        snprintf(c->entry, sizeof(c->entry), "%s", entry ? entry : "");
-        if (named)
-            snprintf(c->name, sizeof(c->name), "%s", named);
-        else
-            snprintf(c->name, sizeof(c->name), "%s-%s", pname, entry ? entry : "");
-        c->claim = informer_get(p->claims, ns, c->name);
-        if (!c->claim && named) {
-            snprintf(why, why_n, "resourceclaim \"%s\" not found", named);
-            return -ENOENT;
-        }
-        if (!c->claim) {
-            const json_t *tmpl = tname ? lookup_template(p, ns, tname) : NULL;
-            json_t *copy, *claim = NULL, *meta;
-            int r;
-            if (!tmpl) {
-                snprintf(why, why_n, "resourceclaimtemplate \"%s\" not found", tname ? tname : "");
-                return -ENOENT;
-            }
-            copy = json_deep_copy(tmpl);
-            r = copy ? fatia_dra_claim_from_template(copy, pname, c->entry, &claim) : -ENOMEM;
-            json_decref(copy);
-            if (r < 0) {
-                snprintf(why, why_n, "resourceclaimtemplate \"%s\": %s", tname, fatia_strerror(r));
-                return r == -ENOMEM ? r : -EINVAL;
-            }
-            meta = json_object_get(claim, "metadata");
-            json_object_set_new(meta, "ownerReferences",
-                                json_pack("[{s:s,s:s,s:s,s:s,s:b,s:b}]", "apiVersion", "v1", "kind",
-                                          "Pod", "name", pname, "uid", meta_str(pod, "uid"),
-                                          "controller", 1, "blockOwnerDeletion", 1));
-            ctl_create(p->ctl, claim,
-                       &(struct op_opts){.wq = p->q, .key = key, .quiet_conflict = true});
-            json_decref(claim);
-            waiting = true;
-            continue;
-        }
-        /* a template's claim left by an earlier pod of the same name: wait for the collector */
-        if (!named) {
-            const json_t *ref = obj_controller_ref(c->claim);
-            const char *ruid = fatia_json_str(ref, "uid");
-            if (!ruid || strcmp(ruid, meta_str(pod, "uid") ? meta_str(pod, "uid") : "")) {
-                waiting = true;
-                continue;
-            }
-        }
-        if (!fatia_dra_claim_allocated(c->claim))
-            continue;
-        cnode = fatia_dra_claim_node(c->claim);
-        if (cnode && pc->node[0] && strcmp(cnode, pc->node)) {
-            snprintf(why, why_n, "its claims are allocated on different nodes (%s, %s)", pc->node,
-                     cnode);
-            return -EINVAL;
-        }
-        if (cnode)
-            snprintf(pc->node, sizeof(pc->node), "%s", cnode);
-    }
-    return waiting ? -EAGAIN : 0;
-}
-
-/* Allocates the pod's unallocated claims, on its pinned node if any. 0, or <0 with why. */
-static int claims_allocate(struct placement_ctl *p, struct pod_claims *pc, char *why, size_t why_n)
-{
-    struct fatia_dra_inventory inv;
-    struct fatia_dra_classes cls;
-    struct fatia_dra_state st = {0};
-    struct fatia_buf explain = FATIA_BUF_INIT;
-    bool need = false;
-    int r = 0;
-
-    for (size_t i = 0; i < pc->n; i++)
-        need |= !fatia_dra_claim_allocated(pc->v[i].claim);
-    if (!need)
-        return 0;
-    fatia_dra_inventory_init(&inv);
-    fatia_dra_classes_init(&cls);
-    INFORMER_FOREACH(p->rslices, it)
-    {
-        if ((r = fatia_dra_inventory_add_slice(&inv, it->obj, why, why_n)) == -ENOMEM)
-            goto out;
-        r = 0; /* a slice the inventory refuses is left out */
-    }
-    if ((r = fatia_dra_inventory_finish(&inv)) < 0)
-        goto out;
-    INFORMER_FOREACH(p->classes, it)
-    {
-        if (fatia_dra_classes_add(&cls, it->obj, why, why_n) == -ENOMEM) {
-            r = -ENOMEM;
-            goto out;
-        }
-    }
-    if ((r = fatia_dra_state_init(&st, &inv)) < 0)
-        goto out;
-    INFORMER_FOREACH(p->claims, it)
-    fatia_dra_state_mark_claim(&st, &inv, it->obj);
-    /* everything the pods hold is taken too (a fraction's pool as a whole) */
-    for (size_t i = 0; i < p->held.cap; i++) {
-        const char *k = p->held.slots[i].key;
-        char node[256], dev[128];
-        const char *bar = k ? strchr(k, '|') : NULL;
-        const char *f;
-        long idx;
-        if (!bar)
-            continue;
-        snprintf(node, sizeof(node), "%.*s", (int)(bar - k), k);
-        snprintf(dev, sizeof(dev), "%s", bar + 1);
-        if ((f = strstr(dev, "-f")) && !strstr(dev, "-mig-"))
-            dev[f - dev] = '\0';
-        idx = fatia_dra_inventory_find(&inv, FATIA_DRA_DRIVER_NVIDIA, node, dev);
-        if (idx >= 0 && (size_t)idx < st.n)
-            st.used[idx] = 1;
-    }
-    for (size_t i = 0; i < pc->n; i++) {
-        struct pod_claim *c = &pc->v[i];
-        struct fatia_dra_allocation *a = NULL;
-        struct fatia_dra_alloc_opts o = {.node = pc->node[0] ? pc->node : NULL};
-        if (fatia_dra_claim_allocated(c->claim))
-            continue;
-        fatia_buf_reset(&explain);
-        r = fatia_dra_allocate(&inv, &cls, &st, json_object_get(c->claim, "spec"), &o, &a,
-                               &explain);
-        if (r < 0) {
-            snprintf(why, why_n, "resourceclaim %s: %s", c->name,
-                     explain.len ? explain.p : fatia_strerror(r));
-            goto out;
-        }
-        fatia_dra_state_commit(&st, a);
-        c->alloc = fatia_dra_allocation_to_json(&inv, a);
-        if (a->node && !pc->node[0])
-            snprintf(pc->node, sizeof(pc->node), "%s", a->node);
-        fatia_dra_allocation_free(a);
-        if (!c->alloc) {
-            r = -ENOMEM;
-            goto out;
-        }
-        json_object_set_new(c->alloc, "allocationTimestamp", json_time(ctl_now(p->ctl)));
-    }
-out:
-    fatia_buf_release(&explain);
-    fatia_dra_state_release(&st);
-    fatia_dra_classes_release(&cls);
-    fatia_dra_inventory_release(&inv);
-    if (r < 0)
-        pod_claims_release(pc);
-    return r;
-}
-
-/* The devices annotation entries of the pod's claims, one per (container using it, device). */
-static int claims_devices_json(struct placement_ctl *p, const json_t *pod, struct pod_claims *pc,
-                               const char *node, json_t *devs, struct fatia_buf *slices)
-{
-    const json_t *spec = json_object_get(pod, "spec");
-    const char *ns = meta_str(pod, "namespace");
-
-    for (size_t i = 0; i < pc->n; i++) {
-        struct pod_claim *c = &pc->v[i];
-        const json_t *alloc =
-            c->alloc ? c->alloc
-                     : json_object_get(json_object_get(c->claim, "status"), "allocation");
-        char why[256], cref[600];
-        int n = claim_devices(p, alloc, node, c->devs, 16, why, sizeof(why));
-        size_t ci;
-        json_t *ctr;
-        if (n < 0)
-            return -EINVAL;
-        c->n_devs = (size_t)n;
-        snprintf(cref, sizeof(cref), "%s/%s", ns, c->name);
-        for (int d = 0; d < n; d++) {
-            if (!strstr(slices->len ? slices->p : "", c->devs[d].id)) {
-                if (slices->len)
-                    (void)fatia_buf_putc(slices, ',');
-                (void)fatia_buf_puts(slices, c->devs[d].id);
-            }
-        }
-        json_array_foreach(json_object_get(spec, "containers"), ci, ctr)
-        {
-            size_t k;
-            json_t *ref;
-            json_array_foreach(json_object_get(json_object_get(ctr, "resources"), "claims"), k, ref)
-            {
-                const char *rn = fatia_json_str(ref, "name");
-                if (!rn || strcmp(rn, c->entry))
-                    continue;
-                for (int d = 0; d < n; d++) {
-                    struct fatia_place_device dv = c->devs[d];
-                    json_t *e;
-                    dv.container = (uint16_t)ci;
-                    e = device_json(p, spec, node, &dv);
-                    if (!e)
-                        return -EINVAL;
-                    json_object_set_new(e, "claim", json_string(cref));
-                    json_array_append_new(devs, e);
-                }
-            }
-        }
-    }
-    return 0;
-}
-
-/* Keeps a claim's reservedFor to the pods that still use it; deallocates a claim nobody uses. */
-static void claims_reconcile(void *arg, const char *key)
-{
-    struct placement_ctl *p = arg;
-    const json_t *claim = informer_get_key(p->claims, key);
-    const json_t *st = json_object_get(claim, "status");
-    json_t *keep, *nc;
-    size_t i;
-    json_t *r;
-
-    if (!claim)
-        return;
-    keep = json_array();
-    if (!keep)
-        return;
-    json_array_foreach(json_object_get(st, "reservedFor"), i, r)
-    {
-        const char *res = fatia_json_str(r, "resource"), *name = fatia_json_str(r, "name");
-        const char *uid = fatia_json_str(r, "uid");
-        const json_t *pod = res && !strcmp(res, "pods") && name
-                                ? informer_get(p->pods, meta_str(claim, "namespace"), name)
-                                : NULL;
-        if (res && strcmp(res, "pods")) {
-            json_array_append(keep, r); /* not ours to judge */
-            continue;
-        }
-        if (pod && uid && !strcmp(uid, meta_str(pod, "uid") ? meta_str(pod, "uid") : "") &&
-            !pod_terminal(pod))
-            json_array_append(keep, r);
-    }
-    if (json_array_size(keep) == json_array_size(json_object_get(st, "reservedFor")) &&
-        (json_array_size(keep) || !fatia_dra_claim_allocated(claim))) {
-        json_decref(keep);
-        return;
-    }
-    nc = json_deep_copy(claim);
-    if (!nc) {
-        json_decref(keep);
-        return;
-    }
-    st = fatia_json_object_ensure(nc, "status");
-    if (json_array_size(keep)) {
-        json_object_set_new((json_t *)st, "reservedFor", json_deep_copy(keep));
-    } else {
-        json_object_del((json_t *)st, "reservedFor");
-        json_object_del((json_t *)st, "allocation");
-        fatia_info("placement: claim %s deallocated: no pod uses it any more", key);
-    }
-    json_decref(keep);
-    ctl_update_status(
-        p->ctl, nc,
-        &(struct op_opts){
-            .wq = p->claims_q, .key = key, .quiet_conflict = true, .quiet_missing = true});
-    json_decref(nc);
-}
-
-static void on_claim(void *arg, const json_t *old, const json_t *obj)
-{
-    struct placement_ctl *p = arg;
-    const json_t *o = obj ? obj : old;
-    const json_t *ref = obj_controller_ref(o);
-    char key[600], ckey[700];
-
-    obj_key(o, key, sizeof(key));
-    snprintf(ckey, sizeof(ckey), CLAIM_PREFIX "%s", key);
-    if (!obj || !fatia_dra_claim_allocated(obj)) {
-        if (fatia_strmap_has(&p->bound, ckey)) {
-            struct binding *b = fatia_strmap_get(&p->bound, ckey);
-            /* a claim this controller allocated a moment ago may not show it yet */
-            if (!obj || b->confirmed)
-                release(p, ckey);
-        }
-    } else if (ctl_ready(p->ctl)) {
-        adopt_claim(p, obj);
-    }
-    if (obj)
-        wq_add(p->claims_q, key);
-    /* the pod that waits for its template's claim */
-    if (obj && ref && fatia_json_str(ref, "kind") && !strcmp(fatia_json_str(ref, "kind"), "Pod")) {
-        char pk[600];
-        make_key(meta_str(o, "namespace"), fatia_json_str(ref, "name"), pk, sizeof(pk));
-        wq_add(p->q, pk);
-    }
-}
-
-/* A pod that ended or went away: its claims may release it. */
-static void pod_claims_touch(struct placement_ctl *p, const json_t *pod)
-{
-    size_t i;
-    json_t *e;
-
-    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "resourceClaims"), i, e)
-    {
-        char name[300], key[600];
-        const char *named = fatia_json_str(e, "resourceClaimName");
-        if (named)
-            snprintf(name, sizeof(name), "%s", named);
-        else
-            snprintf(name, sizeof(name), "%s-%s", meta_str(pod, "name"),
-                     fatia_json_str(e, "name") ? fatia_json_str(e, "name") : "");
-        make_key(meta_str(pod, "namespace"), name, key, sizeof(key));
-        wq_add(p->claims_q, key);
-    }
-}
-
-/* ---- the writes of a pod with claims: claims first, then the pod ---- */
-
-struct claims_write {
-    struct placement_ctl *p;
-    char key[600];
-    json_t *pod_update;
-    struct bind_ctx *bc;
-    int outstanding;
-    bool failed;
-};
-
-struct claim_write_one {
-    struct claims_write *cw;
-    char ckey[700];
-    bool fresh; /* allocated by this attempt */
-};
-
-static void claims_written(struct claims_write *cw);
-
-static void claim_write_done(void *arg, const struct fatia_client_result *res)
-{
-    struct claim_write_one *one = arg;
-    struct claims_write *cw = one->cw;
-    struct placement_ctl *p = cw->p;
-
-    if (res->status) {
-        struct binding *b = fatia_strmap_get(&p->bound, one->ckey);
-        cw->failed = true;
-        if (one->fresh && b && !b->confirmed)
-            release(p, one->ckey);
-    }
-    fatia_free(one);
-    if (--cw->outstanding == 0)
-        claims_written(cw);
-}
-
 /* ---- placing ---- */
-
-struct bind_ctx {
-    struct placement_ctl *p;
-    char key[600];
-    char uid[80];
-    char node[256];
-};
 
 static void set_unschedulable(struct placement_ctl *p, const char *key, const json_t *pod,
                               const char *msg)
@@ -1163,7 +595,7 @@ static void bind_done(void *arg, const struct fatia_client_result *res)
     fatia_free(bc);
 }
 
-static void claims_written(struct claims_write *cw)
+void fatia_controller_placement_claims_written(struct claims_write *cw)
 {
     struct placement_ctl *p = cw->p;
 
@@ -1204,7 +636,6 @@ static void place_pod(void *arg, const char *key)
     json_t *devs = NULL, *np = NULL, *ann, *pinned = NULL;
     struct bind_ctx *bc = NULL;
     struct pod_claims *pc = NULL;
-    struct claims_write *cw = NULL;
     const char *node;
     char why[1024], *slices_s = NULL, *devs_s = NULL;
     const char *keys[1] = {key};
@@ -1213,13 +644,13 @@ static void place_pod(void *arg, const char *key)
     if (!pod || !needs_placement(pod) || fatia_strmap_has(&p->bound, key) || !p->st)
         return;
     why[0] = '\0';
-    if (pod_has_claims(pod)) {
+    if (fatia_controller_claims_pod_has(pod)) {
         pc = fatia_calloc(1, sizeof(*pc));
         if (!pc)
             return;
-        r = claims_prepare(p, key, pod, pc, why, sizeof(why));
+        r = fatia_controller_claims_prepare(p, key, pod, pc, why, sizeof(why));
         if (r == 0)
-            r = claims_allocate(p, pc, why, sizeof(why));
+            r = fatia_controller_claims_allocate(p, pc, why, sizeof(why));
         if (r == -EAGAIN)
             goto out; /* a claim is being created: its event brings the pod back */
         if (r < 0) {
@@ -1270,7 +701,7 @@ static void place_pod(void *arg, const char *key)
         goto out;
     for (size_t i = 0; i < res->pods[0].n_devices; i++) {
         const struct fatia_place_device *d = &res->pods[0].devices[i];
-        json_t *e = device_json(p, spec, node, d);
+        json_t *e = fatia_controller_placement_device_json(p, spec, node, d);
         if (!e) {
             fatia_error("placement: pod %s: device %s has no slice in the plan", key, d->id);
             goto out;
@@ -1280,7 +711,7 @@ static void place_pod(void *arg, const char *key)
             (void)fatia_buf_putc(&slices, ',');
         (void)fatia_buf_puts(&slices, d->id);
     }
-    if (pc && claims_devices_json(p, pod, pc, node, devs, &slices) < 0) {
+    if (pc && fatia_controller_claims_devices_json(p, pod, pc, node, devs, &slices) < 0) {
         fatia_error("placement: pod %s: a claim's devices are not slices of the plan", key);
         goto out;
     }
@@ -1289,37 +720,31 @@ static void place_pod(void *arg, const char *key)
         fatia_error("placement: pod %s: commit failed: %s", key, fatia_strerror(r));
         goto out;
     }
-    if (record_binding(p, key, pod, node, res->pods[0].devices, res->pods[0].n_devices, false) <
-        0) {
+    if (fatia_controller_placement_record(p, key, pod, node, res->pods[0].devices,
+                                          res->pods[0].n_devices, false) < 0) {
         fatia_place_unbind(p->st, key);
         goto out;
     }
     /* the claims this attempt allocated hold their devices from now on */
-    for (size_t i = 0; pc && i < pc->n; i++) {
-        if (!pc->v[i].alloc)
-            continue;
-        if (bind_claim(p, pc->v[i].claim, pc->v[i].alloc, node, false, why, sizeof(why)) < 0) {
-            char ck[700];
-            fatia_error("placement: pod %s: claim %s: %s", key, pc->v[i].name, why);
-            for (size_t k = 0; k < i; k++) {
-                if (!pc->v[k].alloc)
-                    continue;
-                snprintf(ck, sizeof(ck), CLAIM_PREFIX "%s/%s", meta_str(pod, "namespace"),
-                         pc->v[k].name);
-                release(p, ck);
-            }
-            release(p, key);
-            goto out;
-        }
+    if (pc && fatia_controller_claims_bind_fresh(p, key, pod, pc, node) < 0) {
+        fatia_controller_placement_release(p, key);
+        goto out;
     }
     waiting_drop(p, key);
     slices_s = fatia_buf_steal(&slices);
+    {
+        /* bound to this pod: the agent refuses devices placed for another pod (docs/agent.md) */
+        size_t i;
+        json_t *e;
+        json_array_foreach(devs, i, e) json_object_set_new(
+            e, "podUID", json_string(meta_str(pod, "uid") ? meta_str(pod, "uid") : ""));
+    }
     devs_s = json_dumps(devs, JSON_COMPACT);
     np = json_deep_copy(pod);
     ann = np ? fatia_json_object_ensure(json_object_get(np, "metadata"), "annotations") : NULL;
     bc = fatia_calloc(1, sizeof(*bc));
     if (!ann || !devs_s || !bc) {
-        release(p, key);
+        fatia_controller_placement_release(p, key);
         fatia_free(bc);
         goto out;
     }
@@ -1333,46 +758,10 @@ static void place_pod(void *arg, const char *key)
     fatia_info("placement: %s -> %s [%s]", key, node, slices_s ? slices_s : "");
     if (pc && pc->n) {
         /* the claims' status first (allocation, reservedFor), then the pod */
-        cw = fatia_calloc(1, sizeof(*cw));
-        if (!cw) {
-            release(p, key);
+        if (fatia_controller_claims_write(p, key, pod, pc, np, bc) < 0) {
+            fatia_controller_placement_release(p, key);
             fatia_free(bc);
-            goto out;
         }
-        cw->p = p;
-        snprintf(cw->key, sizeof(cw->key), "%s", key);
-        cw->pod_update = json_incref(np);
-        cw->bc = bc;
-        cw->outstanding = 1; /* held until every write started */
-        wq_begin(p->q, key);
-        for (size_t i = 0; i < pc->n; i++) {
-            struct claim_write_one *one = fatia_calloc(1, sizeof(*one));
-            json_t *nc = json_deep_copy(pc->v[i].claim);
-            json_t *st = nc ? fatia_json_object_ensure(nc, "status") : NULL;
-            if (!one || !st ||
-                fatia_dra_claim_reserve(nc, "pods", meta_str(pod, "name"), bc->uid) < 0) {
-                fatia_free(one);
-                json_decref(nc);
-                cw->failed = true;
-                continue;
-            }
-            if (pc->v[i].alloc)
-                json_object_set(st, "allocation", pc->v[i].alloc);
-            one->cw = cw;
-            one->fresh = pc->v[i].alloc != NULL;
-            snprintf(one->ckey, sizeof(one->ckey), CLAIM_PREFIX "%s/%s", meta_str(pod, "namespace"),
-                     pc->v[i].name);
-            cw->outstanding++;
-            if (ctl_update_status(p->ctl, nc,
-                                  &(struct op_opts){.then = claim_write_done, .arg = one}) < 0) {
-                cw->outstanding--;
-                cw->failed = true;
-                fatia_free(one);
-            }
-            json_decref(nc);
-        }
-        if (--cw->outstanding == 0)
-            claims_written(cw);
         goto out;
     }
     if (ctl_update(p->ctl, np,
@@ -1398,7 +787,7 @@ out:
     fatia_place_result_free(res);
     fatia_place_pod_free(pp);
     if (pc) {
-        pod_claims_release(pc);
+        fatia_controller_claims_release(pc);
         fatia_free(pc);
     }
 }
@@ -1529,7 +918,7 @@ static void replanned(void *arg, const struct fatia_plan *plan)
         json_decref(empty);
     }
     INFORMER_FOREACH(p->claims, it)
-    adopt_claim(p, it->obj);
+    fatia_controller_claims_adopt(p, it->obj);
     INFORMER_FOREACH(p->pods, it)
     {
         const json_t *pod = it->obj;
@@ -1648,14 +1037,7 @@ int placement_ctl_new(struct ctl *c, struct device_ctl *dev, struct placement_ct
     p->q = wq_new(c, "placement", place_pod, p);
     p->status_q = wq_new(c, "pod-scheduled", write_scheduled, p);
     p->pods = ctl_informer(c, fatia_kind_find("v1", "Pod", NULL));
-    p->claims_q = wq_new(c, "resourceclaims", claims_reconcile, p);
-    p->claims = ctl_informer(c, fatia_kind_find("resource.k8s.io/v1", "ResourceClaim", NULL));
-    p->templates =
-        ctl_informer(c, fatia_kind_find("resource.k8s.io/v1", "ResourceClaimTemplate", NULL));
-    p->rslices = ctl_informer(c, fatia_kind_find("resource.k8s.io/v1", "ResourceSlice", NULL));
-    p->classes = ctl_informer(c, fatia_kind_find("resource.k8s.io/v1", "DeviceClass", NULL));
-    if (!p->q || !p->status_q || !p->pods || !p->claims_q || !p->claims || !p->templates ||
-        !p->rslices || !p->classes || informer_on(p->claims, on_claim, p) < 0 ||
+    if (!p->q || !p->status_q || !p->pods || fatia_controller_claims_init(p) < 0 ||
         informer_on(p->pods, on_pod, p) < 0 ||
         metric_define(ctl_metrics(c), "fatia_placement_attempts_total", "counter",
                       "Placement attempts, per 'result' (bound or unschedulable)", NULL, 0) < 0) {

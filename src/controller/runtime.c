@@ -13,8 +13,11 @@
  *       └──► delayed ──────┘ timer               ▼
  *                                         dirty ── wq_end (last write answered) ──► pending
  *
- * A failed write requeues its key after a back-off (100 ms doubling to 30 s, per key, reset by a
- * reconcile whose writes all succeed). Rejected alternatives: a goroutine-style worker per key
+ * A failed write requeues its key after a back-off (100 ms doubling to 30 s, per key, plus a
+ * jitter of up to half the delay, reset by a reconcile whose writes all succeed); a conflict (409)
+ * requeues it after 20 ms doubling to 30 s (a conflict that keeps coming, e.g. a tenant writing
+ * the same object in a loop, must not turn into a busy loop). Failure lines are rate-limited per
+ * queue (a burst of 20, then 5 a second; the next line says how many were suppressed). Rejected alternatives: a goroutine-style worker per key
  * (there is one loop and no blocking call), and reconciling straight from watch callbacks (a burst
  * of events for one object would reconcile it once per event).
  */
@@ -24,6 +27,7 @@
 #include <stdarg.h>
 
 #include "base/alloc.h"
+#include "base/backoff.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -431,13 +435,17 @@ const json_t *informer_get(const struct informer *inf, const char *ns, const cha
 
 struct wq_key {
     char *key;
-    bool pending;  /* in the FIFO */
-    bool dirty;    /* added while busy */
-    unsigned busy; /* writes in flight */
-    bool failed;   /* a write of the current round failed */
-    bool running;  /* being reconciled now */
+    bool pending;    /* in the FIFO */
+    bool dirty;      /* added while busy */
+    unsigned busy;   /* writes in flight */
+    bool failed;     /* a write of the current round failed */
+    bool conflicted; /* a write of the current round got a conflict */
+    bool running;    /* being reconciled now */
     unsigned failures;
-    struct event *timer; /* delayed add */
+    unsigned conflicts;        /* consecutive 409s */
+    struct fatia_ratelimit rl; /* reconciles of this key */
+    bool linger;               /* kept only for rl; the timer drops it */
+    struct event *timer;       /* delayed add */
     struct wq *q;
 };
 
@@ -451,9 +459,17 @@ struct wq {
     size_t head;
     struct event *ev;
     size_t busy_total;
+    uint64_t rnd;               /* jitter */
+    struct fatia_ratelimit log; /* failure lines */
 };
 
 static void wq_process(evutil_socket_t fd, short what, void *arg);
+
+/* Reconciles of one key: a burst of 100, then 50 a second. Past it the key waits: a loop of
+ * writes that all succeed (two writers, or a status that flips between two values on each
+ * write) cannot take the event loop; it is slowed down, and said once a second per queue. */
+#define WQ_KEY_PER_SEC 50
+#define WQ_KEY_BURST   100
 
 struct wq *wq_new(struct ctl *c, const char *name, wq_fn fn, void *arg)
 {
@@ -461,7 +477,12 @@ struct wq *wq_new(struct ctl *c, const char *name, wq_fn fn, void *arg)
 
     if (!q)
         return NULL;
-    *q = (struct wq){.ctl = c, .name = name, .fn = fn, .arg = arg};
+    *q = (struct wq){.ctl = c,
+                     .name = name,
+                     .fn = fn,
+                     .arg = arg,
+                     .rnd = (uint64_t)fatia_now_mono_usec() | 1,
+                     .log = {.per_sec = 5, .burst = 20}};
     q->ev = event_new(ctl_base(c), -1, 0, wq_process, q);
     if (!q->ev) {
         fatia_free(q);
@@ -507,15 +528,26 @@ static struct wq_key *wq_key_get(struct wq *q, const char *key)
         return NULL;
     }
     k->q = q;
+    k->rl = (struct fatia_ratelimit){.per_sec = WQ_KEY_PER_SEC, .burst = WQ_KEY_BURST};
     return k;
 }
 
-/* Drops a key record nobody needs any more. */
+static void wq_timer(evutil_socket_t fd, short what, void *arg);
+
+/* Drops a key record nobody needs any more. A key reconciled within the last second keeps its
+ * record (so that its rate limit holds across rounds) until its timer drops it. */
 static void wq_key_maybe_drop(struct wq *q, struct wq_key *k)
 {
-    if (k->pending || k->dirty || k->busy || k->failures || k->running ||
+    if (k->pending || k->dirty || k->busy || k->failures || k->conflicts || k->running ||
         (k->timer && event_pending(k->timer, EV_TIMEOUT, NULL)))
         return;
+    if (k->rl.last && fatia_now_mono_usec() - k->rl.last < FATIA_USEC_PER_SEC &&
+        (k->timer || (k->timer = evtimer_new(ctl_base(q->ctl), wq_timer, k)))) {
+        struct timeval later = {1, 100000};
+        k->linger = true;
+        evtimer_add(k->timer, &later);
+        return;
+    }
     fatia_strmap_del(&q->keys, k->key);
     wq_key_free(k);
 }
@@ -542,6 +574,10 @@ void wq_add(struct wq *q, const char *key)
 
     if (!k)
         return;
+    if (k->linger) {
+        k->linger = false;
+        event_del(k->timer);
+    }
     if (k->busy) {
         k->dirty = true;
         return;
@@ -555,6 +591,11 @@ static void wq_timer(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    if (k->linger) {
+        k->linger = false;
+        wq_key_maybe_drop(k->q, k);
+        return;
+    }
     if (k->busy)
         k->dirty = true;
     else
@@ -572,6 +613,10 @@ void wq_add_after(struct wq *q, const char *key, fatia_usec_t delay)
     if (delay <= 0) {
         wq_add(q, key);
         return;
+    }
+    if (k->linger) {
+        k->linger = false;
+        event_del(k->timer);
     }
     if (!k->timer && !(k->timer = evtimer_new(ctl_base(q->ctl), wq_timer, k))) {
         wq_add(q, key);
@@ -612,24 +657,37 @@ void wq_end(struct wq *q, const char *key, bool failed)
     if (k->busy)
         return;
     if (k->failed) {
-        fatia_usec_t delay = 100 * FATIA_USEC_PER_MSEC;
-        for (unsigned i = 0; i < k->failures && delay < 30 * FATIA_USEC_PER_SEC; i++)
-            delay *= 2;
-        if (delay > 30 * FATIA_USEC_PER_SEC)
-            delay = 30 * FATIA_USEC_PER_SEC;
-        k->failures++;
+        fatia_usec_t delay = fatia_backoff_delay(100 * FATIA_USEC_PER_MSEC, 30 * FATIA_USEC_PER_SEC,
+                                                 ++k->failures, fatia_backoff_rand(&q->rnd));
         k->failed = false;
         k->dirty = false;
         wq_add_after(q, key, delay);
         return;
     }
     k->failures = 0;
+    if (!k->conflicted)
+        k->conflicts = 0;
+    k->conflicted = false;
     if (k->dirty) {
         k->dirty = false;
         wq_push(q, k);
         return;
     }
     wq_key_maybe_drop(q, k);
+}
+
+/* A write of the key's round got 409: requeue it after 20 ms doubling (with jitter) per
+ * consecutive conflict, up to 30 s. */
+static void wq_conflict(struct wq *q, const char *key)
+{
+    struct wq_key *k = wq_key_get(q, key);
+
+    if (!k)
+        return;
+    k->conflicted = true;
+    wq_add_after(q, key,
+                 fatia_backoff_delay(20 * FATIA_USEC_PER_MSEC, 30 * FATIA_USEC_PER_SEC,
+                                     ++k->conflicts, fatia_backoff_rand(&q->rnd)));
 }
 
 size_t wq_len(const struct wq *q)
@@ -662,9 +720,23 @@ static void wq_process(evutil_socket_t fd, short what, void *arg)
             k->dirty = true;
             continue;
         }
+        if (!fatia_ratelimit_take(&k->rl, fatia_now_mono_usec(), NULL)) {
+            uint64_t sup = 0;
+            if (fatia_ratelimit_take(&q->log, fatia_now_mono_usec(), &sup))
+                fatia_warn("%s: '%s' is reconciled more than %d times a second: slowed down (a "
+                           "loop of writes?)",
+                           q->name, k->key, WQ_KEY_PER_SEC);
+            wq_add_after(q, k->key,
+                         FATIA_USEC_PER_SEC / WQ_KEY_PER_SEC +
+                             (fatia_usec_t)(fatia_backoff_rand(&q->rnd) %
+                                            (uint64_t)(FATIA_USEC_PER_SEC / WQ_KEY_PER_SEC)));
+            continue;
+        }
         k->running = true;
         q->fn(q->arg, k->key);
         k->running = false;
+        if (!k->busy)
+            k->conflicts = 0; /* a round with nothing to write: the conflict is over */
         /* the reconcile may have started writes (busy) or queued the key again */
         wq_key_maybe_drop(q, k);
     }
@@ -708,11 +780,19 @@ static void op_done(void *arg, const struct fatia_client_result *res)
             /* try again shortly: the watch brings the newer version meanwhile (an immediate
                retry would read the same stale cache while the newer write commits) */
             if (op->wq && op->key)
-                wq_add_after(op->wq, op->key, 20 * FATIA_USEC_PER_MSEC);
+                wq_conflict(op->wq, op->key);
         } else if (res->code == 404 && op->quiet_missing) {
             /* gone meanwhile: nothing to do */
         } else {
-            fatia_warn("%s: %d %s", op->what, res->code, msg ? msg : "failed");
+            uint64_t sup = 0;
+            if (!op->wq || fatia_ratelimit_take(&op->wq->log, fatia_now_mono_usec(), &sup)) {
+                if (sup)
+                    fatia_warn("%s: %d %s (%" PRIu64 " failure lines of %s suppressed before "
+                               "this one)",
+                               op->what, res->code, msg ? msg : "failed", sup, op->wq->name);
+                else
+                    fatia_warn("%s: %d %s", op->what, res->code, msg ? msg : "failed");
+            }
             failed = true;
         }
     } else if (res->obj) {

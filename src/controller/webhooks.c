@@ -14,7 +14,9 @@
  *                               admission and the finalizer once the pod has ended).
  *
  * The profile plugin runs first, because it may be the one that sets the queue label. Both run
- * on the loop and read HardwareProfiles from the API server's committed cache (no copy). Pods
+ * on the loop and read HardwareProfiles from the client's cache (no copy). This file only
+ * describes the plugins (client/plugin.h); the daemon registers them with the API server, so
+ * the controller library never calls into it (docs/ARCHITECTURE.md, "How the layers link"). Pods
  * owned by a Job are left to the Job's own admission (Kueue suspends the Job, not its pods).
  */
 #include "base/compat.h"
@@ -93,12 +95,14 @@ static int kueue_defaults(void *arg, struct fatia_admit_attrs *a)
     return 0;
 }
 
-int fatia_controllers_webhooks(struct fatia_apiserver *s, struct fatia_client *client)
+int fatia_controllers_webhooks(struct fatia_client *client,
+                               struct fatia_admission out[FATIA_CONTROLLERS_N_WEBHOOKS],
+                               size_t *ret_n)
 {
     static const struct fatia_kind *kinds[4];
     static const struct fatia_kind *kueue_kinds[3];
-    int r;
 
+    *ret_n = 0;
     kinds[0] = fatia_kind_find("v1", "Pod", NULL);
     kinds[1] = fatia_kind_find("batch/v1", "Job", NULL);
     kinds[2] = fatia_kind_find("kueue.x-k8s.io/v1beta2", "Workload", NULL);
@@ -108,19 +112,18 @@ int fatia_controllers_webhooks(struct fatia_apiserver *s, struct fatia_client *c
     kueue_kinds[2] = NULL;
     if (!kinds[0] || !kinds[1] || !kinds[2])
         return -EINVAL;
-    r = fatia_apiserver_add_admission(
-        s, &(struct fatia_admission){.name = "hardware-profile-injection",
-                                     .phase = FATIA_ADMIT_MUTATING,
-                                     .ops = FATIA_ADMIT_CREATE | FATIA_ADMIT_UPDATE,
-                                     .kinds = kinds,
-                                     .admit = profile_admit,
-                                     .arg = client});
-    if (r < 0)
-        return r;
-    return fatia_apiserver_add_admission(s, &(struct fatia_admission){.name = "kueue-defaults",
-                                                                      .phase = FATIA_ADMIT_MUTATING,
-                                                                      .ops = FATIA_ADMIT_CREATE,
-                                                                      .kinds = kueue_kinds,
-                                                                      .admit = kueue_defaults,
-                                                                      .arg = NULL});
+    out[0] = (struct fatia_admission){.name = "hardware-profile-injection",
+                                      .phase = FATIA_ADMIT_MUTATING,
+                                      .ops = FATIA_ADMIT_CREATE | FATIA_ADMIT_UPDATE,
+                                      .kinds = kinds,
+                                      .admit = profile_admit,
+                                      .arg = client};
+    out[1] = (struct fatia_admission){.name = "kueue-defaults",
+                                      .phase = FATIA_ADMIT_MUTATING,
+                                      .ops = FATIA_ADMIT_CREATE,
+                                      .kinds = kueue_kinds,
+                                      .admit = kueue_defaults,
+                                      .arg = NULL};
+    *ret_n = FATIA_CONTROLLERS_N_WEBHOOKS;
+    return 0;
 }

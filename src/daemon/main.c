@@ -4,23 +4,33 @@
  * Start-up, in order:
  *   1. the data directory (created 0700) and its lock (one fatiad per directory);
  *   2. on first start, an admin token in DATA/tokens (group system:masters);
- *   3. the store (DATA/store.db), then the API server over it on this thread's event loop;
+ *   3. the store (DATA/store.db), then the API server over it on this thread's event loop, with
+ *      the demand layer's validation checks (fatia_demand_checks: what `fatia validate` checks);
  *   4. the namespace "default" if missing, then the manifests of -f applied (created, or updated
  *      when they exist), every write through the API server's ordinary write path;
  *   5. listening (loopback only, unless --insecure-listen-anywhere), DATA/kubeconfig (0600)
  *      written for the admin token and the address actually bound, and one log line that says
  *      where the API is and where the kubeconfig is;
- *   6. the controllers (src/controller/): their admission plugins are registered with the API
- *      server before anything is applied, and they start watching once it serves. The fleet file
+ *   6. the controllers (src/controller/): their admission plugins (which the controller library
+ *      describes) are registered here with the API server before anything is applied, and they
+ *      start watching once it serves. The fleet file
  *      (--fleet, default data/fleets/default.yaml: NodePools and GPUSharingPolicies) is applied
  *      with the manifests, so `kubectl apply` of a policy later re-plans the GPUs;
  *   7. the node agent (src/agent/, docs/agent.md), unless --no-agent: it adopts the pods a former
- *      fatiad started, then runs the pods bound to its nodes.
+ *      fatiad started, then runs the pods bound to its nodes; its log provider is registered
+ *      here with the API server (`kubectl logs`).
+ * The controllers and the agent link only the client interface (src/client/): this file is the
+ * one place that hands them the API server's in-process client and registers what they
+ * provide (docs/ARCHITECTURE.md, "How the layers link").
  * SIGTERM and SIGINT stop it cleanly: no new requests, watches ended, writes in flight committed.
  *
  * Manifests applied with -f carry kubectl's last-applied-configuration annotation (the manifest
  * as JSON with sorted keys, as kubectl writes it), so a later `kubectl apply -f` of the same
  * files sees nothing to change.
+ *
+ * main is these steps as functions (parse_args, open_data_dir, open_api, start_controllers,
+ * start_agent, apply_at_start, then the loop and daemon_free); a new option goes into
+ * parse_args and struct daemon, a new start-up step into its own function called from main.
  *
  * Threads: the main thread runs the loop; the store's writer thread does the fsyncs.
  */
@@ -42,13 +52,16 @@
 #include "apiserver/tls.h"
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/datadir.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/str.h"
 #include "controller/controller.h"
+#include "demand/demand.h"
 #include "model/doc.h"
 #include "model/kind.h"
+#include "model/quantity.h"
 #include "store/store.h"
 
 static const char usage[] =
@@ -70,6 +83,10 @@ static const char usage[] =
     "                              acknowledged; normal: it survives kill -9 of fatiad, a power\n"
     "                              loss may lose the last writes (never corrupts the store)\n"
     "      --max-body-bytes N      largest request body (default 3145728)\n"
+    "      --store-reserve BYTES   disk kept in reserve for deletes when the disk fills (the\n"
+    "                              NOSPACE alarm; default 64Mi, 0: none)\n"
+    "      --max-namespace-objects N\n"
+    "                              objects one namespace may hold (default 50000)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
     "      --watch-backlog N       drop a watcher more than N bytes behind (default 16 MiB)\n"
     "      --fleet PATH            NodePools and GPUSharingPolicies to apply at start (file or\n"
@@ -99,6 +116,7 @@ struct daemon {
     struct fatia_agent_opts agent_opts;
     bool no_agent;
     struct event *sig_term, *sig_int;
+    struct event *grace_ev; /* the shutdown's deadline */
     const char *data_dir;
     char host[128];
     uint16_t port;
@@ -111,6 +129,18 @@ struct daemon {
     bool serving;
     bool tls;
     void *tls_ctx;
+    /* from the command line */
+    struct fatia_apiserver_opts ao;
+    struct fatia_store_opts so;
+    struct fatia_controllers_opts co;
+    char **fleet; /* --fleet paths, or the default fleet */
+    size_t n_fleet;
+    bool controllers; /* false: --no-controllers */
+    bool reserve_set; /* --store-reserve given (else 64 MiB) */
+    bool help;
+    char default_fleet[4096];
+    char tokens[4096]; /* DATA/tokens (ao.tokens_path) */
+    int lock_fd;       /* DATA/fatiad.lock, held until exit */
 };
 
 static bool is_loopback(const char *host)
@@ -329,20 +359,41 @@ static void agent_stopped(void *arg)
 static void stop_all(struct daemon *d)
 {
     fatia_controllers_stop(d->ctl);
-    if (d->agent)
+    if (d->agent) {
+        /* no new `kubectl logs` for an agent that is ending its streams */
+        fatia_apiserver_set_log_provider(d->api, NULL, NULL);
         fatia_agent_stop(d->agent, agent_stopped, d);
-    else
+    } else
         fatia_apiserver_shutdown(d->api, shutdown_done, d);
+}
+
+/* A clean shutdown waits for the writes in flight; whatever keeps it from finishing (a stuck
+ * client, a busy subsystem), fatiad stops by this deadline all the same: what was committed is in
+ * the store, and pods keep running under their shims. */
+#define SHUTDOWN_GRACE_SEC 10
+
+static void on_grace(evutil_socket_t fd, short what, void *arg)
+{
+    struct daemon *d = arg;
+
+    (void)fd;
+    (void)what;
+    fatia_warn("the shutdown did not finish within %d s: stopping now", SHUTDOWN_GRACE_SEC);
+    event_base_loopbreak(d->base);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct daemon *d = arg;
+    struct timeval grace = {SHUTDOWN_GRACE_SEC, 0};
 
     (void)what;
     fatia_info("%s received, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     event_del(d->sig_term);
     event_del(d->sig_int);
+    d->grace_ev = evtimer_new(d->base, on_grace, d);
+    if (d->grace_ev)
+        evtimer_add(d->grace_ev, &grace);
     stop_all(d);
 }
 
@@ -436,6 +487,19 @@ static void default_ns_done(void *arg, const struct fatia_client_result *res)
         start_serving(d);
 }
 
+/* The controllers' admission plugins, registered with the API server before anything is
+ * written (the controller library describes them; only the daemon knows the API server). */
+static int add_webhooks(struct daemon *d)
+{
+    struct fatia_admission plugins[FATIA_CONTROLLERS_N_WEBHOOKS];
+    size_t n;
+    int r = fatia_controllers_webhooks(d->client, plugins, &n);
+
+    for (size_t i = 0; r == 0 && i < n; i++)
+        r = fatia_apiserver_add_admission(d->api, &plugins[i]);
+    return r;
+}
+
 static int ensure_tokens(struct daemon *d)
 {
     char path[4096], token[FATIA_TOKEN_LEN + 1];
@@ -453,45 +517,345 @@ static int ensure_tokens(struct daemon *d)
     return r;
 }
 
-int main(int argc, char **argv)
+/* ---- main: the command line, then the start-up steps of the file's comment, in order ---- */
+
+static const struct option long_opts[] = {{"data-dir", required_argument, NULL, 'd'},
+                                          {"listen", required_argument, NULL, 'l'},
+                                          {"filename", required_argument, NULL, 'f'},
+                                          {"insecure-listen-anywhere", no_argument, NULL, 'A'},
+                                          {"no-tls", no_argument, NULL, 'T'},
+                                          {"watch-history", required_argument, NULL, 'W'},
+                                          {"sync", required_argument, NULL, 'S'},
+                                          {"max-body-bytes", required_argument, NULL, 'B'},
+                                          {"store-reserve", required_argument, NULL, 'R'},
+                                          {"max-namespace-objects", required_argument, NULL, 'O'},
+                                          {"idle-timeout", required_argument, NULL, 'I'},
+                                          {"watch-backlog", required_argument, NULL, 'K'},
+                                          {"fleet", required_argument, NULL, 'F'},
+                                          {"inventory", required_argument, NULL, 'N'},
+                                          {"node-name", required_argument, NULL, 'n'},
+                                          {"catalog", required_argument, NULL, 'C'},
+                                          {"nvml-lib", required_argument, NULL, 'L'},
+                                          {"placement-policy", required_argument, NULL, 'P'},
+                                          {"job-backoff", required_argument, NULL, 'J'},
+                                          {"no-controllers", no_argument, NULL, 'X'},
+                                          {"agent", required_argument, NULL, 'a'},
+                                          {"no-agent", no_argument, NULL, 'G'},
+                                          {"verbose", no_argument, NULL, 'v'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+
+/* The command line into d. 0 (with d->help for --help: the usage is printed), or -EINVAL after
+ * saying what is wrong (exit status 2). */
+static int parse_args(struct daemon *d, int argc, char **argv)
 {
-    static const struct option opts[] = {{"data-dir", required_argument, NULL, 'd'},
-                                         {"listen", required_argument, NULL, 'l'},
-                                         {"filename", required_argument, NULL, 'f'},
-                                         {"insecure-listen-anywhere", no_argument, NULL, 'A'},
-                                         {"no-tls", no_argument, NULL, 'T'},
-                                         {"watch-history", required_argument, NULL, 'W'},
-                                         {"sync", required_argument, NULL, 'S'},
-                                         {"max-body-bytes", required_argument, NULL, 'B'},
-                                         {"idle-timeout", required_argument, NULL, 'I'},
-                                         {"watch-backlog", required_argument, NULL, 'K'},
-                                         {"fleet", required_argument, NULL, 'F'},
-                                         {"inventory", required_argument, NULL, 'N'},
-                                         {"node-name", required_argument, NULL, 'n'},
-                                         {"catalog", required_argument, NULL, 'C'},
-                                         {"nvml-lib", required_argument, NULL, 'L'},
-                                         {"placement-policy", required_argument, NULL, 'P'},
-                                         {"job-backoff", required_argument, NULL, 'J'},
-                                         {"no-controllers", no_argument, NULL, 'X'},
-                                         {"agent", required_argument, NULL, 'a'},
-                                         {"no-agent", no_argument, NULL, 'G'},
-                                         {"verbose", no_argument, NULL, 'v'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    struct daemon d = {.exit_code = 0, .tls = true};
-    struct fatia_apiserver_opts ao = {0};
-    struct fatia_store_opts so = {0};
-    struct fatia_controllers_opts co = {0};
-    char **fleet = fatia_xcalloc((size_t)argc + 1, sizeof(char *));
-    size_t n_fleet = 0;
-    bool controllers = true;
-    char default_fleet[4096];
-    const char *listen = "127.0.0.1:6443";
-    char path[4096], tokens[4096];
+    const char *listen_at = "127.0.0.1:6443";
     bool anywhere = false;
-    int c, r, lock_fd;
     uint64_t u;
     int64_t dur;
+    int c;
+
+    d->files = fatia_xcalloc((size_t)argc * 2 + 2, sizeof(char *));
+    d->fleet = fatia_xcalloc((size_t)argc + 1, sizeof(char *));
+    while ((c = getopt_long(argc, argv, "d:l:f:vh", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            d->data_dir = optarg;
+            break;
+        case 'l':
+            listen_at = optarg;
+            break;
+        case 'f':
+            d->files[d->n_files++] = optarg;
+            break;
+        case 'A':
+            anywhere = true;
+            break;
+        case 'T':
+            d->tls = false;
+            break;
+        case 'S':
+            if (strcmp(optarg, "full") && strcmp(optarg, "normal")) {
+                fatia_error("--sync: '%s' is not full or normal", optarg);
+                return -EINVAL;
+            }
+            d->so.sync_normal = !strcmp(optarg, "normal");
+            break;
+        case 'W':
+            if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 10000000) {
+                fprintf(stderr, "fatiad: --watch-history: expected 1..10000000\n");
+                return -EINVAL;
+            }
+            d->ao.watch_history = (size_t)u;
+            break;
+        case 'B':
+            if (fatia_parse_u64(optarg, &u) < 0 || u < 1024 || u > (1u << 30)) {
+                fprintf(stderr, "fatiad: --max-body-bytes: expected 1024..1073741824\n");
+                return -EINVAL;
+            }
+            d->ao.http.max_body_bytes = (size_t)u;
+            break;
+        case 'R':
+            if (fatia_quantity_parse_bytes(optarg, &u) < 0 || (u && u < 65536)) {
+                fprintf(stderr,
+                        "fatiad: --store-reserve: expected 0 or bytes >= 64Ki, like 64Mi\n");
+                return -EINVAL;
+            }
+            d->so.reserve_bytes = u;
+            d->reserve_set = true;
+            break;
+        case 'O':
+            if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 100000000) {
+                fprintf(stderr, "fatiad: --max-namespace-objects: expected 1..100000000\n");
+                return -EINVAL;
+            }
+            d->ao.max_namespace_objects = (size_t)u;
+            break;
+        case 'I':
+            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < FATIA_USEC_PER_SEC / 10) {
+                fprintf(stderr, "fatiad: --idle-timeout: expected a duration like 30s\n");
+                return -EINVAL;
+            }
+            d->ao.http.idle_timeout = dur;
+            break;
+        case 'K':
+            if (fatia_parse_u64(optarg, &u) < 0 || u < 4096 || u > (1u << 30)) {
+                fprintf(stderr, "fatiad: --watch-backlog: expected 4096..1073741824\n");
+                return -EINVAL;
+            }
+            d->ao.http.max_stream_backlog = (size_t)u;
+            break;
+        case 'F':
+            d->fleet[d->n_fleet++] = optarg;
+            break;
+        case 'N':
+            if (!strcmp(optarg, "auto"))
+                d->co.inventory = FATIA_INVENTORY_AUTO;
+            else if (!strcmp(optarg, "sim"))
+                d->co.inventory = FATIA_INVENTORY_SIM;
+            else if (!strcmp(optarg, "nvml"))
+                d->co.inventory = FATIA_INVENTORY_NVML;
+            else {
+                fprintf(stderr, "fatiad: --inventory: expected auto, sim or nvml\n");
+                return -EINVAL;
+            }
+            break;
+        case 'n':
+            d->co.node_name = optarg;
+            break;
+        case 'C':
+            d->co.catalog = optarg;
+            break;
+        case 'L':
+            d->co.nvml_lib = optarg;
+            break;
+        case 'P':
+            d->co.placement_policy = optarg;
+            break;
+        case 'J':
+            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < 0) {
+                fprintf(stderr, "fatiad: --job-backoff: expected a duration like 10s\n");
+                return -EINVAL;
+            }
+            d->co.job_backoff = dur ? dur : 1;
+            break;
+        case 'X':
+            d->controllers = false;
+            break;
+        case 'a': {
+            char why[200];
+            if (fatia_agent_opts_set(&d->agent_opts, optarg, why, sizeof(why)) < 0) {
+                fprintf(stderr, "fatiad: --agent: %s\n", why);
+                return -EINVAL;
+            }
+            break;
+        }
+        case 'G':
+            d->no_agent = true;
+            break;
+        case 'v':
+            fatia_log_set_level(FATIA_LOG_DEBUG);
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            d->help = true;
+            return 0;
+        default:
+            fputs(usage, stderr);
+            return -EINVAL;
+        }
+    }
+    if (!d->data_dir || optind != argc) {
+        fputs(usage, stderr);
+        return -EINVAL;
+    }
+    if (parse_listen(listen_at, d->host, sizeof(d->host), &d->port) < 0) {
+        fprintf(stderr, "fatiad: --listen: expected HOST:PORT, got '%s'\n", listen_at);
+        return -EINVAL;
+    }
+    if (!is_loopback(d->host) && !d->tls && !anywhere) {
+        fprintf(stderr,
+                "fatiad: refusing to listen on '%s' without TLS: the API and its tokens would "
+                "travel in clear text. Listen on 127.0.0.1, or pass --insecure-listen-anywhere\n",
+                d->host);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Steps 1-2 and the certificate: the data directory, its lock (held until exit), the tokens
+ * file, TLS. 0 or a negative code (logged). */
+static int open_data_dir(struct daemon *d)
+{
+    char path[4096];
+    int r = mkdir_p(d->data_dir);
+
+    if (r < 0)
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot create '%s'", d->data_dir);
+    snprintf(path, sizeof(path), "%s/fatiad.lock", d->data_dir);
+    d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+        fatia_error("'%s' is in use by another fatiad (lock '%s')", d->data_dir, path);
+        return -EBUSY;
+    }
+    r = ensure_tokens(d);
+    if (r < 0)
+        return r;
+    if (d->tls) {
+        char cert[4096], key[4096], why[300];
+        snprintf(cert, sizeof(cert), "%s/tls.crt", d->data_dir);
+        snprintf(key, sizeof(key), "%s/tls.key", d->data_dir);
+        if (fatia_tls_ensure(cert, key, d->host, why, sizeof(why)) < 0 ||
+            fatia_tls_server_ctx(cert, key, &d->tls_ctx, why, sizeof(why)) < 0) {
+            fatia_error("TLS: %s", why);
+            return -FATIA_E_INVALID;
+        }
+        d->ao.http.tls_ctx = d->tls_ctx;
+    }
+    snprintf(d->tokens, sizeof(d->tokens), "%s/tokens", d->data_dir);
+    d->ao.tokens_path = d->tokens;
+    return 0;
+}
+
+/* Step 3: the loop, the store, the API server over it and the in-process client that the
+ * controllers and the agent get. 0 or a negative code (logged). */
+static int open_api(struct daemon *d)
+{
+    char path[4096], store_why[600] = "";
+    int r;
+
+    d->base = event_base_new();
+    if (!d->base) {
+        fatia_error("cannot create the event loop");
+        return -ENOMEM;
+    }
+    /* the log keeps twice the watch history: enough to reload it at start, bounded on disk */
+    d->so.log_keep = 2 * (d->ao.watch_history ? d->ao.watch_history : 10000);
+    snprintf(path, sizeof(path), "%s/store.db", d->data_dir);
+    if (!d->reserve_set)
+        d->so.reserve_bytes = 64u << 20;
+    d->so.why = store_why;
+    d->so.why_n = sizeof(store_why);
+    r = fatia_store_open(path, &d->so, &d->store);
+    d->so.why = NULL; /* the message buffer lives on this frame */
+    if (r < 0) {
+        if (store_why[0]) {
+            fatia_error("cannot open the store: %s", store_why);
+            return r;
+        }
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot open the store '%s'", path);
+    }
+    r = fatia_apiserver_new(d->base, d->store, &fatia_demand_checks, &d->ao, &d->api);
+    if (r < 0) {
+        fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the API server");
+        fatia_store_close(d->store);
+        return r;
+    }
+    d->client = fatia_client_new_local(d->api, &fatia_user_system);
+    return 0;
+}
+
+/* Step 6's first half: the fleet goes first among the files to apply (so that the manifests
+ * of -f see the GPUs' resources), the admission plugins are registered, the controllers made.
+ * 0 or a negative code (logged). */
+static int start_controllers(struct daemon *d)
+{
+    int r;
+
+    if (!d->n_fleet) {
+        fatia_data_path(d->default_fleet, sizeof(d->default_fleet), "fleets/default.yaml");
+        d->fleet[d->n_fleet++] = d->default_fleet;
+    }
+    memmove(d->files + d->n_fleet, d->files, d->n_files * sizeof(char *));
+    memcpy(d->files, d->fleet, d->n_fleet * sizeof(char *));
+    d->n_files += d->n_fleet;
+    r = add_webhooks(d);
+    if (r == 0)
+        r = fatia_controllers_new(d->base, d->client, &d->co, &d->ctl);
+    if (r < 0)
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the controllers");
+    fatia_apiserver_set_metrics_provider(d->api, metrics, d);
+    return 0;
+}
+
+/* Step 7: the node agent, and its log provider registered with the API server. 0 or a
+ * negative code (logged). */
+static int start_agent(struct daemon *d)
+{
+    int r;
+
+    d->agent_opts.data_dir = d->data_dir;
+    r = fatia_agent_new(d->base, d->client, &d->agent_opts, &d->agent);
+    if (r == 0) {
+        fatia_apiserver_set_log_provider(d->api, fatia_agent_logs, d->agent);
+        r = fatia_agent_start(d->agent);
+    }
+    if (r < 0)
+        fatia_error("cannot start the node agent (--no-agent runs without one)");
+    return r;
+}
+
+/* Step 4: the namespace "default", then -f; serving starts (step 5) once they are committed. */
+static void apply_at_start(struct daemon *d)
+{
+    d->outstanding = 1; /* held until everything is queued */
+    if (!fatia_client_cached(d->client, fatia_kind_by_resource("", "namespaces"), NULL,
+                             "default")) {
+        json_t *ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+                               "metadata", "name", "default");
+        if (fatia_client_create(d->client, ns, NULL, default_ns_done, d) == 0)
+            d->outstanding++;
+        json_decref(ns);
+    }
+    if (d->n_files && apply_files(d) < 0) {
+        d->failed++;
+    }
+    if (--d->outstanding == 0)
+        start_serving(d);
+}
+
+static void daemon_free(struct daemon *d)
+{
+    fatia_controllers_free(d->ctl);
+    fatia_agent_free(d->agent);
+    fatia_client_free(d->client);
+    fatia_apiserver_free(d->api);
+    fatia_store_close(d->store);
+    event_free(d->sig_term);
+    event_free(d->sig_int);
+    if (d->grace_ev)
+        event_free(d->grace_ev);
+    event_base_free(d->base);
+    fatia_docset_release(&d->docs);
+    fatia_free(d->files);
+    fatia_free(d->fleet);
+    fatia_tls_ctx_free(d->tls_ctx);
+    close(d->lock_fd);
+}
+
+int main(int argc, char **argv)
+{
+    struct daemon d = {.exit_code = 0, .tls = true, .controllers = true, .lock_fd = -1};
 
     umask(077);
     fatia_log_set_ident("fatiad");
@@ -499,201 +863,17 @@ int main(int argc, char **argv)
     fatia_log_set_level(FATIA_LOG_INFO);
     if (fatia_log_level_from_env() < 0)
         fprintf(stderr, "fatiad: unknown FATIA_LOG level, ignoring\n");
-    d.files = fatia_xcalloc((size_t)argc * 2 + 2, sizeof(char *));
-    while ((c = getopt_long(argc, argv, "d:l:f:vh", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-            d.data_dir = optarg;
-            break;
-        case 'l':
-            listen = optarg;
-            break;
-        case 'f':
-            d.files[d.n_files++] = optarg;
-            break;
-        case 'A':
-            anywhere = true;
-            break;
-        case 'T':
-            d.tls = false;
-            break;
-        case 'S':
-            if (strcmp(optarg, "full") && strcmp(optarg, "normal")) {
-                fatia_error("--sync: '%s' is not full or normal", optarg);
-                return 2;
-            }
-            so.sync_normal = !strcmp(optarg, "normal");
-            break;
-        case 'W':
-            if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 10000000) {
-                fprintf(stderr, "fatiad: --watch-history: expected 1..10000000\n");
-                return 2;
-            }
-            ao.watch_history = (size_t)u;
-            break;
-        case 'B':
-            if (fatia_parse_u64(optarg, &u) < 0 || u < 1024 || u > (1u << 30)) {
-                fprintf(stderr, "fatiad: --max-body-bytes: expected 1024..1073741824\n");
-                return 2;
-            }
-            ao.http.max_body_bytes = (size_t)u;
-            break;
-        case 'I':
-            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < FATIA_USEC_PER_SEC / 10) {
-                fprintf(stderr, "fatiad: --idle-timeout: expected a duration like 30s\n");
-                return 2;
-            }
-            ao.http.idle_timeout = dur;
-            break;
-        case 'K':
-            if (fatia_parse_u64(optarg, &u) < 0 || u < 4096 || u > (1u << 30)) {
-                fprintf(stderr, "fatiad: --watch-backlog: expected 4096..1073741824\n");
-                return 2;
-            }
-            ao.http.max_stream_backlog = (size_t)u;
-            break;
-        case 'F':
-            fleet[n_fleet++] = optarg;
-            break;
-        case 'N':
-            if (!strcmp(optarg, "auto"))
-                co.inventory = FATIA_INVENTORY_AUTO;
-            else if (!strcmp(optarg, "sim"))
-                co.inventory = FATIA_INVENTORY_SIM;
-            else if (!strcmp(optarg, "nvml"))
-                co.inventory = FATIA_INVENTORY_NVML;
-            else {
-                fprintf(stderr, "fatiad: --inventory: expected auto, sim or nvml\n");
-                return 2;
-            }
-            break;
-        case 'n':
-            co.node_name = optarg;
-            break;
-        case 'C':
-            co.catalog = optarg;
-            break;
-        case 'L':
-            co.nvml_lib = optarg;
-            break;
-        case 'P':
-            co.placement_policy = optarg;
-            break;
-        case 'J':
-            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < 0) {
-                fprintf(stderr, "fatiad: --job-backoff: expected a duration like 10s\n");
-                return 2;
-            }
-            co.job_backoff = dur ? dur : 1;
-            break;
-        case 'X':
-            controllers = false;
-            break;
-        case 'a': {
-            char why[200];
-            if (fatia_agent_opts_set(&d.agent_opts, optarg, why, sizeof(why)) < 0) {
-                fprintf(stderr, "fatiad: --agent: %s\n", why);
-                return 2;
-            }
-            break;
-        }
-        case 'G':
-            d.no_agent = true;
-            break;
-        case 'v':
-            fatia_log_set_level(FATIA_LOG_DEBUG);
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        default:
-            fputs(usage, stderr);
-            return 2;
-        }
-    }
-    if (!d.data_dir || optind != argc) {
-        fputs(usage, stderr);
+    if (parse_args(&d, argc, argv) < 0)
         return 2;
-    }
-    if (parse_listen(listen, d.host, sizeof(d.host), &d.port) < 0) {
-        fprintf(stderr, "fatiad: --listen: expected HOST:PORT, got '%s'\n", listen);
-        return 2;
-    }
-    if (!is_loopback(d.host) && !d.tls && !anywhere) {
-        fprintf(stderr,
-                "fatiad: refusing to listen on '%s' without TLS: the API and its tokens would "
-                "travel in clear text. Listen on 127.0.0.1, or pass --insecure-listen-anywhere\n",
-                d.host);
-        return 2;
-    }
-    r = mkdir_p(d.data_dir);
-    if (r < 0) {
-        fatia_log_errno(FATIA_LOG_ERROR, r, "cannot create '%s'", d.data_dir);
+    if (d.help)
+        return 0;
+    if (open_data_dir(&d) < 0)
         return 1;
-    }
-    snprintf(path, sizeof(path), "%s/fatiad.lock", d.data_dir);
-    lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) < 0) {
-        fatia_error("'%s' is in use by another fatiad (lock '%s')", d.data_dir, path);
-        return 1;
-    }
-    if (ensure_tokens(&d) < 0)
-        return 1;
-    if (d.tls) {
-        char cert[4096], key[4096], why[300];
-        snprintf(cert, sizeof(cert), "%s/tls.crt", d.data_dir);
-        snprintf(key, sizeof(key), "%s/tls.key", d.data_dir);
-        if (fatia_tls_ensure(cert, key, d.host, why, sizeof(why)) < 0 ||
-            fatia_tls_server_ctx(cert, key, &d.tls_ctx, why, sizeof(why)) < 0) {
-            fatia_error("TLS: %s", why);
-            return 1;
-        }
-        ao.http.tls_ctx = d.tls_ctx;
-    }
-    snprintf(tokens, sizeof(tokens), "%s/tokens", d.data_dir);
-    ao.tokens_path = tokens;
-
     signal(SIGPIPE, SIG_IGN);
-    d.base = event_base_new();
-    if (!d.base) {
-        fatia_error("cannot create the event loop");
+    if (open_api(&d) < 0)
         return 1;
-    }
-    /* the log keeps twice the watch history: enough to reload it at start, bounded on disk */
-    so.log_keep = 2 * (ao.watch_history ? ao.watch_history : 10000);
-    snprintf(path, sizeof(path), "%s/store.db", d.data_dir);
-    r = fatia_store_open(path, &so, &d.store);
-    if (r < 0) {
-        fatia_log_errno(FATIA_LOG_ERROR, r, "cannot open the store '%s'", path);
+    if (d.controllers && d.client && start_controllers(&d) < 0)
         return 1;
-    }
-    r = fatia_apiserver_new(d.base, d.store, &ao, &d.api);
-    if (r < 0) {
-        fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the API server");
-        fatia_store_close(d.store);
-        return 1;
-    }
-    d.client = fatia_client_new_local(d.api, &fatia_user_system);
-    if (controllers && d.client) {
-        /* the fleet first, so that the manifests of -f see the GPUs' resources */
-        if (!n_fleet) {
-            const char *env = getenv("FATIA_DATA_DIR");
-            snprintf(default_fleet, sizeof(default_fleet), "%s/fleets/default.yaml",
-                     env && *env ? env : FATIA_SOURCE_DIR "/data");
-            fleet[n_fleet++] = default_fleet;
-        }
-        memmove(d.files + n_fleet, d.files, d.n_files * sizeof(char *));
-        memcpy(d.files, fleet, n_fleet * sizeof(char *));
-        d.n_files += n_fleet;
-        r = fatia_controllers_webhooks(d.api, d.client);
-        if (r == 0)
-            r = fatia_controllers_new(d.base, d.client, &co, &d.ctl);
-        if (r < 0) {
-            fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the controllers");
-            return 1;
-        }
-        fatia_apiserver_set_metrics_provider(d.api, metrics, &d);
-    }
     d.sig_term = evsignal_new(d.base, SIGTERM, on_signal, &d);
     d.sig_int = evsignal_new(d.base, SIGINT, on_signal, &d);
     if (!d.client || !d.sig_term || !d.sig_int) {
@@ -702,45 +882,13 @@ int main(int argc, char **argv)
     }
     event_add(d.sig_term, NULL);
     event_add(d.sig_int, NULL);
-    if (!d.no_agent) {
-        d.agent_opts.data_dir = d.data_dir;
-        if (fatia_agent_new(d.base, d.client, d.api, &d.agent_opts, &d.agent) < 0 ||
-            fatia_agent_start(d.agent) < 0) {
-            fatia_error("cannot start the node agent (--no-agent runs without one)");
-            return 1;
-        }
-    }
-
-    /* the namespace "default", then -f; serving starts once they are committed */
-    d.outstanding = 1; /* held until everything is queued */
-    if (!fatia_client_cached(d.client, fatia_kind_by_resource("", "namespaces"), NULL, "default")) {
-        json_t *ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
-                               "metadata", "name", "default");
-        if (fatia_client_create(d.client, ns, NULL, default_ns_done, &d) == 0)
-            d.outstanding++;
-        json_decref(ns);
-    }
-    if (d.n_files && apply_files(&d) < 0) {
-        d.failed++;
-    }
-    if (--d.outstanding == 0)
-        start_serving(&d);
+    if (!d.no_agent && start_agent(&d) < 0)
+        return 1;
+    apply_at_start(&d);
 
     event_base_dispatch(d.base);
 
-    fatia_controllers_free(d.ctl);
-    fatia_agent_free(d.agent);
-    fatia_client_free(d.client);
-    fatia_apiserver_free(d.api);
-    fatia_store_close(d.store);
-    event_free(d.sig_term);
-    event_free(d.sig_int);
-    event_base_free(d.base);
-    fatia_docset_release(&d.docs);
-    fatia_free(d.files);
-    fatia_free(fleet);
-    fatia_tls_ctx_free(d.tls_ctx);
-    close(lock_fd);
+    daemon_free(&d);
     if (d.exit_code == 0)
         fatia_info("stopped");
     return d.exit_code;

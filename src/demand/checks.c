@@ -1,6 +1,6 @@
 /*
- * demand/checks.c: the demand layer's validation rules for DRA objects, registered into the
- * model at start-up (see demand.h).
+ * demand/checks.c: the demand layer's validation rules for DRA objects, a constant set of extra
+ * checks that every decoder passes to the model (see demand.h; model/kind.h).
  *
  * Upstream kube-apiserver compiles every CEL selector of a DeviceClass or a ResourceClaim(Template)
  * when the object is written and rejects it with the compiler's message, so an invalid selector
@@ -12,10 +12,11 @@
 
 #include "base/error.h"
 #include "base/json.h"
-#include "demand/cel.h"
+#include "cel/cel.h"
 #include "demand/demand.h"
 #include "demand/dra.h"
 #include "model/kind.h"
+#include "model/kinds/kinds.h"
 
 static void check_selectors(struct fatia_vctx *ctx, json_t *obj, const json_t *sels,
                             const char *prefix)
@@ -110,24 +111,10 @@ static void check_claim_template(struct fatia_vctx *ctx, json_t *obj)
     check_claim_spec(ctx, obj, fatia_json_path(obj, "spec.spec"), "spec.spec");
 }
 
-int fatia_demand_register_checks(void)
-{
-    static const struct {
-        const char *kind;
-        fatia_check_fn fn;
-    } checks[] = {
-        {"DeviceClass", check_deviceclass},
-        {"ResourceClaim", check_claim},
-        {"ResourceClaimTemplate", check_claim_template},
-    };
+static const struct fatia_check checks[] = {
+    {&fatia_kind_deviceclass, check_deviceclass},
+    {&fatia_kind_resourceclaim, check_claim},
+    {&fatia_kind_resourceclaimtemplate, check_claim_template},
+};
 
-    for (size_t i = 0; i < FATIA_ARRAY_SIZE(checks); i++) {
-        const struct fatia_kind *k = fatia_kind_find("resource.k8s.io/v1", checks[i].kind, NULL);
-        int r;
-        FATIA_ASSERT(k);
-        r = fatia_kind_add_check(k, checks[i].fn);
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
+const struct fatia_checks fatia_demand_checks = {checks, FATIA_ARRAY_SIZE(checks)};

@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
-#include "demand/cel.h"
+#include "cel/cel.h"
 
 /* ---- devices ---- */
 

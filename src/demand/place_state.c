@@ -1175,33 +1175,11 @@ const char *fatia_place_node_name(const struct fatia_place_state *st, size_t nod
 
 /* ---- rendering ---- */
 
-static size_t dra_profile(const char *profile, char *buf, size_t n)
-{
-    size_t o = 0;
-
-    /* the DRA driver's device name part: dots dropped, lowercase, others '-' (plan.c's rule) */
-    for (const char *p = profile; *p && o + 1 < n; p++) {
-        char c = *p;
-        if (c == '.')
-            continue;
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-            c = '-';
-        buf[o++] = c;
-    }
-    while (o > 0 && buf[o - 1] == '-')
-        o--;
-    buf[o] = '\0';
-    return o;
-}
-
 int fatia_place_device_id(const struct fatia_place_state *st, const struct fatia_place_device *d,
                           char *buf, size_t n)
 {
     const struct pl_gpu *g;
     const struct pl_slice *s;
-    int len;
 
     if (d->gpu >= st->n_gpus)
         return snprintf(buf, n, "?");
@@ -1214,22 +1192,9 @@ int fatia_place_device_id(const struct fatia_place_state *st, const struct fatia
     if (d->slice >= g->n_slices)
         return snprintf(buf, n, "?");
     s = &g->slices[d->slice];
-    if (s->mig != FATIA_NO_MIG && s->mig < g->layout.n) {
-        const struct fatia_mig_placement *pl = &g->layout.v[s->mig];
-        char pname[40];
-        dra_profile(pl->profile->name, pname, sizeof(pname));
-        len = snprintf(buf, n, "gpu-%" PRIu32 "-mig-%s-%d-%u", g->minor, pname, pl->profile->id,
-                       pl->start);
-    } else {
-        len = snprintf(buf, n, "gpu-%" PRIu32, g->minor);
-    }
-    if (len < 0 || (size_t)len >= n)
-        return len;
-    if (s->kind == FATIA_SLICE_TIMESLICE)
-        len += snprintf(buf + len, n - (size_t)len, "-ts%u", s->replica);
-    else if (s->kind == FATIA_SLICE_MPS)
-        len += snprintf(buf + len, n - (size_t)len, "-mps%u", s->replica);
-    return len;
+    return fatia_supply_slice_id(
+        g->minor, s->mig != FATIA_NO_MIG && s->mig < g->layout.n ? &g->layout.v[s->mig] : NULL,
+        (enum fatia_slice_kind)s->kind, s->replica, buf, n);
 }
 
 json_t *fatia_place_pod_result_json(const struct fatia_place_state *st,

@@ -682,7 +682,7 @@ int fatia_kubepool_start(struct event_base *base, struct fatia_gateway *g,
         o = json_loadb(body.p, body.len, 0, NULL);
         fatia_buf_release(&body);
         fatia_diag_init(&diag);
-        r = o ? fatia_object_decode(o, &(struct fatia_decode_opts){0}, &diag, &obj)
+        r = o ? fatia_object_decode(o, &(struct fatia_decode_opts){0}, NULL, &diag, &obj)
               : -FATIA_E_PARSE;
         if (r < 0) {
             snprintf(why, why_n, "inferencepool %s/%s is invalid%s%s", kp->ns, kp->name,

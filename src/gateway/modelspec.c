@@ -13,15 +13,10 @@
 #include <strings.h>
 
 #include "base/alloc.h"
+#include "base/datadir.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "model/doc.h"
-
-const char *fatia_data_dir(void)
-{
-    const char *d = getenv("FATIA_DATA_DIR");
-    return d && *d ? d : FATIA_SOURCE_DIR "/data";
-}
 
 struct reader {
     struct fatia_diag *diag;

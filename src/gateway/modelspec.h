@@ -29,9 +29,6 @@ struct fatia_model_spec {
     uint32_t max_context; /* 0 = unknown */
 };
 
-/* The directory of fatia's data files: $FATIA_DATA_DIR, else FATIA_SOURCE_DIR "/data". */
-const char *fatia_data_dir(void);
-
 /* Loads every shape of a models file (path NULL = <data dir>/models.yaml). Problems go to diag
  * with file:line and the field path. Returns 0 and a fatia_malloc'ed array (*ret, *ret_n),
  * -FATIA_E_INVALID, -ENOENT, -ENOMEM. */

@@ -214,7 +214,7 @@ int fatia_pool_file_load(const char *path, struct fatia_gateway_config *cfg,
             rc = -FATIA_E_INVALID;
             goto out;
         }
-        rc = fatia_object_decode(root, &o, diag, &obj);
+        rc = fatia_object_decode(root, &o, NULL, diag, &obj);
         if (rc < 0)
             goto out;
         p.inference_pool = json_incref(obj->obj);

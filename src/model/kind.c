@@ -166,29 +166,10 @@ bool fatia_kind_check_name(const struct fatia_kind *k, const char *name, char *w
     return true;
 }
 
-static struct {
-    const struct fatia_kind *kind;
-    fatia_check_fn fn;
-} extra_checks[FATIA_KIND_MAX_EXTRA_CHECKS];
-
-static size_t n_extra_checks;
-
-int fatia_kind_add_check(const struct fatia_kind *k, fatia_check_fn fn)
+void fatia_checks_run(const struct fatia_checks *cs, const struct fatia_kind *k,
+                      struct fatia_vctx *ctx, json_t *obj)
 {
-    for (size_t i = 0; i < n_extra_checks; i++)
-        if (extra_checks[i].kind == k && extra_checks[i].fn == fn)
-            return 0;
-    if (n_extra_checks == FATIA_ARRAY_SIZE(extra_checks))
-        return -FATIA_E_LIMIT;
-    extra_checks[n_extra_checks].kind = k;
-    extra_checks[n_extra_checks].fn = fn;
-    n_extra_checks++;
-    return 0;
-}
-
-void fatia_kind_run_checks(const struct fatia_kind *k, struct fatia_vctx *ctx, json_t *obj)
-{
-    for (size_t i = 0; i < n_extra_checks; i++)
-        if (extra_checks[i].kind == k)
-            extra_checks[i].fn(ctx, obj);
+    for (size_t i = 0; cs && i < cs->n; i++)
+        if (cs->v[i].kind == k)
+            cs->v[i].fn(ctx, obj);
 }

@@ -86,18 +86,29 @@ void fatia_kind_lower(const struct fatia_kind *k, char *buf, size_t n);
 /* Checks metadata.name against the kind's rule; false with why on failure. */
 bool fatia_kind_check_name(const struct fatia_kind *k, const char *name, char *why, size_t n);
 
-/* Extra checks registered by a layer above the model, for rules the model cannot make itself:
- * the demand layer compiles the CEL selectors of DeviceClasses and ResourceClaims (CEL lives in
- * src/demand, which the model may not call). fatia_object_decode runs a kind's extra checks on
- * the whole object after its schema, exactly like a schema check callback (same context, so
- * errors carry file, line, object and field path; read members through type-checking accessors,
- * the object may have schema errors). Register at start-up, before any thread decodes
- * (fatia_demand_register_checks() in the CLI's main and in fatiad). Registering the same
- * (kind, fn) again is a no-op. Returns 0, or -FATIA_E_LIMIT past FATIA_KIND_MAX_EXTRA_CHECKS. */
-#define FATIA_KIND_MAX_EXTRA_CHECKS 16
-int fatia_kind_add_check(const struct fatia_kind *k, fatia_check_fn fn);
+/* Extra checks: rules for whole objects of one kind that the model cannot make itself because
+ * they need a layer above it (the demand layer compiles the CEL selectors of DeviceClasses and
+ * ResourceClaims; CEL is src/cel, which the model may not call). They are a value, not a
+ * registry: whoever decodes passes the set to fatia_object_decode / fatia_objset_load (and
+ * fatiad's wiring to fatia_apiserver_new), so no program can decode with other rules than the
+ * one its call sites name, and none depends on a start-up call it might forget. The demand
+ * layer's set is fatia_demand_checks (demand/demand.h); NULL is "the schemas' rules only".
+ *
+ * fatia_object_decode runs a kind's extra checks on the whole object after its schema, exactly
+ * like a schema check callback (same context, so errors carry file, line, object and field path;
+ * read members through type-checking accessors: the object may have schema errors). */
+struct fatia_check {
+    const struct fatia_kind *kind;
+    fatia_check_fn fn;
+};
 
-/* Runs the extra checks registered for k (fatia_object_decode calls it). */
-void fatia_kind_run_checks(const struct fatia_kind *k, struct fatia_vctx *ctx, json_t *obj);
+struct fatia_checks {
+    const struct fatia_check *v;
+    size_t n;
+};
+
+/* Runs the checks of cs (NULL: none) that are for k, in order. */
+void fatia_checks_run(const struct fatia_checks *cs, const struct fatia_kind *k,
+                      struct fatia_vctx *ctx, json_t *obj);
 
 #endif

@@ -110,7 +110,8 @@ static void check_metadata(struct fatia_vctx *ctx, const struct fatia_kind *k, j
                        "%s is cluster-scoped: the namespace \"%s\" is ignored", k->kind, ns);
 }
 
-int fatia_object_decode(json_t *root, const struct fatia_decode_opts *opts, struct fatia_diag *diag,
+int fatia_object_decode(json_t *root, const struct fatia_decode_opts *opts,
+                        const struct fatia_checks *checks, struct fatia_diag *diag,
                         struct fatia_object **ret)
 {
     const struct fatia_kind_version *ver = NULL;
@@ -155,7 +156,7 @@ int fatia_object_decode(json_t *root, const struct fatia_decode_opts *opts, stru
     fatia_vctx_set_object(&ctx, o->id, opts->pos);
     fatia_schema_validate(&ctx, k->schema, root);
     check_metadata(&ctx, k, root, opts);
-    fatia_kind_run_checks(k, &ctx, root);
+    fatia_checks_run(checks, k, &ctx, root);
     fatia_vctx_release(&ctx);
 
     /* Cluster-scoped objects carry no namespace once accepted. */

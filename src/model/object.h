@@ -37,10 +37,12 @@ struct fatia_decode_opts {
     bool no_defaults;               /* validate only */
 };
 
-/* Decodes root (borrowed; the object takes its own reference and may modify the tree). Every
+/* Decodes root (borrowed; the object takes its own reference and may modify the tree) and runs
+ * the extra checks of its kind in checks (model/kind.h; NULL: the schema's rules only). Every
  * problem goes to diag. Returns 0 and *ret on success, -FATIA_E_INVALID if diag got errors (no
  * object), -ENOMEM. Warnings alone do not fail. */
-int fatia_object_decode(json_t *root, const struct fatia_decode_opts *opts, struct fatia_diag *diag,
+int fatia_object_decode(json_t *root, const struct fatia_decode_opts *opts,
+                        const struct fatia_checks *checks, struct fatia_diag *diag,
                         struct fatia_object **ret);
 
 void fatia_object_free(struct fatia_object *o);

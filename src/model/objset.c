@@ -71,7 +71,7 @@ int fatia_objset_add(struct fatia_objset *set, struct fatia_object *o)
 }
 
 int fatia_objset_load(struct fatia_objset *set, char *const *paths, size_t n_paths, bool recursive,
-                      struct fatia_diag *diag)
+                      const struct fatia_checks *checks, struct fatia_diag *diag)
 {
     size_t first_doc = set->docs.n;
     int r;
@@ -86,7 +86,7 @@ int fatia_objset_load(struct fatia_objset *set, char *const *paths, size_t n_pat
         struct fatia_decode_opts opts = {.file = d->file, .map = set->docs.map, .pos = d->pos};
         struct fatia_object *o;
 
-        r = fatia_object_decode(d->root, &opts, diag, &o);
+        r = fatia_object_decode(d->root, &opts, checks, diag, &o);
         if (r == -ENOMEM)
             return r;
         if (r < 0) {

@@ -30,10 +30,11 @@ struct fatia_objset {
 void fatia_objset_init(struct fatia_objset *set);
 void fatia_objset_release(struct fatia_objset *set);
 
-/* Loads and decodes everything under the paths. Returns 0, -FATIA_E_INVALID (diag has errors;
- * the valid objects are still in the set), -ENOMEM. */
+/* Loads and decodes everything under the paths, with the extra checks of checks (model/kind.h;
+ * NULL: the schemas' rules only). Returns 0, -FATIA_E_INVALID (diag has errors; the valid
+ * objects are still in the set), -ENOMEM. */
 int fatia_objset_load(struct fatia_objset *set, char *const *paths, size_t n_paths, bool recursive,
-                      struct fatia_diag *diag);
+                      const struct fatia_checks *checks, struct fatia_diag *diag);
 
 /* Adds one already-decoded object (the set takes ownership). -FATIA_E_EXISTS if the same
  * kind/namespace/name is already there (the object is freed). */

@@ -46,6 +46,7 @@
 #include "base/map.h"
 #include "base/vec.h"
 #include "control/control.h"
+#include "demand/demand.h"
 #include "model/object.h"
 
 #define USEC      1000000.0
@@ -613,7 +614,7 @@ static int arrive(struct sim *s, uint32_t wi)
         int r;
         if (!obj)
             return -ENOMEM;
-        r = fatia_object_decode(obj, &dopts, s->diag, &o);
+        r = fatia_object_decode(obj, &dopts, &fatia_demand_checks, s->diag, &o);
         json_decref(obj);
         if (r < 0)
             return r == -ENOMEM ? r : -FATIA_E_INVALID;

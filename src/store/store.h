@@ -18,6 +18,25 @@
  * of their completion through an eventfd (fatia_store_done_fd) it watches, then reaps them; this
  * keeps libevent (or any loop) out of this layer. Only src/store includes sqlite3.h.
  *
+ * Identity: the database carries SQLite's application_id FATIA_STORE_APPLICATION_ID ("fati")
+ * and its schema version in user_version. A file that is empty, not SQLite, or SQLite of another
+ * application is refused with a sentence saying which (never opened as an empty cluster); a store
+ * of an earlier fatia release (no application_id, user_version 1, fatia's tables) is marked and
+ * migrated in place.
+ *
+ * Full disk (etcd's NOSPACE alarm): the store keeps a preallocated reserve file beside the
+ * database. A commit that fails with SQLITE_FULL raises the alarm (fatia_store_nospace); while it
+ * is raised the API server refuses every write that does not delete (507), and a failed batch of
+ * deleting ops releases a quarter of the reserve and is retried, so deletes go on working while
+ * other processes fill the disk. The writer thread looks at the free space every second; once
+ * the filesystem has room for the whole reserve and the reserve again, it re-creates the reserve
+ * and clears the alarm, by itself.
+ *
+ * Backup: fatia_store_backup copies a store, live or not, with SQLite's online backup API from a
+ * read-only connection of its own: one read transaction, so the copy is the state at one commit
+ * (WAL readers never block the writer). The copy is written beside its destination, checked,
+ * fsynced and renamed into place.
+ *
  * Rejected: one transaction per write on the loop thread (an fsync per request blocks the loop:
  * p99 of fdatasync here is about 4 ms); synchronous=NORMAL plus our own fsync of the WAL (works,
  * but outside SQLite's documented contract); a store per kind (one global resourceVersion needs
@@ -49,6 +68,10 @@ struct fatia_store_op {
     const char *uid;
     const char *json;
     size_t json_len;
+    /* Part of deleting the object: the DELETED itself, or an update of an object that carries a
+     * deletionTimestamp (marking it, removing finalizers). Only such ops may spend the reserve
+     * while the NOSPACE alarm is raised. */
+    bool deleting;
 };
 
 /* A batch of changes committed atomically. The caller owns the memory; between submit and reap
@@ -79,14 +102,24 @@ struct fatia_store_opts {
      * (it is in the kernel's page cache), a power loss may lose the last ones, and the store is
      * never corrupted either way (SQLite's WAL guarantee). */
     bool sync_normal;
+    /* Bytes of disk kept in reserve (the file "<path>.reserve", preallocated) for the NOSPACE
+     * alarm; 0: no reserve (":memory:", read-only stores and tests). See "Full disk" above. */
+    uint64_t reserve_bytes;
+    /* Optional: when fatia_store_open fails, a sentence for people saying what is wrong with the
+     * file ("... is empty (0 bytes): not a fatia store ..."). */
+    char *why;
+    size_t why_n;
 };
 
 struct fatia_store;
 
+#define FATIA_STORE_APPLICATION_ID 0x66617469    /* "fati" */
+#define FATIA_STORE_MAX_OBJECT     (1536 * 1024) /* 1.5 MiB: etcd's default request limit */
+
 /* Opens (creating and migrating as needed) the store at path (":memory:": a store that lives as
  * long as it is open, for tests and fuzzing). Returns 0, -EBUSY (another
- * process holds the write lock), -FATIA_E_CORRUPT (not a fatia store, or a newer schema),
- * -EIO, -ENOMEM. */
+ * process holds the write lock), -FATIA_E_CORRUPT (not a fatia store: empty, not SQLite, another
+ * application's database, or a newer schema; opts->why says which), -EIO, -ENOMEM. */
 int fatia_store_open(const char *path, const struct fatia_store_opts *opts,
                      struct fatia_store **ret);
 
@@ -116,6 +149,14 @@ int fatia_store_commit(struct fatia_store *s, struct fatia_store_op *ops, size_t
 
 /* Runs PRAGMA quick_check; 0 when the database is sound, -FATIA_E_CORRUPT otherwise. */
 int fatia_store_check(struct fatia_store *s);
+
+/* Copies the store at src (a running fatiad's or not) to dst consistently: the state at one
+ * commit. dst is written as dst.tmp, checked, fsynced and renamed; an existing dst is replaced.
+ * src must be a fatia store (or one of an earlier release). 0 or a negative code with why set. */
+int fatia_store_backup(const char *src, const char *dst, char *why, size_t why_n);
+
+/* True while the NOSPACE alarm is raised (any thread). */
+bool fatia_store_nospace(const struct fatia_store *s);
 
 /* ---- group commit ---- */
 

@@ -15,6 +15,7 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
+#include "base/datadir.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "base/str.h"
@@ -25,14 +26,10 @@
 
 void fatia_catalog_default_path(const char *explicit_path, char *buf, size_t n)
 {
-    const char *env = getenv("FATIA_DATA_DIR");
-
     if (explicit_path && *explicit_path)
         snprintf(buf, n, "%s", explicit_path);
-    else if (env && *env)
-        snprintf(buf, n, "%s/gpus", env);
     else
-        snprintf(buf, n, "%s/data/gpus", FATIA_SOURCE_DIR);
+        fatia_data_path(buf, n, "gpus");
 }
 
 #define LIM(n) .flags = (FATIA_S_MIN | FATIA_S_MAX), .min = (n), .max

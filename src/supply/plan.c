@@ -98,29 +98,36 @@ static size_t dra_profile_name(const char *profile, char *buf, size_t n)
     return strlen(buf);
 }
 
-int fatia_plan_slice_id(const struct fatia_plan *plan, const struct fatia_slice *s, char *buf,
-                        size_t n)
+int fatia_supply_slice_id(uint32_t minor, const struct fatia_mig_placement *mig,
+                          enum fatia_slice_kind kind, unsigned replica, char *buf, size_t n)
 {
-    const struct fatia_plan_gpu *g = &plan->nodes[s->node].gpus[s->gpu];
-    uint32_t minor = g->inv->minor;
     int len;
 
-    if (s->mig != FATIA_NO_MIG) {
-        const struct fatia_mig_placement *pl = &g->layout->v[s->mig];
+    if (mig) {
         char pname[40];
-        dra_profile_name(pl->profile->name, pname, sizeof(pname));
-        len = snprintf(buf, n, "gpu-%" PRIu32 "-mig-%s-%d-%u", minor, pname, pl->profile->id,
-                       pl->start);
+        dra_profile_name(mig->profile->name, pname, sizeof(pname));
+        len = snprintf(buf, n, "gpu-%" PRIu32 "-mig-%s-%d-%u", minor, pname, mig->profile->id,
+                       mig->start);
     } else {
         len = snprintf(buf, n, "gpu-%" PRIu32, minor);
     }
     if (len < 0 || (size_t)len >= n)
         return len;
-    if (s->kind == FATIA_SLICE_TIMESLICE)
-        len += snprintf(buf + len, n - (size_t)len, "-ts%u", s->replica);
-    else if (s->kind == FATIA_SLICE_MPS)
-        len += snprintf(buf + len, n - (size_t)len, "-mps%u", s->replica);
+    if (kind == FATIA_SLICE_TIMESLICE)
+        len += snprintf(buf + len, n - (size_t)len, "-ts%u", replica);
+    else if (kind == FATIA_SLICE_MPS)
+        len += snprintf(buf + len, n - (size_t)len, "-mps%u", replica);
     return len;
+}
+
+int fatia_plan_slice_id(const struct fatia_plan *plan, const struct fatia_slice *s, char *buf,
+                        size_t n)
+{
+    const struct fatia_plan_gpu *g = &plan->nodes[s->node].gpus[s->gpu];
+
+    return fatia_supply_slice_id(g->inv->minor,
+                                 s->mig != FATIA_NO_MIG ? &g->layout->v[s->mig] : NULL,
+                                 (enum fatia_slice_kind)s->kind, s->replica, buf, n);
 }
 
 /* ---- the plan object ---- */

@@ -124,6 +124,14 @@ void fatia_plan_free(struct fatia_plan *plan);
 /* The slice's id ("gpu-0-mig-3g71gb-9-4", "gpu-2-ts3"); returns snprintf's length. */
 int fatia_plan_slice_id(const struct fatia_plan *plan, const struct fatia_slice *s, char *buf,
                         size_t n);
+/* The one rule for slice ids, from their parts (fatia_plan_slice_id and placement's device ids
+ * call it): "gpu-<minor>", then for a MIG instance (mig non-NULL) "-mig-<profile>-<id>-<start>"
+ * with the profile as the DRA driver names it (dots dropped, lowercased, any other character but
+ * [a-z0-9-] made '-', leading and trailing '-' trimmed, at most 39 bytes: "3g.71gb" -> "3g71gb",
+ * "1g.18gb+me" -> "1g18gb-me"), then "-ts<replica>" or "-mps<replica>" for a time-sliced or MPS
+ * share. Returns snprintf's length (>= n: truncated). */
+int fatia_supply_slice_id(uint32_t minor, const struct fatia_mig_placement *mig,
+                          enum fatia_slice_kind kind, unsigned replica, char *buf, size_t n);
 /* The id of fraction k of a fractional GPU: "gpu-<minor>-f<k>". */
 int fatia_plan_fraction_id(uint32_t minor, uint32_t k, char *buf, size_t n);
 

@@ -5,7 +5,12 @@
 #   jp POD PATH             kubectl get pod -o jsonpath={PATH}
 #   bound_pod NAME [DEVICES_JSON] [EXTRA_SPEC_YAML]  reads the container list (YAML) on stdin and
 #                           creates a pod bound by hand to node-0 (spec.nodeName plus the
-#                           fatia.dev/devices annotation of the Pod contract, docs/agent.md)
+#                           fatia.dev/devices annotation of the Pod contract, docs/agent.md): the
+#                           devices' slices are added to node-0's inventory (a ResourceSlice, as
+#                           the device controller publishes it) and the annotation is bound to the
+#                           pod's uid (created behind a gate, annotated, then ungated), as the
+#                           placement controller does. BIND_AS_IS=1: the annotation as given
+#   add_inventory DEVICES_JSON  adds the entries' slices to node-0's ResourceSlice
 #   environ_of PID          the process's environment, one variable a line
 agent_setup() {
     chmod 711 "$TMP"
@@ -41,8 +46,35 @@ phase_is() {
     [ "$(jp "$1" .status.phase)" = "$2" ]
 }
 
+add_inventory() {
+    python3 - "$1" "$TMP/inventory.json" <<'PY' >"$TMP/inventory.yaml"
+import json, os, sys
+new, path = json.loads(sys.argv[1]), sys.argv[2]
+inv = json.load(open(path)) if os.path.exists(path) else {}
+for e in new:
+    kind = e["kind"]
+    attrs = {"type": {"string": "gpu" if kind == "whole" else kind}}
+    if kind == "mig":
+        attrs["uuid"] = {"string": e["migUuid"]}
+        attrs["parentUUID"] = {"string": e["uuid"]}
+    else:
+        attrs["uuid"] = {"string": e["uuid"]}
+    dev = {"name": e["slice"], "attributes": attrs}
+    if e.get("memoryBytes"):
+        dev["capacity"] = {"memory": {"value": str(e["memoryBytes"])}}
+    inv[e["slice"]] = dev
+json.dump(inv, open(path, "w"))
+print(json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                  "metadata": {"name": "node-0-gpu.nvidia.com-0"},
+                  "spec": {"driver": "gpu.nvidia.com", "nodeName": "node-0",
+                           "pool": {"name": "node-0", "generation": 1, "resourceSliceCount": 1},
+                           "devices": list(inv.values())}}))
+PY
+    k apply -f "$TMP/inventory.yaml" >/dev/null || fail "cannot write node-0's ResourceSlice"
+}
+
 bound_pod() {
-    local name=$1 devices=${2:-} extra=${3:-}
+    local name=$1 devices=${2:-} extra=${3:-} uid bound
     {
         echo "apiVersion: v1"
         echo "kind: Pod"
@@ -55,11 +87,21 @@ bound_pod() {
         fi
         echo "spec:"
         echo "  nodeName: node-0"
+        if [ -n "$devices" ] && [ "${BIND_AS_IS:-0}" != 1 ]; then
+            echo "  schedulingGates: [{name: test.fatia.dev/bind}]"
+        fi
         [ -n "$extra" ] && echo "$extra"
         echo "  containers:"
         cat
     } >"$TMP/$name.yaml"
     k create -f "$TMP/$name.yaml" >/dev/null || fail "cannot create pod $name"
+    if [ -n "$devices" ] && [ "${BIND_AS_IS:-0}" != 1 ]; then
+        add_inventory "$devices"
+        uid=$(k get pod "$name" -o 'jsonpath={.metadata.uid}')
+        bound=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); [e.__setitem__("podUID", sys.argv[2]) for e in d]; print(json.dumps(json.dumps(d)))' "$devices" "$uid")
+        k patch pod "$name" --type json -p "[{\"op\":\"replace\",\"path\":\"/metadata/annotations/fatia.dev~1devices\",\"value\":$bound},{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]" >/dev/null ||
+            fail "cannot bind pod $name"
+    fi
 }
 
 environ_of() {

@@ -128,7 +128,7 @@ static int run_case(const char *dir)
 
     fatia_objset_init(&set);
     fatia_diag_init(&diag);
-    r = fatia_objset_load(&set, paths, n_paths, false, &diag);
+    r = fatia_objset_load(&set, paths, n_paths, false, NULL, &diag);
     if (r < 0 || fatia_diag_has_errors(&diag)) {
         fprintf(stderr, "FAIL %s: the input does not validate:\n", dir);
         fatia_diag_print(&diag, stderr);

@@ -77,7 +77,7 @@ static void apply_json(json_t *root)
     int r;
 
     fatia_diag_init(&diag);
-    r = fatia_object_decode(root, &(struct fatia_decode_opts){0}, &diag, &o);
+    r = fatia_object_decode(root, &(struct fatia_decode_opts){0}, NULL, &diag, &o);
     if (r < 0) {
         char *t = json_dumps(root, JSON_COMPACT);
         fatia_diag_print(&diag, stderr);

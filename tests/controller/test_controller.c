@@ -149,12 +149,17 @@ static int setup(void **state)
 {
     struct env *e = calloc(1, sizeof(*e));
 
-    fatia_demand_register_checks();
     e->base = event_base_new();
     assert_int_equal(fatia_store_open(":memory:", NULL, &e->store), 0);
-    assert_int_equal(fatia_apiserver_new(e->base, e->store, NULL, &e->s), 0);
+    assert_int_equal(fatia_apiserver_new(e->base, e->store, &fatia_demand_checks, NULL, &e->s), 0);
     e->c = fatia_client_new_local(e->s, &fatia_user_system);
-    assert_int_equal(fatia_controllers_webhooks(e->s, e->c), 0);
+    {
+        struct fatia_admission plugins[FATIA_CONTROLLERS_N_WEBHOOKS];
+        size_t n;
+        assert_int_equal(fatia_controllers_webhooks(e->c, plugins, &n), 0);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(fatia_apiserver_add_admission(e->s, &plugins[i]), 0);
+    }
     apply_path(e, "examples/fleet/00-box.yaml");
     apply_path(e, "examples/fleet/10-sharing.yaml");
     apply_path(e, "examples");

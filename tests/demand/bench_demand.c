@@ -15,7 +15,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/json.h"
-#include "demand/cel.h"
+#include "cel/cel.h"
 #include "demand/dra.h"
 #include "demand/profile.h"
 #include "model/kind.h"

@@ -159,7 +159,7 @@ expect_rc 0 $K apply -f "$TMP/nb.yaml"
 wait_until 10 out_nonempty $K get pod notebook -n team-b -o jsonpath='{.spec.nodeName}'
 expect_rc 0 $K get pod notebook -n team-b -o jsonpath='{.metadata.labels.kueue\.x-k8s\.io/managed} {.metadata.finalizers} {.spec.schedulingGates} {.metadata.annotations.fatia\.dev/devices}'
 expect_line "$TMP/out" 'true ["kueue.x-k8s.io/managed"]  [{"container":"lab","slice":"gpu-0-ts0","kind":"timeslice","gpuIndex":0,"uuid":"GPU-'
-expect_line "$TMP/out" '"memoryBytes":36882612224}]'
+expect_line "$TMP/out" '"memoryBytes":36882612224,"podUID":"'
 WN=$(wl_of team-b notebook)
 case "$WN" in pod-notebook-?????) ;; *) fail "workload name '$WN' is not Kueue's pod-notebook-<hash>" ;; esac
 cat >"$TMP/inf.yaml" <<'YAML'

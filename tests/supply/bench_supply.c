@@ -110,7 +110,7 @@ int main(int argc, char **argv)
         struct fatia_decode_opts o = {
             .file = set.docs.docs[i].file, .map = set.docs.map, .pos = set.docs.docs[i].pos};
         struct fatia_object *obj;
-        if (fatia_object_decode(set.docs.docs[i].root, &o, &diag, &obj) < 0 ||
+        if (fatia_object_decode(set.docs.docs[i].root, &o, NULL, &diag, &obj) < 0 ||
             fatia_objset_add(&set, obj) < 0) {
             fatia_diag_print(&diag, stderr);
             return 1;

@@ -3,7 +3,9 @@
  * store with a real event loop: create, get, list with selectors, update with conflicts, status,
  * patch, delete, watch (initial state, events, stop), answers never delivered inside the call,
  * a mutating plugin that sees the old object on update, a validating plugin that rejects (and a
- * rejected write changes nothing), and the authorization of a tenant client.
+ * rejected write changes nothing), and the authorization of a tenant client; deletecollection
+ * (called as the HTTP handler calls it) running a DELETE-time plugin and authorization for
+ * every object it would delete, all or nothing.
  */
 #include "base/compat.h"
 
@@ -18,8 +20,10 @@
 
 #include "apiserver/apiserver.h"
 #include "apiserver/client.h"
+#include "apiserver/internal.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "demand/demand.h"
 #include "model/kind.h"
 #include "store/store.h"
 
@@ -92,7 +96,7 @@ static int setup(void **state)
 
     e->base = event_base_new();
     assert_int_equal(fatia_store_open(":memory:", NULL, &e->store), 0);
-    assert_int_equal(fatia_apiserver_new(e->base, e->store, NULL, &e->s), 0);
+    assert_int_equal(fatia_apiserver_new(e->base, e->store, &fatia_demand_checks, NULL, &e->s), 0);
     e->c = fatia_client_new_local(e->s, &fatia_user_system);
     assert_int_equal(create(e,
                             "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
@@ -369,6 +373,139 @@ static void test_tenant(void **state)
     fatia_client_free(c);
 }
 
+/* A DELETE-time rule a plugin enforces (as the tenant rules of docs/apiserver.md do): objects
+ * labelled keep=yes may not be deleted. */
+static int keep_rule(void *arg, struct fatia_admit_attrs *a)
+{
+    const char *keep = fatia_json_str(fatia_json_path(a->old, "metadata.labels"), "keep");
+
+    ++*(int *)arg;
+    if (a->op == FATIA_ADMIT_DELETE && keep && !strcmp(keep, "yes")) {
+        fatia_diag_add(a->diag, FATIA_DIAG_ERROR, NULL, 0, 0, NULL, "metadata.labels.keep",
+                       "objects labelled keep=yes may not be deleted");
+        return -FATIA_E_FORBIDDEN;
+    }
+    return 0;
+}
+
+struct colanswer {
+    bool done;
+    int code;
+    char msg[400];
+};
+
+static void on_col(void *arg, struct opres *r)
+{
+    struct colanswer *a = arg;
+
+    a->done = true;
+    a->code = r->code;
+    snprintf(a->msg, sizeof(a->msg), "%s", r->status ? fatia_json_str(r->status, "message") : "");
+    opres_release(r);
+}
+
+/* DELETE on the collection of localqueues in ns (NULL: every namespace) as user u. */
+static int delete_collection(struct env *e, const struct fatia_user *u, const char *ns,
+                             const char *selector, struct colanswer *a)
+{
+    struct opctx c = {.s = e->s,
+                      .user = u,
+                      .t = server_table_for(e->s, kind("kueue.x-k8s.io", "localqueues")),
+                      .ns = ns,
+                      .fv = FATIA_FV_WARN};
+    struct fatia_api_query q = {.label_selector = selector,
+                                .timeout_seconds = -1,
+                                .grace_period = -1,
+                                .tail_lines = -1,
+                                .limit_bytes = -1,
+                                .since_seconds = -1};
+
+    memset(a, 0, sizeof(*a));
+    op_delete_collection(&c, &q, NULL, on_col, a);
+    for (int i = 0; i < 10000 && !a->done; i++)
+        event_base_loop(e->base, EVLOOP_ONCE);
+    assert_true(a->done);
+    return a->code;
+}
+
+static size_t count_lqs(struct env *e)
+{
+    struct answer a = {0};
+    size_t n;
+
+    assert_int_equal(
+        fatia_client_list(e->c, kind("kueue.x-k8s.io", "localqueues"), NULL, NULL, on_done, &a), 0);
+    wait_for(e, &a);
+    n = json_array_size(json_object_get(a.obj, "items"));
+    answer_release(&a);
+    return n;
+}
+
+#define LQL(name, ns, labels)                                                                   \
+    "{\"apiVersion\":\"kueue.x-k8s.io/"                                                         \
+    "v1beta2\",\"kind\":\"LocalQueue\",\"metadata\":{\"name\":\"" name "\",\"namespace\":\"" ns \
+    "\",\"labels\":" labels "},\"spec\":{\"clusterQueue\":\"cq\"}}"
+
+static void test_delete_collection(void **state)
+{
+    struct env *e = *state;
+    const struct fatia_kind *lq = kind("kueue.x-k8s.io", "localqueues");
+    const struct fatia_kind *only[] = {lq, NULL};
+    const struct fatia_user tenant = {.name = "mallory",
+                                      .namespaces = (const char *const[]){"team-a", NULL}};
+    struct colanswer ca;
+    struct answer a;
+    int calls = 0;
+
+    assert_int_equal(create(e,
+                            "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
+                            "\"metadata\":{\"name\":\"team-b\"}}",
+                            &a),
+                     201);
+    answer_release(&a);
+    assert_int_equal(create(e, LQL("kept", "team-a", "{\"keep\":\"yes\"}"), &a), 201);
+    answer_release(&a);
+    assert_int_equal(create(e, LQL("x1", "team-a", "{\"tier\":\"x\"}"), &a), 201);
+    answer_release(&a);
+    assert_int_equal(create(e, LQL("x2", "team-a", "{\"tier\":\"x\"}"), &a), 201);
+    answer_release(&a);
+    assert_int_equal(create(e, LQL("other", "team-b", "{\"tier\":\"x\"}"), &a), 201);
+    answer_release(&a);
+    assert_int_equal(fatia_apiserver_add_admission(
+                         e->s, &(struct fatia_admission){.name = "keep",
+                                                         .phase = FATIA_ADMIT_VALIDATING,
+                                                         .ops = FATIA_ADMIT_DELETE,
+                                                         .kinds = only,
+                                                         .admit = keep_rule,
+                                                         .arg = &calls}),
+                     0);
+
+    /* DELETE of the kept one: 403 from the plugin */
+    assert_int_equal(fatia_client_delete(e->c, lq, "team-a", "kept", NULL, on_done, &a), 0);
+    wait_for(e, &a);
+    assert_int_equal(a.code, 403);
+    answer_release(&a);
+
+    /* the collection that holds it: the same 403, and nothing deleted */
+    assert_int_equal(delete_collection(e, &fatia_user_system, "team-a", NULL, &ca), 403);
+    assert_non_null(strstr(ca.msg, "keep=yes may not be deleted"));
+    assert_non_null(strstr(ca.msg, "localqueues.kueue.x-k8s.io \"kept\""));
+    assert_int_equal(count_lqs(e), 4);
+    /* ... every namespace at once: the same */
+    assert_int_equal(delete_collection(e, &fatia_user_system, NULL, NULL, &ca), 403);
+    assert_int_equal(count_lqs(e), 4);
+
+    /* a tenant: not across namespaces, not in another tenant's */
+    assert_int_equal(delete_collection(e, &tenant, NULL, "tier=x", &ca), 403);
+    assert_int_equal(delete_collection(e, &tenant, "team-b", NULL, &ca), 403);
+    assert_int_equal(count_lqs(e), 4);
+    /* in its own, by label: the plugin ran for each object (x1, x2), and they went */
+    calls = 0;
+    assert_int_equal(delete_collection(e, &tenant, "team-a", "tier=x", &ca), 200);
+    assert_int_equal(calls, 2);
+    assert_int_equal(count_lqs(e), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +513,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tenant, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_collection, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /*
- * tests/unit/test_base.c: buffers, maps, vectors, strict parsers, time, errors, allocation faults.
+ * tests/unit/test_base.c: buffers, maps, vectors, strict parsers, time, errors, allocation faults,
+ * back-off and log rate limits.
  */
 #include "base/compat.h"
 
@@ -11,6 +12,7 @@
 /* clang-format on */
 
 #include "base/alloc.h"
+#include "base/backoff.h"
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/error.h"
@@ -181,6 +183,37 @@ static void test_json_path(void **state)
     json_decref(root);
 }
 
+static void test_backoff(void **state)
+{
+    const fatia_usec_t ms = FATIA_USEC_PER_MSEC, max = 30 * FATIA_USEC_PER_SEC;
+    uint64_t rnd = 1;
+    struct fatia_ratelimit rl = {.per_sec = 5, .burst = 20};
+    uint64_t sup = 99;
+    int ok = 0;
+
+    (void)state;
+    assert_int_equal(fatia_backoff_delay(100 * ms, max, 0, 7), 0);
+    /* doubling from the base, capped, with a jitter below half of the delay */
+    for (unsigned n = 1; n < 40; n++) {
+        fatia_usec_t want = 100 * ms << (n < 20 ? n - 1 : 19), d;
+        if (want > max)
+            want = max;
+        d = fatia_backoff_delay(100 * ms, max, n, fatia_backoff_rand(&rnd));
+        assert_true(d >= want && d < want + want / 2);
+    }
+    /* jitter spreads retriers that failed together */
+    assert_true(fatia_backoff_delay(100 * ms, max, 3, 1) !=
+                fatia_backoff_delay(100 * ms, max, 3, 2));
+    /* a burst, then per_sec; the next line let through counts the refused ones */
+    for (int i = 0; i < 1000; i++)
+        ok += fatia_ratelimit_take(&rl, 1000000 + i, NULL);
+    assert_int_equal(ok, 20);
+    assert_false(fatia_ratelimit_take(&rl, 1000000 + 1000, NULL));
+    assert_true(fatia_ratelimit_take(&rl, 1000000 + 201000, &sup)); /* 0.2 s: one token */
+    assert_int_equal(sup, 981);
+    assert_true(!fatia_ratelimit_take(&rl, 1000000 + 201001, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -188,7 +221,7 @@ int main(void)
         cmocka_unit_test(test_map),       cmocka_unit_test(test_vec),
         cmocka_unit_test(test_parse),     cmocka_unit_test(test_time),
         cmocka_unit_test(test_errors),    cmocka_unit_test(test_json_numbers),
-        cmocka_unit_test(test_json_path),
+        cmocka_unit_test(test_json_path), cmocka_unit_test(test_backoff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

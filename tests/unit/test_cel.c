@@ -20,8 +20,8 @@
 /* clang-format on */
 
 #include "base/error.h"
-#include "demand/cel.h"
-#include "demand/cel_regex.h"
+#include "cel/cel.h"
+#include "cel/cel_regex.h"
 
 /* ---- devices ---- */
 

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "control/control.h"
+#include "demand/demand.h"
 #include "model/doc.h"
 #include "model/object.h"
 
@@ -31,7 +32,8 @@ static void apply(struct fatia_control *c, const char *yaml)
 
     assert_int_equal(fatia_yaml_parse(yaml, strlen(yaml), &root, why, sizeof(why)), 0);
     fatia_diag_init(&diag);
-    if (fatia_object_decode(root, &(struct fatia_decode_opts){0}, &diag, &o) < 0) {
+    if (fatia_object_decode(root, &(struct fatia_decode_opts){0}, &fatia_demand_checks, &diag, &o) <
+        0) {
         fatia_diag_print(&diag, stderr);
         fail_msg("invalid test object");
     }

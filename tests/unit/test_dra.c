@@ -27,6 +27,7 @@
 #include "base/json.h"
 #include "demand/demand.h"
 #include "demand/dra.h"
+#include "model/kinds/kinds.h"
 #include "model/objset.h"
 
 /* ---- validation ---- */
@@ -136,8 +137,6 @@ static void test_validate(void **state)
     size_t failed = 0;
     (void)state;
 
-    assert_int_equal(fatia_demand_register_checks(), 0);
-    assert_int_equal(fatia_demand_register_checks(), 0); /* idempotent */
     for (size_t i = 0; i < FATIA_ARRAY_SIZE(vcases); i++) {
         const struct vcase *c = &vcases[i];
         struct fatia_docset docs;
@@ -151,7 +150,7 @@ static void test_validate(void **state)
             struct fatia_decode_opts o = {
                 .file = "case.yaml", .map = docs.map, .pos = docs.docs[d].pos};
             struct fatia_object *obj = NULL;
-            if (fatia_object_decode(docs.docs[d].root, &o, &diag, &obj) == 0)
+            if (fatia_object_decode(docs.docs[d].root, &o, &fatia_demand_checks, &diag, &obj) == 0)
                 fatia_object_free(obj);
         }
         if (!c->path) {
@@ -174,6 +173,55 @@ static void test_validate(void **state)
     }
     if (failed)
         fail_msg("%zu validation cases failed", failed);
+}
+
+/* The checks a decode runs are the ones its caller passes, and only those of the object's kind:
+ * NULL is the schemas alone (the bad selector passes), fatia_demand_checks refuses it, and a set
+ * whose check is for another kind runs nothing on a DeviceClass. */
+static int other_kind_calls;
+
+static void count_check(struct fatia_vctx *ctx, json_t *obj)
+{
+    (void)ctx;
+    (void)obj;
+    other_kind_calls++;
+}
+
+static int decode_class(const struct fatia_checks *checks, size_t *ret_errors)
+{
+    static const char yaml[] =
+        CLASS_HEAD "  selectors: [{cel: {expression: \"device.driver == 'x' && devcie.y\"}}]\n";
+    struct fatia_docset docs;
+    struct fatia_diag diag;
+    struct fatia_object *obj = NULL;
+    int r;
+
+    fatia_docset_init(&docs);
+    fatia_diag_init(&diag);
+    assert_int_equal(fatia_docset_load_buf(&docs, "c.yaml", yaml, strlen(yaml), &diag), 0);
+    r = fatia_object_decode(docs.docs[0].root, &(struct fatia_decode_opts){.map = docs.map}, checks,
+                            &diag, &obj);
+    *ret_errors = diag.n_errors;
+    fatia_object_free(obj);
+    fatia_diag_release(&diag);
+    fatia_docset_release(&docs);
+    return r;
+}
+
+static void test_checks_explicit(void **state)
+{
+    static const struct fatia_check ns_only[] = {{&fatia_kind_namespace, count_check}};
+    const struct fatia_checks other = {ns_only, 1};
+    size_t errors;
+    (void)state;
+
+    assert_int_equal(decode_class(NULL, &errors), 0);
+    assert_int_equal(errors, 0);
+    assert_int_equal(decode_class(&fatia_demand_checks, &errors), -FATIA_E_INVALID);
+    assert_int_equal(errors, 1);
+    other_kind_calls = 0;
+    assert_int_equal(decode_class(&other, &errors), 0);
+    assert_int_equal(other_kind_calls, 0);
 }
 
 /* ---- golden allocation cases ---- */
@@ -303,7 +351,7 @@ static bool run_case(const char *dir)
     fatia_buf_init(&g.out, 0);
     g.claims = json_object();
     fatia_diag_init(&diag);
-    if (fatia_objset_load(&g.set, paths, 1, false, &diag) != 0) {
+    if (fatia_objset_load(&g.set, paths, 1, false, &fatia_demand_checks, &diag) != 0) {
         fatia_diag_print(&diag, stderr);
         fail_msg("%s does not load", path);
     }
@@ -533,13 +581,12 @@ int main(int argc, char **argv)
     /* tests/golden/run (suite "claims") calls `test_dra --golden CASE_DIR` for each case: the output
      * goes to stdout, the runner compares it with expected.txt */
     if (argc == 3 && !strcmp(argv[1], "--golden")) {
-        if (fatia_demand_register_checks() != 0)
-            return 1;
         return run_case(argv[2]) ? 0 : 1;
     }
     (void)argc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_checks_explicit),
         cmocka_unit_test(test_sharing_denied),
         cmocka_unit_test(test_quota),
     };

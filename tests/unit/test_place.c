@@ -22,6 +22,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "demand/demand.h"
 #include "demand/place.h"
 #include "model/object.h"
 #include "model/objset.h"
@@ -50,7 +51,7 @@ static void load_yaml(struct fatia_objset *set, const char *yaml)
         const struct fatia_doc *doc = &set->docs.docs[i];
         struct fatia_decode_opts opts = {.file = doc->file, .map = set->docs.map, .pos = doc->pos};
         struct fatia_object *o;
-        if (fatia_object_decode(doc->root, &opts, &d, &o) < 0) {
+        if (fatia_object_decode(doc->root, &opts, &fatia_demand_checks, &d, &o) < 0) {
             fatia_diag_print(&d, stderr);
             fail();
         }

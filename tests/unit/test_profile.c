@@ -28,6 +28,7 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "demand/demand.h"
 #include "demand/profile.h"
 #include "model/object.h"
 
@@ -116,7 +117,7 @@ static void run_doc(struct golden *g, json_t *root, const char *file, const char
     if (json_is_object(ann) && !json_object_size(ann))
         json_object_del(json_object_get(root, "metadata"), "annotations");
     fatia_diag_init(&diag);
-    if (fatia_object_decode(root, &o, &diag, &obj) != 0) {
+    if (fatia_object_decode(root, &o, &fatia_demand_checks, &diag, &obj) != 0) {
         fatia_diag_print(&diag, stderr);
         fail_msg("%s: a document does not validate", case_name);
     }
@@ -205,7 +206,7 @@ static json_t *load_one(const char *yaml)
 
     assert_int_equal(fatia_yaml_parse(yaml, strlen(yaml), &root, why, sizeof(why)), 0);
     fatia_diag_init(&diag);
-    assert_int_equal(fatia_object_decode(root, &o, &diag, &obj), 0);
+    assert_int_equal(fatia_object_decode(root, &o, &fatia_demand_checks, &diag, &obj), 0);
     out = json_incref(obj->obj);
     fatia_object_free(obj);
     json_decref(root);

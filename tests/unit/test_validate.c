@@ -16,6 +16,7 @@
 
 #include "base/buf.h"
 #include "base/json.h"
+#include "demand/demand.h"
 #include "model/kinds/kinds.h"
 #include "model/objset.h"
 
@@ -387,7 +388,7 @@ static void run_case(const struct vcase *c)
         const struct fatia_doc *d = &set.docs.docs[i];
         struct fatia_decode_opts o = {.file = d->file, .map = set.docs.map, .pos = d->pos};
         struct fatia_object *obj;
-        int r = fatia_object_decode(d->root, &o, &diag, &obj);
+        int r = fatia_object_decode(d->root, &o, &fatia_demand_checks, &diag, &obj);
         if (r == 0 && obj->warning)
             fatia_diag_add(&diag, FATIA_DIAG_WARNING, d->file, d->pos.line, d->pos.col, obj->id,
                            "apiVersion", "%s", obj->warning);
@@ -448,7 +449,8 @@ static void test_defaults(void **state)
     for (size_t i = 0; i < set.docs.n; i++) {
         struct fatia_decode_opts o = {.file = "d.yaml", .map = set.docs.map};
         struct fatia_object *obj;
-        assert_int_equal(fatia_object_decode(set.docs.docs[i].root, &o, &diag, &obj), 0);
+        assert_int_equal(
+            fatia_object_decode(set.docs.docs[i].root, &o, &fatia_demand_checks, &diag, &obj), 0);
         assert_int_equal(fatia_objset_add(&set, obj), 0);
     }
     cq = fatia_objset_get(&set, "ClusterQueue", NULL, "cq");
@@ -503,7 +505,7 @@ static void test_v1beta1_conversion(void **state)
     paths[0] = (char *)"/tmp/fatia-test-v1beta1.yaml";
     fatia_objset_init(&set);
     fatia_diag_init(&diag);
-    assert_int_equal(fatia_objset_load(&set, paths, 1, false, &diag), 0);
+    assert_int_equal(fatia_objset_load(&set, paths, 1, false, &fatia_demand_checks, &diag), 0);
     cq = fatia_objset_get(&set, "ClusterQueue", NULL, "cq");
     wl = fatia_objset_get(&set, "Workload", "nb", "w");
     assert_string_equal(json_string_value(fatia_json_path(cq->obj, "apiVersion")),
@@ -538,7 +540,7 @@ static void test_examples_valid(void **state)
 
     fatia_objset_init(&set);
     fatia_diag_init(&diag);
-    if (fatia_objset_load(&set, paths, 1, false, &diag) != 0 || diag.n) {
+    if (fatia_objset_load(&set, paths, 1, false, &fatia_demand_checks, &diag) != 0 || diag.n) {
         fatia_diag_print(&diag, stderr);
         fail_msg("examples/ must validate without errors or warnings");
     }

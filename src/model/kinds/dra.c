@@ -13,9 +13,9 @@
  * each attribute exactly one of int, bool, string and version (strings and versions at most 64
  * characters, versions semver 2.0.0).
  *
- * CEL expressions are checked for size here (10 KiB) but compiled by the demand layer, which
- * registers its check through fatia_kind_add_check (model/kind.h): the model cannot call the CEL
- * compiler without depending on a layer above it.
+ * CEL expressions are checked for size here (10 KiB) but compiled by the demand layer's extra
+ * checks (fatia_demand_checks, passed to every decode: model/kind.h): the model cannot call the
+ * CEL compiler without depending on a layer above it.
  *
  * Feature-gated fields that fatia does not interpret (device taints, consumable capacity,
  * partitionable devices' counters, binding conditions) are accepted and kept as they are.

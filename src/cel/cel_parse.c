@@ -1,5 +1,5 @@
 /*
- * demand/cel_parse.c: CEL syntax -> tree (the grammar of the CEL language definition).
+ * cel/cel_parse.c: CEL syntax -> tree (the grammar of the CEL language definition).
  *
  *     Expr     = Or ["?" Or ":" Expr]
  *     Or       = And {"||" And}            And = Relation {"&&" Relation}
@@ -26,7 +26,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
-#include "demand/cel_int.h"
+#include "cel/cel_int.h"
 
 struct parser {
     struct fatia_cel_program *prog;
@@ -56,10 +56,10 @@ static const struct cel_token *next(struct parser *p)
 static int syntax_error(struct parser *p, const struct cel_token *t, const char *expected)
 {
     if (t->t == T_EOF)
-        return cel_error_at(p->why, p->why_n, t->line, t->col, -FATIA_E_PARSE,
+        return CEL_ERROR_AT(p->why, p->why_n, t->line, t->col, -FATIA_E_PARSE,
                             "syntax error: unexpected end of input%s%s",
                             expected ? ", expected " : "", expected ? expected : "");
-    return cel_error_at(p->why, p->why_n, t->line, t->col, -FATIA_E_PARSE,
+    return CEL_ERROR_AT(p->why, p->why_n, t->line, t->col, -FATIA_E_PARSE,
                         "syntax error: unexpected %s '%.*s'%s%s", cel_tok_name(t->t),
                         (int)FATIA_MIN(t->n, 40), t->p, expected ? ", expected " : "",
                         expected ? expected : "");
@@ -79,7 +79,7 @@ static struct cel_node *node_new(struct parser *p, enum cel_nk k, const struct c
     struct cel_node *n;
 
     if (p->prog->n_nodes >= CEL_MAX_NODES) {
-        *err = cel_error_at(p->why, p->why_n, at->line, at->col, -FATIA_E_LIMIT,
+        *err = CEL_ERROR_AT(p->why, p->why_n, at->line, at->col, -FATIA_E_LIMIT,
                             "expression has more than %d nodes", CEL_MAX_NODES);
         return NULL;
     }
@@ -124,7 +124,7 @@ static int enter(struct parser *p)
     const struct cel_token *t = peek(p, 0);
 
     if (++p->depth > CEL_MAX_DEPTH)
-        return cel_error_at(p->why, p->why_n, t->line, t->col, -FATIA_E_LIMIT,
+        return CEL_ERROR_AT(p->why, p->why_n, t->line, t->col, -FATIA_E_LIMIT,
                             "expression nested more than %d levels deep", CEL_MAX_DEPTH);
     return 0;
 }
@@ -180,7 +180,7 @@ static int make_call(struct parser *p, struct cel_node *call, const struct cel_t
         if (!strcmp(call->name, "has")) {
             struct cel_node *arg = call->n_args == 1 ? call->args[0] : NULL;
             if (!arg || arg->k != NK_SELECT)
-                return cel_error_at(p->why, p->why_n, name_tok->line, name_tok->col, -FATIA_E_PARSE,
+                return CEL_ERROR_AT(p->why, p->why_n, name_tok->line, name_tok->col, -FATIA_E_PARSE,
                                     "invalid argument to has() macro: it takes one field "
                                     "selection such as has(a.b)");
             call->k = NK_HAS;
@@ -195,7 +195,7 @@ static int make_call(struct parser *p, struct cel_node *call, const struct cel_t
     }
     if (recv->k == NK_IDENT && !strcmp(recv->name, "cel") && !strcmp(call->name, "bind")) {
         if (call->n_args != 3 || !is_simple_ident(call->args[0]))
-            return cel_error_at(p->why, p->why_n, name_tok->line, name_tok->col, -FATIA_E_PARSE,
+            return CEL_ERROR_AT(p->why, p->why_n, name_tok->line, name_tok->col, -FATIA_E_PARSE,
                                 "cel.bind() takes a variable name, an initial value and an "
                                 "expression");
         call->k = NK_BIND;
@@ -212,7 +212,7 @@ static int make_call(struct parser *p, struct cel_node *call, const struct cel_t
         if (strcmp(call->name, macros[i].name) || call->n_args != macros[i].n_args)
             continue;
         if (!is_simple_ident(call->args[0]))
-            return cel_error_at(p->why, p->why_n, call->args[0]->line, call->args[0]->col,
+            return CEL_ERROR_AT(p->why, p->why_n, call->args[0]->line, call->args[0]->col,
                                 -FATIA_E_PARSE, "argument is not an identifier");
         call->k = NK_COMP;
         call->op = macros[i].kind;
@@ -261,7 +261,7 @@ static int parse_primary(struct parser *p, struct cel_node **ret)
     case T_NULL:
     case T_STRING:
         if (t->t == T_INT && t->u > (uint64_t)INT64_MAX)
-            return cel_error_at(p->why, p->why_n, t->line, t->col, -FATIA_E_PARSE,
+            return CEL_ERROR_AT(p->why, p->why_n, t->line, t->col, -FATIA_E_PARSE,
                                 "integer literal out of range");
         next(p);
         n = node_new(p, NK_LIT, t, &err);
@@ -352,7 +352,7 @@ static int parse_primary(struct parser *p, struct cel_node **ret)
     case T_IDENT:
         next(p);
         if (peek(p, 0)->t == T_LBRACE)
-            return cel_error_at(p->why, p->why_n, t->line, t->col, -FATIA_E_PARSE,
+            return CEL_ERROR_AT(p->why, p->why_n, t->line, t->col, -FATIA_E_PARSE,
                                 "message construction is not supported by fatia's CEL");
         if (peek(p, 0)->t == T_LPAREN) {
             const struct cel_token *name = t;

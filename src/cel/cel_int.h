@@ -1,5 +1,5 @@
 /*
- * demand/cel_int.h: the inside of the CEL implementation (internal to src/demand/cel*.c).
+ * cel/cel_int.h: the inside of the CEL implementation (internal to src/cel).
  *
  * Pipeline: cel_lex.c (tokens with line and column) -> cel_parse.c (syntax tree, macros
  * recognised) -> cel_check.c (static types, name resolution, overloads, worst-case cost) ->
@@ -12,14 +12,14 @@
  * capacity maps are not materialised: a value of kind VK_DEVMAP stands for
  * device.attributes (domain NULL) or device.attributes[domain], and lookups go to the device.
  */
-#ifndef FATIA_DEMAND_CEL_INT_H
-#define FATIA_DEMAND_CEL_INT_H
+#ifndef FATIA_CEL_CEL_INT_H
+#define FATIA_CEL_CEL_INT_H
 
 #include "base/compat.h"
 
 #include "base/buf.h"
-#include "demand/cel.h"
-#include "demand/cel_regex.h"
+#include "cel/cel.h"
+#include "cel/cel_regex.h"
 
 #define CEL_MAX_DEPTH 100  /* nesting of the syntax tree */
 #define CEL_MAX_NODES 8192 /* nodes of one expression */
@@ -228,9 +228,16 @@ struct fatia_cel_program {
 };
 
 /* Reports an error at a place into why: "1:27: message" (line:column, 1-based, columns counted
- * in characters). Returns err. */
-int cel_error_at(char *why, size_t why_n, uint32_t line, uint32_t col, int err, const char *fmt,
-                 ...) FATIA_PRINTF(6, 7);
+ * in characters). */
+void fatia_cel_report_at(char *why, size_t why_n, uint32_t line, uint32_t col, const char *fmt, ...)
+    FATIA_PRINTF(5, 6);
+
+/* fatia_cel_report_at, then evaluates to err (a negative code). A macro, not a function returning err:
+ * the code must be visible where it is returned, or the compiler cannot see that an error path
+ * never returns 0, and at -O3 gcc warns (-Wmaybe-uninitialized) that a caller's output may be
+ * read unset after a recursive parse returned "success" through such a path. */
+#define CEL_ERROR_AT(why, why_n, line, col, err, ...) \
+    (fatia_cel_report_at((why), (why_n), (line), (col), __VA_ARGS__), (err))
 
 /* ---- lexer ---- */
 

@@ -1,5 +1,5 @@
 /*
- * demand/cel.h: the CEL subset of DRA device selectors (Kubernetes
+ * cel/cel.h: the CEL subset of DRA device selectors (Kubernetes
  * k8s.io/dynamic-resource-allocation/cel): compile once, evaluate per device.
  *
  * The environment is upstream's: one variable `device` with
@@ -17,7 +17,7 @@
  * lists and maps, the operators of CEL with its precedence (?:, ||, &&, == != < <= > >= in,
  * + -, * / %, ! and unary -), field selection and indexing, the macros has(), all(), exists(),
  * exists_one(), map(), filter() and cel.bind(), and the functions: size, startsWith, endsWith,
- * contains, matches (RE2 syntax, demand/cel_regex.h), lowerAscii, upperAscii, trim, indexOf,
+ * contains, matches (RE2 syntax, cel/cel_regex.h), lowerAscii, upperAscii, trim, indexOf,
  * lastIndexOf, substring, charAt, replace, split, join, int, uint, double, string, bool, dyn;
  * quantity / isQuantity with compareTo, isGreaterThan, isLessThan, add, sub, sign, isInteger,
  * asInteger, asApproximateFloat; semver / isSemver with major, minor, patch, compareTo,
@@ -36,8 +36,8 @@
  * at most 32 attributes per domain) and rejects an expression whose estimate exceeds the limit,
  * as kube-apiserver's validation does ("too complex").
  */
-#ifndef FATIA_DEMAND_CEL_H
-#define FATIA_DEMAND_CEL_H
+#ifndef FATIA_CEL_CEL_H
+#define FATIA_CEL_CEL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * demand/cel_lex.c: CEL tokens (the lexical grammar of the CEL language definition).
+ * cel/cel_lex.c: CEL tokens (the lexical grammar of the CEL language definition).
  *
  * Every token carries the line and column of its first character (1-based; columns count
  * Unicode characters, as cel-go's error positions do). String literals are decoded here: single,
@@ -17,7 +17,7 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/str.h"
-#include "demand/cel_int.h"
+#include "cel/cel_int.h"
 
 static const char *const tok_names[] = {
     [T_EOF] = "end of input", [T_INT] = "integer",   [T_UINT] = "unsigned integer",
@@ -39,21 +39,19 @@ const char *cel_tok_name(enum cel_tok t)
     return tok_names[t];
 }
 
-int cel_error_at(char *why, size_t why_n, uint32_t line, uint32_t col, int err, const char *fmt,
-                 ...)
+void fatia_cel_report_at(char *why, size_t why_n, uint32_t line, uint32_t col, const char *fmt, ...)
 {
     va_list ap;
     int len;
 
     if (!why || !why_n)
-        return err;
+        return;
     len = snprintf(why, why_n, "%u:%u: ", line, col);
     if (len < 0 || (size_t)len >= why_n)
-        return err;
+        return;
     va_start(ap, fmt);
     vsnprintf(why + len, why_n - (size_t)len, fmt, ap);
     va_end(ap);
-    return err;
 }
 
 void cel_lex_init(struct cel_lexer *lx, const char *src, size_t n, char *why, size_t why_n)
@@ -178,7 +176,7 @@ static int lex_error(struct cel_lexer *lx, uint32_t line, uint32_t col, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return cel_error_at(lx->why, lx->why_n, line, col, -FATIA_E_PARSE, "%s", msg);
+    return CEL_ERROR_AT(lx->why, lx->why_n, line, col, -FATIA_E_PARSE, "%s", msg);
 }
 
 static int lex_string(struct cel_lexer *lx, bool raw, struct cel_token *tok)

@@ -1,5 +1,5 @@
 /*
- * demand/cel_check.c: static types, name resolution and the worst-case cost of a CEL selector.
+ * cel/cel_check.c: static types, name resolution and the worst-case cost of a CEL selector.
  *
  * Types are cel-go's: primitives, list(T), map(K, V), the Kubernetes Quantity and Semver types,
  * the DRA device object, and dyn, which matches every parameter (attribute values are dyn, since
@@ -24,7 +24,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
-#include "demand/cel_int.h"
+#include "cel/cel_int.h"
 
 const struct cel_type cel_t_dyn = {TK_DYN}, cel_t_null = {TK_NULL}, cel_t_bool = {TK_BOOL},
                       cel_t_int = {TK_INT}, cel_t_uint = {TK_UINT}, cel_t_double = {TK_DOUBLE},
@@ -113,7 +113,7 @@ static int type_error(struct checker *c, const struct cel_node *n, const char *f
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return cel_error_at(c->why, c->why_n, n->line, n->col, -FATIA_E_TYPE, "%s", msg);
+    return CEL_ERROR_AT(c->why, c->why_n, n->line, n->col, -FATIA_E_TYPE, "%s", msg);
 }
 
 /* Formats a type into a static-per-call buffer for messages (two at a time). */
@@ -1094,12 +1094,12 @@ int cel_check(struct fatia_cel_program *prog, char *why, size_t why_n)
     if (r < 0)
         return r;
     if (prog->root->type->k != TK_BOOL && prog->root->type->k != TK_DYN)
-        return cel_error_at(why, why_n, prog->root->line, prog->root->col, -FATIA_E_TYPE,
+        return CEL_ERROR_AT(why, why_n, prog->root->line, prog->root->col, -FATIA_E_TYPE,
                             "must evaluate to bool or the unknown type, not %s",
                             tname(prog->root->type, 0));
     prog->max_cost = e.cost;
     if (e.cost > FATIA_CEL_COST_LIMIT)
-        return cel_error_at(why, why_n, prog->root->line, prog->root->col, -FATIA_E_COST,
+        return CEL_ERROR_AT(why, why_n, prog->root->line, prog->root->col, -FATIA_E_COST,
                             "too complex: the estimated worst-case cost %" PRIu64
                             " exceeds the limit of %" PRIu64,
                             e.cost, FATIA_CEL_COST_LIMIT);

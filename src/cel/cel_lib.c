@@ -1,5 +1,5 @@
 /*
- * demand/cel_lib.c: the function library of DRA selectors: CEL's standard functions, the string
+ * cel/cel_lib.c: the function library of DRA selectors: CEL's standard functions, the string
  * extension functions Kubernetes enables (cel-go ext.Strings), and the Kubernetes quantity and
  * semver libraries (k8s.io/apiserver/pkg/cel/library).
  *
@@ -22,7 +22,7 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/str.h"
-#include "demand/cel_int.h"
+#include "cel/cel_int.h"
 
 /* ---- UTF-8 helpers ---- */
 

@@ -1,5 +1,5 @@
 /*
- * demand/cel.c: compiling a selector (see cel.h): copy the text, parse, check.
+ * cel/cel.c: compiling a selector (see cel.h): copy the text, parse, check.
  *
  * A program owns its text (string literals point into decoded copies held by their nodes), its
  * nodes and its composite types, and is immutable once compiled, so one compiled DeviceClass
@@ -7,11 +7,11 @@
  */
 #include "base/compat.h"
 
-#include "demand/cel.h"
+#include "cel/cel.h"
 
 #include "base/alloc.h"
 #include "base/error.h"
-#include "demand/cel_int.h"
+#include "cel/cel_int.h"
 
 void fatia_cel_program_free(struct fatia_cel_program *p)
 {
@@ -45,7 +45,7 @@ int fatia_cel_compile(const char *expr, size_t expr_n, struct fatia_cel_program 
     if (why && why_n)
         why[0] = '\0';
     if (expr_n > FATIA_CEL_MAX_BYTES)
-        return cel_error_at(why, why_n, 1, 1, -FATIA_E_LIMIT, "expression longer than %d bytes",
+        return CEL_ERROR_AT(why, why_n, 1, 1, -FATIA_E_LIMIT, "expression longer than %d bytes",
                             FATIA_CEL_MAX_BYTES);
     p = fatia_calloc(1, sizeof(*p));
     if (!p)

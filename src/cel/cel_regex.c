@@ -1,5 +1,5 @@
 /*
- * demand/cel_regex.c: RE2-syntax regular expressions for CEL `matches` (see cel_regex.h).
+ * cel/cel_regex.c: RE2-syntax regular expressions for CEL `matches` (see cel_regex.h).
  *
  * Model. The pattern is parsed into a small tree (parse_*), checked against RE2's limits (repeat
  * counts and nested repeat products at most 1000, as Go's regexp/syntax), then compiled to
@@ -20,7 +20,7 @@
  */
 #include "base/compat.h"
 
-#include "demand/cel_regex.h"
+#include "cel/cel_regex.h"
 
 #include "base/alloc.h"
 #include "base/error.h"

@@ -1,7 +1,7 @@
 /*
- * demand/cel_regex.h: the regular expressions of CEL's `matches` (RE2 syntax, as cel-go's Go
+ * cel/cel_regex.h: the regular expressions of CEL's `matches` (RE2 syntax, as cel-go's Go
  * regexp reads it), compiled to a Pike VM whose matching time is O(text x program) with no
- * backtracking, so no pattern can hang the engine (internal to src/demand).
+ * backtracking, so no pattern can hang the engine (internal to src/cel).
  *
  * Supported: literals and escapes (\a \f \t \n \r \v \x41 \x{263a} \123 \Q...\E and escaped
  * punctuation), '.', classes ([a-z], [^...], [[:alpha:]], [[:^digit:]], \d \D \s \S \w \W inside
@@ -17,8 +17,8 @@
  * the long s). Patterns that compile to more than FATIA_CEL_REGEX_MAX_INSTS instructions are
  * "too large" (Go accepts larger ones).
  */
-#ifndef FATIA_DEMAND_CEL_REGEX_H
-#define FATIA_DEMAND_CEL_REGEX_H
+#ifndef FATIA_CEL_CEL_REGEX_H
+#define FATIA_CEL_CEL_REGEX_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * demand/cel_eval.c: evaluation of a checked CEL tree against one device (see cel.h).
+ * cel/cel_eval.c: evaluation of a checked CEL tree against one device (see cel.h).
  *
  * A tree walk over values (cel_int.h). Errors are return codes: -FATIA_E_EVAL is a CEL runtime
  * error, which && and || absorb the way CEL specifies (false && error is false, error || true is
@@ -21,7 +21,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
-#include "demand/cel_int.h"
+#include "cel/cel_int.h"
 
 #define CEL_ARENA_MAX   (64u << 20)
 #define CEL_ARENA_CHUNK (64u << 10)
@@ -90,7 +90,7 @@ int cel_runtime_error(struct cel_eval *ev, const struct cel_node *n, const char 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return cel_error_at(ev->why, ev->why_n, n->line, n->col, -FATIA_E_EVAL, "%s", msg);
+    return CEL_ERROR_AT(ev->why, ev->why_n, n->line, n->col, -FATIA_E_EVAL, "%s", msg);
 }
 
 const char *cel_vk_name(const struct cel_val *v)

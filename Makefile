@@ -73,7 +73,8 @@ format:
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES)
 
-check-style:
+# check-style reads the built libraries too (scripts/check-symbols), so it builds first.
+check-style: build
 	@scripts/check-style
 
 clean:

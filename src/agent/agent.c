@@ -1748,7 +1748,7 @@ static void reconcile(struct fatia_agent *a, struct apod *p)
     switch (p->st) {
     case AP_BLOCKED:
         p->st = AP_IDLE;
-        /* fall through */
+        FATIA_FALLTHROUGH;
     case AP_IDLE:
         if (!p->in_api) {
             if (!p->local && !p->fin_inflight)

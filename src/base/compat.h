@@ -32,6 +32,10 @@
 #define likely(x)             __builtin_expect(!!(x), 1)
 #define unlikely(x)           __builtin_expect(!!(x), 0)
 
+/* A deliberate fall-through between case labels: gcc accepts a comment, clang (the fuzz preset)
+ * only the attribute. */
+#define FATIA_FALLTHROUGH __attribute__((fallthrough))
+
 #define FATIA_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define FATIA_MIN(a, b)     ((a) < (b) ? (a) : (b))
 #define FATIA_MAX(a, b)     ((a) > (b) ? (a) : (b))

@@ -341,8 +341,8 @@ static int choose_fraction(struct pl_ctx *c, const struct pl_node *nd, uint32_t 
                 key[1] = 0;
                 break;
             }
-            /* fall through - no mix: best-fit */
-        default: /* bestfit */
+            FATIA_FALLTHROUGH; /* no mix: best-fit */
+        default:               /* bestfit */
             key[0] = g->milli_free;
             key[1] = 0;
         }
@@ -445,7 +445,7 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
                 key[1] = 0;
                 break;
             }
-            /* fall through */
+            FATIA_FALLTHROUGH;
         default:
             key[0] = u;
             key[1] = pl_gpu_free_milli(g);
@@ -824,7 +824,7 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
                 c->score[2] = 0;
                 break;
             }
-            /* fall through */
+            FATIA_FALLTHROUGH;
         default:
             c->score[0] = chosen;
             c->score[1] = 0.5 * (st->max_cpu_milli ? cpu / (double)st->max_cpu_milli : 0) +

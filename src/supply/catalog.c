@@ -1,6 +1,7 @@
 /*
  * supply/catalog.c: the in-memory GPU catalog: models, name index, MIG geometry helpers (see
- * catalog.h). Loading from files is catalog_load.c; this file does no I/O.
+ * catalog.h). Loading from files, and where the files are (the environment), is catalog_load.c
+ * in fatia_supply_io; this file does no I/O.
  *
  * Names are matched case-insensitively through one map of lowercased keys (product and aliases),
  * because traces spell products as they please ("Tesla V100-SXM2-16GB", "V100M16"). A name that
@@ -18,7 +19,6 @@
 #include <ctype.h>
 
 #include "base/alloc.h"
-#include "base/datadir.h"
 #include "base/error.h"
 #include "base/vec.h"
 
@@ -39,14 +39,6 @@ void fatia_catalog_release(struct fatia_catalog *cat)
     fatia_strmap_release(&cat->by_name);
     fatia_free(cat->path);
     fatia_catalog_init(cat);
-}
-
-void fatia_catalog_default_path(const char *explicit_path, char *buf, size_t n)
-{
-    if (explicit_path && *explicit_path)
-        snprintf(buf, n, "%s", explicit_path);
-    else
-        fatia_data_path(buf, n, "gpus");
 }
 
 static char *lower_dup(const char *s)

@@ -100,12 +100,13 @@ void fatia_catalog_init(struct fatia_catalog *cat);
 void fatia_catalog_release(struct fatia_catalog *cat);
 
 /* Where the catalog is: explicit (--catalog), else $FATIA_DATA_DIR/gpus, else the build tree's
- * data/gpus. Writes the path into buf. */
+ * data/gpus. Writes the path into buf. (catalog_load.c, fatia_supply_io: it reads the
+ * environment) */
 void fatia_catalog_default_path(const char *explicit_path, char *buf, size_t n);
 
 /* Loads every *.yaml under path (a directory or one file), validates each entry and reports
  * problems with file:line and field into diag. Returns 0, -FATIA_E_INVALID (diag has errors; the
- * catalog is left empty), -ENOENT, -ENOMEM. (catalog_load.c) */
+ * catalog is left empty), -ENOENT, -ENOMEM. (catalog_load.c, fatia_supply_io) */
 int fatia_catalog_load(struct fatia_catalog *cat, const char *path, struct fatia_diag *diag);
 
 /* Adds a model (the catalog takes it) and indexes its names. -FATIA_E_EXISTS when a name is

@@ -1,6 +1,7 @@
 /*
  * supply/catalog_load.c: reading the GPU catalog from data files (the supply layer's I/O edge
- * for data; see catalog.h and docs/supply.md for the format).
+ * for data, in fatia_supply_io; see catalog.h and docs/supply.md for the format), and where they
+ * are ($FATIA_DATA_DIR or the build tree's data/gpus).
  *
  * Each YAML document under the catalog path is one product. It is validated with the same schema
  * walker that validates Kubernetes objects (model/schema.h), so a mistake in a data file is
@@ -14,6 +15,7 @@
 #include "base/compat.h"
 
 #include "base/alloc.h"
+#include "base/datadir.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "base/str.h"
@@ -21,6 +23,14 @@
 #include "model/quantity.h"
 #include "model/schema.h"
 #include "supply/catalog.h"
+
+void fatia_catalog_default_path(const char *explicit_path, char *buf, size_t n)
+{
+    if (explicit_path && *explicit_path)
+        snprintf(buf, n, "%s", explicit_path);
+    else
+        fatia_data_path(buf, n, "gpus");
+}
 
 #define LIM(n) .flags = (FATIA_S_MIN | FATIA_S_MAX), .min = (n), .max
 

@@ -5,9 +5,6 @@
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 . "$(dirname "$0")/durability.bash"
-command -v python3 >/dev/null || {
-    echo "skipped: python3 not found"
-    exit 0
-}
+need_python3
 CRASH_FATIAD_ARGS="--sync normal" crash_test 5 1000 4
 finish

@@ -5,10 +5,7 @@
 # fatiad with small limits.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
-command -v python3 >/dev/null || {
-    echo "skipped: python3 not found"
-    exit 0
-}
+need_python3
 start_fatiad "$TMP/data" --watch-history 50 --max-body-bytes 65536 --idle-timeout 2s \
     --watch-backlog 65536 --no-agent -f examples/ || exit 1 # the log endpoint without an agent
 python3 tests/cli/apiserver_http.py "$URL" "$CA" "$TOKEN" "$TMP/data" "$FATIA" ||

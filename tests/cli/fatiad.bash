@@ -5,7 +5,7 @@
 #                               these tests own every object they write) unless FATIAD_CONTROLLERS=1
 #   stop_fatiad                 SIGTERM, wait; fails the test if the exit status is not 0
 #   find_kubectl                sets KUBECTL_DIR to the directory of kubectl.1.27 and .1.33, or
-#                               prints "skipped: kubectl not found" and exits 0
+#                               skips the test (exit 77: lib.bash's skip)
 #   api METHOD PATH [CURL ARGS] curl as admin; body in $TMP/body, status in $CODE
 FATIAD=$BUILD/bin/fatiad
 FATIAD_PID=
@@ -55,8 +55,7 @@ find_kubectl() {
     fi
     if [ -z "${KUBECTL_DIR:-}" ] || [ ! -x "$KUBECTL_DIR/kubectl.1.27" ] ||
         [ ! -x "$KUBECTL_DIR/kubectl.1.33" ]; then
-        echo "skipped: kubectl not found (kubectl.1.27 and kubectl.1.33 beside kubectl)"
-        exit 0
+        skip "kubectl not found (kubectl.1.27 and kubectl.1.33 beside kubectl)"
     fi
 }
 

@@ -32,6 +32,19 @@ expect_line() {
     fi
 }
 
+# skip REASON: the test cannot run here (a tool or a fake is missing). Exits 77, which CTest
+# reports as Skipped (SKIP_RETURN_CODE, set on every test), never as Passed. CI fails on a skip
+# unless the test is labelled gpu (.ci/run).
+skip() {
+    echo "skipped: $*"
+    exit 77
+}
+
+# need_python3: skip unless python3 is on PATH.
+need_python3() {
+    command -v python3 >/dev/null || skip "python3 not found"
+}
+
 finish() {
     if [ "$FAILS" -gt 0 ]; then
         echo "$FAILS check(s) failed" >&2

@@ -5,7 +5,7 @@
 # not applied, since MIG mode is off there) cut as expected.
 . "$(dirname "$0")/lib.bash"
 FAKE=$BUILD/tests/fake-nvml/libnvidia-ml.so.1
-[ -e "$FAKE" ] || { echo "skipped: no fake NVML library in this build"; exit 0; }
+[ -e "$FAKE" ] || skip "no fake NVML library in this build"
 export FATIA_FAKE_NVML=$PWD/tests/data/nvml/h200x2.json
 unset FATIA_FAKE_NVML_STATE
 

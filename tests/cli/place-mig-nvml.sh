@@ -9,7 +9,7 @@
 # a real GPU (DESIGN section 7): the fake only.
 . "$(dirname "$0")/lib.bash"
 FAKE=$BUILD/tests/fake-nvml/libnvidia-ml.so.1
-[ -f "$FAKE" ] || { echo "skipped: no fake NVML library (tests/supply)"; exit 0; }
+[ -f "$FAKE" ] || skip "no fake NVML library (tests/supply)"
 export FATIA_FAKE_NVML=$PWD/tests/data/nvml/h200.json FATIA_FAKE_NVML_STATE=$TMP/state.json
 unset FATIA_FAKE_NVML_RESET_REQUIRED FATIA_ALLOW_MIG_APPLY
 nv=(--inventory nvml --nvml-lib "$FAKE" --node-name h200)

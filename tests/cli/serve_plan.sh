@@ -1,27 +1,9 @@
-# tests/cli/serve_plan.sh: golden cases of `fatia serve plan` (tests/golden/serve-plan/).
-# Each NAME.args holds the arguments; NAME.json the expected `-o json` output, checked by hand
-# (docs/serving.md works the 3g.71gb case through). UPDATE=1 rewrites the expected files.
+# tests/cli/serve_plan.sh: `fatia serve plan` beyond its golden cases (tests/golden/serve-plan/,
+# run by tests/golden/run, suite serve-plan: each NAME.args holds the arguments, NAME.json the
+# expected `-o json` output, checked by hand; docs/serving.md works the 3g.71gb case through):
+# every H200 MIG profile has a case, the table form, usage errors, a broken models file.
 . "$(dirname "$0")/lib.bash"
 GOLD=tests/golden/serve-plan
-n=0
-for args in "$GOLD"/*.args; do
-    name=$(basename "$args" .args)
-    # shellcheck disable=SC2046
-    "$FATIA" serve plan $(cat "$args") -o json >"$TMP/out.json" 2>"$TMP/err"
-    rc=$?
-    if [ "${UPDATE:-}" = 1 ]; then
-        cp "$TMP/out.json" "$GOLD/$name.json"
-    elif ! diff -u "$GOLD/$name.json" "$TMP/out.json" >"$TMP/diff"; then
-        fail "$name: output differs from $GOLD/$name.json"
-        sed 's/^/  /' "$TMP/diff" >&2
-    fi
-    fits=$(grep -c '"fits": true' "$TMP/out.json")
-    if { [ "$fits" = 1 ] && [ "$rc" != 0 ]; } || { [ "$fits" = 0 ] && [ "$rc" != 1 ]; }; then
-        fail "$name: exit status $rc does not match fits"
-    fi
-    n=$((n + 1))
-done
-[ "$n" -ge 10 ] || fail "only $n golden cases found"
 
 # Every H200 MIG profile has a Llama-3.1-8B case.
 for p in 1g.18gb 1g.18gb+me 1g.35gb 2g.35gb 3g.71gb 4g.71gb 7g.141gb; do

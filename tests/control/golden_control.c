@@ -1,29 +1,25 @@
 /*
- * tests/control/golden_control.c: the golden cases of the admission engine
+ * tests/control/golden_control.c: the producer of the admission engine's golden cases
  * (tests/golden/control/NNNN-slug/), run through the same driver as `fatia schedule -o json`.
+ * The one golden runner, tests/golden/run (suite "control"), calls it once per case and compares
+ * what it prints with expected.json (numbers and key order do not matter there);
+ * FATIA_GOLDEN_UPDATE=1 makes the runner rewrite expected.json from it.
  *
  * A case directory holds input.yaml and expected.json. input.yaml starts with comment lines:
  *     # source: <the Kueue document section or upstream test case it transcribes>   (required)
  *     # fixture: ../fixtures/<file>.yaml     (optional, repeatable: shared objects, loaded first)
  *     # args: --cycles 1 --now 2026-01-01T00:00:10Z                          (optional)
- * The runner loads the fixtures and the input as `fatia schedule -f FIXTURE... -f input.yaml
- * ARGS` would, runs the engine, and compares the JSON with expected.json (numbers and key order
- * do not matter). A case without a source line fails: every case says what it transcribes.
+ * The producer loads the fixtures and the input as `fatia schedule -f FIXTURE... -f input.yaml
+ * ARGS` would, runs the engine, and prints the JSON (jansson's 2-space indent, as expected.json
+ * is written). A case without a source line fails: every case says what it transcribes.
  *
  * To reproduce one by hand:
  *     fatia schedule -f tests/golden/control/fixtures/F.yaml -f tests/golden/control/C/input.yaml
  *         -o json ARGS
- * FATIA_GOLDEN_WRITE=1 writes the actual output of cases that have no expected.json yet (for a
- * new case, whose output must then be checked by hand against its source before committing).
  *
- * Usage: golden_control [DIR [MIN]] (default tests/golden/control, run from the source tree; the
- * run fails when the directory holds fewer than MIN cases).
+ * Usage: golden_control CASE_DIR (exit 0 with the JSON on stdout, or 1 with why on stderr).
  */
 #include "base/compat.h"
-
-#include <sys/stat.h>
-
-#include <dirent.h>
 
 #include "base/clock.h"
 #include "base/json.h"
@@ -51,11 +47,6 @@ static char *read_text(const char *path)
         buf[n] = '\0';
     fclose(f);
     return buf;
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Parses "--cycles N" and "--now TIME" from an args line. */
@@ -89,7 +80,7 @@ static int parse_args(const char *line, struct fatia_schedule_opts *o, char *why
     return 0;
 }
 
-static int run_case(const char *dir, const char *name)
+static int run_case(const char *dir)
 {
     char path[4096], why[512] = "";
     char *input, *line, *save = NULL, *paths[16];
@@ -99,14 +90,12 @@ static int run_case(const char *dir, const char *name)
     struct fatia_schedule_report rep;
     struct fatia_objset set;
     struct fatia_diag diag;
-    json_t *want = NULL;
-    json_error_t jerr;
     int r, fails = 0;
 
-    snprintf(path, sizeof(path), "%s/%s/input.yaml", dir, name);
+    snprintf(path, sizeof(path), "%s/input.yaml", dir);
     input = read_text(path);
     if (!input) {
-        fprintf(stderr, "FAIL %s: cannot read %s\n", name, path);
+        fprintf(stderr, "FAIL %s: cannot read %s\n", dir, path);
         return 1;
     }
     for (line = strtok_r(input, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -118,22 +107,22 @@ static int run_case(const char *dir, const char *name)
             char *f = line + 10;
             while (*f == ' ')
                 f++;
-            if (asprintf(&paths[n_paths], "%s/%s/%s", dir, name, f) < 0)
+            if (asprintf(&paths[n_paths], "%s/%s", dir, f) < 0)
                 abort();
             n_paths++;
         } else if (fatia_str_has_prefix(line, "# args:")) {
             if (parse_args(line + 7, &opts, why, sizeof(why)) < 0) {
-                fprintf(stderr, "FAIL %s: %s\n", name, why);
+                fprintf(stderr, "FAIL %s: %s\n", dir, why);
                 fails++;
             }
         }
     }
     free(input);
     if (!has_source) {
-        fprintf(stderr, "FAIL %s: input.yaml has no '# source:' line\n", name);
+        fprintf(stderr, "FAIL %s: input.yaml has no '# source:' line\n", dir);
         fails++;
     }
-    if (asprintf(&paths[n_paths], "%s/%s/input.yaml", dir, name) < 0)
+    if (asprintf(&paths[n_paths], "%s/input.yaml", dir) < 0)
         abort();
     n_paths++;
 
@@ -141,7 +130,7 @@ static int run_case(const char *dir, const char *name)
     fatia_diag_init(&diag);
     r = fatia_objset_load(&set, paths, n_paths, false, NULL, &diag);
     if (r < 0 || fatia_diag_has_errors(&diag)) {
-        fprintf(stderr, "FAIL %s: the input does not validate:\n", name);
+        fprintf(stderr, "FAIL %s: the input does not validate:\n", dir);
         fatia_diag_print(&diag, stderr);
         fails++;
         goto out;
@@ -150,78 +139,33 @@ static int run_case(const char *dir, const char *name)
     fatia_diag_init(&diag);
     r = fatia_control_schedule(&set, &opts, &rep, &diag);
     if (r < 0) {
-        fprintf(stderr, "FAIL %s: schedule: %d\n", name, r);
+        fprintf(stderr, "FAIL %s: schedule: %d\n", dir, r);
         fatia_diag_print(&diag, stderr);
         fails++;
         goto out;
     }
-    snprintf(path, sizeof(path), "%s/%s/expected.json", dir, name);
-    want = json_load_file(path, 0, &jerr);
-    if (!want && getenv("FATIA_GOLDEN_WRITE")) {
-        json_dump_file(rep.result, path, JSON_INDENT(2));
-        fprintf(stderr, "WROTE %s (check it against the source before committing)\n", path);
-    } else if (!want) {
-        fprintf(stderr, "FAIL %s: cannot read expected.json: %s\n", name, jerr.text);
-        fails++;
-    } else if (!fatia_json_equal(want, rep.result)) {
+    if (!fails) {
         char *got = json_dumps(rep.result, JSON_INDENT(2));
-        char *exp = json_dumps(want, JSON_INDENT(2));
-        fprintf(stderr, "FAIL %s: output differs\n--- expected\n%s\n--- got\n%s\n", name, exp, got);
+        if (!got)
+            abort();
+        fputs(got, stdout);
         free(got);
-        free(exp);
-        fails++;
     }
     json_decref(rep.result);
     json_decref(rep.usage);
 out:
-    json_decref(want);
     fatia_diag_release(&diag);
     fatia_objset_release(&set);
     for (size_t i = 0; i < n_paths; i++)
         free(paths[i]);
-    if (!fails)
-        printf("ok %s\n", name);
     return fails;
 }
 
 int main(int argc, char **argv)
 {
-    const char *dir = argc > 1 ? argv[1] : "tests/golden/control";
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    int fails = 0;
-    struct dirent *de;
-    DIR *d = opendir(dir);
-
-    if (!d) {
-        fprintf(stderr, "golden_control: cannot open %s\n", dir);
-        return 1;
+    if (argc != 2) {
+        fprintf(stderr, "usage: golden_control CASE_DIR\n");
+        return 2;
     }
-    while ((de = readdir(d))) {
-        char p[4096];
-        struct stat st;
-        if (de->d_name[0] == '.' || !strcmp(de->d_name, "fixtures"))
-            continue;
-        snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-        if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
-            continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            names = realloc(names, cap * sizeof(*names));
-        }
-        names[n++] = strdup(de->d_name);
-    }
-    closedir(d);
-    qsort(names, n, sizeof(*names), cmp_names);
-    for (size_t i = 0; i < n; i++) {
-        fails += run_case(dir, names[i]);
-        free(names[i]);
-    }
-    free(names);
-    printf("%zu cases, %d failed\n", n, fails);
-    if (argc > 2 && n < (size_t)strtoul(argv[2], NULL, 10)) {
-        fprintf(stderr, "golden_control: only %zu cases (at least %s expected)\n", n, argv[2]);
-        return 1;
-    }
-    return fails ? 1 : 0;
+    return run_case(argv[1]) ? 1 : 0;
 }

@@ -8,7 +8,9 @@
  * fatia.test/op: update (the test annotations are removed first). For each admission the
  * output shows the verdict, every error and warning with its field path, and, when admitted,
  * what the profile touches (labels, annotations, containers' resources, node selector,
- * tolerations, queue fields). expected.txt holds the output; FATIA_UPDATE_GOLDEN=1 rewrites it.
+ * tolerations, queue fields). expected.txt holds the output. `test_profile --golden CASE_DIR`
+ * prints one case; the one golden runner (tests/golden/run, suite profiles) compares it, and
+ * FATIA_GOLDEN_UPDATE=1 rewrites it.
  *
  * Unit tests follow: the catalog view (`fatia profiles -o json`), default requests for the
  * simulator, and atomicity (a rejected admission leaves the object untouched).
@@ -21,8 +23,6 @@
 #include <stddef.h>
 #include <cmocka.h>
 /* clang-format on */
-
-#include <dirent.h>
 
 #include "base/alloc.h"
 #include "base/buf.h"
@@ -175,8 +175,6 @@ static bool run_case(const char *dir, const char *name)
     struct fatia_diag diag;
     struct golden g = {json_object(), json_object(), FATIA_BUF_INIT};
     char path[700];
-    FILE *f;
-    char *want = NULL;
     bool ok;
 
     snprintf(path, sizeof(path), "%s/input.yaml", dir);
@@ -188,63 +186,14 @@ static bool run_case(const char *dir, const char *name)
     }
     for (size_t i = 0; i < docs.n; i++)
         run_doc(&g, docs.docs[i].root, path, name);
-    snprintf(path, sizeof(path), "%s/expected.txt", dir);
-    if (getenv("FATIA_UPDATE_GOLDEN")) {
-        f = fopen(path, "w");
-        assert_non_null(f);
-        fwrite(g.out.p, 1, g.out.len, f);
-        fclose(f);
-    }
-    f = fopen(path, "r");
-    if (f) {
-        size_t n;
-        want = fatia_malloc(1 << 20);
-        n = fread(want, 1, (1 << 20) - 1, f);
-        want[n] = '\0';
-        fclose(f);
-    }
-    ok = want && !strcmp(want, g.out.p);
-    if (!ok)
-        fprintf(stderr, "golden %s differs; got:\n%s\nwant:\n%s\n", dir, g.out.p,
-                want ? want : "(no expected.txt)");
-    fatia_free(want);
+    /* the one golden runner (tests/golden/run) compares this with expected.txt */
+    ok = fwrite(g.out.p, 1, g.out.len, stdout) == g.out.len;
     fatia_buf_release(&g.out);
     json_decref(g.catalog);
     json_decref(g.stored);
     fatia_diag_release(&diag);
     fatia_docset_release(&docs);
     return ok;
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void test_golden_profiles(void **state)
-{
-    const char *root = "tests/golden/demand/profiles";
-    DIR *d = opendir(root);
-    struct dirent *e;
-    char *names[64];
-    size_t n = 0, failed = 0;
-    (void)state;
-
-    assert_non_null(d);
-    while ((e = readdir(d)) && n < FATIA_ARRAY_SIZE(names))
-        if (e->d_name[0] != '.')
-            names[n++] = strdup(e->d_name);
-    closedir(d);
-    qsort(names, n, sizeof(*names), name_cmp);
-    assert_true(n >= 6);
-    for (size_t i = 0; i < n; i++) {
-        char dir[512];
-        snprintf(dir, sizeof(dir), "%s/%s", root, names[i]);
-        failed += !run_case(dir, names[i]);
-        free(names[i]);
-    }
-    if (failed)
-        fail_msg("%zu golden profile cases differ", failed);
 }
 
 static json_t *load_one(const char *yaml)
@@ -386,10 +335,16 @@ static void test_edge_rejections(void **state)
     json_decref(good);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* tests/golden/run (suite "profiles") calls `test_profile --golden CASE_DIR` for each case: the output
+     * goes to stdout, the runner compares it with expected.txt */
+    if (argc == 3 && !strcmp(argv[1], "--golden")) {
+        const char *name = strrchr(argv[2], '/');
+        return run_case(argv[2], name ? name + 1 : argv[2]) ? 0 : 1;
+    }
+    (void)argc;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden_profiles),
         cmocka_unit_test(test_catalog),
         cmocka_unit_test(test_other_kinds),
         cmocka_unit_test(test_edge_rejections),

@@ -13,6 +13,10 @@
  *                               Kueue's finalizer (the workload controller lifts the gate on
  *                               admission and the finalizer once the pod has ended).
  *
+ * The tenant rules and the quota door (tenancy.c) wrap them: tenancy-restrict runs before the
+ * profile plugin (it must see the tenant's own write), quota-door after it and before
+ * kueue-defaults (a queue label it defaults gets the gate like any other).
+ *
  * The profile plugin runs first, because it may be the one that sets the queue label. Both run
  * on the loop and read HardwareProfiles from the API server's committed cache (no copy). Pods
  * owned by a Job are left to the Job's own admission (Kueue suspends the Job, not its pods).
@@ -24,6 +28,7 @@
 #include "controller/controller.h"
 #include "controller/ctl.h"
 #include "controller/kueue.h"
+#include "controller/tenancy.h"
 #include "demand/profile.h"
 #include "model/kind.h"
 
@@ -108,6 +113,9 @@ int fatia_controllers_webhooks(struct fatia_apiserver *s, struct fatia_client *c
     kueue_kinds[2] = NULL;
     if (!kinds[0] || !kinds[1] || !kinds[2])
         return -EINVAL;
+    r = fatia_controller_tenancy_restrict(s);
+    if (r < 0)
+        return r;
     r = fatia_apiserver_add_admission(
         s, &(struct fatia_admission){.name = "hardware-profile-injection",
                                      .phase = FATIA_ADMIT_MUTATING,
@@ -115,6 +123,9 @@ int fatia_controllers_webhooks(struct fatia_apiserver *s, struct fatia_client *c
                                      .kinds = kinds,
                                      .admit = profile_admit,
                                      .arg = client});
+    if (r < 0)
+        return r;
+    r = fatia_controller_quota_door(s, client);
     if (r < 0)
         return r;
     return fatia_apiserver_add_admission(s, &(struct fatia_admission){.name = "kueue-defaults",

@@ -44,6 +44,9 @@ struct fatia_apiserver_opts {
     size_t watch_history;            /* events kept for watches that resume; 0 = 10000 */
     fatia_usec_t bookmark_interval;  /* periodic BOOKMARK events; 0 = 60 s */
     unsigned max_json_depth;         /* nesting of request bodies; 0 = 64 */
+    const char *audit_path;          /* audit log of HTTP writes (audit.h); NULL = none */
+    uint64_t audit_max_bytes;        /* rotate past this size; 0 = 100 MiB */
+    unsigned audit_keep;             /* rotated files kept; 0 = 5 */
 };
 
 /* Builds a server on base over an opened store: loads every object into memory, starts the

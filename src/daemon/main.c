@@ -83,6 +83,8 @@ static const char usage[] =
     "      --placement-policy P    binpack (default), bestfit, spread or fragmentation\n"
     "      --job-backoff DURATION  first delay before a failed Job pod is replaced (default 10s)\n"
     "      --no-controllers        serve the API only (no controllers, no admission plugins)\n"
+    "      --audit-log PATH        the audit log of API writes (default DIR/audit.log; '-': none)\n"
+    "      --audit-log-maxsize N   rotate the audit log past N bytes (default 100Mi)\n"
     "      --agent KEY=VALUE       a node agent option (docs/agent.md); repeatable\n"
     "      --no-agent              run no node agent: pods are never started here\n"
     "  -v, --verbose               log every request (debug)\n"
@@ -473,6 +475,8 @@ int main(int argc, char **argv)
                                          {"placement-policy", required_argument, NULL, 'P'},
                                          {"job-backoff", required_argument, NULL, 'J'},
                                          {"no-controllers", no_argument, NULL, 'X'},
+                                         {"audit-log", required_argument, NULL, 'U'},
+                                         {"audit-log-maxsize", required_argument, NULL, 'Z'},
                                          {"agent", required_argument, NULL, 'a'},
                                          {"no-agent", no_argument, NULL, 'G'},
                                          {"verbose", no_argument, NULL, 'v'},
@@ -487,7 +491,8 @@ int main(int argc, char **argv)
     bool controllers = true;
     char default_fleet[4096];
     const char *listen = "127.0.0.1:6443";
-    char path[4096], tokens[4096];
+    char path[4096], tokens[4096], audit[4096];
+    const char *audit_opt = NULL;
     bool anywhere = false;
     int c, r, lock_fd;
     uint64_t u;
@@ -589,6 +594,16 @@ int main(int argc, char **argv)
         case 'X':
             controllers = false;
             break;
+        case 'U':
+            audit_opt = optarg;
+            break;
+        case 'Z':
+            if (fatia_parse_u64(optarg, &u) < 0 || u == 0) {
+                fprintf(stderr, "fatiad: --audit-log-maxsize: expected a number of bytes\n");
+                return 2;
+            }
+            ao.audit_max_bytes = u;
+            break;
         case 'a': {
             char why[200];
             if (fatia_agent_opts_set(&d.agent_opts, optarg, why, sizeof(why)) < 0) {
@@ -652,6 +667,8 @@ int main(int argc, char **argv)
     }
     snprintf(tokens, sizeof(tokens), "%s/tokens", d.data_dir);
     ao.tokens_path = tokens;
+    snprintf(audit, sizeof(audit), "%s/audit.log", d.data_dir);
+    ao.audit_path = !audit_opt ? audit : strcmp(audit_opt, "-") ? audit_opt : NULL;
 
     signal(SIGPIPE, SIG_IGN);
     d.base = event_base_new();

@@ -31,10 +31,13 @@
  *                status.admission (Kueue's webhook);
  *   bind         spec.nodeName is never set or changed by a tenant on a pod that requests GPUs;
  *   immutable    a tenant's update keeps a GPU pod's containers and their resources and its
- *                resourceClaims (the pod's spec is immutable upstream), and a running Job's pod
- *                template (batch/v1: immutable unless suspended);
+ *                resourceClaims (the pod's spec is immutable upstream), and a Job's pod template
+ *                (batch/v1: immutable, but for the scheduling directives while suspended: a
+ *                queued Job whose template grew would be admitted for its first size);
  *   owner        a tenant's pod that requests GPUs may not name a Job as its controller (only the
- *                Job controller makes those, and Kueue admits the Job, not its pods);
+ *                Job controller makes those, and Kueue admits the Job, not its pods); a tenant's
+ *                Workload has no owners (Kueue makes a Job's or Pod's Workload from its spec: a
+ *                hand-made one owned by a Job could be admitted for less than the Job runs);
  *   door         a pod or Job that requests a GPU resource (nvidia.com/..., fatia.dev/..., or a DRA
  *                claim) carries a queue label: if it has none and the namespace is managed
  *                (SchedulerConfig spec.manageJobsWithoutQueueName, default true, and
@@ -265,6 +268,14 @@ static int restrict_workload(struct fatia_admit_attrs *a)
     size_t i;
     char path[160];
 
+    if (!a->old && json_array_size(get(get(a->obj, "metadata"), "ownerReferences")))
+        return deny(a, "metadata.ownerReferences",
+                    "a tenant may not create a Workload owned by another object (rule: owner); "
+                    "Kueue makes the Workloads of Jobs and Pods from their specs");
+    if (a->old && !same(get(get(a->obj, "metadata"), "ownerReferences"),
+                        get(get(a->old, "metadata"), "ownerReferences")))
+        return deny(a, "metadata.ownerReferences",
+                    "a tenant may not change a Workload's owners (rule: owner)");
     json_array_foreach(get(ns, "podSets"), i, ps)
     {
         snprintf(path, sizeof(path), "spec.podSets[%zu].template.metadata", i);
@@ -456,6 +467,26 @@ static int door_pod(struct fatia_client *c, struct fatia_admit_attrs *a)
     return door_queue(c, a, res);
 }
 
+/* Equal but for what batch/v1 lets a suspended Job change (the scheduling directives). */
+static bool same_but_scheduling(const json_t *x, const json_t *y)
+{
+    static const char *const free_keys[] = {"nodeSelector", "tolerations", "affinity",
+                                            "schedulingGates", NULL};
+    json_t *cx = x ? json_deep_copy(x) : NULL, *cy = y ? json_deep_copy(y) : NULL;
+    bool eq;
+
+    for (const char *const *k = free_keys; *k; k++) {
+        if (cx)
+            json_object_del(cx, *k);
+        if (cy)
+            json_object_del(cy, *k);
+    }
+    eq = same(cx, cy);
+    json_decref(cx);
+    json_decref(cy);
+    return eq;
+}
+
 static int door_job(struct fatia_client *c, struct fatia_admit_attrs *a)
 {
     const json_t *t = get(get(a->obj, "spec"), "template");
@@ -468,6 +499,11 @@ static int door_job(struct fatia_client *c, struct fatia_admit_attrs *a)
         return deny(a, "spec.template",
                     "the pod template of a Job that is not suspended may not change "
                     "(rule: immutable)");
+    if (a->old && !same_but_scheduling(get(t, "spec"), get(ot, "spec")))
+        return deny(a, "spec.template.spec",
+                    "the pod template of a Job may change only in its scheduling directives "
+                    "(nodeSelector, tolerations, affinity, schedulingGates) while suspended "
+                    "(rule: immutable); its workload was made from the rest");
     return res ? door_queue(c, a, res) : 0;
 }
 

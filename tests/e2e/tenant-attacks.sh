@@ -250,6 +250,27 @@ spec:
       - {name: c, image: busybox, command: [sleep, "60"], resources: {limits: {nvidia.com/gpu: "8"}}}
 EOF
 expect_rc 0 $T create -f "$TMP/jq.yaml"
+# a hand-made Workload for one's own Job (1 GPU for a Job that runs 8)
+WANT='metadata.ownerReferences'
+JUID=$($T get job jq -o jsonpath='{.metadata.uid}' 2>/dev/null)
+cat >"$TMP/wl2.yaml" <<EOF
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: forged-owned
+  namespace: team-a
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: jq, uid: "${JUID:-0b3c2d1e-0000-4000-8000-000000000002}", controller: true}]
+spec:
+  queueName: gpu
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        containers:
+        - {name: c, image: busybox, resources: {requests: {nvidia.com/gpu: "1"}}}
+EOF
+refused $T create -f "$TMP/wl2.yaml"
 WANT='spec.suspend'
 refused $T patch job jq --type=merge -p '{"spec":{"suspend":false}}'
 expect_line "$TMP/err" 'rule: suspend'
@@ -267,6 +288,10 @@ refused $T patch job jq --type=merge -p '{"metadata":{"labels":{"kueue.x-k8s.io/
 refused $T label job jq kueue.x-k8s.io/queue-name-
 [ "$(jp job jq -n team-a -o jsonpath='{.spec.suspend}')" = true ] || fail "ATTACK SUCCEEDED: the queued Job runs"
 [ -z "$(pods_of_job team-a jq)" ] || fail "ATTACK SUCCEEDED: the queued Job has pods"
+# a queued Job's template may not grow (its workload was made for the first size)
+WANT='spec.template.spec'
+refused $T patch job jq --type=json -p '[{"op":"replace","path":"/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu","value":"9"}]'
+expect_rc 0 $T patch job jq --type=merge -p '{"spec":{"template":{"spec":{"nodeSelector":{"zone":"a"}}}}}'
 # a tenant may suspend its own Job (that is safe)
 invariant "un-suspend"
 

@@ -87,7 +87,7 @@ def violations(api, tenant_ns):
     jobs = {(j["metadata"]["namespace"], j["metadata"]["uid"]): j for j in api.items("/apis/batch/v1/jobs")}
     lqs = {(q["metadata"]["namespace"], q["metadata"]["name"]): q for q in api.items("/apis/kueue.x-k8s.io/v1beta2/localqueues")}
     cqs = {c["metadata"]["name"]: c for c in api.items("/apis/kueue.x-k8s.io/v1beta2/clusterqueues")}
-    held, bad, slices = {}, [], {}
+    held, bad, slices, who = {}, [], {}, {}
     for p in pods:
         md, spec = p["metadata"], p.get("spec", {})
         ns, name = md["namespace"], md["name"]
@@ -118,6 +118,9 @@ def violations(api, tenant_ns):
         cq = lq["spec"]["clusterQueue"]
         for k, v in gpus.items():
             held[(cq, k)] = held.get((cq, k), 0) + v
+            who.setdefault((cq, k), []).append("%s(%g%s%s)" % (
+                name, v, ",deleting" if md.get("deletionTimestamp") else "",
+                "," + p.get("status", {}).get("phase", "") if p.get("status", {}).get("phase") else ""))
     for (cq, res), v in sorted(held.items()):
         used = 0
         for f in (cqs.get(cq, {}).get("status") or {}).get("flavorsUsage") or []:
@@ -125,7 +128,8 @@ def violations(api, tenant_ns):
                 if r.get("name") == res:
                     used += qty(r.get("total", "0"))
         if used + 1e-9 < v:
-            bad.append("ClusterQueue %s: pods hold %g %s, admitted usage is %g" % (cq, v, res, used))
+            bad.append("ClusterQueue %s: pods hold %g %s, admitted usage is %g; holders: %s" %
+                       (cq, v, res, used, " ".join(who[(cq, res)])))
     return bad
 
 
@@ -262,8 +266,8 @@ class Fuzz:
                 self.tenant.req("PATCH", path, body, PATCH_TYPES[t]))
 
     def delete(self):
-        kind = self.rng.choice(["pods", "jobs"])
-        base = {"pods": "/api/v1", "jobs": "/apis/batch/v1"}[kind]
+        kind = self.rng.choice(["pods", "jobs", "workloads"])
+        base = {"pods": "/api/v1", "jobs": "/apis/batch/v1", "workloads": "/apis/kueue.x-k8s.io/v1beta2"}[kind]
         objs = self.tenant.items("%s/namespaces/%s/%s" % (base, self.ns, kind))
         if not objs:
             return self.job()

@@ -1129,6 +1129,18 @@ void op_delete_collection(const struct opctx *c, const struct fatia_api_query *q
             }
     }
     filter_release(&f);
+    /* the admission plugins see each object as a DELETE of it would */
+    for (size_t i = 0; i < victims.n; i++) {
+        struct opctx oc = *c;
+        const json_t *tree = victims.v[i]->latest->tree;
+        oc.name = victims.v[i]->name;
+        if (run_plugins(&oc, FATIA_ADMIT_VALIDATING, FATIA_ADMIT_DELETE, NULL, tree, &r, NULL) <
+                0 ||
+            run_plugins(&oc, FATIA_ADMIT_MUTATING, FATIA_ADMIT_DELETE, NULL, tree, &r, NULL) < 0) {
+            FATIA_VEC_RELEASE(&victims);
+            goto out_answer;
+        }
+    }
     if (!victims.n || c->dry_run) {
         FATIA_VEC_RELEASE(&victims);
         r.code = 200;

@@ -37,7 +37,10 @@
  *   owner        a tenant's pod that requests GPUs may not name a Job as its controller (only the
  *                Job controller makes those, and Kueue admits the Job, not its pods); a tenant's
  *                Workload has no owners (Kueue makes a Job's or Pod's Workload from its spec: a
- *                hand-made one owned by a Job could be admitted for less than the Job runs);
+ *                hand-made one owned by a Job could be admitted for less than the Job runs), and
+ *                a Workload with owners is not deleted by a tenant (Kueue keeps it with its
+ *                resource-in-use finalizer while admitted; without the rule, deleting it would
+ *                release the quota while the pods hold the GPUs) (deletecollection too);
  *   door         a pod or Job that requests a GPU resource (nvidia.com/..., fatia.dev/..., or a DRA
  *                claim) carries a queue label: if it has none and the namespace is managed
  *                (SchedulerConfig spec.manageJobsWithoutQueueName, default true, and
@@ -313,8 +316,17 @@ static int restrict_admit(void *arg, struct fatia_admit_attrs *a)
     int r;
 
     (void)arg;
-    if (trusted(a->user) || !a->obj)
+    if (trusted(a->user))
         return 0;
+    if (!a->obj) {
+        if (is_kind(a->kind, "kueue.x-k8s.io", "Workload") &&
+            json_array_size(get(get(a->old, "metadata"), "ownerReferences")))
+            return deny(a, "metadata.ownerReferences",
+                        "a tenant may not delete a Workload that a Job or Pod owns (rule: owner): "
+                        "its pods would keep their GPUs after its quota is released; delete the "
+                        "owner instead");
+        return 0;
+    }
     r = check_reserved(a, get(a->obj, "metadata"), get(a->old, "metadata"), "metadata");
     if (r < 0)
         return r;
@@ -531,13 +543,14 @@ int fatia_controller_tenancy_restrict(struct fatia_apiserver *s)
     kinds[3] = NULL;
     if (!kinds[0] || !kinds[1] || !kinds[2])
         return -EINVAL;
-    r = fatia_apiserver_add_admission(
-        s, &(struct fatia_admission){.name = RESTRICT_NAME,
-                                     .phase = FATIA_ADMIT_MUTATING,
-                                     .ops = FATIA_ADMIT_CREATE | FATIA_ADMIT_UPDATE,
-                                     .kinds = kinds,
-                                     .admit = restrict_admit,
-                                     .arg = NULL});
+    r = fatia_apiserver_add_admission(s, &(struct fatia_admission){.name = RESTRICT_NAME,
+                                                                   .phase = FATIA_ADMIT_MUTATING,
+                                                                   .ops = FATIA_ADMIT_CREATE |
+                                                                          FATIA_ADMIT_UPDATE |
+                                                                          FATIA_ADMIT_DELETE,
+                                                                   .kinds = kinds,
+                                                                   .admit = restrict_admit,
+                                                                   .arg = NULL});
     if (r < 0)
         return r;
     /* validating, so that it costs controllers' status writes no second decode */

@@ -352,6 +352,11 @@ refused $T patch job race --type=json -p '[{"op":"replace","path":"/spec/templat
 WL=$(wl_of team-a race)
 WANT='spec.podSets'
 refused $T patch workload "$WL" --type=json -p '[{"op":"replace","path":"/spec/podSets/0/count","value":0}]'
+# deleting the admitted Workload would release the quota while the pod holds its GPU
+WANT='rule: owner'
+refused $T delete workload "$WL" --wait=false
+refused $T delete workloads --all --wait=false
+[ -n "$(wl_of team-a race)" ] || fail "ATTACK SUCCEEDED: the admitted Workload is gone"
 # the pod of an admitted Job: no gate to remove, no devices to forge, no status to write
 P=$(pod_of_job team-a race)
 WANT='metadata.annotations[fatia.dev/devices]'

@@ -17,7 +17,7 @@ e2e_start $NO_AGENT || { finish; exit 1; }
     >/dev/null 2>&1 || fail "fatia token create"
 TT=$(awk '$2 == "fuzzer" {print $1}' "$TMP/data/tokens")
 python3 "$E2E_DIR/tenantfuzz.py" --url "$URL" --ca "$CA" --token "$TOKEN" --tenant-token "$TT" \
-    --fuzz --seed "${FUZZ_SEED:-15}" --steps "${FUZZ_STEPS:-300}" --seconds 90 >"$TMP/fuzz.out" 2>&1 ||
+    --fuzz --seed "${FUZZ_SEED:-15}" --steps "${FUZZ_STEPS:-1500}" --seconds 90 >"$TMP/fuzz.out" 2>&1 ||
     fail "the tenant fuzzer broke the invariant: $(cat "$TMP/fuzz.out")"
 cat "$TMP/fuzz.out"
 kill -0 "$FATIAD_PID" || fail "fatiad died under the fuzzer"

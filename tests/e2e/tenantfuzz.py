@@ -4,8 +4,9 @@
 --check: checks once (retrying for a few seconds while the controllers settle) that
   1. no ClusterQueue's admitted usage is below what its pods really hold: for every bound,
      unfinished pod, its GPU requests (nvidia.com/*, fatia.dev/*) counted against the
-     ClusterQueue of its queue (its own label, or its Job's), at most the ClusterQueue's
-     status.flavorsUsage total for that resource;
+     ClusterQueue of its queue (its own label, or its Job's), at most what the admitted,
+     unfinished Workloads of that ClusterQueue reserve (status.admission's resourceUsage: the
+     sum a ClusterQueue's usage is; its status.flavorsUsage is that sum sampled once a second);
   2. no bound GPU pod in a tenant namespace is without a queue;
   3. no pod carries a fatia.dev/devices annotation that placement did not write (the pod's
      fatia.dev/slices must be there too, and every slice is held once).
@@ -121,12 +122,20 @@ def violations(api, tenant_ns):
             who.setdefault((cq, k), []).append("%s(%g%s%s)" % (
                 name, v, ",deleting" if md.get("deletionTimestamp") else "",
                 "," + p.get("status", {}).get("phase", "") if p.get("status", {}).get("phase") else ""))
+    # admitted usage: what the admitted, unfinished Workloads reserve (what a ClusterQueue's usage
+    # sums; its status.flavorsUsage is that sum sampled at most once a second)
+    usage = {}
+    for w in api.items("/apis/kueue.x-k8s.io/v1beta2/workloads"):
+        st = w.get("status") or {}
+        adm = st.get("admission")
+        conds = {c.get("type"): c.get("status") for c in st.get("conditions") or []}
+        if not adm or conds.get("Finished") == "True" or conds.get("QuotaReserved") != "True":
+            continue
+        for psa in adm.get("podSetAssignments") or []:
+            for k, v in (psa.get("resourceUsage") or {}).items():
+                usage[(adm.get("clusterQueue"), k)] = usage.get((adm.get("clusterQueue"), k), 0) + qty(v)
     for (cq, res), v in sorted(held.items()):
-        used = 0
-        for f in (cqs.get(cq, {}).get("status") or {}).get("flavorsUsage") or []:
-            for r in f.get("resources") or []:
-                if r.get("name") == res:
-                    used += qty(r.get("total", "0"))
+        used = usage.get((cq, res), 0)
         if used + 1e-9 < v:
             bad.append("ClusterQueue %s: pods hold %g %s, admitted usage is %g; holders: %s" %
                        (cq, v, res, used, " ".join(who[(cq, res)])))

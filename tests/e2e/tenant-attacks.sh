@@ -367,6 +367,22 @@ WANT='metadata.finalizers'
 refused $T patch pod "$P" --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'
 invariant "the admitted Job"
 
+# a LocalQueue of one's own that points at another team's ClusterQueue: never admitted there
+# (the ClusterQueue's namespaceSelector), so the Job stays suspended
+cat >"$TMP/steal.yaml" <<'EOF'
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: steal, namespace: team-a}
+spec: {clusterQueue: team-b}
+EOF
+expect_rc 0 $T create -f "$TMP/steal.yaml"
+sed 's/name: jq/name: stealer/; s/queue-name: gpu/queue-name: steal/; s/nvidia.com\/gpu: "8"/nvidia.com\/gpu: "1"/' "$TMP/jq.yaml" >"$TMP/stealer.yaml"
+expect_rc 0 $T create -f "$TMP/stealer.yaml"
+sleep 3
+[ "$(jp job stealer -n team-a -o jsonpath='{.spec.suspend}')" = true ] ||
+    fail "ATTACK SUCCEEDED: a Job ran on another team's ClusterQueue through a LocalQueue of its own"
+invariant "another team's ClusterQueue"
+
 # ---- 10. the admin is not held to the tenant rules ----
 set_phase team-a "$P" Running || fail "the admin could not write a pod's status"
 stop_fatiad

@@ -28,7 +28,9 @@
  *                forbid it once running; fatia also while queued, because the workload was
  *                made for the first queue and would be admitted there); a Workload's
  *                spec.podSets, queueName and priority do not change once it has
- *                status.admission (Kueue's webhook);
+ *                status.admission (Kueue's webhook), nor ever when a Job or Pod owns it (it is
+ *                that object's spec: a queued Job's Workload cut to count 0 was admitted for
+ *                nothing while the Job ran a GPU pod; Kueue would rebuild it, fatia refuses);
  *   bind         spec.nodeName is never set or changed by a tenant on a pod that requests GPUs;
  *   immutable    a tenant's update keeps a GPU pod's containers and their resources and its
  *                resourceClaims (the pod's spec is immutable upstream), and a Job's pod template
@@ -268,6 +270,7 @@ static int restrict_workload(struct fatia_admit_attrs *a)
     static const char *const frozen[] = {"podSets",           "queueName",           "priority",
                                          "priorityClassName", "priorityClassSource", NULL};
     const json_t *ps, *os = get(a->old, "spec"), *ns = get(a->obj, "spec");
+    bool owned;
     size_t i;
     char path[160];
 
@@ -288,14 +291,19 @@ static int restrict_workload(struct fatia_admit_attrs *a)
         if (r < 0)
             return r;
     }
-    if (!a->old || !get(get(a->old, "status"), "admission"))
+    if (!a->old)
+        return 0;
+    owned = json_array_size(get(get(a->old, "metadata"), "ownerReferences")) > 0;
+    if (!owned && !get(get(a->old, "status"), "admission"))
         return 0;
     for (const char *const *f = frozen; *f; f++)
         if (!same(get(ns, *f), get(os, *f))) {
             snprintf(path, sizeof(path), "spec.%s", *f);
             return deny(a, path,
-                        "the field may not change while the workload is admitted "
-                        "(status.admission is set) (rule: queue)");
+                        owned ? "the field of a Workload that Kueue made for a Job or Pod may not "
+                                "change: it is that object's spec (rule: queue)"
+                              : "the field may not change while the workload is admitted "
+                                "(status.admission is set) (rule: queue)");
         }
     return 0;
 }

@@ -139,6 +139,13 @@ def violations(api, tenant_ns):
         if used + 1e-9 < v:
             bad.append("ClusterQueue %s: pods hold %g %s, admitted usage is %g; holders: %s" %
                        (cq, v, res, used, " ".join(who[(cq, res)])))
+    if bad:
+        for w in api.items("/apis/kueue.x-k8s.io/v1beta2/workloads"):
+            st = w.get("status") or {}
+            bad.append("  workload %s owner=%s admission=%s conds=%s" % (
+                w["metadata"]["name"], [o.get("name") for o in w["metadata"].get("ownerReferences") or []],
+                json.dumps((st.get("admission") or {}).get("podSetAssignments")),
+                {c.get("type"): c.get("status") for c in st.get("conditions") or []}))
     return bad
 
 

@@ -13,6 +13,13 @@
  * point into them. A reload builds a new generation and swaps it in whole, so a lookup never sees
  * half a file. Token comparison goes through a hash map keyed by the token; the map compares
  * whole strings only after the hash matched, which leaks no more than the hash of a guess.
+ *
+ * Expiry is checked at every lookup (an expired token is as unknown: 401). Revocation rewrites
+ * the file without the revoked lines (a new file renamed over the old one, under the old one's
+ * lock; writers that waited for that lock notice the rename and open the new file), and the
+ * server sees it within a second, as any change. Choices rejected: a revocation list beside the
+ * tokens (two files to keep consistent, and a revoked secret left on disk); truncating in place
+ * (a crash in the middle would lose the admin's token).
  */
 #include "base/compat.h"
 
@@ -43,7 +50,9 @@ const struct fatia_user fatia_user_system = {
 
 struct token {
     char *token;
-    char *line_copy; /* owns the strings of user */
+    const char *id;       /* "id=" field, or NULL; into line_copy */
+    fatia_usec_t expires; /* "expires=" field (real time), 0 = never */
+    char *line_copy;      /* owns the strings of user */
     struct fatia_user user;
     char **groups;     /* NULL-terminated, into line_copy */
     char **namespaces; /* NULL-terminated or NULL for "*" */
@@ -140,11 +149,11 @@ static char **split_commas(char *s)
 
 static int parse_line(char *line, struct token *t, char *why, size_t why_n)
 {
-    char *f[6];
+    char *f[9];
     size_t n = 0;
     char *p = line;
 
-    while (n < 6) {
+    while (n < 9) {
         while (*p == ' ' || *p == '\t')
             p++;
         if (!*p)
@@ -155,8 +164,11 @@ static int parse_line(char *line, struct token *t, char *why, size_t why_n)
         if (*p)
             *p++ = '\0';
     }
-    if (n != 5) {
-        snprintf(why, why_n, "expected 5 fields (TOKEN USER GROUPS NAMESPACES ACCESS), got %zu", n);
+    if (n < 5 || n > 7 || *p) {
+        snprintf(why, why_n,
+                 "expected 5 fields (TOKEN USER GROUPS NAMESPACES ACCESS) and optional id= and "
+                 "expires=, got %zu",
+                 n);
         return -FATIA_E_PARSE;
     }
     if (strlen(f[0]) < 16) {
@@ -166,6 +178,20 @@ static int parse_line(char *line, struct token *t, char *why, size_t why_n)
     if (strcmp(f[4], "rw") && strcmp(f[4], "ro")) {
         snprintf(why, why_n, "access must be rw or ro, not '%s'", f[4]);
         return -FATIA_E_PARSE;
+    }
+    for (size_t i = 5; i < n; i++) {
+        if (!strncmp(f[i], "id=", 3) && f[i][3] && !t->id) {
+            t->id = f[i] + 3;
+        } else if (!strncmp(f[i], "expires=", 8) && !t->expires) {
+            if (fatia_time_parse_rfc3339(f[i] + 8, &t->expires) < 0 || t->expires <= 0) {
+                snprintf(why, why_n, "expires: not an RFC 3339 time: '%s'", f[i] + 8);
+                return -FATIA_E_PARSE;
+            }
+        } else {
+            snprintf(why, why_n, "field %zu: expected id=ID or expires=TIME, not '%s'", i + 1,
+                     f[i]);
+            return -FATIA_E_PARSE;
+        }
     }
     t->token = f[0];
     t->user.name = f[1];
@@ -389,6 +415,8 @@ const struct fatia_user *fatia_auth_lookup(struct fatia_auth *a, const char *tok
         maybe_reload(a, true);
         t = fatia_strmap_get(&a->set->map, token);
     }
+    if (t && t->expires && fatia_now_real_usec() >= t->expires)
+        return NULL; /* expired: as unknown (401), as kube-apiserver answers an expired token */
     return t ? &t->user : NULL;
 }
 
@@ -429,13 +457,49 @@ static bool valid_user(const char *s)
     return true;
 }
 
-int fatia_tokens_append(const char *path, const char *token, const char *user,
-                        const char *const *groups, const char *const *namespaces, bool read_only)
+int fatia_token_id_generate(char out[FATIA_TOKEN_ID_LEN + 1])
+{
+    char full[FATIA_TOKEN_LEN + 1];
+    int r = fatia_token_generate(full);
+
+    if (r < 0)
+        return r;
+    memcpy(out, full, FATIA_TOKEN_ID_LEN);
+    out[FATIA_TOKEN_ID_LEN] = '\0';
+    return 0;
+}
+
+/* Opens the tokens file (created 0600 if absent) locked exclusively. A revocation replaces the
+ * file by rename under the lock of the old one, so a writer that got the lock of a file that is
+ * no longer at path opens it again. The fd, or -errno. */
+static int open_locked(const char *path)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        struct stat a, b;
+        int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return -errno;
+        if (flock(fd, LOCK_EX) < 0 || fstat(fd, &a) < 0) {
+            int e = -errno;
+            close(fd);
+            return e;
+        }
+        if (stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+            return fd;
+        close(fd);
+    }
+    return -EAGAIN;
+}
+
+int fatia_tokens_add(const char *path, const struct fatia_token_spec *t)
 {
     struct fatia_buf line = FATIA_BUF_INIT;
+    const char *const *groups = t->groups, *const *namespaces = t->namespaces;
+    char when[40];
     int fd, r = 0;
 
-    if (!valid_user(user) || strlen(token) < 16 || strpbrk(token, " \t\n#"))
+    if (!valid_user(t->user) || strlen(t->token) < 16 || strpbrk(t->token, " \t\n#") ||
+        (t->id && (!*t->id || strpbrk(t->id, " \t\n#"))))
         return -EINVAL;
     for (const char *const *g = groups; g && *g; g++)
         if (!valid_user(*g))
@@ -443,7 +507,7 @@ int fatia_tokens_append(const char *path, const char *token, const char *user,
     for (const char *const *n = namespaces; n && *n; n++)
         if (strcmp(*n, "*") && !fatia_is_dns1123_label(*n, NULL, 0))
             return -EINVAL;
-    r = fatia_buf_printf(&line, "%s %s ", token, user);
+    r = fatia_buf_printf(&line, "%s %s ", t->token, t->user);
     for (const char *const *g = groups; r == 0 && g && *g; g++)
         r = fatia_buf_printf(&line, "%s%s", g == groups ? "" : ",", *g);
     if (r == 0 && (!groups || !*groups))
@@ -453,21 +517,113 @@ int fatia_tokens_append(const char *path, const char *token, const char *user,
         r = fatia_buf_printf(&line, "%s%s", n == namespaces ? "" : ",", *n);
     if (r == 0 && (!namespaces || !*namespaces))
         r = fatia_buf_puts(&line, "*");
-    r = r ? r : fatia_buf_printf(&line, " %s\n", read_only ? "ro" : "rw");
+    r = r ? r : fatia_buf_printf(&line, " %s", t->read_only ? "ro" : "rw");
+    if (r == 0 && t->id)
+        r = fatia_buf_printf(&line, " id=%s", t->id);
+    if (r == 0 && t->expires > 0) {
+        r = fatia_time_format_rfc3339(t->expires - t->expires % FATIA_USEC_PER_SEC, false, when,
+                                      sizeof(when));
+        r = r < 0 ? r : fatia_buf_printf(&line, " expires=%s", when);
+    }
+    r = r ? r : fatia_buf_putc(&line, '\n');
     if (r < 0) {
         fatia_buf_release(&line);
         return r;
     }
-    fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    fd = open_locked(path);
     if (fd < 0) {
-        r = -errno;
+        r = fd;
         goto out_release;
     }
-    if (flock(fd, LOCK_EX) < 0 || write(fd, line.p, line.len) != (ssize_t)line.len || fsync(fd) < 0)
+    errno = 0;
+    if (write(fd, line.p, line.len) != (ssize_t)line.len || fsync(fd) < 0)
         r = errno ? -errno : -EIO;
     close(fd);
 out_release:
     fatia_buf_release(&line);
+    return r;
+}
+
+int fatia_tokens_append(const char *path, const char *token, const char *user,
+                        const char *const *groups, const char *const *namespaces, bool read_only)
+{
+    return fatia_tokens_add(path, &(struct fatia_token_spec){.token = token,
+                                                             .user = user,
+                                                             .groups = groups,
+                                                             .namespaces = namespaces,
+                                                             .read_only = read_only});
+}
+
+/* Does a tokens-file line match user (field 2) or id (an id= field)? Comments never do. */
+static bool line_matches(const char *p, size_t n, const char *user, const char *id)
+{
+    char *copy = fatia_strndup(p, n), *save = NULL, *f;
+    bool m = false;
+    int i = 0;
+
+    if (!copy)
+        return false;
+    for (f = strtok_r(copy, " \t\r", &save); f; f = strtok_r(NULL, " \t\r", &save), i++) {
+        if (i == 0 && *f == '#')
+            break;
+        if (i == 1 && user && !strcmp(f, user))
+            m = true;
+        if (i >= 5 && id && !strncmp(f, "id=", 3) && !strcmp(f + 3, id))
+            m = true;
+    }
+    fatia_free(copy);
+    return m;
+}
+
+int fatia_tokens_revoke(const char *path, const char *user, const char *id, size_t *ret_n)
+{
+    struct fatia_buf keep = FATIA_BUF_INIT;
+    char tmp[4096], *text = NULL;
+    size_t len = 0, n = 0;
+    struct stat st;
+    int fd, tfd = -1, r;
+
+    if (!user && !id)
+        return -EINVAL;
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.revoke.tmp", path) >= sizeof(tmp))
+        return -ENAMETOOLONG;
+    fd = open_locked(path);
+    if (fd < 0)
+        return fd;
+    r = read_file(path, &text, &len, &st);
+    if (r < 0)
+        goto out;
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t ln = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+        if (line_matches(p, nl ? ln - 1 : ln, user, id))
+            n++;
+        else if (fatia_buf_append(&keep, p, ln) < 0) {
+            r = -ENOMEM;
+            goto out;
+        }
+        p += ln;
+    }
+    if (!n) {
+        r = -ENOENT;
+        goto out;
+    }
+    tfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    errno = 0;
+    if (tfd < 0 || fchmod(tfd, 0600) < 0 ||
+        (keep.len && write(tfd, keep.p, keep.len) != (ssize_t)keep.len) || fsync(tfd) < 0 ||
+        rename(tmp, path) < 0) {
+        r = errno ? -errno : -EIO;
+        unlink(tmp);
+        goto out;
+    }
+    *ret_n = n;
+out:
+    if (tfd >= 0)
+        close(tfd);
+    close(fd); /* releases the lock of the old file: a waiting writer opens the new one */
+    fatia_free(text);
+    fatia_buf_release(&keep);
     return r;
 }
 

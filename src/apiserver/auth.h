@@ -8,7 +8,8 @@
  *     9a1e...  alice   -               team-a      ro
  *
  * GROUPS and NAMESPACES are comma-separated ("-" for no group, "*" for every namespace); ACCESS is
- * rw or ro. Blank lines and # comments are ignored. The server re-reads the file when it changes
+ * rw or ro. Two optional fields may follow: id=ID (a name for the token, not a secret: `fatia token
+ * revoke --id`) and expires=RFC3339 (the token is refused, 401, from then on). Blank lines and # comments are ignored. The server re-reads the file when it changes
  * (checked at most once a second), so `fatia token create` takes effect without a restart; a file
  * that no longer parses is reported and the previous tokens stay in force.
  *
@@ -24,8 +25,10 @@
 
 #include "apiserver/apiserver.h"
 #include "base/buf.h"
+#include "base/clock.h"
 
-#define FATIA_TOKEN_LEN 64 /* hex characters of a generated token */
+#define FATIA_TOKEN_LEN    64 /* hex characters of a generated token */
+#define FATIA_TOKEN_ID_LEN 12 /* hex characters of a generated token id */
 
 struct fatia_auth;
 
@@ -55,6 +58,29 @@ int fatia_token_generate(char out[FATIA_TOKEN_LEN + 1]);
  * namespaces NULL = "*". Validates user and namespace names. 0, -EINVAL, -errno. */
 int fatia_tokens_append(const char *path, const char *token, const char *user,
                         const char *const *groups, const char *const *namespaces, bool read_only);
+
+/* A token line. groups: NULL-terminated or NULL; namespaces: NULL = "*"; id NULL = none;
+ * expires 0 = never (real time, microseconds since the epoch; written to the second). */
+struct fatia_token_spec {
+    const char *token;
+    const char *user;
+    const char *const *groups;
+    const char *const *namespaces;
+    bool read_only;
+    const char *id;
+    fatia_usec_t expires;
+};
+
+/* Appends a token line as fatia_tokens_append does, with its id and expiry. */
+int fatia_tokens_add(const char *path, const struct fatia_token_spec *t);
+
+/* A token id (FATIA_TOKEN_ID_LEN hex characters + NUL). */
+int fatia_token_id_generate(char out[FATIA_TOKEN_ID_LEN + 1]);
+
+/* Removes every token of user (when not NULL) and every token whose id is id (when not NULL)
+ * from the tokens file, under its lock, atomically (rename). *ret_n: how many. 0, -ENOENT (none
+ * matched; the file is unchanged), -EINVAL (neither given), -errno. */
+int fatia_tokens_revoke(const char *path, const char *user, const char *id, size_t *ret_n);
 
 /* The kubeconfig of one user for the server at url, as YAML (appended to out). ns and ca (the
  * base64 certificate-authority-data of an https url) may be NULL. */

@@ -112,13 +112,24 @@ struct http_wait {
     struct fatia_api_http_req *req;
     const struct rtable *t;
     const struct fatia_kind_version *ver;
+    struct fatia_apiserver *s;
+    json_t *audit; /* the audit event of the write (audit.c), or NULL */
 };
 
 static void http_op_done(void *arg, struct opres *r)
 {
     struct http_wait *w = arg;
 
+    audit_end(w->s, w->audit, r,
+              r->ver ? fatia_json_str(json_object_get(r->ver->tree, "metadata"), "name") : NULL);
     reply_opres(w->req, w->t, w->ver, r);
+    fatia_free(w);
+}
+
+/* A write answered before it reached an operation (a bad body, an unknown patch type). */
+static void http_wait_drop(struct http_wait *w)
+{
+    json_decref(w->audit);
     fatia_free(w);
 }
 
@@ -514,17 +525,33 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
             reply_status(req, 500, "InternalError", "out of memory");
             return;
         }
-        *w = (struct http_wait){req, t, ver};
+        *w = (struct http_wait){req, t, ver, s, NULL};
+        if (s->audit) {
+            const char *verb = !strcmp(method, "POST")    ? "create"
+                               : !strcmp(method, "PUT")   ? "update"
+                               : !strcmp(method, "PATCH") ? "patch"
+                               : rt->name                 ? "delete"
+                                                          : "deletecollection";
+            struct fatia_str ua = {0};
+            (void)head_get(h, "User-Agent", &ua);
+            w->audit =
+                audit_begin(s, u, verb, h->target.p, h->target.n, fatia_api_http_req_peer(req),
+                            ua.p, ua.n, t->kind, rt->version, rt->ns, rt->name, rt->sub);
+        }
         if (!strcmp(method, "POST") && !rt->name) {
-            if ((body = read_body(s, req, true)))
+            if ((body = read_body(s, req, true))) {
+                const char *bn = fatia_json_str(json_object_get(body, "metadata"), "name");
+                if (w->audit && bn) /* a refused create still names its object */
+                    json_object_set_new(json_object_get(w->audit, "objectRef"), "name",
+                                        json_string(bn));
                 op_create(&c, body, http_op_done, w);
-            else
-                fatia_free(w);
+            } else
+                http_wait_drop(w);
         } else if (!strcmp(method, "PUT") && rt->name) {
             if ((body = read_body(s, req, true)))
                 op_update(&c, body, http_op_done, w);
             else
-                fatia_free(w);
+                http_wait_drop(w);
         } else if (!strcmp(method, "PATCH") && rt->name) {
             size_t n;
             const char *p = fatia_api_http_req_body(req, &n);
@@ -537,7 +564,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                                        "application/strategic-merge-patch+json")) {
                 type = FATIA_PATCH_STRATEGIC;
             } else {
-                fatia_free(w);
+                http_wait_drop(w);
                 reply_status(req, 415, "UnsupportedMediaType",
                              "the body of the request was in an unknown format - accepted "
                              "media types include: application/json-patch+json, "
@@ -546,7 +573,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 return;
             }
             if (body_refused(s, req, p, n)) {
-                fatia_free(w);
+                http_wait_drop(w);
                 return;
             }
             op_patch(&c, type, p, n, http_op_done, w);
@@ -555,7 +582,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
             json_t *opts = NULL;
             fatia_api_http_req_body(req, &n);
             if (n && !(opts = read_body(s, req, false))) {
-                fatia_free(w);
+                http_wait_drop(w);
                 return;
             }
             if (opts && json_is_array(json_object_get(opts, "dryRun")) &&
@@ -567,7 +594,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 op_delete_collection(&c, q, opts, http_op_done, w);
             json_decref(opts);
         } else {
-            fatia_free(w);
+            http_wait_drop(w);
             reply_status(req, 405, "MethodNotAllowed",
                          "the server does not allow this method on the requested resource");
         }

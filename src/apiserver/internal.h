@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "apiserver/apiserver.h"
+#include "apiserver/audit.h"
 #include "apiserver/auth.h"
 #include "apiserver/client.h"
 #include "apiserver/http.h"
@@ -151,6 +152,7 @@ struct fatia_apiserver {
     struct event *store_ev;
     struct event *bookmark_ev;
     struct fatia_auth *auth;
+    struct fatia_audit *audit; /* NULL: no audit log */
 
     struct rtable *tables; /* one per kind, in fatia_kinds[] order */
     size_t n_tables;
@@ -320,6 +322,18 @@ void wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx);
 void wtxn_abort(struct fatia_apiserver *s, struct wtxn *tx);
 void store_event_cb(int fd, short what, void *arg);
 bool server_idle(const struct fatia_apiserver *s);
+
+/* ---- audit (audit.c) ---- */
+
+/* Begins the audit event of a write (NULL when there is no audit log, or out of memory); the
+ * user's strings are copied. uri and agent are not NUL-terminated (their lengths follow). */
+json_t *audit_begin(const struct fatia_apiserver *s, const struct fatia_user *u, const char *verb,
+                    const char *uri, size_t uri_n, const char *peer, const char *agent,
+                    size_t agent_n, const struct fatia_kind *k, const char *version, const char *ns,
+                    const char *name, const char *sub);
+/* Finishes ev (taken; NULL is fine) with the answer r and writes it. name: the object's name
+ * when the request had none (a create), or NULL. */
+void audit_end(struct fatia_apiserver *s, json_t *ev, const struct opres *r, const char *name);
 
 /* ---- HTTP handlers ---- */
 

@@ -239,6 +239,13 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
             goto out_free;
         }
     }
+    if (s->o.audit_path) {
+        r = fatia_audit_open(s->o.audit_path, s->o.audit_max_bytes, s->o.audit_keep, &s->audit);
+        if (r < 0) {
+            fatia_error("audit log '%s': %s", s->o.audit_path, fatia_strerror(r));
+            goto out_free;
+        }
+    }
     r = fatia_api_http_server_new(base, &s->o.http, handle_http, s, &s->http);
     if (r < 0)
         goto out_free;
@@ -334,6 +341,7 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
     FATIA_VEC_RELEASE(&s->admission);
     openapi_release(s);
     fatia_auth_free(s->auth);
+    fatia_audit_free(s->audit);
     fatia_free(s);
 }
 

@@ -78,13 +78,14 @@ int fatia_controllers_metrics(struct fatia_controllers *c, struct fatia_buf *out
 bool fatia_controllers_idle(const struct fatia_controllers *c);
 
 /* The admission plugins of the controllers, in the order they must be registered (plugins of one
- * phase run in registration order): hardware-profile injection (demand/profile.h) for Pods, Jobs
- * and Workloads, then Kueue's defaults (a queued Job is created suspended, a queued Pod gets the
+ * phase run in registration order): the tenant rules (tenancy-restrict, mutating, first; and
+ * tenancy-status, validating: controller/tenancy.h), hardware-profile injection
+ * (demand/profile.h) for Pods, Jobs and Workloads, the quota door, then Kueue's defaults (a queued Job is created suspended, a queued Pod gets the
  * scheduling gate kueue.x-k8s.io/admission). Their admit functions read HardwareProfiles from
  * client's cache (borrowed: it must outlive the plugins). The daemon registers out[0..*ret_n)
  * with the API server before anything is written. 0, or -EINVAL when a kind they act on is not
  * in the registry. */
-#define FATIA_CONTROLLERS_N_WEBHOOKS 2
+#define FATIA_CONTROLLERS_N_WEBHOOKS 5
 int fatia_controllers_webhooks(struct fatia_client *client,
                                struct fatia_admission out[FATIA_CONTROLLERS_N_WEBHOOKS],
                                size_t *ret_n);

@@ -13,6 +13,10 @@
  *                               Kueue's finalizer (the workload controller lifts the gate on
  *                               admission and the finalizer once the pod has ended).
  *
+ * The tenant rules and the quota door (tenancy.c) wrap them: tenancy-restrict runs before the
+ * profile plugin (it must see the tenant's own write), quota-door after it and before
+ * kueue-defaults (a queue label it defaults gets the gate like any other).
+ *
  * The profile plugin runs first, because it may be the one that sets the queue label. Both run
  * on the loop and read HardwareProfiles from the client's cache (no copy). This file only
  * describes the plugins (client/plugin.h); the daemon registers them with the API server, so
@@ -26,6 +30,7 @@
 #include "controller/controller.h"
 #include "controller/ctl.h"
 #include "controller/kueue.h"
+#include "controller/tenancy.h"
 #include "demand/profile.h"
 #include "model/kind.h"
 
@@ -101,6 +106,7 @@ int fatia_controllers_webhooks(struct fatia_client *client,
 {
     static const struct fatia_kind *kinds[4];
     static const struct fatia_kind *kueue_kinds[3];
+    int r;
 
     *ret_n = 0;
     kinds[0] = fatia_kind_find("v1", "Pod", NULL);
@@ -112,13 +118,20 @@ int fatia_controllers_webhooks(struct fatia_client *client,
     kueue_kinds[2] = NULL;
     if (!kinds[0] || !kinds[1] || !kinds[2])
         return -EINVAL;
-    out[0] = (struct fatia_admission){.name = "hardware-profile-injection",
+    /* in the order they run: the tenant rules see the tenant's own write */
+    r = fatia_controller_tenancy_restrict(&out[0]);
+    if (r < 0)
+        return r;
+    out[2] = (struct fatia_admission){.name = "hardware-profile-injection",
                                       .phase = FATIA_ADMIT_MUTATING,
                                       .ops = FATIA_ADMIT_CREATE | FATIA_ADMIT_UPDATE,
                                       .kinds = kinds,
                                       .admit = profile_admit,
                                       .arg = client};
-    out[1] = (struct fatia_admission){.name = "kueue-defaults",
+    r = fatia_controller_quota_door(client, &out[3]);
+    if (r < 0)
+        return r;
+    out[4] = (struct fatia_admission){.name = "kueue-defaults",
                                       .phase = FATIA_ADMIT_MUTATING,
                                       .ops = FATIA_ADMIT_CREATE,
                                       .kinds = kueue_kinds,

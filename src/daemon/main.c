@@ -100,6 +100,8 @@ static const char usage[] =
     "      --placement-policy P    binpack (default), bestfit, spread or fragmentation\n"
     "      --job-backoff DURATION  first delay before a failed Job pod is replaced (default 10s)\n"
     "      --no-controllers        serve the API only (no controllers, no admission plugins)\n"
+    "      --audit-log PATH        the audit log of API writes (default DIR/audit.log; '-': none)\n"
+    "      --audit-log-maxsize N   rotate the audit log past N bytes (default 100Mi)\n"
     "      --agent KEY=VALUE       a node agent option (docs/agent.md); repeatable\n"
     "      --no-agent              run no node agent: pods are never started here\n"
     "  -v, --verbose               log every request (debug)\n"
@@ -139,8 +141,10 @@ struct daemon {
     bool reserve_set; /* --store-reserve given (else 64 MiB) */
     bool help;
     char default_fleet[4096];
-    char tokens[4096]; /* DATA/tokens (ao.tokens_path) */
-    int lock_fd;       /* DATA/fatiad.lock, held until exit */
+    char tokens[4096];     /* DATA/tokens (ao.tokens_path) */
+    char audit[4096];      /* DATA/audit.log (ao.audit_path) unless --audit-log */
+    const char *audit_opt; /* --audit-log: a path, or "-" for none */
+    int lock_fd;           /* DATA/fatiad.lock, held until exit */
 };
 
 static bool is_loopback(const char *host)
@@ -539,6 +543,8 @@ static const struct option long_opts[] = {{"data-dir", required_argument, NULL, 
                                           {"placement-policy", required_argument, NULL, 'P'},
                                           {"job-backoff", required_argument, NULL, 'J'},
                                           {"no-controllers", no_argument, NULL, 'X'},
+                                          {"audit-log", required_argument, NULL, 'U'},
+                                          {"audit-log-maxsize", required_argument, NULL, 'Z'},
                                           {"agent", required_argument, NULL, 'a'},
                                           {"no-agent", no_argument, NULL, 'G'},
                                           {"verbose", no_argument, NULL, 'v'},
@@ -662,6 +668,16 @@ static int parse_args(struct daemon *d, int argc, char **argv)
         case 'X':
             d->controllers = false;
             break;
+        case 'U':
+            d->audit_opt = optarg;
+            break;
+        case 'Z':
+            if (fatia_quantity_parse_bytes(optarg, &u) < 0 || u == 0) {
+                fprintf(stderr, "fatiad: --audit-log-maxsize: expected bytes, like 100Mi\n");
+                return -EINVAL;
+            }
+            d->ao.audit_max_bytes = u;
+            break;
         case 'a': {
             char why[200];
             if (fatia_agent_opts_set(&d->agent_opts, optarg, why, sizeof(why)) < 0) {
@@ -734,6 +750,8 @@ static int open_data_dir(struct daemon *d)
     }
     snprintf(d->tokens, sizeof(d->tokens), "%s/tokens", d->data_dir);
     d->ao.tokens_path = d->tokens;
+    snprintf(d->audit, sizeof(d->audit), "%s/audit.log", d->data_dir);
+    d->ao.audit_path = !d->audit_opt ? d->audit : strcmp(d->audit_opt, "-") ? d->audit_opt : NULL;
     return 0;
 }
 

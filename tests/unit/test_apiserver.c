@@ -258,6 +258,26 @@ static void test_tokens(void **state)
     assert_int_equal(
         fatia_auth_parse("0123456789abcdef0123 u - * maybe\n", 34, &a, why, sizeof(why)),
         -FATIA_E_PARSE);
+
+    /* id= and expires=: an expired token is as unknown; a bad field is named */
+    text = "0123456789abcdef0123 old - * rw id=aaaa expires=2001-01-01T00:00:00Z\n"
+           "fedcba9876543210fedc new - * rw expires=2999-01-01T00:00:00Z id=bbbb\n"
+           "00001111222233334444 plain - * rw id=cccc\n";
+    assert_int_equal(fatia_auth_parse(text, strlen(text), &a, why, sizeof(why)), 0);
+    assert_null(fatia_auth_lookup(a, "0123456789abcdef0123"));
+    assert_non_null(fatia_auth_lookup(a, "fedcba9876543210fedc"));
+    assert_non_null(fatia_auth_lookup(a, "00001111222233334444"));
+    fatia_auth_free(a);
+    text = "0123456789abcdef0123 u - * rw expires=tomorrow\n";
+    assert_int_equal(fatia_auth_parse(text, strlen(text), &a, why, sizeof(why)), -FATIA_E_PARSE);
+    assert_non_null(strstr(why, "expires"));
+    text = "0123456789abcdef0123 u - * rw color=blue\n";
+    assert_int_equal(fatia_auth_parse(text, strlen(text), &a, why, sizeof(why)), -FATIA_E_PARSE);
+    assert_non_null(strstr(why, "color=blue"));
+    text = "0123456789abcdef0123 u - * rw id=a id=b\n";
+    assert_int_equal(fatia_auth_parse(text, strlen(text), &a, why, sizeof(why)), -FATIA_E_PARSE);
+    text = "0123456789abcdef0123 u - * rw id=a expires=2999-01-01T00:00:00Z extra\n";
+    assert_int_equal(fatia_auth_parse(text, strlen(text), &a, why, sizeof(why)), -FATIA_E_PARSE);
 }
 
 /* ---- store ---- */

@@ -22,6 +22,11 @@
  *         - {input: nvidia.com/mig-1g.18gb, strategy: Replace, outputs: {fatia.dev/gpu-equivalent: 143m}}
  *         deviceClassMappings:       # DRA device class -> resource name (filled by the demand layer)
  *         - {name: fatia.dev/gpu, deviceClassNames: [gpu.nvidia.com]}
+ *       manageJobsWithoutQueueName: true      # the quota door (controller/tenancy.c): a tenant's
+ *       managedJobsNamespaceSelector: {...}   #   GPU pod or Job without a queue label, in these
+ *       localQueueDefaulting: true            #   namespaces (absent: all), gets the LocalQueue
+ *                                             #   "default" there, else is refused; all three
+ *                                             #   absent = true, every namespace, true
  *
  * Rules from upstream's config validation (pkg/config/validation.go): only the three strategy
  * lists [S2-a], [S2-b] and [S2-a, S2-b] are accepted; a transformation input appears once and
@@ -193,6 +198,10 @@ static const struct fatia_field spec_fields[] = {
     {"partialAdmission", &fatia_s_bool, 0, "true"},
     {"resources", &(const struct fatia_schema){FATIA_T_OBJECT, .fields = resources_fields}, 0,
      "{}"},
+    /* the quota door (controller/tenancy.c); absent = true, every namespace, true */
+    {"manageJobsWithoutQueueName", &fatia_s_bool, 0, NULL},
+    {"managedJobsNamespaceSelector", &fatia_s_label_selector, 0, NULL},
+    {"localQueueDefaulting", &fatia_s_bool, 0, NULL},
     {0}};
 
 static const struct fatia_field fields[] = {

@@ -36,10 +36,11 @@ static void setup(void)
         abort();
     ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace", "metadata", "name",
                    "default");
-    op_create(&(struct opctx){.s = srv,
-                              .user = &fatia_user_system,
-                              .t = server_table_by_resource(srv, "", "namespaces")},
-              ns, answered, &code);
+    fatia_api_op_create(
+        &(struct opctx){.s = srv,
+                        .user = &fatia_user_system,
+                        .t = fatia_api_server_table_by_resource(srv, "", "namespaces")},
+        ns, answered, &code);
     while (!code)
         event_base_loop(base, EVLOOP_ONCE);
     json_decref(ns);
@@ -59,13 +60,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     body = json_loadb((const char *)data + 1, size - 1, JSON_REJECT_DUPLICATES, NULL);
     if (!body)
         return 0;
-    op_create(&(struct opctx){.s = srv,
-                              .user = &fatia_user_system,
-                              .t = t,
-                              .ns = t->kind->namespaced ? "default" : NULL,
-                              .dry_run = true,
-                              .fv = (data[0] & 0x80) ? FATIA_FV_STRICT : FATIA_FV_WARN},
-              body, answered, &code);
+    fatia_api_op_create(&(struct opctx){.s = srv,
+                                        .user = &fatia_user_system,
+                                        .t = t,
+                                        .ns = t->kind->namespaced ? "default" : NULL,
+                                        .dry_run = true,
+                                        .fv = (data[0] & 0x80) ? FATIA_FV_STRICT : FATIA_FV_WARN},
+                        body, answered, &code);
     if (!code)
         abort();
     json_decref(body);

@@ -14,8 +14,8 @@
 #include "base/compat.h"
 
 #include "base/buf.h"
-#include "http/http1.h"
 #include "gateway/sse.h"
+#include "http/http1.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

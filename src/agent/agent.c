@@ -283,7 +283,7 @@ static void rm_tree(const char *path)
     rm_tree_at(AT_FDCWD, path, 0);
 }
 
-static const char *meta_str(const json_t *obj, const char *key)
+static const char *fatia_ctlr_meta_str(const json_t *obj, const char *key)
 {
     return fatia_json_str(json_object_get(obj, "metadata"), key);
 }
@@ -321,7 +321,7 @@ static bool serves_node(const struct fatia_agent *a, const char *node)
 
 static uint64_t rv_of(const json_t *obj)
 {
-    const char *rv = meta_str(obj, "resourceVersion");
+    const char *rv = fatia_ctlr_meta_str(obj, "resourceVersion");
     uint64_t v = 0;
 
     if (rv)
@@ -329,12 +329,12 @@ static uint64_t rv_of(const json_t *obj)
     return v;
 }
 
-void agent_log_dir(const struct fatia_agent *a, const struct apod *p, char *buf, size_t n)
+void fatia_agent_log_dir(const struct fatia_agent *a, const struct apod *p, char *buf, size_t n)
 {
     snprintf(buf, n, "%s/%s_%s_%s", a->logs_dir, p->ns, p->name, p->uid);
 }
 
-struct apod *agent_pod(struct fatia_agent *a, const char *uid)
+struct apod *fatia_agent_pod(struct fatia_agent *a, const char *uid)
 {
     return uid ? fatia_strmap_get(&a->by_uid, uid) : NULL;
 }
@@ -476,10 +476,11 @@ static void take_pod(struct apod *p, const json_t *obj)
 
     if (!obj || (p->pod && rv < p->pod_rv))
         return;
-    if (!p->name[0] && meta_str(obj, "name")) {
+    if (!p->name[0] && fatia_ctlr_meta_str(obj, "name")) {
         snprintf(p->ns, sizeof(p->ns), "%s",
-                 meta_str(obj, "namespace") ? meta_str(obj, "namespace") : "");
-        snprintf(p->name, sizeof(p->name), "%s", meta_str(obj, "name"));
+                 fatia_ctlr_meta_str(obj, "namespace") ? fatia_ctlr_meta_str(obj, "namespace")
+                                                       : "");
+        snprintf(p->name, sizeof(p->name), "%s", fatia_ctlr_meta_str(obj, "name"));
     }
     json_decref(p->pod);
     p->pod = json_incref((json_t *)obj);
@@ -550,7 +551,7 @@ static void patch_done(void *arg, const struct fatia_client_result *res)
 {
     struct op *o = arg;
     struct fatia_agent *a = o->a;
-    struct apod *p = agent_pod(a, o->uid);
+    struct apod *p = fatia_agent_pod(a, o->uid);
 
     if (!p || a->stopping) {
         op_end(o);
@@ -931,7 +932,7 @@ static void take_shim_status(struct fatia_agent *a, struct apod *p, json_t *st, 
                    fatia_json_str(st, "phase") ? fatia_json_str(st, "phase") : "?");
     }
     push_status(a, p);
-    agent_logs_poke(a);
+    fatia_agent_logs_poke(a);
 }
 
 /* The shim died before the pod ended (killed, crashed): stop what is left of the pod by pid plus
@@ -1340,7 +1341,7 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                         : FATIA_VGPU_NO_LIMIT;
             }
             if (access(acct, F_OK) < 0) {
-                r = fatia_vgpu_slice_prepare(&sl, why, why_n);
+                r = fatia_agent_vgpu_slice_prepare(&sl, why, why_n);
                 if (r < 0) {
                     *err = r;
                     goto fail;
@@ -1484,7 +1485,7 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                   sizeof(p->start_time));
     snprintf(run_dir, sizeof(run_dir), "%s/%s", a->run_dir, p->uid);
     snprintf(work, sizeof(work), "%s/work", run_dir);
-    agent_log_dir(a, p, log_dir, sizeof(log_dir));
+    fatia_agent_log_dir(a, p, log_dir, sizeof(log_dir));
     if (mkdir_mode(run_dir, 0700) < 0 || chown_path(a, run_dir, uid, gid) < 0 ||
         mkdir_mode(work, 0700) < 0 || chown_path(a, work, uid, gid) < 0 ||
         mkdir_mode(log_dir, 0700) < 0) {
@@ -1684,7 +1685,7 @@ static void cleanup(struct fatia_agent *a, struct apod *p)
     }
     snprintf(path, sizeof(path), "%s/%s", a->run_dir, p->uid);
     rm_tree(path);
-    agent_log_dir(a, p, path, sizeof(path));
+    fatia_agent_log_dir(a, p, path, sizeof(path));
     rm_tree(path);
     status_path(a, p->uid, path, sizeof(path));
     (void)unlink(path);
@@ -1894,23 +1895,24 @@ static void on_pod(void *arg, enum fatia_watch_event type, const json_t *obj, ui
         }
         return;
     }
-    uid = meta_str(obj, "uid");
+    uid = fatia_ctlr_meta_str(obj, "uid");
     if (!uid)
         return;
-    p = agent_pod(a, uid);
+    p = fatia_agent_pod(a, uid);
     if (type == FATIA_WATCH_DELETED) {
         if (p) {
             take_pod(p, obj);
             p->in_api = false;
             reconcile(a, p);
-            agent_logs_poke(a);
+            fatia_agent_logs_poke(a);
         }
         return;
     }
     if (!p) {
         if (!pod_is_ours(a, obj))
             return;
-        p = pod_new(a, uid, meta_str(obj, "namespace"), meta_str(obj, "name"));
+        p = pod_new(a, uid, fatia_ctlr_meta_str(obj, "namespace"),
+                    fatia_ctlr_meta_str(obj, "name"));
         if (!p)
             return;
     }
@@ -1942,7 +1944,7 @@ static void on_inotify(evutil_socket_t fd, short what, void *arg)
                 char uid[160];
                 struct apod *p;
                 snprintf(uid, sizeof(uid), "%.*s", (int)(strlen(name) - 5), name);
-                p = agent_pod(a, uid);
+                p = fatia_agent_pod(a, uid);
                 if (p && p->st == AP_ACTIVE) {
                     json_t *st = read_status(a, uid);
                     if (st)
@@ -2032,7 +2034,7 @@ static void check_storage(struct fatia_agent *a, struct apod *p)
         return;
     snprintf(path, sizeof(path), "%s/%s", a->run_dir, p->uid);
     used = du_at(AT_FDCWD, path, 0, limit);
-    agent_log_dir(a, p, path, sizeof(path));
+    fatia_agent_log_dir(a, p, path, sizeof(path));
     if (used <= limit)
         used += du_at(AT_FDCWD, path, 0, limit - used);
     if (used <= limit)
@@ -2394,7 +2396,7 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
 
 int fatia_agent_logs(void *agent, const struct fatia_log_req *req, struct fatia_log_stream *stream)
 {
-    return agent_logs_provider(agent, req, stream);
+    return fatia_agent_logs_provider(agent, req, stream);
 }
 
 int fatia_agent_start(struct fatia_agent *a)
@@ -2422,7 +2424,7 @@ void fatia_agent_stop(struct fatia_agent *a, void (*done)(void *arg), void *arg)
         event_del(a->tick);
     if (a->inotify_ev)
         event_del(a->inotify_ev);
-    agent_logs_stop_all(a);
+    fatia_agent_logs_stop_all(a);
     if (a->outstanding == 0) {
         done(arg);
         return;

@@ -101,17 +101,18 @@ struct fatia_agent {
 };
 
 /* The pod of that uid, or NULL. */
-struct apod *agent_pod(struct fatia_agent *a, const char *uid);
+struct apod *fatia_agent_pod(struct fatia_agent *a, const char *uid);
 
 /* DATA/agent/logs/<ns>_<name>_<uid>. */
-void agent_log_dir(const struct fatia_agent *a, const struct apod *p, char *buf, size_t n);
+void fatia_agent_log_dir(const struct fatia_agent *a, const struct apod *p, char *buf, size_t n);
 
 /* logs.c: the provider (fatia_agent_logs; the daemon registers it), and the end of every stream at stop. */
 struct fatia_log_req;
 struct fatia_log_stream;
-int agent_logs_provider(void *arg, const struct fatia_log_req *req, struct fatia_log_stream *st);
-void agent_logs_stop_all(struct fatia_agent *a);
+int fatia_agent_logs_provider(void *arg, const struct fatia_log_req *req,
+                              struct fatia_log_stream *st);
+void fatia_agent_logs_stop_all(struct fatia_agent *a);
 /* A pod's shim status changed or the pod went away: followers check whether to end. */
-void agent_logs_poke(struct fatia_agent *a);
+void fatia_agent_logs_poke(struct fatia_agent *a);
 
 #endif

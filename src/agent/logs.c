@@ -183,7 +183,7 @@ static int open_file(struct follower *f, const char *path)
 /* Whether the instance this reader follows has ended (or its pod is gone). */
 static bool instance_over(struct follower *f)
 {
-    struct apod *p = agent_pod(f->a, f->uid);
+    struct apod *p = fatia_agent_pod(f->a, f->uid);
     const char *lists[] = {"containers", "initContainers"};
 
     if (!p || !p->shim || p->st == AP_DONE)
@@ -293,7 +293,8 @@ static const json_t *find_ctr(const json_t *arr, const char *name)
     return NULL;
 }
 
-int agent_logs_provider(void *arg, const struct fatia_log_req *req, struct fatia_log_stream *st)
+int fatia_agent_logs_provider(void *arg, const struct fatia_log_req *req,
+                              struct fatia_log_stream *st)
 {
     struct fatia_agent *a = arg;
     const json_t *spec = json_object_get(req->pod, "spec");
@@ -310,7 +311,7 @@ int agent_logs_provider(void *arg, const struct fatia_log_req *req, struct fatia
     if (!name || (!find_ctr(json_object_get(spec, "containers"), name) &&
                   !find_ctr(json_object_get(spec, "initContainers"), name)))
         return -ENOENT;
-    p = agent_pod(a, uid);
+    p = fatia_agent_pod(a, uid);
     if (!p || !p->shim || !p->local)
         return -EAGAIN;
     sc = find_ctr(json_object_get(p->shim, "containers"), name);
@@ -339,7 +340,7 @@ int agent_logs_provider(void *arg, const struct fatia_log_req *req, struct fatia
     f->limit_left = req->limit_bytes > 0 ? req->limit_bytes : -1;
     if (req->since_seconds > 0)
         f->since = fatia_now_real_usec() - req->since_seconds * FATIA_USEC_PER_SEC;
-    agent_log_dir(a, p, dir, sizeof(dir));
+    fatia_agent_log_dir(a, p, dir, sizeof(dir));
     snprintf(f->path, sizeof(f->path), "%s/%s/%" PRId64 ".log", dir, name, rc);
     snprintf(rotated, sizeof(rotated), "%s.1", f->path);
     if (access(f->path, F_OK) < 0 && access(rotated, F_OK) < 0) {
@@ -370,13 +371,13 @@ int agent_logs_provider(void *arg, const struct fatia_log_req *req, struct fatia
     return 0;
 }
 
-void agent_logs_stop_all(struct fatia_agent *a)
+void fatia_agent_logs_stop_all(struct fatia_agent *a)
 {
     while (a->followers)
         f_end(a->followers);
 }
 
-void agent_logs_poke(struct fatia_agent *a)
+void fatia_agent_logs_poke(struct fatia_agent *a)
 {
     for (struct follower *f = a->followers; f; f = f->next) {
         if (f->follow && f->ev)

@@ -17,7 +17,7 @@
 
 #include "vgpu/region.h"
 
-uint64_t fatia_vgpu_default_cap(uint64_t gpu_memory, unsigned replicas, uint64_t reserve)
+uint64_t fatia_agent_vgpu_default_cap(uint64_t gpu_memory, unsigned replicas, uint64_t reserve)
 {
     uint64_t all;
 
@@ -47,7 +47,7 @@ static int check(const struct fatia_vgpu_slice *s)
     return 0;
 }
 
-int fatia_vgpu_slice_prepare(const struct fatia_vgpu_slice *s, char *why, size_t why_len)
+int fatia_agent_vgpu_slice_prepare(const struct fatia_vgpu_slice *s, char *why, size_t why_len)
 {
     uint64_t limit[FATIA_VGPU_MAX_DEVICES];
     int r = check(s);
@@ -62,7 +62,7 @@ int fatia_vgpu_slice_prepare(const struct fatia_vgpu_slice *s, char *why, size_t
     return fatia_vgpu_region_create(s->accounting_file, limit, why, why_len);
 }
 
-int fatia_vgpu_slice_env(const struct fatia_vgpu_slice *s, fatia_env_put_fn put, void *ctx)
+int fatia_agent_vgpu_slice_env(const struct fatia_vgpu_slice *s, fatia_env_put_fn put, void *ctx)
 {
     char list[FATIA_VGPU_MAX_DEVICES * FATIA_VGPU_UUID_MAX];
     char preload[2 * FATIA_VGPU_PATH_MAX];
@@ -100,7 +100,7 @@ int fatia_vgpu_slice_env(const struct fatia_vgpu_slice *s, fatia_env_put_fn put,
     return 0;
 }
 
-int fatia_vgpu_slice_usage(const char *accounting_file, unsigned dev, uint64_t *ret_used)
+int fatia_agent_vgpu_slice_usage(const char *accounting_file, unsigned dev, uint64_t *ret_used)
 {
     struct fatia_vgpu_region r;
     int ret;

@@ -4,10 +4,10 @@
  * For each slice instance (one pod on a time-sliced or fractional GPU share) the agent:
  *   1. picks an accounting file path private to that instance, e.g.
  *      /run/fatia/slices/<pod uid>/<slice id>.acct, in a directory only the pod's uid can write;
- *   2. calls fatia_vgpu_slice_prepare() once, which creates that file with the caps;
- *   3. adds fatia_vgpu_slice_env()'s variables to every process it starts for the pod
+ *   2. calls fatia_agent_vgpu_slice_prepare() once, which creates that file with the caps;
+ *   3. adds fatia_agent_vgpu_slice_env()'s variables to every process it starts for the pod
  *      (LD_PRELOAD, CUDA_VISIBLE_DEVICES, FATIA_VGPU_*);
- *   4. may read the slice's usage at any time with fatia_vgpu_slice_usage();
+ *   4. may read the slice's usage at any time with fatia_agent_vgpu_slice_usage();
  *   5. removes the file when the pod is gone (nothing else needs cleaning: the library keeps no
  *      other state).
  * docs/vgpu.md describes the variables; DESIGN §7 sets what a cap counts and its default.
@@ -41,17 +41,17 @@ struct fatia_vgpu_slice {
 /* The default cap of each of `replicas` time-slice replicas of a GPU with gpu_memory bytes
  * (DESIGN §7): (gpu_memory - replicas x reserve) / replicas, rounded down to 2 MiB (the driver's
  * allocation granularity). 0 when nothing is left. */
-uint64_t fatia_vgpu_default_cap(uint64_t gpu_memory, unsigned replicas, uint64_t reserve);
+uint64_t fatia_agent_vgpu_default_cap(uint64_t gpu_memory, unsigned replicas, uint64_t reserve);
 
 /* Creates the slice's accounting file with its caps (replacing one no live process uses).
  * 0, -EINVAL (a bad slice), -EBUSY (live processes use the file) or -errno; why says more. */
-int fatia_vgpu_slice_prepare(const struct fatia_vgpu_slice *s, char *why, size_t why_len);
+int fatia_agent_vgpu_slice_prepare(const struct fatia_vgpu_slice *s, char *why, size_t why_len);
 
 /* Puts the variables a process of the slice needs. 0, -EINVAL, or put's error. */
-int fatia_vgpu_slice_env(const struct fatia_vgpu_slice *s, fatia_env_put_fn put, void *ctx);
+int fatia_agent_vgpu_slice_env(const struct fatia_vgpu_slice *s, fatia_env_put_fn put, void *ctx);
 
 /* The bytes the slice's processes hold on device dev (live ones; dead ones are reclaimed first
  * when the caller may write the file). 0 or -errno / -EPROTO. */
-int fatia_vgpu_slice_usage(const char *accounting_file, unsigned dev, uint64_t *ret_used);
+int fatia_agent_vgpu_slice_usage(const char *accounting_file, unsigned dev, uint64_t *ret_used);
 
 #endif

@@ -49,9 +49,9 @@ struct fatia_apiserver_opts {
     /* objects one namespace may hold (every namespaced kind together), until ResourceQuota's
      * count/<resource> is served; creates beyond it are refused (403); 0 = 50000 */
     size_t max_namespace_objects;
-    const char *audit_path;          /* audit log of HTTP writes (audit.h); NULL = none */
-    uint64_t audit_max_bytes;        /* rotate past this size; 0 = 100 MiB */
-    unsigned audit_keep;             /* rotated files kept; 0 = 5 */
+    const char *audit_path;   /* audit log of HTTP writes (audit.h); NULL = none */
+    uint64_t audit_max_bytes; /* rotate past this size; 0 = 100 MiB */
+    unsigned audit_keep;      /* rotated files kept; 0 = 5 */
 };
 
 /* Builds a server on base over an opened store: loads every object into memory, starts the

@@ -158,10 +158,11 @@ static json_t *json_now(void)
     return json_string(buf);
 }
 
-json_t *audit_begin(const struct fatia_apiserver *s, const struct fatia_user *u, const char *verb,
-                    const char *uri, size_t uri_n, const char *peer, const char *agent,
-                    size_t agent_n, const struct fatia_kind *k, const char *version, const char *ns,
-                    const char *name, const char *sub)
+json_t *fatia_api_audit_begin(const struct fatia_apiserver *s, const struct fatia_user *u,
+                              const char *verb, const char *uri, size_t uri_n, const char *peer,
+                              const char *agent, size_t agent_n, const struct fatia_kind *k,
+                              const char *version, const char *ns, const char *name,
+                              const char *sub)
 {
     char id[37], ip[64];
     json_t *ev, *groups, *ref;
@@ -169,7 +170,7 @@ json_t *audit_begin(const struct fatia_apiserver *s, const struct fatia_user *u,
 
     if (!s->audit)
         return NULL;
-    random_uid(id);
+    fatia_api_random_uid(id);
     snprintf(ip, sizeof(ip), "%s", peer ? peer : "");
     colon = strrchr(ip, ':');
     if (colon && !strchr(ip, ']') && strchr(ip, ':') == colon)
@@ -194,7 +195,8 @@ json_t *audit_begin(const struct fatia_apiserver *s, const struct fatia_user *u,
     return ev;
 }
 
-void audit_end(struct fatia_apiserver *s, json_t *ev, const struct opres *r, const char *name)
+void fatia_api_audit_end(struct fatia_apiserver *s, json_t *ev, const struct opres *r,
+                         const char *name)
 {
     json_t *st, *ref;
 

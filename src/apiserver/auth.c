@@ -2,9 +2,9 @@
  * apiserver/auth.c: the tokens file, authorization and kubeconfig files (see auth.h).
  *
  * Authorization is two functions: fatia_user_may (the rule of auth.h: may a user do a verb on a
- * kind in a namespace) and authorize (the first step of every operation of the server: the rule
+ * kind in a namespace) and fatia_api_authorize (the first step of every operation of the server: the rule
  * applied to a request's context, and kube-apiserver's 403 wording when it refuses). Every
- * operation calls authorize before it looks at the object, so that a refused user learns nothing
+ * operation calls fatia_api_authorize before it looks at the object, so that a refused user learns nothing
  * about what exists; deletecollection calls it for the collection and again ("delete") for each
  * object it would delete (ops.c). Admission rules that look at the object itself are admission
  * plugins (apiserver.h), not authorization.
@@ -735,7 +735,7 @@ int fatia_kubeconfig_server(const char *path, char *buf, size_t n, char **ret_ca
 /* The first step of every operation (ops.c, read.c, watch.c, logs.c, client.c): may c's user do
  * verb on c's resource in c's namespace? 0, or a 403 in r with kube-apiserver's wording, naming
  * the user, the verb, the resource and the namespace (or "the cluster scope"). */
-int authorize(const struct opctx *c, const char *verb, struct opres *r)
+int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r)
 {
     const struct fatia_kind *k = c->t->kind;
     const char *ns = k->namespaced ? c->ns : NULL;
@@ -748,14 +748,16 @@ int authorize(const struct opctx *c, const char *verb, struct opres *r)
     else
         snprintf(what, sizeof(what), "%s", c->t->resource);
     if (ns)
-        opres_fail(r, 403, "Forbidden",
-                   "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" in "
-                   "the namespace \"%s\"",
-                   what, c->user->name, verb, k->plural, k->group, ns);
+        fatia_api_opres_fail(
+            r, 403, "Forbidden",
+            "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" in "
+            "the namespace \"%s\"",
+            what, c->user->name, verb, k->plural, k->group, ns);
     else
-        opres_fail(r, 403, "Forbidden",
-                   "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" at "
-                   "the cluster scope",
-                   what, c->user->name, verb, k->plural, k->group);
+        fatia_api_opres_fail(
+            r, 403, "Forbidden",
+            "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" at "
+            "the cluster scope",
+            what, c->user->name, verb, k->plural, k->group);
     return -FATIA_E_FORBIDDEN;
 }

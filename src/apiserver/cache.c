@@ -21,7 +21,7 @@
  * 0.10000000000000001); quantities in manifests are such decimals. */
 #define DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
 
-char *json_dump_compact(const json_t *v, size_t *ret_len)
+char *fatia_api_json_dump_compact(const json_t *v, size_t *ret_len)
 {
     struct fatia_buf b;
     char *s;
@@ -46,12 +46,12 @@ static int evbuf_dump_cb(const char *s, size_t n, void *data)
     return evbuffer_add(data, s, n);
 }
 
-int evbuffer_add_json(struct evbuffer *out, const json_t *v)
+int fatia_api_evbuffer_add_json(struct evbuffer *out, const json_t *v)
 {
     return json_dump_callback(v, evbuf_dump_cb, out, DUMP_FLAGS) < 0 ? -ENOMEM : 0;
 }
 
-struct objver *objver_new(json_t *tree, uint64_t rv)
+struct objver *fatia_api_objver_new(json_t *tree, uint64_t rv)
 {
     struct objver *v = fatia_calloc(1, sizeof(*v));
     json_t *meta = json_object_get(tree, "metadata");
@@ -90,14 +90,14 @@ out_fail:
     return NULL;
 }
 
-struct objver *objver_ref(struct objver *v)
+struct objver *fatia_api_objver_ref(struct objver *v)
 {
     if (v)
         v->refs++;
     return v;
 }
 
-void objver_unref(struct objver *v)
+void fatia_api_objver_unref(struct objver *v)
 {
     if (!v || --v->refs)
         return;
@@ -106,7 +106,8 @@ void objver_unref(struct objver *v)
     fatia_free(v);
 }
 
-void entry_key(const struct rtable *t, const char *ns, const char *name, char *buf, size_t n)
+void fatia_api_entry_key(const struct rtable *t, const char *ns, const char *name, char *buf,
+                         size_t n)
 {
     if (t->kind->namespaced)
         snprintf(buf, n, "%s/%s", ns ? ns : "", name);
@@ -130,7 +131,7 @@ static size_t lower_bound(const struct rtable *t, const char *key, bool strict)
     return lo;
 }
 
-struct entry *rtable_find(const struct rtable *t, const char *key)
+struct entry *fatia_api_rtable_find(const struct rtable *t, const char *key)
 {
     size_t i = lower_bound(t, key, false);
 
@@ -139,18 +140,18 @@ struct entry *rtable_find(const struct rtable *t, const char *key)
     return NULL;
 }
 
-size_t rtable_upper_bound(const struct rtable *t, const char *after)
+size_t fatia_api_rtable_upper_bound(const struct rtable *t, const char *after)
 {
     return lower_bound(t, after, true);
 }
 
-struct entry *rtable_get_or_add(struct rtable *t, const char *ns, const char *name)
+struct entry *fatia_api_rtable_get_or_add(struct rtable *t, const char *ns, const char *name)
 {
     char key[512];
     struct entry *e;
     size_t i, nslen;
 
-    entry_key(t, ns, name, key, sizeof(key));
+    fatia_api_entry_key(t, ns, name, key, sizeof(key));
     i = lower_bound(t, key, false);
     if (i < t->entries.n && !strcmp(t->entries.v[i]->key, key))
         return t->entries.v[i];
@@ -182,7 +183,7 @@ struct entry *rtable_get_or_add(struct rtable *t, const char *ns, const char *na
     return e;
 }
 
-void rtable_maybe_remove(struct rtable *t, struct entry *e)
+void fatia_api_rtable_maybe_remove(struct rtable *t, struct entry *e)
 {
     size_t i;
 
@@ -196,7 +197,7 @@ void rtable_maybe_remove(struct rtable *t, struct entry *e)
     fatia_free(e);
 }
 
-void rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi)
+void fatia_api_rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi)
 {
     char lo_key[80], hi_key[80];
 
@@ -219,7 +220,7 @@ size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns)
     for (size_t i = 0; i < s->n_tables; i++) {
         if (!s->tables[i].kind->namespaced)
             continue;
-        rtable_range(&s->tables[i], ns, &lo, &hi);
+        fatia_api_rtable_range(&s->tables[i], ns, &lo, &hi);
         n += hi - lo;
     }
     return n;
@@ -239,7 +240,7 @@ static void random_bytes(void *buf, size_t n)
     }
 }
 
-void random_uid(char out[37])
+void fatia_api_random_uid(char out[37])
 {
     unsigned char b[16];
 
@@ -251,7 +252,7 @@ void random_uid(char out[37])
              b[14], b[15]);
 }
 
-void random_suffix(char out[6])
+void fatia_api_random_suffix(char out[6])
 {
     /* upstream's alphabet: no vowels (no words), no confusable 0/1/3 */
     static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";

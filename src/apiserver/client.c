@@ -16,12 +16,6 @@
 #include "base/error.h"
 #include "base/json.h"
 
-struct watcher;
-int watch_start_local(struct fatia_apiserver *s, struct rtable *t, const char *ns,
-                      const struct fatia_api_query *q, uint64_t rv, fatia_watch_fn fn, void *arg,
-                      struct watcher **ret, struct opres *err);
-void watch_stop_local(struct watcher *w);
-
 struct local_client {
     struct fatia_client base;
     struct fatia_apiserver *s;
@@ -70,7 +64,7 @@ static void defer(struct fatia_apiserver *s, fatia_client_done_fn done, void *ar
     }
     /* out of memory: answer now rather than never */
     {
-        json_t *st = status_new(500, "InternalError", "out of memory");
+        json_t *st = fatia_api_status_new(500, "InternalError", "out of memory");
         struct fatia_client_result res = {.code = 500, .status = st};
         json_decref(obj);
         json_decref(status);
@@ -94,7 +88,8 @@ static void op_done(void *arg, struct opres *r)
     else if (r->ver)
         defer(w->s, w->done, w->arg, r->code, json_incref(r->ver->tree), NULL, r->ver->rv);
     else
-        defer(w->s, w->done, w->arg, 500, NULL, status_new(500, "InternalError", "no answer"), 0);
+        defer(w->s, w->done, w->arg, 500, NULL,
+              fatia_api_status_new(500, "InternalError", "no answer"), 0);
     fatia_free(w);
 }
 
@@ -112,7 +107,7 @@ static struct opctx ctx_for(struct local_client *lc, const struct fatia_kind *k,
 {
     return (struct opctx){.s = lc->s,
                           .user = lc->u,
-                          .t = server_table_for(lc->s, k),
+                          .t = fatia_api_server_table_for(lc->s, k),
                           .ns = k->namespaced ? ns : NULL,
                           .name = name,
                           .fv = FATIA_FV_WARN};
@@ -122,7 +117,7 @@ static void fail_deferred(struct local_client *lc, fatia_client_done_fn done, vo
                           struct opres *r)
 {
     defer(lc->s, done, arg, r->code, NULL, json_incref(r->status), 0);
-    opres_release(r);
+    fatia_api_opres_release(r);
 }
 
 static int l_get(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
@@ -136,14 +131,14 @@ static int l_get(struct fatia_client *c, const struct fatia_kind *k, const char 
 
     if (!cx.t)
         return -EINVAL;
-    if (authorize(&cx, "get", &r) < 0) {
+    if (fatia_api_authorize(&cx, "get", &r) < 0) {
         fail_deferred(lc, done, arg, &r);
         return 0;
     }
-    entry_key(cx.t, cx.ns, name, key, sizeof(key));
-    e = rtable_find(cx.t, key);
+    fatia_api_entry_key(cx.t, cx.ns, name, key, sizeof(key));
+    e = fatia_api_rtable_find(cx.t, key);
     if (!e || !e->committed) {
-        opres_not_found(&r, cx.t, name);
+        fatia_api_opres_not_found(&r, cx.t, name);
         fail_deferred(lc, done, arg, &r);
         return 0;
     }
@@ -169,24 +164,24 @@ static int l_list(struct fatia_client *c, const struct fatia_kind *k, const char
         q.label_selector = o->label_selector;
         q.field_selector = o->field_selector;
     }
-    if (authorize(&cx, "list", &r) < 0 || filter_from_query(&f, &q, &r) < 0) {
+    if (fatia_api_authorize(&cx, "list", &r) < 0 || fatia_api_filter_from_query(&f, &q, &r) < 0) {
         fail_deferred(lc, done, arg, &r);
         return 0;
     }
     items = json_array();
     if (!items) {
-        filter_release(&f);
+        fatia_api_filter_release(&f);
         return -ENOMEM;
     }
-    rtable_range(cx.t, cx.ns, &lo, &hi);
+    fatia_api_rtable_range(cx.t, cx.ns, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
         struct entry *e = cx.t->entries.v[i];
-        if (e->committed && filter_match(&f, e->committed->tree)) {
+        if (e->committed && fatia_api_filter_match(&f, e->committed->tree)) {
             json_array_append(items, e->committed->tree);
             count++;
         }
     }
-    filter_release(&f);
+    fatia_api_filter_release(&f);
     fatia_kind_api_version(k, av, sizeof(av));
     snprintf(rvs, sizeof(rvs), "%" PRIu64, lc->s->rv_committed);
     list = json_pack("{s:s+,s:s,s:{s:s},s:o}", "kind", k->kind, "List", "apiVersion", av,
@@ -227,11 +222,11 @@ static int l_write(struct fatia_client *c, const char *verb, const json_t *obj,
     if (!w)
         return -ENOMEM;
     if (!strcmp(verb, "create")) {
-        op_create(&cx, (json_t *)obj, op_done, w);
+        fatia_api_op_create(&cx, (json_t *)obj, op_done, w);
     } else {
         if (!strcmp(verb, "update_status"))
             cx.subresource = "status";
-        op_update(&cx, (json_t *)obj, op_done, w);
+        fatia_api_op_update(&cx, (json_t *)obj, op_done, w);
     }
     return 0;
 }
@@ -255,7 +250,7 @@ static int l_patch(struct fatia_client *c, const struct fatia_kind *k, const cha
     w = opwait_new(lc->s, done, arg);
     if (!w)
         return -ENOMEM;
-    op_patch(&cx, type, patch, n, op_done, w);
+    fatia_api_op_patch(&cx, type, patch, n, op_done, w);
     return 0;
 }
 
@@ -284,7 +279,7 @@ static int l_del(struct fatia_client *c, const struct fatia_kind *k, const char 
         json_decref(opts);
         return -ENOMEM;
     }
-    op_delete(&cx, opts, op_done, w);
+    fatia_api_op_delete(&cx, opts, op_done, w);
     json_decref(opts);
     return 0;
 }
@@ -302,8 +297,8 @@ static int l_watch(struct fatia_client *c, const struct fatia_kind *k, const cha
 
     if (!cx.t)
         return -EINVAL;
-    if (authorize(&cx, "watch", &r) < 0) {
-        opres_release(&r);
+    if (fatia_api_authorize(&cx, "watch", &r) < 0) {
+        fatia_api_opres_release(&r);
         return -FATIA_E_FORBIDDEN;
     }
     if (o) {
@@ -313,9 +308,9 @@ static int l_watch(struct fatia_client *c, const struct fatia_kind *k, const cha
     cw = fatia_calloc(1, sizeof(*cw));
     if (!cw)
         return -ENOMEM;
-    rc =
-        watch_start_local(lc->s, cx.t, cx.ns, &q, o ? o->resource_version : 0, fn, arg, &cw->w, &r);
-    opres_release(&r);
+    rc = fatia_api_watch_start_local(lc->s, cx.t, cx.ns, &q, o ? o->resource_version : 0, fn, arg,
+                                     &cw->w, &r);
+    fatia_api_opres_release(&r);
     if (rc < 0) {
         fatia_free(cw);
         return rc;
@@ -328,7 +323,7 @@ static void l_watch_stop(struct fatia_client_watch *cw)
 {
     if (!cw)
         return;
-    watch_stop_local(cw->w);
+    fatia_api_watch_stop_local(cw->w);
     fatia_free(cw);
 }
 
@@ -336,14 +331,14 @@ static const json_t *l_cached(struct fatia_client *c, const struct fatia_kind *k
                               const char *name)
 {
     struct local_client *lc = (struct local_client *)c;
-    struct rtable *t = server_table_for(lc->s, k);
+    struct rtable *t = fatia_api_server_table_for(lc->s, k);
     struct entry *e;
     char key[600];
 
     if (!t || !name)
         return NULL;
-    entry_key(t, k->namespaced ? ns : NULL, name, key, sizeof(key));
-    e = rtable_find(t, key);
+    fatia_api_entry_key(t, k->namespaced ? ns : NULL, name, key, sizeof(key));
+    e = fatia_api_rtable_find(t, key);
     return e && e->committed ? e->committed->tree : NULL;
 }
 

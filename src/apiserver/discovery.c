@@ -38,13 +38,7 @@ static bool serves(const struct fatia_kind *k, const char *v)
     return false;
 }
 
-json_t *discovery_version(void);
-json_t *discovery_api(const char *address);
-json_t *discovery_resources(const char *group, const char *version);
-json_t *discovery_groups(void);
-json_t *discovery_group(const char *group);
-
-json_t *discovery_version(void)
+json_t *fatia_api_discovery_version(void)
 {
     return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "33",
                      "gitVersion", FATIA_APISERVER_KUBE_VERSION, "gitCommit", "fatia",
@@ -52,14 +46,14 @@ json_t *discovery_version(void)
                      "none", "compiler", "fatia", "platform", "linux/amd64");
 }
 
-json_t *discovery_api(const char *address)
+json_t *fatia_api_discovery_api(const char *address)
 {
     return json_pack("{s:s,s:[s],s:[{s:s,s:s}]}", "kind", "APIVersions", "versions", "v1",
                      "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0", "serverAddress",
                      address ? address : "");
 }
 
-json_t *discovery_resources(const char *group, const char *version)
+json_t *fatia_api_discovery_resources(const char *group, const char *version)
 {
     json_t *res = json_array();
     char gv[160];
@@ -124,7 +118,7 @@ static void add_version(json_t *versions, const char *group, const char *v)
 }
 
 /* The APIGroup of group (NULL when no kind has it). */
-json_t *discovery_group(const char *group)
+json_t *fatia_api_discovery_group(const char *group)
 {
     json_t *versions = json_array(), *g;
     const char *preferred = NULL;
@@ -164,7 +158,7 @@ json_t *discovery_group(const char *group)
     return g;
 }
 
-json_t *discovery_groups(void)
+json_t *fatia_api_discovery_groups(void)
 {
     json_t *groups = json_array();
 
@@ -177,7 +171,7 @@ json_t *discovery_groups(void)
             seen |= !strcmp(fatia_kinds[j]->group, g);
         if (seen)
             continue;
-        json_t *grp = discovery_group(g);
+        json_t *grp = fatia_api_discovery_group(g);
         if (grp) {
             json_object_del(grp, "kind");
             json_object_del(grp, "apiVersion");
@@ -185,7 +179,7 @@ json_t *discovery_groups(void)
         }
     }
     {
-        json_t *a = discovery_group("authorization.k8s.io");
+        json_t *a = fatia_api_discovery_group("authorization.k8s.io");
         json_object_del(a, "kind");
         json_object_del(a, "apiVersion");
         json_array_append_new(groups, a);

@@ -1,7 +1,7 @@
 /*
  * apiserver/handlers.c: HTTP requests -> routes, authentication, operations, answers.
  *
- * One function, handle_http, sees every complete request: it parses the target, routes it,
+ * One function, fatia_api_handle_http, sees every complete request: it parses the target, routes it,
  * authenticates the bearer token (everything but /version and the health checks needs one),
  * negotiates the answer's form (JSON, or a Table when the Accept header asks `as=Table`), reads
  * the body (JSON or YAML, nesting bounded) and calls the operation. Writes answer from their
@@ -17,20 +17,6 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "model/doc.h"
-
-json_t *discovery_version(void);
-json_t *discovery_api(const char *address);
-json_t *discovery_resources(const char *group, const char *version);
-json_t *discovery_groups(void);
-json_t *discovery_group(const char *group);
-const char *openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *ret_len,
-                           const char **ret_hash);
-int op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
-            struct evbuffer *out, struct opres *r);
-void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, const char *name,
-                      bool table, struct fatia_api_http_req *req, struct opres *err);
-void logs_start(const struct opctx *c, const struct fatia_api_query *q,
-                struct fatia_api_http_req *req, struct opres *err);
 
 /* ---- answering ---- */
 
@@ -54,7 +40,7 @@ static void reply_json(struct fatia_api_http_req *req, int code, const json_t *v
 {
     struct evbuffer *out = evbuffer_new();
 
-    if (!out || evbuffer_add_json(out, v) < 0) {
+    if (!out || fatia_api_evbuffer_add_json(out, v) < 0) {
         if (out)
             evbuffer_free(out);
         fatia_api_http_reply(req, 500, "text/plain", "out of memory\n", 14);
@@ -77,7 +63,7 @@ static void reply_status(struct fatia_api_http_req *req, int code, const char *r
     va_start(ap, fmt);
     (void)fatia_buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    st = status_new(code, reason, b.p);
+    st = fatia_api_status_new(code, reason, b.p);
     reply_json(req, code, st);
     json_decref(st);
     fatia_buf_release(&b);
@@ -98,7 +84,7 @@ static void reply_opres(struct fatia_api_http_req *req, const struct rtable *t,
         return;
     }
     struct evbuffer *out = evbuffer_new();
-    if (!out || render_object(t, ver, r->ver, out) < 0) {
+    if (!out || fatia_api_render_object(t, ver, r->ver, out) < 0) {
         if (out)
             evbuffer_free(out);
         reply_status(req, 500, "InternalError", "out of memory");
@@ -120,8 +106,9 @@ static void http_op_done(void *arg, struct opres *r)
 {
     struct http_wait *w = arg;
 
-    audit_end(w->s, w->audit, r,
-              r->ver ? fatia_json_str(json_object_get(r->ver->tree, "metadata"), "name") : NULL);
+    fatia_api_audit_end(w->s, w->audit, r,
+                        r->ver ? fatia_json_str(json_object_get(r->ver->tree, "metadata"), "name")
+                               : NULL);
     reply_opres(w->req, w->t, w->ver, r);
     fatia_free(w);
 }
@@ -397,7 +384,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                             const struct fatia_api_query *q, const char *method)
 {
     const struct fatia_http_head *h = fatia_api_http_req_head(req);
-    struct rtable *t = server_table_by_resource(s, rt->group, rt->resource);
+    struct rtable *t = fatia_api_server_table_by_resource(s, rt->group, rt->resource);
     const struct fatia_kind_version *ver = NULL;
     struct opctx c;
     struct opres r = {0};
@@ -445,42 +432,43 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
 
     if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) {
         if (rt->sub && !strcmp(rt->sub, "log")) {
-            logs_start(&c, q, req, &r);
+            fatia_api_logs_start(&c, q, req, &r);
             if (r.code)
                 reply_opres(req, t, ver, &r);
-            opres_release(&r);
+            fatia_api_opres_release(&r);
             return;
         }
         if (q->watch || rt->watch_prefix) {
-            watch_start_http(&c, q, rt->name, table, req, &r);
+            fatia_api_watch_start_http(&c, q, rt->name, table, req, &r);
             if (r.code)
                 reply_opres(req, t, ver, &r);
-            opres_release(&r);
+            fatia_api_opres_release(&r);
             return;
         }
         if (rt->name) {
             char key[600];
             struct entry *e;
-            if (authorize(&c, "get", &r) < 0) {
+            if (fatia_api_authorize(&c, "get", &r) < 0) {
                 reply_opres(req, t, ver, &r);
-                opres_release(&r);
+                fatia_api_opres_release(&r);
                 return;
             }
-            entry_key(t, rt->ns, rt->name, key, sizeof(key));
-            e = rtable_find(t, key);
+            fatia_api_entry_key(t, rt->ns, rt->name, key, sizeof(key));
+            e = fatia_api_rtable_find(t, key);
             if (!e || !e->committed) {
-                opres_not_found(&r, t, rt->name);
+                fatia_api_opres_not_found(&r, t, rt->name);
                 reply_opres(req, t, ver, &r);
-                opres_release(&r);
+                fatia_api_opres_release(&r);
                 return;
             }
             if (table) {
                 char rvs[24];
-                json_t *tbl = json_pack(
-                    "{s:s,s:s,s:{s:s},s:o,s:[o]}", "kind", "Table", "apiVersion", "meta.k8s.io/v1",
-                    "metadata", "resourceVersion", "", "columnDefinitions", table_columns(t->kind),
-                    "rows",
-                    table_row(t, ver, e->committed, q->include_object, fatia_now_real_usec()));
+                json_t *tbl =
+                    json_pack("{s:s,s:s,s:{s:s},s:o,s:[o]}", "kind", "Table", "apiVersion",
+                              "meta.k8s.io/v1", "metadata", "resourceVersion", "",
+                              "columnDefinitions", fatia_api_table_columns(t->kind), "rows",
+                              fatia_api_table_row(t, ver, e->committed, q->include_object,
+                                                  fatia_now_real_usec()));
                 snprintf(rvs, sizeof(rvs), "%" PRIu64, e->committed->rv);
                 json_object_set_new(json_object_get(tbl, "metadata"), "resourceVersion",
                                     json_string(rvs));
@@ -489,9 +477,9 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 return;
             }
             r.code = 200;
-            r.ver = objver_ref(e->committed);
+            r.ver = fatia_api_objver_ref(e->committed);
             reply_opres(req, t, ver, &r);
-            opres_release(&r);
+            fatia_api_opres_release(&r);
             return;
         }
         {
@@ -500,10 +488,10 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 reply_status(req, 500, "InternalError", "out of memory");
                 return;
             }
-            if (op_list(&c, q, table, out, &r) < 0) {
+            if (fatia_api_op_list(&c, q, table, out, &r) < 0) {
                 evbuffer_free(out);
                 reply_opres(req, t, ver, &r);
-                opres_release(&r);
+                fatia_api_opres_release(&r);
                 return;
             }
             fatia_api_http_reply_evbuf(req, 200, "application/json", out);
@@ -534,9 +522,9 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                                                           : "deletecollection";
             struct fatia_str ua = {0};
             (void)head_get(h, "User-Agent", &ua);
-            w->audit =
-                audit_begin(s, u, verb, h->target.p, h->target.n, fatia_api_http_req_peer(req),
-                            ua.p, ua.n, t->kind, rt->version, rt->ns, rt->name, rt->sub);
+            w->audit = fatia_api_audit_begin(s, u, verb, h->target.p, h->target.n,
+                                             fatia_api_http_req_peer(req), ua.p, ua.n, t->kind,
+                                             rt->version, rt->ns, rt->name, rt->sub);
         }
         if (!strcmp(method, "POST") && !rt->name) {
             if ((body = read_body(s, req, true))) {
@@ -544,12 +532,12 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 if (w->audit && bn) /* a refused create still names its object */
                     json_object_set_new(json_object_get(w->audit, "objectRef"), "name",
                                         json_string(bn));
-                op_create(&c, body, http_op_done, w);
+                fatia_api_op_create(&c, body, http_op_done, w);
             } else
                 http_wait_drop(w);
         } else if (!strcmp(method, "PUT") && rt->name) {
             if ((body = read_body(s, req, true)))
-                op_update(&c, body, http_op_done, w);
+                fatia_api_op_update(&c, body, http_op_done, w);
             else
                 http_wait_drop(w);
         } else if (!strcmp(method, "PATCH") && rt->name) {
@@ -576,7 +564,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 http_wait_drop(w);
                 return;
             }
-            op_patch(&c, type, p, n, http_op_done, w);
+            fatia_api_op_patch(&c, type, p, n, http_op_done, w);
         } else if (!strcmp(method, "DELETE")) {
             size_t n;
             json_t *opts = NULL;
@@ -589,9 +577,9 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 json_array_size(json_object_get(opts, "dryRun")))
                 c.dry_run = true;
             if (rt->name)
-                op_delete(&c, opts, http_op_done, w);
+                fatia_api_op_delete(&c, opts, http_op_done, w);
             else
-                op_delete_collection(&c, q, opts, http_op_done, w);
+                fatia_api_op_delete_collection(&c, q, opts, http_op_done, w);
             json_decref(opts);
         } else {
             http_wait_drop(w);
@@ -602,7 +590,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
     }
 }
 
-void handle_http(void *arg, struct fatia_api_http_req *req)
+void fatia_api_handle_http(void *arg, struct fatia_api_http_req *req)
 {
     struct fatia_apiserver *s = arg;
     const struct fatia_http_head *h = fatia_api_http_req_head(req);
@@ -636,7 +624,7 @@ void handle_http(void *arg, struct fatia_api_http_req *req)
         return;
     }
     if (rt.type == FATIA_ROUTE_VERSION) {
-        json_t *v = discovery_version();
+        json_t *v = fatia_api_discovery_version();
         fatia_api_target_release(&tgt);
         reply_json(req, 200, v);
         json_decref(v);
@@ -680,14 +668,14 @@ void handle_http(void *arg, struct fatia_api_http_req *req)
     case FATIA_ROUTE_API: {
         char addr[80];
         snprintf(addr, sizeof(addr), "%s", "127.0.0.1");
-        json_t *v = discovery_api(addr);
+        json_t *v = fatia_api_discovery_api(addr);
         reply_json(req, 200, v);
         json_decref(v);
         break;
     }
     case FATIA_ROUTE_API_V1:
     case FATIA_ROUTE_GROUP_VERSION: {
-        json_t *v = discovery_resources(rt.group, rt.version);
+        json_t *v = fatia_api_discovery_resources(rt.group, rt.version);
         if (v)
             reply_json(req, 200, v);
         else
@@ -696,13 +684,13 @@ void handle_http(void *arg, struct fatia_api_http_req *req)
         break;
     }
     case FATIA_ROUTE_APIS: {
-        json_t *v = discovery_groups();
+        json_t *v = fatia_api_discovery_groups();
         reply_json(req, 200, v);
         json_decref(v);
         break;
     }
     case FATIA_ROUTE_GROUP: {
-        json_t *v = discovery_group(rt.group);
+        json_t *v = fatia_api_discovery_group(rt.group);
         if (v)
             reply_json(req, 200, v);
         else
@@ -733,7 +721,7 @@ void handle_http(void *arg, struct fatia_api_http_req *req)
             snprintf(key, sizeof(key), "apis/%s/%s", rt.group, rt.version);
         else
             snprintf(key, sizeof(key), "api/%s", rt.version);
-        doc = openapi_v3_doc(s, key, &n, &hash);
+        doc = fatia_api_openapi_v3_doc(s, key, &n, &hash);
         if (!doc) {
             reply_status(req, 404, "NotFound", "the server could not find the requested resource");
             break;

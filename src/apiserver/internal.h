@@ -52,9 +52,9 @@ struct objver {
 
 /* Builds a version from tree (taken) whose metadata.resourceVersion is set to rv. NULL on OOM
  * (tree is released). */
-struct objver *objver_new(json_t *tree, uint64_t rv);
-struct objver *objver_ref(struct objver *v);
-void objver_unref(struct objver *v);
+struct objver *fatia_api_objver_new(json_t *tree, uint64_t rv);
+struct objver *fatia_api_objver_ref(struct objver *v);
+void fatia_api_objver_unref(struct objver *v);
 
 struct entry {
     char *key;      /* "ns/name" or "name" */
@@ -77,15 +77,16 @@ struct rtable {
 };
 
 /* Key of ns/name into buf ("ns/name" or "name"). */
-void entry_key(const struct rtable *t, const char *ns, const char *name, char *buf, size_t n);
-struct entry *rtable_find(const struct rtable *t, const char *key);
+void fatia_api_entry_key(const struct rtable *t, const char *ns, const char *name, char *buf,
+                         size_t n);
+struct entry *fatia_api_rtable_find(const struct rtable *t, const char *key);
 /* Finds or creates the entry for ns/name. NULL on OOM. */
-struct entry *rtable_get_or_add(struct rtable *t, const char *ns, const char *name);
+struct entry *fatia_api_rtable_get_or_add(struct rtable *t, const char *ns, const char *name);
 /* Drops the entry if nothing holds it (no committed, no latest, nothing pending). */
-void rtable_maybe_remove(struct rtable *t, struct entry *e);
+void fatia_api_rtable_maybe_remove(struct rtable *t, struct entry *e);
 /* [lo, hi) of the entries of namespace ns (all entries when ns is NULL or the kind is
  * cluster-scoped). */
-void rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi);
+void fatia_api_rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi);
 /* Entries of namespace ns over every namespaced kind (a binary search per kind): what the cap on
  * objects per namespace (fatia_apiserver_opts.max_namespace_objects) counts. */
 size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns);
@@ -96,7 +97,7 @@ size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns);
 int fatia_api_body_check(const char *p, size_t n, unsigned max_depth, char *why, size_t why_n,
                          int *ret_code);
 /* The first entry with key > after, at or after lo. */
-size_t rtable_upper_bound(const struct rtable *t, const char *after);
+size_t fatia_api_rtable_upper_bound(const struct rtable *t, const char *after);
 
 /* ---- watch history ---- */
 
@@ -193,9 +194,9 @@ struct fatia_apiserver {
     struct watcher *all_watchers_for_shutdown;
 };
 
-struct rtable *server_table_for(struct fatia_apiserver *s, const struct fatia_kind *k);
-struct rtable *server_table_by_resource(struct fatia_apiserver *s, const char *group,
-                                        const char *plural);
+struct rtable *fatia_api_server_table_for(struct fatia_apiserver *s, const struct fatia_kind *k);
+struct rtable *fatia_api_server_table_by_resource(struct fatia_apiserver *s, const char *group,
+                                                  const char *plural);
 
 /* ---- results of operations ---- */
 
@@ -209,24 +210,24 @@ struct opres {
     size_t n_warnings;
 };
 
-void opres_release(struct opres *r);
-void opres_warn(struct opres *r, const char *fmt, ...) FATIA_PRINTF(2, 3);
+void fatia_api_opres_release(struct opres *r);
+void fatia_api_opres_warn(struct opres *r, const char *fmt, ...) FATIA_PRINTF(2, 3);
 
 /* metav1.Status trees (status.c). */
-json_t *status_new(int code, const char *reason, const char *message);
-json_t *status_success(void);
+json_t *fatia_api_status_new(int code, const char *reason, const char *message);
+json_t *fatia_api_status_success(void);
 /* Sets r to a failure. fmt makes the message. */
-void opres_fail(struct opres *r, int code, const char *reason, const char *fmt, ...)
+void fatia_api_opres_fail(struct opres *r, int code, const char *reason, const char *fmt, ...)
     FATIA_PRINTF(4, 5);
 /* 404 NotFound for kind/name: `clusterqueues.kueue.x-k8s.io "x" not found`. */
-void opres_not_found(struct opres *r, const struct rtable *t, const char *name);
+void fatia_api_opres_not_found(struct opres *r, const struct rtable *t, const char *name);
 /* 422 Invalid from validation diagnostics. */
-void opres_invalid(struct opres *r, const struct rtable *t, const char *name,
-                   const struct fatia_diag *diag);
+void fatia_api_opres_invalid(struct opres *r, const struct rtable *t, const char *name,
+                             const struct fatia_diag *diag);
 /* Maps an internal error code to a failure (500 for the unexpected). */
-void opres_from_errno(struct opres *r, int err, const char *what);
+void fatia_api_opres_from_errno(struct opres *r, int err, const char *what);
 /* "Kind.group" as upstream names a kind in messages ("ClusterQueue.kueue.x-k8s.io"). */
-void kind_qualified(const struct fatia_kind *k, char *buf, size_t n);
+void fatia_api_kind_qualified(const struct fatia_kind *k, char *buf, size_t n);
 
 /* ---- operations (ops.c) ---- */
 
@@ -247,31 +248,31 @@ typedef void (*op_done_fn)(void *arg, struct opres *res);
 /* Each runs the write pipeline and calls done(arg, res) exactly once, from the loop (possibly
  * before returning when the answer needs no commit). body is borrowed (a deep copy is made where
  * needed). */
-void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg);
-void op_update(const struct opctx *c, json_t *body, op_done_fn done, void *arg);
-void op_patch(const struct opctx *c, enum fatia_patch_type type, const char *patch, size_t n,
-              op_done_fn done, void *arg);
-void op_delete(const struct opctx *c, const json_t *options, op_done_fn done, void *arg);
-void op_delete_collection(const struct opctx *c, const struct fatia_api_query *q,
-                          const json_t *options, op_done_fn done, void *arg);
+void fatia_api_op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg);
+void fatia_api_op_update(const struct opctx *c, json_t *body, op_done_fn done, void *arg);
+void fatia_api_op_patch(const struct opctx *c, enum fatia_patch_type type, const char *patch,
+                        size_t n, op_done_fn done, void *arg);
+void fatia_api_op_delete(const struct opctx *c, const json_t *options, op_done_fn done, void *arg);
+void fatia_api_op_delete_collection(const struct opctx *c, const struct fatia_api_query *q,
+                                    const json_t *options, op_done_fn done, void *arg);
 
 /* Authorization: 0 or a failure in r. verb: get list watch create update patch delete
  * deletecollection. */
-int authorize(const struct opctx *c, const char *verb, struct opres *r);
+int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r);
 
 /* ---- reads (read.c) ---- */
 
 /* Renders an object version for a request: the stored text for the storage version, else a
  * converted copy. Appends to out. */
-int render_object(const struct rtable *t, const struct fatia_kind_version *ver,
-                  const struct objver *v, struct evbuffer *out);
+int fatia_api_render_object(const struct rtable *t, const struct fatia_kind_version *ver,
+                            const struct objver *v, struct evbuffer *out);
 /* The same as a list item: a leading comma unless first; the storage version is referenced, not
  * copied (the version stays alive until the bytes are sent). */
-int render_item(const struct rtable *t, const struct fatia_kind_version *ver, struct objver *v,
-                bool first, struct evbuffer *out);
+int fatia_api_render_item(const struct rtable *t, const struct fatia_kind_version *ver,
+                          struct objver *v, bool first, struct evbuffer *out);
 /* The served-version tree of a version (new reference). */
-json_t *served_tree(const struct rtable *t, const struct fatia_kind_version *ver,
-                    const struct objver *v);
+json_t *fatia_api_served_tree(const struct rtable *t, const struct fatia_kind_version *ver,
+                              const struct objver *v);
 
 /* Filters (labels, fields) of a list or watch. */
 struct filter {
@@ -279,72 +280,75 @@ struct filter {
     struct fieldsel *fields;
 };
 
-void filter_release(struct filter *f);
-bool filter_match(const struct filter *f, const json_t *obj);
+void fatia_api_filter_release(struct filter *f);
+bool fatia_api_filter_match(const struct filter *f, const json_t *obj);
 /* Parses the selectors of a query; 0 or a 400 in r. */
-int filter_from_query(struct filter *f, const struct fatia_api_query *q, struct opres *r);
+int fatia_api_filter_from_query(struct filter *f, const struct fatia_api_query *q, struct opres *r);
 
 /* ---- tables (table.c) ---- */
 
 /* Column definitions of a kind's Table (new reference). */
-json_t *table_columns(const struct fatia_kind *k);
+json_t *fatia_api_table_columns(const struct fatia_kind *k);
 /* One row for an object; include: 0 none, 1 metadata, 2 object. */
-json_t *table_row(const struct rtable *t, const struct fatia_kind_version *ver,
-                  const struct objver *v, int include, fatia_usec_t now);
+json_t *fatia_api_table_row(const struct rtable *t, const struct fatia_kind_version *ver,
+                            const struct objver *v, int include, fatia_usec_t now);
 
 /* ---- watch (watch.c) ---- */
 
-void history_init(struct fatia_apiserver *s);
-void history_release(struct fatia_apiserver *s);
+void fatia_api_history_init(struct fatia_apiserver *s);
+void fatia_api_history_release(struct fatia_apiserver *s);
 /* Records a committed event and hands it to the matching watchers. Takes refs on obj/old. */
-void history_publish(struct fatia_apiserver *s, struct rtable *t, enum fatia_store_event type,
-                     struct objver *obj, struct objver *old);
-void watch_shutdown_all(struct fatia_apiserver *s);
-void watch_send_bookmarks(struct fatia_apiserver *s);
+void fatia_api_history_publish(struct fatia_apiserver *s, struct rtable *t,
+                               enum fatia_store_event type, struct objver *obj, struct objver *old);
+void fatia_api_watch_shutdown_all(struct fatia_apiserver *s);
+void fatia_api_watch_send_bookmarks(struct fatia_apiserver *s);
 
 /* ---- transactions (txn.c) ---- */
 
-struct wtxn *wtxn_new(wtxn_done_fn done, void *arg);
-void wtxn_free(struct wtxn *tx);
+struct wtxn *fatia_api_wtxn_new(wtxn_done_fn done, void *arg);
+void fatia_api_wtxn_free(struct wtxn *tx);
 /* Adds an operation on entry e (found or created by the caller): PUT a new tree (taken; its
  * metadata.resourceVersion is set to the next rv) or DELETE (tree NULL: the last state of e with
  * the delete's rv). Moves e->latest. 0 or -ENOMEM (tree released, nothing changed). */
-int wtxn_put(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e,
-             enum fatia_store_event type, json_t *tree);
-int wtxn_delete(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e);
+int fatia_api_wtxn_put(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t,
+                       struct entry *e, enum fatia_store_event type, json_t *tree);
+int fatia_api_wtxn_delete(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t,
+                          struct entry *e);
 /* The same with a given last state (taken): an update that removed the last finalizer. */
-int wtxn_delete_with(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e,
-                     json_t *last);
+int fatia_api_wtxn_delete_with(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t,
+                               struct entry *e, json_t *last);
 /* Queues the transaction for group commit; tx->done runs once it is durable (or failed). An
  * empty transaction completes from the loop at once. */
-void wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx);
+void fatia_api_wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx);
 /* Drops an uncommitted transaction, undoing its operations on latest. */
-void wtxn_abort(struct fatia_apiserver *s, struct wtxn *tx);
-void store_event_cb(int fd, short what, void *arg);
-bool server_idle(const struct fatia_apiserver *s);
+void fatia_api_wtxn_abort(struct fatia_apiserver *s, struct wtxn *tx);
+void fatia_api_store_event_cb(int fd, short what, void *arg);
+bool fatia_api_server_idle(const struct fatia_apiserver *s);
 
 /* ---- audit (audit.c) ---- */
 
 /* Begins the audit event of a write (NULL when there is no audit log, or out of memory); the
  * user's strings are copied. uri and agent are not NUL-terminated (their lengths follow). */
-json_t *audit_begin(const struct fatia_apiserver *s, const struct fatia_user *u, const char *verb,
-                    const char *uri, size_t uri_n, const char *peer, const char *agent,
-                    size_t agent_n, const struct fatia_kind *k, const char *version, const char *ns,
-                    const char *name, const char *sub);
+json_t *fatia_api_audit_begin(const struct fatia_apiserver *s, const struct fatia_user *u,
+                              const char *verb, const char *uri, size_t uri_n, const char *peer,
+                              const char *agent, size_t agent_n, const struct fatia_kind *k,
+                              const char *version, const char *ns, const char *name,
+                              const char *sub);
 /* Finishes ev (taken; NULL is fine) with the answer r and writes it. name: the object's name
  * when the request had none (a create), or NULL. */
-void audit_end(struct fatia_apiserver *s, json_t *ev, const struct opres *r, const char *name);
+void fatia_api_audit_end(struct fatia_apiserver *s, json_t *ev, const struct opres *r,
+                         const char *name);
 
 /* ---- HTTP handlers ---- */
 
-void handle_http(void *arg, struct fatia_api_http_req *req);
+void fatia_api_handle_http(void *arg, struct fatia_api_http_req *req);
 int discovery_init(struct fatia_apiserver *s);
-int openapi_build(struct fatia_apiserver *s);
-void openapi_release(struct fatia_apiserver *s);
+int fatia_api_openapi_build(struct fatia_apiserver *s);
+void fatia_api_openapi_release(struct fatia_apiserver *s);
 
 /* JSON text helpers */
-int evbuffer_add_json(struct evbuffer *out, const json_t *v);
-char *json_dump_compact(const json_t *v, size_t *ret_len);
+int fatia_api_evbuffer_add_json(struct evbuffer *out, const json_t *v);
+char *fatia_api_json_dump_compact(const json_t *v, size_t *ret_len);
 
 /* s, or "" for NULL. */
 static inline const char *nz(const char *s)
@@ -353,7 +357,42 @@ static inline const char *nz(const char *s)
 }
 
 /* Random identifiers. */
-void random_uid(char out[37]);
-void random_suffix(char out[6]);
+void fatia_api_random_uid(char out[37]);
+void fatia_api_random_suffix(char out[6]);
+
+/* Discovery documents (discovery.c). */
+json_t *fatia_api_discovery_version(void);
+json_t *fatia_api_discovery_api(const char *address);
+json_t *fatia_api_discovery_resources(const char *group, const char *version);
+json_t *fatia_api_discovery_groups(void);
+json_t *fatia_api_discovery_group(const char *group);
+
+/* The OpenAPI v2 document as kubectl's protobuf (openapi_pb.c). */
+int fatia_api_openapi_v2_protobuf(const json_t *doc, struct fatia_buf *out);
+
+/* An in-process watcher's end (watch.c; the in-process client's stop). */
+void fatia_api_watch_stop_local(struct watcher *w);
+
+/* The v3 OpenAPI document of "api/v1" / "apis/G/V", or NULL (openapi.c). */
+const char *fatia_api_openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *ret_len,
+                                     const char **ret_hash);
+
+/* Answers a list (JSON or Table) into out. 0, or a failure in r (read.c). */
+int fatia_api_op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
+                      struct evbuffer *out, struct opres *r);
+
+/* Watches (watch.c). HTTP: answers the request (an error, or a stream that lives on); local: an
+ * in-process watcher for the in-process client. */
+struct watcher;
+void fatia_api_watch_start_http(const struct opctx *c, const struct fatia_api_query *q,
+                                const char *name, bool table, struct fatia_api_http_req *req,
+                                struct opres *err);
+int fatia_api_watch_start_local(struct fatia_apiserver *s, struct rtable *t, const char *ns,
+                                const struct fatia_api_query *q, uint64_t rv, fatia_watch_fn fn,
+                                void *arg, struct watcher **ret, struct opres *err);
+
+/* `kubectl logs`: the pod log stream of the log provider (logs.c). */
+void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q,
+                          struct fatia_api_http_req *req, struct opres *err);
 
 #endif

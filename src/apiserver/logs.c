@@ -32,9 +32,6 @@ struct log_stream {
     void *cancel_arg;
 };
 
-void logs_start(const struct opctx *c, const struct fatia_api_query *q,
-                struct fatia_api_http_req *req, struct opres *err);
-
 void fatia_apiserver_set_metrics_provider(struct fatia_apiserver *s, fatia_metrics_provider_fn fn,
                                           void *arg)
 {
@@ -63,8 +60,8 @@ static void close_cb(void *arg)
     }
 }
 
-void logs_start(const struct opctx *c, const struct fatia_api_query *q,
-                struct fatia_api_http_req *req, struct opres *err)
+void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q,
+                          struct fatia_api_http_req *req, struct opres *err)
 {
     struct fatia_apiserver *s = c->s;
     struct log_stream *st;
@@ -73,24 +70,25 @@ void logs_start(const struct opctx *c, const struct fatia_api_query *q,
     char key[600];
     int rc;
 
-    if (authorize(c, "get", err) < 0)
+    if (fatia_api_authorize(c, "get", err) < 0)
         return;
-    entry_key(c->t, c->ns, c->name, key, sizeof(key));
-    e = rtable_find(c->t, key);
+    fatia_api_entry_key(c->t, c->ns, c->name, key, sizeof(key));
+    e = fatia_api_rtable_find(c->t, key);
     if (!e || !e->committed) {
-        opres_not_found(err, c->t, c->name);
+        fatia_api_opres_not_found(err, c->t, c->name);
         return;
     }
     if (!s->log_provider) {
-        opres_fail(err, 503, "ServiceUnavailable",
-                   "logs of pod \"%s\" are not available: no node agent serves pod logs in this "
-                   "fatiad",
-                   c->name);
+        fatia_api_opres_fail(
+            err, 503, "ServiceUnavailable",
+            "logs of pod \"%s\" are not available: no node agent serves pod logs in this "
+            "fatiad",
+            c->name);
         return;
     }
     st = fatia_calloc(1, sizeof(*st));
     if (!st) {
-        opres_from_errno(err, -ENOMEM, "log");
+        fatia_api_opres_from_errno(err, -ENOMEM, "log");
         return;
     }
     st->base.ops = &stream_ops;
@@ -111,18 +109,20 @@ void logs_start(const struct opctx *c, const struct fatia_api_query *q,
         fatia_api_http_req_set_close_cb(req, NULL, NULL);
         fatia_free(st);
         if (rc == -ENOENT)
-            opres_fail(err, 400, "BadRequest", "container %s is not valid for pod %s",
-                       q->container ? q->container : "(default)", c->name);
+            fatia_api_opres_fail(err, 400, "BadRequest", "container %s is not valid for pod %s",
+                                 q->container ? q->container : "(default)", c->name);
         else if (rc == -EAGAIN)
-            opres_fail(err, 400, "BadRequest", "container \"%s\" in pod \"%s\" is waiting to start",
-                       q->container ? q->container : "(default)", c->name);
+            fatia_api_opres_fail(err, 400, "BadRequest",
+                                 "container \"%s\" in pod \"%s\" is waiting to start",
+                                 q->container ? q->container : "(default)", c->name);
         else if (rc == -ESRCH)
-            opres_fail(err, 400, "BadRequest",
-                       "previous terminated container \"%s\" in pod \"%s\" not found",
-                       q->container ? q->container : "(default)", c->name);
+            fatia_api_opres_fail(err, 400, "BadRequest",
+                                 "previous terminated container \"%s\" in pod \"%s\" not found",
+                                 q->container ? q->container : "(default)", c->name);
         else
-            opres_fail(err, 500, "InternalError", "cannot read the logs of pod \"%s\": %s", c->name,
-                       fatia_strerror(rc));
+            fatia_api_opres_fail(err, 500, "InternalError",
+                                 "cannot read the logs of pod \"%s\": %s", c->name,
+                                 fatia_strerror(rc));
     }
 }
 

@@ -343,7 +343,7 @@ static void free_doc(struct gvdoc *d)
     fatia_free(d);
 }
 
-void openapi_release(struct fatia_apiserver *s)
+void fatia_api_openapi_release(struct fatia_apiserver *s)
 {
     for (size_t i = 0; i < s->openapi_v3.cap; i++)
         if (s->openapi_v3.slots[i].key)
@@ -377,7 +377,7 @@ static int add_v3_doc(struct fatia_apiserver *s, json_t *root_paths, const char 
     doc = json_pack("{s:s,s:{s:s,s:s},s:o,s:{s:o}}", "openapi", "3.0.0", "info", "title", "fatia",
                     "version", FATIA_APISERVER_KUBE_VERSION, "paths", paths, "components",
                     "schemas", schemas);
-    d->text = json_dump_compact(doc, &d->len);
+    d->text = fatia_api_json_dump_compact(doc, &d->len);
     json_decref(doc);
     if (!d->text) {
         fatia_free(d);
@@ -393,9 +393,7 @@ static int add_v3_doc(struct fatia_apiserver *s, json_t *root_paths, const char 
     return 0;
 }
 
-int openapi_v2_protobuf(const json_t *doc, struct fatia_buf *out);
-
-int openapi_build(struct fatia_apiserver *s)
+int fatia_api_openapi_build(struct fatia_apiserver *s)
 {
     json_t *root_paths = json_object(), *root, *v2, *v2paths = json_object(),
            *v2defs = json_object();
@@ -415,7 +413,7 @@ int openapi_build(struct fatia_apiserver *s)
         return r;
     }
     root = json_pack("{s:o}", "paths", root_paths);
-    s->openapi_v3_root = json_dump_compact(root, &s->openapi_v3_root_len);
+    s->openapi_v3_root = fatia_api_json_dump_compact(root, &s->openapi_v3_root_len);
     json_decref(root);
 
     /* v2: one document over every storage version */
@@ -431,10 +429,10 @@ int openapi_build(struct fatia_apiserver *s)
     v2 =
         json_pack("{s:s,s:{s:s,s:s},s:o,s:o}", "swagger", "2.0", "info", "title", "fatia",
                   "version", FATIA_APISERVER_KUBE_VERSION, "paths", v2paths, "definitions", v2defs);
-    s->openapi_v2 = json_dump_compact(v2, &s->openapi_v2_len);
+    s->openapi_v2 = fatia_api_json_dump_compact(v2, &s->openapi_v2_len);
     {
         struct fatia_buf pb = FATIA_BUF_INIT;
-        r = openapi_v2_protobuf(v2, &pb);
+        r = fatia_api_openapi_v2_protobuf(v2, &pb);
         if (r == 0) {
             s->openapi_v2_pb_len = pb.len;
             s->openapi_v2_pb = fatia_buf_steal(&pb);
@@ -447,12 +445,8 @@ int openapi_build(struct fatia_apiserver *s)
     return s->openapi_v3_root && s->openapi_v2 && s->openapi_v2_pb ? 0 : -ENOMEM;
 }
 
-/* The v3 document of "api/v1" / "apis/G/V", or NULL. */
-const char *openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *ret_len,
-                           const char **ret_hash);
-
-const char *openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *ret_len,
-                           const char **ret_hash)
+const char *fatia_api_openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *ret_len,
+                                     const char **ret_hash)
 {
     struct gvdoc *d = fatia_strmap_get(&s->openapi_v3, key);
 

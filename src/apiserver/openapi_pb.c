@@ -127,7 +127,7 @@ static int put_named_any(struct fatia_buf *b, int num, const char *name, const j
 
 /* ---- the message tables ---- */
 
-extern const struct pbmsg pb_schema;
+extern const struct pbmsg fatia_api_pb_schema;
 
 static const struct pbfield info_f[] = {
     {"title", 1, PB_STRING, NULL, 0}, {"version", 2, PB_STRING, NULL, 0}, {NULL, 0, 0, NULL, 0}};
@@ -147,9 +147,9 @@ static const struct pbfield schema_f[] = {{"$ref", 1, PB_STRING, NULL, 0},
                                           {"additionalProperties", 21, PB_ADDPROPS, NULL, 0},
                                           {"type", 22, PB_TYPEITEM, NULL, 0},
                                           {"items", 23, PB_ITEMS, NULL, 0},
-                                          {"properties", 25, PB_NAMED_MAP, &pb_schema, 1},
+                                          {"properties", 25, PB_NAMED_MAP, &fatia_api_pb_schema, 1},
                                           {NULL, 0, 0, NULL, 0}};
-const struct pbmsg pb_schema = {schema_f, 31};
+const struct pbmsg fatia_api_pb_schema = {schema_f, 31};
 
 static const struct pbfield operation_f[] = {
     {"tags", 1, PB_STRINGS, NULL, 0},        {"operationId", 5, PB_STRING, NULL, 0},
@@ -163,11 +163,12 @@ static const struct pbfield pathitem_f[] = {
     {"patch", 8, PB_MSG, &pb_operation, 0}, {NULL, 0, 0, NULL, 0}};
 static const struct pbmsg pb_pathitem = {pathitem_f, 10};
 
-static const struct pbfield document_f[] = {{"swagger", 1, PB_STRING, NULL, 0},
-                                            {"info", 2, PB_MSG, &pb_info, 0},
-                                            {"paths", 8, PB_NAMED_MAP, &pb_pathitem, 2},
-                                            {"definitions", 9, PB_NAMED_MAP, &pb_schema, 1},
-                                            {NULL, 0, 0, NULL, 0}};
+static const struct pbfield document_f[] = {
+    {"swagger", 1, PB_STRING, NULL, 0},
+    {"info", 2, PB_MSG, &pb_info, 0},
+    {"paths", 8, PB_NAMED_MAP, &pb_pathitem, 2},
+    {"definitions", 9, PB_NAMED_MAP, &fatia_api_pb_schema, 1},
+    {NULL, 0, 0, NULL, 0}};
 static const struct pbmsg pb_document = {document_f, 16};
 
 /* ---- special shapes ---- */
@@ -187,7 +188,7 @@ static int encode_param(struct fatia_buf *b, const json_t *p, struct pbctx *cx)
         r = r ? r : put_str(&inner, 3, in);
         if (!r && json_is_true(json_object_get(p, "required")))
             r = put_tag(&inner, 4, 0) ? -ENOMEM : put_varint(&inner, 1);
-        r = r ? r : encode_msg(&sch, &pb_schema, json_object_get(p, "schema"), cx);
+        r = r ? r : encode_msg(&sch, &fatia_api_pb_schema, json_object_get(p, "schema"), cx);
         r = r ? r : put_sub(&inner, 5, &sch);
         fatia_buf_release(&sch);
         r = r ? r : put_sub(&param, 1, &inner);
@@ -230,7 +231,7 @@ static int encode_responses(struct fatia_buf *b, const json_t *resp, struct pbct
         const char *desc = fatia_json_str(v, "description");
         r = put_str(&response, 1, desc ? desc : "");
         if (!r && json_object_get(v, "schema")) {
-            r = encode_msg(&sch, &pb_schema, json_object_get(v, "schema"), cx);
+            r = encode_msg(&sch, &fatia_api_pb_schema, json_object_get(v, "schema"), cx);
             r = r ? r : put_sub(&item, 1, &sch);      /* SchemaItem.schema */
             r = r ? r : put_sub(&response, 2, &item); /* Response.schema */
         }
@@ -338,7 +339,7 @@ static int encode_field(struct fatia_buf *b, const struct pbfield *f, const json
     case PB_ITEMS:
         if (json_is_object(v)) {
             struct fatia_buf sch = FATIA_BUF_INIT;
-            r = encode_msg(&sch, &pb_schema, v, cx);
+            r = encode_msg(&sch, &fatia_api_pb_schema, v, cx);
             r = r ? r : put_sub(&sub, 1, &sch);
             r = r ? r : put_sub(b, f->num, &sub);
             fatia_buf_release(&sch);
@@ -347,7 +348,7 @@ static int encode_field(struct fatia_buf *b, const struct pbfield *f, const json
     case PB_ADDPROPS:
         if (json_is_object(v)) {
             struct fatia_buf sch = FATIA_BUF_INIT;
-            r = encode_msg(&sch, &pb_schema, v, cx);
+            r = encode_msg(&sch, &fatia_api_pb_schema, v, cx);
             r = r ? r : put_sub(&sub, 1, &sch);
             fatia_buf_release(&sch);
         } else if (json_is_boolean(v)) {
@@ -398,9 +399,8 @@ static int encode_msg(struct fatia_buf *b, const struct pbmsg *m, const json_t *
 }
 
 /* The protobuf form of a swagger 2.0 JSON document. */
-int openapi_v2_protobuf(const json_t *doc, struct fatia_buf *out);
 
-int openapi_v2_protobuf(const json_t *doc, struct fatia_buf *out)
+int fatia_api_openapi_v2_protobuf(const json_t *doc, struct fatia_buf *out)
 {
     struct pbctx cx = {0};
 

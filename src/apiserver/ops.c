@@ -1,7 +1,7 @@
 /*
  * apiserver/ops.c: the write path: create, update (and the status subresource), patch, delete,
  * deletecollection; the admission chain; object lifecycle rules. Authorization (step 1 below)
- * is auth.c's authorize().
+ * is auth.c's fatia_api_authorize().
  *
  * Every write runs, in this order (a rejection at any step changes nothing):
  *   1. authorization (auth.h rules)
@@ -86,19 +86,20 @@ static int check_type_and_convert(const struct opctx *c, json_t *tree, struct op
 
     api_version_of(c, want, sizeof(want));
     if (!json_is_object(tree)) {
-        opres_fail(r, 400, "BadRequest", "the body of the request is not a JSON object");
+        fatia_api_opres_fail(r, 400, "BadRequest", "the body of the request is not a JSON object");
         return -EINVAL;
     }
     if (kind && *kind && strcmp(kind, c->t->kind->kind)) {
-        opres_fail(r, 400, "BadRequest",
-                   "the kind of the object (%s) does not match the kind of the URL (%s)", kind,
-                   c->t->kind->kind);
+        fatia_api_opres_fail(r, 400, "BadRequest",
+                             "the kind of the object (%s) does not match the kind of the URL (%s)",
+                             kind, c->t->kind->kind);
         return -EINVAL;
     }
     if (av && *av && strcmp(av, want)) {
-        opres_fail(r, 400, "BadRequest",
-                   "the API version in the data (%s) does not match the expected API version (%s)",
-                   av, want);
+        fatia_api_opres_fail(
+            r, 400, "BadRequest",
+            "the API version in the data (%s) does not match the expected API version (%s)", av,
+            want);
         return -EINVAL;
     }
     if (c->ver && c->ver->to_storage)
@@ -218,20 +219,21 @@ static int run_plugins(const struct opctx *c, enum fatia_admit_phase phase, enum
         };
         rc = p->admit(p->arg, &a);
         if (rc == -FATIA_E_INVALID || (rc == 0 && fatia_diag_has_errors(&diag))) {
-            opres_invalid(r, c->t, name_of(src), &diag);
+            fatia_api_opres_invalid(r, c->t, name_of(src), &diag);
             fatia_diag_release(&diag);
             return -FATIA_E_INVALID;
         }
         if (rc == -FATIA_E_FORBIDDEN) {
-            opres_fail(r, 403, "Forbidden", "%s \"%s\" is forbidden: %s: %s", c->t->resource,
-                       nz(name_of(src)), p->name, diag.n ? diag.v[0].msg : "rejected by admission");
+            fatia_api_opres_fail(r, 403, "Forbidden", "%s \"%s\" is forbidden: %s: %s",
+                                 c->t->resource, nz(name_of(src)), p->name,
+                                 diag.n ? diag.v[0].msg : "rejected by admission");
             fatia_diag_release(&diag);
             return rc;
         }
         fatia_diag_release(&diag);
         if (rc < 0) {
-            opres_fail(r, 500, "InternalError", "admission plugin %s failed: %s", p->name,
-                       fatia_strerror(rc));
+            fatia_api_opres_fail(r, 500, "InternalError", "admission plugin %s failed: %s", p->name,
+                                 fatia_strerror(rc));
             return rc;
         }
     }
@@ -266,7 +268,7 @@ static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree,
     fatia_diag_init(&diag);
     decoded = rc = decode_tree(c->s, tree, op == FATIA_ADMIT_CREATE, &diag);
     if (rc < 0 && rc != -FATIA_E_INVALID) {
-        opres_from_errno(r, rc, "decode");
+        fatia_api_opres_from_errno(r, rc, "decode");
         goto out;
     }
     for (size_t i = 0; i < diag.n; i++)
@@ -278,7 +280,7 @@ static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree,
             if (is_unknown_field(&diag.v[i]))
                 (void)fatia_buf_printf(&msg, "%sunknown field \"%s\"", k++ ? ", " : "",
                                        diag.v[i].path ? diag.v[i].path : "");
-        opres_fail(r, 400, "BadRequest", "%s", msg.p);
+        fatia_api_opres_fail(r, 400, "BadRequest", "%s", msg.p);
         fatia_buf_release(&msg);
         rc = -EINVAL;
         goto out;
@@ -289,9 +291,9 @@ static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree,
             continue;
         if (is_unknown_field(e)) {
             if (c->fv == FATIA_FV_WARN)
-                opres_warn(r, "unknown field \"%s\"", e->path ? e->path : "");
+                fatia_api_opres_warn(r, "unknown field \"%s\"", e->path ? e->path : "");
         } else {
-            opres_warn(r, "%s%s%s", e->path ? e->path : "", e->path ? ": " : "", e->msg);
+            fatia_api_opres_warn(r, "%s%s%s", e->path ? e->path : "", e->path ? ": " : "", e->msg);
         }
     }
     prune(c->t->kind->schema, tree, 0);
@@ -304,7 +306,7 @@ static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree,
         fatia_diag_init(&diag);
         decoded = rc = decode_tree(c->s, tree, op == FATIA_ADMIT_CREATE, &diag);
         if (rc < 0 && rc != -FATIA_E_INVALID) {
-            opres_from_errno(r, rc, "decode");
+            fatia_api_opres_from_errno(r, rc, "decode");
             goto out;
         }
         prune(c->t->kind->schema, tree, 0);
@@ -312,7 +314,8 @@ static int pipeline(const struct opctx *c, enum fatia_admit_op op, json_t *tree,
     if (decoded == -FATIA_E_INVALID) {
         rc = decoded;
         const char *name = name_of(tree);
-        opres_invalid(r, c->t, name ? name : fatia_json_str(meta_of(tree), "generateName"), &diag);
+        fatia_api_opres_invalid(r, c->t,
+                                name ? name : fatia_json_str(meta_of(tree), "generateName"), &diag);
         goto out;
     }
     rc = run_plugins(c, FATIA_ADMIT_VALIDATING, op, tree, old, r, NULL);
@@ -333,7 +336,7 @@ struct pending {
 static void answer_now(struct opres *r, op_done_fn done, void *arg)
 {
     done(arg, r);
-    opres_release(r);
+    fatia_api_opres_release(r);
 }
 
 static void txn_done(struct fatia_apiserver *s, struct wtxn *tx, int err)
@@ -342,13 +345,13 @@ static void txn_done(struct fatia_apiserver *s, struct wtxn *tx, int err)
 
     (void)s;
     if (err < 0) {
-        opres_from_errno(&p->res, err, "write");
+        fatia_api_opres_from_errno(&p->res, err, "write");
     } else {
         p->res.code = p->code;
-        p->res.ver = objver_ref(tx->result);
+        p->res.ver = fatia_api_objver_ref(tx->result);
     }
     p->done(p->arg, &p->res);
-    opres_release(&p->res);
+    fatia_api_opres_release(&p->res);
     fatia_free(p);
 }
 
@@ -359,13 +362,13 @@ static struct wtxn *begin(struct opres *r, int code, op_done_fn done, void *arg)
     struct wtxn *tx;
 
     if (!p) {
-        opres_from_errno(r, -ENOMEM, "write");
+        fatia_api_opres_from_errno(r, -ENOMEM, "write");
         return NULL;
     }
-    tx = wtxn_new(txn_done, p);
+    tx = fatia_api_wtxn_new(txn_done, p);
     if (!tx) {
         fatia_free(p);
-        opres_from_errno(r, -ENOMEM, "write");
+        fatia_api_opres_from_errno(r, -ENOMEM, "write");
         return NULL;
     }
     p->done = done;
@@ -384,36 +387,37 @@ static void abandon(struct fatia_apiserver *s, struct wtxn *tx, struct opres *r)
     for (size_t i = 0; i < p->res.n_warnings && r->n_warnings < FATIA_ARRAY_SIZE(r->warnings); i++)
         r->warnings[r->n_warnings++] = p->res.warnings[i];
     p->res.n_warnings = 0;
-    opres_release(&p->res);
+    fatia_api_opres_release(&p->res);
     fatia_free(p);
-    wtxn_abort(s, tx);
+    fatia_api_wtxn_abort(s, tx);
 }
 
 /* ---- namespaces ---- */
 
 static struct rtable *ns_table(struct fatia_apiserver *s)
 {
-    return server_table_by_resource(s, "", "namespaces");
+    return fatia_api_server_table_by_resource(s, "", "namespaces");
 }
 
 /* Namespace ns in the write view: 0, or a failure in r (404 missing, 403 terminating). */
 static int check_namespace(const struct opctx *c, const char *ns, const char *name, struct opres *r)
 {
     struct rtable *nt = ns_table(c->s);
-    struct entry *e = nt ? rtable_find(nt, ns) : NULL;
+    struct entry *e = nt ? fatia_api_rtable_find(nt, ns) : NULL;
 
     if (!e || !e->latest) {
-        opres_fail(r, 404, "NotFound", "namespaces \"%s\" not found", ns);
+        fatia_api_opres_fail(r, 404, "NotFound", "namespaces \"%s\" not found", ns);
         if (r->status)
             json_object_set_new(r->status, "details",
                                 json_pack("{s:s,s:s}", "name", ns, "kind", "namespaces"));
         return -ENOENT;
     }
     if (is_deleting(e->latest->tree)) {
-        opres_fail(r, 403, "Forbidden",
-                   "%s \"%s\" is forbidden: unable to create new content in namespace %s because "
-                   "it is being terminated",
-                   c->t->resource, name ? name : "", ns);
+        fatia_api_opres_fail(
+            r, 403, "Forbidden",
+            "%s \"%s\" is forbidden: unable to create new content in namespace %s because "
+            "it is being terminated",
+            c->t->resource, name ? name : "", ns);
         return -FATIA_E_FORBIDDEN;
     }
     return 0;
@@ -423,7 +427,7 @@ static int check_namespace(const struct opctx *c, const char *ns, const char *na
 static int ns_maybe_finish(struct fatia_apiserver *s, struct wtxn *tx, const char *ns)
 {
     struct rtable *nt = ns_table(s);
-    struct entry *e = nt ? rtable_find(nt, ns) : NULL;
+    struct entry *e = nt ? fatia_api_rtable_find(nt, ns) : NULL;
 
     if (!e || !e->latest || !is_deleting(e->latest->tree) || has_finalizers(e->latest->tree))
         return 0;
@@ -431,12 +435,12 @@ static int ns_maybe_finish(struct fatia_apiserver *s, struct wtxn *tx, const cha
         size_t lo, hi;
         if (!s->tables[i].kind->namespaced)
             continue;
-        rtable_range(&s->tables[i], ns, &lo, &hi);
+        fatia_api_rtable_range(&s->tables[i], ns, &lo, &hi);
         for (size_t j = lo; j < hi; j++)
             if (s->tables[i].entries.v[j]->latest)
                 return 0;
     }
-    return wtxn_delete(s, tx, nt, e);
+    return fatia_api_wtxn_delete(s, tx, nt, e);
 }
 
 /* ---- create ---- */
@@ -460,14 +464,15 @@ static int check_ns_objects(const struct opctx *c, const char *ns, struct opres 
 
     if (n < max)
         return 0;
-    opres_fail(r, 403, "Forbidden",
-               "%s is forbidden: exceeded the object count of namespace \"%s\": it holds %zu "
-               "objects, the most one namespace may hold is %zu (fatiad --max-namespace-objects)",
-               c->t->resource, ns, n, max);
+    fatia_api_opres_fail(
+        r, 403, "Forbidden",
+        "%s is forbidden: exceeded the object count of namespace \"%s\": it holds %zu "
+        "objects, the most one namespace may hold is %zu (fatiad --max-namespace-objects)",
+        c->t->resource, ns, n, max);
     return -FATIA_E_FORBIDDEN;
 }
 
-void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
+void fatia_api_op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
 {
     struct opres r = {0};
     struct fatia_apiserver *s = c->s;
@@ -477,30 +482,32 @@ void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
     struct wtxn *tx;
     char uid[37], ts[40], gen_name[300];
 
-    if (authorize(c, "create", &r) < 0)
+    if (fatia_api_authorize(c, "create", &r) < 0)
         goto out_answer;
     tree = json_deep_copy(body);
     if (!tree) {
-        opres_fail(&r, 400, "BadRequest", "the body of the request is not a JSON object");
+        fatia_api_opres_fail(&r, 400, "BadRequest", "the body of the request is not a JSON object");
         goto out_answer;
     }
     if (check_type_and_convert(c, tree, &r) < 0)
         goto out_answer;
     meta = meta_of(tree);
     if (!json_is_object(meta)) {
-        opres_fail(&r, 400, "BadRequest", "metadata: expected an object");
+        fatia_api_opres_fail(&r, 400, "BadRequest", "metadata: expected an object");
         goto out_answer;
     }
     if (c->t->kind->namespaced) {
         const char *bns = fatia_json_str(meta, "namespace");
         if (bns && *bns && c->ns && strcmp(bns, c->ns)) {
-            opres_fail(&r, 400, "BadRequest",
-                       "the namespace of the provided object does not match the namespace sent on "
-                       "the request");
+            fatia_api_opres_fail(
+                &r, 400, "BadRequest",
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request");
             goto out_answer;
         }
         if (!c->ns) {
-            opres_fail(&r, 404, "NotFound", "the server could not find the requested resource");
+            fatia_api_opres_fail(&r, 404, "NotFound",
+                                 "the server could not find the requested resource");
             goto out_answer;
         }
         json_object_set_new(meta, "namespace", json_string(c->ns));
@@ -510,9 +517,9 @@ void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
     }
     rv = fatia_json_str(meta, "resourceVersion");
     if (rv && *rv) {
-        opres_fail(&r, 400, "BadRequest",
-                   "resourceVersion should not be set on objects to be "
-                   "created");
+        fatia_api_opres_fail(&r, 400, "BadRequest",
+                             "resourceVersion should not be set on objects to be "
+                             "created");
         goto out_answer;
     }
     for (const char *const *k = system_meta; *k; k++)
@@ -533,14 +540,14 @@ void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
         int tries = 0;
         do {
             char suffix[6];
-            random_suffix(suffix);
+            fatia_api_random_suffix(suffix);
             snprintf(gen_name, sizeof(gen_name), "%.*s%s", 253 - 5, prefix ? prefix : "", suffix);
-            entry_key(c->t, ns, gen_name, key, sizeof(key));
-            e = rtable_find(c->t, key);
+            fatia_api_entry_key(c->t, ns, gen_name, key, sizeof(key));
+            e = fatia_api_rtable_find(c->t, key);
         } while (e && e->latest && ++tries < 8);
         if (e && e->latest) {
-            opres_fail(&r, 409, "AlreadyExists",
-                       "could not generate a unique name from \"%s\"; try again", prefix);
+            fatia_api_opres_fail(&r, 409, "AlreadyExists",
+                                 "could not generate a unique name from \"%s\"; try again", prefix);
             goto out_answer;
         }
         if (!fatia_kind_check_name(c->t->kind, gen_name, why, sizeof(why))) {
@@ -548,20 +555,21 @@ void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
             fatia_diag_init(&d);
             fatia_diag_add(&d, FATIA_DIAG_ERROR, NULL, 0, 0, NULL, "metadata.generateName",
                            "invalid value \"%s\": %s", prefix, why);
-            opres_invalid(&r, c->t, gen_name, &d);
+            fatia_api_opres_invalid(&r, c->t, gen_name, &d);
             fatia_diag_release(&d);
             goto out_answer;
         }
         json_object_set_new(meta, "name", json_string(gen_name));
         name = fatia_json_str(meta, "name");
     }
-    e = rtable_get_or_add(c->t, ns, name);
+    e = fatia_api_rtable_get_or_add(c->t, ns, name);
     if (!e) {
-        opres_from_errno(&r, -ENOMEM, "create");
+        fatia_api_opres_from_errno(&r, -ENOMEM, "create");
         goto out_answer;
     }
     if (e->latest) {
-        opres_fail(&r, 409, "AlreadyExists", "%s \"%s\" already exists", c->t->resource, name);
+        fatia_api_opres_fail(&r, 409, "AlreadyExists", "%s \"%s\" already exists", c->t->resource,
+                             name);
         if (r.status) {
             json_t *d = json_pack("{s:s,s:s,s:s}", "name", name, "group", c->t->kind->group, "kind",
                                   c->t->kind->plural);
@@ -569,33 +577,33 @@ void op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
         }
         goto out_answer;
     }
-    random_uid(uid);
+    fatia_api_random_uid(uid);
     now_rfc3339(ts, sizeof(ts));
     json_object_set_new(meta, "uid", json_string(uid));
     json_object_set_new(meta, "creationTimestamp", json_string(ts));
     json_object_set_new(meta, "generation", json_integer(1));
     if (c->dry_run) {
         r.code = 201;
-        r.ver = objver_new(tree, 0);
+        r.ver = fatia_api_objver_new(tree, 0);
         tree = NULL;
         if (!r.ver)
-            opres_from_errno(&r, -ENOMEM, "create");
-        rtable_maybe_remove(c->t, e);
+            fatia_api_opres_from_errno(&r, -ENOMEM, "create");
+        fatia_api_rtable_maybe_remove(c->t, e);
         goto out_answer;
     }
     tx = begin(&r, 201, done, arg);
     if (!tx) {
-        rtable_maybe_remove(c->t, e);
+        fatia_api_rtable_maybe_remove(c->t, e);
         goto out_answer;
     }
-    if (wtxn_put(s, tx, c->t, e, FATIA_STORE_ADDED, tree) < 0) {
+    if (fatia_api_wtxn_put(s, tx, c->t, e, FATIA_STORE_ADDED, tree) < 0) {
         tree = NULL;
         abandon(s, tx, &r);
-        rtable_maybe_remove(c->t, e);
-        opres_from_errno(&r, -ENOMEM, "create");
+        fatia_api_rtable_maybe_remove(c->t, e);
+        fatia_api_opres_from_errno(&r, -ENOMEM, "create");
         goto out_answer;
     }
-    wtxn_commit(s, tx);
+    fatia_api_wtxn_commit(s, tx);
     return;
 
 out_answer:
@@ -659,38 +667,39 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
     int64_t gen = 1;
     bool status_only = c->subresource && !strcmp(c->subresource, "status");
 
-    if (authorize(c, "update", &r) < 0)
+    if (fatia_api_authorize(c, "update", &r) < 0)
         goto out_answer;
     if (check_type_and_convert(c, tree, &r) < 0)
         goto out_answer;
     meta = meta_of(tree);
     if (!json_is_object(meta)) {
-        opres_fail(&r, 400, "BadRequest", "metadata: expected an object");
+        fatia_api_opres_fail(&r, 400, "BadRequest", "metadata: expected an object");
         goto out_answer;
     }
     bname = fatia_json_str(meta, "name");
     if (!bname || !*bname) {
         json_object_set_new(meta, "name", json_string(c->name));
     } else if (strcmp(bname, c->name)) {
-        opres_fail(&r, 400, "BadRequest",
-                   "the name of the object (%s) does not match the name on the URL (%s)", bname,
-                   c->name);
+        fatia_api_opres_fail(&r, 400, "BadRequest",
+                             "the name of the object (%s) does not match the name on the URL (%s)",
+                             bname, c->name);
         goto out_answer;
     }
     if (c->t->kind->namespaced) {
         bns = fatia_json_str(meta, "namespace");
         if (bns && *bns && strcmp(bns, c->ns)) {
-            opres_fail(&r, 400, "BadRequest",
-                       "the namespace of the provided object does not match the namespace sent on "
-                       "the request");
+            fatia_api_opres_fail(
+                &r, 400, "BadRequest",
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request");
             goto out_answer;
         }
         json_object_set_new(meta, "namespace", json_string(c->ns));
     }
-    entry_key(c->t, c->ns, c->name, key, sizeof(key));
-    e = rtable_find(c->t, key);
+    fatia_api_entry_key(c->t, c->ns, c->name, key, sizeof(key));
+    e = fatia_api_rtable_find(c->t, key);
     if (!e || !e->latest) {
-        opres_not_found(&r, c->t, c->name);
+        fatia_api_opres_not_found(&r, c->t, c->name);
         goto out_answer;
     }
     old = e->latest->tree;
@@ -698,18 +707,20 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
     brv = fatia_json_str(meta, "resourceVersion");
     snprintf(rvs, sizeof(rvs), "%" PRIu64, e->latest->rv);
     if (brv && *brv && strcmp(brv, rvs)) {
-        opres_fail(&r, 409, "Conflict",
-                   "Operation cannot be fulfilled on %s \"%s\": the object has been modified; "
-                   "please apply your changes to the latest version and try again",
-                   c->t->resource, c->name);
+        fatia_api_opres_fail(
+            &r, 409, "Conflict",
+            "Operation cannot be fulfilled on %s \"%s\": the object has been modified; "
+            "please apply your changes to the latest version and try again",
+            c->t->resource, c->name);
         goto out_answer;
     }
     buid = fatia_json_str(meta, "uid");
     if (buid && *buid && strcmp(buid, nz(fatia_json_str(ometa, "uid")))) {
-        opres_fail(&r, 409, "Conflict",
-                   "Operation cannot be fulfilled on %s \"%s\": Precondition failed: UID in "
-                   "precondition: %s, UID in object meta: %s",
-                   c->t->resource, c->name, buid, nz(fatia_json_str(ometa, "uid")));
+        fatia_api_opres_fail(
+            &r, 409, "Conflict",
+            "Operation cannot be fulfilled on %s \"%s\": Precondition failed: UID in "
+            "precondition: %s, UID in object meta: %s",
+            c->t->resource, c->name, buid, nz(fatia_json_str(ometa, "uid")));
         goto out_answer;
     }
     if (status_only) {
@@ -719,7 +730,7 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
         tree = json_deep_copy(old);
         if (!tree) {
             json_decref(st);
-            opres_from_errno(&r, -ENOMEM, "update");
+            fatia_api_opres_from_errno(&r, -ENOMEM, "update");
             goto out_answer;
         }
         if (st)
@@ -761,22 +772,22 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
         fatia_diag_init(&d);
         fatia_diag_add(&d, FATIA_DIAG_ERROR, NULL, 0, 0, NULL, "metadata.finalizers",
                        "forbidden: no new finalizers can be added if the object is being deleted");
-        opres_invalid(&r, c->t, c->name, &d);
+        fatia_api_opres_invalid(&r, c->t, c->name, &d);
         fatia_diag_release(&d);
         goto out_answer;
     }
     if (fatia_json_equal(tree, old)) {
         /* no-op: nothing is written, the resourceVersion stays */
         r.code = 200;
-        r.ver = objver_ref(e->latest);
+        r.ver = fatia_api_objver_ref(e->latest);
         goto out_answer;
     }
     if (c->dry_run) {
         r.code = 200;
-        r.ver = objver_new(tree, 0);
+        r.ver = fatia_api_objver_new(tree, 0);
         tree = NULL;
         if (!r.ver)
-            opres_from_errno(&r, -ENOMEM, "update");
+            fatia_api_opres_from_errno(&r, -ENOMEM, "update");
         goto out_answer;
     }
     tx = begin(&r, 200, done, arg);
@@ -784,26 +795,26 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
         goto out_answer;
     if (is_deleting(old) && !has_finalizers(tree)) {
         /* the last finalizer is gone: the object goes, its last state being this update */
-        int rc = wtxn_delete_with(s, tx, c->t, e, tree);
+        int rc = fatia_api_wtxn_delete_with(s, tx, c->t, e, tree);
         tree = NULL;
         if (rc == 0 && c->t->kind->namespaced)
             rc = ns_maybe_finish(s, tx, c->ns);
         if (rc < 0) {
             abandon(s, tx, &r);
-            opres_from_errno(&r, rc, "update");
+            fatia_api_opres_from_errno(&r, rc, "update");
             goto out_answer;
         }
         tx->result = tx->ops.v[0].ver;
-        wtxn_commit(s, tx);
+        fatia_api_wtxn_commit(s, tx);
         return;
     }
-    if (wtxn_put(s, tx, c->t, e, FATIA_STORE_MODIFIED, tree) < 0) {
+    if (fatia_api_wtxn_put(s, tx, c->t, e, FATIA_STORE_MODIFIED, tree) < 0) {
         tree = NULL;
         abandon(s, tx, &r);
-        opres_from_errno(&r, -ENOMEM, "update");
+        fatia_api_opres_from_errno(&r, -ENOMEM, "update");
         goto out_answer;
     }
-    wtxn_commit(s, tx);
+    fatia_api_wtxn_commit(s, tx);
     return;
 
 out_answer:
@@ -811,22 +822,22 @@ out_answer:
     answer_now(&r, done, arg);
 }
 
-void op_update(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
+void fatia_api_op_update(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
 {
     json_t *tree = json_deep_copy(body);
 
     if (!tree || !json_is_object(tree)) {
         struct opres r = {0};
         json_decref(tree);
-        opres_fail(&r, 400, "BadRequest", "the body of the request is not a JSON object");
+        fatia_api_opres_fail(&r, 400, "BadRequest", "the body of the request is not a JSON object");
         answer_now(&r, done, arg);
         return;
     }
     do_update(c, tree, done, arg);
 }
 
-void op_patch(const struct opctx *c, enum fatia_patch_type type, const char *patch, size_t n,
-              op_done_fn done, void *arg)
+void fatia_api_op_patch(const struct opctx *c, enum fatia_patch_type type, const char *patch,
+                        size_t n, op_done_fn done, void *arg)
 {
     struct opres r = {0};
     json_t *doc = NULL, *p = NULL, *res = NULL;
@@ -835,22 +846,22 @@ void op_patch(const struct opctx *c, enum fatia_patch_type type, const char *pat
     char key[600], why[512] = "";
     int rc;
 
-    if (authorize(c, "patch", &r) < 0)
+    if (fatia_api_authorize(c, "patch", &r) < 0)
         goto out_answer;
-    entry_key(c->t, c->ns, c->name, key, sizeof(key));
-    e = rtable_find(c->t, key);
+    fatia_api_entry_key(c->t, c->ns, c->name, key, sizeof(key));
+    e = fatia_api_rtable_find(c->t, key);
     if (!e || !e->latest) {
-        opres_not_found(&r, c->t, c->name);
+        fatia_api_opres_not_found(&r, c->t, c->name);
         goto out_answer;
     }
     p = json_loadb(patch, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
     if (!p) {
-        opres_fail(&r, 400, "BadRequest", "error decoding patch: %s", jerr.text);
+        fatia_api_opres_fail(&r, 400, "BadRequest", "error decoding patch: %s", jerr.text);
         goto out_answer;
     }
-    doc = served_tree(c->t, c->ver, e->latest);
+    doc = fatia_api_served_tree(c->t, c->ver, e->latest);
     if (!doc) {
-        opres_from_errno(&r, -ENOMEM, "patch");
+        fatia_api_opres_from_errno(&r, -ENOMEM, "patch");
         goto out_answer;
     }
     switch (type) {
@@ -865,16 +876,16 @@ void op_patch(const struct opctx *c, enum fatia_patch_type type, const char *pat
         break;
     }
     if (rc == -ENOMEM) {
-        opres_from_errno(&r, rc, "patch");
+        fatia_api_opres_from_errno(&r, rc, "patch");
         goto out_answer;
     }
     if (rc < 0) {
-        opres_fail(&r, rc == -FATIA_E_CONFLICT ? 422 : 400,
-                   rc == -FATIA_E_CONFLICT ? "Invalid" : "BadRequest", "%s", why);
+        fatia_api_opres_fail(&r, rc == -FATIA_E_CONFLICT ? 422 : 400,
+                             rc == -FATIA_E_CONFLICT ? "Invalid" : "BadRequest", "%s", why);
         goto out_answer;
     }
     if (!json_is_object(res)) {
-        opres_fail(&r, 422, "Invalid", "the patched object is not a JSON object");
+        fatia_api_opres_fail(&r, 422, "Invalid", "the patched object is not a JSON object");
         goto out_answer;
     }
     json_decref(doc);
@@ -923,7 +934,7 @@ static int delete_into(struct fatia_apiserver *s, struct wtxn *tx, struct rtable
 
     *marked = false;
     if (!has_finalizers(e->latest->tree)) {
-        int rc = wtxn_delete(s, tx, t, e);
+        int rc = fatia_api_wtxn_delete(s, tx, t, e);
         if (rc == 0 && t->kind->namespaced)
             rc = ns_maybe_finish(s, tx, e->ns);
         return rc;
@@ -939,7 +950,7 @@ static int delete_into(struct fatia_apiserver *s, struct wtxn *tx, struct rtable
     json_object_set_new(meta, "deletionTimestamp", json_string(ts));
     json_object_set_new(meta, "deletionGracePeriodSeconds",
                         json_integer(deletion_grace(t, e->latest->tree, grace)));
-    return wtxn_put(s, tx, t, e, FATIA_STORE_MODIFIED, copy);
+    return fatia_api_wtxn_put(s, tx, t, e, FATIA_STORE_MODIFIED, copy);
 }
 
 static const char *const undeletable_namespaces[] = {"default", "kube-system", "kube-public", NULL};
@@ -958,7 +969,7 @@ static int delete_namespace(struct fatia_apiserver *s, struct wtxn *tx, struct r
         size_t lo, hi;
         if (!t->kind->namespaced)
             continue;
-        rtable_range(t, ne->name, &lo, &hi);
+        fatia_api_rtable_range(t, ne->name, &lo, &hi);
         /* entries stay in the table while operations on them are pending */
         for (size_t j = lo; j < hi; j++) {
             struct entry *e = t->entries.v[j];
@@ -968,14 +979,14 @@ static int delete_namespace(struct fatia_apiserver *s, struct wtxn *tx, struct r
                 pending = true;
                 rc = delete_into(s, tx, t, e, -1, &marked);
             } else {
-                rc = wtxn_delete(s, tx, t, e);
+                rc = fatia_api_wtxn_delete(s, tx, t, e);
             }
             if (rc < 0)
                 return rc;
         }
     }
     if (!pending && !has_finalizers(ne->latest->tree))
-        return wtxn_delete(s, tx, nt, ne);
+        return fatia_api_wtxn_delete(s, tx, nt, ne);
     if (is_deleting(ne->latest->tree))
         return 0;
     copy = json_deep_copy(ne->latest->tree);
@@ -988,7 +999,7 @@ static int delete_namespace(struct fatia_apiserver *s, struct wtxn *tx, struct r
     status = fatia_json_object_ensure(copy, "status");
     if (status)
         json_object_set_new(status, "phase", json_string("Terminating"));
-    return wtxn_put(s, tx, nt, ne, FATIA_STORE_MODIFIED, copy);
+    return fatia_api_wtxn_put(s, tx, nt, ne, FATIA_STORE_MODIFIED, copy);
 }
 
 /* Checks DeleteOptions preconditions against e. 0 or a 409 in r. */
@@ -1003,17 +1014,19 @@ static int check_preconditions(const struct opctx *c, const struct entry *e, con
 
     snprintf(rvs, sizeof(rvs), "%" PRIu64, e->latest->rv);
     if (uid && *uid && strcmp(uid, ouid ? ouid : "")) {
-        opres_fail(r, 409, "Conflict",
-                   "Operation cannot be fulfilled on %s \"%s\": Precondition failed: UID in "
-                   "precondition: %s, UID in object meta: %s",
-                   c->t->resource, e->name, uid, ouid ? ouid : "");
+        fatia_api_opres_fail(
+            r, 409, "Conflict",
+            "Operation cannot be fulfilled on %s \"%s\": Precondition failed: UID in "
+            "precondition: %s, UID in object meta: %s",
+            c->t->resource, e->name, uid, ouid ? ouid : "");
         return -FATIA_E_CONFLICT;
     }
     if (rv && *rv && strcmp(rv, rvs)) {
-        opres_fail(r, 409, "Conflict",
-                   "Operation cannot be fulfilled on %s \"%s\": Precondition failed: "
-                   "ResourceVersion in precondition: %s, ResourceVersion in object meta: %s",
-                   c->t->resource, e->name, rv, rvs);
+        fatia_api_opres_fail(
+            r, 409, "Conflict",
+            "Operation cannot be fulfilled on %s \"%s\": Precondition failed: "
+            "ResourceVersion in precondition: %s, ResourceVersion in object meta: %s",
+            c->t->resource, e->name, rv, rvs);
         return -FATIA_E_CONFLICT;
     }
     return 0;
@@ -1031,9 +1044,9 @@ static int delete_checks(const struct opctx *c, const struct entry *e, const jso
     if (c->t->kind == fatia_kind_by_resource("", "namespaces")) {
         for (const char *const *n = undeletable_namespaces; *n; n++) {
             if (!strcmp(*n, e->name)) {
-                opres_fail(r, 403, "Forbidden",
-                           "namespaces \"%s\" is forbidden: this namespace may not be deleted",
-                           e->name);
+                fatia_api_opres_fail(
+                    r, 403, "Forbidden",
+                    "namespaces \"%s\" is forbidden: this namespace may not be deleted", e->name);
                 return -FATIA_E_FORBIDDEN;
             }
         }
@@ -1046,7 +1059,7 @@ static int delete_checks(const struct opctx *c, const struct entry *e, const jso
     return 0;
 }
 
-void op_delete(const struct opctx *c, const json_t *options, op_done_fn done, void *arg)
+void fatia_api_op_delete(const struct opctx *c, const json_t *options, op_done_fn done, void *arg)
 {
     struct opres r = {0};
     struct fatia_apiserver *s = c->s;
@@ -1057,12 +1070,12 @@ void op_delete(const struct opctx *c, const json_t *options, op_done_fn done, vo
     bool is_ns = c->t->kind == fatia_kind_by_resource("", "namespaces");
     int rc;
 
-    if (authorize(c, "delete", &r) < 0)
+    if (fatia_api_authorize(c, "delete", &r) < 0)
         goto out_answer;
-    entry_key(c->t, c->ns, c->name, key, sizeof(key));
-    e = rtable_find(c->t, key);
+    fatia_api_entry_key(c->t, c->ns, c->name, key, sizeof(key));
+    e = fatia_api_rtable_find(c->t, key);
     if (!e || !e->latest) {
-        opres_not_found(&r, c->t, c->name);
+        fatia_api_opres_not_found(&r, c->t, c->name);
         goto out_answer;
     }
     if (delete_checks(c, e, options, &r) < 0)
@@ -1070,12 +1083,12 @@ void op_delete(const struct opctx *c, const json_t *options, op_done_fn done, vo
     if (is_deleting(e->latest->tree) && has_finalizers(e->latest->tree)) {
         /* already being deleted: nothing more to do */
         r.code = 200;
-        r.ver = objver_ref(e->latest);
+        r.ver = fatia_api_objver_ref(e->latest);
         goto out_answer;
     }
     if (c->dry_run) {
         r.code = 200;
-        r.ver = objver_ref(e->latest);
+        r.ver = fatia_api_objver_ref(e->latest);
         goto out_answer;
     }
     tx = begin(&r, 200, done, arg);
@@ -1085,20 +1098,20 @@ void op_delete(const struct opctx *c, const json_t *options, op_done_fn done, vo
                : delete_into(s, tx, c->t, e, asked_grace(options), &marked);
     if (rc < 0) {
         abandon(s, tx, &r);
-        opres_from_errno(&r, rc, "delete");
+        fatia_api_opres_from_errno(&r, rc, "delete");
         goto out_answer;
     }
     if (tx->ops.n == 0) {
         abandon(s, tx, &r);
         r.code = 200;
-        r.ver = objver_ref(e->latest);
+        r.ver = fatia_api_objver_ref(e->latest);
         goto out_answer;
     }
     /* answer with the object itself: for a namespace that is its (last) op */
     for (size_t i = 0; i < tx->ops.n; i++)
         if (tx->ops.v[i].e == e)
             tx->result = tx->ops.v[i].ver;
-    wtxn_commit(s, tx);
+    fatia_api_wtxn_commit(s, tx);
     return;
 
 out_answer:
@@ -1111,8 +1124,8 @@ out_answer:
  * collection); the request is all or nothing: the first object refused refuses the whole
  * request with that object's error, and nothing is deleted. Skipping the refused objects was
  * rejected: a client could not tell a partial deletion from a complete one by the answer. */
-void op_delete_collection(const struct opctx *c, const struct fatia_api_query *q,
-                          const json_t *options, op_done_fn done, void *arg)
+void fatia_api_op_delete_collection(const struct opctx *c, const struct fatia_api_query *q,
+                                    const json_t *options, op_done_fn done, void *arg)
 {
     struct opres r = {0};
     struct fatia_apiserver *s = c->s;
@@ -1122,37 +1135,37 @@ void op_delete_collection(const struct opctx *c, const struct fatia_api_query *q
     bool marked;
     FATIA_VEC(struct entry *) victims = {0};
 
-    if (authorize(c, "deletecollection", &r) < 0)
+    if (fatia_api_authorize(c, "deletecollection", &r) < 0)
         goto out_answer;
-    if (filter_from_query(&f, q, &r) < 0)
+    if (fatia_api_filter_from_query(&f, q, &r) < 0)
         goto out_answer;
-    rtable_range(c->t, c->ns, &lo, &hi);
+    fatia_api_rtable_range(c->t, c->ns, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
         struct entry *e = c->t->entries.v[i];
         struct opctx oc = *c;
-        if (!e->latest || !filter_match(&f, e->latest->tree))
+        if (!e->latest || !fatia_api_filter_match(&f, e->latest->tree))
             continue;
         oc.ns = c->t->kind->namespaced ? e->ns : NULL;
         oc.name = e->name;
-        if (authorize(&oc, "delete", &r) < 0 || delete_checks(&oc, e, options, &r) < 0) {
-            filter_release(&f);
+        if (fatia_api_authorize(&oc, "delete", &r) < 0 || delete_checks(&oc, e, options, &r) < 0) {
+            fatia_api_filter_release(&f);
             FATIA_VEC_RELEASE(&victims);
             goto out_answer;
         }
         if (is_deleting(e->latest->tree) && has_finalizers(e->latest->tree))
             continue; /* already being deleted: nothing more to do, as for DELETE */
         if (FATIA_VEC_PUSH(&victims, e) < 0) {
-            filter_release(&f);
+            fatia_api_filter_release(&f);
             FATIA_VEC_RELEASE(&victims);
-            opres_from_errno(&r, -ENOMEM, "deletecollection");
+            fatia_api_opres_from_errno(&r, -ENOMEM, "deletecollection");
             goto out_answer;
         }
     }
-    filter_release(&f);
+    fatia_api_filter_release(&f);
     if (!victims.n || c->dry_run) {
         FATIA_VEC_RELEASE(&victims);
         r.code = 200;
-        r.status = status_success();
+        r.status = fatia_api_status_success();
         goto out_answer;
     }
     tx = begin(&r, 200, done, arg);
@@ -1172,7 +1185,7 @@ void op_delete_collection(const struct opctx *c, const struct fatia_api_query *q
         if (rc < 0) {
             FATIA_VEC_RELEASE(&victims);
             abandon(s, tx, &r);
-            opres_from_errno(&r, rc, "deletecollection");
+            fatia_api_opres_from_errno(&r, rc, "deletecollection");
             goto out_answer;
         }
     }
@@ -1180,10 +1193,10 @@ void op_delete_collection(const struct opctx *c, const struct fatia_api_query *q
     if (!tx->ops.n) {
         abandon(s, tx, &r);
         r.code = 200;
-        r.status = status_success();
+        r.status = fatia_api_status_success();
         goto out_answer;
     }
-    wtxn_commit(s, tx);
+    fatia_api_wtxn_commit(s, tx);
     return;
 
 out_answer:

@@ -37,11 +37,11 @@ struct fieldsel {
     size_t n;
 };
 
-void fieldsel_free(struct fieldsel *f);
-int fieldsel_parse(const char *s, struct fieldsel **ret, char *why, size_t why_n);
-bool fieldsel_match(const struct fieldsel *f, const json_t *obj);
+static void fatia_api_fieldsel_free(struct fieldsel *f);
+static int fatia_api_fieldsel_parse(const char *s, struct fieldsel **ret, char *why, size_t why_n);
+static bool fatia_api_fieldsel_match(const struct fieldsel *f, const json_t *obj);
 
-void fieldsel_free(struct fieldsel *f)
+static void fatia_api_fieldsel_free(struct fieldsel *f)
 {
     if (!f)
         return;
@@ -74,7 +74,7 @@ static char *read_term(const char **pp, const char *stops)
     return fatia_buf_steal(&b);
 }
 
-int fieldsel_parse(const char *s, struct fieldsel **ret, char *why, size_t why_n)
+static int fatia_api_fieldsel_parse(const char *s, struct fieldsel **ret, char *why, size_t why_n)
 {
     struct fieldsel *f = fatia_calloc(1, sizeof(*f));
     const char *p = s;
@@ -140,11 +140,11 @@ int fieldsel_parse(const char *s, struct fieldsel **ret, char *why, size_t why_n
     return 0;
 
 out_free:
-    fieldsel_free(f);
+    fatia_api_fieldsel_free(f);
     return r;
 }
 
-bool fieldsel_match(const struct fieldsel *f, const json_t *obj)
+static bool fatia_api_fieldsel_match(const struct fieldsel *f, const json_t *obj)
 {
     for (size_t i = 0; f && i < f->n; i++) {
         const json_t *v = fatia_json_path(obj, f->v[i].path);
@@ -166,23 +166,23 @@ bool fieldsel_match(const struct fieldsel *f, const json_t *obj)
     return true;
 }
 
-void filter_release(struct filter *f)
+void fatia_api_filter_release(struct filter *f)
 {
     fatia_selector_free(f->labels);
-    fieldsel_free(f->fields);
+    fatia_api_fieldsel_free(f->fields);
     f->labels = NULL;
     f->fields = NULL;
 }
 
-bool filter_match(const struct filter *f, const json_t *obj)
+bool fatia_api_filter_match(const struct filter *f, const json_t *obj)
 {
     if (f->labels && !fatia_selector_matches(
                          f->labels, json_object_get(json_object_get(obj, "metadata"), "labels")))
         return false;
-    return fieldsel_match(f->fields, obj);
+    return fatia_api_fieldsel_match(f->fields, obj);
 }
 
-int filter_from_query(struct filter *f, const struct fatia_api_query *q, struct opres *r)
+int fatia_api_filter_from_query(struct filter *f, const struct fatia_api_query *q, struct opres *r)
 {
     char why[256] = "";
     int rc;
@@ -192,20 +192,20 @@ int filter_from_query(struct filter *f, const struct fatia_api_query *q, struct 
         rc = fatia_selector_parse(q->label_selector, &f->labels, why, sizeof(why));
         if (rc < 0) {
             if (rc == -ENOMEM)
-                opres_from_errno(r, rc, "label selector");
+                fatia_api_opres_from_errno(r, rc, "label selector");
             else
-                opres_fail(r, 400, "BadRequest", "unable to parse requirement: %s", why);
+                fatia_api_opres_fail(r, 400, "BadRequest", "unable to parse requirement: %s", why);
             return rc;
         }
     }
     if (q->field_selector && *q->field_selector) {
-        rc = fieldsel_parse(q->field_selector, &f->fields, why, sizeof(why));
+        rc = fatia_api_fieldsel_parse(q->field_selector, &f->fields, why, sizeof(why));
         if (rc < 0) {
-            filter_release(f);
+            fatia_api_filter_release(f);
             if (rc == -ENOMEM)
-                opres_from_errno(r, rc, "field selector");
+                fatia_api_opres_from_errno(r, rc, "field selector");
             else
-                opres_fail(r, 400, "BadRequest", "%s", why);
+                fatia_api_opres_fail(r, 400, "BadRequest", "%s", why);
             return rc;
         }
     }
@@ -214,8 +214,8 @@ int filter_from_query(struct filter *f, const struct fatia_api_query *q, struct 
 
 /* ---- served versions ---- */
 
-json_t *served_tree(const struct rtable *t, const struct fatia_kind_version *ver,
-                    const struct objver *v)
+json_t *fatia_api_served_tree(const struct rtable *t, const struct fatia_kind_version *ver,
+                              const struct objver *v)
 {
     json_t *copy;
     char av[160];
@@ -232,18 +232,18 @@ json_t *served_tree(const struct rtable *t, const struct fatia_kind_version *ver
     return copy;
 }
 
-int render_object(const struct rtable *t, const struct fatia_kind_version *ver,
-                  const struct objver *v, struct evbuffer *out)
+int fatia_api_render_object(const struct rtable *t, const struct fatia_kind_version *ver,
+                            const struct objver *v, struct evbuffer *out)
 {
     json_t *tree;
     int r;
 
     if (!ver)
         return evbuffer_add(out, v->text, v->len) < 0 ? -ENOMEM : 0;
-    tree = served_tree(t, ver, v);
+    tree = fatia_api_served_tree(t, ver, v);
     if (!tree)
         return -ENOMEM;
-    r = evbuffer_add_json(out, tree);
+    r = fatia_api_evbuffer_add_json(out, tree);
     json_decref(tree);
     return r;
 }
@@ -252,21 +252,21 @@ static void unref_cb(const void *data, size_t len, void *arg)
 {
     (void)data;
     (void)len;
-    objver_unref(arg);
+    fatia_api_objver_unref(arg);
 }
 
-int render_item(const struct rtable *t, const struct fatia_kind_version *ver, struct objver *v,
-                bool first, struct evbuffer *out)
+int fatia_api_render_item(const struct rtable *t, const struct fatia_kind_version *ver,
+                          struct objver *v, bool first, struct evbuffer *out)
 {
     if (ver) {
         if (!first && evbuffer_add(out, ",", 1) < 0)
             return -ENOMEM;
-        return render_object(t, ver, v, out);
+        return fatia_api_render_object(t, ver, v, out);
     }
-    objver_ref(v);
+    fatia_api_objver_ref(v);
     if (evbuffer_add_reference(out, first ? v->text : v->text - 1, v->len + !first, unref_cb, v) <
         0) {
-        objver_unref(v);
+        fatia_api_objver_unref(v);
         return -ENOMEM;
     }
     return 0;
@@ -352,12 +352,8 @@ static void continue_encode(uint64_t rv, const char *key, char *out, size_t out_
 
 /* ---- list ---- */
 
-/* Answers a list (JSON or Table) into out. 0, or a failure in r. */
-int op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
-            struct evbuffer *out, struct opres *r);
-
-int op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
-            struct evbuffer *out, struct opres *r)
+int fatia_api_op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
+                      struct evbuffer *out, struct opres *r)
 {
     const struct rtable *t = c->t;
     struct filter f;
@@ -369,17 +365,17 @@ int op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
     size_t remaining = 0;
     struct evbuffer *items;
 
-    if (authorize(c, "list", r) < 0)
+    if (fatia_api_authorize(c, "list", r) < 0)
         return -FATIA_E_FORBIDDEN;
     if (q->continue_token && continue_decode(q->continue_token, after, sizeof(after)) < 0) {
-        opres_fail(r, 400, "BadRequest", "continue key is not valid");
+        fatia_api_opres_fail(r, 400, "BadRequest", "continue key is not valid");
         return -EINVAL;
     }
-    if (filter_from_query(&f, q, r) < 0)
+    if (fatia_api_filter_from_query(&f, q, r) < 0)
         return -EINVAL;
-    rtable_range(t, c->ns, &lo, &hi);
+    fatia_api_rtable_range(t, c->ns, &lo, &hi);
     if (after[0]) {
-        size_t ub = rtable_upper_bound(t, after);
+        size_t ub = fatia_api_rtable_upper_bound(t, after);
         lo = ub > lo ? ub : lo;
     }
     if (c->ver)
@@ -391,26 +387,26 @@ int op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
 
     items = evbuffer_new();
     if (!items) {
-        filter_release(&f);
-        opres_from_errno(r, -ENOMEM, "list");
+        fatia_api_filter_release(&f);
+        fatia_api_opres_from_errno(r, -ENOMEM, "list");
         return -ENOMEM;
     }
     for (i = lo; i < hi; i++) {
         struct entry *e = t->entries.v[i];
-        if (!e->committed || !filter_match(&f, e->committed->tree))
+        if (!e->committed || !fatia_api_filter_match(&f, e->committed->tree))
             continue;
         if (q->limit > 0 && count == (size_t)q->limit) {
             more = true;
             break;
         }
         if (table) {
-            json_t *row = table_row(t, c->ver, e->committed, q->include_object, now);
+            json_t *row = fatia_api_table_row(t, c->ver, e->committed, q->include_object, now);
             if (count)
                 evbuffer_add(items, ",", 1);
-            evbuffer_add_json(items, row);
+            fatia_api_evbuffer_add_json(items, row);
             json_decref(row);
         } else {
-            render_item(t, c->ver, e->committed, count == 0, items);
+            fatia_api_render_item(t, c->ver, e->committed, count == 0, items);
         }
         count++;
         last = e;
@@ -421,7 +417,7 @@ int op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
             for (; i < hi; i++)
                 remaining += t->entries.v[i]->committed != NULL;
     }
-    filter_release(&f);
+    fatia_api_filter_release(&f);
     if (table)
         evbuffer_add_printf(out, "{\"kind\":\"Table\",\"apiVersion\":\"meta.k8s.io/v1\",");
     else
@@ -434,9 +430,9 @@ int op_list(const struct opctx *c, const struct fatia_api_query *q, bool table,
     }
     evbuffer_add_printf(out, "}");
     if (table) {
-        json_t *cols = table_columns(t->kind);
+        json_t *cols = fatia_api_table_columns(t->kind);
         evbuffer_add_printf(out, ",\"columnDefinitions\":");
-        evbuffer_add_json(out, cols);
+        fatia_api_evbuffer_add_json(out, cols);
         json_decref(cols);
         evbuffer_add_printf(out, ",\"rows\":[");
     } else {

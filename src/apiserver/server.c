@@ -21,7 +21,7 @@
 #include "base/json.h"
 #include "base/log.h"
 
-struct rtable *server_table_for(struct fatia_apiserver *s, const struct fatia_kind *k)
+struct rtable *fatia_api_server_table_for(struct fatia_apiserver *s, const struct fatia_kind *k)
 {
     for (size_t i = 0; i < s->n_tables; i++)
         if (s->tables[i].kind == k)
@@ -29,8 +29,8 @@ struct rtable *server_table_for(struct fatia_apiserver *s, const struct fatia_ki
     return NULL;
 }
 
-struct rtable *server_table_by_resource(struct fatia_apiserver *s, const char *group,
-                                        const char *plural)
+struct rtable *fatia_api_server_table_by_resource(struct fatia_apiserver *s, const char *group,
+                                                  const char *plural)
 {
     char key[300];
 
@@ -82,7 +82,7 @@ static int load_row(void *arg, const struct fatia_store_row *row)
     struct load_ctx *lc = arg;
     struct fatia_apiserver *s = lc->s;
     const struct fatia_kind *k = kind_by_group_kind(row->group, row->kind);
-    struct rtable *t = k ? server_table_for(s, k) : NULL;
+    struct rtable *t = k ? fatia_api_server_table_for(s, k) : NULL;
     json_error_t jerr;
     struct entry *e;
     json_t *tree;
@@ -101,16 +101,16 @@ static int load_row(void *arg, const struct fatia_store_row *row)
         json_decref(tree);
         return -FATIA_E_CORRUPT;
     }
-    e = rtable_get_or_add(t, row->ns, row->name);
+    e = fatia_api_rtable_get_or_add(t, row->ns, row->name);
     if (!e) {
         json_decref(tree);
         return -ENOMEM;
     }
-    e->committed = objver_new(tree, 0);
+    e->committed = fatia_api_objver_new(tree, 0);
     if (!e->committed)
         return -ENOMEM;
     e->committed->rv = row->rv;
-    e->latest = objver_ref(e->committed);
+    e->latest = fatia_api_objver_ref(e->committed);
     t->n_committed++;
     lc->loaded++;
     return 0;
@@ -120,7 +120,7 @@ static int load_log_row(void *arg, const struct fatia_store_row *row)
 {
     struct fatia_apiserver *s = arg;
     const struct fatia_kind *k = kind_by_group_kind(row->group, row->kind);
-    struct rtable *t = k ? server_table_for(s, k) : NULL;
+    struct rtable *t = k ? fatia_api_server_table_for(s, k) : NULL;
     struct objver *v;
     json_t *tree;
 
@@ -136,12 +136,12 @@ static int load_log_row(void *arg, const struct fatia_store_row *row)
         json_decref(tree);
         return -FATIA_E_CORRUPT;
     }
-    v = objver_new(tree, 0);
+    v = fatia_api_objver_new(tree, 0);
     if (!v)
         return -ENOMEM;
     v->rv = row->rv;
-    history_publish(s, t, row->type, v, NULL);
-    objver_unref(v);
+    fatia_api_history_publish(s, t, row->type, v, NULL);
+    fatia_api_objver_unref(v);
     return 0;
 }
 
@@ -149,7 +149,7 @@ static void bookmark_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    watch_send_bookmarks(arg);
+    fatia_api_watch_send_bookmarks(arg);
 }
 
 int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
@@ -206,7 +206,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
             goto out_free;
         }
     }
-    history_init(s);
+    fatia_api_history_init(s);
 
     r = fatia_store_load(store, load_row, &lc);
     if (r < 0)
@@ -228,7 +228,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
     else
         s->history_floor = rv;
 
-    r = openapi_build(s);
+    r = fatia_api_openapi_build(s);
     if (r < 0)
         goto out_free;
     if (s->o.tokens_path) {
@@ -246,14 +246,14 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
             goto out_free;
         }
     }
-    r = fatia_api_http_server_new(base, &s->o.http, handle_http, s, &s->http);
+    r = fatia_api_http_server_new(base, &s->o.http, fatia_api_handle_http, s, &s->http);
     if (r < 0)
         goto out_free;
     r = fatia_store_writer_start(store);
     if (r < 0)
         goto out_free;
-    s->store_ev =
-        event_new(base, fatia_store_done_fd(store), EV_READ | EV_PERSIST, store_event_cb, s);
+    s->store_ev = event_new(base, fatia_store_done_fd(store), EV_READ | EV_PERSIST,
+                            fatia_api_store_event_cb, s);
     s->bookmark_ev = event_new(base, -1, EV_PERSIST, bookmark_cb, s);
     if (!s->store_ev || !s->bookmark_ev) {
         r = -ENOMEM;
@@ -304,10 +304,10 @@ void fatia_apiserver_shutdown(struct fatia_apiserver *s, void (*done)(void *arg)
     s->shutdown_arg = arg;
     if (s->http)
         fatia_api_http_server_stop_listening(s->http);
-    watch_shutdown_all(s);
+    fatia_api_watch_shutdown_all(s);
     if (s->bookmark_ev)
         event_del(s->bookmark_ev);
-    if (server_idle(s))
+    if (fatia_api_server_idle(s))
         event_base_once(s->base, -1, EV_TIMEOUT, shutdown_now_cb, s, NULL);
 }
 
@@ -316,18 +316,18 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
     if (!s)
         return;
     if (s->http)
-        watch_shutdown_all(s);
+        fatia_api_watch_shutdown_all(s);
     fatia_api_http_server_free(s->http);
     if (s->store_ev)
         event_free(s->store_ev);
     if (s->bookmark_ev)
         event_free(s->bookmark_ev);
-    history_release(s);
+    fatia_api_history_release(s);
     for (size_t i = 0; i < s->n_tables; i++) {
         struct rtable *t = &s->tables[i];
         for (size_t j = 0; j < t->entries.n; j++) {
-            objver_unref(t->entries.v[j]->committed);
-            objver_unref(t->entries.v[j]->latest);
+            fatia_api_objver_unref(t->entries.v[j]->committed);
+            fatia_api_objver_unref(t->entries.v[j]->latest);
             fatia_free(t->entries.v[j]->key);
             fatia_free(t->entries.v[j]);
         }
@@ -339,7 +339,7 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
     fatia_strmap_release(&s->by_resource);
     fatia_free(s->tables);
     FATIA_VEC_RELEASE(&s->admission);
-    openapi_release(s);
+    fatia_api_openapi_release(s);
     fatia_auth_free(s->auth);
     fatia_audit_free(s->audit);
     fatia_free(s);

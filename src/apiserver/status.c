@@ -24,29 +24,29 @@
 #include "base/error.h"
 #include "base/json.h"
 
-json_t *status_new(int code, const char *reason, const char *message)
+json_t *fatia_api_status_new(int code, const char *reason, const char *message)
 {
     return json_pack("{s:s,s:s,s:{},s:s,s:s,s:s,s:i}", "kind", "Status", "apiVersion", "v1",
                      "metadata", "status", code < 400 ? "Success" : "Failure", "message",
                      message ? message : "", "reason", reason ? reason : "", "code", code);
 }
 
-json_t *status_success(void)
+json_t *fatia_api_status_success(void)
 {
     return json_pack("{s:s,s:s,s:{},s:s,s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
                      "status", "Success", "code", 200);
 }
 
-void opres_release(struct opres *r)
+void fatia_api_opres_release(struct opres *r)
 {
-    objver_unref(r->ver);
+    fatia_api_objver_unref(r->ver);
     json_decref(r->status);
     for (size_t i = 0; i < r->n_warnings; i++)
         fatia_free(r->warnings[i]);
     memset(r, 0, sizeof(*r));
 }
 
-void opres_warn(struct opres *r, const char *fmt, ...)
+void fatia_api_opres_warn(struct opres *r, const char *fmt, ...)
 {
     struct fatia_buf b = FATIA_BUF_INIT;
     va_list ap;
@@ -66,7 +66,7 @@ void opres_warn(struct opres *r, const char *fmt, ...)
 
 static void fail_json(struct opres *r, json_t *st)
 {
-    objver_unref(r->ver);
+    fatia_api_objver_unref(r->ver);
     r->ver = NULL;
     json_decref(r->status);
     r->status = st;
@@ -75,7 +75,7 @@ static void fail_json(struct opres *r, json_t *st)
         r->code = 500;
 }
 
-void opres_fail(struct opres *r, int code, const char *reason, const char *fmt, ...)
+void fatia_api_opres_fail(struct opres *r, int code, const char *reason, const char *fmt, ...)
 {
     struct fatia_buf b = FATIA_BUF_INIT;
     va_list ap;
@@ -83,7 +83,7 @@ void opres_fail(struct opres *r, int code, const char *reason, const char *fmt, 
     va_start(ap, fmt);
     (void)fatia_buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    fail_json(r, status_new(code, reason, b.p));
+    fail_json(r, fatia_api_status_new(code, reason, b.p));
     r->code = code;
     fatia_buf_release(&b);
 }
@@ -99,14 +99,14 @@ static json_t *details(const struct rtable *t, const char *name, bool kind_name)
     return d;
 }
 
-void opres_not_found(struct opres *r, const struct rtable *t, const char *name)
+void fatia_api_opres_not_found(struct opres *r, const struct rtable *t, const char *name)
 {
-    opres_fail(r, 404, "NotFound", "%s \"%s\" not found", t->resource, name ? name : "");
+    fatia_api_opres_fail(r, 404, "NotFound", "%s \"%s\" not found", t->resource, name ? name : "");
     if (r->status)
         json_object_set_new(r->status, "details", details(t, name, false));
 }
 
-void kind_qualified(const struct fatia_kind *k, char *buf, size_t n)
+void fatia_api_kind_qualified(const struct fatia_kind *k, char *buf, size_t n)
 {
     if (k->group[0])
         snprintf(buf, n, "%s.%s", k->kind, k->group);
@@ -127,15 +127,15 @@ static const char *cause_reason(const char *msg)
     return "FieldValueInvalid";
 }
 
-void opres_invalid(struct opres *r, const struct rtable *t, const char *name,
-                   const struct fatia_diag *diag)
+void fatia_api_opres_invalid(struct opres *r, const struct rtable *t, const char *name,
+                             const struct fatia_diag *diag)
 {
     struct fatia_buf msg = FATIA_BUF_INIT;
     json_t *causes = json_array(), *d;
     char kq[160];
     size_t n_err = 0;
 
-    kind_qualified(t->kind, kq, sizeof(kq));
+    fatia_api_kind_qualified(t->kind, kq, sizeof(kq));
     for (size_t i = 0; i < diag->n; i++) {
         const struct fatia_diag_entry *e = &diag->v[i];
         if (e->level != FATIA_DIAG_ERROR)
@@ -160,7 +160,7 @@ void opres_invalid(struct opres *r, const struct rtable *t, const char *name,
         (void)fatia_buf_puts(&msg, "rejected");
     d = details(t, name, true);
     json_object_set_new(d, "causes", causes);
-    fail_json(r, status_new(422, "Invalid", msg.p));
+    fail_json(r, fatia_api_status_new(422, "Invalid", msg.p));
     if (r->status)
         json_object_set_new(r->status, "details", d);
     else
@@ -169,56 +169,59 @@ void opres_invalid(struct opres *r, const struct rtable *t, const char *name,
     fatia_buf_release(&msg);
 }
 
-void opres_from_errno(struct opres *r, int err, const char *what)
+void fatia_api_opres_from_errno(struct opres *r, int err, const char *what)
 {
     const char *w = what ? what : "request";
 
     switch (err) {
     case -ENOENT:
-        opres_fail(r, 404, "NotFound", "%s not found", w);
+        fatia_api_opres_fail(r, 404, "NotFound", "%s not found", w);
         break;
     case -FATIA_E_EXISTS:
-        opres_fail(r, 409, "AlreadyExists", "%s already exists", w);
+        fatia_api_opres_fail(r, 409, "AlreadyExists", "%s already exists", w);
         break;
     case -FATIA_E_CONFLICT:
-        opres_fail(r, 409, "Conflict", "%s: conflicting update", w);
+        fatia_api_opres_fail(r, 409, "Conflict", "%s: conflicting update", w);
         break;
     case -FATIA_E_FORBIDDEN:
-        opres_fail(r, 403, "Forbidden", "%s is forbidden", w);
+        fatia_api_opres_fail(r, 403, "Forbidden", "%s is forbidden", w);
         break;
     case -FATIA_E_UNAUTHORIZED:
-        opres_fail(r, 401, "Unauthorized", "Unauthorized");
+        fatia_api_opres_fail(r, 401, "Unauthorized", "Unauthorized");
         break;
     case -FATIA_E_GONE:
-        opres_fail(r, 410, "Expired", "%s: resource version too old", w);
+        fatia_api_opres_fail(r, 410, "Expired", "%s: resource version too old", w);
         break;
     case -FATIA_E_LIMIT:
-        opres_fail(r, 413, "RequestEntityTooLarge", "%s: limit exceeded", w);
+        fatia_api_opres_fail(r, 413, "RequestEntityTooLarge", "%s: limit exceeded", w);
         break;
     case -FATIA_E_PARSE:
     case -EINVAL:
-        opres_fail(r, 400, "BadRequest", "%s: %s", w, fatia_strerror(err));
+        fatia_api_opres_fail(r, 400, "BadRequest", "%s: %s", w, fatia_strerror(err));
         break;
     case -ESHUTDOWN:
-        opres_fail(r, 503, "ServiceUnavailable", "the server is shutting down");
+        fatia_api_opres_fail(r, 503, "ServiceUnavailable", "the server is shutting down");
         break;
     case -EFBIG:
-        opres_fail(r, 413, "RequestEntityTooLarge",
-                   "%s: the object is larger than the store's limit of %d bytes (1.5 MiB)", w,
-                   FATIA_STORE_MAX_OBJECT);
+        fatia_api_opres_fail(
+            r, 413, "RequestEntityTooLarge",
+            "%s: the object is larger than the store's limit of %d bytes (1.5 MiB)", w,
+            FATIA_STORE_MAX_OBJECT);
         break;
     case -ENOSPC:
-        opres_fail(r, 507, "InsufficientStorage",
-                   "%s: the store is out of disk space (NOSPACE alarm): reads and deletes still "
-                   "work, other writes are refused until space is freed on the filesystem of "
-                   "fatiad's data directory",
-                   w);
+        fatia_api_opres_fail(
+            r, 507, "InsufficientStorage",
+            "%s: the store is out of disk space (NOSPACE alarm): reads and deletes still "
+            "work, other writes are refused until space is freed on the filesystem of "
+            "fatiad's data directory",
+            w);
         break;
     case -ENOMEM:
-        opres_fail(r, 500, "InternalError", "%s: out of memory", w);
+        fatia_api_opres_fail(r, 500, "InternalError", "%s: out of memory", w);
         break;
     default:
-        opres_fail(r, 500, "InternalError", "%s: storage error: %s", w, fatia_strerror(err));
+        fatia_api_opres_fail(r, 500, "InternalError", "%s: storage error: %s", w,
+                             fatia_strerror(err));
         break;
     }
 }

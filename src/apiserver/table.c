@@ -246,9 +246,10 @@ static int jp_eval_depth(const char *path, const json_t *root, struct jpset *out
     return 0;
 }
 
-int fatia_jsonpath_eval(const char *path, const json_t *root, const json_t **ret, size_t max);
+static int fatia_jsonpath_eval(const char *path, const json_t *root, const json_t **ret,
+                               size_t max);
 
-int fatia_jsonpath_eval(const char *path, const json_t *root, const json_t **ret, size_t max)
+static int fatia_jsonpath_eval(const char *path, const json_t *root, const json_t **ret, size_t max)
 {
     struct jpset s;
     int r = jp_eval_depth(path, root, &s, 0);
@@ -419,7 +420,7 @@ static json_t *cell(const struct fatia_column *col, const json_t *obj, fatia_use
     }
 }
 
-json_t *table_columns(const struct fatia_kind *k)
+json_t *fatia_api_table_columns(const struct fatia_kind *k)
 {
     json_t *cols = json_array();
 
@@ -438,8 +439,8 @@ json_t *table_columns(const struct fatia_kind *k)
     return cols;
 }
 
-json_t *table_row(const struct rtable *t, const struct fatia_kind_version *ver,
-                  const struct objver *v, int include, fatia_usec_t now)
+json_t *fatia_api_table_row(const struct rtable *t, const struct fatia_kind_version *ver,
+                            const struct objver *v, int include, fatia_usec_t now)
 {
     const json_t *meta = json_object_get(v->tree, "metadata");
     json_t *cells = json_array(), *row, *obj = NULL;
@@ -453,7 +454,7 @@ json_t *table_row(const struct rtable *t, const struct fatia_kind_version *ver,
         obj = json_pack("{s:s,s:s,s:O}", "kind", "PartialObjectMetadata", "apiVersion",
                         "meta.k8s.io/v1", "metadata", meta);
     } else if (include == 2) {
-        obj = served_tree(t, ver, v);
+        obj = fatia_api_served_tree(t, ver, v);
     }
     if (obj)
         json_object_set_new(row, "object", obj);

@@ -3,7 +3,7 @@
  *
  * Batches move through three places:
  *
- *     wtxn_commit --> s->filling --kick: writer idle--> s->inflight --store done fd-->
+ *     fatia_api_wtxn_commit --> s->filling --kick: writer idle--> s->inflight --store done fd-->
  *         finish_batch: ops become committed in order, watch events, answers; then kick again
  *
  * At most one batch is in the store at a time, so the next one accumulates every write that
@@ -21,7 +21,7 @@
 #include "base/json.h"
 #include "base/log.h"
 
-struct wtxn *wtxn_new(wtxn_done_fn done, void *arg)
+struct wtxn *fatia_api_wtxn_new(wtxn_done_fn done, void *arg)
 {
     struct wtxn *tx = fatia_calloc(1, sizeof(*tx));
 
@@ -32,13 +32,13 @@ struct wtxn *wtxn_new(wtxn_done_fn done, void *arg)
     return tx;
 }
 
-void wtxn_free(struct wtxn *tx)
+void fatia_api_wtxn_free(struct wtxn *tx)
 {
     if (!tx)
         return;
     for (size_t i = 0; i < tx->ops.n; i++) {
-        objver_unref(tx->ops.v[i].ver);
-        objver_unref(tx->ops.v[i].prev);
+        fatia_api_objver_unref(tx->ops.v[i].ver);
+        fatia_api_objver_unref(tx->ops.v[i].prev);
     }
     FATIA_VEC_RELEASE(&tx->ops);
     fatia_free(tx);
@@ -55,26 +55,27 @@ static int add_op(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, 
         json_decref(tree);
         return -ENOMEM;
     }
-    ver = objver_new(tree, rv);
+    ver = fatia_api_objver_new(tree, rv);
     if (!ver)
         return -ENOMEM;
     op = (struct wop){.t = t, .e = e, .type = type, .ver = ver, .prev = e->latest};
     tx->ops.v[tx->ops.n++] = op;
-    e->latest = type == FATIA_STORE_DELETED ? NULL : objver_ref(ver);
+    e->latest = type == FATIA_STORE_DELETED ? NULL : fatia_api_objver_ref(ver);
     e->pending++;
     s->rv_next = rv;
     tx->result = ver;
     return 0;
 }
 
-int wtxn_put(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e,
-             enum fatia_store_event type, json_t *tree)
+int fatia_api_wtxn_put(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t,
+                       struct entry *e, enum fatia_store_event type, json_t *tree)
 {
     FATIA_ASSERT(type != FATIA_STORE_DELETED);
     return add_op(s, tx, t, e, type, tree);
 }
 
-int wtxn_delete(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e)
+int fatia_api_wtxn_delete(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t,
+                          struct entry *e)
 {
     json_t *last;
 
@@ -85,27 +86,27 @@ int wtxn_delete(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, st
     return add_op(s, tx, t, e, FATIA_STORE_DELETED, last);
 }
 
-int wtxn_delete_with(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t, struct entry *e,
-                     json_t *last)
+int fatia_api_wtxn_delete_with(struct fatia_apiserver *s, struct wtxn *tx, struct rtable *t,
+                               struct entry *e, json_t *last)
 {
     FATIA_ASSERT(e->latest);
     return add_op(s, tx, t, e, FATIA_STORE_DELETED, last);
 }
 
-void wtxn_abort(struct fatia_apiserver *s, struct wtxn *tx)
+void fatia_api_wtxn_abort(struct fatia_apiserver *s, struct wtxn *tx)
 {
     while (tx->ops.n) {
         struct wop *op = &tx->ops.v[--tx->ops.n];
         /* only the newest operations can be undone this way */
         FATIA_ASSERT(op->ver->rv == s->rv_next);
-        objver_unref(op->e->latest);
+        fatia_api_objver_unref(op->e->latest);
         op->e->latest = op->prev;
         op->e->pending--;
         s->rv_next--;
-        rtable_maybe_remove(op->t, op->e);
-        objver_unref(op->ver);
+        fatia_api_rtable_maybe_remove(op->t, op->e);
+        fatia_api_objver_unref(op->ver);
     }
-    wtxn_free(tx);
+    fatia_api_wtxn_free(tx);
 }
 
 static void batch_free(struct batch *b)
@@ -116,7 +117,7 @@ static void batch_free(struct batch *b)
     fatia_free(b);
 }
 
-bool server_idle(const struct fatia_apiserver *s)
+bool fatia_api_server_idle(const struct fatia_apiserver *s)
 {
     return !s->inflight && !s->filling;
 }
@@ -169,7 +170,7 @@ static int check_txn(struct fatia_apiserver *s, const struct wtxn *tx)
     return 0;
 }
 
-void wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx)
+void fatia_api_wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx)
 {
     struct batch *b = s->filling;
     int err = -ENOMEM;
@@ -216,7 +217,7 @@ out_fail:
         wtxn_done_fn done = tx->done;
         void *arg = tx->arg;
         struct wtxn fake = {.done = done, .arg = arg};
-        wtxn_abort(s, tx);
+        fatia_api_wtxn_abort(s, tx);
         done(s, &fake, err);
     }
 }
@@ -250,8 +251,8 @@ static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err)
             for (size_t i = 0; i < tx->ops.n; i++) {
                 struct entry *e = tx->ops.v[i].e;
                 e->pending = 0;
-                objver_unref(e->latest);
-                e->latest = objver_ref(e->committed);
+                fatia_api_objver_unref(e->latest);
+                e->latest = fatia_api_objver_ref(e->committed);
                 if (FATIA_VEC_PUSH(&touched, ((struct touched){tx->ops.v[i].t, e})) < 0)
                     FATIA_ASSERT(!"out of memory while rolling back"); /* cannot recover */
             }
@@ -261,7 +262,7 @@ static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err)
         qsort(touched.v, touched.n, sizeof(*touched.v), cmp_touched);
     for (size_t i = 0; i < touched.n; i++)
         if (i == 0 || touched.v[i].e != touched.v[i - 1].e)
-            rtable_maybe_remove(touched.v[i].t, touched.v[i].e);
+            fatia_api_rtable_maybe_remove(touched.v[i].t, touched.v[i].e);
     FATIA_VEC_RELEASE(&touched);
     s->rv_next = s->rv_committed;
     for (int k = 0; k < 2; k++) {
@@ -270,13 +271,13 @@ static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err)
             next = tx->next;
             /* the ops no longer own entry state: drop them before answering */
             for (size_t i = 0; i < tx->ops.n; i++) {
-                objver_unref(tx->ops.v[i].ver);
-                objver_unref(tx->ops.v[i].prev);
+                fatia_api_objver_unref(tx->ops.v[i].ver);
+                fatia_api_objver_unref(tx->ops.v[i].prev);
             }
             tx->ops.n = 0;
             tx->result = NULL;
             tx->done(s, tx, err);
-            wtxn_free(tx);
+            fatia_api_wtxn_free(tx);
         }
     }
     batch_free(b);
@@ -297,14 +298,14 @@ static void finish_batch(struct fatia_apiserver *s, struct batch *b)
             struct wop *op = &tx->ops.v[i];
             struct entry *e = op->e;
             struct objver *old = e->committed;
-            e->committed = op->type == FATIA_STORE_DELETED ? NULL : objver_ref(op->ver);
+            e->committed = op->type == FATIA_STORE_DELETED ? NULL : fatia_api_objver_ref(op->ver);
             if (!old && e->committed)
                 op->t->n_committed++;
             else if (old && !e->committed)
                 op->t->n_committed--;
             s->rv_committed = op->ver->rv;
-            history_publish(s, op->t, op->type, op->ver, old);
-            objver_unref(old);
+            fatia_api_history_publish(s, op->t, op->type, op->ver, old);
+            fatia_api_objver_unref(old);
             e->pending--;
         }
     }
@@ -319,17 +320,17 @@ static void finish_batch(struct fatia_apiserver *s, struct batch *b)
                     for (size_t j = 0; j < u->ops.n; j++)
                         if (u->ops.v[j].e == e)
                             u->ops.v[j].e = NULL;
-                rtable_maybe_remove(tx->ops.v[i].t, e);
+                fatia_api_rtable_maybe_remove(tx->ops.v[i].t, e);
             }
     for (tx = b->txns; tx; tx = next) {
         next = tx->next;
         tx->done(s, tx, 0);
-        wtxn_free(tx);
+        fatia_api_wtxn_free(tx);
     }
     batch_free(b);
 }
 
-void store_event_cb(int fd, short what, void *arg)
+void fatia_api_store_event_cb(int fd, short what, void *arg)
 {
     struct fatia_apiserver *s = arg;
     struct fatia_store_batch *sb;
@@ -339,7 +340,7 @@ void store_event_cb(int fd, short what, void *arg)
     while ((sb = fatia_store_reap(s->store)))
         finish_batch(s, sb->user);
     kick(s);
-    if (s->shutting_down && server_idle(s) && s->shutdown_done) {
+    if (s->shutting_down && fatia_api_server_idle(s) && s->shutdown_done) {
         void (*done)(void *) = s->shutdown_done;
         s->shutdown_done = NULL;
         done(s->shutdown_arg);

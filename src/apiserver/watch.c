@@ -20,7 +20,7 @@
  * HTTP watches together stay within opts.watch_budget: when an event would take them past it,
  * the watchers furthest behind are dropped first (their connections closed at once, so their
  * memory goes with them) until it fits. Dropped watchers are marked dead and freed once the event
- * has been offered to all (history_publish walks the list). After big drops and closes, freed
+ * has been offered to all (fatia_api_history_publish walks the list). After big drops and closes, freed
  * memory is given back to the system (malloc_trim), so that RSS falls once slow watchers go.
  * Rejected: a budget per namespace (one tenant's slow watchers would still crowd out nobody
  * else's, but the total would grow with tenants), and copying the object per watcher.
@@ -116,7 +116,7 @@ static void schedule_trim(struct fatia_apiserver *s)
         evtimer_add(s->trim_ev, &soon);
 }
 
-void history_init(struct fatia_apiserver *s)
+void fatia_api_history_init(struct fatia_apiserver *s)
 {
     s->ring_cap = s->o.watch_history;
     s->ring = fatia_xcalloc(s->ring_cap, sizeof(*s->ring));
@@ -125,13 +125,13 @@ void history_init(struct fatia_apiserver *s)
 
 static void wevent_release(struct wevent *ev)
 {
-    objver_unref(ev->obj);
-    objver_unref(ev->old);
+    fatia_api_objver_unref(ev->obj);
+    fatia_api_objver_unref(ev->old);
     wline_unref(ev->line);
     memset(ev, 0, sizeof(*ev));
 }
 
-void history_release(struct fatia_apiserver *s)
+void fatia_api_history_release(struct fatia_apiserver *s)
 {
     for (size_t i = 0; i < s->ring_n; i++)
         wevent_release(&s->ring[(s->ring_head + i) % s->ring_cap]);
@@ -153,17 +153,18 @@ static int encode(struct watcher *w, const char *type, const struct objver *v, s
     if (w->table) {
         json_t *tbl = json_pack(
             "{s:s,s:s,s:{s:s},s:o,s:[o]}", "kind", "Table", "apiVersion", "meta.k8s.io/v1",
-            "metadata", "resourceVersion", "", "columnDefinitions", table_columns(w->t->kind),
-            "rows", table_row(w->t, w->ver, v, w->include_object, fatia_now_real_usec()));
+            "metadata", "resourceVersion", "", "columnDefinitions",
+            fatia_api_table_columns(w->t->kind), "rows",
+            fatia_api_table_row(w->t, w->ver, v, w->include_object, fatia_now_real_usec()));
         char rvs[24];
         if (!tbl)
             return -ENOMEM;
         snprintf(rvs, sizeof(rvs), "%" PRIu64, v->rv);
         json_object_set_new(json_object_get(tbl, "metadata"), "resourceVersion", json_string(rvs));
-        r = evbuffer_add_json(out, tbl);
+        r = fatia_api_evbuffer_add_json(out, tbl);
         json_decref(tbl);
     } else {
-        r = render_object(w->t, w->ver, v, out);
+        r = fatia_api_render_object(w->t, w->ver, v, out);
     }
     if (r < 0)
         return r;
@@ -209,9 +210,9 @@ static void watcher_free(struct watcher *w)
     if (w->flush_ev)
         event_free(w->flush_ev);
     for (size_t i = 0; i < w->queue.n; i++)
-        objver_unref(w->queue.v[i].obj);
+        fatia_api_objver_unref(w->queue.v[i].obj);
     FATIA_VEC_RELEASE(&w->queue);
-    filter_release(&w->f);
+    fatia_api_filter_release(&w->f);
     fatia_free(w->ns);
     fatia_free(w);
 }
@@ -397,8 +398,9 @@ static bool deliver(struct watcher *w, enum fatia_watch_event type, struct objve
     }
     if (w->stopped)
         return true;
-    if (FATIA_VEC_PUSH(&w->queue, ((struct qevent){type, objver_ref(v), v ? v->rv : w->rv})) < 0) {
-        objver_unref(v);
+    if (FATIA_VEC_PUSH(&w->queue,
+                       ((struct qevent){type, fatia_api_objver_ref(v), v ? v->rv : w->rv})) < 0) {
+        fatia_api_objver_unref(v);
         return true;
     }
     event_active(w->flush_ev, EV_TIMEOUT, 0);
@@ -417,14 +419,14 @@ static bool offer(struct watcher *w, struct wevent *ev)
     if (w->ns && w->t->kind->namespaced &&
         strcmp(nz(fatia_json_str(json_object_get(nt, "metadata"), "namespace")), w->ns))
         return true;
-    nm = filter_match(&w->f, nt);
+    nm = fatia_api_filter_match(&w->f, nt);
     switch (ev->type) {
     case FATIA_STORE_ADDED:
         return nm ? deliver(w, FATIA_WATCH_ADDED, ev->obj, ev) : true;
     case FATIA_STORE_DELETED:
         return nm ? deliver(w, FATIA_WATCH_DELETED, ev->obj, ev) : true;
     case FATIA_STORE_MODIFIED:
-        om = ev->old ? filter_match(&w->f, ev->old->tree) : nm;
+        om = ev->old ? fatia_api_filter_match(&w->f, ev->old->tree) : nm;
         if (nm && om)
             return deliver(w, FATIA_WATCH_MODIFIED, ev->obj, ev);
         if (nm)
@@ -436,8 +438,8 @@ static bool offer(struct watcher *w, struct wevent *ev)
     return true;
 }
 
-void history_publish(struct fatia_apiserver *s, struct rtable *t, enum fatia_store_event type,
-                     struct objver *obj, struct objver *old)
+void fatia_api_history_publish(struct fatia_apiserver *s, struct rtable *t,
+                               enum fatia_store_event type, struct objver *obj, struct objver *old)
 {
     struct wevent *ev;
     struct watcher *w, *next;
@@ -450,8 +452,11 @@ void history_publish(struct fatia_apiserver *s, struct rtable *t, enum fatia_sto
         s->ring_n--;
     }
     ev = &s->ring[(s->ring_head + s->ring_n) % s->ring_cap];
-    *ev = (struct wevent){
-        .rv = obj->rv, .type = type, .t = t, .obj = objver_ref(obj), .old = objver_ref(old)};
+    *ev = (struct wevent){.rv = obj->rv,
+                          .type = type,
+                          .t = t,
+                          .obj = fatia_api_objver_ref(obj),
+                          .old = fatia_api_objver_ref(old)};
     s->ring_n++;
     s->watch_bytes = t->watchers ? watch_backlog_total(s) : 0;
     for (w = t->watchers; w; w = next) {
@@ -475,7 +480,7 @@ static void local_flush_cb(evutil_socket_t fd, short what, void *arg)
         w->fn(w->fn_arg, q->type, q->obj ? q->obj->tree : NULL, q->rv);
     }
     for (size_t j = 0; j < w->queue.n; j++)
-        objver_unref(w->queue.v[j].obj);
+        fatia_api_objver_unref(w->queue.v[j].obj);
     w->queue.n = 0;
     w->delivering = false;
     if (w->stopped)
@@ -499,10 +504,10 @@ static bool send_initial(struct watcher *w)
 {
     size_t lo, hi;
 
-    rtable_range(w->t, w->ns, &lo, &hi);
+    fatia_api_rtable_range(w->t, w->ns, &lo, &hi);
     for (size_t i = lo; i < hi; i++) {
         struct entry *e = w->t->entries.v[i];
-        if (!e->committed || !filter_match(&w->f, e->committed->tree))
+        if (!e->committed || !fatia_api_filter_match(&w->f, e->committed->tree))
             continue;
         if (!deliver(w, FATIA_WATCH_ADDED, e->committed, NULL))
             return false;
@@ -549,12 +554,9 @@ static void watcher_link(struct watcher *w)
     w->t->watchers = w;
 }
 
-/* HTTP: answers the request (an error, or a stream that lives on). */
-void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, const char *name,
-                      bool table, struct fatia_api_http_req *req, struct opres *err);
-
-void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, const char *name,
-                      bool table, struct fatia_api_http_req *req, struct opres *err)
+void fatia_api_watch_start_http(const struct opctx *c, const struct fatia_api_query *q,
+                                const char *name, bool table, struct fatia_api_http_req *req,
+                                struct opres *err)
 {
     struct fatia_apiserver *s = c->s;
     struct watcher *w;
@@ -565,20 +567,22 @@ void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, co
     char fs[1024];
     int r;
 
-    if (authorize(c, "watch", err) < 0)
+    if (fatia_api_authorize(c, "watch", err) < 0)
         return;
     if (start_rv(q, &rv) < 0) {
-        opres_fail(err, 400, "BadRequest", "invalid resourceVersion \"%s\"", q->resource_version);
+        fatia_api_opres_fail(err, 400, "BadRequest", "invalid resourceVersion \"%s\"",
+                             q->resource_version);
         return;
     }
     if (rv && rv < s->history_floor) {
-        opres_fail(err, 410, "Expired", "too old resource version: %" PRIu64 " (%" PRIu64 ")", rv,
-                   s->history_floor + 1);
+        fatia_api_opres_fail(err, 410, "Expired",
+                             "too old resource version: %" PRIu64 " (%" PRIu64 ")", rv,
+                             s->history_floor + 1);
         return;
     }
     w = watcher_new(s, c->t, c->ns);
     if (!w) {
-        opres_from_errno(err, -ENOMEM, "watch");
+        fatia_api_opres_from_errno(err, -ENOMEM, "watch");
         return;
     }
     if (name) {
@@ -587,9 +591,9 @@ void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, co
         snprintf(fs, sizeof(fs), "metadata.name=%s%s%s", name, q->field_selector ? "," : "",
                  q->field_selector ? q->field_selector : "");
         one.field_selector = fs;
-        r = filter_from_query(&w->f, &one, err);
+        r = fatia_api_filter_from_query(&w->f, &one, err);
     } else {
-        r = filter_from_query(&w->f, q, err);
+        r = fatia_api_filter_from_query(&w->f, q, err);
     }
     if (r < 0) {
         watcher_free(w);
@@ -603,7 +607,7 @@ void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, co
     w->timeout_ev = evtimer_new(s->base, timeout_cb, w);
     if (!w->timeout_ev) {
         watcher_free(w);
-        opres_from_errno(err, -ENOMEM, "watch");
+        fatia_api_opres_from_errno(err, -ENOMEM, "watch");
         return;
     }
     fatia_api_http_req_set_close_cb(req, http_close_cb, w);
@@ -634,7 +638,7 @@ void watch_start_http(const struct opctx *c, const struct fatia_api_query *q, co
     watcher_link(w);
 }
 
-void watch_send_bookmarks(struct fatia_apiserver *s)
+void fatia_api_watch_send_bookmarks(struct fatia_apiserver *s)
 {
     for (size_t i = 0; i < s->n_tables; i++) {
         struct watcher *w, *next;
@@ -661,7 +665,7 @@ void watch_send_bookmarks(struct fatia_apiserver *s)
     }
 }
 
-void watch_shutdown_all(struct fatia_apiserver *s)
+void fatia_api_watch_shutdown_all(struct fatia_apiserver *s)
 {
     for (size_t i = 0; i < s->n_tables; i++) {
         while (s->tables[i].watchers) {
@@ -682,26 +686,22 @@ void watch_shutdown_all(struct fatia_apiserver *s)
 
 struct fatia_client_watch;
 
-int watch_start_local(struct fatia_apiserver *s, struct rtable *t, const char *ns,
-                      const struct fatia_api_query *q, uint64_t rv, fatia_watch_fn fn, void *arg,
-                      struct watcher **ret, struct opres *err);
-void watch_stop_local(struct watcher *w);
-
-int watch_start_local(struct fatia_apiserver *s, struct rtable *t, const char *ns,
-                      const struct fatia_api_query *q, uint64_t rv, fatia_watch_fn fn, void *arg,
-                      struct watcher **ret, struct opres *err)
+int fatia_api_watch_start_local(struct fatia_apiserver *s, struct rtable *t, const char *ns,
+                                const struct fatia_api_query *q, uint64_t rv, fatia_watch_fn fn,
+                                void *arg, struct watcher **ret, struct opres *err)
 {
     struct watcher *w;
 
     if (rv && rv < s->history_floor) {
-        opres_fail(err, 410, "Expired", "too old resource version: %" PRIu64 " (%" PRIu64 ")", rv,
-                   s->history_floor + 1);
+        fatia_api_opres_fail(err, 410, "Expired",
+                             "too old resource version: %" PRIu64 " (%" PRIu64 ")", rv,
+                             s->history_floor + 1);
         return -FATIA_E_GONE;
     }
     w = watcher_new(s, t, ns);
     if (!w)
         return -ENOMEM;
-    if (filter_from_query(&w->f, q, err) < 0) {
+    if (fatia_api_filter_from_query(&w->f, q, err) < 0) {
         watcher_free(w);
         return -EINVAL;
     }
@@ -725,7 +725,7 @@ int watch_start_local(struct fatia_apiserver *s, struct rtable *t, const char *n
     return 0;
 }
 
-void watch_stop_local(struct watcher *w)
+void fatia_api_watch_stop_local(struct watcher *w)
 {
     if (w->stopped)
         return;

@@ -59,9 +59,9 @@ int fatia_cel_compile(const char *expr, size_t expr_n, struct fatia_cel_program 
         memcpy(p->text, expr, expr_n);
     p->text[expr_n] = '\0';
     p->text_n = expr_n;
-    r = cel_parse(p, why, why_n);
+    r = fatia_cel_parse(p, why, why_n);
     if (r == 0)
-        r = cel_check(p, why, why_n);
+        r = fatia_cel_check(p, why, why_n);
     if (r < 0) {
         fatia_cel_program_free(p);
         return r;

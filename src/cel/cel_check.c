@@ -1,5 +1,5 @@
 /*
- * cel/cel_check.c: static types, name resolution and the worst-case cost of a CEL selector.
+ * cel/fatia_cel_check.c: static types, name resolution and the worst-case cost of a CEL selector.
  *
  * Types are cel-go's: primitives, list(T), map(K, V), the Kubernetes Quantity and Semver types,
  * the DRA device object, and dyn, which matches every parameter (attribute values are dyn, since
@@ -26,19 +26,24 @@
 #include "base/error.h"
 #include "cel/cel_int.h"
 
-const struct cel_type cel_t_dyn = {TK_DYN}, cel_t_null = {TK_NULL}, cel_t_bool = {TK_BOOL},
-                      cel_t_int = {TK_INT}, cel_t_uint = {TK_UINT}, cel_t_double = {TK_DOUBLE},
-                      cel_t_string = {TK_STRING}, cel_t_quantity = {TK_QUANTITY},
-                      cel_t_semver = {TK_SEMVER}, cel_t_device = {TK_DEVICE};
-const struct cel_type cel_t_list_dyn = {TK_LIST, &cel_t_dyn, NULL, NULL};
-const struct cel_type cel_t_list_string = {TK_LIST, &cel_t_string, NULL, NULL};
-const struct cel_type cel_t_map_dyn = {TK_MAP, &cel_t_dyn, &cel_t_dyn, NULL};
-const struct cel_type cel_t_attr_domain = {TK_MAP, &cel_t_string, &cel_t_dyn, NULL};
-const struct cel_type cel_t_attrs = {TK_MAP, &cel_t_string, &cel_t_attr_domain, NULL};
-const struct cel_type cel_t_cap_domain = {TK_MAP, &cel_t_string, &cel_t_quantity, NULL};
-const struct cel_type cel_t_caps = {TK_MAP, &cel_t_string, &cel_t_cap_domain, NULL};
+const struct cel_type fatia_cel_t_dyn = {TK_DYN}, fatia_cel_t_null = {TK_NULL},
+                      fatia_cel_t_bool = {TK_BOOL}, fatia_cel_t_int = {TK_INT},
+                      fatia_cel_t_uint = {TK_UINT}, fatia_cel_t_double = {TK_DOUBLE},
+                      fatia_cel_t_string = {TK_STRING}, fatia_cel_t_quantity = {TK_QUANTITY},
+                      fatia_cel_t_semver = {TK_SEMVER}, fatia_cel_t_device = {TK_DEVICE};
+const struct cel_type fatia_cel_t_list_dyn = {TK_LIST, &fatia_cel_t_dyn, NULL, NULL};
+const struct cel_type fatia_cel_t_list_string = {TK_LIST, &fatia_cel_t_string, NULL, NULL};
+const struct cel_type fatia_cel_t_map_dyn = {TK_MAP, &fatia_cel_t_dyn, &fatia_cel_t_dyn, NULL};
+const struct cel_type fatia_cel_t_attr_domain = {TK_MAP, &fatia_cel_t_string, &fatia_cel_t_dyn,
+                                                 NULL};
+const struct cel_type fatia_cel_t_attrs = {TK_MAP, &fatia_cel_t_string, &fatia_cel_t_attr_domain,
+                                           NULL};
+const struct cel_type fatia_cel_t_cap_domain = {TK_MAP, &fatia_cel_t_string, &fatia_cel_t_quantity,
+                                                NULL};
+const struct cel_type fatia_cel_t_caps = {TK_MAP, &fatia_cel_t_string, &fatia_cel_t_cap_domain,
+                                          NULL};
 
-void cel_type_format(const struct cel_type *t, struct fatia_buf *b)
+void fatia_cel_type_format(const struct cel_type *t, struct fatia_buf *b)
 {
     static const char *const names[] = {
         [TK_DYN] = "dyn",          [TK_NULL] = "null_type",    [TK_BOOL] = "bool",
@@ -49,13 +54,13 @@ void cel_type_format(const struct cel_type *t, struct fatia_buf *b)
 
     if (t->k == TK_LIST) {
         (void)fatia_buf_puts(b, "list(");
-        cel_type_format(t->a, b);
+        fatia_cel_type_format(t->a, b);
         (void)fatia_buf_putc(b, ')');
     } else if (t->k == TK_MAP) {
         (void)fatia_buf_puts(b, "map(");
-        cel_type_format(t->a, b);
+        fatia_cel_type_format(t->a, b);
         (void)fatia_buf_puts(b, ", ");
-        cel_type_format(t->b, b);
+        fatia_cel_type_format(t->b, b);
         (void)fatia_buf_putc(b, ')');
     } else {
         (void)fatia_buf_puts(b, names[t->k]);
@@ -122,7 +127,7 @@ static const char *tname(const struct cel_type *t, int which)
     static _Thread_local char bufs[2][128];
     struct fatia_buf b = FATIA_BUF_INIT;
 
-    cel_type_format(t, &b);
+    fatia_cel_type_format(t, &b);
     snprintf(bufs[which], sizeof(bufs[which]), "%s", b.p);
     fatia_buf_release(&b);
     return bufs[which];
@@ -171,7 +176,7 @@ static bool assignable(const struct cel_type *param, const struct cel_type *arg)
 /* The common type of two branches or elements: equal types stay, anything else is dyn. */
 static const struct cel_type *join_types(const struct cel_type *a, const struct cel_type *b)
 {
-    return types_equal(a, b) ? a : &cel_t_dyn;
+    return types_equal(a, b) ? a : &fatia_cel_t_dyn;
 }
 
 /* ---- overloads ---- */
@@ -315,7 +320,7 @@ static const struct {
     {"patch", FN_PATCH},
 };
 
-enum cel_fn cel_fn_lookup(const char *name)
+enum cel_fn fatia_cel_fn_lookup(const char *name)
 {
     for (size_t i = 0; i < FATIA_ARRAY_SIZE(fn_names); i++)
         if (!strcmp(fn_names[i].name, name))
@@ -323,7 +328,7 @@ enum cel_fn cel_fn_lookup(const char *name)
     return FN_NONE;
 }
 
-const char *cel_fn_name(enum cel_fn fn)
+const char *fatia_cel_fn_name(enum cel_fn fn)
 {
     for (size_t i = 0; i < FATIA_ARRAY_SIZE(fn_names); i++)
         if (fn_names[i].fn == fn)
@@ -335,27 +340,27 @@ static const struct cel_type *pk_type(enum pk p)
 {
     switch (p) {
     case P_BOOL:
-        return &cel_t_bool;
+        return &fatia_cel_t_bool;
     case P_INT:
-        return &cel_t_int;
+        return &fatia_cel_t_int;
     case P_UINT:
-        return &cel_t_uint;
+        return &fatia_cel_t_uint;
     case P_DOUBLE:
-        return &cel_t_double;
+        return &fatia_cel_t_double;
     case P_STRING:
-        return &cel_t_string;
+        return &fatia_cel_t_string;
     case P_LIST:
-        return &cel_t_list_dyn;
+        return &fatia_cel_t_list_dyn;
     case P_LIST_STRING:
-        return &cel_t_list_string;
+        return &fatia_cel_t_list_string;
     case P_MAP:
-        return &cel_t_map_dyn;
+        return &fatia_cel_t_map_dyn;
     case P_QUANTITY:
-        return &cel_t_quantity;
+        return &fatia_cel_t_quantity;
     case P_SEMVER:
-        return &cel_t_semver;
+        return &fatia_cel_t_semver;
     default:
-        return &cel_t_dyn;
+        return &fatia_cel_t_dyn;
     }
 }
 
@@ -388,14 +393,14 @@ static void format_args(struct fatia_buf *b, const struct cel_node *recv, struct
                         size_t n)
 {
     if (recv) {
-        cel_type_format(recv->type, b);
+        fatia_cel_type_format(recv->type, b);
         (void)fatia_buf_putc(b, '.');
     }
     (void)fatia_buf_putc(b, '(');
     for (size_t i = 0; i < n; i++) {
         if (i)
             (void)fatia_buf_puts(b, ", ");
-        cel_type_format(args[i]->type, b);
+        fatia_cel_type_format(args[i]->type, b);
     }
     (void)fatia_buf_putc(b, ')');
 }
@@ -540,7 +545,7 @@ static int check_call(struct checker *c, struct cel_node *n, struct est *e)
     bool any = false;
     int r;
 
-    n->fn = cel_fn_lookup(n->name);
+    n->fn = fatia_cel_fn_lookup(n->name);
     if (n->fn == FN_NONE)
         return type_error(c, n, "undeclared reference to '%s'", n->name);
     if (n->n_args > FATIA_ARRAY_SIZE(args_e))
@@ -600,18 +605,18 @@ static int check_select(struct checker *c, struct cel_node *n, struct est *e)
     switch (t->k) {
     case TK_DEVICE:
         if (!strcmp(n->name, "driver")) {
-            n->type = &cel_t_string;
+            n->type = &fatia_cel_t_string;
             e->size = CEL_NAME_MAX;
         } else if (!strcmp(n->name, "attributes")) {
-            n->type = &cel_t_attrs;
+            n->type = &fatia_cel_t_attrs;
             e->size = CEL_MAP_MAX;
             e->elem = CEL_MAP_MAX;
         } else if (!strcmp(n->name, "capacity")) {
-            n->type = &cel_t_caps;
+            n->type = &fatia_cel_t_caps;
             e->size = CEL_MAP_MAX;
             e->elem = CEL_MAP_MAX;
         } else if (!strcmp(n->name, "allowMultipleAllocations")) {
-            n->type = &cel_t_bool;
+            n->type = &fatia_cel_t_bool;
             e->size = 0;
         } else {
             return type_error(c, n, "undefined field '%s'", n->name);
@@ -621,14 +626,14 @@ static int check_select(struct checker *c, struct cel_node *n, struct est *e)
         if (t->a->k != TK_STRING && t->a->k != TK_DYN)
             return type_error(c, n, "type '%s' does not support field selection", tname(t, 0));
         n->type = t->b;
-        if (t != &cel_t_attrs && t != &cel_t_caps && t != &cel_t_attr_domain &&
-            t != &cel_t_cap_domain)
+        if (t != &fatia_cel_t_attrs && t != &fatia_cel_t_caps && t != &fatia_cel_t_attr_domain &&
+            t != &fatia_cel_t_cap_domain)
             e->cost = sat_add(e->cost, a.size); /* a lookup compares up to every key */
         e->size = a.elem;
         e->elem = t->b->k == TK_MAP ? CEL_ATTR_MAX : 0;
         return 0;
     case TK_DYN:
-        n->type = &cel_t_dyn;
+        n->type = &fatia_cel_t_dyn;
         e->cost = sat_add(e->cost, a.size);
         return 0;
     default:
@@ -659,13 +664,13 @@ static int check_index(struct checker *c, struct cel_node *n, struct est *e)
             return type_error(c, n, "found no matching overload for '_[_]' applied to '(%s, %s)'",
                               tname(t, 0), tname(kt, 1));
         n->type = t->b;
-        if (t == &cel_t_attrs || t == &cel_t_caps)
-            e->elem = t == &cel_t_attrs ? CEL_ATTR_MAX : 0;
-        else if (t != &cel_t_attr_domain && t != &cel_t_cap_domain)
+        if (t == &fatia_cel_t_attrs || t == &fatia_cel_t_caps)
+            e->elem = t == &fatia_cel_t_attrs ? CEL_ATTR_MAX : 0;
+        else if (t != &fatia_cel_t_attr_domain && t != &fatia_cel_t_cap_domain)
             e->cost = sat_add(e->cost, a.size); /* a lookup compares up to every key */
         return 0;
     case TK_DYN:
-        n->type = &cel_t_dyn;
+        n->type = &fatia_cel_t_dyn;
         e->size = CEL_ATTR_MAX;
         e->cost = sat_add(e->cost, a.size);
         return 0;
@@ -712,15 +717,15 @@ static int check_arith(struct checker *c, struct cel_node *n, const struct cel_t
         if ((a->k != TK_DYN && a->k != k) || (b->k != TK_DYN && b->k != k))
             continue;
         if (k == TK_LIST) {
-            const struct cel_type *ea = a->k == TK_LIST ? a->a : &cel_t_dyn;
-            const struct cel_type *eb = b->k == TK_LIST ? b->a : &cel_t_dyn;
+            const struct cel_type *ea = a->k == TK_LIST ? a->a : &fatia_cel_t_dyn;
+            const struct cel_type *eb = b->k == TK_LIST ? b->a : &fatia_cel_t_dyn;
             const struct cel_type *elem = join_types(ea, eb);
-            rt = elem == &cel_t_dyn ? &cel_t_list_dyn : a->k == TK_LIST ? a : b;
+            rt = elem == &fatia_cel_t_dyn ? &fatia_cel_t_list_dyn : a->k == TK_LIST ? a : b;
         } else {
-            rt = k == TK_INT      ? &cel_t_int
-                 : k == TK_UINT   ? &cel_t_uint
-                 : k == TK_DOUBLE ? &cel_t_double
-                                  : &cel_t_string;
+            rt = k == TK_INT      ? &fatia_cel_t_int
+                 : k == TK_UINT   ? &fatia_cel_t_uint
+                 : k == TK_DOUBLE ? &fatia_cel_t_double
+                                  : &fatia_cel_t_string;
         }
         result = result ? join_types(result, rt) : rt;
     }
@@ -751,7 +756,7 @@ static int check_binop(struct checker *c, struct cel_node *n, struct est *e)
             !(a->k == TK_NULL || b->k == TK_NULL ? a->k == TK_DYN || b->k == TK_DYN : false))
             return type_error(c, n, "found no matching overload for '%s' applied to '(%s, %s)'",
                               binop_names[n->op], tname(a, 0), tname(b, 1));
-        n->type = &cel_t_bool;
+        n->type = &fatia_cel_t_bool;
         /* comparing strings or lists walks the shorter one */
         e->cost = sat_add(e->cost, tenth(FATIA_MIN(ea.size, eb.size)));
         if (a->k == TK_LIST || a->k == TK_MAP || a->k == TK_DYN)
@@ -765,7 +770,7 @@ static int check_binop(struct checker *c, struct cel_node *n, struct est *e)
         if (!orderable(a, b))
             return type_error(c, n, "found no matching overload for '%s' applied to '(%s, %s)'",
                               binop_names[n->op], tname(a, 0), tname(b, 1));
-        n->type = &cel_t_bool;
+        n->type = &fatia_cel_t_bool;
         e->cost = sat_add(e->cost, tenth(FATIA_MIN(ea.size, eb.size)));
         return 0;
     case OP_IN:
@@ -783,7 +788,7 @@ static int check_binop(struct checker *c, struct cel_node *n, struct est *e)
             return type_error(c, n, "found no matching overload for '@in' applied to '(%s, %s)'",
                               tname(a, 0), tname(b, 1));
         }
-        n->type = &cel_t_bool;
+        n->type = &fatia_cel_t_bool;
         /* each comparison may walk a string */
         e->cost = sat_add(e->cost, sat_mul(eb.size, sat_add(1, tenth(ea.size))));
         return 0;
@@ -827,7 +832,7 @@ static int check_comp(struct checker *c, struct cel_node *n, struct est *e)
     else if (rt->k == TK_MAP)
         vt = rt->a;
     else if (rt->k == TK_DYN)
-        vt = &cel_t_dyn;
+        vt = &fatia_cel_t_dyn;
     else
         return type_error(c, n->a,
                           "expression of type '%s' cannot be the range of a "
@@ -856,7 +861,7 @@ static int check_comp(struct checker *c, struct cel_node *n, struct est *e)
     case CK_ALL:
     case CK_EXISTS:
     case CK_EXISTS_ONE:
-        n->type = &cel_t_bool;
+        n->type = &fatia_cel_t_bool;
         break;
     case CK_MAP:
         n->type = type_new(c, TK_LIST, n->b->type, NULL);
@@ -867,7 +872,7 @@ static int check_comp(struct checker *c, struct cel_node *n, struct est *e)
     case CK_FILTER:
         n->type = rt->k == TK_LIST  ? rt
                   : rt->k == TK_MAP ? type_new(c, TK_LIST, rt->a, NULL)
-                                    : &cel_t_list_dyn;
+                                    : &fatia_cel_t_list_dyn;
         break;
     }
     if (!n->type)
@@ -891,22 +896,22 @@ static int check_node(struct checker *c, struct cel_node *n, struct est *e)
     case NK_LIT:
         switch (n->lit.k) {
         case VK_NULL:
-            n->type = &cel_t_null;
+            n->type = &fatia_cel_t_null;
             break;
         case VK_BOOL:
-            n->type = &cel_t_bool;
+            n->type = &fatia_cel_t_bool;
             break;
         case VK_INT:
-            n->type = &cel_t_int;
+            n->type = &fatia_cel_t_int;
             break;
         case VK_UINT:
-            n->type = &cel_t_uint;
+            n->type = &fatia_cel_t_uint;
             break;
         case VK_DOUBLE:
-            n->type = &cel_t_double;
+            n->type = &fatia_cel_t_double;
             break;
         default:
-            n->type = &cel_t_string;
+            n->type = &fatia_cel_t_string;
             e->size = n->lit.s.n;
             break;
         }
@@ -923,7 +928,7 @@ static int check_node(struct checker *c, struct cel_node *n, struct est *e)
         }
         if (!strcmp(n->name, "device")) {
             n->slot = -1;
-            n->type = &cel_t_device;
+            n->type = &fatia_cel_t_device;
             e->cost = 1;
             return 0;
         }
@@ -950,7 +955,8 @@ static int check_node(struct checker *c, struct cel_node *n, struct est *e)
         if (r < 0)
             return r;
         e->size = n->n_args;
-        n->type = !elem || elem->k == TK_DYN ? &cel_t_list_dyn : type_new(c, TK_LIST, elem, NULL);
+        n->type =
+            !elem || elem->k == TK_DYN ? &fatia_cel_t_list_dyn : type_new(c, TK_LIST, elem, NULL);
         return n->type ? 0 : -ENOMEM;
     }
     case NK_MAP: {
@@ -976,7 +982,7 @@ static int check_node(struct checker *c, struct cel_node *n, struct est *e)
         if (r < 0)
             return r;
         e->size = n->n_args / 2;
-        n->type = !kt || (kt->k == TK_DYN && vt->k == TK_DYN) ? &cel_t_map_dyn
+        n->type = !kt || (kt->k == TK_DYN && vt->k == TK_DYN) ? &fatia_cel_t_map_dyn
                                                               : type_new(c, TK_MAP, kt, vt);
         return n->type ? 0 : -ENOMEM;
     }
@@ -990,7 +996,7 @@ static int check_node(struct checker *c, struct cel_node *n, struct est *e)
             if (n->a->type->k != TK_BOOL && n->a->type->k != TK_DYN)
                 return type_error(c, n, "found no matching overload for '!_' applied to '(%s)'",
                                   tname(n->a->type, 0));
-            n->type = &cel_t_bool;
+            n->type = &fatia_cel_t_bool;
         } else {
             enum cel_tk k = n->a->type->k;
             if (k != TK_INT && k != TK_DOUBLE && k != TK_DYN)
@@ -1011,7 +1017,7 @@ static int check_node(struct checker *c, struct cel_node *n, struct est *e)
                                   n->k == NK_AND ? "_&&_" : "_||_", tname(n->a->type, 0),
                                   tname(n->b->type, 1));
         }
-        n->type = &cel_t_bool;
+        n->type = &fatia_cel_t_bool;
         e->cost = sat_add(ea.cost, eb.cost);
         return 0;
     case NK_COND:
@@ -1027,7 +1033,7 @@ static int check_node(struct checker *c, struct cel_node *n, struct est *e)
                  n->c->type->k == TK_NULL ||
                  (n->b->type->k == n->c->type->k &&
                   (n->b->type->k == TK_LIST || n->b->type->k == TK_MAP)))
-            n->type = &cel_t_dyn;
+            n->type = &fatia_cel_t_dyn;
         else
             return type_error(c, n,
                               "found no matching overload for '_?_:_' applied to '(bool, "
@@ -1056,7 +1062,7 @@ static int check_node(struct checker *c, struct cel_node *n, struct est *e)
             return type_error(c, n, "invalid argument to has() macro: type '%s' has no fields",
                               tname(n->a->type, 0));
         }
-        n->type = &cel_t_bool;
+        n->type = &fatia_cel_t_bool;
         e->cost = sat_add(ea.cost, 1);
         if (n->a->type->k != TK_DEVICE)
             e->cost = sat_add(e->cost, ea.size); /* a lookup compares up to every key */
@@ -1085,7 +1091,7 @@ static int check_node(struct checker *c, struct cel_node *n, struct est *e)
     return type_error(c, n, "internal error: unknown node");
 }
 
-int cel_check(struct fatia_cel_program *prog, char *why, size_t why_n)
+int fatia_cel_check(struct fatia_cel_program *prog, char *why, size_t why_n)
 {
     struct checker c = {.prog = prog, .why = why, .why_n = why_n};
     struct est e;

@@ -32,7 +32,7 @@ struct cel_arena_chunk {
     max_align_t data[];
 };
 
-void *cel_alloc(struct cel_eval *ev, size_t n)
+void *fatia_cel_alloc(struct cel_eval *ev, size_t n)
 {
     struct cel_arena_chunk *c = ev->chunks;
     size_t need = (n + 15) & ~(size_t)15;
@@ -65,7 +65,7 @@ static void arena_free(struct cel_eval *ev)
     }
 }
 
-int cel_charge(struct cel_eval *ev, uint64_t n)
+int fatia_cel_charge(struct cel_eval *ev, uint64_t n)
 {
     ev->cost = ev->cost > UINT64_MAX - n ? UINT64_MAX : ev->cost + n;
     if (ev->cost > ev->limit) {
@@ -77,12 +77,12 @@ int cel_charge(struct cel_eval *ev, uint64_t n)
     return 0;
 }
 
-int cel_charge_tenth(struct cel_eval *ev, uint64_t n)
+int fatia_cel_charge_tenth(struct cel_eval *ev, uint64_t n)
 {
-    return cel_charge(ev, n / 10 + (n % 10 != 0));
+    return fatia_cel_charge(ev, n / 10 + (n % 10 != 0));
 }
 
-int cel_runtime_error(struct cel_eval *ev, const struct cel_node *n, const char *fmt, ...)
+int fatia_cel_runtime_error(struct cel_eval *ev, const struct cel_node *n, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -93,7 +93,7 @@ int cel_runtime_error(struct cel_eval *ev, const struct cel_node *n, const char 
     return CEL_ERROR_AT(ev->why, ev->why_n, n->line, n->col, -FATIA_E_EVAL, "%s", msg);
 }
 
-const char *cel_vk_name(const struct cel_val *v)
+const char *fatia_cel_vk_name(const struct cel_val *v)
 {
     static const char *const names[] = {
         [VK_NULL] = "null_type", [VK_BOOL] = "bool",        [VK_INT] = "int",
@@ -104,7 +104,7 @@ const char *cel_vk_name(const struct cel_val *v)
     return names[v->k];
 }
 
-size_t cel_utf8_count(const char *s, size_t n)
+size_t fatia_cel_utf8_count(const char *s, size_t n)
 {
     size_t count = 0;
 
@@ -141,8 +141,9 @@ static bool name_is(const char *name, const char *driver, const char *domain, si
     return dn == domain_n && !memcmp(d, domain, dn) && strlen(i) == id_n && !memcmp(i, id, id_n);
 }
 
-const struct fatia_cel_attr *cel_dev_attr(const struct fatia_cel_device *dev, const char *domain,
-                                          size_t domain_n, const char *id, size_t id_n)
+const struct fatia_cel_attr *fatia_cel_dev_attr(const struct fatia_cel_device *dev,
+                                                const char *domain, size_t domain_n, const char *id,
+                                                size_t id_n)
 {
     for (size_t i = 0; i < dev->n_attrs; i++)
         if (name_is(dev->attrs[i].name, dev->driver, domain, domain_n, id, id_n))
@@ -150,8 +151,9 @@ const struct fatia_cel_attr *cel_dev_attr(const struct fatia_cel_device *dev, co
     return NULL;
 }
 
-const struct fatia_cel_capacity *cel_dev_cap(const struct fatia_cel_device *dev, const char *domain,
-                                             size_t domain_n, const char *id, size_t id_n)
+const struct fatia_cel_capacity *fatia_cel_dev_cap(const struct fatia_cel_device *dev,
+                                                   const char *domain, size_t domain_n,
+                                                   const char *id, size_t id_n)
 {
     for (size_t i = 0; i < dev->n_caps; i++)
         if (name_is(dev->caps[i].name, dev->driver, domain, domain_n, id, id_n))
@@ -159,7 +161,7 @@ const struct fatia_cel_capacity *cel_dev_cap(const struct fatia_cel_device *dev,
     return NULL;
 }
 
-struct cel_val cel_attr_value(const struct fatia_cel_attr *a)
+struct cel_val fatia_cel_attr_value(const struct fatia_cel_attr *a)
 {
     struct cel_val v = {0};
 
@@ -196,17 +198,17 @@ static bool domain_present(const struct fatia_cel_device *dev, bool caps, const 
     return false;
 }
 
-int cel_devmap_materialize(struct cel_eval *ev, const struct cel_val *v, struct cel_val *ret)
+int fatia_cel_devmap_materialize(struct cel_eval *ev, const struct cel_val *v, struct cel_val *ret)
 {
     const struct fatia_cel_device *dev = ev->dev;
     bool caps = v->caps;
     size_t total = caps ? dev->n_caps : dev->n_attrs, n = 0;
     struct cel_map *m;
-    int r = cel_charge_tenth(ev, total);
+    int r = fatia_cel_charge_tenth(ev, total);
 
     if (r < 0)
         return r;
-    m = cel_alloc(ev, sizeof(*m) + 2 * (total ? total : 1) * sizeof(struct cel_val));
+    m = fatia_cel_alloc(ev, sizeof(*m) + 2 * (total ? total : 1) * sizeof(struct cel_val));
     if (!m)
         return -ENOMEM;
     for (size_t i = 0; i < total; i++) {
@@ -234,7 +236,7 @@ int cel_devmap_materialize(struct cel_eval *ev, const struct cel_val *v, struct 
             m->kv[2 * n + 1] = (struct cel_val){.k = VK_QUANTITY};
             m->kv[2 * n + 1].q = &dev->caps[i].value;
         } else {
-            m->kv[2 * n + 1] = cel_attr_value(&dev->attrs[i]);
+            m->kv[2 * n + 1] = fatia_cel_attr_value(&dev->attrs[i]);
         }
         n++;
     }
@@ -314,20 +316,21 @@ static bool is_num(const struct cel_val *v)
 
 static const struct cel_val *map_find_raw(const struct cel_map *m, const struct cel_val *key);
 
-int cel_equals(struct cel_eval *ev, const struct cel_val *a, const struct cel_val *b, bool *ret)
+int fatia_cel_equals(struct cel_eval *ev, const struct cel_val *a, const struct cel_val *b,
+                     bool *ret)
 {
     struct cel_val ma, mb;
     int r, c;
 
     if (a->k == VK_DEVMAP || b->k == VK_DEVMAP) {
         if (a->k == VK_DEVMAP) {
-            r = cel_devmap_materialize(ev, a, &ma);
+            r = fatia_cel_devmap_materialize(ev, a, &ma);
             if (r < 0)
                 return r;
             a = &ma;
         }
         if (b->k == VK_DEVMAP) {
-            r = cel_devmap_materialize(ev, b, &mb);
+            r = fatia_cel_devmap_materialize(ev, b, &mb);
             if (r < 0)
                 return r;
             b = &mb;
@@ -349,7 +352,7 @@ int cel_equals(struct cel_eval *ev, const struct cel_val *a, const struct cel_va
         *ret = a->b == b->b;
         return 0;
     case VK_STRING:
-        r = cel_charge_tenth(ev, FATIA_MIN(a->s.n, b->s.n));
+        r = fatia_cel_charge_tenth(ev, FATIA_MIN(a->s.n, b->s.n));
         *ret = a->s.n == b->s.n && !memcmp(a->s.p, b->s.p, a->s.n);
         return r;
     case VK_QUANTITY:
@@ -368,9 +371,9 @@ int cel_equals(struct cel_eval *ev, const struct cel_val *a, const struct cel_va
         }
         for (size_t i = 0; i < a->l->n; i++) {
             bool eq;
-            r = cel_charge(ev, 1);
+            r = fatia_cel_charge(ev, 1);
             if (r == 0)
-                r = cel_equals(ev, &a->l->v[i], &b->l->v[i], &eq);
+                r = fatia_cel_equals(ev, &a->l->v[i], &b->l->v[i], &eq);
             if (r < 0)
                 return r;
             if (!eq) {
@@ -388,7 +391,7 @@ int cel_equals(struct cel_eval *ev, const struct cel_val *a, const struct cel_va
         for (size_t i = 0; i < a->m->n; i++) {
             const struct cel_val *other;
             bool eq;
-            r = cel_charge(ev, 1);
+            r = fatia_cel_charge(ev, 1);
             if (r < 0)
                 return r;
             other = map_find_raw(b->m, &a->m->kv[2 * i]);
@@ -396,7 +399,7 @@ int cel_equals(struct cel_eval *ev, const struct cel_val *a, const struct cel_va
                 *ret = false;
                 return 0;
             }
-            r = cel_equals(ev, &a->m->kv[2 * i + 1], other, &eq);
+            r = fatia_cel_equals(ev, &a->m->kv[2 * i + 1], other, &eq);
             if (r < 0)
                 return r;
             if (!eq) {
@@ -438,7 +441,7 @@ static const struct cel_val *map_find_raw(const struct cel_map *m, const struct 
 static int map_find(struct cel_eval *ev, const struct cel_map *m, const struct cel_val *key,
                     const struct cel_val **ret)
 {
-    int r = cel_charge(ev, m->n);
+    int r = fatia_cel_charge(ev, m->n);
 
     if (r < 0)
         return r;
@@ -454,10 +457,10 @@ static int no_overload(struct cel_eval *ev, const struct cel_node *n, const char
                        const struct cel_val *a, const struct cel_val *b)
 {
     if (b)
-        return cel_runtime_error(ev, n, "no such overload for '%s' applied to (%s, %s)", op,
-                                 cel_vk_name(a), cel_vk_name(b));
-    return cel_runtime_error(ev, n, "no such overload for '%s' applied to (%s)", op,
-                             cel_vk_name(a));
+        return fatia_cel_runtime_error(ev, n, "no such overload for '%s' applied to (%s, %s)", op,
+                                       fatia_cel_vk_name(a), fatia_cel_vk_name(b));
+    return fatia_cel_runtime_error(ev, n, "no such overload for '%s' applied to (%s)", op,
+                                   fatia_cel_vk_name(a));
 }
 
 /* Member access by key (a.f and a["f"]); has_only: presence test for has() and `in`. */
@@ -476,7 +479,7 @@ static int lookup(struct cel_eval *ev, const struct cel_node *n, const struct ce
                 !memcmp(key->s.p, fields[f], key->s.n))
                 break;
         if (f == FATIA_ARRAY_SIZE(fields))
-            return cel_runtime_error(ev, n, "no such field");
+            return fatia_cel_runtime_error(ev, n, "no such field");
         if (has_only) {
             *out = cel_bool(true);
             return 0;
@@ -493,8 +496,8 @@ static int lookup(struct cel_eval *ev, const struct cel_node *n, const struct ce
     }
     case VK_DEVMAP:
         if (key->k != VK_STRING)
-            return cel_runtime_error(ev, n, "no such key: %s key in a map of string keys",
-                                     cel_vk_name(key));
+            return fatia_cel_runtime_error(ev, n, "no such key: %s key in a map of string keys",
+                                           fatia_cel_vk_name(key));
         if (!obj->s.p) {
             /* the map of domains: an unknown domain is an empty map, even for has() */
             if (has_only) {
@@ -507,26 +510,26 @@ static int lookup(struct cel_eval *ev, const struct cel_node *n, const struct ce
         }
         if (obj->caps) {
             const struct fatia_cel_capacity *c =
-                cel_dev_cap(ev->dev, obj->s.p, obj->s.n, key->s.p, key->s.n);
+                fatia_cel_dev_cap(ev->dev, obj->s.p, obj->s.n, key->s.p, key->s.n);
             if (has_only) {
                 *out = cel_bool(c != NULL);
                 return 0;
             }
             if (!c)
-                return cel_runtime_error(ev, n, "no such key: %.*s", (int)key->s.n, key->s.p);
+                return fatia_cel_runtime_error(ev, n, "no such key: %.*s", (int)key->s.n, key->s.p);
             *out = (struct cel_val){.k = VK_QUANTITY};
             out->q = &c->value;
             return 0;
         } else {
             const struct fatia_cel_attr *a =
-                cel_dev_attr(ev->dev, obj->s.p, obj->s.n, key->s.p, key->s.n);
+                fatia_cel_dev_attr(ev->dev, obj->s.p, obj->s.n, key->s.p, key->s.n);
             if (has_only) {
                 *out = cel_bool(a != NULL);
                 return 0;
             }
             if (!a)
-                return cel_runtime_error(ev, n, "no such key: %.*s", (int)key->s.n, key->s.p);
-            *out = cel_attr_value(a);
+                return fatia_cel_runtime_error(ev, n, "no such key: %.*s", (int)key->s.n, key->s.p);
+            *out = fatia_cel_attr_value(a);
             return 0;
         }
     case VK_MAP: {
@@ -540,8 +543,8 @@ static int lookup(struct cel_eval *ev, const struct cel_node *n, const struct ce
         }
         if (!v) {
             if (key->k == VK_STRING)
-                return cel_runtime_error(ev, n, "no such key: %.*s", (int)key->s.n, key->s.p);
-            return cel_runtime_error(ev, n, "no such key");
+                return fatia_cel_runtime_error(ev, n, "no such key: %.*s", (int)key->s.n, key->s.p);
+            return fatia_cel_runtime_error(ev, n, "no such key");
         }
         *out = *v;
         return 0;
@@ -558,7 +561,7 @@ static int lookup(struct cel_eval *ev, const struct cel_node *n, const struct ce
             return no_overload(ev, n, "_[_]", obj, key);
         }
         if (idx < 0 || (uint64_t)idx >= obj->l->n)
-            return cel_runtime_error(ev, n, "index out of range: %" PRId64, idx);
+            return fatia_cel_runtime_error(ev, n, "index out of range: %" PRId64, idx);
         *out = obj->l->v[idx];
         return 0;
     }
@@ -581,7 +584,7 @@ static int eval_binop(struct cel_eval *ev, const struct cel_node *n, struct cel_
     switch (n->op) {
     case OP_EQ:
     case OP_NE:
-        r = cel_equals(ev, a, b, &eq);
+        r = fatia_cel_equals(ev, a, b, &eq);
         if (r < 0)
             return r;
         *out = cel_bool(n->op == OP_EQ ? eq : !eq);
@@ -596,7 +599,7 @@ static int eval_binop(struct cel_eval *ev, const struct cel_node *n, struct cel_
                 return 0;
             }
         } else if (a->k == VK_STRING && b->k == VK_STRING) {
-            r = cel_charge_tenth(ev, FATIA_MIN(a->s.n, b->s.n));
+            r = fatia_cel_charge_tenth(ev, FATIA_MIN(a->s.n, b->s.n));
             if (r < 0)
                 return r;
             c = memcmp(a->s.p, b->s.p, FATIA_MIN(a->s.n, b->s.n));
@@ -615,9 +618,9 @@ static int eval_binop(struct cel_eval *ev, const struct cel_node *n, struct cel_
     case OP_IN:
         if (b->k == VK_LIST) {
             for (size_t i = 0; i < b->l->n; i++) {
-                r = cel_charge(ev, 1);
+                r = fatia_cel_charge(ev, 1);
                 if (r == 0)
-                    r = cel_equals(ev, a, &b->l->v[i], &eq);
+                    r = fatia_cel_equals(ev, a, &b->l->v[i], &eq);
                 if (r < 0)
                     return r;
                 if (eq) {
@@ -673,8 +676,8 @@ static int eval_binop(struct cel_eval *ev, const struct cel_node *n, struct cel_
         case OP_DIV:
         case OP_MOD:
             if (y == 0)
-                return cel_runtime_error(ev, n,
-                                         n->op == OP_DIV ? "division by zero" : "modulus by zero");
+                return fatia_cel_runtime_error(
+                    ev, n, n->op == OP_DIV ? "division by zero" : "modulus by zero");
             if (x == INT64_MIN && y == -1)
                 of = true;
             else
@@ -682,7 +685,7 @@ static int eval_binop(struct cel_eval *ev, const struct cel_node *n, struct cel_
             break;
         }
         if (of)
-            return cel_runtime_error(ev, n, "integer overflow");
+            return fatia_cel_runtime_error(ev, n, "integer overflow");
         out->i = z;
         return 0;
     }
@@ -702,13 +705,13 @@ static int eval_binop(struct cel_eval *ev, const struct cel_node *n, struct cel_
         case OP_DIV:
         case OP_MOD:
             if (y == 0)
-                return cel_runtime_error(ev, n,
-                                         n->op == OP_DIV ? "division by zero" : "modulus by zero");
+                return fatia_cel_runtime_error(
+                    ev, n, n->op == OP_DIV ? "division by zero" : "modulus by zero");
             z = n->op == OP_DIV ? x / y : x % y;
             break;
         }
         if (of)
-            return cel_runtime_error(ev, n, "unsigned integer overflow");
+            return fatia_cel_runtime_error(ev, n, "unsigned integer overflow");
         out->u = z;
         return 0;
     }
@@ -721,10 +724,10 @@ static int eval_binop(struct cel_eval *ev, const struct cel_node *n, struct cel_
     case VK_STRING: {
         size_t len = a->s.n + b->s.n;
         char *p;
-        r = cel_charge_tenth(ev, len);
+        r = fatia_cel_charge_tenth(ev, len);
         if (r < 0)
             return r;
-        p = cel_alloc(ev, len + 1);
+        p = fatia_cel_alloc(ev, len + 1);
         if (!p)
             return -ENOMEM;
         memcpy(p, a->s.p, a->s.n);
@@ -736,10 +739,10 @@ static int eval_binop(struct cel_eval *ev, const struct cel_node *n, struct cel_
     default: {
         size_t len = a->l->n + b->l->n;
         struct cel_list *l;
-        r = cel_charge(ev, len);
+        r = fatia_cel_charge(ev, len);
         if (r < 0)
             return r;
-        l = cel_alloc(ev, sizeof(*l) + len * sizeof(struct cel_val));
+        l = fatia_cel_alloc(ev, sizeof(*l) + len * sizeof(struct cel_val));
         if (!l)
             return -ENOMEM;
         l->n = len;
@@ -800,7 +803,7 @@ static int range_items(struct cel_eval *ev, const struct cel_node *n, struct cel
     int r;
 
     if (range->k == VK_DEVMAP) {
-        r = cel_devmap_materialize(ev, range, range);
+        r = fatia_cel_devmap_materialize(ev, range, range);
         if (r < 0)
             return r;
     }
@@ -816,10 +819,10 @@ static int range_items(struct cel_eval *ev, const struct cel_node *n, struct cel
         *stride = 2;
         return 0;
     }
-    return cel_runtime_error(ev, n,
-                             "expression of type '%s' cannot be the range of a "
-                             "comprehension",
-                             cel_vk_name(range));
+    return fatia_cel_runtime_error(ev, n,
+                                   "expression of type '%s' cannot be the range of a "
+                                   "comprehension",
+                                   fatia_cel_vk_name(range));
 }
 
 static int eval_comp(struct cel_eval *ev, const struct cel_node *n, struct cel_val *out)
@@ -838,21 +841,22 @@ static int eval_comp(struct cel_eval *ev, const struct cel_node *n, struct cel_v
     if (r < 0)
         return r;
     if (n->op == CK_MAP || n->op == CK_MAP_FILTER || n->op == CK_FILTER) {
-        r = cel_charge(ev, count);
+        r = fatia_cel_charge(ev, count);
         if (r < 0)
             return r;
-        list = cel_alloc(ev, sizeof(*list) + (count ? count : 1) * sizeof(struct cel_val));
+        list = fatia_cel_alloc(ev, sizeof(*list) + (count ? count : 1) * sizeof(struct cel_val));
         if (!list)
             return -ENOMEM;
     }
     for (size_t i = 0; i < count; i++) {
-        r = cel_charge(ev, 2);
+        r = fatia_cel_charge(ev, 2);
         if (r < 0)
             return r;
         ev->slots[n->slot] = items[i * stride];
         r = eval(ev, n->b, &v);
         if (r == 0 && n->op != CK_MAP && v.k != VK_BOOL)
-            r = cel_runtime_error(ev, n->b, "the predicate returned %s, not bool", cel_vk_name(&v));
+            r = fatia_cel_runtime_error(ev, n->b, "the predicate returned %s, not bool",
+                                        fatia_cel_vk_name(&v));
         if (r == -FATIA_E_COST || r == -ENOMEM)
             return r;
         switch (n->op) {
@@ -931,7 +935,7 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
         *out = n->lit;
         return 0;
     case NK_IDENT:
-        r = cel_charge(ev, 1);
+        r = fatia_cel_charge(ev, 1);
         if (r < 0)
             return r;
         if (n->slot < 0)
@@ -944,7 +948,7 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
         r = eval(ev, n->a, &a);
         if (r < 0)
             return r;
-        r = cel_charge(ev, 1);
+        r = fatia_cel_charge(ev, 1);
         if (r < 0)
             return r;
         key = cel_str(n->name, strlen(n->name));
@@ -956,7 +960,7 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
         r = eval(ev, n->b, &key);
         if (r < 0)
             return r;
-        r = cel_charge(ev, 1);
+        r = fatia_cel_charge(ev, 1);
         if (r < 0)
             return r;
         return lookup(ev, n, &a, &key, false, out);
@@ -972,17 +976,17 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
             if (r < 0)
                 return r;
         }
-        r = cel_charge(ev, 1);
+        r = fatia_cel_charge(ev, 1);
         if (r < 0)
             return r;
-        return cel_call(ev, n, n->a ? &a : NULL, args, n->n_args, out);
+        return fatia_cel_call(ev, n, n->a ? &a : NULL, args, n->n_args, out);
     }
     case NK_LIST: {
         struct cel_list *l;
-        r = cel_charge(ev, 10);
+        r = fatia_cel_charge(ev, 10);
         if (r < 0)
             return r;
-        l = cel_alloc(ev, sizeof(*l) + (n->n_args ? n->n_args : 1) * sizeof(struct cel_val));
+        l = fatia_cel_alloc(ev, sizeof(*l) + (n->n_args ? n->n_args : 1) * sizeof(struct cel_val));
         if (!l)
             return -ENOMEM;
         for (size_t i = 0; i < n->n_args; i++) {
@@ -998,10 +1002,10 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
     case NK_MAP: {
         struct cel_map *m;
         size_t count = n->n_args / 2;
-        r = cel_charge(ev, 30);
+        r = fatia_cel_charge(ev, 30);
         if (r < 0)
             return r;
-        m = cel_alloc(ev, sizeof(*m) + (count ? count : 1) * 2 * sizeof(struct cel_val));
+        m = fatia_cel_alloc(ev, sizeof(*m) + (count ? count : 1) * 2 * sizeof(struct cel_val));
         if (!m)
             return -ENOMEM;
         m->n = 0;
@@ -1014,11 +1018,11 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
                 return r;
             if (m->kv[2 * i].k != VK_BOOL && m->kv[2 * i].k != VK_INT &&
                 m->kv[2 * i].k != VK_UINT && m->kv[2 * i].k != VK_STRING)
-                return cel_runtime_error(ev, n->args[2 * i], "unsupported map key type %s",
-                                         cel_vk_name(&m->kv[2 * i]));
+                return fatia_cel_runtime_error(ev, n->args[2 * i], "unsupported map key type %s",
+                                               fatia_cel_vk_name(&m->kv[2 * i]));
             dup = map_find_raw(m, &m->kv[2 * i]);
             if (dup)
-                return cel_runtime_error(ev, n->args[2 * i], "failed with repeated key");
+                return fatia_cel_runtime_error(ev, n->args[2 * i], "failed with repeated key");
             m->n++;
         }
         *out = (struct cel_val){.k = VK_MAP};
@@ -1030,7 +1034,7 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
         r = eval(ev, n->a, &a);
         if (r < 0)
             return r;
-        r = cel_charge(ev, 1);
+        r = fatia_cel_charge(ev, 1);
         if (r < 0)
             return r;
         if (n->k == NK_NOT) {
@@ -1041,7 +1045,7 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
         }
         if (a.k == VK_INT) {
             if (a.i == INT64_MIN)
-                return cel_runtime_error(ev, n, "integer overflow");
+                return fatia_cel_runtime_error(ev, n, "integer overflow");
             *out = cel_int(-a.i);
             return 0;
         }
@@ -1068,7 +1072,7 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
         r = eval(ev, n->b, &b);
         if (r < 0)
             return r;
-        r = cel_charge(ev, 1);
+        r = fatia_cel_charge(ev, 1);
         if (r < 0)
             return r;
         return eval_binop(ev, n, &a, &b, out);
@@ -1081,7 +1085,7 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
         ev->slots[n->slot] = a;
         return eval(ev, n->b, out);
     }
-    return cel_runtime_error(ev, n, "internal error: unknown node");
+    return fatia_cel_runtime_error(ev, n, "internal error: unknown node");
 }
 
 int fatia_cel_eval_device(const struct fatia_cel_program *p, const struct fatia_cel_device *dev,
@@ -1107,8 +1111,8 @@ int fatia_cel_eval_device(const struct fatia_cel_program *p, const struct fatia_
     }
     r = eval(&ev, p->root, &v);
     if (r == 0 && v.k != VK_BOOL)
-        r = cel_runtime_error(&ev, p->root, "the expression returned %s, not bool",
-                              cel_vk_name(&v));
+        r = fatia_cel_runtime_error(&ev, p->root, "the expression returned %s, not bool",
+                                    fatia_cel_vk_name(&v));
     if (r == 0)
         *ret_match = v.b;
     if (ret_cost)

@@ -1,8 +1,8 @@
 /*
  * cel/cel_int.h: the inside of the CEL implementation (internal to src/cel).
  *
- * Pipeline: cel_lex.c (tokens with line and column) -> cel_parse.c (syntax tree, macros
- * recognised) -> cel_check.c (static types, name resolution, overloads, worst-case cost) ->
+ * Pipeline: cel_lex.c (tokens with line and column) -> fatia_cel_parse.c (syntax tree, macros
+ * recognised) -> fatia_cel_check.c (static types, name resolution, overloads, worst-case cost) ->
  * cel_eval.c (tree-walking evaluator over values in a per-evaluation arena) with the function
  * library in cel_lib.c.
  *
@@ -51,12 +51,14 @@ struct cel_type {
     struct cel_type *next;    /* the program's list of composite types, for freeing */
 };
 
-extern const struct cel_type cel_t_dyn, cel_t_null, cel_t_bool, cel_t_int, cel_t_uint, cel_t_double,
-    cel_t_string, cel_t_quantity, cel_t_semver, cel_t_device, cel_t_list_dyn, cel_t_list_string,
-    cel_t_map_dyn, cel_t_attrs, cel_t_attr_domain, cel_t_caps, cel_t_cap_domain;
+extern const struct cel_type fatia_cel_t_dyn, fatia_cel_t_null, fatia_cel_t_bool, fatia_cel_t_int,
+    fatia_cel_t_uint, fatia_cel_t_double, fatia_cel_t_string, fatia_cel_t_quantity,
+    fatia_cel_t_semver, fatia_cel_t_device, fatia_cel_t_list_dyn, fatia_cel_t_list_string,
+    fatia_cel_t_map_dyn, fatia_cel_t_attrs, fatia_cel_t_attr_domain, fatia_cel_t_caps,
+    fatia_cel_t_cap_domain;
 
 /* "int", "list(string)", "map(string, dyn)" into b. */
-void cel_type_format(const struct cel_type *t, struct fatia_buf *b);
+void fatia_cel_type_format(const struct cel_type *t, struct fatia_buf *b);
 
 /* ---- values ---- */
 
@@ -206,7 +208,7 @@ struct cel_node {
     int op;                      /* BINOP: enum cel_binop; COMP: enum cel_comp */
     enum cel_fn fn;              /* CALL */
     int slot;                    /* IDENT of a variable, COMP/BIND: the variable; -1 = device */
-    struct cel_node *a, *b, *c;  /* operands (see cel_parse.c) */
+    struct cel_node *a, *b, *c;  /* operands (see fatia_cel_parse.c) */
     struct cel_node **args;      /* CALL arguments, LIST elements, MAP keys and values */
     size_t n_args;
     struct fatia_cel_regex *re;  /* CALL matches with a constant pattern, compiled once */
@@ -298,25 +300,25 @@ struct cel_lexer {
     size_t why_n;
 };
 
-void cel_lex_init(struct cel_lexer *lx, const char *src, size_t n, char *why, size_t why_n);
+void fatia_cel_lex_init(struct cel_lexer *lx, const char *src, size_t n, char *why, size_t why_n);
 /* Next token. 0, -FATIA_E_PARSE (why set), -ENOMEM. A STRING token's s is allocated
  * (fatia_malloc) and handed to the caller. */
-int cel_lex_next(struct cel_lexer *lx, struct cel_token *ret);
-const char *cel_tok_name(enum cel_tok t);
+int fatia_cel_lex_next(struct cel_lexer *lx, struct cel_token *ret);
+const char *fatia_cel_tok_name(enum cel_tok t);
 
 /* ---- parser, checker ---- */
 
 /* Parses src into p->root (nodes linked into p->nodes). 0, -FATIA_E_PARSE, -FATIA_E_LIMIT,
  * -ENOMEM. */
-int cel_parse(struct fatia_cel_program *p, char *why, size_t why_n);
+int fatia_cel_parse(struct fatia_cel_program *p, char *why, size_t why_n);
 
 /* Types p->root, resolves names and functions, estimates the worst-case cost. 0,
  * -FATIA_E_TYPE, -FATIA_E_COST, -ENOMEM. */
-int cel_check(struct fatia_cel_program *p, char *why, size_t why_n);
+int fatia_cel_check(struct fatia_cel_program *p, char *why, size_t why_n);
 
 /* Function names: "size" -> FN_SIZE; FN_NONE if unknown. */
-enum cel_fn cel_fn_lookup(const char *name);
-const char *cel_fn_name(enum cel_fn fn);
+enum cel_fn fatia_cel_fn_lookup(const char *name);
+const char *fatia_cel_fn_name(enum cel_fn fn);
 
 /* ---- evaluation ---- */
 
@@ -335,33 +337,36 @@ struct cel_eval {
 };
 
 /* Charges n cost units; -FATIA_E_COST past the limit. */
-int cel_charge(struct cel_eval *ev, uint64_t n);
+int fatia_cel_charge(struct cel_eval *ev, uint64_t n);
 /* Charges ceil(n / 10) (a tenth of a unit per byte or element walked). */
-int cel_charge_tenth(struct cel_eval *ev, uint64_t n);
+int fatia_cel_charge_tenth(struct cel_eval *ev, uint64_t n);
 
 /* Arena memory, freed when the evaluation ends. NULL on OOM or past the arena limit. */
-void *cel_alloc(struct cel_eval *ev, size_t n);
+void *fatia_cel_alloc(struct cel_eval *ev, size_t n);
 
 /* A runtime error at node n: -FATIA_E_EVAL with "line:col: message" in ev->why. */
-int cel_runtime_error(struct cel_eval *ev, const struct cel_node *n, const char *fmt, ...)
+int fatia_cel_runtime_error(struct cel_eval *ev, const struct cel_node *n, const char *fmt, ...)
     FATIA_PRINTF(3, 4);
 
 /* Evaluates a call node's function on already evaluated arguments (recv = receiver or NULL). */
-int cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val *recv,
-             const struct cel_val *args, size_t n_args, struct cel_val *ret);
+int fatia_cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val *recv,
+                   const struct cel_val *args, size_t n_args, struct cel_val *ret);
 
 /* Heterogeneous equality (CEL's ==). 0 with *ret, or an error (cost). */
-int cel_equals(struct cel_eval *ev, const struct cel_val *a, const struct cel_val *b, bool *ret);
+int fatia_cel_equals(struct cel_eval *ev, const struct cel_val *a, const struct cel_val *b,
+                     bool *ret);
 
 /* Device lookups. */
-const struct fatia_cel_attr *cel_dev_attr(const struct fatia_cel_device *dev, const char *domain,
-                                          size_t domain_n, const char *id, size_t id_n);
-const struct fatia_cel_capacity *cel_dev_cap(const struct fatia_cel_device *dev, const char *domain,
-                                             size_t domain_n, const char *id, size_t id_n);
+const struct fatia_cel_attr *fatia_cel_dev_attr(const struct fatia_cel_device *dev,
+                                                const char *domain, size_t domain_n, const char *id,
+                                                size_t id_n);
+const struct fatia_cel_capacity *fatia_cel_dev_cap(const struct fatia_cel_device *dev,
+                                                   const char *domain, size_t domain_n,
+                                                   const char *id, size_t id_n);
 /* Materialises a DEVMAP into a real map value (for iteration, size, equality). */
-int cel_devmap_materialize(struct cel_eval *ev, const struct cel_val *v, struct cel_val *ret);
+int fatia_cel_devmap_materialize(struct cel_eval *ev, const struct cel_val *v, struct cel_val *ret);
 /* The value of one attribute. */
-struct cel_val cel_attr_value(const struct fatia_cel_attr *a);
+struct cel_val fatia_cel_attr_value(const struct fatia_cel_attr *a);
 
 static inline struct cel_val cel_bool(bool b)
 {
@@ -386,9 +391,9 @@ static inline struct cel_val cel_str(const char *p, size_t n)
 }
 
 /* "int", "string", ... for messages. */
-const char *cel_vk_name(const struct cel_val *v);
+const char *fatia_cel_vk_name(const struct cel_val *v);
 
 /* Number of Unicode code points in s (CEL string size). */
-size_t cel_utf8_count(const char *s, size_t n);
+size_t fatia_cel_utf8_count(const char *s, size_t n);
 
 #endif

@@ -34,7 +34,7 @@ static const char *const tok_names[] = {
     [T_NOT] = "'!'",
 };
 
-const char *cel_tok_name(enum cel_tok t)
+const char *fatia_cel_tok_name(enum cel_tok t)
 {
     return tok_names[t];
 }
@@ -54,7 +54,7 @@ void fatia_cel_report_at(char *why, size_t why_n, uint32_t line, uint32_t col, c
     va_end(ap);
 }
 
-void cel_lex_init(struct cel_lexer *lx, const char *src, size_t n, char *why, size_t why_n)
+void fatia_cel_lex_init(struct cel_lexer *lx, const char *src, size_t n, char *why, size_t why_n)
 {
     memset(lx, 0, sizeof(*lx));
     lx->src = src;
@@ -407,7 +407,7 @@ static const char *const reserved[] = {
     "as",  "break", "const",   "continue",  "else",   "for", "function", "if",    "import",
     "let", "loop",  "package", "namespace", "return", "var", "void",     "while", NULL};
 
-int cel_lex_next(struct cel_lexer *lx, struct cel_token *tok)
+int fatia_cel_lex_next(struct cel_lexer *lx, struct cel_token *tok)
 {
     char c;
 

@@ -13,7 +13,7 @@
  *
  * Each function charges its cost before its work: a tenth of a unit per byte it walks or builds
  * (contains and indexOf: text x pattern), one per list element it builds, and text x program
- * for a regex match, mirroring the static estimate in cel_check.c.
+ * for a regex match, mirroring the static estimate in fatia_cel_check.c.
  */
 #include "base/compat.h"
 
@@ -39,7 +39,7 @@ static size_t cp_offset(const char *s, size_t n, size_t cp)
 
 static struct cel_val new_string(struct cel_eval *ev, const char *p, size_t n, int *err)
 {
-    char *s = cel_alloc(ev, n + 1);
+    char *s = fatia_cel_alloc(ev, n + 1);
 
     if (!s) {
         *err = -ENOMEM;
@@ -167,14 +167,15 @@ static int no_overload(struct cel_eval *ev, const struct cel_node *n, const stru
 
     types[0] = '\0';
     if (recv)
-        len += (size_t)snprintf(types + len, sizeof(types) - len, "%s.", cel_vk_name(recv));
+        len += (size_t)snprintf(types + len, sizeof(types) - len, "%s.", fatia_cel_vk_name(recv));
     len += (size_t)snprintf(types + len, sizeof(types) - len, "(");
     for (size_t i = 0; i < n_args && len < sizeof(types); i++)
         len += (size_t)snprintf(types + len, sizeof(types) - len, "%s%s", i ? ", " : "",
-                                cel_vk_name(&args[i]));
+                                fatia_cel_vk_name(&args[i]));
     if (len < sizeof(types))
         snprintf(types + len, sizeof(types) - len, ")");
-    return cel_runtime_error(ev, n, "no such overload for '%s' applied to %s", n->name, types);
+    return fatia_cel_runtime_error(ev, n, "no such overload for '%s' applied to %s", n->name,
+                                   types);
 }
 
 static bool all_kinds(const struct cel_val *args, size_t n, const uint8_t *kinds)
@@ -190,7 +191,7 @@ static bool all_kinds(const struct cel_val *args, size_t n, const uint8_t *kinds
 static int fn_index_of(struct cel_eval *ev, const struct cel_node *n, const struct cel_val *s,
                        const struct cel_val *args, size_t n_args, bool last, struct cel_val *out)
 {
-    size_t count = cel_utf8_count(s->s.p, s->s.n), sub_count;
+    size_t count = fatia_cel_utf8_count(s->s.p, s->s.n), sub_count;
     const struct cel_val *sub = &args[0];
     int64_t start = last ? (int64_t)count : 0;
     int r;
@@ -198,15 +199,15 @@ static int fn_index_of(struct cel_eval *ev, const struct cel_node *n, const stru
     if (n_args == 2)
         start = args[1].i;
     if (start < 0 || (uint64_t)start > count)
-        return cel_runtime_error(ev, n, "index out of range: %" PRId64, start);
-    r = cel_charge_tenth(ev, s->s.n * (sub->s.n ? sub->s.n : 1));
+        return fatia_cel_runtime_error(ev, n, "index out of range: %" PRId64, start);
+    r = fatia_cel_charge_tenth(ev, s->s.n * (sub->s.n ? sub->s.n : 1));
     if (r < 0)
         return r;
-    sub_count = cel_utf8_count(sub->s.p, sub->s.n);
+    sub_count = fatia_cel_utf8_count(sub->s.p, sub->s.n);
     if (!last) {
         size_t off = cp_offset(s->s.p, s->s.n, (size_t)start);
         const char *hit = find(s->s.p + off, s->s.n - off, sub->s.p, sub->s.n);
-        *out = cel_int(hit ? (int64_t)cel_utf8_count(s->s.p, (size_t)(hit - s->s.p)) : -1);
+        *out = cel_int(hit ? (int64_t)fatia_cel_utf8_count(s->s.p, (size_t)(hit - s->s.p)) : -1);
         return 0;
     }
     /* lastIndexOf: the last occurrence starting at or before start */
@@ -235,7 +236,7 @@ static int fn_replace(struct cel_eval *ev, const struct cel_val *s, const struct
 
     /* count the replacements first, to charge and size the result */
     if (old->s.n == 0) {
-        matches = cel_utf8_count(s->s.p, s->s.n) + 1;
+        matches = fatia_cel_utf8_count(s->s.p, s->s.n) + 1;
     } else {
         for (const char *h = s->s.p;
              (h = find(h, s->s.n - (size_t)(h - s->s.p), old->s.p, old->s.n)); h += old->s.n)
@@ -243,16 +244,16 @@ static int fn_replace(struct cel_eval *ev, const struct cel_val *s, const struct
     }
     if (limit >= 0 && (uint64_t)limit < matches)
         matches = (size_t)limit;
-    r = cel_charge_tenth(ev, s->s.n);
+    r = fatia_cel_charge_tenth(ev, s->s.n);
     if (r < 0)
         return r;
     if (matches && with->s.n > (SIZE_MAX / 2) / matches)
-        return cel_charge(ev, UINT64_MAX);
+        return fatia_cel_charge(ev, UINT64_MAX);
     len = s->s.n - matches * old->s.n + matches * with->s.n;
-    r = cel_charge_tenth(ev, len);
+    r = fatia_cel_charge_tenth(ev, len);
     if (r < 0)
         return r;
-    p = cel_alloc(ev, len + 1);
+    p = fatia_cel_alloc(ev, len + 1);
     if (!p)
         return -ENOMEM;
     for (size_t done = 0; done < matches; done++) {
@@ -291,7 +292,7 @@ static int fn_split(struct cel_eval *ev, const struct cel_val *s, const struct c
     if (limit == 0) {
         parts = 0;
     } else if (sep->s.n == 0) {
-        parts = cel_utf8_count(s->s.p, s->s.n);
+        parts = fatia_cel_utf8_count(s->s.p, s->s.n);
     } else {
         parts = 1;
         for (const char *h = s->s.p;
@@ -300,12 +301,12 @@ static int fn_split(struct cel_eval *ev, const struct cel_val *s, const struct c
     }
     if (limit > 0 && (uint64_t)limit < parts)
         parts = (size_t)limit;
-    r = cel_charge_tenth(ev, 2 * (uint64_t)s->s.n);
+    r = fatia_cel_charge_tenth(ev, 2 * (uint64_t)s->s.n);
     if (r == 0)
-        r = cel_charge(ev, parts);
+        r = fatia_cel_charge(ev, parts);
     if (r < 0)
         return r;
-    l = cel_alloc(ev, sizeof(*l) + (parts ? parts : 1) * sizeof(struct cel_val));
+    l = fatia_cel_alloc(ev, sizeof(*l) + (parts ? parts : 1) * sizeof(struct cel_val));
     if (!l)
         return -ENOMEM;
     for (size_t i = 0; i < parts; i++) {
@@ -343,14 +344,14 @@ static int fn_join(struct cel_eval *ev, const struct cel_node *n, const struct c
 
     for (size_t i = 0; i < list->l->n; i++) {
         if (list->l->v[i].k != VK_STRING)
-            return cel_runtime_error(ev, n, "join: list element %zu is %s, not string", i,
-                                     cel_vk_name(&list->l->v[i]));
+            return fatia_cel_runtime_error(ev, n, "join: list element %zu is %s, not string", i,
+                                           fatia_cel_vk_name(&list->l->v[i]));
         len += list->l->v[i].s.n + (i && sep ? sep->s.n : 0);
     }
-    r = cel_charge_tenth(ev, len);
+    r = fatia_cel_charge_tenth(ev, len);
     if (r < 0)
         return r;
-    p = cel_alloc(ev, len + 1);
+    p = fatia_cel_alloc(ev, len + 1);
     if (!p)
         return -ENOMEM;
     for (size_t i = 0; i < list->l->n; i++) {
@@ -390,22 +391,23 @@ static int fn_convert(struct cel_eval *ev, const struct cel_node *n, const struc
             return 0;
         case VK_UINT:
             if (a->u > INT64_MAX)
-                return cel_runtime_error(ev, n, "range error converting %" PRIu64 " to int", a->u);
+                return fatia_cel_runtime_error(ev, n, "range error converting %" PRIu64 " to int",
+                                               a->u);
             *out = cel_int((int64_t)a->u);
             return 0;
         case VK_DOUBLE:
             if (isnan(a->d) || a->d <= -9223372036854775808.0 || a->d >= 9223372036854775807.0)
-                return cel_runtime_error(ev, n, "range error converting %g to int", a->d);
+                return fatia_cel_runtime_error(ev, n, "range error converting %g to int", a->d);
             *out = cel_int((int64_t)a->d);
             return 0;
         case VK_STRING: {
             int64_t v;
-            r = cel_charge_tenth(ev, a->s.n);
+            r = fatia_cel_charge_tenth(ev, a->s.n);
             if (r < 0)
                 return r;
             if (!c_string(a, text, sizeof(text)) || fatia_parse_i64(text, &v) < 0)
-                return cel_runtime_error(ev, n, "cannot convert string '%.*s' to int",
-                                         (int)FATIA_MIN(a->s.n, 64), a->s.p);
+                return fatia_cel_runtime_error(ev, n, "cannot convert string '%.*s' to int",
+                                               (int)FATIA_MIN(a->s.n, 64), a->s.p);
             *out = cel_int(v);
             return 0;
         }
@@ -418,7 +420,8 @@ static int fn_convert(struct cel_eval *ev, const struct cel_node *n, const struc
         switch (a->k) {
         case VK_INT:
             if (a->i < 0)
-                return cel_runtime_error(ev, n, "range error converting %" PRId64 " to uint", a->i);
+                return fatia_cel_runtime_error(ev, n, "range error converting %" PRId64 " to uint",
+                                               a->i);
             out->u = (uint64_t)a->i;
             return 0;
         case VK_UINT:
@@ -426,16 +429,16 @@ static int fn_convert(struct cel_eval *ev, const struct cel_node *n, const struc
             return 0;
         case VK_DOUBLE:
             if (isnan(a->d) || a->d < 0 || a->d >= 18446744073709551615.0)
-                return cel_runtime_error(ev, n, "range error converting %g to uint", a->d);
+                return fatia_cel_runtime_error(ev, n, "range error converting %g to uint", a->d);
             out->u = (uint64_t)a->d;
             return 0;
         case VK_STRING:
-            r = cel_charge_tenth(ev, a->s.n);
+            r = fatia_cel_charge_tenth(ev, a->s.n);
             if (r < 0)
                 return r;
             if (!c_string(a, text, sizeof(text)) || fatia_parse_u64(text, &out->u) < 0)
-                return cel_runtime_error(ev, n, "cannot convert string '%.*s' to uint",
-                                         (int)FATIA_MIN(a->s.n, 64), a->s.p);
+                return fatia_cel_runtime_error(ev, n, "cannot convert string '%.*s' to uint",
+                                               (int)FATIA_MIN(a->s.n, 64), a->s.p);
             return 0;
         default:
             break;
@@ -454,12 +457,12 @@ static int fn_convert(struct cel_eval *ev, const struct cel_node *n, const struc
             *out = *a;
             return 0;
         case VK_STRING:
-            r = cel_charge_tenth(ev, a->s.n);
+            r = fatia_cel_charge_tenth(ev, a->s.n);
             if (r < 0)
                 return r;
             if (!c_string(a, text, sizeof(text)) || fatia_parse_double(text, &out->d) < 0)
-                return cel_runtime_error(ev, n, "cannot convert string '%.*s' to double",
-                                         (int)FATIA_MIN(a->s.n, 64), a->s.p);
+                return fatia_cel_runtime_error(ev, n, "cannot convert string '%.*s' to double",
+                                               (int)FATIA_MIN(a->s.n, 64), a->s.p);
             return 0;
         default:
             break;
@@ -485,7 +488,7 @@ static int fn_convert(struct cel_eval *ev, const struct cel_node *n, const struc
         default:
             return no_overload(ev, n, NULL, a, 1);
         }
-        r = cel_charge_tenth(ev, strlen(text));
+        r = fatia_cel_charge_tenth(ev, strlen(text));
         if (r < 0)
             return r;
         *out = new_string(ev, text, strlen(text), &r);
@@ -508,8 +511,8 @@ static int fn_convert(struct cel_eval *ev, const struct cel_node *n, const struc
                     return 0;
                 }
             }
-            return cel_runtime_error(ev, n, "cannot convert string '%.*s' to bool",
-                                     (int)FATIA_MIN(a->s.n, 64), a->s.p);
+            return fatia_cel_runtime_error(ev, n, "cannot convert string '%.*s' to bool",
+                                           (int)FATIA_MIN(a->s.n, 64), a->s.p);
         }
         break;
     default:
@@ -541,7 +544,7 @@ static int fn_quantity(struct cel_eval *ev, const struct cel_node *n, const stru
             return 0;
         }
         if (!ok)
-            return cel_runtime_error(ev, n, "cannot convert value to integer");
+            return fatia_cel_runtime_error(ev, n, "cannot convert value to integer");
         *out = cel_int((int64_t)(q->nano / FATIA_NANO));
         return 0;
     }
@@ -562,13 +565,13 @@ static int fn_quantity(struct cel_eval *ev, const struct cel_node *n, const stru
             other = fatia_quantity_from_int(args[0].i, FATIA_Q_DECIMAL_SI);
         else
             return no_overload(ev, n, recv, args, n_args);
-        res = cel_alloc(ev, sizeof(*res));
+        res = fatia_cel_alloc(ev, sizeof(*res));
         if (!res)
             return -ENOMEM;
         r = n->fn == FN_ADD ? fatia_quantity_add(q, &other, res)
                             : fatia_quantity_sub(q, &other, res);
         if (r < 0)
-            return cel_runtime_error(ev, n, "quantity overflow");
+            return fatia_cel_runtime_error(ev, n, "quantity overflow");
         *out = (struct cel_val){.k = VK_QUANTITY};
         out->q = res;
         return 0;
@@ -603,7 +606,7 @@ static int fn_semver(struct cel_eval *ev, const struct cel_node *n, const struct
     case FN_PATCH:
         part = n->fn == FN_MAJOR ? v->major : n->fn == FN_MINOR ? v->minor : v->patch;
         if (part > INT64_MAX)
-            return cel_runtime_error(ev, n, "integer overflow");
+            return fatia_cel_runtime_error(ev, n, "integer overflow");
         *out = cel_int((int64_t)part);
         return 0;
     default:
@@ -630,16 +633,16 @@ static int fn_matches(struct cel_eval *ev, const struct cel_node *n, const struc
     int r;
 
     if (!re) {
-        r = cel_charge_tenth(ev, pat->s.n);
+        r = fatia_cel_charge_tenth(ev, pat->s.n);
         if (r < 0)
             return r;
         r = fatia_cel_regex_compile(pat->s.p, pat->s.n, &re, why, sizeof(why));
         if (r == -ENOMEM)
             return r;
         if (r < 0)
-            return cel_runtime_error(ev, n, "invalid regular expression: %s", why);
+            return fatia_cel_runtime_error(ev, n, "invalid regular expression: %s", why);
     }
-    r = cel_charge_tenth(ev, (uint64_t)(text->s.n + 1) * fatia_cel_regex_size(re));
+    r = fatia_cel_charge_tenth(ev, (uint64_t)(text->s.n + 1) * fatia_cel_regex_size(re));
     if (r == 0)
         r = fatia_cel_regex_search(re, text->s.p, text->s.n, &m);
     if (re != n->re)
@@ -650,8 +653,8 @@ static int fn_matches(struct cel_eval *ev, const struct cel_node *n, const struc
     return 0;
 }
 
-int cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val *recv,
-             const struct cel_val *args, size_t n_args, struct cel_val *ret)
+int fatia_cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val *recv,
+                   const struct cel_val *args, size_t n_args, struct cel_val *ret)
 {
     const struct cel_val *s = recv ? recv : (n_args ? &args[0] : NULL);
     const struct cel_val *rest = recv ? args : args + 1;
@@ -665,16 +668,16 @@ int cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val
         if (!s)
             break;
         if (s->k == VK_DEVMAP) {
-            r = cel_devmap_materialize(ev, s, &tmp);
+            r = fatia_cel_devmap_materialize(ev, s, &tmp);
             if (r < 0)
                 return r;
             s = &tmp;
         }
         if (s->k == VK_STRING) {
-            r = cel_charge_tenth(ev, s->s.n);
+            r = fatia_cel_charge_tenth(ev, s->s.n);
             if (r < 0)
                 return r;
-            *ret = cel_int((int64_t)cel_utf8_count(s->s.p, s->s.n));
+            *ret = cel_int((int64_t)fatia_cel_utf8_count(s->s.p, s->s.n));
             return 0;
         }
         if (s->k == VK_LIST) {
@@ -692,13 +695,13 @@ int cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val
         if (!recv || n_args != 1 || !all_kinds(recv, 1, KINDS(VK_STRING)) || args[0].k != VK_STRING)
             break;
         if (n->fn == FN_CONTAINS) {
-            r = cel_charge_tenth(ev, s->s.n * (args[0].s.n ? args[0].s.n : 1));
+            r = fatia_cel_charge_tenth(ev, s->s.n * (args[0].s.n ? args[0].s.n : 1));
             if (r < 0)
                 return r;
             *ret = cel_bool(find(s->s.p, s->s.n, args[0].s.p, args[0].s.n) != NULL);
             return 0;
         }
-        r = cel_charge_tenth(ev, args[0].s.n);
+        r = fatia_cel_charge_tenth(ev, args[0].s.n);
         if (r < 0)
             return r;
         if (args[0].s.n > s->s.n) {
@@ -719,7 +722,7 @@ int cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val
         char *p;
         if (!recv || recv->k != VK_STRING || n_args)
             break;
-        r = cel_charge_tenth(ev, s->s.n);
+        r = fatia_cel_charge_tenth(ev, s->s.n);
         if (r < 0)
             return r;
         end = s->s.n;
@@ -761,22 +764,22 @@ int cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val
         if (!recv || recv->k != VK_STRING || !n_args || args[0].k != VK_INT ||
             (n_args == 2 && args[1].k != VK_INT))
             break;
-        r = cel_charge_tenth(ev, s->s.n);
+        r = fatia_cel_charge_tenth(ev, s->s.n);
         if (r < 0)
             return r;
-        count = cel_utf8_count(s->s.p, s->s.n);
+        count = fatia_cel_utf8_count(s->s.p, s->s.n);
         start = args[0].i;
         end = n->fn == FN_CHAR_AT ? start + 1 : n_args == 2 ? args[1].i : (int64_t)count;
         if (start < 0 || (uint64_t)start > count)
-            return cel_runtime_error(ev, n, "index out of range: %" PRId64, start);
+            return fatia_cel_runtime_error(ev, n, "index out of range: %" PRId64, start);
         if (n->fn == FN_CHAR_AT && (uint64_t)start == count) {
             *ret = cel_str("", 0);
             return 0;
         }
         if (end < 0 || (uint64_t)end > count)
-            return cel_runtime_error(ev, n, "index out of range: %" PRId64, end);
+            return fatia_cel_runtime_error(ev, n, "index out of range: %" PRId64, end);
         if (end < start)
-            return cel_runtime_error(
+            return fatia_cel_runtime_error(
                 ev, n, "invalid substring range. start: %" PRId64 ", end: %" PRId64, start, end);
         b = cp_offset(s->s.p, s->s.n, (size_t)start);
         e = cp_offset(s->s.p, s->s.n, (size_t)end);
@@ -820,7 +823,7 @@ int cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val
             ret->q = n->q;
             return 0;
         }
-        r = cel_charge_tenth(ev, args[0].s.n);
+        r = fatia_cel_charge_tenth(ev, args[0].s.n);
         if (r < 0)
             return r;
         r = c_string(&args[0], text, sizeof(text))
@@ -833,9 +836,9 @@ int cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val
             return 0;
         }
         if (r < 0)
-            return cel_runtime_error(ev, n, "invalid quantity '%.*s'",
-                                     (int)FATIA_MIN(args[0].s.n, 64), args[0].s.p);
-        qp = cel_alloc(ev, sizeof(*qp));
+            return fatia_cel_runtime_error(ev, n, "invalid quantity '%.*s'",
+                                           (int)FATIA_MIN(args[0].s.n, 64), args[0].s.p);
+        qp = fatia_cel_alloc(ev, sizeof(*qp));
         if (!qp)
             return -ENOMEM;
         *qp = q;
@@ -856,7 +859,7 @@ int cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val
         }
         if (n_args == 2)
             normalize = args[1].b;
-        r = cel_charge_tenth(ev, args[0].s.n);
+        r = fatia_cel_charge_tenth(ev, args[0].s.n);
         if (r < 0)
             return r;
         r = c_string(&args[0], text, sizeof(text))
@@ -867,9 +870,9 @@ int cel_call(struct cel_eval *ev, const struct cel_node *n, const struct cel_val
             return 0;
         }
         if (r < 0)
-            return cel_runtime_error(ev, n, "invalid semver '%.*s'",
-                                     (int)FATIA_MIN(args[0].s.n, 64), args[0].s.p);
-        vp = cel_alloc(ev, sizeof(*vp));
+            return fatia_cel_runtime_error(ev, n, "invalid semver '%.*s'",
+                                           (int)FATIA_MIN(args[0].s.n, 64), args[0].s.p);
+        vp = fatia_cel_alloc(ev, sizeof(*vp));
         if (!vp)
             return -ENOMEM;
         *vp = v;

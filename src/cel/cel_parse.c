@@ -1,5 +1,5 @@
 /*
- * cel/cel_parse.c: CEL syntax -> tree (the grammar of the CEL language definition).
+ * cel/fatia_cel_parse.c: CEL syntax -> tree (the grammar of the CEL language definition).
  *
  *     Expr     = Or ["?" Or ":" Expr]
  *     Or       = And {"||" And}            And = Relation {"&&" Relation}
@@ -60,7 +60,7 @@ static int syntax_error(struct parser *p, const struct cel_token *t, const char 
                             "syntax error: unexpected end of input%s%s",
                             expected ? ", expected " : "", expected ? expected : "");
     return CEL_ERROR_AT(p->why, p->why_n, t->line, t->col, -FATIA_E_PARSE,
-                        "syntax error: unexpected %s '%.*s'%s%s", cel_tok_name(t->t),
+                        "syntax error: unexpected %s '%.*s'%s%s", fatia_cel_tok_name(t->t),
                         (int)FATIA_MIN(t->n, 40), t->p, expected ? ", expected " : "",
                         expected ? expected : "");
 }
@@ -68,7 +68,7 @@ static int syntax_error(struct parser *p, const struct cel_token *t, const char 
 static int expect(struct parser *p, enum cel_tok t)
 {
     if (peek(p, 0)->t != t)
-        return syntax_error(p, peek(p, 0), cel_tok_name(t));
+        return syntax_error(p, peek(p, 0), fatia_cel_tok_name(t));
     next(p);
     return 0;
 }
@@ -581,14 +581,14 @@ static int parse_expr(struct parser *p, struct cel_node **ret)
     return 0;
 }
 
-int cel_parse(struct fatia_cel_program *prog, char *why, size_t why_n)
+int fatia_cel_parse(struct fatia_cel_program *prog, char *why, size_t why_n)
 {
     struct parser p = {.prog = prog, .why = why, .why_n = why_n};
     struct cel_lexer lx;
     size_t cap = 0;
     int r = 0;
 
-    cel_lex_init(&lx, prog->text, prog->text_n, why, why_n);
+    fatia_cel_lex_init(&lx, prog->text, prog->text_n, why, why_n);
     for (;;) {
         struct cel_token t;
         if (p.n_toks == cap) {
@@ -601,7 +601,7 @@ int cel_parse(struct fatia_cel_program *prog, char *why, size_t why_n)
             p.toks = v;
             cap = ncap;
         }
-        r = cel_lex_next(&lx, &t);
+        r = fatia_cel_lex_next(&lx, &t);
         if (r < 0)
             goto out_free_tokens;
         p.toks[p.n_toks++] = t;

@@ -277,7 +277,7 @@ static int configure(struct es_opts *o, struct fatia_serving_device *dev, struct
     int r;
 
     fatia_diag_init(&diag);
-    r = fatia_model_spec_find(o->models_file, o->model, &diag, &o->in.model);
+    r = fatia_modelspec_find(o->models_file, o->model, &diag, &o->in.model);
     fatia_diag_print(&diag, stderr);
     fatia_diag_release(&diag);
     if (r < 0)

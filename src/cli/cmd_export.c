@@ -103,14 +103,14 @@ static int run(int argc, char **argv)
         /* -o: yaml or json only (the helper would take a table) */
         if (c == 'o') {
             if (fatia_cli_parse_output(optarg, &out) < 0 || out == FATIA_OUT_TABLE) {
-                supply_opts_release(&o);
+                fatia_cli_supply_opts_release(&o);
                 return fatia_cli_usage_error(&fatia_cmd_export, "output must be yaml or json");
             }
             continue;
         }
-        r = supply_opt(&o, c, optarg, "export");
+        r = fatia_cli_supply_opt(&o, c, optarg, "export");
         if (r < 0) {
-            supply_opts_release(&o);
+            fatia_cli_supply_opts_release(&o);
             return FATIA_EXIT_USAGE;
         }
         if (r > 0)
@@ -120,23 +120,23 @@ static int run(int argc, char **argv)
             dir = optarg;
             break;
         case 'h':
-            supply_opts_release(&o);
+            fatia_cli_supply_opts_release(&o);
             return fatia_cli_help(&fatia_cmd_export);
         default:
-            supply_opts_release(&o);
+            fatia_cli_supply_opts_release(&o);
             return fatia_cli_usage_error(&fatia_cmd_export, "unknown option");
         }
     }
     if (optind >= argc || strcmp(argv[optind], "gpu-operator") != 0) {
-        supply_opts_release(&o);
+        fatia_cli_supply_opts_release(&o);
         return fatia_cli_usage_error(&fatia_cmd_export, "export what? (supported: gpu-operator)");
     }
     if ((r = fatia_cli_input_args(&o.in, optind + 1, argc, argv, false)) < 0) {
         rc = fatia_cli_input_exit(&o.in, r);
-        supply_opts_release(&o);
+        fatia_cli_supply_opts_release(&o);
         return rc;
     }
-    rc = supply_session_open(&s, &o, "export");
+    rc = fatia_cli_supply_session_open(&s, &o, "export");
     if (rc != FATIA_EXIT_OK)
         goto out;
     fatia_diag_init(&d);
@@ -186,8 +186,8 @@ static int run(int argc, char **argv)
     json_decref(fleet);
 out:
     json_decref(doc);
-    supply_session_close(&s);
-    supply_opts_release(&o);
+    fatia_cli_supply_session_close(&s);
+    fatia_cli_supply_opts_release(&o);
     return rc;
 }
 

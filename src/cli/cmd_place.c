@@ -126,9 +126,9 @@ static int run(int argc, char **argv)
     o.inventory = SUPPLY_INV_SIM;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:Ro:h", opts, NULL)) != -1) {
-        r = supply_opt(&o, c, optarg, "place");
+        r = fatia_cli_supply_opt(&o, c, optarg, "place");
         if (r < 0) {
-            supply_opts_release(&o);
+            fatia_cli_supply_opts_release(&o);
             return FATIA_EXIT_USAGE;
         }
         if (r > 0)
@@ -136,7 +136,7 @@ static int run(int argc, char **argv)
         switch (c) {
         case 1200:
             if (fatia_place_policy_parse(optarg, &po.policy) < 0) {
-                supply_opts_release(&o);
+                fatia_cli_supply_opts_release(&o);
                 return fatia_cli_usage_error(
                     &fatia_cmd_place,
                     "unknown placement policy '%s': expected binpack, bestfit, spread or "
@@ -155,7 +155,7 @@ static int run(int argc, char **argv)
             else if (!strcmp(optarg, "evict"))
                 po.mig = FATIA_PLACE_MIG_EVICT;
             else {
-                supply_opts_release(&o);
+                fatia_cli_supply_opts_release(&o);
                 return fatia_cli_usage_error(&fatia_cmd_place,
                                              "unknown dynamic MIG mode '%s': expected off, free "
                                              "or evict",
@@ -163,19 +163,19 @@ static int run(int argc, char **argv)
             }
             break;
         case 'h':
-            supply_opts_release(&o);
+            fatia_cli_supply_opts_release(&o);
             return fatia_cli_help(&fatia_cmd_place);
         default:
-            supply_opts_release(&o);
+            fatia_cli_supply_opts_release(&o);
             return fatia_cli_usage_error(&fatia_cmd_place, "unknown option");
         }
     }
     if ((r = fatia_cli_input_args(&o.in, optind, argc, argv, true)) < 0) {
         rc = fatia_cli_input_exit(&o.in, r);
-        supply_opts_release(&o);
+        fatia_cli_supply_opts_release(&o);
         return rc;
     }
-    rc = supply_session_open(&s, &o, "place");
+    rc = fatia_cli_supply_session_open(&s, &o, "place");
     if (rc == FATIA_EXIT_OK) {
         fatia_diag_init(&d);
         r = fatia_place_oneshot(&s.set, s.plan, &po, &doc, &d);
@@ -191,8 +191,8 @@ static int run(int argc, char **argv)
             rc = fatia_cli_print(doc, o.in.out);
         json_decref(doc);
     }
-    supply_session_close(&s);
-    supply_opts_release(&o);
+    fatia_cli_supply_session_close(&s);
+    fatia_cli_supply_opts_release(&o);
     return rc;
 }
 

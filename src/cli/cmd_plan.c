@@ -247,9 +247,9 @@ static int run(int argc, char **argv)
     optind = 1;
     fatia_cli_input_init(&o.in, &fatia_cmd_plan, FATIA_OUT_TABLE);
     while ((c = getopt_long(argc, argv, "f:Ro:h", opts, NULL)) != -1) {
-        r = supply_opt(&o, c, optarg, "plan");
+        r = fatia_cli_supply_opt(&o, c, optarg, "plan");
         if (r < 0) {
-            supply_opts_release(&o);
+            fatia_cli_supply_opts_release(&o);
             return FATIA_EXIT_USAGE;
         }
         if (r > 0)
@@ -262,23 +262,23 @@ static int run(int argc, char **argv)
             apply = true;
             break;
         case 'h':
-            supply_opts_release(&o);
+            fatia_cli_supply_opts_release(&o);
             return fatia_cli_help(&fatia_cmd_plan);
         default:
-            supply_opts_release(&o);
+            fatia_cli_supply_opts_release(&o);
             return fatia_cli_usage_error(&fatia_cmd_plan, "unknown option");
         }
     }
     if ((r = fatia_cli_input_args(&o.in, optind, argc, argv, false)) < 0) {
         rc = fatia_cli_input_exit(&o.in, r);
-        supply_opts_release(&o);
+        fatia_cli_supply_opts_release(&o);
         return rc;
     }
     if (apply && o.inventory != SUPPLY_INV_NVML) {
-        supply_opts_release(&o);
+        fatia_cli_supply_opts_release(&o);
         return fatia_cli_usage_error(&fatia_cmd_plan, "--apply needs --inventory nvml");
     }
-    rc = supply_session_open(&s, &o, "plan");
+    rc = fatia_cli_supply_session_open(&s, &o, "plan");
     if (rc == FATIA_EXIT_OK && apply) {
         struct fatia_apply_report rep = {0};
         struct fatia_diag d;
@@ -293,7 +293,7 @@ static int run(int argc, char **argv)
                 rep.n_changed == 1 ? "" : "s", rep.n_failed);
         fatia_apply_report_release(&rep);
         fatia_diag_release(&d);
-        if (supply_session_replan(&s, &o, "plan") != FATIA_EXIT_OK)
+        if (fatia_cli_supply_session_replan(&s, &o, "plan") != FATIA_EXIT_OK)
             rc = FATIA_EXIT_FAIL;
     }
     if (s.plan) {
@@ -301,8 +301,8 @@ static int run(int argc, char **argv)
         if (prc != FATIA_EXIT_OK)
             rc = prc;
     }
-    supply_session_close(&s);
-    supply_opts_release(&o);
+    fatia_cli_supply_session_close(&s);
+    fatia_cli_supply_opts_release(&o);
     return rc;
 }
 

@@ -90,11 +90,11 @@ static uint64_t memory_needed(const struct fatia_plan_input *in)
     uint64_t lo = 0, hi = UINT64_C(16) << 40, step = UINT64_C(1) << 26;
 
     t.gpu_memory_bytes = hi;
-    if (fatia_plan_compute(&t, &p) < 0 || !p.fits)
+    if (fatia_serving_plan_compute(&t, &p) < 0 || !p.fits)
         return 0;
     while (hi - lo > step) {
         t.gpu_memory_bytes = lo + (hi - lo) / 2;
-        if (fatia_plan_compute(&t, &p) == 0 && p.fits)
+        if (fatia_serving_plan_compute(&t, &p) == 0 && p.fits)
             hi = t.gpu_memory_bytes;
         else
             lo = t.gpu_memory_bytes;
@@ -106,7 +106,7 @@ static bool try_alt(const struct fatia_plan_input *in, struct alt *a)
 {
     struct fatia_plan p;
 
-    if (fatia_plan_compute(in, &p) < 0 || !p.fits)
+    if (fatia_serving_plan_compute(in, &p) < 0 || !p.fits)
         return false;
     a->kv_cache_tokens = p.kv_cache_tokens;
     return true;
@@ -215,7 +215,7 @@ static json_t *plan_json(const struct fatia_plan_input *in, const struct fatia_p
     json_t *jargs = json_array(), *o;
     char *save = NULL;
 
-    fatia_plan_vllm_args(in, p, args, sizeof(args));
+    fatia_serving_plan_vllm_args(in, p, args, sizeof(args));
     for (char *t = strtok_r(args, " ", &save); t; t = strtok_r(NULL, " ", &save))
         json_array_append_new(jargs, json_string(t));
     o = json_pack("{s:s,s:s,s:s,s:{s:s,s:s?,s:s,s:I,s:i},s:b,s:s?}", "model", in->model.name,
@@ -305,7 +305,7 @@ static void print_table(const struct fatia_plan_input *in, const struct fatia_pl
     if (p->fits) {
         printf("concurrent sequences:  %u of %u tokens\n", p->max_concurrent_seqs,
                p->max_model_len);
-        fatia_plan_vllm_args(in, p, args, sizeof(args));
+        fatia_serving_plan_vllm_args(in, p, args, sizeof(args));
         printf("vllm flags:            %s\n", args);
     }
 }
@@ -471,7 +471,7 @@ static int resolve_model(const struct plan_args *a, struct fatia_plan_input *in)
     if (a->model) {
         struct fatia_diag diag;
         fatia_diag_init(&diag);
-        r = fatia_model_spec_find(a->models_file, a->model, &diag, &in->model);
+        r = fatia_modelspec_find(a->models_file, a->model, &diag, &in->model);
         fatia_diag_print(&diag, stderr);
         fatia_diag_release(&diag);
         if (r < 0)
@@ -538,7 +538,7 @@ static int run_plan(int argc, char **argv)
     if ((r = parse_plan_args(argc, argv, &a, &in)) >= 0 || (r = resolve_model(&a, &in)) >= 0 ||
         (r = resolve_slice(&a, &in, &dev, &slice_kind)) >= 0)
         return r;
-    if (fatia_plan_compute(&in, &plan) < 0) {
+    if (fatia_serving_plan_compute(&in, &plan) < 0) {
         fprintf(stderr, "fatia serve plan: incomplete model shape\n");
         return FATIA_EXIT_FAIL;
     }

@@ -363,7 +363,7 @@ static int read_nodes(const char *path, struct sim_world *w, struct fatia_diag *
 {
     json_t *objs = NULL;
     size_t n = 0;
-    char *buf = supply_read_file(path, &n);
+    char *buf = fatia_cli_supply_read_file(path, &n);
     int r = 0;
 
     if (!buf) {
@@ -384,7 +384,7 @@ static int read_nodes(const char *path, struct sim_world *w, struct fatia_diag *
 static int read_trace(const struct sim_args *a, struct sim_world *w, struct fatia_diag *d)
 {
     size_t n = 0;
-    char *buf = supply_read_file(a->trace_path, &n);
+    char *buf = fatia_cli_supply_read_file(a->trace_path, &n);
     int r;
 
     if (!buf) {

@@ -27,7 +27,7 @@
 #include "demand/demand.h"
 #include "supply/upstream.h"
 
-int supply_opt(struct supply_opts *o, int c, const char *arg, const char *cmd)
+int fatia_cli_supply_opt(struct supply_opts *o, int c, const char *arg, const char *cmd)
 {
     int r = fatia_cli_input_opt(&o->in, c, arg);
 
@@ -72,12 +72,12 @@ int supply_opt(struct supply_opts *o, int c, const char *arg, const char *cmd)
     return 0;
 }
 
-void supply_opts_release(struct supply_opts *o)
+void fatia_cli_supply_opts_release(struct supply_opts *o)
 {
     fatia_cli_input_release(&o->in);
 }
 
-char *supply_read_file(const char *path, size_t *ret_n)
+char *fatia_cli_supply_read_file(const char *path, size_t *ret_n)
 {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
@@ -132,13 +132,14 @@ static int import_upstream(struct supply_session *s, const struct supply_opts *o
 
     if (!o->device_plugin_config && !o->mig_parted_config)
         return 0;
-    if (o->device_plugin_config && !(dp = supply_read_file(o->device_plugin_config, &dp_n))) {
+    if (o->device_plugin_config &&
+        !(dp = fatia_cli_supply_read_file(o->device_plugin_config, &dp_n))) {
         fatia_diag_add(d, FATIA_DIAG_ERROR, o->device_plugin_config, 0, 0, NULL, NULL,
                        "cannot read: %s", fatia_strerror(-errno));
         r = -FATIA_E_INVALID;
         goto out;
     }
-    if (o->mig_parted_config && !(mig = supply_read_file(o->mig_parted_config, &mig_n))) {
+    if (o->mig_parted_config && !(mig = fatia_cli_supply_read_file(o->mig_parted_config, &mig_n))) {
         fatia_diag_add(d, FATIA_DIAG_ERROR, o->mig_parted_config, 0, 0, NULL, NULL,
                        "cannot read: %s", fatia_strerror(-errno));
         r = -FATIA_E_INVALID;
@@ -205,7 +206,8 @@ static int take_inventory(struct supply_session *s, const struct supply_opts *o,
     return fatia_inventory_auto(&s->inv, &no, &s->cfg, &s->cat, d);
 }
 
-int supply_session_open(struct supply_session *s, const struct supply_opts *o, const char *cmd)
+int fatia_cli_supply_session_open(struct supply_session *s, const struct supply_opts *o,
+                                  const char *cmd)
 {
     struct fatia_diag d;
     char catalog[512], fleet[512];
@@ -254,7 +256,8 @@ oom:
     return FATIA_EXIT_FAIL;
 }
 
-int supply_session_replan(struct supply_session *s, const struct supply_opts *o, const char *cmd)
+int fatia_cli_supply_session_replan(struct supply_session *s, const struct supply_opts *o,
+                                    const char *cmd)
 {
     struct fatia_diag d;
     int r;
@@ -272,7 +275,7 @@ int supply_session_replan(struct supply_session *s, const struct supply_opts *o,
     return r;
 }
 
-void supply_session_close(struct supply_session *s)
+void fatia_cli_supply_session_close(struct supply_session *s)
 {
     fatia_plan_free(s->plan);
     fatia_inventory_release(&s->inv);

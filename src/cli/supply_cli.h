@@ -53,16 +53,18 @@ struct supply_session {
     {                                                                                            \
         "device-plugin-default", required_argument, NULL, 1008                                   \
     }
-int supply_opt(struct supply_opts *o, int c, const char *arg, const char *cmd);
-void supply_opts_release(struct supply_opts *o);
+int fatia_cli_supply_opt(struct supply_opts *o, int c, const char *arg, const char *cmd);
+void fatia_cli_supply_opts_release(struct supply_opts *o);
 
 /* Loads everything and plans. Prints problems; returns FATIA_EXIT_OK or FATIA_EXIT_FAIL. */
-int supply_session_open(struct supply_session *s, const struct supply_opts *o, const char *cmd);
+int fatia_cli_supply_session_open(struct supply_session *s, const struct supply_opts *o,
+                                  const char *cmd);
 /* Re-reads the inventory and plans again (after --apply). */
-int supply_session_replan(struct supply_session *s, const struct supply_opts *o, const char *cmd);
-void supply_session_close(struct supply_session *s);
+int fatia_cli_supply_session_replan(struct supply_session *s, const struct supply_opts *o,
+                                    const char *cmd);
+void fatia_cli_supply_session_close(struct supply_session *s);
 
 /* Reads a whole file (at most 64 MiB) into a NUL-terminated buffer; NULL with errno set. */
-char *supply_read_file(const char *path, size_t *ret_n);
+char *fatia_cli_supply_read_file(const char *path, size_t *ret_n);
 
 #endif

@@ -144,7 +144,7 @@ static const char *ctl_format_amount(struct fatia_control *c, uint32_t res, amt_
     if (!c->amt_fmt && !c->caches_off)
         c->amt_fmt = fatia_calloc(CTL_AMT_FMT_N, sizeof(*c->amt_fmt));
     if (!c->amt_fmt || c->caches_off) {
-        fatia_control_format_amount(ctl_res_name(c, res), milli, buf, n);
+        fatia_control_format_amount(fatia_control_res_name(c, res), milli, buf, n);
         return buf;
     }
     e = &c->amt_fmt[(h >> 23) % CTL_AMT_FMT_N];
@@ -153,7 +153,7 @@ static const char *ctl_format_amount(struct fatia_control *c, uint32_t res, amt_
         memcpy(buf, e->s, strlen(e->s) + 1);
         return buf;
     }
-    fatia_control_format_amount(ctl_res_name(c, res), milli, buf, n);
+    fatia_control_format_amount(fatia_control_res_name(c, res), milli, buf, n);
     if (strlen(buf) < sizeof(e->s)) {
         e->res = res + 1;
         e->milli = milli;
@@ -197,7 +197,7 @@ static void clear_reasons(struct ctl_ps_result *p, size_t from)
     p->n_reasons = from;
 }
 
-void ctl_assignment_release(struct ctl_assignment *a)
+void fatia_control_assignment_release(struct ctl_assignment *a)
 {
     for (size_t i = 0; a->ps && i < a->n_ps; i++) {
         fatia_free(a->ps[i].flv);
@@ -214,7 +214,7 @@ static int cmp_str(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-char *ctl_assignment_message(const struct ctl_assignment *a, const struct ctl_wl *w)
+char *fatia_control_assignment_message(const struct ctl_assignment *a, const struct ctl_wl *w)
 {
     struct fatia_buf b;
 
@@ -279,24 +279,24 @@ static int simulate_preemption(struct fatia_control *c, struct ctl_cq *cq, struc
     bool same = false, mr;
     int r;
 
-    r = ctl_get_targets(c, cq, w, &fr, 1, &req, 1, &t);
+    r = fatia_control_get_targets(c, cq, w, &fr, 1, &req, 1, &t);
     if (r < 0)
         return r;
     if (!t.n) {
         *ret_mode = G_NO_CANDIDATES;
-        *ret_borrow = ctl_find_height(cq, fr, val, &mr);
-        ctl_targets_release(&t);
+        *ret_borrow = fatia_control_find_height(cq, fr, val, &mr);
+        fatia_control_targets_release(&t);
         return 0;
     }
     for (size_t i = 0; i < t.n; i++)
-        ctl_snapshot_remove(c, t.v[i].wl);
-    *ret_borrow = ctl_find_height(cq, fr, val, &mr);
+        fatia_control_snapshot_remove(c, t.v[i].wl);
+    *ret_borrow = fatia_control_find_height(cq, fr, val, &mr);
     for (size_t i = 0; i < t.n; i++) {
-        ctl_snapshot_add(c, t.v[i].wl);
+        fatia_control_snapshot_add(c, t.v[i].wl);
         same |= t.v[i].wl->cq == cq;
     }
     *ret_mode = same ? G_PREEMPT : G_RECLAIM;
-    ctl_targets_release(&t);
+    fatia_control_targets_release(&t);
     return 0;
 }
 
@@ -311,10 +311,10 @@ static int fits_resource_quota(struct fatia_control *c, struct ctl_cq *cq, struc
                                struct granular *ret)
 {
     char b1[64], b2[64], b3[64];
-    const char *res = ctl_res_name(c, c->fr_res.v[fr]);
-    const char *flv = ctl_flavor_name(c, c->fr_flavor.v[fr]);
-    amt_t available = ctl_available(&cq->node, fr);
-    amt_t max_cap = ctl_potential_available(&cq->node, fr);
+    const char *res = fatia_control_res_name(c, c->fr_res.v[fr]);
+    const char *flv = fatia_control_flavor_name(c, c->fr_flavor.v[fr]);
+    amt_t available = fatia_control_available(&cq->node, fr);
+    amt_t max_cap = fatia_control_potential_available(&cq->node, fr);
     amt_t val = amt_add(assumed, request);
     bool may_reclaim;
     int borrow, r;
@@ -336,7 +336,7 @@ static int fits_resource_quota(struct fatia_control *c, struct ctl_cq *cq, struc
         *ret = (struct granular){G_NOFIT, 0};
         return add_reason_cat(p, parts, FATIA_ARRAY_SIZE(parts));
     }
-    borrow = ctl_find_height(cq, fr, val, &may_reclaim);
+    borrow = fatia_control_find_height(cq, fr, val, &may_reclaim);
     if (val <= available) {
         *ret = (struct granular){G_FIT, borrow};
         return 0;
@@ -417,7 +417,7 @@ static int find_flavor(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl
         const struct ctl_flavor *f = c->flavors.v[rg->flavors[fi]];
         struct granular rep = {G_FIT, 0};
         size_t cur_n = 0;
-        const char *why = ctl_flavor_mismatch(&w->ps[psi], f, buf, sizeof(buf));
+        const char *why = fatia_control_flavor_mismatch(&w->ps[psi], f, buf, sizeof(buf));
         if (why) {
             r = add_reason(p, "%s", why);
             if (r < 0)
@@ -430,7 +430,7 @@ static int find_flavor(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl
             int fr;
             if (res >= c->n_res_cap || cq->rg_of_res[res] != rg_idx)
                 continue;
-            fr = ctl_fr_find(c, f->id, res);
+            fr = fatia_control_fr_find(c, f->id, res);
             if (fr < 0) {
                 m = (struct granular){G_NOFIT, 0};
             } else {
@@ -489,8 +489,8 @@ static int cmp_flv_res(const void *x, const void *y, void *arg)
                   c->res_names.v[((const struct ctl_flv_asg *)y)->res]);
 }
 
-int ctl_assign(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w, const int32_t *counts,
-               struct ctl_assignment *a)
+int fatia_control_assign(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
+                         const int32_t *counts, struct ctl_assignment *a)
 {
     struct ctl_req stack_reqs[65], *reqs;
     int r = 0;
@@ -520,9 +520,9 @@ int ctl_assign(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w, con
         }
         if (cq->covers_pods) {
             size_t at = n;
-            const char *pn = ctl_res_name(c, cq->pods_res);
+            const char *pn = fatia_control_res_name(c, cq->pods_res);
             for (size_t k = 0; k < n; k++)
-                if (strcmp(ctl_res_name(c, reqs[k].res), pn) > 0) {
+                if (strcmp(fatia_control_res_name(c, reqs[k].res), pn) > 0) {
                     at = k;
                     break;
                 }
@@ -537,7 +537,8 @@ int ctl_assign(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w, con
                 if (reqs[k].per_pod == 0 || c->cfg.ignore_undeclared)
                     continue;
                 clear_reasons(p, 0);
-                r = add_reason(p, "resource %s unavailable in ClusterQueue", ctl_res_name(c, res));
+                r = add_reason(p, "resource %s unavailable in ClusterQueue",
+                               fatia_control_res_name(c, res));
                 if (r < 0)
                     goto out;
                 p->failed = true;
@@ -618,11 +619,11 @@ static int targets_for(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl
     size_t n;
 
     frs_needing_preemption(a, frs, &n, 256);
-    return ctl_get_targets(c, cq, w, frs, n, a->use, a->n_use, t);
+    return fatia_control_get_targets(c, cq, w, frs, n, a->use, a->n_use, t);
 }
 
-int ctl_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
-                        struct ctl_assignment *ret, struct ctl_targets *targets)
+int fatia_control_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
+                                  struct ctl_assignment *ret, struct ctl_targets *targets)
 {
     struct ctl_assignment full, try, good;
     struct ctl_targets t = {0}, good_t = {0};
@@ -632,9 +633,9 @@ int ctl_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_w
     int r;
 
     targets->n = 0;
-    r = ctl_assign(c, cq, w, NULL, &full);
+    r = fatia_control_assign(c, cq, w, NULL, &full);
     if (r < 0) {
-        ctl_assignment_release(&full);
+        fatia_control_assignment_release(&full);
         return r;
     }
     if (full.mode == CTL_FIT) {
@@ -672,9 +673,9 @@ int ctl_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_w
                 int64_t d = w->ps[i].count - w->ps[i].min_count;
                 counts[i] = (int32_t)(w->ps[i].count - (total ? d * h / total : 0));
             }
-            r = ctl_assign(c, cq, w, counts, &try);
+            r = fatia_control_assign(c, cq, w, counts, &try);
             if (r < 0) {
-                ctl_assignment_release(&try);
+                fatia_control_assignment_release(&try);
                 goto fail;
             }
             t.n = 0;
@@ -683,7 +684,7 @@ int ctl_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_w
             } else if (try.mode == CTL_PREEMPT) {
                 r = targets_for(c, cq, w, &try, &t);
                 if (r < 0) {
-                    ctl_assignment_release(&try);
+                    fatia_control_assignment_release(&try);
                     goto fail;
                 }
                 fits = t.n > 0;
@@ -691,7 +692,7 @@ int ctl_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_w
             if (fits) {
                 struct ctl_targets x;
                 if (have_good)
-                    ctl_assignment_release(&good);
+                    fatia_control_assignment_release(&good);
                 good = try;
                 x = good_t;
                 good_t = t;
@@ -701,33 +702,33 @@ int ctl_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_w
                 last_good = h;
                 hi = h;
             } else {
-                ctl_assignment_release(&try);
+                fatia_control_assignment_release(&try);
                 lo = h + 1;
             }
         }
         if (have_good && lo == last_good) {
-            ctl_assignment_release(&full);
-            ctl_targets_release(targets);
+            fatia_control_assignment_release(&full);
+            fatia_control_targets_release(targets);
             *targets = good_t;
             good_t = (struct ctl_targets){0};
             *ret = good;
-            ctl_targets_release(&t);
+            fatia_control_targets_release(&t);
             fatia_free(counts);
             return 0;
         }
         if (have_good)
-            ctl_assignment_release(&good);
+            fatia_control_assignment_release(&good);
     }
-    ctl_targets_release(&t);
-    ctl_targets_release(&good_t);
+    fatia_control_targets_release(&t);
+    fatia_control_targets_release(&good_t);
     fatia_free(counts);
     targets->n = 0;
     *ret = full;
     return 0;
 fail:
-    ctl_targets_release(&t);
-    ctl_targets_release(&good_t);
+    fatia_control_targets_release(&t);
+    fatia_control_targets_release(&good_t);
     fatia_free(counts);
-    ctl_assignment_release(&full);
+    fatia_control_assignment_release(&full);
     return r;
 }

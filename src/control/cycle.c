@@ -83,15 +83,16 @@ struct fs_lvl {
     int n_lvl;
     const struct ctl_node *lvl[MAX_LEVELS];
     uint64_t lvl_epoch[MAX_LEVELS];
-    struct ctl_drs lvl_drs[MAX_LEVELS];
+    struct fatia_control_drs lvl_drs[MAX_LEVELS];
     bool lvl_borrow[MAX_LEVELS];
     bool lvl_valid;
 };
 
 /* ---- result ---- */
 
-int ctl_result_add_eviction(struct fatia_control *c, const struct ctl_wl *w, const char *reason,
-                            const char *message, const struct ctl_wl *preemptor, bool pending)
+int fatia_control_result_add_eviction(struct fatia_control *c, const struct ctl_wl *w,
+                                      const char *reason, const char *message,
+                                      const struct ctl_wl *preemptor, bool pending)
 {
     struct fatia_control_eviction e;
 
@@ -116,13 +117,13 @@ int ctl_result_add_eviction(struct fatia_control *c, const struct ctl_wl *w, con
         }
         return 0;
     }
-    e.ns = ctl_arena_strdup(c, w->ns);
-    e.name = ctl_arena_strdup(c, w->name);
-    e.key = ctl_arena_strdup(c, w->key);
-    e.cluster_queue = ctl_arena_strdup(c, w->cq ? w->cq->name : "");
+    e.ns = fatia_control_arena_strdup(c, w->ns);
+    e.name = fatia_control_arena_strdup(c, w->name);
+    e.key = fatia_control_arena_strdup(c, w->key);
+    e.cluster_queue = fatia_control_arena_strdup(c, w->cq ? w->cq->name : "");
     e.reason = reason;
-    e.message = ctl_arena_strdup(c, message);
-    e.preemptor = preemptor ? ctl_arena_strdup(c, preemptor->key) : NULL;
+    e.message = fatia_control_arena_strdup(c, message);
+    e.preemptor = preemptor ? fatia_control_arena_strdup(c, preemptor->key) : NULL;
     if (!e.ns || !e.name || !e.key || !e.cluster_queue || !e.message || (preemptor && !e.preemptor))
         return -ENOMEM;
     return FATIA_VEC_PUSH(&c->res_ev, e);
@@ -135,12 +136,12 @@ static int take_pending_evictions(struct fatia_control *c)
     for (size_t i = 0; i < c->pending_ev.n; i++) {
         struct fatia_control_eviction *p = &c->pending_ev.v[i], e = *p;
         if (r == 0) {
-            e.ns = ctl_arena_strdup(c, p->ns);
-            e.name = ctl_arena_strdup(c, p->name);
-            e.key = ctl_arena_strdup(c, p->key);
-            e.cluster_queue = ctl_arena_strdup(c, p->cluster_queue);
-            e.message = ctl_arena_strdup(c, p->message);
-            e.preemptor = p->preemptor ? ctl_arena_strdup(c, p->preemptor) : NULL;
+            e.ns = fatia_control_arena_strdup(c, p->ns);
+            e.name = fatia_control_arena_strdup(c, p->name);
+            e.key = fatia_control_arena_strdup(c, p->key);
+            e.cluster_queue = fatia_control_arena_strdup(c, p->cluster_queue);
+            e.message = fatia_control_arena_strdup(c, p->message);
+            e.preemptor = p->preemptor ? fatia_control_arena_strdup(c, p->preemptor) : NULL;
             if (!e.ns || !e.name || !e.key || !e.cluster_queue || !e.message ||
                 (p->preemptor && !e.preemptor) || FATIA_VEC_PUSH(&c->res_ev, e) < 0)
                 r = -ENOMEM;
@@ -161,13 +162,13 @@ static int result_admission(struct fatia_control *c, const struct ctl_wl *w)
     struct fatia_control_admission a = {0};
     struct fatia_control_podset *ps;
 
-    a.ns = ctl_arena_strdup(c, w->ns);
-    a.name = ctl_arena_strdup(c, w->name);
-    a.key = ctl_arena_strdup(c, w->key);
-    a.cluster_queue = ctl_arena_strdup(c, w->cq->name);
+    a.ns = fatia_control_arena_strdup(c, w->ns);
+    a.name = fatia_control_arena_strdup(c, w->name);
+    a.key = fatia_control_arena_strdup(c, w->key);
+    a.cluster_queue = fatia_control_arena_strdup(c, w->cq->name);
     a.borrowing = w->borrowing;
     a.n_podsets = w->n_ps;
-    ps = ctl_arena_alloc(c, (w->n_ps ? w->n_ps : 1) * sizeof(*ps));
+    ps = fatia_control_arena_alloc(c, (w->n_ps ? w->n_ps : 1) * sizeof(*ps));
     if (!a.ns || !a.name || !a.key || !a.cluster_queue || !ps)
         return -ENOMEM;
     for (size_t i = 0; i < w->n_ps; i++) {
@@ -175,12 +176,12 @@ static int result_admission(struct fatia_control *c, const struct ctl_wl *w)
         ps[i].name = w->ps[i].name;
         ps[i].count = w->asg[i].count;
         ps[i].n = w->asg[i].n;
-        u = ctl_arena_alloc(c, (w->asg[i].n ? w->asg[i].n : 1) * sizeof(*u));
+        u = fatia_control_arena_alloc(c, (w->asg[i].n ? w->asg[i].n : 1) * sizeof(*u));
         if (!u)
             return -ENOMEM;
         for (size_t k = 0; k < w->asg[i].n; k++) {
-            u[k].resource = ctl_res_name(c, w->asg[i].v[k].res);
-            u[k].flavor = ctl_flavor_name(c, w->asg[i].v[k].flavor);
+            u[k].resource = fatia_control_res_name(c, w->asg[i].v[k].res);
+            u[k].flavor = fatia_control_flavor_name(c, w->asg[i].v[k].flavor);
             u[k].milli = w->asg[i].v[k].total;
         }
         ps[i].v = u;
@@ -193,12 +194,12 @@ static int result_pending(struct fatia_control *c, const struct ctl_wl *w)
 {
     struct fatia_control_pending p;
 
-    p.ns = ctl_arena_strdup(c, w->ns);
-    p.name = ctl_arena_strdup(c, w->name);
-    p.key = ctl_arena_strdup(c, w->key);
-    p.cluster_queue = w->msg_cq ? ctl_arena_strdup(c, w->msg_cq->name) : NULL;
+    p.ns = fatia_control_arena_strdup(c, w->ns);
+    p.name = fatia_control_arena_strdup(c, w->name);
+    p.key = fatia_control_arena_strdup(c, w->key);
+    p.cluster_queue = w->msg_cq ? fatia_control_arena_strdup(c, w->msg_cq->name) : NULL;
     p.reason = w->reason ? w->reason : "Pending";
-    p.message = ctl_arena_strdup(c, w->msg ? w->msg : "");
+    p.message = fatia_control_arena_strdup(c, w->msg ? w->msg : "");
     if (!p.ns || !p.name || !p.key || !p.message || (w->msg_cq && !p.cluster_queue))
         return -ENOMEM;
     return FATIA_VEC_PUSH(&c->res_pend, p);
@@ -242,7 +243,7 @@ static int admit(struct fatia_control *c, struct entry *e)
     }
     if (e->a.n_use)
         memcpy(use, e->a.use, e->a.n_use * sizeof(*use));
-    ctl_wl_drop_admission(w);
+    fatia_control_wl_drop_admission(w);
     w->asg = asg;
     w->use = use;
     w->n_use = e->a.n_use;
@@ -259,12 +260,12 @@ static int admit(struct fatia_control *c, struct entry *e)
     /* the node usage was charged by the caller; record the admission */
     w->adm_idx = cq->admitted.n;
     if (FATIA_VEC_PUSH(&cq->admitted, w) < 0) {
-        ctl_remove_uses(&cq->node, w->use, w->n_use);
+        fatia_control_remove_uses(&cq->node, w->use, w->n_use);
         w->state = CTL_WL_PENDING;
-        ctl_wl_drop_admission(w);
+        fatia_control_wl_drop_admission(w);
         return -ENOMEM;
     }
-    ctl_admitted_note(cq, w, true);
+    fatia_control_admitted_note(cq, w, true);
     if (w->lq && w->lq->usage)
         for (size_t i = 0; i < w->n_use; i++)
             w->lq->usage[w->use[i].fr] = amt_add(w->lq->usage[w->use[i].fr], w->use[i].v);
@@ -331,12 +332,12 @@ static void fs_levels(struct fatia_control *c, struct entry *e)
             bool borrow = false;
             e->L->lvl[k] = n;
             e->L->lvl_epoch[k] = n->epoch;
-            e->L->lvl_drs[k] = ctl_drs(c, n, ex, m);
+            e->L->lvl_drs[k] = fatia_control_drs(c, n, ex, m);
             for (size_t i = 0; i < m; i++)
                 borrow |= amt_add(n->slot[ex[i].fr].usage, ex[i].v) > n->slot[ex[i].fr].subtree;
             e->L->lvl_borrow[k] = borrow;
             for (size_t i = 0; i < m; i++) {
-                amt_t la = ctl_local_available(n, ex[i].fr);
+                amt_t la = fatia_control_local_available(n, ex[i].fr);
                 nx[i].fr = ex[i].fr;
                 nx[i].v = ex[i].v > la ? amt_sub(ex[i].v, la) : 0;
             }
@@ -365,7 +366,7 @@ static bool fs_less(const struct entry *a, const struct entry *b, const struct c
     if (ia >= 0 && ib >= 0) {
         if (a->L->lvl_borrow[ia] != b->L->lvl_borrow[ib])
             return !a->L->lvl_borrow[ia];
-        r = ctl_drs_cmp(a->L->lvl_drs[ia], b->L->lvl_drs[ib]);
+        r = fatia_control_drs_cmp(a->L->lvl_drs[ia], b->L->lvl_drs[ib]);
         if (r)
             return r < 0;
     }
@@ -509,16 +510,16 @@ static bool fits_now(struct fatia_control *c, struct entry *e, struct ctl_wl **v
     bool fits = true;
 
     for (size_t i = 0; i < n_victims; i++)
-        ctl_snapshot_remove(c, victims[i]);
+        fatia_control_snapshot_remove(c, victims[i]);
     for (size_t i = 0; i < e->t.n; i++)
-        ctl_snapshot_remove(c, e->t.v[i].wl);
+        fatia_control_snapshot_remove(c, e->t.v[i].wl);
     for (size_t i = 0; i < e->a.n_use && fits; i++)
-        if (ctl_available(&e->cq->node, e->a.use[i].fr) < e->a.use[i].v)
+        if (fatia_control_available(&e->cq->node, e->a.use[i].fr) < e->a.use[i].v)
             fits = false;
     for (size_t i = 0; i < e->t.n; i++)
-        ctl_snapshot_add(c, e->t.v[i].wl);
+        fatia_control_snapshot_add(c, e->t.v[i].wl);
     for (size_t i = 0; i < n_victims; i++)
-        ctl_snapshot_add(c, victims[i]);
+        fatia_control_snapshot_add(c, victims[i]);
     return fits;
 }
 
@@ -540,7 +541,7 @@ static int reserve(struct entry *e)
         }
         u[i] = (struct ctl_use){e->a.use[i].fr, v};
     }
-    ctl_add_uses(&cq->node, u, e->a.n_use);
+    fatia_control_add_uses(&cq->node, u, e->a.n_use);
     e->res_use = u;
     e->n_res_use = e->a.n_use;
     e->reserved = true;
@@ -610,7 +611,7 @@ static int process(struct fatia_control *c, struct entry *e, struct ctl_wl ***vi
         (*victims)[(*n_victims)++] = e->t.v[i].wl;
         e->t.v[i].wl->preempt_mark = c->cycle_no;
     }
-    ctl_add_uses(&e->cq->node, e->a.use, e->a.n_use);
+    fatia_control_add_uses(&e->cq->node, e->a.use, e->a.n_use);
     if (e->a.mode == CTL_PREEMPT) {
         size_t n = 0;
         e->reserved = true;
@@ -621,7 +622,7 @@ static int process(struct fatia_control *c, struct entry *e, struct ctl_wl ***vi
                      "Preempted to accommodate a workload (UID: %s, JobUID: %s) due to %s",
                      *e->w->uid ? e->w->uid : "UNKNOWN", *e->w->job_uid ? e->w->job_uid : "UNKNOWN",
                      human_reason(e->t.v[i].reason));
-            r = ctl_evict(c, v, e->t.v[i].reason, buf, e->w, true);
+            r = fatia_control_evict(c, v, e->t.v[i].reason, buf, e->w, true);
             if (r < 0)
                 return r;
             n++;
@@ -640,7 +641,7 @@ static int process(struct fatia_control *c, struct entry *e, struct ctl_wl ***vi
     }
     r = admit(c, e);
     if (r < 0) {
-        ctl_remove_uses(&e->cq->node, e->a.use, e->a.n_use);
+        fatia_control_remove_uses(&e->cq->node, e->a.use, e->a.n_use);
         return r;
     }
     return 0;
@@ -675,7 +676,7 @@ static int requeue(struct fatia_control *c, struct entry *e)
     } else if (e->a.mode == CTL_PREEMPT) {
         /* keep the assignment it preempted for (recorded_assignment) */
         struct ctl_assignment *pa = fatia_malloc(sizeof(*pa));
-        ctl_wl_drop_preemptor(w);
+        fatia_control_wl_drop_preemptor(w);
         w->preempting = true;
         if (pa) {
             *pa = e->a;
@@ -690,12 +691,13 @@ static int requeue(struct fatia_control *c, struct entry *e)
          * retried by the first cycle after the cooldown (a backoff), not parked */
         if (w->requeue_at < w->preempted_at + CTL_PREEMPT_COOLDOWN)
             w->requeue_at = w->preempted_at + CTL_PREEMPT_COOLDOWN;
-        return ctl_queue_push(c, cq, w);
+        return fatia_control_queue_push(c, cq, w);
     }
     if (w->requeue_at <= c->now && (immediate || w->pop_gen != cq->requeue_gen))
-        return ctl_queue_push(c, cq, w);
+        return fatia_control_queue_push(c, cq, w);
     c->result.quiet = false;
-    return ctl_queue_inadmissible(c, cq, w, e->rr == RR_NOFIT || e->rr == RR_NO_CANDIDATES);
+    return fatia_control_queue_inadmissible(c, cq, w,
+                                            e->rr == RR_NOFIT || e->rr == RR_NO_CANDIDATES);
 }
 
 /* A waiting preemptor takes the assignment it preempted for when that now fits: the quota its
@@ -713,10 +715,10 @@ static bool recorded_assignment(struct fatia_control *c, struct entry *e)
     w->pre_a = NULL;
     ok = w->pre_cq == e->cq && w->pre_gen == c->tree_gen;
     for (size_t i = 0; ok && i < pa->n_use; i++)
-        if (ctl_available(&e->cq->node, pa->use[i].fr) < pa->use[i].v)
+        if (fatia_control_available(&e->cq->node, pa->use[i].fr) < pa->use[i].v)
             ok = false;
     if (!ok) {
-        ctl_assignment_release(pa);
+        fatia_control_assignment_release(pa);
         fatia_free(pa);
         return false;
     }
@@ -729,7 +731,7 @@ static bool recorded_assignment(struct fatia_control *c, struct entry *e)
             e->a.ps[i].flv[j].mode = CTL_FIT;
     for (size_t i = 0; i < e->a.n_use; i++) {
         bool mr;
-        int h = ctl_find_height(e->cq, e->a.use[i].fr, e->a.use[i].v, &mr);
+        int h = fatia_control_find_height(e->cq, e->a.use[i].fr, e->a.use[i].v, &mr);
         if (h > e->a.borrowing)
             e->a.borrowing = h;
     }
@@ -738,8 +740,8 @@ static bool recorded_assignment(struct fatia_control *c, struct entry *e)
 
 static void entry_release(struct entry *e)
 {
-    ctl_assignment_release(&e->a);
-    ctl_targets_release(&e->t);
+    fatia_control_assignment_release(&e->a);
+    fatia_control_targets_release(&e->t);
     fatia_free(e->msg);
     fatia_free(e->res_use);
 }
@@ -755,11 +757,11 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
 
     c->now = now;
     if (c->tree_dirty) {
-        r = ctl_rebuild_tree(c);
+        r = fatia_control_rebuild_tree(c);
         if (r < 0)
             return r;
     }
-    ctl_arena_reset(&c->arena);
+    fatia_control_arena_reset(&c->arena);
     c->res_adm.n = c->res_ev.n = c->res_pend.n = 0;
     memset(&c->result, 0, sizeof(c->result));
     c->result.quiet = true;
@@ -777,12 +779,12 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
         size_t k = 0;
         for (size_t i = 0; i < c->ready.n; i++) {
             struct ctl_cq *cq = c->ready.v[i];
-            if (cq->backoff.n && (r = ctl_queue_expire_backoff(c, cq, now)) < 0)
+            if (cq->backoff.n && (r = fatia_control_queue_expire_backoff(c, cq, now)) < 0)
                 goto out;
             /* a ClusterQueue becomes active only through a rebuild, which lists it again */
-            if (cq->defined && cq->active && (ctl_queue_has_head(cq) || cq->backoff.n)) {
+            if (cq->defined && cq->active && (fatia_control_queue_has_head(cq) || cq->backoff.n)) {
                 c->ready.v[k++] = cq;
-                n += ctl_queue_has_head(cq);
+                n += fatia_control_queue_has_head(cq);
             } else {
                 cq->listed = false;
             }
@@ -808,10 +810,10 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
     n = 0;
     for (size_t i = 0; i < c->ready.n; i++) {
         struct ctl_cq *cq = c->ready.v[i];
-        if (!ctl_queue_has_head(cq))
+        if (!fatia_control_queue_has_head(cq))
             continue;
         entries[n].cq = cq;
-        entries[n].w = ctl_queue_pop(c, cq);
+        entries[n].w = fatia_control_queue_pop(c, cq);
         entries[n].first = entries[n].w->preempting;
         entries[n].first_seq = entries[n].w->pre_seq;
         entries[n].w->preempting = false;
@@ -824,7 +826,7 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
     for (size_t i = 0; i < n; i++) {
         struct entry *e = &entries[i];
         c->phases.nominate++;
-        if (!ctl_ns_matches(c, e->cq, e->w->ns)) {
+        if (!fatia_control_ns_matches(c, e->cq, e->w->ns)) {
             e->rr = RR_NAMESPACE_MISMATCH;
             r = set_entry_msg(e, "Workload namespace doesn't match ClusterQueue selector");
         } else if (e->w->bad) {
@@ -836,11 +838,11 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
             e->nominated = true;
             order[n_nom++] = e;
         } else {
-            ctl_wl_drop_preemptor(e->w);
-            e->cooldown = ctl_preempt_cooldown(c, e->w);
-            r = ctl_get_assignments(c, e->cq, e->w, &e->a, &e->t);
+            fatia_control_wl_drop_preemptor(e->w);
+            e->cooldown = fatia_control_preempt_cooldown(c, e->w);
+            r = fatia_control_get_assignments(c, e->cq, e->w, &e->a, &e->t);
             if (r == 0) {
-                e->msg = ctl_assignment_message(&e->a, e->w);
+                e->msg = fatia_control_assignment_message(&e->a, e->w);
                 if (!e->msg)
                     r = -ENOMEM;
                 e->nominated = true;
@@ -887,9 +889,9 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
         struct entry *e = &entries[i];
         if (e->reserved) {
             if (e->res_use)
-                ctl_remove_uses(&e->cq->node, e->res_use, e->n_res_use);
+                fatia_control_remove_uses(&e->cq->node, e->res_use, e->n_res_use);
             else
-                ctl_remove_uses(&e->cq->node, e->a.use, e->a.n_use);
+                fatia_control_remove_uses(&e->cq->node, e->a.use, e->a.n_use);
             e->reserved = false;
         }
     }
@@ -912,12 +914,14 @@ out:
         entries[i].cq->cycle_entry = NULL;
         if (r < 0 && entries[i].reserved) {
             if (entries[i].res_use)
-                ctl_remove_uses(&entries[i].cq->node, entries[i].res_use, entries[i].n_res_use);
+                fatia_control_remove_uses(&entries[i].cq->node, entries[i].res_use,
+                                          entries[i].n_res_use);
             else
-                ctl_remove_uses(&entries[i].cq->node, entries[i].a.use, entries[i].a.n_use);
+                fatia_control_remove_uses(&entries[i].cq->node, entries[i].a.use,
+                                          entries[i].a.n_use);
         }
         if (r < 0 && entries[i].w->q == CTL_Q_INFLIGHT)
-            ctl_queue_push(c, entries[i].cq, entries[i].w);
+            fatia_control_queue_push(c, entries[i].cq, entries[i].w);
         entry_release(&entries[i]);
     }
     fatia_free(entries);
@@ -961,7 +965,7 @@ bool fatia_control_has_work(const struct fatia_control *c, int64_t now)
     if (c->tree_dirty) {
         /* a rebuild may activate any ClusterQueue */
         for (size_t i = 0; i < c->cqs.n; i++)
-            if (c->cqs.v[i]->defined && ctl_queue_has_head(c->cqs.v[i]))
+            if (c->cqs.v[i]->defined && fatia_control_queue_has_head(c->cqs.v[i]))
                 return true;
         return false;
     }
@@ -969,7 +973,7 @@ bool fatia_control_has_work(const struct fatia_control *c, int64_t now)
         const struct ctl_cq *cq = c->ready.v[i];
         if (!cq->defined || !cq->active)
             continue;
-        if (ctl_queue_has_head(cq))
+        if (fatia_control_queue_has_head(cq))
             return true;
         for (const struct ctl_wl *w = cq->backoff.head; w; w = w->next)
             if (w->requeue_at <= now)

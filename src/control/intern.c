@@ -111,10 +111,10 @@ static int ctl_grow(struct fatia_control *c)
         }
         c->n_fr_cap = nc;
     }
-    return ctl_grow_scratch(c);
+    return fatia_control_grow_scratch(c);
 }
 
-int ctl_grow_scratch(struct fatia_control *c)
+int fatia_control_grow_scratch(struct fatia_control *c)
 {
     amt_t *a;
     double *d, *d2;
@@ -138,16 +138,16 @@ int ctl_grow_scratch(struct fatia_control *c)
     return 0;
 }
 
-int ctl_res_find(const struct fatia_control *c, const char *name)
+int fatia_control_res_find(const struct fatia_control *c, const char *name)
 {
     uintptr_t v = (uintptr_t)fatia_strmap_get(&c->res_index, name);
 
     return v ? (int)(v - 1) : -1;
 }
 
-int ctl_res_intern(struct fatia_control *c, const char *name, uint32_t *ret)
+int fatia_control_res_intern(struct fatia_control *c, const char *name, uint32_t *ret)
 {
-    int id = ctl_res_find(c, name);
+    int id = fatia_control_res_find(c, name);
     char *copy;
 
     if (id >= 0) {
@@ -170,17 +170,17 @@ int ctl_res_intern(struct fatia_control *c, const char *name, uint32_t *ret)
     return 0;
 }
 
-const char *ctl_res_name(const struct fatia_control *c, uint32_t res)
+const char *fatia_control_res_name(const struct fatia_control *c, uint32_t res)
 {
     return c->res_names.v[res];
 }
 
-const char *ctl_flavor_name(const struct fatia_control *c, uint32_t flavor)
+const char *fatia_control_flavor_name(const struct fatia_control *c, uint32_t flavor)
 {
     return c->flavors.v[flavor]->name;
 }
 
-int ctl_flavor_intern(struct fatia_control *c, const char *name, struct ctl_flavor **ret)
+int fatia_control_flavor_intern(struct fatia_control *c, const char *name, struct ctl_flavor **ret)
 {
     struct ctl_flavor *f = fatia_strmap_get(&c->flavor_index, name);
     int32_t *row = NULL, **rows;
@@ -221,16 +221,16 @@ int ctl_flavor_intern(struct fatia_control *c, const char *name, struct ctl_flav
     return 0;
 }
 
-int ctl_fr_find(const struct fatia_control *c, uint32_t flavor, uint32_t res)
+int fatia_control_fr_find(const struct fatia_control *c, uint32_t flavor, uint32_t res)
 {
     if (flavor >= c->fr_rows || res >= c->fr_res_cap || !c->fr_of[flavor])
         return -1;
     return c->fr_of[flavor][res];
 }
 
-int ctl_fr_intern(struct fatia_control *c, uint32_t flavor, uint32_t res, uint32_t *ret)
+int fatia_control_fr_intern(struct fatia_control *c, uint32_t flavor, uint32_t res, uint32_t *ret)
 {
-    int id = ctl_fr_find(c, flavor, res);
+    int id = fatia_control_fr_find(c, flavor, res);
 
     if (id >= 0) {
         *ret = (uint32_t)id;
@@ -259,7 +259,7 @@ int ctl_fr_intern(struct fatia_control *c, uint32_t flavor, uint32_t res, uint32
 
 /* ---- arena ---- */
 
-void *ctl_arena_alloc(struct fatia_control *c, size_t n)
+void *fatia_control_arena_alloc(struct fatia_control *c, size_t n)
 {
     struct ctl_arena *a = &c->arena;
     void *p;
@@ -294,7 +294,7 @@ void *ctl_arena_alloc(struct fatia_control *c, size_t n)
     return p;
 }
 
-char *ctl_arena_strdup(struct fatia_control *c, const char *s)
+char *fatia_control_arena_strdup(struct fatia_control *c, const char *s)
 {
     size_t n;
     char *p;
@@ -302,13 +302,13 @@ char *ctl_arena_strdup(struct fatia_control *c, const char *s)
     if (!s)
         return NULL;
     n = strlen(s) + 1;
-    p = ctl_arena_alloc(c, n);
+    p = fatia_control_arena_alloc(c, n);
     if (p)
         memcpy(p, s, n);
     return p;
 }
 
-void ctl_arena_reset(struct ctl_arena *a)
+void fatia_control_arena_reset(struct ctl_arena *a)
 {
     /* keep the first block, free the rest */
     for (size_t i = 1; i < a->n; i++)
@@ -317,7 +317,7 @@ void ctl_arena_reset(struct ctl_arena *a)
     a->used = 0;
 }
 
-void ctl_arena_release(struct ctl_arena *a)
+void fatia_control_arena_release(struct ctl_arena *a)
 {
     for (size_t i = 0; i < a->n; i++)
         fatia_free(a->blocks[i]);

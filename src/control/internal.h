@@ -89,7 +89,7 @@ struct ctl_node {
     int height;    /* Kueue getNodeHeight: 0 for a ClusterQueue */
     bool is_cq;
     uint64_t epoch; /* bumped whenever usage changes (fair-sharing caches) */
-    /* ctl_drs_of's cache: valid while the engine's tree generation is unchanged and either the
+    /* fatia_control_drs_of's cache: valid while the engine's tree generation is unchanged and either the
      * epoch is, or the usage of every fr in frs equals drs_use (a search removes and puts back
      * usage, which moves the epoch but not the value) */
     uint64_t drs_epoch, drs_gen;
@@ -153,7 +153,7 @@ struct ctl_req {
     amt_t per_pod;
 };
 
-struct ctl_placement; /* pod template constraints (match.c) */
+struct fatia_ctlr_placement; /* pod template constraints (match.c) */
 
 struct ctl_podset {
     char *name;
@@ -161,7 +161,7 @@ struct ctl_podset {
     int32_t min_count;   /* == count when the pod set has no minCount */
     struct ctl_req *req; /* sorted by resource name */
     size_t n_req;
-    struct ctl_placement *place; /* NULL: no tolerations, nodeSelector nor affinity */
+    struct fatia_ctlr_placement *place; /* NULL: no tolerations, nodeSelector nor affinity */
 };
 
 struct ctl_use {
@@ -495,110 +495,117 @@ struct fatia_control {
 };
 
 /* ---- intern.c ---- */
-int ctl_res_intern(struct fatia_control *c, const char *name, uint32_t *ret);
-int ctl_res_find(const struct fatia_control *c, const char *name); /* -1 */
-int ctl_flavor_intern(struct fatia_control *c, const char *name, struct ctl_flavor **ret);
-int ctl_fr_intern(struct fatia_control *c, uint32_t flavor, uint32_t res, uint32_t *ret);
-int ctl_fr_find(const struct fatia_control *c, uint32_t flavor, uint32_t res); /* -1 */
-const char *ctl_res_name(const struct fatia_control *c, uint32_t res);
-const char *ctl_flavor_name(const struct fatia_control *c, uint32_t flavor);
-char *ctl_arena_strdup(struct fatia_control *c, const char *s);
-void *ctl_arena_alloc(struct fatia_control *c, size_t n);
-void ctl_arena_reset(struct ctl_arena *a);
-void ctl_arena_release(struct ctl_arena *a);
-int ctl_grow_scratch(struct fatia_control *c);
+int fatia_control_res_intern(struct fatia_control *c, const char *name, uint32_t *ret);
+int fatia_control_res_find(const struct fatia_control *c, const char *name); /* -1 */
+int fatia_control_flavor_intern(struct fatia_control *c, const char *name, struct ctl_flavor **ret);
+int fatia_control_fr_intern(struct fatia_control *c, uint32_t flavor, uint32_t res, uint32_t *ret);
+int fatia_control_fr_find(const struct fatia_control *c, uint32_t flavor, uint32_t res); /* -1 */
+const char *fatia_control_res_name(const struct fatia_control *c, uint32_t res);
+const char *fatia_control_flavor_name(const struct fatia_control *c, uint32_t flavor);
+char *fatia_control_arena_strdup(struct fatia_control *c, const char *s);
+void *fatia_control_arena_alloc(struct fatia_control *c, size_t n);
+void fatia_control_arena_reset(struct ctl_arena *a);
+void fatia_control_arena_release(struct ctl_arena *a);
+int fatia_control_grow_scratch(struct fatia_control *c);
 
 /* ---- quota.c ---- */
-amt_t ctl_local_quota(const struct ctl_node *n, uint32_t fr);
-amt_t ctl_local_available(const struct ctl_node *n, uint32_t fr);
-amt_t ctl_available_raw(const struct ctl_node *n, uint32_t fr);
-amt_t ctl_available(const struct ctl_node *n, uint32_t fr); /* max(0, raw) */
-amt_t ctl_potential_available(const struct ctl_node *n, uint32_t fr);
-void ctl_add_usage(struct ctl_node *n, uint32_t fr, amt_t v);
-void ctl_remove_usage(struct ctl_node *n, uint32_t fr, amt_t v);
-void ctl_add_uses(struct ctl_node *n, const struct ctl_use *u, size_t k);
-void ctl_remove_uses(struct ctl_node *n, const struct ctl_use *u, size_t k);
-bool ctl_borrowing_with(const struct ctl_node *n, uint32_t fr, amt_t v);
-int ctl_find_height(const struct ctl_cq *cq, uint32_t fr, amt_t v, bool *may_reclaim);
-bool ctl_fits_in_quota(const struct ctl_node *n, const struct ctl_use *req, size_t k,
-                       struct ctl_use *remaining);
-bool ctl_within_nominal(const struct ctl_node *n, const uint32_t *frs, size_t k);
-int ctl_rebuild_tree(struct fatia_control *c);
+amt_t fatia_control_local_quota(const struct ctl_node *n, uint32_t fr);
+amt_t fatia_control_local_available(const struct ctl_node *n, uint32_t fr);
+amt_t fatia_control_available_raw(const struct ctl_node *n, uint32_t fr);
+amt_t fatia_control_available(const struct ctl_node *n, uint32_t fr); /* max(0, raw) */
+amt_t fatia_control_potential_available(const struct ctl_node *n, uint32_t fr);
+void fatia_control_add_usage(struct ctl_node *n, uint32_t fr, amt_t v);
+void fatia_control_remove_usage(struct ctl_node *n, uint32_t fr, amt_t v);
+void fatia_control_add_uses(struct ctl_node *n, const struct ctl_use *u, size_t k);
+void fatia_control_remove_uses(struct ctl_node *n, const struct ctl_use *u, size_t k);
+bool fatia_control_borrowing_with(const struct ctl_node *n, uint32_t fr, amt_t v);
+int fatia_control_find_height(const struct ctl_cq *cq, uint32_t fr, amt_t v, bool *may_reclaim);
+bool fatia_control_fits_in_quota(const struct ctl_node *n, const struct ctl_use *req, size_t k,
+                                 struct ctl_use *remaining);
+bool fatia_control_within_nominal(const struct ctl_node *n, const uint32_t *frs, size_t k);
+int fatia_control_rebuild_tree(struct fatia_control *c);
 
 /* Dominant resource share of a node with optional extra usage (Kueue fair_sharing.go). */
-struct ctl_drs {
+struct fatia_control_drs {
     double ratio;  /* unweighted borrowed x 1000 / lendable, max over resources */
     double weight; /* the node's weight */
     uint32_t res;  /* dominant resource */
 };
-struct ctl_drs ctl_drs(struct fatia_control *c, const struct ctl_node *n,
-                       const struct ctl_use *extra, size_t k);
-/* ctl_drs without extra usage, cached on the node. */
-struct ctl_drs ctl_drs_of(struct fatia_control *c, const struct ctl_node *n);
-int ctl_drs_cmp(struct ctl_drs a, struct ctl_drs b);
-int64_t ctl_drs_rounded(struct ctl_drs d);
+struct fatia_control_drs fatia_control_drs(struct fatia_control *c, const struct ctl_node *n,
+                                           const struct ctl_use *extra, size_t k);
+/* fatia_control_drs without extra usage, cached on the node. */
+struct fatia_control_drs fatia_control_drs_of(struct fatia_control *c, const struct ctl_node *n);
+int fatia_control_drs_cmp(struct fatia_control_drs a, struct fatia_control_drs b);
+int64_t fatia_control_drs_rounded(struct fatia_control_drs d);
 
 /* ---- match.c ---- */
-int ctl_toleration_parse(const json_t *t, struct ctl_toleration *ret);
-int ctl_placement_parse(const json_t *pod_spec, struct ctl_placement **ret, char *why, size_t n);
-void ctl_placement_free(struct ctl_placement *p);
+int fatia_control_toleration_parse(const json_t *t, struct ctl_toleration *ret);
+int fatia_control_placement_parse(const json_t *pod_spec, struct fatia_ctlr_placement **ret,
+                                  char *why, size_t n);
+void fatia_control_placement_free(struct fatia_ctlr_placement *p);
 /* NULL when the pod set may use the flavor, else a reason ("untolerated taint ..."). */
-const char *ctl_flavor_mismatch(const struct ctl_podset *ps, const struct ctl_flavor *f, char *buf,
-                                size_t n);
+const char *fatia_control_flavor_mismatch(const struct ctl_podset *ps, const struct ctl_flavor *f,
+                                          char *buf, size_t n);
 
 /* ---- objects.c ---- */
-amt_t ctl_q_milli(const json_t *v); /* a quantity in milli-units; 0 when absent or malformed */
-struct ctl_cq *ctl_cq_get(const struct fatia_control *c, const char *name);
-void ctl_wl_free(struct ctl_wl *w);
-void ctl_wl_charge(struct fatia_control *c, struct ctl_wl *w); /* add usage to its CQ and LQ */
+amt_t fatia_control_q_milli(
+    const json_t *v); /* a quantity in milli-units; 0 when absent or malformed */
+struct ctl_cq *fatia_control_cq_get(const struct fatia_control *c, const char *name);
+void fatia_control_wl_free(struct ctl_wl *w);
+void fatia_control_wl_charge(struct fatia_control *c,
+                             struct ctl_wl *w); /* add usage to its CQ and LQ */
 /* Keeps the admitted-list summaries (slot users, lowest priority) of w's ClusterQueue. */
-void ctl_admitted_note(struct ctl_cq *cq, const struct ctl_wl *w, bool added);
-int32_t ctl_cq_min_prio(struct ctl_cq *cq); /* INT32_MAX when nothing is admitted */
-void ctl_wl_uncharge(struct fatia_control *c, struct ctl_wl *w);
-void ctl_wl_drop_admission(struct ctl_wl *w);
-void ctl_wl_drop_preemptor(struct ctl_wl *w); /* forgets the assignment it preempted for */
+void fatia_control_admitted_note(struct ctl_cq *cq, const struct ctl_wl *w, bool added);
+int32_t fatia_control_cq_min_prio(struct ctl_cq *cq); /* INT32_MAX when nothing is admitted */
+void fatia_control_wl_uncharge(struct fatia_control *c, struct ctl_wl *w);
+void fatia_control_wl_drop_admission(struct ctl_wl *w);
+void fatia_control_wl_drop_preemptor(
+    struct ctl_wl *w); /* forgets the assignment it preempted for */
 /* Moves w between ADMITTED / PENDING and EVICTING, keeping the engine's evicting list. */
-void ctl_wl_set_state(struct fatia_control *c, struct ctl_wl *w, enum ctl_wl_state st);
-bool ctl_ns_matches(const struct fatia_control *c, const struct ctl_cq *cq, const char *ns);
-int ctl_evict(struct fatia_control *c, struct ctl_wl *w, const char *reason, const char *msg,
-              const struct ctl_wl *preemptor, bool in_cycle);
-void ctl_resolve_queue(struct fatia_control *c, struct ctl_wl *w);
+void fatia_control_wl_set_state(struct fatia_control *c, struct ctl_wl *w, enum ctl_wl_state st);
+bool fatia_control_ns_matches(const struct fatia_control *c, const struct ctl_cq *cq,
+                              const char *ns);
+int fatia_control_evict(struct fatia_control *c, struct ctl_wl *w, const char *reason,
+                        const char *msg, const struct ctl_wl *preemptor, bool in_cycle);
+void fatia_control_resolve_queue(struct fatia_control *c, struct ctl_wl *w);
 
 /* ---- workload.c: a Workload's spec and status decoded ---- */
-void ctl_podsets_free(struct ctl_podset *ps, size_t n);
+void fatia_control_podsets_free(struct ctl_podset *ps, size_t n);
 /* spec.podSets into *ret (n pod sets): per-pod requests and placement constraints. 0, -ENOMEM,
  * or the placement parser's error (why says which). */
-int ctl_wl_parse_podsets(struct fatia_control *c, const json_t *list, struct ctl_podset **ret,
-                         size_t *ret_n, char *why, size_t why_n);
+int fatia_control_wl_parse_podsets(struct fatia_control *c, const json_t *list,
+                                   struct ctl_podset **ret, size_t *ret_n, char *why, size_t why_n);
 /* The hash of w's shape (priority, pod sets) for the queues' "known not to fit" memo. */
-uint64_t ctl_wl_shape_hash(const struct ctl_wl *w, const json_t *podsets);
+uint64_t fatia_control_wl_shape_hash(const struct ctl_wl *w, const json_t *podsets);
 /* status.admission into w->asg and w->use (interning flavors as needed). 0 or -ENOMEM (w's
  * admission dropped). */
-int ctl_wl_parse_admission(struct fatia_control *c, struct ctl_wl *w, const json_t *adm);
+int fatia_control_wl_parse_admission(struct fatia_control *c, struct ctl_wl *w, const json_t *adm);
 
 /* ---- queue.c ---- */
-bool ctl_queue_has_head(const struct ctl_cq *cq);
-const struct ctl_wl *ctl_queue_peek(const struct ctl_cq *cq);
-bool ctl_queue_bypassed(const struct ctl_wl *w); /* in a parked group, never evaluated */
-void ctl_queue_release(struct ctl_cq *cq);       /* frees the groups (engine teardown) */
-int ctl_queue_check(const struct ctl_cq *cq, char *why, size_t n);
-bool ctl_wl_before(const struct ctl_cq *cq, const struct ctl_wl *a, const struct ctl_wl *b);
-int ctl_queue_push(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w);
-struct ctl_wl *ctl_queue_pop(struct fatia_control *c, struct ctl_cq *cq);
-void ctl_queue_remove(struct fatia_control *c, struct ctl_wl *w);
-int ctl_queue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
-                           bool record_hash);
-int ctl_queue_expire_backoff(struct fatia_control *c, struct ctl_cq *cq, int64_t now);
-int ctl_queue_requeue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, int64_t now);
-int ctl_queue_requeue_tree(struct fatia_control *c, struct ctl_cq *cq, int64_t now);
-int ctl_queue_requeue_all(struct fatia_control *c, int64_t now);
-size_t ctl_queue_pending(const struct ctl_cq *cq);
-int ctl_ready_mark(struct fatia_control *c, struct ctl_cq *cq);
-int ctl_ready_all(struct fatia_control *c);
-void ctl_wlist_remove(struct ctl_wlist *l, struct ctl_wl *w);
-void ctl_wlist_append(struct ctl_wlist *l, struct ctl_wl *w);
-void ctl_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reason, const char *fmt, ...)
-    FATIA_PRINTF(4, 5);
+bool fatia_control_queue_has_head(const struct ctl_cq *cq);
+const struct ctl_wl *fatia_control_queue_peek(const struct ctl_cq *cq);
+bool fatia_control_queue_bypassed(const struct ctl_wl *w); /* in a parked group, never evaluated */
+void fatia_control_queue_release(struct ctl_cq *cq);       /* frees the groups (engine teardown) */
+int fatia_control_queue_check(const struct ctl_cq *cq, char *why, size_t n);
+bool fatia_control_wl_before(const struct ctl_cq *cq, const struct ctl_wl *a,
+                             const struct ctl_wl *b);
+int fatia_control_queue_push(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w);
+struct ctl_wl *fatia_control_queue_pop(struct fatia_control *c, struct ctl_cq *cq);
+void fatia_control_queue_remove(struct fatia_control *c, struct ctl_wl *w);
+int fatia_control_queue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
+                                     bool record_hash);
+int fatia_control_queue_expire_backoff(struct fatia_control *c, struct ctl_cq *cq, int64_t now);
+int fatia_control_queue_requeue_inadmissible(struct fatia_control *c, struct ctl_cq *cq,
+                                             int64_t now);
+int fatia_control_queue_requeue_tree(struct fatia_control *c, struct ctl_cq *cq, int64_t now);
+int fatia_control_queue_requeue_all(struct fatia_control *c, int64_t now);
+size_t fatia_control_queue_pending(const struct ctl_cq *cq);
+int fatia_control_ready_mark(struct fatia_control *c, struct ctl_cq *cq);
+int fatia_control_ready_all(struct fatia_control *c);
+void fatia_control_wlist_remove(struct ctl_wlist *l, struct ctl_wl *w);
+void fatia_control_wlist_append(struct ctl_wlist *l, struct ctl_wl *w);
+void fatia_control_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reason, const char *fmt,
+                           ...) FATIA_PRINTF(4, 5);
 
 /* ---- assign.c ---- */
 enum ctl_mode {
@@ -642,28 +649,28 @@ struct ctl_targets {
     size_t n, cap;
 };
 
-int ctl_assign(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w, const int32_t *counts,
-               struct ctl_assignment *ret);
-void ctl_assignment_release(struct ctl_assignment *a);
+int fatia_control_assign(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
+                         const int32_t *counts, struct ctl_assignment *ret);
+void fatia_control_assignment_release(struct ctl_assignment *a);
 /* Kueue getInitialAssignments: full assignment, its preemption targets, partial admission. */
-int ctl_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
-                        struct ctl_assignment *ret, struct ctl_targets *targets);
+int fatia_control_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
+                                  struct ctl_assignment *ret, struct ctl_targets *targets);
 /* "couldn't assign flavors to pod set main: ..." (Kueue Assignment.Message). Caller frees. */
-char *ctl_assignment_message(const struct ctl_assignment *a, const struct ctl_wl *w);
+char *fatia_control_assignment_message(const struct ctl_assignment *a, const struct ctl_wl *w);
 
 /* ---- preempt.c ---- */
-int ctl_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl_wl *w,
-                    const uint32_t *frs_need, size_t n_need, const struct ctl_use *req,
-                    size_t n_req, struct ctl_targets *ret);
-void ctl_targets_release(struct ctl_targets *t);
+int fatia_control_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl_wl *w,
+                              const uint32_t *frs_need, size_t n_need, const struct ctl_use *req,
+                              size_t n_req, struct ctl_targets *ret);
+void fatia_control_targets_release(struct ctl_targets *t);
 /* A victim of a preemption issues no preemptions for CTL_PREEMPT_COOLDOWN after its eviction
  * (preempt.c: the preemption-loop guard, docs/control.md). */
 #define CTL_PREEMPT_COOLDOWN INT64_C(1000000) /* usec */
-bool ctl_preempt_cooldown(const struct fatia_control *c, const struct ctl_wl *w);
-int ctl_targets_push(struct ctl_targets *t, struct ctl_wl *w, const char *reason);
-void ctl_snapshot_remove(struct fatia_control *c, struct ctl_wl *w);
-void ctl_snapshot_add(struct fatia_control *c, struct ctl_wl *w);
-bool ctl_wl_uses_frs(const struct ctl_wl *w, const uint32_t *frs, size_t n);
+bool fatia_control_preempt_cooldown(const struct fatia_control *c, const struct ctl_wl *w);
+int fatia_control_targets_push(struct ctl_targets *t, struct ctl_wl *w, const char *reason);
+void fatia_control_snapshot_remove(struct fatia_control *c, struct ctl_wl *w);
+void fatia_control_snapshot_add(struct fatia_control *c, struct ctl_wl *w);
+bool fatia_control_wl_uses_frs(const struct ctl_wl *w, const uint32_t *frs, size_t n);
 
 /* The fr_bits filter of a set of frs (ctl_wl.fr_bits). */
 static inline uint64_t ctl_fr_bits(const uint32_t *frs, size_t n)
@@ -683,10 +690,16 @@ static inline uint64_t ctl_use_bits(const struct ctl_use *u, size_t n)
 }
 
 /* ---- status.c ---- */
-int ctl_pending_list(const struct fatia_control *c, json_t *out);
+int fatia_control_pending_list(const struct fatia_control *c, json_t *out);
 
 /* ---- cycle.c ---- */
-int ctl_result_add_eviction(struct fatia_control *c, const struct ctl_wl *w, const char *reason,
-                            const char *message, const struct ctl_wl *preemptor, bool pending);
+int fatia_control_result_add_eviction(struct fatia_control *c, const struct ctl_wl *w,
+                                      const char *reason, const char *message,
+                                      const struct ctl_wl *preemptor, bool pending);
+
+/* Cohorts and a ClusterQueue's activity (quota.c). */
+void fatia_control_cohort_free(struct ctl_cohort *co);
+int fatia_control_cohort_ensure(struct fatia_control *c, const char *name, struct ctl_cohort **ret);
+void fatia_control_cq_update_active(struct fatia_control *c, struct ctl_cq *cq);
 
 #endif

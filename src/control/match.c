@@ -45,7 +45,7 @@ struct term {
     size_t n;
 };
 
-struct ctl_placement {
+struct fatia_ctlr_placement {
     struct ctl_toleration *tols;
     size_t n_tols;
     char **sel_keys, **sel_values; /* nodeSelector */
@@ -62,7 +62,7 @@ static void free_expr(struct expr *e)
     fatia_free(e->values);
 }
 
-void ctl_placement_free(struct ctl_placement *p)
+void fatia_control_placement_free(struct fatia_ctlr_placement *p)
 {
     if (!p)
         return;
@@ -92,7 +92,7 @@ static char *dup_or_empty(const char *s)
     return fatia_strdup(s ? s : "");
 }
 
-int ctl_toleration_parse(const json_t *t, struct ctl_toleration *ret)
+int fatia_control_toleration_parse(const json_t *t, struct ctl_toleration *ret)
 {
     const char *op = fatia_json_str(t, "operator");
 
@@ -165,13 +165,14 @@ static int parse_expr(const json_t *j, struct expr *e, char *why, size_t n)
     return 0;
 }
 
-int ctl_placement_parse(const json_t *spec, struct ctl_placement **ret, char *why, size_t n)
+int fatia_control_placement_parse(const json_t *spec, struct fatia_ctlr_placement **ret, char *why,
+                                  size_t n)
 {
     const json_t *tols = json_object_get(spec, "tolerations");
     const json_t *sel = json_object_get(spec, "nodeSelector");
     const json_t *terms = fatia_json_path(
         spec, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution");
-    struct ctl_placement *p;
+    struct fatia_ctlr_placement *p;
     const char *k;
     json_t *v;
     size_t i;
@@ -189,7 +190,7 @@ int ctl_placement_parse(const json_t *spec, struct ctl_placement **ret, char *wh
             goto fail;
         json_array_foreach(tols, i, v)
         {
-            if (ctl_toleration_parse(v, &p->tols[p->n_tols++]) < 0)
+            if (fatia_control_toleration_parse(v, &p->tols[p->n_tols++]) < 0)
                 goto fail;
         }
     }
@@ -248,7 +249,7 @@ int ctl_placement_parse(const json_t *spec, struct ctl_placement **ret, char *wh
     *ret = p;
     return 0;
 fail:
-    ctl_placement_free(p);
+    fatia_control_placement_free(p);
     return r;
 }
 
@@ -294,10 +295,10 @@ static bool expr_matches(const struct expr *e, const json_t *labels)
     return false;
 }
 
-const char *ctl_flavor_mismatch(const struct ctl_podset *ps, const struct ctl_flavor *f, char *buf,
-                                size_t n)
+const char *fatia_control_flavor_mismatch(const struct ctl_podset *ps, const struct ctl_flavor *f,
+                                          char *buf, size_t n)
 {
-    const struct ctl_placement *p = ps->place;
+    const struct fatia_ctlr_placement *p = ps->place;
 
     if (!f->defined) {
         snprintf(buf, n, "flavor %s not found", f->name);

@@ -35,13 +35,9 @@
 #include "control/internal.h"
 #include "model/quantity.h"
 
-void ctl_cohort_free(struct ctl_cohort *co);
-int ctl_cohort_ensure(struct fatia_control *c, const char *name, struct ctl_cohort **ret);
-void ctl_cq_update_active(struct fatia_control *c, struct ctl_cq *cq);
-
 /* ---- small helpers ---- */
 
-amt_t ctl_q_milli(const json_t *v)
+amt_t fatia_control_q_milli(const json_t *v)
 {
     struct fatia_quantity q;
 
@@ -128,14 +124,14 @@ static int quota_spec_parse(struct fatia_control *c, const json_t *groups,
             goto fail;
         json_array_foreach(cov, k, x)
         {
-            if (ctl_res_intern(c, json_string_value(x), &rg->res[rg->n_res]) < 0)
+            if (fatia_control_res_intern(c, json_string_value(x), &rg->res[rg->n_res]) < 0)
                 goto fail;
             rg->n_res++;
         }
         json_array_foreach(flv, fi, f)
         {
             struct ctl_flavor *fl;
-            if (ctl_flavor_intern(c, fatia_json_str(f, "name"), &fl) < 0)
+            if (fatia_control_flavor_intern(c, fatia_json_str(f, "name"), &fl) < 0)
                 goto fail;
             rg->flavors[rg->n_flavors++] = fl->id;
             json_array_foreach(json_object_get(f, "resources"), ri, rq)
@@ -144,14 +140,14 @@ static int quota_spec_parse(struct fatia_control *c, const json_t *groups,
                 uint32_t res, fr;
                 json_t *bl = json_object_get(rq, "borrowingLimit");
                 json_t *ll = json_object_get(rq, "lendingLimit");
-                if (ctl_res_intern(c, fatia_json_str(rq, "name"), &res) < 0 ||
-                    ctl_fr_intern(c, fl->id, res, &fr) < 0)
+                if (fatia_control_res_intern(c, fatia_json_str(rq, "name"), &res) < 0 ||
+                    fatia_control_fr_intern(c, fl->id, res, &fr) < 0)
                     goto fail;
                 q->flavor = fl->id;
                 q->res = res;
-                q->nominal = ctl_q_milli(json_object_get(rq, "nominalQuota"));
-                q->blimit = bl && !json_is_null(bl) ? ctl_q_milli(bl) : AMT_NONE;
-                q->llimit = ll && !json_is_null(ll) ? ctl_q_milli(ll) : AMT_NONE;
+                q->nominal = fatia_control_q_milli(json_object_get(rq, "nominalQuota"));
+                q->blimit = bl && !json_is_null(bl) ? fatia_control_q_milli(bl) : AMT_NONE;
+                q->llimit = ll && !json_is_null(ll) ? fatia_control_q_milli(ll) : AMT_NONE;
                 qs.n_q++;
             }
         }
@@ -169,7 +165,7 @@ static double weight_of(const json_t *spec)
 
     if (!w)
         return 1.0;
-    return (double)ctl_q_milli(w) / 1000.0;
+    return (double)fatia_control_q_milli(w) / 1000.0;
 }
 
 /* ---- engine ---- */
@@ -218,7 +214,7 @@ static void flavor_clear(struct ctl_flavor *f)
     f->n_tols = 0;
 }
 
-void ctl_wl_drop_admission(struct ctl_wl *w)
+void fatia_control_wl_drop_admission(struct ctl_wl *w)
 {
     for (size_t i = 0; w->asg && i < w->n_ps; i++)
         fatia_free(w->asg[i].v);
@@ -230,23 +226,23 @@ void ctl_wl_drop_admission(struct ctl_wl *w)
     w->fr_bits = 0;
 }
 
-void ctl_wl_drop_preemptor(struct ctl_wl *w)
+void fatia_control_wl_drop_preemptor(struct ctl_wl *w)
 {
     if (w->pre_a) {
-        ctl_assignment_release(w->pre_a);
+        fatia_control_assignment_release(w->pre_a);
         fatia_free(w->pre_a);
         w->pre_a = NULL;
     }
     w->preempting = false;
 }
 
-void ctl_wl_free(struct ctl_wl *w)
+void fatia_control_wl_free(struct ctl_wl *w)
 {
     if (!w)
         return;
-    ctl_wl_drop_admission(w);
-    ctl_wl_drop_preemptor(w);
-    ctl_podsets_free(w->ps, w->n_ps);
+    fatia_control_wl_drop_admission(w);
+    fatia_control_wl_drop_preemptor(w);
+    fatia_control_podsets_free(w->ps, w->n_ps);
     fatia_free(w->key);
     fatia_free(w->ns);
     fatia_free(w->name);
@@ -266,7 +262,7 @@ static void cq_free(struct ctl_cq *cq)
     fatia_free(cq->rg_of_res);
     fatia_selector_free(cq->ns_sel);
     fatia_free(cq->inactive_msg);
-    ctl_queue_release(cq);
+    fatia_control_queue_release(cq);
     FATIA_VEC_RELEASE(&cq->admitted);
     FATIA_VEC_RELEASE(&cq->lqs);
     fatia_free(cq->node.slot);
@@ -276,7 +272,7 @@ static void cq_free(struct ctl_cq *cq)
     fatia_free(cq);
 }
 
-void ctl_cohort_free(struct ctl_cohort *co)
+void fatia_control_cohort_free(struct ctl_cohort *co)
 {
     if (!co)
         return;
@@ -329,14 +325,14 @@ void fatia_control_free(struct fatia_control *c)
         return;
     fatia_free(c->amt_fmt);
     for (size_t i = 0; i < c->wls.n; i++)
-        ctl_wl_free(c->wls.v[i]);
+        fatia_control_wl_free(c->wls.v[i]);
     FATIA_VEC_RELEASE(&c->wls);
     for (size_t i = 0; i < c->cqs.n; i++)
         cq_free(c->cqs.v[i]);
     FATIA_VEC_RELEASE(&c->cqs);
     FATIA_VEC_RELEASE(&c->ready);
     for (size_t i = 0; i < c->cohorts.n; i++)
-        ctl_cohort_free(c->cohorts.v[i]);
+        fatia_control_cohort_free(c->cohorts.v[i]);
     FATIA_VEC_RELEASE(&c->cohorts);
     for (size_t i = 0; i < c->lqs.n; i++)
         lq_free(c->lqs.v[i]);
@@ -375,7 +371,7 @@ void fatia_control_free(struct fatia_control *c)
     fatia_strmap_release(&c->ns_index);
     fatia_strmap_release(&c->wpc_index);
     fatia_strmap_release(&c->wl_index);
-    ctl_arena_release(&c->arena);
+    fatia_control_arena_release(&c->arena);
     FATIA_VEC_RELEASE(&c->res_adm);
     FATIA_VEC_RELEASE(&c->res_ev);
     FATIA_VEC_RELEASE(&c->res_pend);
@@ -397,7 +393,7 @@ void fatia_control_free(struct fatia_control *c)
 
 /* ---- entries by name ---- */
 
-struct ctl_cq *ctl_cq_get(const struct fatia_control *c, const char *name)
+struct ctl_cq *fatia_control_cq_get(const struct fatia_control *c, const char *name)
 {
     return fatia_strmap_get(&c->cq_index, name);
 }
@@ -417,7 +413,7 @@ static int node_alloc(struct fatia_control *c, struct ctl_node *n)
 
 static int cq_ensure(struct fatia_control *c, const char *name, struct ctl_cq **ret)
 {
-    struct ctl_cq *cq = ctl_cq_get(c, name);
+    struct ctl_cq *cq = fatia_control_cq_get(c, name);
 
     if (cq) {
         *ret = cq;
@@ -452,7 +448,7 @@ fail:
     return -ENOMEM;
 }
 
-int ctl_cohort_ensure(struct fatia_control *c, const char *name, struct ctl_cohort **ret)
+int fatia_control_cohort_ensure(struct fatia_control *c, const char *name, struct ctl_cohort **ret)
 {
     struct ctl_cohort *co = fatia_strmap_get(&c->cohort_index, name);
 
@@ -475,11 +471,11 @@ int ctl_cohort_ensure(struct fatia_control *c, const char *name, struct ctl_coho
     *ret = co;
     return 0;
 fail:
-    ctl_cohort_free(co);
+    fatia_control_cohort_free(co);
     return -ENOMEM;
 }
 
-static char *make_key(const char *ns, const char *name)
+static char *fatia_ctlr_make_key(const char *ns, const char *name)
 {
     char *k;
 
@@ -490,7 +486,7 @@ static char *make_key(const char *ns, const char *name)
 
 static int lq_ensure(struct fatia_control *c, const char *ns, const char *name, struct ctl_lq **ret)
 {
-    char *key = make_key(ns, name);
+    char *key = fatia_ctlr_make_key(ns, name);
     struct ctl_lq *lq;
 
     if (!key)
@@ -535,7 +531,8 @@ fail:
 
 /* ---- messages ---- */
 
-void ctl_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reason, const char *fmt, ...)
+void fatia_control_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reason, const char *fmt,
+                           ...)
 {
     va_list ap;
     char buf[512], *m = NULL;
@@ -563,7 +560,8 @@ void ctl_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reason, const 
 
 /* ---- namespaces ---- */
 
-bool ctl_ns_matches(const struct fatia_control *c, const struct ctl_cq *cq, const char *ns)
+bool fatia_control_ns_matches(const struct fatia_control *c, const struct ctl_cq *cq,
+                              const char *ns)
 {
     struct ctl_ns *n;
     json_t *labels;
@@ -585,7 +583,7 @@ bool ctl_ns_matches(const struct fatia_control *c, const struct ctl_cq *cq, cons
 
 /* ---- charging ---- */
 
-void ctl_admitted_note(struct ctl_cq *cq, const struct ctl_wl *w, bool added)
+void fatia_control_admitted_note(struct ctl_cq *cq, const struct ctl_wl *w, bool added)
 {
     for (size_t i = 0; i < w->n_use; i++) {
         if (added)
@@ -601,7 +599,7 @@ void ctl_admitted_note(struct ctl_cq *cq, const struct ctl_wl *w, bool added)
         cq->min_prio_valid = false;
 }
 
-int32_t ctl_cq_min_prio(struct ctl_cq *cq)
+int32_t fatia_control_cq_min_prio(struct ctl_cq *cq)
 {
     if (!cq->min_prio_valid) {
         cq->min_prio = INT32_MAX;
@@ -613,7 +611,7 @@ int32_t ctl_cq_min_prio(struct ctl_cq *cq)
     return cq->min_prio;
 }
 
-void ctl_wl_charge(struct fatia_control *c, struct ctl_wl *w)
+void fatia_control_wl_charge(struct fatia_control *c, struct ctl_wl *w)
 {
     struct ctl_cq *cq = w->cq;
 
@@ -624,15 +622,15 @@ void ctl_wl_charge(struct fatia_control *c, struct ctl_wl *w)
         c->tree_dirty = true;
         return;
     }
-    ctl_admitted_note(cq, w, true);
+    fatia_control_admitted_note(cq, w, true);
     if (!c->tree_dirty)
-        ctl_add_uses(&cq->node, w->use, w->n_use);
+        fatia_control_add_uses(&cq->node, w->use, w->n_use);
     if (w->lq && w->lq->usage)
         for (size_t i = 0; i < w->n_use; i++)
             w->lq->usage[w->use[i].fr] = amt_add(w->lq->usage[w->use[i].fr], w->use[i].v);
 }
 
-void ctl_wl_uncharge(struct fatia_control *c, struct ctl_wl *w)
+void fatia_control_wl_uncharge(struct fatia_control *c, struct ctl_wl *w)
 {
     struct ctl_cq *cq = w->cq;
     size_t i = w->adm_idx;
@@ -641,9 +639,9 @@ void ctl_wl_uncharge(struct fatia_control *c, struct ctl_wl *w)
         return;
     cq->admitted.v[i] = cq->admitted.v[--cq->admitted.n];
     cq->admitted.v[i]->adm_idx = i;
-    ctl_admitted_note(cq, w, false);
+    fatia_control_admitted_note(cq, w, false);
     if (!c->tree_dirty)
-        ctl_remove_uses(&cq->node, w->use, w->n_use);
+        fatia_control_remove_uses(&cq->node, w->use, w->n_use);
     if (w->lq && w->lq->usage)
         for (size_t j = 0; j < w->n_use; j++)
             w->lq->usage[w->use[j].fr] = amt_sub(w->lq->usage[w->use[j].fr], w->use[j].v);
@@ -651,7 +649,7 @@ void ctl_wl_uncharge(struct fatia_control *c, struct ctl_wl *w)
 
 /* ---- queue resolution ---- */
 
-void ctl_resolve_queue(struct fatia_control *c, struct ctl_wl *w)
+void fatia_control_resolve_queue(struct fatia_control *c, struct ctl_wl *w)
 {
     struct ctl_cq *target = NULL;
 
@@ -663,18 +661,18 @@ void ctl_resolve_queue(struct fatia_control *c, struct ctl_wl *w)
     if (w->q != CTL_Q_NONE && w->cq == target)
         return;
     if (w->q != CTL_Q_NONE)
-        ctl_queue_remove(c, w);
+        fatia_control_queue_remove(c, w);
     w->cq = w->lq && w->lq->defined ? w->lq->cq : NULL;
     if (!target)
         return;
     w->cq = target;
-    if (ctl_queue_push(c, target, w) < 0)
+    if (fatia_control_queue_push(c, target, w) < 0)
         c->tree_dirty = true; /* nothing better to do on OOM: it stays unqueued */
 }
 
 /* ---- evictions outside and inside cycles ---- */
 
-void ctl_wl_set_state(struct fatia_control *c, struct ctl_wl *w, enum ctl_wl_state st)
+void fatia_control_wl_set_state(struct fatia_control *c, struct ctl_wl *w, enum ctl_wl_state st)
 {
     if (w->state == CTL_WL_EVICTING && st != CTL_WL_EVICTING) {
         if (w->ev_prev)
@@ -696,22 +694,22 @@ void ctl_wl_set_state(struct fatia_control *c, struct ctl_wl *w, enum ctl_wl_sta
     w->state = st;
 }
 
-int ctl_evict(struct fatia_control *c, struct ctl_wl *w, const char *reason, const char *msg,
-              const struct ctl_wl *preemptor, bool in_cycle)
+int fatia_control_evict(struct fatia_control *c, struct ctl_wl *w, const char *reason,
+                        const char *msg, const struct ctl_wl *preemptor, bool in_cycle)
 {
     if (w->state != CTL_WL_ADMITTED)
         return 0;
-    ctl_wl_set_state(c, w, CTL_WL_EVICTING);
+    fatia_control_wl_set_state(c, w, CTL_WL_EVICTING);
     w->evicted_cond = true;
     /* until the scheduler looks at it again, its pending message is the eviction's */
-    ctl_set_msg(w, w->cq, preemptor ? "Preempted" : reason, "%s", msg);
+    fatia_control_set_msg(w, w->cq, preemptor ? "Preempted" : reason, "%s", msg);
     c->n_evictions++;
     if (preemptor) {
         c->n_preemptions++;
         w->was_preempted = true;
         w->preempted_at = c->now;
     }
-    return ctl_result_add_eviction(c, w, reason, msg, preemptor, !in_cycle);
+    return fatia_control_result_add_eviction(c, w, reason, msg, preemptor, !in_cycle);
 }
 
 /* ---- ResourceFlavor ---- */
@@ -729,7 +727,7 @@ static int apply_flavor(struct fatia_control *c, const json_t *obj, int64_t now)
 
     if (!name)
         return -EINVAL;
-    r = ctl_flavor_intern(c, name, &f);
+    r = fatia_control_flavor_intern(c, name, &f);
     if (r < 0)
         return r;
     flavor_clear(f);
@@ -757,12 +755,12 @@ static int apply_flavor(struct fatia_control *c, const json_t *obj, int64_t now)
             return -ENOMEM;
         json_array_foreach(tols, i, t)
         {
-            if (ctl_toleration_parse(t, &f->tols[f->n_tols++]) < 0)
+            if (fatia_control_toleration_parse(t, &f->tols[f->n_tols++]) < 0)
                 return -ENOMEM;
         }
     }
     c->tree_dirty = true;
-    return ctl_queue_requeue_all(c, now);
+    return fatia_control_queue_requeue_all(c, now);
 }
 
 /* ---- ClusterQueue ---- */
@@ -781,8 +779,8 @@ static enum ctl_policy policy_of(const char *s)
 static void drain_cq(struct fatia_control *c, struct ctl_cq *cq)
 {
     for (size_t i = 0; i < cq->admitted.n; i++)
-        ctl_evict(c, cq->admitted.v[i], "ClusterQueueStopped", "The ClusterQueue is stopped", NULL,
-                  false);
+        fatia_control_evict(c, cq->admitted.v[i], "ClusterQueueStopped",
+                            "The ClusterQueue is stopped", NULL, false);
 }
 
 static int apply_cq(struct fatia_control *c, const json_t *obj, int64_t now,
@@ -830,7 +828,7 @@ static int apply_cq(struct fatia_control *c, const json_t *obj, int64_t now,
     for (size_t g = 0; g < qs.n_rgs; g++) {
         for (size_t k = 0; k < qs.rgs[g].n_res; k++) {
             cq->rg_of_res[qs.rgs[g].res[k]] = (int16_t)g;
-            if (!strcmp(ctl_res_name(c, qs.rgs[g].res[k]), "pods")) {
+            if (!strcmp(fatia_control_res_name(c, qs.rgs[g].res[k]), "pods")) {
                 cq->covers_pods = true;
                 cq->pods_res = qs.rgs[g].res[k];
             }
@@ -886,13 +884,13 @@ static int apply_cq(struct fatia_control *c, const json_t *obj, int64_t now,
         }
         if (lq->cq == cq)
             for (size_t j = 0; j < lq->wls.n; j++)
-                ctl_resolve_queue(c, lq->wls.v[j]);
+                fatia_control_resolve_queue(c, lq->wls.v[j]);
     }
-    return ctl_queue_requeue_all(c, now);
+    return fatia_control_queue_requeue_all(c, now);
 }
 
 /* The Active condition of a ClusterQueue (Kueue clusterqueue.go updateQueueStatus). */
-void ctl_cq_update_active(struct fatia_control *c, struct ctl_cq *cq)
+void fatia_control_cq_update_active(struct fatia_control *c, struct ctl_cq *cq)
 {
     bool active = true;
     char buf[512];
@@ -953,7 +951,7 @@ static int apply_cohort(struct fatia_control *c, const json_t *obj, int64_t now)
 
     if (!name)
         return -EINVAL;
-    r = ctl_cohort_ensure(c, name, &co);
+    r = fatia_control_cohort_ensure(c, name, &co);
     if (r < 0)
         return r;
     r = quota_spec_parse(c, json_object_get(spec, "resourceGroups"), &qs);
@@ -966,7 +964,7 @@ static int apply_cohort(struct fatia_control *c, const json_t *obj, int64_t now)
     co->defined = true;
     co->node.weight = weight_of(spec);
     c->tree_dirty = true;
-    return ctl_queue_requeue_all(c, now);
+    return fatia_control_queue_requeue_all(c, now);
 }
 
 /* ---- LocalQueue ---- */
@@ -974,7 +972,8 @@ static int apply_cohort(struct fatia_control *c, const json_t *obj, int64_t now)
 static void drain_lq(struct fatia_control *c, struct ctl_lq *lq)
 {
     for (size_t i = 0; i < lq->wls.n; i++)
-        ctl_evict(c, lq->wls.v[i], "LocalQueueStopped", "The LocalQueue is stopped", NULL, false);
+        fatia_control_evict(c, lq->wls.v[i], "LocalQueueStopped", "The LocalQueue is stopped", NULL,
+                            false);
 }
 
 static int apply_lq(struct fatia_control *c, const json_t *obj, int64_t now)
@@ -1019,7 +1018,7 @@ static int apply_lq(struct fatia_control *c, const json_t *obj, int64_t now)
     if (lq->drain && !was_drain)
         drain_lq(c, lq);
     for (size_t i = 0; i < lq->wls.n; i++)
-        ctl_resolve_queue(c, lq->wls.v[i]);
+        fatia_control_resolve_queue(c, lq->wls.v[i]);
     (void)now;
     return 0;
 }
@@ -1057,7 +1056,7 @@ static int apply_ns(struct fatia_control *c, const json_t *obj, int64_t now)
     if (!n->labels ||
         json_object_set_new(n->labels, "kubernetes.io/metadata.name", json_string(name)) < 0)
         return -ENOMEM;
-    return ctl_queue_requeue_all(c, now);
+    return fatia_control_queue_requeue_all(c, now);
 }
 
 static int apply_wpc(struct fatia_control *c, const json_t *obj)
@@ -1155,7 +1154,7 @@ static int apply_config(struct fatia_control *c, const json_t *obj)
             json_t *q;
             s = fatia_json_str(v, "strategy");
             t->replace = s && !strcmp(s, "Replace");
-            if (ctl_res_intern(c, fatia_json_str(v, "input"), &t->input) < 0)
+            if (fatia_control_res_intern(c, fatia_json_str(v, "input"), &t->input) < 0)
                 goto oom;
             if (json_object_size(outs)) {
                 t->out = fatia_calloc(json_object_size(outs), sizeof(*t->out));
@@ -1165,9 +1164,9 @@ static int apply_config(struct fatia_control *c, const json_t *obj)
             json_object_foreach((json_t *)outs, k, q)
             {
                 struct ctl_req *o = &t->out[t->n_out++];
-                if (ctl_res_intern(c, k, &o->res) < 0)
+                if (fatia_control_res_intern(c, k, &o->res) < 0)
                     goto oom;
-                o->per_pod = ctl_q_milli(q);
+                o->per_pod = fatia_control_q_milli(q);
             }
         }
     }
@@ -1184,7 +1183,7 @@ static int apply_config(struct fatia_control *c, const json_t *obj)
         json_object_foreach(json_object_get(afs, "resourceWeights"), k, w)
         {
             uint32_t r;
-            if (ctl_res_intern(c, k, &r) < 0)
+            if (fatia_control_res_intern(c, k, &r) < 0)
                 goto oom;
             if (r < cfg.n_afs_weight)
                 cfg.afs_weight[r] = json_number_value(w);
@@ -1232,19 +1231,19 @@ static void wl_remove(struct fatia_control *c, struct ctl_wl *w, int64_t now)
     struct ctl_cq *cq = w->cq;
 
     if (w->q != CTL_Q_NONE)
-        ctl_queue_remove(c, w);
+        fatia_control_queue_remove(c, w);
     if (held) {
-        ctl_wl_uncharge(c, w);
-        ctl_wl_set_state(c, w, CTL_WL_PENDING);
+        fatia_control_wl_uncharge(c, w);
+        fatia_control_wl_set_state(c, w, CTL_WL_PENDING);
         if (cq && cq->defined)
-            ctl_queue_requeue_tree(c, cq, now);
+            fatia_control_queue_requeue_tree(c, cq, now);
     }
     wl_detach_lq(w);
     fatia_strmap_del(&c->wl_index, w->key);
     FATIA_ASSERT(w->wl_idx < c->wls.n && c->wls.v[w->wl_idx] == w);
     c->wls.v[w->wl_idx] = c->wls.v[--c->wls.n];
     c->wls.v[w->wl_idx]->wl_idx = w->wl_idx;
-    ctl_wl_free(w);
+    fatia_control_wl_free(w);
 }
 
 /* A Workload's tree into a new struct (not yet in the engine): names, priority (old's when the
@@ -1279,7 +1278,7 @@ static int wl_decode(struct fatia_control *c, const json_t *obj, const char *key
             : "");
     w->queue_name = fatia_strdup(qn ? qn : "");
     if (!w->key || !w->ns || !w->name || !w->uid || !w->job_uid || !w->queue_name) {
-        ctl_wl_free(w);
+        fatia_control_wl_free(w);
         return -ENOMEM;
     }
     if (fatia_json_int(spec, "priority", &prio)) {
@@ -1304,10 +1303,10 @@ static int wl_decode(struct fatia_control *c, const json_t *obj, const char *key
     }
     w->requeue_at =
         parse_time(json_string_value(fatia_json_path(obj, "status.requeueState.requeueAt")), 0);
-    r = ctl_wl_parse_podsets(c, json_object_get(spec, "podSets"), &w->ps, &w->n_ps, why,
-                             sizeof(why));
+    r = fatia_control_wl_parse_podsets(c, json_object_get(spec, "podSets"), &w->ps, &w->n_ps, why,
+                                       sizeof(why));
     if (r == -ENOMEM) {
-        ctl_wl_free(w);
+        fatia_control_wl_free(w);
         return r;
     }
     if (r < 0) {
@@ -1319,7 +1318,7 @@ static int wl_decode(struct fatia_control *c, const json_t *obj, const char *key
         w->ps = NULL;
         w->n_ps = 0;
     }
-    w->shape_hash = ctl_wl_shape_hash(w, json_object_get(spec, "podSets"));
+    w->shape_hash = fatia_control_wl_shape_hash(w, json_object_get(spec, "podSets"));
     *ret = w;
     return 0;
 }
@@ -1336,7 +1335,7 @@ static int wl_update(struct fatia_control *c, struct ctl_wl *old, struct ctl_wl 
         old->cq->min_prio_valid = false;
     old->priority = w->priority;
     if (old->state == CTL_WL_PENDING) {
-        ctl_podsets_free(old->ps, old->n_ps);
+        fatia_control_podsets_free(old->ps, old->n_ps);
         old->ps = w->ps;
         old->n_ps = w->n_ps;
         w->ps = NULL;
@@ -1348,13 +1347,14 @@ static int wl_update(struct fatia_control *c, struct ctl_wl *old, struct ctl_wl 
         w->bad_msg = NULL;
         old->created = w->created;
         old->requeue_at = w->requeue_at;
-        ctl_wl_drop_preemptor(old);
+        fatia_control_wl_drop_preemptor(old);
         requeue = true;
     }
     if (old->active != w->active) {
         old->active = w->active;
         if (!w->active && old->state == CTL_WL_ADMITTED)
-            ctl_evict(c, old, "InactiveWorkload", "The workload is deactivated", NULL, false);
+            fatia_control_evict(c, old, "InactiveWorkload", "The workload is deactivated", NULL,
+                                false);
         requeue = true;
     }
     if (strcmp(old->queue_name, w->queue_name) && old->state == CTL_WL_PENDING) {
@@ -1364,16 +1364,16 @@ static int wl_update(struct fatia_control *c, struct ctl_wl *old, struct ctl_wl 
         wl_detach_lq(old);
         r = wl_attach_lq(c, old);
         if (r < 0) {
-            ctl_wl_free(w);
+            fatia_control_wl_free(w);
             return r;
         }
         requeue = true;
     }
-    ctl_wl_free(w);
+    fatia_control_wl_free(w);
     if (requeue && old->state == CTL_WL_PENDING) {
         if (old->q != CTL_Q_NONE)
-            ctl_queue_remove(c, old);
-        ctl_resolve_queue(c, old);
+            fatia_control_queue_remove(c, old);
+        fatia_control_resolve_queue(c, old);
     }
     return 0;
 }
@@ -1389,13 +1389,13 @@ static int wl_insert(struct fatia_control *c, struct ctl_wl *w, const json_t *ob
     int r;
 
     if (FATIA_VEC_PUSH(&c->wls, w) < 0) {
-        ctl_wl_free(w);
+        fatia_control_wl_free(w);
         return -ENOMEM;
     }
     w->wl_idx = c->wls.n - 1;
     if (fatia_strmap_put(&c->wl_index, w->key, w) < 0) {
         c->wls.n--;
-        ctl_wl_free(w);
+        fatia_control_wl_free(w);
         return -ENOMEM;
     }
     r = wl_attach_lq(c, w);
@@ -1407,27 +1407,30 @@ static int wl_insert(struct fatia_control *c, struct ctl_wl *w, const json_t *ob
         r = cq_ensure(c, cqn ? cqn : "", &cq);
         if (r < 0)
             goto fail;
-        r = ctl_wl_parse_admission(c, w, adm);
+        r = fatia_control_wl_parse_admission(c, w, adm);
         if (r < 0)
             goto fail;
         w->cq = cq;
         w->qr_time = parse_time(fatia_json_str(qr, "lastTransitionTime"), now);
         w->state = CTL_WL_ADMITTED;
         if (condition_true(ev)) {
-            ctl_wl_set_state(c, w, CTL_WL_EVICTING);
+            fatia_control_wl_set_state(c, w, CTL_WL_EVICTING);
             w->evicted_cond = true;
         }
-        ctl_wl_charge(c, w);
+        fatia_control_wl_charge(c, w);
         if (!w->active && w->state == CTL_WL_ADMITTED)
-            ctl_evict(c, w, "InactiveWorkload", "The workload is deactivated", NULL, false);
+            fatia_control_evict(c, w, "InactiveWorkload", "The workload is deactivated", NULL,
+                                false);
         else if (w->state == CTL_WL_ADMITTED && cq->drain)
-            ctl_evict(c, w, "ClusterQueueStopped", "The ClusterQueue is stopped", NULL, false);
+            fatia_control_evict(c, w, "ClusterQueueStopped", "The ClusterQueue is stopped", NULL,
+                                false);
         else if (w->state == CTL_WL_ADMITTED && w->lq->drain)
-            ctl_evict(c, w, "LocalQueueStopped", "The LocalQueue is stopped", NULL, false);
+            fatia_control_evict(c, w, "LocalQueueStopped", "The LocalQueue is stopped", NULL,
+                                false);
         return 0;
     }
     w->state = CTL_WL_PENDING;
-    ctl_resolve_queue(c, w);
+    fatia_control_resolve_queue(c, w);
     return 0;
 fail:
     wl_remove(c, w, now);
@@ -1445,7 +1448,7 @@ static int apply_wl(struct fatia_control *c, const json_t *obj, int64_t now,
 
     if (!name)
         return -EINVAL;
-    key = make_key(ns, name);
+    key = fatia_ctlr_make_key(ns, name);
     if (!key)
         return -ENOMEM;
     old = fatia_strmap_get(&c->wl_index, key);
@@ -1505,7 +1508,7 @@ int fatia_control_delete(struct fatia_control *c, const char *kind, const char *
 {
     c->result_valid = false;
     if (!strcmp(kind, "Workload")) {
-        char *key = make_key(ns, name);
+        char *key = fatia_ctlr_make_key(ns, name);
         struct ctl_wl *w = key ? fatia_strmap_get(&c->wl_index, key) : NULL;
         free(key);
         if (!w)
@@ -1523,7 +1526,7 @@ int fatia_control_delete(struct fatia_control *c, const char *kind, const char *
         return 0;
     }
     if (!strcmp(kind, "ClusterQueue")) {
-        struct ctl_cq *cq = ctl_cq_get(c, name);
+        struct ctl_cq *cq = fatia_control_cq_get(c, name);
         if (!cq || !cq->defined)
             return -ENOENT;
         cq->defined = false;
@@ -1536,7 +1539,7 @@ int fatia_control_delete(struct fatia_control *c, const char *kind, const char *
         for (size_t i = 0; i < c->wls.n; i++)
             if (c->wls.v[i]->state == CTL_WL_PENDING && c->wls.v[i]->cq == cq &&
                 c->wls.v[i]->q != CTL_Q_NONE)
-                ctl_queue_remove(c, c->wls.v[i]);
+                fatia_control_queue_remove(c, c->wls.v[i]);
         return 0;
     }
     if (!strcmp(kind, "Cohort")) {
@@ -1549,10 +1552,10 @@ int fatia_control_delete(struct fatia_control *c, const char *kind, const char *
         co->parent_name = NULL;
         co->node.weight = 1.0;
         c->tree_dirty = true;
-        return ctl_queue_requeue_all(c, now);
+        return fatia_control_queue_requeue_all(c, now);
     }
     if (!strcmp(kind, "LocalQueue")) {
-        char *key = make_key(ns, name);
+        char *key = fatia_ctlr_make_key(ns, name);
         struct ctl_lq *lq = key ? fatia_strmap_get(&c->lq_index, key) : NULL;
         free(key);
         if (!lq || !lq->defined)
@@ -1561,7 +1564,7 @@ int fatia_control_delete(struct fatia_control *c, const char *kind, const char *
         for (size_t i = 0; i < lq->wls.n; i++) {
             struct ctl_wl *w = lq->wls.v[i];
             if (w->state == CTL_WL_PENDING && w->q != CTL_Q_NONE)
-                ctl_queue_remove(c, w);
+                fatia_control_queue_remove(c, w);
         }
         return 0;
     }
@@ -1602,7 +1605,7 @@ int fatia_control_delete(struct fatia_control *c, const char *kind, const char *
 
 static struct ctl_wl *wl_get(const struct fatia_control *c, const char *ns, const char *name)
 {
-    char *key = make_key(ns, name);
+    char *key = fatia_ctlr_make_key(ns, name);
     struct ctl_wl *w = key ? fatia_strmap_get(&c->wl_index, key) : NULL;
 
     free(key);
@@ -1629,9 +1632,9 @@ static int wl_released(struct fatia_control *c, struct ctl_wl *w, int64_t now)
     if (w->state != CTL_WL_EVICTING)
         return -EINVAL;
     cq = w->cq;
-    ctl_wl_uncharge(c, w);
-    ctl_wl_drop_admission(w);
-    ctl_wl_set_state(c, w, CTL_WL_PENDING);
+    fatia_control_wl_uncharge(c, w);
+    fatia_control_wl_drop_admission(w);
+    fatia_control_wl_set_state(c, w, CTL_WL_PENDING);
     w->evicted_cond = false;
     w->borrowing = false;
     w->qr_time = 0;
@@ -1641,8 +1644,8 @@ static int wl_released(struct fatia_control *c, struct ctl_wl *w, int64_t now)
     /* the freed capacity first makes the parked workloads of the tree retryable (and clears the
      * equivalence records), then the released workload queues like a new arrival */
     if (cq && cq->defined)
-        ctl_queue_requeue_tree(c, cq, now);
-    ctl_resolve_queue(c, w);
+        fatia_control_queue_requeue_tree(c, cq, now);
+    fatia_control_resolve_queue(c, w);
     return 0;
 }
 

@@ -101,8 +101,8 @@ static json_t *admitted_json(const struct fatia_control *c, const struct ctl_wl 
     for (size_t i = 0; ps && i < w->n_ps; i++) {
         json_t *flv = json_object();
         for (size_t k = 0; flv && k < w->asg[i].n; k++)
-            json_object_set_new(flv, ctl_res_name(c, w->asg[i].v[k].res),
-                                json_string(ctl_flavor_name(c, w->asg[i].v[k].flavor)));
+            json_object_set_new(flv, fatia_control_res_name(c, w->asg[i].v[k].res),
+                                json_string(fatia_control_flavor_name(c, w->asg[i].v[k].flavor)));
         json_array_append_new(ps, json_pack("{s:s,s:i,s:o}", "name", w->ps[i].name, "count",
                                             (int)w->asg[i].count, "flavors", flv));
     }
@@ -190,7 +190,7 @@ int fatia_control_schedule(const struct fatia_objset *set, const struct fatia_sc
             goto out;
         }
     }
-    r = ctl_pending_list(c, pending);
+    r = fatia_control_pending_list(c, pending);
     if (r < 0)
         goto out;
     if (sort_by_workload(admitted) < 0 || sort_by_workload(preempted) < 0 ||

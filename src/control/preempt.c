@@ -64,7 +64,7 @@ struct pctx {
 
 /* ---- targets list ---- */
 
-int ctl_targets_push(struct ctl_targets *t, struct ctl_wl *w, const char *reason)
+int fatia_control_targets_push(struct ctl_targets *t, struct ctl_wl *w, const char *reason)
 {
     if (t->n == t->cap) {
         size_t nc = t->cap ? t->cap * 2 : 8;
@@ -78,7 +78,7 @@ int ctl_targets_push(struct ctl_targets *t, struct ctl_wl *w, const char *reason
     return 0;
 }
 
-void ctl_targets_release(struct ctl_targets *t)
+void fatia_control_targets_release(struct ctl_targets *t)
 {
     fatia_free(t->v);
     memset(t, 0, sizeof(*t));
@@ -100,25 +100,25 @@ static int cands_push(struct cands *l, struct cand c)
 
 /* ---- snapshot ---- */
 
-void ctl_snapshot_remove(struct fatia_control *c, struct ctl_wl *w)
+void fatia_control_snapshot_remove(struct fatia_control *c, struct ctl_wl *w)
 {
     (void)c;
-    ctl_remove_uses(&w->cq->node, w->use, w->n_use);
+    fatia_control_remove_uses(&w->cq->node, w->use, w->n_use);
 }
 
-void ctl_snapshot_add(struct fatia_control *c, struct ctl_wl *w)
+void fatia_control_snapshot_add(struct fatia_control *c, struct ctl_wl *w)
 {
     (void)c;
-    ctl_add_uses(&w->cq->node, w->use, w->n_use);
+    fatia_control_add_uses(&w->cq->node, w->use, w->n_use);
 }
 
 static void restore(struct fatia_control *c, const struct ctl_targets *t)
 {
     for (size_t i = 0; i < t->n; i++)
-        ctl_snapshot_add(c, t->v[i].wl);
+        fatia_control_snapshot_add(c, t->v[i].wl);
 }
 
-bool ctl_wl_uses_frs(const struct ctl_wl *w, const uint32_t *frs, size_t n)
+bool fatia_control_wl_uses_frs(const struct ctl_wl *w, const uint32_t *frs, size_t n)
 {
     if (!(w->fr_bits & ctl_fr_bits(frs, n)))
         return false;
@@ -129,7 +129,7 @@ bool ctl_wl_uses_frs(const struct ctl_wl *w, const uint32_t *frs, size_t n)
     return false;
 }
 
-/* ctl_wl_uses_frs for the search's frs, with their filter computed once. */
+/* fatia_control_wl_uses_frs for the search's frs, with their filter computed once. */
 static bool uses_frs(const struct pctx *p, const struct ctl_wl *w)
 {
     if (!(w->fr_bits & p->fr_bits))
@@ -154,14 +154,14 @@ static bool fits_without_all(const struct pctx *p, struct ctl_wl *const *v, size
     bool fits;
 
     for (size_t i = 0; i < n; i++)
-        ctl_snapshot_remove(p->c, v[i]);
+        fatia_control_snapshot_remove(p->c, v[i]);
     for (size_t i = 0; i < cn; i++)
-        ctl_snapshot_remove(p->c, cv[i].wl);
+        fatia_control_snapshot_remove(p->c, cv[i].wl);
     fits = workload_fits(p, true);
     for (size_t i = 0; i < cn; i++)
-        ctl_snapshot_add(p->c, cv[i].wl);
+        fatia_control_snapshot_add(p->c, cv[i].wl);
     for (size_t i = 0; i < n; i++)
-        ctl_snapshot_add(p->c, v[i]);
+        fatia_control_snapshot_add(p->c, v[i]);
     return fits;
 }
 
@@ -169,9 +169,9 @@ static bool workload_fits(const struct pctx *p, bool allow_borrowing)
 {
     for (size_t i = 0; i < p->n_req; i++) {
         uint32_t fr = p->req[i].fr;
-        if (!allow_borrowing && ctl_borrowing_with(&p->cq->node, fr, p->req[i].v))
+        if (!allow_borrowing && fatia_control_borrowing_with(&p->cq->node, fr, p->req[i].v))
             return false;
-        if (p->req[i].v > ctl_available(&p->cq->node, fr))
+        if (p->req[i].v > fatia_control_available(&p->cq->node, fr))
             return false;
     }
     return true;
@@ -182,7 +182,7 @@ static bool cq_is_borrowing(const struct ctl_cq *cq, const uint32_t *frs, size_t
     if (!cq->node.parent)
         return false;
     for (size_t i = 0; i < n; i++)
-        if (ctl_borrowing_with(&cq->node, frs[i], 0))
+        if (fatia_control_borrowing_with(&cq->node, frs[i], 0))
             return true;
     return false;
 }
@@ -303,9 +303,9 @@ static bool cq_may_hold(const struct pctx *p, struct ctl_cq *cq)
     case CTL_NEVER:
         return false;
     case CTL_LOWER:
-        return ctl_cq_min_prio(cq) < p->w->priority;
+        return fatia_control_cq_min_prio(cq) < p->w->priority;
     case CTL_LOWER_OR_NEWER_EQUAL:
-        return ctl_cq_min_prio(cq) <= p->w->priority;
+        return fatia_control_cq_min_prio(cq) <= p->w->priority;
     case CTL_ANY:
         return true;
     }
@@ -371,7 +371,7 @@ static int collect_in_subtree(const struct pctx *p, struct ctl_cohort *cur,
 
     for (size_t i = 0; i < cur->child_cohorts.n; i++) {
         struct ctl_cohort *ch = cur->child_cohorts.v[i];
-        if (ch == skip || ctl_within_nominal(&ch->node, p->frs, p->n_frs))
+        if (ch == skip || fatia_control_within_nominal(&ch->node, p->frs, p->n_frs))
             continue;
         r = collect_in_subtree(p, ch, root, skip, adv, out);
         if (r < 0)
@@ -379,7 +379,7 @@ static int collect_in_subtree(const struct pctx *p, struct ctl_cohort *cur,
     }
     for (size_t i = 0; i < cur->child_cqs.n; i++) {
         struct ctl_cq *ch = cur->child_cqs.v[i];
-        if (ch == p->cq || ctl_within_nominal(&ch->node, p->frs, p->n_frs))
+        if (ch == p->cq || fatia_control_within_nominal(&ch->node, p->frs, p->n_frs))
             continue;
         r = cands_from_cq(p, ch, root, adv, out);
         if (r < 0)
@@ -405,10 +405,10 @@ static bool cand_valid(const struct pctx *p, const struct cand *cd, bool borrow)
         return true;
     if (borrow && cd->v == V_WITHOUT_BORROWING)
         return false;
-    if (ctl_within_nominal(&cq->node, p->frs, p->n_frs))
+    if (fatia_control_within_nominal(&cq->node, p->frs, p->n_frs))
         return false;
     for (const struct ctl_node *n = cq->node.parent; n && n != cd->lca; n = n->parent)
-        if (ctl_within_nominal(n, p->frs, p->n_frs))
+        if (fatia_control_within_nominal(n, p->frs, p->n_frs))
             return false;
     return true;
 }
@@ -428,11 +428,11 @@ static void fill_back(const struct pctx *p, struct ctl_targets *t, bool borrow)
     if (t->n < 2)
         return;
     for (size_t i = t->n - 1; i-- > 0;) {
-        ctl_snapshot_add(p->c, t->v[i].wl);
+        fatia_control_snapshot_add(p->c, t->v[i].wl);
         if (workload_fits(p, borrow))
             t->v[i] = t->v[--t->n];
         else
-            ctl_snapshot_remove(p->c, t->v[i].wl);
+            fatia_control_snapshot_remove(p->c, t->v[i].wl);
     }
 }
 
@@ -453,12 +453,12 @@ static int classical(const struct pctx *p, struct ctl_targets *ret)
         struct ctl_use rem_a[64], rem_b[64], *rem = rem_a, *nxt = rem_b, *tmp;
         const struct ctl_cohort *prev = NULL;
         size_t k = p->n_req < 64 ? p->n_req : 64;
-        bool adv = ctl_fits_in_quota(&p->cq->node, p->req, k, rem);
+        bool adv = fatia_control_fits_in_quota(&p->cq->node, p->req, k, rem);
         for (struct ctl_cohort *cur = p->cq->cohort; cur; cur = cur->parent) {
             r = collect_in_subtree(p, cur, &cur->node, prev, adv, adv ? &hier : &prio);
             if (r < 0)
                 goto out;
-            adv = ctl_fits_in_quota(&cur->node, rem, k, nxt) || adv;
+            adv = fatia_control_fits_in_quota(&cur->node, rem, k, nxt) || adv;
             tmp = rem;
             rem = nxt;
             nxt = tmp;
@@ -472,14 +472,14 @@ static int classical(const struct pctx *p, struct ctl_targets *ret)
         /* the three lists are disjoint: take the first two out, test with the third */
         bool possible;
         for (size_t i = 0; i < same.n; i++)
-            ctl_snapshot_remove(p->c, same.v[i].wl);
+            fatia_control_snapshot_remove(p->c, same.v[i].wl);
         for (size_t i = 0; i < hier.n; i++)
-            ctl_snapshot_remove(p->c, hier.v[i].wl);
+            fatia_control_snapshot_remove(p->c, hier.v[i].wl);
         possible = fits_without_all(p, NULL, 0, prio.v, prio.n);
         for (size_t i = 0; i < hier.n; i++)
-            ctl_snapshot_add(p->c, hier.v[i].wl);
+            fatia_control_snapshot_add(p->c, hier.v[i].wl);
         for (size_t i = 0; i < same.n; i++)
-            ctl_snapshot_add(p->c, same.v[i].wl);
+            fatia_control_snapshot_add(p->c, same.v[i].wl);
         if (!possible) {
             p->c->phases.preempt_hopeless++;
             goto out;
@@ -523,9 +523,10 @@ static int classical(const struct pctx *p, struct ctl_targets *ret)
         for (size_t i = 0; i < all.n; i++) {
             if (!cand_valid(p, &all.v[i], borrow))
                 continue;
-            ctl_snapshot_remove(p->c, all.v[i].wl);
-            if ((r = ctl_targets_push(ret, all.v[i].wl, variant_reason(all.v[i].v))) < 0) {
-                ctl_snapshot_add(p->c, all.v[i].wl);
+            fatia_control_snapshot_remove(p->c, all.v[i].wl);
+            if ((r = fatia_control_targets_push(ret, all.v[i].wl, variant_reason(all.v[i].v))) <
+                0) {
+                fatia_control_snapshot_add(p->c, all.v[i].wl);
                 restore(p->c, ret);
                 ret->n = 0;
                 goto out;
@@ -663,32 +664,32 @@ static struct ctl_cq *next_target(struct fs_state *s, struct ctl_cohort *co, int
     struct fatia_control *c = p->c;
     struct ctl_cq *best_cq = NULL;
     struct ctl_cohort *best_co = NULL;
-    struct ctl_drs cq_drs = {0}, co_drs = {0};
+    struct fatia_control_drs cq_drs = {0}, co_drs = {0};
 
     if (depth > 100000)
         return NULL;
     for (size_t i = 0; i < co->child_cqs.n; i++) {
         struct ctl_cq *cq = co->child_cqs.v[i];
-        struct ctl_drs d;
+        struct fatia_control_drs d;
         if (cq_pruned(s, cq))
             continue;
-        d = ctl_drs_of(c, &cq->node);
+        d = fatia_control_drs_of(c, &cq->node);
         if ((d.ratio == 0 && cq != p->cq) || !cq_has_workload(s, cq))
             cq_prune(s, cq);
-        else if (!best_cq || ctl_drs_cmp(d, cq_drs) >= 0) {
+        else if (!best_cq || fatia_control_drs_cmp(d, cq_drs) >= 0) {
             best_cq = cq;
             cq_drs = d;
         }
     }
     for (size_t i = 0; i < co->child_cohorts.n; i++) {
         struct ctl_cohort *ch = co->child_cohorts.v[i];
-        struct ctl_drs d;
+        struct fatia_control_drs d;
         if (co_pruned(s, ch))
             continue;
-        d = ctl_drs_of(c, &ch->node);
+        d = fatia_control_drs_of(c, &ch->node);
         if (d.ratio == 0 && !on_preemptor_path(p, ch))
             co_prune(s, ch);
-        else if (!best_co || ctl_drs_cmp(d, co_drs) >= 0) {
+        else if (!best_co || fatia_control_drs_cmp(d, co_drs) >= 0) {
             best_co = ch;
             co_drs = d;
         }
@@ -697,7 +698,7 @@ static struct ctl_cq *next_target(struct fs_state *s, struct ctl_cohort *co, int
         co_prune(s, co);
         return NULL;
     }
-    if (best_co && (!best_cq || ctl_drs_cmp(co_drs, cq_drs) >= 0))
+    if (best_co && (!best_cq || fatia_control_drs_cmp(co_drs, cq_drs) >= 0))
         return next_target(s, best_co, depth + 1);
     return best_cq;
 }
@@ -722,27 +723,27 @@ static void almost_lcas(const struct pctx *p, const struct ctl_cq *target,
     *ret_tgt = prev;
 }
 
-static bool strategy_passes(int strategy, struct ctl_drs pnew, struct ctl_drs told,
-                            struct ctl_drs tnew)
+static bool strategy_passes(int strategy, struct fatia_control_drs pnew,
+                            struct fatia_control_drs told, struct fatia_control_drs tnew)
 {
     if (strategy == 0)
-        return ctl_drs_cmp(pnew, tnew) <= 0;
-    return ctl_drs_cmp(pnew, told) < 0;
+        return fatia_control_drs_cmp(pnew, tnew) <= 0;
+    return fatia_control_drs_cmp(pnew, told) < 0;
 }
 
 /* Yields one target: the candidate is already removed. Checks whether the preemptor fits. */
 static int fs_yield(struct fs_state *s, struct ctl_wl *wl, const char *reason)
 {
     const struct pctx *p = s->p;
-    int r = ctl_targets_push(s->t, wl, reason);
+    int r = fatia_control_targets_push(s->t, wl, reason);
 
     if (r < 0) {
-        ctl_snapshot_add(p->c, wl);
+        fatia_control_snapshot_add(p->c, wl);
         return r;
     }
-    ctl_remove_uses(&p->cq->node, p->req, p->n_req);
+    fatia_control_remove_uses(&p->cq->node, p->req, p->n_req);
     s->fits = workload_fits(p, true);
-    ctl_add_uses(&p->cq->node, p->req, p->n_req);
+    fatia_control_add_uses(&p->cq->node, p->req, p->n_req);
     p->c->phases.preempt_candidates++;
     return 0;
 }
@@ -782,35 +783,35 @@ static int fs_first(struct fs_state *s, int strategy, struct ctl_wl ***ret_retry
         c->result.n_fair_decisions++;
         if (tq == p->cq) {
             struct ctl_wl *wl = cq_pop(s, tq);
-            ctl_snapshot_remove(c, wl);
+            fatia_control_snapshot_remove(c, wl);
             if ((r = fs_yield(s, wl, "InClusterQueue")) < 0 || s->fits)
                 goto out;
             continue;
         }
         if (within_nominal) {
             struct ctl_wl *wl = cq_pop(s, tq);
-            ctl_snapshot_remove(c, wl);
+            fatia_control_snapshot_remove(c, wl);
             if ((r = fs_yield(s, wl, "InCohortReclamation")) < 0 || s->fits)
                 goto out;
             continue;
         }
         {
             const struct ctl_node *pa, *ta;
-            struct ctl_drs pnew, told;
+            struct fatia_control_drs pnew, told;
             almost_lcas(p, tq, &pa, &ta);
-            pnew = ctl_drs_of(c, pa);
-            told = ctl_drs_of(c, ta);
+            pnew = fatia_control_drs_of(c, pa);
+            told = fatia_control_drs_of(c, ta);
             while (cq_has_workload(s, tq)) {
                 struct ctl_wl *wl = cq_pop(s, tq);
-                struct ctl_drs tnew;
-                ctl_snapshot_remove(c, wl);
-                tnew = ctl_drs_of(c, ta);
+                struct fatia_control_drs tnew;
+                fatia_control_snapshot_remove(c, wl);
+                tnew = fatia_control_drs_of(c, ta);
                 if (strategy_passes(strategy, pnew, told, tnew)) {
                     if ((r = fs_yield(s, wl, "InCohortFairSharing")) < 0 || s->fits)
                         goto out;
                     break;
                 }
-                ctl_snapshot_add(c, wl);
+                fatia_control_snapshot_add(c, wl);
                 retry[n_retry++] = wl;
             }
         }
@@ -847,10 +848,11 @@ static int fs_second(struct fs_state *s, struct ctl_wl **retry, size_t n_retry)
         c->result.n_fair_decisions++;
         almost_lcas(p, tq, &pa, &ta);
         {
-            struct ctl_drs pnew = ctl_drs_of(c, pa), told = ctl_drs_of(c, ta);
+            struct fatia_control_drs pnew = fatia_control_drs_of(c, pa),
+                                     told = fatia_control_drs_of(c, ta);
             struct ctl_wl *wl = cq_pop(s, tq);
             if (strategy_passes(1, pnew, told, told)) {
-                ctl_snapshot_remove(c, wl);
+                fatia_control_snapshot_remove(c, wl);
                 if ((r = fs_yield(s, wl, "InCohortFairSharing")) < 0 || s->fits)
                     return r;
             }
@@ -937,13 +939,13 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
     }
     if (n > 1)
         sort_wls(cands, n, &o);
-    ctl_add_uses(&p->cq->node, p->req, p->n_req);
+    fatia_control_add_uses(&p->cq->node, p->req, p->n_req);
     r = fs_groups(&s, cands, n);
     if (r == 0)
         r = fs_first(&s, c->cfg.strategies[0], &retry, &n_retry);
     if (r == 0 && !s.fits && c->cfg.n_strategies > 1)
         r = fs_second(&s, retry, n_retry);
-    ctl_remove_uses(&p->cq->node, p->req, p->n_req);
+    fatia_control_remove_uses(&p->cq->node, p->req, p->n_req);
     if (r < 0 || !s.fits) {
         restore(c, ret);
         ret->n = 0;
@@ -966,19 +968,19 @@ out:
  * as cycles run (A preempts B in its own ClusterQueue and borrows, C reclaims from A, D preempts
  * C in its own ClusterQueue and borrows, B reclaims from D, ...). The cooldown bounds such a loop
  * to one preemption per victim per second of engine time. */
-bool ctl_preempt_cooldown(const struct fatia_control *c, const struct ctl_wl *w)
+bool fatia_control_preempt_cooldown(const struct fatia_control *c, const struct ctl_wl *w)
 {
     return w->was_preempted && c->now < w->preempted_at + CTL_PREEMPT_COOLDOWN;
 }
 
-int ctl_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl_wl *w,
-                    const uint32_t *frs_need, size_t n_need, const struct ctl_use *req,
-                    size_t n_req, struct ctl_targets *ret)
+int fatia_control_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl_wl *w,
+                              const uint32_t *frs_need, size_t n_need, const struct ctl_use *req,
+                              size_t n_req, struct ctl_targets *ret)
 {
     struct pctx p = {c, cq, w, frs_need, n_need, req, n_req, ctl_fr_bits(frs_need, n_need)};
 
     ret->n = 0;
-    if (!n_need || ctl_preempt_cooldown(c, w))
+    if (!n_need || fatia_control_preempt_cooldown(c, w))
         return 0;
     if (c->cfg.fair_sharing)
         return fair(&p, ret);

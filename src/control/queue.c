@@ -31,10 +31,10 @@
  *
  * Queue states of a pending workload and the functions that move it:
  *
- *           ctl_queue_push                         ctl_queue_pop (cycle)
+ *           fatia_control_queue_push                         fatia_control_queue_pop (cycle)
  *      ────────────────────► GROUP (active) ───────────────────────────► INFLIGHT
  *            │ requeueAt > now    ▲   ▲                                   │  │
- *            ▼                    │   └─── ctl_queue_push (immediate) ────┘  │ ctl_queue_inadmissible
+ *            ▼                    │   └─── fatia_control_queue_push (immediate) ────┘  │ fatia_control_queue_inadmissible
  *         BACKOFF ────────────────┘                                          ▼
  *      (cycle start, expired)      ◄── ctl_queue_requeue_* ── GROUP (parked) / SINGLE
  */
@@ -44,7 +44,8 @@
 #include "base/error.h"
 #include "control/internal.h"
 
-bool ctl_wl_before(const struct ctl_cq *cq, const struct ctl_wl *a, const struct ctl_wl *b)
+bool fatia_control_wl_before(const struct ctl_cq *cq, const struct ctl_wl *a,
+                             const struct ctl_wl *b)
 {
     int r;
 
@@ -74,7 +75,7 @@ static void gsift_up(struct ctl_group *g, size_t i)
 
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (!ctl_wl_before(g->cq, w, g->heap[p]))
+        if (!fatia_control_wl_before(g->cq, w, g->heap[p]))
             break;
         gset(g, i, g->heap[p]);
         i = p;
@@ -89,11 +90,11 @@ static void gsift_down(struct ctl_group *g, size_t i)
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
         struct ctl_wl *best = w;
-        if (l < g->n && ctl_wl_before(g->cq, g->heap[l], best)) {
+        if (l < g->n && fatia_control_wl_before(g->cq, g->heap[l], best)) {
             m = l;
             best = g->heap[l];
         }
-        if (r < g->n && ctl_wl_before(g->cq, g->heap[r], best))
+        if (r < g->n && fatia_control_wl_before(g->cq, g->heap[r], best))
             m = r;
         if (m == i)
             break;
@@ -138,7 +139,7 @@ static void gremove(struct ctl_group *g, struct ctl_wl *w)
 
 static bool group_before(const struct ctl_group *a, const struct ctl_group *b)
 {
-    return ctl_wl_before(a->cq, a->heap[0], b->heap[0]);
+    return fatia_control_wl_before(a->cq, a->heap[0], b->heap[0]);
 }
 
 static struct ctl_group *meld(struct ctl_group *a, struct ctl_group *b)
@@ -308,7 +309,7 @@ static void group_free(struct ctl_cq *cq, struct ctl_group *g)
     fatia_free(g);
 }
 
-void ctl_queue_release(struct ctl_cq *cq)
+void fatia_control_queue_release(struct ctl_cq *cq)
 {
     for (size_t i = 0; i < cq->gmap_cap; i++)
         if (cq->gmap[i]) {
@@ -323,7 +324,7 @@ void ctl_queue_release(struct ctl_cq *cq)
 
 /* ---- the engine's ready list ---- */
 
-int ctl_ready_mark(struct fatia_control *c, struct ctl_cq *cq)
+int fatia_control_ready_mark(struct fatia_control *c, struct ctl_cq *cq)
 {
     if (cq->listed)
         return 0;
@@ -334,11 +335,12 @@ int ctl_ready_mark(struct fatia_control *c, struct ctl_cq *cq)
 }
 
 /* After a structural change (a ClusterQueue may have become active). */
-int ctl_ready_all(struct fatia_control *c)
+int fatia_control_ready_all(struct fatia_control *c)
 {
     for (size_t i = 0; i < c->cqs.n; i++) {
         struct ctl_cq *cq = c->cqs.v[i];
-        if ((ctl_queue_has_head(cq) || cq->backoff.n) && ctl_ready_mark(c, cq) < 0)
+        if ((fatia_control_queue_has_head(cq) || cq->backoff.n) &&
+            fatia_control_ready_mark(c, cq) < 0)
             return -ENOMEM;
     }
     return 0;
@@ -388,7 +390,7 @@ static int group_add(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *
         cq->n_parked++;
         return 0;
     }
-    return ctl_ready_mark(c, cq);
+    return fatia_control_ready_mark(c, cq);
 }
 
 static void group_del(struct ctl_cq *cq, struct ctl_wl *w)
@@ -416,7 +418,7 @@ static void group_del(struct ctl_cq *cq, struct ctl_wl *w)
 
 /* ---- lists ---- */
 
-void ctl_wlist_append(struct ctl_wlist *l, struct ctl_wl *w)
+void fatia_control_wlist_append(struct ctl_wlist *l, struct ctl_wl *w)
 {
     w->prev = l->tail;
     w->next = NULL;
@@ -428,7 +430,7 @@ void ctl_wlist_append(struct ctl_wlist *l, struct ctl_wl *w)
     l->n++;
 }
 
-void ctl_wlist_remove(struct ctl_wlist *l, struct ctl_wl *w)
+void fatia_control_wlist_remove(struct ctl_wlist *l, struct ctl_wl *w)
 {
     if (w->prev)
         w->prev->next = w->next;
@@ -444,24 +446,24 @@ void ctl_wlist_remove(struct ctl_wlist *l, struct ctl_wl *w)
 
 /* ---- operations ---- */
 
-bool ctl_queue_has_head(const struct ctl_cq *cq)
+bool fatia_control_queue_has_head(const struct ctl_cq *cq)
 {
     return cq->sticky || cq->qactive;
 }
 
-const struct ctl_wl *ctl_queue_peek(const struct ctl_cq *cq)
+const struct ctl_wl *fatia_control_queue_peek(const struct ctl_cq *cq)
 {
     if (cq->sticky)
         return cq->sticky;
     return cq->qactive ? cq->qactive->heap[0] : NULL;
 }
 
-bool ctl_queue_bypassed(const struct ctl_wl *w)
+bool fatia_control_queue_bypassed(const struct ctl_wl *w)
 {
     return w->q == CTL_Q_GROUP && group_parked(w->grp) && w->grp->parker != w;
 }
 
-int ctl_queue_push(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w)
+int fatia_control_queue_push(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w)
 {
     FATIA_ASSERT(w->q == CTL_Q_NONE || w->q == CTL_Q_INFLIGHT);
     if (w->q == CTL_Q_INFLIGHT)
@@ -469,20 +471,20 @@ int ctl_queue_push(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w)
     w->q = CTL_Q_NONE;
     w->cq = cq;
     if (w->requeue_at > c->now) {
-        ctl_wlist_append(&cq->backoff, w);
+        fatia_control_wlist_append(&cq->backoff, w);
         w->q = CTL_Q_BACKOFF;
-        return ctl_ready_mark(c, cq);
+        return fatia_control_ready_mark(c, cq);
     }
     if (w->sticky && cq->strategy == CTL_BEST_EFFORT && !cq->sticky) {
         cq->sticky = w;
         w->q = CTL_Q_STICKY;
-        return ctl_ready_mark(c, cq);
+        return fatia_control_ready_mark(c, cq);
     }
     w->sticky = false;
     return group_add(c, cq, w, false);
 }
 
-struct ctl_wl *ctl_queue_pop(struct fatia_control *c, struct ctl_cq *cq)
+struct ctl_wl *fatia_control_queue_pop(struct fatia_control *c, struct ctl_cq *cq)
 {
     struct ctl_wl *w;
 
@@ -502,7 +504,7 @@ struct ctl_wl *ctl_queue_pop(struct fatia_control *c, struct ctl_cq *cq)
     return w;
 }
 
-void ctl_queue_remove(struct fatia_control *c, struct ctl_wl *w)
+void fatia_control_queue_remove(struct fatia_control *c, struct ctl_wl *w)
 {
     struct ctl_cq *cq = w->cq;
 
@@ -515,10 +517,10 @@ void ctl_queue_remove(struct fatia_control *c, struct ctl_wl *w)
         cq->sticky = NULL;
         break;
     case CTL_Q_SINGLE:
-        ctl_wlist_remove(&cq->single, w);
+        fatia_control_wlist_remove(&cq->single, w);
         break;
     case CTL_Q_BACKOFF:
-        ctl_wlist_remove(&cq->backoff, w);
+        fatia_control_wlist_remove(&cq->backoff, w);
         break;
     case CTL_Q_INFLIGHT:
         cq->n_inflight--;
@@ -529,8 +531,8 @@ void ctl_queue_remove(struct fatia_control *c, struct ctl_wl *w)
     w->q = CTL_Q_NONE;
 }
 
-int ctl_queue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
-                           bool record_hash)
+int fatia_control_queue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
+                                     bool record_hash)
 {
     FATIA_ASSERT(w->q == CTL_Q_INFLIGHT || w->q == CTL_Q_NONE);
     if (w->q == CTL_Q_INFLIGHT)
@@ -540,7 +542,7 @@ int ctl_queue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, struct ct
     w->sticky = false;
     if (record_hash && cq->strategy == CTL_BEST_EFFORT)
         return group_add(c, cq, w, true); /* parks the whole equivalence class */
-    ctl_wlist_append(&cq->single, w);
+    fatia_control_wlist_append(&cq->single, w);
     w->q = CTL_Q_SINGLE;
     return 0;
 }
@@ -552,14 +554,14 @@ static int move_to_groups(struct fatia_control *c, struct ctl_cq *cq, struct ctl
 
     for (w = l->head; w; w = next) {
         next = w->next;
-        if (single && !ctl_ns_matches(c, cq, w->ns))
+        if (single && !fatia_control_ns_matches(c, cq, w->ns))
             continue;
         if (!single && w->requeue_at > now)
             continue;
-        ctl_wlist_remove(l, w);
+        fatia_control_wlist_remove(l, w);
         w->q = CTL_Q_NONE;
         if (group_add(c, cq, w, false) < 0) {
-            ctl_wlist_append(l, w);
+            fatia_control_wlist_append(l, w);
             w->q = single ? CTL_Q_SINGLE : CTL_Q_BACKOFF;
             return -ENOMEM;
         }
@@ -567,12 +569,13 @@ static int move_to_groups(struct fatia_control *c, struct ctl_cq *cq, struct ctl
     return 0;
 }
 
-int ctl_queue_requeue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, int64_t now)
+int fatia_control_queue_requeue_inadmissible(struct fatia_control *c, struct ctl_cq *cq,
+                                             int64_t now)
 {
     int r;
 
     /* every parked group becomes active at once: meld, then a new generation */
-    if (cq->qparked && ctl_ready_mark(c, cq) < 0)
+    if (cq->qparked && fatia_control_ready_mark(c, cq) < 0)
         return -ENOMEM;
     cq->qactive = meld(cq->qactive, cq->qparked);
     cq->qparked = NULL;
@@ -585,7 +588,7 @@ int ctl_queue_requeue_inadmissible(struct fatia_control *c, struct ctl_cq *cq, i
 }
 
 /* Backoff expiry alone (cycle start). */
-int ctl_queue_expire_backoff(struct fatia_control *c, struct ctl_cq *cq, int64_t now)
+int fatia_control_queue_expire_backoff(struct fatia_control *c, struct ctl_cq *cq, int64_t now)
 {
     return move_to_groups(c, cq, &cq->backoff, now, false);
 }
@@ -597,7 +600,7 @@ static int requeue_cohort(struct fatia_control *c, struct ctl_cohort *co, int64_
     if (depth > 100000)
         return 0;
     for (size_t i = 0; i < co->child_cqs.n; i++) {
-        r = ctl_queue_requeue_inadmissible(c, co->child_cqs.v[i], now);
+        r = fatia_control_queue_requeue_inadmissible(c, co->child_cqs.v[i], now);
         if (r < 0)
             return r;
     }
@@ -609,30 +612,30 @@ static int requeue_cohort(struct fatia_control *c, struct ctl_cohort *co, int64_
     return 0;
 }
 
-int ctl_queue_requeue_tree(struct fatia_control *c, struct ctl_cq *cq, int64_t now)
+int fatia_control_queue_requeue_tree(struct fatia_control *c, struct ctl_cq *cq, int64_t now)
 {
     struct ctl_cohort *co;
 
     if (c->tree_dirty)
-        return ctl_queue_requeue_all(c, now);
+        return fatia_control_queue_requeue_all(c, now);
     if (!cq->cohort)
-        return ctl_queue_requeue_inadmissible(c, cq, now);
+        return fatia_control_queue_requeue_inadmissible(c, cq, now);
     for (co = cq->cohort; co->parent; co = co->parent)
         ;
     return requeue_cohort(c, co, now, 0);
 }
 
-int ctl_queue_requeue_all(struct fatia_control *c, int64_t now)
+int fatia_control_queue_requeue_all(struct fatia_control *c, int64_t now)
 {
     for (size_t i = 0; i < c->cqs.n; i++) {
-        int r = ctl_queue_requeue_inadmissible(c, c->cqs.v[i], now);
+        int r = fatia_control_queue_requeue_inadmissible(c, c->cqs.v[i], now);
         if (r < 0)
             return r;
     }
     return 0;
 }
 
-size_t ctl_queue_pending(const struct ctl_cq *cq)
+size_t fatia_control_queue_pending(const struct ctl_cq *cq)
 {
     return cq->n_grouped + (cq->sticky ? 1 : 0) + cq->single.n + cq->backoff.n + cq->n_inflight;
 }
@@ -656,7 +659,8 @@ static int check_pheap(const struct ctl_cq *cq, const struct ctl_group *g,
         for (size_t i = 0; i < g->n; i++) {
             const struct ctl_wl *w = g->heap[i];
             if (w->grp != g || w->gidx != i || w->q != CTL_Q_GROUP || w->cq != cq ||
-                w->state != CTL_WL_PENDING || (i && ctl_wl_before(cq, w, g->heap[(i - 1) / 2]))) {
+                w->state != CTL_WL_PENDING ||
+                (i && fatia_control_wl_before(cq, w, g->heap[(i - 1) / 2]))) {
                 snprintf(why, n, "ClusterQueue %s: group member %s is inconsistent", cq->name,
                          w->key);
                 return -EFAULT;
@@ -669,7 +673,7 @@ static int check_pheap(const struct ctl_cq *cq, const struct ctl_group *g,
     return 0;
 }
 
-int ctl_queue_check(const struct ctl_cq *cq, char *why, size_t n)
+int fatia_control_queue_check(const struct ctl_cq *cq, char *why, size_t n)
 {
     size_t count = 0, parked = 0;
 

@@ -19,7 +19,7 @@
  * fatia_control_check verifies after every engine call).
  *
  * The tree is rebuilt from the declared quotas and the admitted workloads whenever a ClusterQueue
- * or Cohort changes (ctl_rebuild_tree); between rebuilds only usage moves, incrementally. Cohort
+ * or Cohort changes (fatia_control_rebuild_tree); between rebuilds only usage moves, incrementally. Cohort
  * cycles are found with a three-colour walk over parent links; every cohort whose chain reaches a
  * cycle is cut from its parent (so no walk loops) and its ClusterQueues are inactive, which is
  * Kueue's "a cycle disables admission in the whole tree".
@@ -32,7 +32,7 @@
 #include "base/error.h"
 #include "control/internal.h"
 
-amt_t ctl_local_quota(const struct ctl_node *n, uint32_t fr)
+amt_t fatia_control_local_quota(const struct ctl_node *n, uint32_t fr)
 {
     const struct ctl_slot *s = &n->slot[fr];
 
@@ -41,20 +41,20 @@ amt_t ctl_local_quota(const struct ctl_node *n, uint32_t fr)
     return 0;
 }
 
-amt_t ctl_local_available(const struct ctl_node *n, uint32_t fr)
+amt_t fatia_control_local_available(const struct ctl_node *n, uint32_t fr)
 {
-    return amt_max(0, amt_sub(ctl_local_quota(n, fr), n->slot[fr].usage));
+    return amt_max(0, amt_sub(fatia_control_local_quota(n, fr), n->slot[fr].usage));
 }
 
-amt_t ctl_available_raw(const struct ctl_node *n, uint32_t fr)
+amt_t fatia_control_available_raw(const struct ctl_node *n, uint32_t fr)
 {
     const struct ctl_slot *s = &n->slot[fr];
     amt_t parent_av, lq;
 
     if (!n->parent)
         return amt_sub(s->subtree, s->usage);
-    parent_av = ctl_available_raw(n->parent, fr);
-    lq = ctl_local_quota(n, fr);
+    parent_av = fatia_control_available_raw(n->parent, fr);
+    lq = fatia_control_local_quota(n, fr);
     if (s->blimit != AMT_NONE) {
         amt_t stored = amt_sub(s->subtree, lq);
         amt_t used = amt_max(0, amt_sub(s->usage, lq));
@@ -64,28 +64,29 @@ amt_t ctl_available_raw(const struct ctl_node *n, uint32_t fr)
     return amt_add(amt_max(0, amt_sub(lq, s->usage)), parent_av);
 }
 
-amt_t ctl_available(const struct ctl_node *n, uint32_t fr)
+amt_t fatia_control_available(const struct ctl_node *n, uint32_t fr)
 {
-    return amt_max(0, ctl_available_raw(n, fr));
+    return amt_max(0, fatia_control_available_raw(n, fr));
 }
 
-amt_t ctl_potential_available(const struct ctl_node *n, uint32_t fr)
+amt_t fatia_control_potential_available(const struct ctl_node *n, uint32_t fr)
 {
     const struct ctl_slot *s = &n->slot[fr];
     amt_t av;
 
     if (!n->parent)
         return s->subtree;
-    av = amt_add(ctl_local_quota(n, fr), ctl_potential_available(n->parent, fr));
+    av =
+        amt_add(fatia_control_local_quota(n, fr), fatia_control_potential_available(n->parent, fr));
     if (s->blimit != AMT_NONE)
         av = amt_min(amt_add(s->subtree, s->blimit), av);
     return av;
 }
 
-void ctl_add_usage(struct ctl_node *n, uint32_t fr, amt_t v)
+void fatia_control_add_usage(struct ctl_node *n, uint32_t fr, amt_t v)
 {
     while (n) {
-        amt_t la = ctl_local_available(n, fr);
+        amt_t la = fatia_control_local_available(n, fr);
         n->slot[fr].usage = amt_add(n->slot[fr].usage, v);
         n->epoch++;
         if (!n->parent || v <= la)
@@ -95,10 +96,10 @@ void ctl_add_usage(struct ctl_node *n, uint32_t fr, amt_t v)
     }
 }
 
-void ctl_remove_usage(struct ctl_node *n, uint32_t fr, amt_t v)
+void fatia_control_remove_usage(struct ctl_node *n, uint32_t fr, amt_t v)
 {
     while (n) {
-        amt_t stored = amt_sub(n->slot[fr].usage, ctl_local_quota(n, fr));
+        amt_t stored = amt_sub(n->slot[fr].usage, fatia_control_local_quota(n, fr));
         n->slot[fr].usage = amt_sub(n->slot[fr].usage, v);
         n->epoch++;
         if (stored <= 0 || !n->parent)
@@ -108,47 +109,47 @@ void ctl_remove_usage(struct ctl_node *n, uint32_t fr, amt_t v)
     }
 }
 
-void ctl_add_uses(struct ctl_node *n, const struct ctl_use *u, size_t k)
+void fatia_control_add_uses(struct ctl_node *n, const struct ctl_use *u, size_t k)
 {
     for (size_t i = 0; i < k; i++)
-        ctl_add_usage(n, u[i].fr, u[i].v);
+        fatia_control_add_usage(n, u[i].fr, u[i].v);
 }
 
-void ctl_remove_uses(struct ctl_node *n, const struct ctl_use *u, size_t k)
+void fatia_control_remove_uses(struct ctl_node *n, const struct ctl_use *u, size_t k)
 {
     for (size_t i = 0; i < k; i++)
-        ctl_remove_usage(n, u[i].fr, u[i].v);
+        fatia_control_remove_usage(n, u[i].fr, u[i].v);
 }
 
-bool ctl_borrowing_with(const struct ctl_node *n, uint32_t fr, amt_t v)
+bool fatia_control_borrowing_with(const struct ctl_node *n, uint32_t fr, amt_t v)
 {
     return amt_add(n->slot[fr].usage, v) > n->slot[fr].subtree;
 }
 
-int ctl_find_height(const struct ctl_cq *cq, uint32_t fr, amt_t v, bool *may_reclaim)
+int fatia_control_find_height(const struct ctl_cq *cq, uint32_t fr, amt_t v, bool *may_reclaim)
 {
     const struct ctl_node *n = &cq->node, *t, *root = NULL;
     amt_t remaining;
 
-    if (!n->parent || !ctl_borrowing_with(n, fr, v)) {
+    if (!n->parent || !fatia_control_borrowing_with(n, fr, v)) {
         *may_reclaim = n->parent != NULL;
         return 0;
     }
-    remaining = amt_sub(v, ctl_local_available(n, fr));
+    remaining = amt_sub(v, fatia_control_local_available(n, fr));
     for (t = n->parent; t; t = t->parent) {
-        if (!ctl_borrowing_with(t, fr, remaining)) {
+        if (!fatia_control_borrowing_with(t, fr, remaining)) {
             *may_reclaim = t->parent != NULL;
             return t->height;
         }
-        remaining = amt_sub(remaining, ctl_local_available(t, fr));
+        remaining = amt_sub(remaining, fatia_control_local_available(t, fr));
         root = t;
     }
     *may_reclaim = false;
     return root ? root->height : 0;
 }
 
-bool ctl_fits_in_quota(const struct ctl_node *n, const struct ctl_use *req, size_t k,
-                       struct ctl_use *remaining)
+bool fatia_control_fits_in_quota(const struct ctl_node *n, const struct ctl_use *req, size_t k,
+                                 struct ctl_use *remaining)
 {
     bool fits = true;
 
@@ -157,12 +158,12 @@ bool ctl_fits_in_quota(const struct ctl_node *n, const struct ctl_use *req, size
         if (amt_add(s->usage, req[i].v) > s->subtree)
             fits = false;
         remaining[i].fr = req[i].fr;
-        remaining[i].v = amt_max(0, amt_sub(req[i].v, ctl_local_available(n, req[i].fr)));
+        remaining[i].v = amt_max(0, amt_sub(req[i].v, fatia_control_local_available(n, req[i].fr)));
     }
     return fits;
 }
 
-bool ctl_within_nominal(const struct ctl_node *n, const uint32_t *frs, size_t k)
+bool fatia_control_within_nominal(const struct ctl_node *n, const uint32_t *frs, size_t k)
 {
     for (size_t i = 0; i < k; i++)
         if (n->slot[frs[i]].usage > n->slot[frs[i]].subtree)
@@ -172,10 +173,10 @@ bool ctl_within_nominal(const struct ctl_node *n, const uint32_t *frs, size_t k)
 
 /* ---- dominant resource share ---- */
 
-struct ctl_drs ctl_drs(struct fatia_control *c, const struct ctl_node *n,
-                       const struct ctl_use *extra, size_t k)
+struct fatia_control_drs fatia_control_drs(struct fatia_control *c, const struct ctl_node *n,
+                                           const struct ctl_use *extra, size_t k)
 {
-    struct ctl_drs d = {0.0, n->weight, UINT32_MAX};
+    struct fatia_control_drs d = {0.0, n->weight, UINT32_MAX};
     double *borrowed = c->scratch_dbl;
     amt_t *ex = c->scratch_amt;
     const amt_t *lend;
@@ -233,13 +234,13 @@ struct ctl_drs ctl_drs(struct fatia_control *c, const struct ctl_node *n,
     return d;
 }
 
-struct ctl_drs ctl_drs_of(struct fatia_control *c, const struct ctl_node *n)
+struct fatia_control_drs fatia_control_drs_of(struct fatia_control *c, const struct ctl_node *n)
 {
     struct ctl_node *m = (struct ctl_node *)n; /* the cache is not part of the node's value */
-    struct ctl_drs d;
+    struct fatia_control_drs d;
 
     if (c->caches_off)
-        return ctl_drs(c, n, NULL, 0);
+        return fatia_control_drs(c, n, NULL, 0);
     if (m->drs_gen == c->tree_gen + 1) {
         bool same = m->drs_epoch == m->epoch;
         if (!same && m->drs_n == n->n_frs) {
@@ -250,10 +251,10 @@ struct ctl_drs ctl_drs_of(struct fatia_control *c, const struct ctl_node *n)
         }
         if (same) {
             m->drs_epoch = m->epoch;
-            return (struct ctl_drs){m->drs_ratio, m->weight, m->drs_res};
+            return (struct fatia_control_drs){m->drs_ratio, m->weight, m->drs_res};
         }
     }
-    d = ctl_drs(c, n, NULL, 0);
+    d = fatia_control_drs(c, n, NULL, 0);
     if (m->drs_n != n->n_frs) {
         amt_t *u = fatia_reallocarray(m->drs_use, n->n_frs ? n->n_frs : 1, sizeof(*u));
         if (!u) {
@@ -272,12 +273,12 @@ struct ctl_drs ctl_drs_of(struct fatia_control *c, const struct ctl_node *n)
     return d;
 }
 
-static bool drs_zero_weight_borrows(struct ctl_drs d)
+static bool drs_zero_weight_borrows(struct fatia_control_drs d)
 {
     return d.weight == 0 && d.ratio != 0;
 }
 
-static double drs_weighted(struct ctl_drs d)
+static double drs_weighted(struct fatia_control_drs d)
 {
     if (d.ratio == 0)
         return 0;
@@ -286,7 +287,7 @@ static double drs_weighted(struct ctl_drs d)
     return d.ratio / d.weight;
 }
 
-int ctl_drs_cmp(struct ctl_drs a, struct ctl_drs b)
+int fatia_control_drs_cmp(struct fatia_control_drs a, struct fatia_control_drs b)
 {
     bool za = drs_zero_weight_borrows(a), zb = drs_zero_weight_borrows(b);
     double x, y;
@@ -305,7 +306,7 @@ int ctl_drs_cmp(struct ctl_drs a, struct ctl_drs b)
     return x < y ? -1 : x > y ? 1 : 0;
 }
 
-int64_t ctl_drs_rounded(struct ctl_drs d)
+int64_t fatia_control_drs_rounded(struct fatia_control_drs d)
 {
     double w;
 
@@ -360,7 +361,7 @@ static void apply_quota_spec(struct ctl_node *n, const struct ctl_quota_spec *qs
         n->slot[i] = (struct ctl_slot){
             0, AMT_NONE, AMT_NONE, 0, cq ? n->slot[i].usage : 0, cq ? n->slot[i].users : 0};
     for (size_t i = 0; i < qs->n_q; i++) {
-        int fr = ctl_fr_find(c, qs->q[i].flavor, qs->q[i].res);
+        int fr = fatia_control_fr_find(c, qs->q[i].flavor, qs->q[i].res);
         if (fr < 0)
             continue;
         n->slot[fr].nominal = qs->q[i].nominal;
@@ -374,7 +375,7 @@ static int node_frs_from_spec(struct fatia_control *c, struct ctl_node *n,
                               const struct ctl_quota_spec *qs, size_t *cap)
 {
     for (size_t i = 0; i < qs->n_q; i++) {
-        int fr = ctl_fr_find(c, qs->q[i].flavor, qs->q[i].res);
+        int fr = fatia_control_fr_find(c, qs->q[i].flavor, qs->q[i].res);
         if (fr >= 0 && frs_push(&n->frs, &n->n_frs, cap, (uint32_t)fr) < 0)
             return -ENOMEM;
     }
@@ -414,7 +415,7 @@ static int accumulate(struct fatia_control *c, struct ctl_cohort *co, int depth)
             struct ctl_node *ch = pass ? &co->child_cqs.v[i]->node : &co->child_cohorts.v[i]->node;
             for (size_t j = 0; j < ch->n_frs; j++) {
                 uint32_t fr = ch->frs[j];
-                amt_t lq = ctl_local_quota(ch, fr);
+                amt_t lq = fatia_control_local_quota(ch, fr);
                 n->slot[fr].subtree =
                     amt_add(n->slot[fr].subtree, amt_sub(ch->slot[fr].subtree, lq));
                 n->slot[fr].usage =
@@ -441,7 +442,7 @@ static int compute_lend(struct fatia_control *c, struct ctl_cohort *co, const st
     for (size_t i = 0; i < root->n_frs; i++) {
         uint32_t fr = root->frs[i];
         uint32_t r = c->fr_res.v[fr];
-        l[r] = amt_add(l[r], ctl_potential_available(n, fr));
+        l[r] = amt_add(l[r], fatia_control_potential_available(n, fr));
     }
     for (size_t i = 0; i < co->child_cohorts.n; i++) {
         int rr = compute_lend(c, co->child_cohorts.v[i], root);
@@ -460,10 +461,6 @@ static int cmp_cq_name(const void *a, const void *b)
 {
     return strcmp((*(struct ctl_cq *const *)a)->name, (*(struct ctl_cq *const *)b)->name);
 }
-
-void ctl_cohort_free(struct ctl_cohort *co);
-int ctl_cohort_ensure(struct fatia_control *c, const char *name, struct ctl_cohort **ret);
-void ctl_cq_update_active(struct fatia_control *c, struct ctl_cq *cq);
 
 /* Recomputes one ClusterQueue's usage and flavor-resource list from its admitted workloads. */
 static int cq_recompute(struct fatia_control *c, struct ctl_cq *cq)
@@ -499,7 +496,7 @@ static int cq_recompute(struct fatia_control *c, struct ctl_cq *cq)
     return 0;
 }
 
-int ctl_rebuild_tree(struct fatia_control *c)
+int fatia_control_rebuild_tree(struct fatia_control *c)
 {
     size_t i;
     int r;
@@ -513,7 +510,7 @@ int ctl_rebuild_tree(struct fatia_control *c)
         struct ctl_cq *cq = c->cqs.v[i];
         cq->cohort = NULL;
         if (cq->cohort_name && *cq->cohort_name) {
-            r = ctl_cohort_ensure(c, cq->cohort_name, &cq->cohort);
+            r = fatia_control_cohort_ensure(c, cq->cohort_name, &cq->cohort);
             if (r < 0)
                 return r;
         }
@@ -522,7 +519,7 @@ int ctl_rebuild_tree(struct fatia_control *c)
         struct ctl_cohort *co = c->cohorts.v[i];
         co->parent = NULL;
         if (co->defined && co->parent_name && *co->parent_name) {
-            r = ctl_cohort_ensure(c, co->parent_name, &co->parent);
+            r = fatia_control_cohort_ensure(c, co->parent_name, &co->parent);
             if (r < 0)
                 return r;
         }
@@ -539,7 +536,7 @@ int ctl_rebuild_tree(struct fatia_control *c)
             if (!used) {
                 fatia_strmap_del(&c->cohort_index, co->name);
                 c->cohorts.v[i] = c->cohorts.v[--c->cohorts.n];
-                ctl_cohort_free(co);
+                fatia_control_cohort_free(co);
                 changed = true;
                 i--;
             }
@@ -616,7 +613,7 @@ int ctl_rebuild_tree(struct fatia_control *c)
             return r;
     }
     for (i = 0; i < c->cqs.n; i++)
-        ctl_cq_update_active(c, c->cqs.v[i]);
+        fatia_control_cq_update_active(c, c->cqs.v[i]);
     c->tree_dirty = false;
-    return ctl_ready_all(c);
+    return fatia_control_ready_all(c);
 }

@@ -38,7 +38,7 @@ static json_t *qty(const struct fatia_control *c, uint32_t res, amt_t milli)
 {
     char buf[80];
 
-    fatia_control_format_amount(ctl_res_name(c, res), milli, buf, sizeof(buf));
+    fatia_control_format_amount(fatia_control_res_name(c, res), milli, buf, sizeof(buf));
     return json_string(buf);
 }
 
@@ -74,7 +74,7 @@ static const char *pending_message(const struct fatia_control *c, const struct c
     *reason = "Pending";
     if (w->bad)
         return w->bad_msg ? w->bad_msg : "invalid workload";
-    if (ctl_queue_bypassed(w))
+    if (fatia_control_queue_bypassed(w))
         return "Bypassed scheduling evaluation because an equivalent workload recently failed";
     if (w->msg) {
         *reason = w->reason ? w->reason : "Pending";
@@ -86,9 +86,10 @@ static const char *pending_message(const struct fatia_control *c, const struct c
         snprintf(buf, n, "Workload is backing off until %s (status.requeueState.requeueAt)", t);
         return buf;
     }
-    if (lq->cq->strategy == CTL_STRICT && ctl_queue_peek(lq->cq) && ctl_queue_peek(lq->cq) != w) {
+    if (lq->cq->strategy == CTL_STRICT && fatia_control_queue_peek(lq->cq) &&
+        fatia_control_queue_peek(lq->cq) != w) {
         snprintf(buf, n, "Workload is queued behind %s in StrictFIFO ClusterQueue %s",
-                 ctl_queue_peek(lq->cq)->key, lq->cq->name);
+                 fatia_control_queue_peek(lq->cq)->key, lq->cq->name);
         return buf;
     }
     snprintf(buf, n, "Workload is waiting to be evaluated by the scheduler in ClusterQueue %s",
@@ -117,17 +118,17 @@ static json_t *flavors_block(const struct fatia_control *c, const struct ctl_quo
         for (size_t f = 0; f < rg->n_flavors; f++) {
             json_t *res = json_array();
             for (size_t k = 0; res && k < rg->n_res; k++) {
-                int fr = ctl_fr_find(c, rg->flavors[f], rg->res[k]);
+                int fr = fatia_control_fr_find(c, rg->flavors[f], rg->res[k]);
                 amt_t u = fr >= 0 && usage ? usage[fr] : 0;
                 amt_t nominal = fr >= 0 && node ? node->slot[fr].nominal : 0;
                 json_array_append_new(
-                    res, json_pack("{s:s,s:o,s:o}", "name", ctl_res_name(c, rg->res[k]), "total",
-                                   qty(c, rg->res[k], u), "borrowed",
+                    res, json_pack("{s:s,s:o,s:o}", "name", fatia_control_res_name(c, rg->res[k]),
+                                   "total", qty(c, rg->res[k], u), "borrowed",
                                    qty(c, rg->res[k], amt_max(0, amt_sub(u, nominal)))));
             }
-            json_array_append_new(out,
-                                  json_pack("{s:s,s:o}", "name", ctl_flavor_name(c, rg->flavors[f]),
-                                            "resources", res));
+            json_array_append_new(out, json_pack("{s:s,s:o}", "name",
+                                                 fatia_control_flavor_name(c, rg->flavors[f]),
+                                                 "resources", res));
         }
     }
     return out;
@@ -136,11 +137,11 @@ static json_t *flavors_block(const struct fatia_control *c, const struct ctl_quo
 int fatia_control_cq_status(const struct fatia_control *c, const char *name, int64_t now,
                             json_t **ret)
 {
-    struct ctl_cq *cq = ctl_cq_get(c, name);
+    struct ctl_cq *cq = fatia_control_cq_get(c, name);
     amt_t *res_use, *adm_use;
     size_t reserving = 0, admitted = 0;
     json_t *st;
-    struct ctl_drs d;
+    struct fatia_control_drs d;
 
     (void)now;
     if (!cq || !cq->defined)
@@ -162,14 +163,14 @@ int fatia_control_cq_status(const struct fatia_control *c, const char *name, int
                 adm_use[w->use[k].fr] = amt_add(adm_use[w->use[k].fr], w->use[k].v);
         }
     }
-    d = c->tree_dirty ? (struct ctl_drs){0}
-                      : ctl_drs((struct fatia_control *)c, &cq->node, NULL, 0);
+    d = c->tree_dirty ? (struct fatia_control_drs){0}
+                      : fatia_control_drs((struct fatia_control *)c, &cq->node, NULL, 0);
     st = json_pack("{s:I,s:I,s:I,s:o,s:o,s:{s:I},s:o}", "pendingWorkloads",
-                   (json_int_t)ctl_queue_pending(cq), "reservingWorkloads", (json_int_t)reserving,
-                   "admittedWorkloads", (json_int_t)admitted, "flavorsReservation",
-                   flavors_block(c, &cq->qs, res_use, &cq->node), "flavorsUsage",
-                   flavors_block(c, &cq->qs, adm_use, &cq->node), "fairSharing", "weightedShare",
-                   (json_int_t)ctl_drs_rounded(d), "conditions",
+                   (json_int_t)fatia_control_queue_pending(cq), "reservingWorkloads",
+                   (json_int_t)reserving, "admittedWorkloads", (json_int_t)admitted,
+                   "flavorsReservation", flavors_block(c, &cq->qs, res_use, &cq->node),
+                   "flavorsUsage", flavors_block(c, &cq->qs, adm_use, &cq->node), "fairSharing",
+                   "weightedShare", (json_int_t)fatia_control_drs_rounded(d), "conditions",
                    active_condition(cq->active, cq->inactive_reason,
                                     cq->active ? "Can admit new workloads"
                                                : (cq->inactive_msg ? cq->inactive_msg : "")));
@@ -250,8 +251,9 @@ static json_t *admission_json(const struct fatia_control *c, const struct ctl_wl
     for (size_t i = 0; psas && i < w->n_ps; i++) {
         json_t *flv = json_object(), *ru = json_object();
         for (size_t k = 0; flv && ru && k < w->asg[i].n; k++) {
-            const char *res = ctl_res_name(c, w->asg[i].v[k].res);
-            json_object_set_new(flv, res, json_string(ctl_flavor_name(c, w->asg[i].v[k].flavor)));
+            const char *res = fatia_control_res_name(c, w->asg[i].v[k].res);
+            json_object_set_new(flv, res,
+                                json_string(fatia_control_flavor_name(c, w->asg[i].v[k].flavor)));
             json_object_set_new(ru, res, qty(c, w->asg[i].v[k].res, w->asg[i].v[k].total));
         }
         json_array_append_new(psas,
@@ -289,7 +291,7 @@ int fatia_control_workload_status(const struct fatia_control *c, const char *ns,
 }
 
 /* For the one-shot driver: every pending workload with its message. */
-int ctl_pending_list(const struct fatia_control *c, json_t *out)
+int fatia_control_pending_list(const struct fatia_control *c, json_t *out)
 {
     char buf[1024];
 
@@ -322,18 +324,18 @@ int fatia_control_usage_table(const struct fatia_control *c, json_t **ret)
             const struct ctl_rg *rg = &cq->qs.rgs[g];
             for (size_t f = 0; f < rg->n_flavors; f++)
                 for (size_t k = 0; k < rg->n_res; k++) {
-                    int fr = ctl_fr_find(c, rg->flavors[f], rg->res[k]);
+                    int fr = fatia_control_fr_find(c, rg->flavors[f], rg->res[k]);
                     const struct ctl_slot *s;
                     json_t *row;
                     if (fr < 0)
                         continue;
                     s = &cq->node.slot[fr];
-                    row = json_pack("{s:s,s:s?,s:s,s:s,s:I,s:I,s:I}", "clusterQueue", cq->name,
-                                    "cohort", cq->cohort_name, "flavor",
-                                    ctl_flavor_name(c, rg->flavors[f]), "resource",
-                                    ctl_res_name(c, rg->res[k]), "nominal", (json_int_t)s->nominal,
-                                    "usage", (json_int_t)s->usage, "borrowed",
-                                    (json_int_t)amt_max(0, amt_sub(s->usage, s->nominal)));
+                    row = json_pack(
+                        "{s:s,s:s?,s:s,s:s,s:I,s:I,s:I}", "clusterQueue", cq->name, "cohort",
+                        cq->cohort_name, "flavor", fatia_control_flavor_name(c, rg->flavors[f]),
+                        "resource", fatia_control_res_name(c, rg->res[k]), "nominal",
+                        (json_int_t)s->nominal, "usage", (json_int_t)s->usage, "borrowed",
+                        (json_int_t)amt_max(0, amt_sub(s->usage, s->nominal)));
                     if (!row)
                         goto oom;
                     if (s->blimit != AMT_NONE)
@@ -426,7 +428,7 @@ int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why
             amt_t s = 0;
             for (size_t p = 0; p < w->n_ps; p++)
                 for (size_t j = 0; j < w->asg[p].n; j++)
-                    if (ctl_fr_find(c, w->asg[p].v[j].flavor, w->asg[p].v[j].res) ==
+                    if (fatia_control_fr_find(c, w->asg[p].v[j].flavor, w->asg[p].v[j].res) ==
                         (int)w->use[k].fr)
                         s = amt_add(s, w->asg[p].v[j].total);
             if (s != w->use[k].v)
@@ -455,8 +457,8 @@ int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why
                     users += cq->admitted.v[j]->use[u].fr == k;
             if (users != cq->node.slot[k].users)
                 FAIL("ClusterQueue %s: %u admitted workloads use %s/%s, the count says %u",
-                     cq->name, users, ctl_flavor_name(c, c->fr_flavor.v[k]),
-                     ctl_res_name(c, c->fr_res.v[k]), cq->node.slot[k].users);
+                     cq->name, users, fatia_control_flavor_name(c, c->fr_flavor.v[k]),
+                     fatia_control_res_name(c, c->fr_res.v[k]), cq->node.slot[k].users);
         }
         if (cq->min_prio_valid) {
             int32_t mp = INT32_MAX;
@@ -470,15 +472,15 @@ int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why
         for (size_t k = 0; k < c->fr_flavor.n; k++)
             if (sum[k] != cq->node.slot[k].usage)
                 FAIL("ClusterQueue %s: usage of %s/%s is %" PRId64 ", its workloads use %" PRId64,
-                     cq->name, ctl_flavor_name(c, c->fr_flavor.v[k]),
-                     ctl_res_name(c, c->fr_res.v[k]), cq->node.slot[k].usage, sum[k]);
+                     cq->name, fatia_control_flavor_name(c, c->fr_flavor.v[k]),
+                     fatia_control_res_name(c, c->fr_res.v[k]), cq->node.slot[k].usage, sum[k]);
         if ((flags & FATIA_CONTROL_CHECK_QUOTA) && cq->defined && cq->active)
             for (size_t k = 0; k < cq->node.n_frs; k++) {
                 uint32_t fr = cq->node.frs[k];
-                if (ctl_available_raw(&cq->node, fr) < 0)
+                if (fatia_control_available_raw(&cq->node, fr) < 0)
                     FAIL("ClusterQueue %s exceeds its quota tree on %s/%s (usage %" PRId64 ")",
-                         cq->name, ctl_flavor_name(c, c->fr_flavor.v[fr]),
-                         ctl_res_name(c, c->fr_res.v[fr]), cq->node.slot[fr].usage);
+                         cq->name, fatia_control_flavor_name(c, c->fr_flavor.v[fr]),
+                         fatia_control_res_name(c, c->fr_res.v[fr]), cq->node.slot[fr].usage);
             }
     }
     for (size_t i = 0; i < c->cohorts.n; i++) {
@@ -487,21 +489,24 @@ int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why
             amt_t u = 0;
             for (size_t j = 0; j < co->child_cqs.n; j++) {
                 const struct ctl_node *ch = &co->child_cqs.v[j]->node;
-                u = amt_add(u, amt_max(0, amt_sub(ch->slot[k].usage, ctl_local_quota(ch, k))));
+                u = amt_add(
+                    u, amt_max(0, amt_sub(ch->slot[k].usage, fatia_control_local_quota(ch, k))));
             }
             for (size_t j = 0; j < co->child_cohorts.n; j++) {
                 const struct ctl_node *ch = &co->child_cohorts.v[j]->node;
-                u = amt_add(u, amt_max(0, amt_sub(ch->slot[k].usage, ctl_local_quota(ch, k))));
+                u = amt_add(
+                    u, amt_max(0, amt_sub(ch->slot[k].usage, fatia_control_local_quota(ch, k))));
             }
             if (u != co->node.slot[k].usage)
                 FAIL("Cohort %s: usage of %s/%s is %" PRId64 ", its children put %" PRId64,
-                     co->name, ctl_flavor_name(c, c->fr_flavor.v[k]),
-                     ctl_res_name(c, c->fr_res.v[k]), co->node.slot[k].usage, u);
+                     co->name, fatia_control_flavor_name(c, c->fr_flavor.v[k]),
+                     fatia_control_res_name(c, c->fr_res.v[k]), co->node.slot[k].usage, u);
             if ((flags & FATIA_CONTROL_CHECK_QUOTA) && !co->in_cycle && !co->parent &&
                 co->node.slot[k].usage > co->node.slot[k].subtree)
                 FAIL("Cohort %s uses %" PRId64 " of %s/%s, more than its subtree quota %" PRId64,
-                     co->name, co->node.slot[k].usage, ctl_flavor_name(c, c->fr_flavor.v[k]),
-                     ctl_res_name(c, c->fr_res.v[k]), co->node.slot[k].subtree);
+                     co->name, co->node.slot[k].usage,
+                     fatia_control_flavor_name(c, c->fr_flavor.v[k]),
+                     fatia_control_res_name(c, c->fr_res.v[k]), co->node.slot[k].subtree);
         }
     }
     /* the evicting list */
@@ -521,11 +526,12 @@ int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why
     /* queue membership */
     for (size_t i = 0; i < c->cqs.n; i++) {
         const struct ctl_cq *cq = c->cqs.v[i];
-        if (ctl_queue_check(cq, why, why_n) < 0) {
+        if (fatia_control_queue_check(cq, why, why_n) < 0) {
             r = -EFAULT;
             goto out;
         }
-        if (!c->tree_dirty && cq->defined && cq->active && ctl_queue_has_head(cq) && !cq->listed)
+        if (!c->tree_dirty && cq->defined && cq->active && fatia_control_queue_has_head(cq) &&
+            !cq->listed)
             FAIL("ClusterQueue %s has a head but is not in the ready list", cq->name);
     }
 out:

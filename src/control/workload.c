@@ -28,12 +28,12 @@
 #include "control/internal.h"
 #include "model/quantity.h"
 
-void ctl_podsets_free(struct ctl_podset *ps, size_t n)
+void fatia_control_podsets_free(struct ctl_podset *ps, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         fatia_free(ps[i].name);
         fatia_free(ps[i].req);
-        ctl_placement_free(ps[i].place);
+        fatia_control_placement_free(ps[i].place);
     }
     fatia_free(ps);
 }
@@ -81,17 +81,17 @@ static int container_requests(struct fatia_control *c, const json_t *ctr, struct
 
     json_object_foreach((json_t *)req, k, q)
     {
-        if (ctl_res_intern(c, k, &res) < 0 || (i = acc_slot(a, res)) < 0)
+        if (fatia_control_res_intern(c, k, &res) < 0 || (i = acc_slot(a, res)) < 0)
             return -ENOMEM;
-        a->v[i].per_pod = amt_add(a->v[i].per_pod, ctl_q_milli(q));
+        a->v[i].per_pod = amt_add(a->v[i].per_pod, fatia_control_q_milli(q));
     }
     json_object_foreach((json_t *)lim, k, q)
     {
         if (json_object_get(req, k))
             continue;
-        if (ctl_res_intern(c, k, &res) < 0 || (i = acc_slot(a, res)) < 0)
+        if (fatia_control_res_intern(c, k, &res) < 0 || (i = acc_slot(a, res)) < 0)
             return -ENOMEM;
-        a->v[i].per_pod = amt_add(a->v[i].per_pod, ctl_q_milli(q));
+        a->v[i].per_pod = amt_add(a->v[i].per_pod, fatia_control_q_milli(q));
     }
     return 0;
 }
@@ -166,16 +166,16 @@ static int pod_requests(struct fatia_control *c, const json_t *spec, struct ctl_
     json_object_foreach(json_object_get(spec, "overhead"), k, q)
     {
         uint32_t res;
-        if (ctl_res_intern(c, k, &res) < 0 || (j = acc_slot(&sum, res)) < 0)
+        if (fatia_control_res_intern(c, k, &res) < 0 || (j = acc_slot(&sum, res)) < 0)
             goto out;
-        sum.v[j].per_pod = amt_add(sum.v[j].per_pod, ctl_q_milli(q));
+        sum.v[j].per_pod = amt_add(sum.v[j].per_pod, fatia_control_q_milli(q));
     }
     json_object_foreach(fatia_json_path(spec, "resources.requests"), k, q)
     {
         uint32_t res;
-        if (ctl_res_intern(c, k, &res) < 0 || (j = acc_slot(&sum, res)) < 0)
+        if (fatia_control_res_intern(c, k, &res) < 0 || (j = acc_slot(&sum, res)) < 0)
             goto out;
-        sum.v[j].per_pod = ctl_q_milli(q);
+        sum.v[j].per_pod = fatia_control_q_milli(q);
     }
     /* SchedulerConfig: excluded prefixes, then transformations */
     for (size_t m = 0; m < sum.n; m++) {
@@ -230,7 +230,7 @@ out:
     return r;
 }
 
-uint64_t ctl_wl_shape_hash(const struct ctl_wl *w, const json_t *podsets)
+uint64_t fatia_control_wl_shape_hash(const struct ctl_wl *w, const json_t *podsets)
 {
     uint64_t h = fatia_hash64(&w->priority, sizeof(w->priority));
 
@@ -259,8 +259,8 @@ uint64_t ctl_wl_shape_hash(const struct ctl_wl *w, const json_t *podsets)
     return h;
 }
 
-int ctl_wl_parse_podsets(struct fatia_control *c, const json_t *list, struct ctl_podset **ret,
-                         size_t *ret_n, char *why, size_t why_n)
+int fatia_control_wl_parse_podsets(struct fatia_control *c, const json_t *list,
+                                   struct ctl_podset **ret, size_t *ret_n, char *why, size_t why_n)
 {
     struct ctl_podset *ps;
     size_t i, n = json_array_size(list);
@@ -290,7 +290,7 @@ int ctl_wl_parse_podsets(struct fatia_control *c, const json_t *list, struct ctl
         r = pod_requests(c, spec, &ps[i].req, &ps[i].n_req);
         if (r < 0)
             goto fail;
-        r = ctl_placement_parse(spec, &ps[i].place, why, why_n);
+        r = fatia_control_placement_parse(spec, &ps[i].place, why, why_n);
         if (r < 0)
             goto fail;
     }
@@ -298,12 +298,12 @@ int ctl_wl_parse_podsets(struct fatia_control *c, const json_t *list, struct ctl
     *ret_n = n;
     return 0;
 fail:
-    ctl_podsets_free(ps, n);
+    fatia_control_podsets_free(ps, n);
     return r;
 }
 
 /* status.admission into w->asg / w->use; interns flavors as needed. */
-int ctl_wl_parse_admission(struct fatia_control *c, struct ctl_wl *w, const json_t *adm)
+int fatia_control_wl_parse_admission(struct fatia_control *c, struct ctl_wl *w, const json_t *adm)
 {
     const json_t *psas = json_object_get(adm, "podSetAssignments");
     struct acc use = {0};
@@ -343,12 +343,12 @@ int ctl_wl_parse_admission(struct fatia_control *c, struct ctl_wl *w, const json
             uint32_t rid, fr;
             amt_t total = -1;
             int j;
-            if (ctl_res_intern(c, res, &rid) < 0 ||
-                ctl_flavor_intern(c, json_string_value(fl), &f) < 0 ||
-                ctl_fr_intern(c, f->id, rid, &fr) < 0)
+            if (fatia_control_res_intern(c, res, &rid) < 0 ||
+                fatia_control_flavor_intern(c, json_string_value(fl), &f) < 0 ||
+                fatia_control_fr_intern(c, f->id, rid, &fr) < 0)
                 goto out;
             if (json_object_get(ru, res))
-                total = ctl_q_milli(json_object_get(ru, res));
+                total = fatia_control_q_milli(json_object_get(ru, res));
             else if (!strcmp(res, "pods"))
                 total = amt_mul(1000, a->count);
             else
@@ -377,6 +377,6 @@ int ctl_wl_parse_admission(struct fatia_control *c, struct ctl_wl *w, const json
 out:
     fatia_free(use.v);
     if (r < 0)
-        ctl_wl_drop_admission(w);
+        fatia_control_wl_drop_admission(w);
     return r;
 }

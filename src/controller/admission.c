@@ -138,7 +138,7 @@ static void schedule_cycle(struct admission_ctl *a, bool reset)
         a->backoff = 0;
     if (a->cycle_pending && !reset)
         return;
-    if (!ctl_ready(a->ctl))
+    if (!fatia_ctlr_ready(a->ctl))
         return; /* the first cycle runs from the sync hook */
     tv.tv_sec = (time_t)(a->backoff / FATIA_USEC_PER_SEC);
     tv.tv_usec = (suseconds_t)(a->backoff % FATIA_USEC_PER_SEC);
@@ -150,15 +150,15 @@ static void wl_enqueue(struct admission_ctl *a, const char *ns, const char *name
 {
     char key[600];
 
-    make_key(ns, name, key, sizeof(key));
-    wq_add(a->status_q, key);
+    fatia_ctlr_make_key(ns, name, key, sizeof(key));
+    fatia_ctlr_wq_add(a->status_q, key);
 }
 
 static double wait_seconds(struct admission_ctl *a, const char *ns, const char *name,
                            fatia_usec_t now)
 {
-    const json_t *wl = informer_get(a->wls, ns, name);
-    const char *ts = meta_str(wl, "creationTimestamp");
+    const json_t *wl = fatia_ctlr_informer_get(a->wls, ns, name);
+    const char *ts = fatia_ctlr_meta_str(wl, "creationTimestamp");
     fatia_usec_t t0;
 
     if (!ts || fatia_time_parse_rfc3339(ts, &t0) < 0 || t0 > now)
@@ -169,9 +169,9 @@ static double wait_seconds(struct admission_ctl *a, const char *ns, const char *
 static void cycle_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct admission_ctl *a = arg;
-    struct ctl_metrics *m = ctl_metrics(a->ctl);
+    struct fatia_ctlr_metrics *m = fatia_ctlr_metrics(a->ctl);
     const struct fatia_control_result *res;
-    fatia_usec_t now = ctl_now(a->ctl), t0 = fatia_now_mono_usec();
+    fatia_usec_t now = fatia_ctlr_now(a->ctl), t0 = fatia_now_mono_usec();
     int64_t wake;
     char lab[512];
     int r;
@@ -179,7 +179,7 @@ static void cycle_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     a->cycle_pending = false;
-    if (!ctl_ready(a->ctl))
+    if (!fatia_ctlr_ready(a->ctl))
         return;
     r = fatia_control_cycle(a->eng, now, &res);
     a->cycles++;
@@ -191,21 +191,21 @@ static void cycle_cb(evutil_socket_t fd, short what, void *arg)
     }
     for (size_t i = 0; i < res->n_admitted; i++) {
         const struct fatia_control_admission *ad = &res->admitted[i];
-        const json_t *wl = informer_get(a->wls, ad->ns, ad->name);
+        const json_t *wl = fatia_ctlr_informer_get(a->wls, ad->ns, ad->name);
         double wait = wait_seconds(a, ad->ns, ad->name, now);
         rec_drop(a, ad->key);
-        metric_labels(lab, sizeof(lab), "cluster_queue", ad->cluster_queue, NULL);
-        metric_inc(m, "kueue_quota_reserved_workloads_total", lab, 1);
-        metric_inc(m, "kueue_admitted_workloads_total", lab, 1);
-        metric_observe(m, "kueue_quota_reserved_wait_time_seconds", lab, wait);
-        metric_observe(m, "kueue_admission_wait_time_seconds", lab, wait);
+        fatia_ctlr_metric_labels(lab, sizeof(lab), "cluster_queue", ad->cluster_queue, NULL);
+        fatia_ctlr_metric_inc(m, "kueue_quota_reserved_workloads_total", lab, 1);
+        fatia_ctlr_metric_inc(m, "kueue_admitted_workloads_total", lab, 1);
+        fatia_ctlr_metric_observe(m, "kueue_quota_reserved_wait_time_seconds", lab, wait);
+        fatia_ctlr_metric_observe(m, "kueue_admission_wait_time_seconds", lab, wait);
         if (wl) {
-            ctl_event(a->ctl, wl, COMPONENT, "Normal", "QuotaReserved",
-                      "Quota reserved in ClusterQueue %s, wait time since queued was %.0fs",
-                      ad->cluster_queue, wait);
-            ctl_event(a->ctl, wl, COMPONENT, "Normal", "Admitted",
-                      "Admitted by ClusterQueue %s, wait time since reservation was 0s",
-                      ad->cluster_queue);
+            fatia_ctlr_event(a->ctl, wl, COMPONENT, "Normal", "QuotaReserved",
+                             "Quota reserved in ClusterQueue %s, wait time since queued was %.0fs",
+                             ad->cluster_queue, wait);
+            fatia_ctlr_event(a->ctl, wl, COMPONENT, "Normal", "Admitted",
+                             "Admitted by ClusterQueue %s, wait time since reservation was 0s",
+                             ad->cluster_queue);
         }
         fatia_info("admission: %s admitted by ClusterQueue %s%s", ad->key, ad->cluster_queue,
                    ad->borrowing ? " (borrowing)" : "");
@@ -213,59 +213,61 @@ static void cycle_cb(evutil_socket_t fd, short what, void *arg)
     }
     for (size_t i = 0; i < res->n_evicted; i++) {
         const struct fatia_control_eviction *ev = &res->evicted[i];
-        const json_t *wl = informer_get(a->wls, ev->ns, ev->name);
+        const json_t *wl = fatia_ctlr_informer_get(a->wls, ev->ns, ev->name);
         bool pre = is_preemption(ev->reason);
         const char *evr = pre                                       ? "Preempted"
                           : !strcmp(ev->reason, "InactiveWorkload") ? "Deactivated"
                                                                     : ev->reason;
         rec_set(a, ev->key, evr, pre ? ev->reason : NULL, ev->message);
-        metric_labels(lab, sizeof(lab), "cluster_queue", ev->cluster_queue, "reason", evr, NULL);
-        metric_inc(m, "kueue_evicted_workloads_total", lab, 1);
+        fatia_ctlr_metric_labels(lab, sizeof(lab), "cluster_queue", ev->cluster_queue, "reason",
+                                 evr, NULL);
+        fatia_ctlr_metric_inc(m, "kueue_evicted_workloads_total", lab, 1);
         if (pre) {
             const json_t *pw = NULL;
             const char *pcq = ev->cluster_queue;
             if (ev->preemptor) {
                 char nsb[300];
-                const char *pn = split_key(ev->preemptor, nsb, sizeof(nsb));
-                pw = informer_get(a->wls, nsb, pn);
+                const char *pn = fatia_ctlr_split_key(ev->preemptor, nsb, sizeof(nsb));
+                pw = fatia_ctlr_informer_get(a->wls, nsb, pn);
                 if (pw && fatia_json_str(json_object_get(pw, "spec"), "queueName")) {
                     json_t *ps = NULL;
                     if (fatia_control_workload_status(a->eng, nsb, pn, &ps) == 0) {
                         const char *c = fatia_json_str(ps, "clusterQueue");
                         if (!c)
                             c = fatia_json_str(json_object_get(ps, "admission"), "clusterQueue");
-                        metric_labels(lab, sizeof(lab), "preempting_cluster_queue", c ? c : pcq,
-                                      "reason", ev->reason, NULL);
+                        fatia_ctlr_metric_labels(lab, sizeof(lab), "preempting_cluster_queue",
+                                                 c ? c : pcq, "reason", ev->reason, NULL);
                         json_decref(ps);
                     } else {
-                        metric_labels(lab, sizeof(lab), "preempting_cluster_queue", pcq, "reason",
-                                      ev->reason, NULL);
+                        fatia_ctlr_metric_labels(lab, sizeof(lab), "preempting_cluster_queue", pcq,
+                                                 "reason", ev->reason, NULL);
                     }
                 }
             } else {
-                metric_labels(lab, sizeof(lab), "preempting_cluster_queue", pcq, "reason",
-                              ev->reason, NULL);
+                fatia_ctlr_metric_labels(lab, sizeof(lab), "preempting_cluster_queue", pcq,
+                                         "reason", ev->reason, NULL);
             }
-            metric_inc(m, "kueue_preempted_workloads_total", lab, 1);
+            fatia_ctlr_metric_inc(m, "kueue_preempted_workloads_total", lab, 1);
         }
         if (wl)
-            ctl_event(a->ctl, wl, COMPONENT, "Normal", pre ? "Preempted" : "Evicted", "%s",
-                      ev->message ? ev->message : ev->reason);
+            fatia_ctlr_event(a->ctl, wl, COMPONENT, "Normal", pre ? "Preempted" : "Evicted", "%s",
+                             ev->message ? ev->message : ev->reason);
         fatia_info("admission: %s evicted (%s): %s", ev->key, ev->reason,
                    ev->message ? ev->message : "");
         wl_enqueue(a, ev->ns, ev->name);
     }
     for (size_t i = 0; i < res->n_pending; i++)
         wl_enqueue(a, res->pending[i].ns, res->pending[i].name);
-    metric_inc(m, "kueue_admission_attempts_total", "result=\"success\"", (double)res->n_admitted);
-    metric_inc(m, "kueue_admission_attempts_total", "result=\"inadmissible\"",
-               (double)res->n_pending);
-    metric_observe(m, "kueue_admission_attempt_duration_seconds",
-                   res->n_admitted ? "result=\"success\"" : "result=\"inadmissible\"",
-                   (double)(fatia_now_mono_usec() - t0) / 1e6);
-    metric_inc(m, "fatia_admission_cycles_total", "", 1);
+    fatia_ctlr_metric_inc(m, "kueue_admission_attempts_total", "result=\"success\"",
+                          (double)res->n_admitted);
+    fatia_ctlr_metric_inc(m, "kueue_admission_attempts_total", "result=\"inadmissible\"",
+                          (double)res->n_pending);
+    fatia_ctlr_metric_observe(m, "kueue_admission_attempt_duration_seconds",
+                              res->n_admitted ? "result=\"success\"" : "result=\"inadmissible\"",
+                              (double)(fatia_now_mono_usec() - t0) / 1e6);
+    fatia_ctlr_metric_inc(m, "fatia_admission_cycles_total", "", 1);
     if (res->n_admitted || res->n_evicted || res->n_pending)
-        wq_add(a->queue_status_q, "*");
+        fatia_ctlr_wq_add(a->queue_status_q, "*");
     if (res->n_admitted || res->n_evicted) {
         schedule_cycle(a, true);
     } else if (fatia_control_has_work(a->eng, now) && !res->quiet) {
@@ -290,10 +292,10 @@ static void apply(struct admission_ctl *a, const json_t *obj)
     int r;
 
     fatia_diag_init(&diag);
-    r = fatia_control_apply(a->eng, obj, ctl_now(a->ctl), &diag);
+    r = fatia_control_apply(a->eng, obj, fatia_ctlr_now(a->ctl), &diag);
     if (r < 0)
-        fatia_warn("admission: %s %s: %s", fatia_json_str(obj, "kind"), meta_str(obj, "name"),
-                   fatia_strerror(r));
+        fatia_warn("admission: %s %s: %s", fatia_json_str(obj, "kind"),
+                   fatia_ctlr_meta_str(obj, "name"), fatia_strerror(r));
     for (size_t i = 0; i < diag.n; i++)
         fatia_debug("admission: %s", diag.v[i].msg);
     fatia_diag_release(&diag);
@@ -308,11 +310,11 @@ static void on_object(void *arg, const json_t *old, const json_t *obj)
     } else {
         const char *kind = fatia_json_str(old, "kind");
         if (kind)
-            fatia_control_delete(a->eng, kind, meta_str(old, "namespace"), meta_str(old, "name"),
-                                 ctl_now(a->ctl));
+            fatia_control_delete(a->eng, kind, fatia_ctlr_meta_str(old, "namespace"),
+                                 fatia_ctlr_meta_str(old, "name"), fatia_ctlr_now(a->ctl));
     }
     schedule_cycle(a, true);
-    wq_add(a->queue_status_q, "*");
+    fatia_ctlr_wq_add(a->queue_status_q, "*");
 }
 
 static const char *engine_state(struct admission_ctl *a, const char *ns, const char *name)
@@ -333,32 +335,33 @@ static void on_workload(void *arg, const json_t *old, const json_t *obj)
 {
     struct admission_ctl *a = arg;
     const json_t *o = obj ? obj : old;
-    const char *ns = meta_str(o, "namespace"), *name = meta_str(o, "name");
-    fatia_usec_t now = ctl_now(a->ctl);
+    const char *ns = fatia_ctlr_meta_str(o, "namespace"), *name = fatia_ctlr_meta_str(o, "name");
+    fatia_usec_t now = fatia_ctlr_now(a->ctl);
     const char *state;
     char key[600];
 
-    make_key(ns, name, key, sizeof(key));
+    fatia_ctlr_make_key(ns, name, key, sizeof(key));
     if (!obj) {
         fatia_control_delete(a->eng, "Workload", ns, name, now);
         rec_drop(a, key);
         schedule_cycle(a, true);
-        wq_add(a->queue_status_q, "*");
+        fatia_ctlr_wq_add(a->queue_status_q, "*");
         return;
     }
-    if (cond_true(obj, "Finished")) {
+    if (fatia_ctlr_cond_true(obj, "Finished")) {
         if (fatia_control_workload_finished(a->eng, ns, name, now) == 0) {
             char lab[300];
-            metric_labels(
+            fatia_ctlr_metric_labels(
                 lab, sizeof(lab), "cluster_queue",
                 fatia_json_str(json_object_get(json_object_get(obj, "status"), "admission"),
                                "clusterQueue"),
                 NULL);
-            metric_inc(ctl_metrics(a->ctl), "kueue_finished_workloads_total", lab, 1);
+            fatia_ctlr_metric_inc(fatia_ctlr_metrics(a->ctl), "kueue_finished_workloads_total", lab,
+                                  1);
         }
         rec_drop(a, key);
         schedule_cycle(a, true);
-        wq_add(a->queue_status_q, "*");
+        fatia_ctlr_wq_add(a->queue_status_q, "*");
         return;
     }
     state = engine_state(a, ns, name);
@@ -366,17 +369,19 @@ static void on_workload(void *arg, const json_t *old, const json_t *obj)
         apply(a, obj);
         /* a restart in the middle of an eviction: keep evicting */
         if (json_object_get(json_object_get(obj, "status"), "admission") &&
-            cond_true(obj, "Evicted")) {
-            const json_t *e = cond_get(obj, "Evicted"), *p = cond_get(obj, "Preempted");
+            fatia_ctlr_cond_true(obj, "Evicted")) {
+            const json_t *e = fatia_ctlr_cond_get(obj, "Evicted"),
+                         *p = fatia_ctlr_cond_get(obj, "Preempted");
             rec_set(a, key, fatia_json_str(e, "reason") ? fatia_json_str(e, "reason") : "Preempted",
-                    p && cond_true(obj, "Preempted") ? fatia_json_str(p, "reason") : NULL,
+                    p && fatia_ctlr_cond_true(obj, "Preempted") ? fatia_json_str(p, "reason")
+                                                                : NULL,
                     fatia_json_str(e, "message"));
         }
     } else {
         bool has_adm = json_object_get(json_object_get(obj, "status"), "admission") != NULL;
         bool evicting = !strcmp(state, "Evicting");
         bool rec = fatia_strmap_get(&a->evictions, key) != NULL;
-        if (!has_adm && cond_true(obj, "Evicted") &&
+        if (!has_adm && fatia_ctlr_cond_true(obj, "Evicted") &&
             (evicting || (!strcmp(state, "Admitted") && rec))) {
             /* the workload controller stopped it and cleared the reservation */
             if (evicting) {
@@ -391,7 +396,7 @@ static void on_workload(void *arg, const json_t *old, const json_t *obj)
             apply(a, obj);
         }
     }
-    wq_add(a->status_q, key);
+    fatia_ctlr_wq_add(a->status_q, key);
     schedule_cycle(a, true);
 }
 
@@ -400,15 +405,15 @@ static void on_workload(void *arg, const json_t *old, const json_t *obj)
 static void reconcile_status(void *arg, const char *key)
 {
     struct admission_ctl *a = arg;
-    const json_t *wl = informer_get_key(a->wls, key);
+    const json_t *wl = fatia_ctlr_informer_get_key(a->wls, key);
     char nsbuf[300], msg[1200];
-    const char *name = split_key(key, nsbuf, sizeof(nsbuf)), *state;
+    const char *name = fatia_ctlr_split_key(key, nsbuf, sizeof(nsbuf)), *state;
     struct evict_rec *rec = fatia_strmap_get(&a->evictions, key);
     json_t *es = NULL, *nw = NULL, *st, *conds;
-    fatia_usec_t now = ctl_now(a->ctl);
+    fatia_usec_t now = fatia_ctlr_now(a->ctl);
     bool stored_adm;
 
-    if (!wl || cond_true(wl, "Finished") || obj_deleting(wl))
+    if (!wl || fatia_ctlr_cond_true(wl, "Finished") || fatia_ctlr_obj_deleting(wl))
         return;
     if (fatia_control_workload_status(a->eng, nsbuf, name, &es) < 0)
         return;
@@ -424,14 +429,14 @@ static void reconcile_status(void *arg, const char *key)
         const json_t *c;
         json_object_set(st, "admission", json_object_get(es, "admission"));
         snprintf(msg, sizeof(msg), "Quota reserved in ClusterQueue %s", cq ? cq : "");
-        cond_set(conds, "QuotaReserved", "True", "QuotaReserved", msg, now);
-        cond_set(conds, "Admitted", "True", "Admitted", "The workload is admitted", now);
+        fatia_ctlr_cond_set(conds, "QuotaReserved", "True", "QuotaReserved", msg, now);
+        fatia_ctlr_cond_set(conds, "Admitted", "True", "Admitted", "The workload is admitted", now);
         for (int i = 0; i < 2; i++) {
             const char *t = i ? "Preempted" : "Evicted";
-            if ((c = cond_get(nw, t)) && !strcmp(fatia_json_str(c, "status"), "True")) {
+            if ((c = fatia_ctlr_cond_get(nw, t)) && !strcmp(fatia_json_str(c, "status"), "True")) {
                 snprintf(msg, sizeof(msg), "Previously: %s",
                          fatia_json_str(c, "message") ? fatia_json_str(c, "message") : "");
-                cond_set(conds, t, "False", "QuotaReserved", msg, now);
+                fatia_ctlr_cond_set(conds, t, "False", "QuotaReserved", msg, now);
             }
         }
         json_object_del(st, "requeueState");
@@ -441,23 +446,26 @@ static void reconcile_status(void *arg, const char *key)
             /* evicted before its admission was ever written: write both, so the hand-off runs */
             json_object_set(st, "admission", json_object_get(es, "admission"));
             snprintf(msg, sizeof(msg), "Quota reserved in ClusterQueue %s", cq ? cq : "");
-            cond_set(conds, "QuotaReserved", "True", "QuotaReserved", msg, now);
-            cond_set(conds, "Admitted", "True", "Admitted", "The workload is admitted", now);
+            fatia_ctlr_cond_set(conds, "QuotaReserved", "True", "QuotaReserved", msg, now);
+            fatia_ctlr_cond_set(conds, "Admitted", "True", "Admitted", "The workload is admitted",
+                                now);
         }
         if (rec) {
-            cond_set(conds, "Evicted", "True", rec->evicted_reason, rec->message, now);
+            fatia_ctlr_cond_set(conds, "Evicted", "True", rec->evicted_reason, rec->message, now);
             if (rec->preempted_reason)
-                cond_set(conds, "Preempted", "True", rec->preempted_reason, rec->message, now);
+                fatia_ctlr_cond_set(conds, "Preempted", "True", rec->preempted_reason, rec->message,
+                                    now);
         }
     } else {
         if (!stored_adm) {
             const char *reason = fatia_json_str(es, "reason");
             const char *m = fatia_json_str(es, "message");
-            cond_set(conds, "QuotaReserved", "False", reason ? reason : "Pending", m ? m : "", now);
+            fatia_ctlr_cond_set(conds, "QuotaReserved", "False", reason ? reason : "Pending",
+                                m ? m : "", now);
         }
     }
     if (!fatia_json_equal(st, json_object_get(wl, "status")))
-        ctl_update_status(a->ctl, nw, &(struct op_opts){.wq = a->status_q, .key = key});
+        fatia_ctlr_update_status(a->ctl, nw, &(struct op_opts){.wq = a->status_q, .key = key});
 out:
     json_decref(es);
     json_decref(nw);
@@ -485,7 +493,7 @@ static void stamp_conditions(json_t *st, const json_t *stored_st, fatia_usec_t n
         const char *t = fatia_json_str(c, "type"), *s = fatia_json_str(c, "status");
         const char *r = fatia_json_str(c, "reason"), *m = fatia_json_str(c, "message");
         if (t && s)
-            cond_set(out, t, s, r ? r : "", m ? m : "", now);
+            fatia_ctlr_cond_set(out, t, s, r ? r : "", m ? m : "", now);
     }
     json_object_set_new(st, "conditions", out);
 }
@@ -494,14 +502,14 @@ static void write_queue_status(struct admission_ctl *a, const json_t *obj, json_
 {
     json_t *nq;
 
-    stamp_conditions(st, json_object_get(obj, "status"), ctl_now(a->ctl));
+    stamp_conditions(st, json_object_get(obj, "status"), fatia_ctlr_now(a->ctl));
     if (fatia_json_equal(st, json_object_get(obj, "status")))
         return;
     nq = json_deep_copy(obj);
     if (!nq)
         return;
     json_object_set(nq, "status", st);
-    ctl_update_status(
+    fatia_ctlr_update_status(
         a->ctl, nq, &(struct op_opts){.wq = a->queue_status_q, .key = "*", .quiet_conflict = true});
     json_decref(nq);
 }
@@ -509,13 +517,13 @@ static void write_queue_status(struct admission_ctl *a, const json_t *obj, json_
 static void reconcile_queues(void *arg, const char *key)
 {
     struct admission_ctl *a = arg;
-    fatia_usec_t now = ctl_now(a->ctl);
+    fatia_usec_t now = fatia_ctlr_now(a->ctl);
 
     (void)key;
     INFORMER_FOREACH(a->cqs, it)
     {
         json_t *st = NULL;
-        if (fatia_control_cq_status(a->eng, meta_str(it->obj, "name"), now, &st) == 0) {
+        if (fatia_control_cq_status(a->eng, fatia_ctlr_meta_str(it->obj, "name"), now, &st) == 0) {
             write_queue_status(a, it->obj, st);
             json_decref(st);
         }
@@ -523,8 +531,8 @@ static void reconcile_queues(void *arg, const char *key)
     INFORMER_FOREACH(a->lqs, it)
     {
         json_t *st = NULL;
-        if (fatia_control_lq_status(a->eng, meta_str(it->obj, "namespace"),
-                                    meta_str(it->obj, "name"), now, &st) == 0) {
+        if (fatia_control_lq_status(a->eng, fatia_ctlr_meta_str(it->obj, "namespace"),
+                                    fatia_ctlr_meta_str(it->obj, "name"), now, &st) == 0) {
             write_queue_status(a, it->obj, st);
             json_decref(st);
         }
@@ -537,7 +545,7 @@ static void status_timer_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    wq_add(a->queue_status_q, "*");
+    fatia_ctlr_wq_add(a->queue_status_q, "*");
 }
 
 static void on_synced(void *arg)
@@ -548,8 +556,8 @@ static void on_synced(void *arg)
     a->cycle_pending = true;
     evtimer_add(a->cycle_ev, &tv);
     INFORMER_FOREACH(a->wls, it)
-    wq_add(a->status_q, it->key);
-    wq_add(a->queue_status_q, "*");
+    fatia_ctlr_wq_add(a->status_q, it->key);
+    fatia_ctlr_wq_add(a->queue_status_q, "*");
 }
 
 /* ---- metrics ---- */
@@ -559,10 +567,10 @@ static double to_units(int64_t milli)
     return (double)milli / 1000.0;
 }
 
-void admission_ctl_metrics(struct admission_ctl *a, struct fatia_buf *out)
+void fatia_ctlr_admission_ctl_metrics(struct admission_ctl *a, struct fatia_buf *out)
 {
     json_t *table = NULL;
-    fatia_usec_t now = ctl_now(a->ctl);
+    fatia_usec_t now = fatia_ctlr_now(a->ctl);
     char lab[600];
     size_t i;
     json_t *row;
@@ -587,23 +595,27 @@ void admission_ctl_metrics(struct admission_ctl *a, struct fatia_buf *out)
     INFORMER_FOREACH(a->cqs, it)
     {
         json_t *st = NULL;
-        if (cqs && fatia_control_cq_status(a->eng, meta_str(it->obj, "name"), now, &st) == 0)
+        if (cqs &&
+            fatia_control_cq_status(a->eng, fatia_ctlr_meta_str(it->obj, "name"), now, &st) == 0)
             json_array_append_new(
-                cqs, json_pack("{s:s,s:o}", "name", meta_str(it->obj, "name"), "status", st));
+                cqs,
+                json_pack("{s:s,s:o}", "name", fatia_ctlr_meta_str(it->obj, "name"), "status", st));
     }
     for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
-        metric_header(out, counts[k].name, "gauge", counts[k].help);
+        fatia_ctlr_metric_header(out, counts[k].name, "gauge", counts[k].help);
         json_array_foreach(cqs, i, row)
         {
             const json_t *st = json_object_get(row, "status");
-            metric_labels(lab, sizeof(lab), "cluster_queue", fatia_json_str(row, "name"),
-                          counts[k].status_label ? "status" : NULL, "active", NULL);
-            metric_sample(out, counts[k].name, lab,
-                          (double)json_integer_value(json_object_get(st, counts[k].field)));
+            fatia_ctlr_metric_labels(lab, sizeof(lab), "cluster_queue", fatia_json_str(row, "name"),
+                                     counts[k].status_label ? "status" : NULL, "active", NULL);
+            fatia_ctlr_metric_sample(
+                out, counts[k].name, lab,
+                (double)json_integer_value(json_object_get(st, counts[k].field)));
         }
     }
-    metric_header(out, "kueue_cluster_queue_status", "gauge",
-                  "Reports 'cluster_queue' with its 'status' (pending, active or terminated)");
+    fatia_ctlr_metric_header(
+        out, "kueue_cluster_queue_status", "gauge",
+        "Reports 'cluster_queue' with its 'status' (pending, active or terminated)");
     json_array_foreach(cqs, i, row)
     {
         const json_t *cond = json_array_get(fatia_json_path(row, "status.conditions"), 0);
@@ -611,10 +623,10 @@ void admission_ctl_metrics(struct admission_ctl *a, struct fatia_buf *out)
         bool active = cs && !strcmp(cs, "True");
         for (int k = 0; k < 3; k++) {
             const char *state = k == 0 ? "pending" : k == 1 ? "active" : "terminating";
-            metric_labels(lab, sizeof(lab), "cluster_queue", fatia_json_str(row, "name"), "status",
-                          state, NULL);
-            metric_sample(out, "kueue_cluster_queue_status", lab,
-                          (k == 1 && active) || (k == 0 && !active) ? 1 : 0);
+            fatia_ctlr_metric_labels(lab, sizeof(lab), "cluster_queue", fatia_json_str(row, "name"),
+                                     "status", state, NULL);
+            fatia_ctlr_metric_sample(out, "kueue_cluster_queue_status", lab,
+                                     (k == 1 && active) || (k == 0 && !active) ? 1 : 0);
         }
     }
     json_decref(cqs);
@@ -635,18 +647,18 @@ void admission_ctl_metrics(struct admission_ctl *a, struct fatia_buf *out)
         };
 
         for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
-            metric_header(out, g[k].name, "gauge", g[k].help);
+            fatia_ctlr_metric_header(out, g[k].name, "gauge", g[k].help);
             json_array_foreach(table, i, row)
             {
                 json_int_t v;
                 if (!json_is_integer(json_object_get(row, g[k].field)))
                     continue;
                 v = json_integer_value(json_object_get(row, g[k].field));
-                metric_labels(lab, sizeof(lab), "cohort", fatia_json_str(row, "cohort"),
-                              "cluster_queue", fatia_json_str(row, "clusterQueue"), "flavor",
-                              fatia_json_str(row, "flavor"), "resource",
-                              fatia_json_str(row, "resource"), NULL);
-                metric_sample(out, g[k].name, lab, to_units(v));
+                fatia_ctlr_metric_labels(lab, sizeof(lab), "cohort", fatia_json_str(row, "cohort"),
+                                         "cluster_queue", fatia_json_str(row, "clusterQueue"),
+                                         "flavor", fatia_json_str(row, "flavor"), "resource",
+                                         fatia_json_str(row, "resource"), NULL);
+                fatia_ctlr_metric_sample(out, g[k].name, lab, to_units(v));
             }
         }
         json_decref(table);
@@ -654,11 +666,14 @@ void admission_ctl_metrics(struct admission_ctl *a, struct fatia_buf *out)
     {
         struct fatia_control_stats s;
         fatia_control_stats(a->eng, &s);
-        metric_header(out, "fatia_admission_workloads", "gauge",
-                      "Workloads the admission engine knows, per 'state'");
-        metric_sample(out, "fatia_admission_workloads", "state=\"pending\"", (double)s.pending);
-        metric_sample(out, "fatia_admission_workloads", "state=\"admitted\"", (double)s.admitted);
-        metric_sample(out, "fatia_admission_workloads", "state=\"evicting\"", (double)s.evicting);
+        fatia_ctlr_metric_header(out, "fatia_admission_workloads", "gauge",
+                                 "Workloads the admission engine knows, per 'state'");
+        fatia_ctlr_metric_sample(out, "fatia_admission_workloads", "state=\"pending\"",
+                                 (double)s.pending);
+        fatia_ctlr_metric_sample(out, "fatia_admission_workloads", "state=\"admitted\"",
+                                 (double)s.admitted);
+        fatia_ctlr_metric_sample(out, "fatia_admission_workloads", "state=\"evicting\"",
+                                 (double)s.evicting);
     }
 }
 
@@ -669,10 +684,10 @@ static const double wait_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 static const double attempt_buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                          0.01,   0.025,   0.05,   0.1,   0.25,   0.5};
 
-int admission_ctl_new(struct ctl *c, struct admission_ctl **ret)
+int fatia_ctlr_admission_ctl_new(struct ctl *c, struct admission_ctl **ret)
 {
     struct admission_ctl *a = fatia_calloc(1, sizeof(*a));
-    struct ctl_metrics *m = ctl_metrics(c);
+    struct fatia_ctlr_metrics *m = fatia_ctlr_metrics(c);
     int r;
 
     if (!a)
@@ -682,20 +697,20 @@ int admission_ctl_new(struct ctl *c, struct admission_ctl **ret)
     if (r < 0)
         goto fail;
     r = -ENOMEM;
-    a->status_q = wq_new(c, "workload-status", reconcile_status, a);
-    a->queue_status_q = wq_new(c, "queue-status", reconcile_queues, a);
-    a->cycle_ev = evtimer_new(ctl_base(c), cycle_cb, a);
-    a->status_timer = event_new(ctl_base(c), -1, EV_PERSIST, status_timer_cb, a);
+    a->status_q = fatia_ctlr_wq_new(c, "workload-status", reconcile_status, a);
+    a->queue_status_q = fatia_ctlr_wq_new(c, "queue-status", reconcile_queues, a);
+    a->cycle_ev = evtimer_new(fatia_ctlr_base(c), cycle_cb, a);
+    a->status_timer = event_new(fatia_ctlr_base(c), -1, EV_PERSIST, status_timer_cb, a);
     if (!a->status_q || !a->queue_status_q || !a->cycle_ev || !a->status_timer)
         goto fail;
     for (size_t i = 0; i < sizeof(kind_names) / sizeof(kind_names[0]); i++) {
         const struct fatia_kind *k = fatia_kind_by_name(kind_names[i]);
-        struct informer *inf = k ? ctl_informer(c, k) : NULL;
+        struct informer *inf = k ? fatia_ctlr_informer(c, k) : NULL;
         if (!inf)
             goto fail;
         if (!strcmp(kind_names[i], "Workload")) {
             a->wls = inf;
-            if (informer_on(inf, on_workload, a) < 0)
+            if (fatia_ctlr_informer_on(inf, on_workload, a) < 0)
                 goto fail;
             continue;
         }
@@ -703,43 +718,50 @@ int admission_ctl_new(struct ctl *c, struct admission_ctl **ret)
             a->cqs = inf;
         if (!strcmp(kind_names[i], "LocalQueue"))
             a->lqs = inf;
-        if (informer_on(inf, on_object, a) < 0)
+        if (fatia_ctlr_informer_on(inf, on_object, a) < 0)
             goto fail;
     }
-    if (ctl_on_synced(c, on_synced, a) < 0 ||
-        metric_define(m, "kueue_quota_reserved_workloads_total", "counter",
-                      "The total number of quota reserved workloads per 'cluster_queue'", NULL,
-                      0) < 0 ||
-        metric_define(m, "kueue_admitted_workloads_total", "counter",
-                      "The total number of admitted workloads per 'cluster_queue'", NULL, 0) < 0 ||
-        metric_define(m, "kueue_evicted_workloads_total", "counter",
-                      "The number of evicted workloads per 'cluster_queue' and 'reason'", NULL,
-                      0) < 0 ||
-        metric_define(m, "kueue_preempted_workloads_total", "counter",
-                      "The number of preempted workloads per 'preempting_cluster_queue' and "
-                      "'reason'",
-                      NULL, 0) < 0 ||
-        metric_define(m, "kueue_finished_workloads_total", "counter",
-                      "The number of finished workloads per 'cluster_queue'", NULL, 0) < 0 ||
-        metric_define(m, "kueue_admission_attempts_total", "counter",
-                      "The total number of attempts to admit workloads, per 'result'", NULL,
-                      0) < 0 ||
-        metric_define(m, "kueue_quota_reserved_wait_time_seconds", "histogram",
-                      "The time between a workload was created or requeued until it got quota "
-                      "reservation, per 'cluster_queue'",
-                      wait_buckets, sizeof(wait_buckets) / sizeof(wait_buckets[0])) < 0 ||
-        metric_define(m, "kueue_admission_wait_time_seconds", "histogram",
-                      "The time between a workload was created or requeued until admission, per "
-                      "'cluster_queue'",
-                      wait_buckets, sizeof(wait_buckets) / sizeof(wait_buckets[0])) < 0 ||
-        metric_define(m, "kueue_admission_attempt_duration_seconds", "histogram",
-                      "The latency of an admission attempt, per 'result'", attempt_buckets,
-                      sizeof(attempt_buckets) / sizeof(attempt_buckets[0])) < 0 ||
-        metric_define(m, "fatia_admission_cycles_total", "counter",
-                      "Kueue scheduling cycles the admission controller ran", NULL, 0) < 0)
+    if (fatia_ctlr_on_synced(c, on_synced, a) < 0 ||
+        fatia_ctlr_metric_define(m, "kueue_quota_reserved_workloads_total", "counter",
+                                 "The total number of quota reserved workloads per 'cluster_queue'",
+                                 NULL, 0) < 0 ||
+        fatia_ctlr_metric_define(m, "kueue_admitted_workloads_total", "counter",
+                                 "The total number of admitted workloads per 'cluster_queue'", NULL,
+                                 0) < 0 ||
+        fatia_ctlr_metric_define(m, "kueue_evicted_workloads_total", "counter",
+                                 "The number of evicted workloads per 'cluster_queue' and 'reason'",
+                                 NULL, 0) < 0 ||
+        fatia_ctlr_metric_define(
+            m, "kueue_preempted_workloads_total", "counter",
+            "The number of preempted workloads per 'preempting_cluster_queue' and "
+            "'reason'",
+            NULL, 0) < 0 ||
+        fatia_ctlr_metric_define(m, "kueue_finished_workloads_total", "counter",
+                                 "The number of finished workloads per 'cluster_queue'", NULL,
+                                 0) < 0 ||
+        fatia_ctlr_metric_define(m, "kueue_admission_attempts_total", "counter",
+                                 "The total number of attempts to admit workloads, per 'result'",
+                                 NULL, 0) < 0 ||
+        fatia_ctlr_metric_define(
+            m, "kueue_quota_reserved_wait_time_seconds", "histogram",
+            "The time between a workload was created or requeued until it got quota "
+            "reservation, per 'cluster_queue'",
+            wait_buckets, sizeof(wait_buckets) / sizeof(wait_buckets[0])) < 0 ||
+        fatia_ctlr_metric_define(
+            m, "kueue_admission_wait_time_seconds", "histogram",
+            "The time between a workload was created or requeued until admission, per "
+            "'cluster_queue'",
+            wait_buckets, sizeof(wait_buckets) / sizeof(wait_buckets[0])) < 0 ||
+        fatia_ctlr_metric_define(m, "kueue_admission_attempt_duration_seconds", "histogram",
+                                 "The latency of an admission attempt, per 'result'",
+                                 attempt_buckets,
+                                 sizeof(attempt_buckets) / sizeof(attempt_buckets[0])) < 0 ||
+        fatia_ctlr_metric_define(m, "fatia_admission_cycles_total", "counter",
+                                 "Kueue scheduling cycles the admission controller ran", NULL,
+                                 0) < 0)
         goto fail;
     {
-        fatia_usec_t iv = ctl_opts(c)->status_interval;
+        fatia_usec_t iv = fatia_ctlr_opts(c)->status_interval;
         struct timeval tv = {(time_t)(iv / FATIA_USEC_PER_SEC),
                              (suseconds_t)(iv % FATIA_USEC_PER_SEC)};
         event_add(a->status_timer, &tv);
@@ -747,11 +769,11 @@ int admission_ctl_new(struct ctl *c, struct admission_ctl **ret)
     *ret = a;
     return 0;
 fail:
-    admission_ctl_free(a);
+    fatia_ctlr_admission_ctl_free(a);
     return r;
 }
 
-void admission_ctl_free(struct admission_ctl *a)
+void fatia_ctlr_admission_ctl_free(struct admission_ctl *a)
 {
     if (!a)
         return;
@@ -759,8 +781,8 @@ void admission_ctl_free(struct admission_ctl *a)
         event_free(a->cycle_ev);
     if (a->status_timer)
         event_free(a->status_timer);
-    wq_free(a->status_q);
-    wq_free(a->queue_status_q);
+    fatia_ctlr_wq_free(a->status_q);
+    fatia_ctlr_wq_free(a->queue_status_q);
     for (size_t i = 0; i < a->evictions.cap; i++)
         if (a->evictions.slots[i].key)
             rec_free(a->evictions.slots[i].val);

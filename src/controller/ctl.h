@@ -11,7 +11,7 @@
  *              batch at a time; a key whose writes are in flight is not reconciled again until
  *              they are answered (then it is, once, if it was queued meanwhile), so a controller
  *              never acts twice on the same stale state;
- *   ops        every write goes through ctl_create/update/update_status/delete: the answer's object
+ *   ops        every write goes through fatia_ctlr_create/update/update_status/delete: the answer's object
  *              is folded into the informer at once (write-through: a reconcile that follows sees
  *              its own write even before the watch event arrives), a conflict or a failure queues
  *              the key again (with a back-off on failures);
@@ -77,16 +77,16 @@ struct informer {
 };
 
 /* The informer of a kind (created on first use; started by ctl_start). */
-struct informer *ctl_informer(struct ctl *c, const struct fatia_kind *k);
-int informer_on(struct informer *inf, informer_fn fn, void *arg);
-const json_t *informer_get(const struct informer *inf, const char *ns, const char *name);
-const json_t *informer_get_key(const struct informer *inf, const char *key);
+struct informer *fatia_ctlr_informer(struct ctl *c, const struct fatia_kind *k);
+int fatia_ctlr_informer_on(struct informer *inf, informer_fn fn, void *arg);
+const json_t *fatia_ctlr_informer_get(const struct informer *inf, const char *ns, const char *name);
+const json_t *fatia_ctlr_informer_get_key(const struct informer *inf, const char *key);
 /* Indexes objects by the uids of their ownerReferences (call before ctl_start). */
-void informer_index_owners(struct informer *inf);
+void fatia_ctlr_informer_index_owners(struct informer *inf);
 /* The objects that name uid as an owner: a map key -> struct informer_item, or NULL. */
-const struct fatia_strmap *informer_owned(const struct informer *inf, const char *uid);
+const struct fatia_strmap *fatia_ctlr_informer_owned(const struct informer *inf, const char *uid);
 /* Folds a write's answer in (see the file comment). */
-void informer_observe(struct informer *inf, const json_t *obj, uint64_t rv);
+void fatia_ctlr_informer_observe(struct informer *inf, const json_t *obj, uint64_t rv);
 /* Iterate: for (size_t i = 0; i < inf->items.cap; i++) if (inf->items.slots[i].key) ... */
 #define INFORMER_FOREACH(inf, it)                                                        \
     for (size_t it##_i = 0; it##_i < (inf)->items.cap; it##_i++)                         \
@@ -99,16 +99,16 @@ void informer_observe(struct informer *inf, const json_t *obj, uint64_t rv);
 /* Reconciles one key; runs from the loop. */
 typedef void (*wq_fn)(void *arg, const char *key);
 
-struct wq *wq_new(struct ctl *c, const char *name, wq_fn fn, void *arg);
-void wq_free(struct wq *q);
-void wq_add(struct wq *q, const char *key);
+struct wq *fatia_ctlr_wq_new(struct ctl *c, const char *name, wq_fn fn, void *arg);
+void fatia_ctlr_wq_free(struct wq *q);
+void fatia_ctlr_wq_add(struct wq *q, const char *key);
 /* Adds key after delay (an earlier pending add wins). */
-void wq_add_after(struct wq *q, const char *key, fatia_usec_t delay);
+void fatia_ctlr_wq_add_after(struct wq *q, const char *key, fatia_usec_t delay);
 /* In-flight writes of a key: while any is, the key is not reconciled. */
-void wq_begin(struct wq *q, const char *key);
-void wq_end(struct wq *q, const char *key, bool requeue);
-size_t wq_len(const struct wq *q);
-bool wq_idle(const struct wq *q);
+void fatia_ctlr_wq_begin(struct wq *q, const char *key);
+void fatia_ctlr_wq_end(struct wq *q, const char *key, bool requeue);
+size_t fatia_ctlr_wq_len(const struct wq *q);
+bool fatia_ctlr_wq_idle(const struct wq *q);
 
 /* ---- writes ---- */
 
@@ -125,57 +125,57 @@ struct op_opts {
 };
 
 /* obj is borrowed (the client may change the tree: pass one of your own). */
-int ctl_create(struct ctl *c, json_t *obj, const struct op_opts *o);
-int ctl_update(struct ctl *c, json_t *obj, const struct op_opts *o);
-int ctl_update_status(struct ctl *c, json_t *obj, const struct op_opts *o);
-int ctl_delete(struct ctl *c, const struct fatia_kind *k, const char *ns, const char *name,
-               const char *uid, const struct op_opts *o);
+int fatia_ctlr_create(struct ctl *c, json_t *obj, const struct op_opts *o);
+int fatia_ctlr_update(struct ctl *c, json_t *obj, const struct op_opts *o);
+int fatia_ctlr_update_status(struct ctl *c, json_t *obj, const struct op_opts *o);
+int fatia_ctlr_delete(struct ctl *c, const struct fatia_kind *k, const char *ns, const char *name,
+                      const char *uid, const struct op_opts *o);
 
 /* ---- events ---- */
 
 /* Records an Event (type "Normal" or "Warning") about obj, from component. */
-void ctl_event(struct ctl *c, const json_t *obj, const char *component, const char *type,
-               const char *reason, const char *fmt, ...) FATIA_PRINTF(6, 7);
+void fatia_ctlr_event(struct ctl *c, const json_t *obj, const char *component, const char *type,
+                      const char *reason, const char *fmt, ...) FATIA_PRINTF(6, 7);
 
 /* ---- helpers ---- */
 
-fatia_usec_t ctl_now(struct ctl *c);
-struct event_base *ctl_base(struct ctl *c);
-struct fatia_client *ctl_client(struct ctl *c);
-const struct fatia_controllers_opts *ctl_opts(struct ctl *c);
+fatia_usec_t fatia_ctlr_now(struct ctl *c);
+struct event_base *fatia_ctlr_base(struct ctl *c);
+struct fatia_client *fatia_ctlr_client(struct ctl *c);
+const struct fatia_controllers_opts *fatia_ctlr_opts(struct ctl *c);
 
 /* "ns/name" or "name" into buf. */
-void obj_key(const json_t *obj, char *buf, size_t n);
-void make_key(const char *ns, const char *name, char *buf, size_t n);
+void fatia_ctlr_obj_key(const json_t *obj, char *buf, size_t n);
+void fatia_ctlr_make_key(const char *ns, const char *name, char *buf, size_t n);
 /* Splits "ns/name": ns into nsbuf, returns name (a pointer into key). ns "" when cluster-scoped. */
-const char *split_key(const char *key, char *nsbuf, size_t n);
+const char *fatia_ctlr_split_key(const char *key, char *nsbuf, size_t n);
 
-const char *meta_str(const json_t *obj, const char *field); /* metadata.<field> */
-const char *obj_label(const json_t *obj, const char *label);
-const char *obj_annotation(const json_t *obj, const char *ann);
-bool obj_deleting(const json_t *obj); /* metadata.deletionTimestamp set */
-bool obj_has_finalizer(const json_t *obj, const char *f);
+const char *fatia_ctlr_meta_str(const json_t *obj, const char *field); /* metadata.<field> */
+const char *fatia_ctlr_obj_label(const json_t *obj, const char *label);
+const char *fatia_ctlr_obj_annotation(const json_t *obj, const char *ann);
+bool fatia_ctlr_obj_deleting(const json_t *obj); /* metadata.deletionTimestamp set */
+bool fatia_ctlr_obj_has_finalizer(const json_t *obj, const char *f);
 /* A copy of obj without finalizer f (metadata.finalizers dropped when it empties), to update
  * with; NULL when out of memory. */
-json_t *obj_without_finalizer(const json_t *obj, const char *f);
+json_t *fatia_ctlr_obj_without_finalizer(const json_t *obj, const char *f);
 /* The ownerReference with controller: true, or NULL. */
-const json_t *obj_controller_ref(const json_t *obj);
+const json_t *fatia_ctlr_obj_controller_ref(const json_t *obj);
 
 /* A condition of status.conditions by type, or NULL. */
-const json_t *cond_get(const json_t *obj, const char *type);
-bool cond_true(const json_t *obj, const char *type);
+const json_t *fatia_ctlr_cond_get(const json_t *obj, const char *type);
+bool fatia_ctlr_cond_true(const json_t *obj, const char *type);
 /* Sets a condition in conds (a JSON array) in place: lastTransitionTime changes only with the
  * status. Returns true when anything changed. */
-bool cond_set(json_t *conds, const char *type, const char *status, const char *reason,
-              const char *message, fatia_usec_t now);
+bool fatia_ctlr_cond_set(json_t *conds, const char *type, const char *status, const char *reason,
+                         const char *message, fatia_usec_t now);
 
 /* RFC 3339 "now" as a JSON string. */
-json_t *json_time(fatia_usec_t t);
+json_t *fatia_ctlr_json_time(fatia_usec_t t);
 
 /* ---- the controllers (each file's entry points) ---- */
 
-struct ctl_metrics;
-struct ctl_metrics *ctl_metrics(struct ctl *c);
+struct fatia_ctlr_metrics;
+struct fatia_ctlr_metrics *fatia_ctlr_metrics(struct ctl *c);
 
 struct device_ctl;
 struct workload_ctl;
@@ -184,27 +184,27 @@ struct admission_ctl;
 struct placement_ctl;
 struct gc_ctl;
 
-int device_ctl_new(struct ctl *c, struct device_ctl **ret);
-void device_ctl_free(struct device_ctl *d);
-int workload_ctl_new(struct ctl *c, struct workload_ctl **ret);
-void workload_ctl_free(struct workload_ctl *w);
-int job_ctl_new(struct ctl *c, struct job_ctl **ret);
-void job_ctl_free(struct job_ctl *j);
-int admission_ctl_new(struct ctl *c, struct admission_ctl **ret);
-void admission_ctl_free(struct admission_ctl *a);
-int placement_ctl_new(struct ctl *c, struct device_ctl *dev, struct placement_ctl **ret);
-void placement_ctl_free(struct placement_ctl *p);
-int gc_ctl_new(struct ctl *c, struct gc_ctl **ret);
-void gc_ctl_free(struct gc_ctl *g);
+int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret);
+void fatia_ctlr_device_ctl_free(struct device_ctl *d);
+int fatia_ctlr_workload_ctl_new(struct ctl *c, struct workload_ctl **ret);
+void fatia_ctlr_workload_ctl_free(struct workload_ctl *w);
+int fatia_ctlr_job_ctl_new(struct ctl *c, struct job_ctl **ret);
+void fatia_ctlr_job_ctl_free(struct job_ctl *j);
+int fatia_ctlr_admission_ctl_new(struct ctl *c, struct admission_ctl **ret);
+void fatia_ctlr_admission_ctl_free(struct admission_ctl *a);
+int fatia_ctlr_placement_ctl_new(struct ctl *c, struct device_ctl *dev, struct placement_ctl **ret);
+void fatia_ctlr_placement_ctl_free(struct placement_ctl *p);
+int fatia_ctlr_gc_ctl_new(struct ctl *c, struct gc_ctl **ret);
+void fatia_ctlr_gc_ctl_free(struct gc_ctl *g);
 
-struct device_ctl *ctl_device(struct ctl *c);
-struct admission_ctl *ctl_admission(struct ctl *c);
-struct placement_ctl *ctl_placement(struct ctl *c);
+struct device_ctl *fatia_ctlr_device(struct ctl *c);
+struct admission_ctl *fatia_ctlr_admission(struct ctl *c);
+struct placement_ctl *fatia_ctlr_placement(struct ctl *c);
 
 /* Metrics each controller renders (Prometheus text format). */
 struct fatia_buf;
-void admission_ctl_metrics(struct admission_ctl *a, struct fatia_buf *out);
-void placement_ctl_metrics(struct placement_ctl *p, struct fatia_buf *out);
-void device_ctl_metrics(struct device_ctl *d, struct fatia_buf *out);
+void fatia_ctlr_admission_ctl_metrics(struct admission_ctl *a, struct fatia_buf *out);
+void fatia_ctlr_placement_ctl_metrics(struct placement_ctl *p, struct fatia_buf *out);
+void fatia_ctlr_device_ctl_metrics(struct device_ctl *d, struct fatia_buf *out);
 
 #endif

@@ -7,23 +7,23 @@
 #include "controller/ctl.h"
 
 /* The informer of k if one exists (no creation). */
-struct informer *ctl_informer_peek(struct ctl *c, const struct fatia_kind *k);
-void ctl_informer_synced(struct ctl *c, struct informer *inf);
-void ctl_informer_restart(struct ctl *c, struct informer *inf);
-int informer_start(struct informer *inf);
-void informer_free(struct informer *inf);
+struct informer *fatia_ctlr_informer_peek(struct ctl *c, const struct fatia_kind *k);
+void fatia_ctlr_informer_synced(struct ctl *c, struct informer *inf);
+void fatia_ctlr_informer_restart(struct ctl *c, struct informer *inf);
+int fatia_ctlr_informer_start(struct informer *inf);
+void fatia_ctlr_informer_free(struct informer *inf);
 
-void ctl_register_wq(struct ctl *c, struct wq *q);
+void fatia_ctlr_register_wq(struct ctl *c, struct wq *q);
 /* Every informer is synced and the sync hooks have run. */
-bool ctl_ready(struct ctl *c);
-void wq_kick(struct wq *q);
+bool fatia_ctlr_ready(struct ctl *c);
+void fatia_ctlr_wq_kick(struct wq *q);
 
-void ctl_op_started(struct ctl *c);
-void ctl_op_finished(struct ctl *c);
-unsigned ctl_next_seq(struct ctl *c);
+void fatia_ctlr_op_started(struct ctl *c);
+void fatia_ctlr_op_finished(struct ctl *c);
+unsigned fatia_ctlr_next_seq(struct ctl *c);
 
 /* Runs fn(arg) once every informer has synced, before any work queue runs (controllers rebuild
  * their state there: the placement controller binds the pods that are already bound). */
-int ctl_on_synced(struct ctl *c, void (*fn)(void *arg), void *arg);
+int fatia_ctlr_on_synced(struct ctl *c, void (*fn)(void *arg), void *arg);
 
 #endif

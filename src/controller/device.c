@@ -89,13 +89,13 @@ static void fleet_free(struct fleet *f)
     fatia_free(f);
 }
 
-const struct fatia_plan *device_ctl_plan(const struct device_ctl *d)
+const struct fatia_plan *fatia_ctlr_device_ctl_plan(const struct device_ctl *d)
 {
     return d->cur ? d->cur->plan : NULL;
 }
 
-void device_ctl_set_hooks(struct device_ctl *d, device_check_fn check,
-                          device_replanned_fn replanned, void *arg)
+void fatia_ctlr_device_ctl_set_hooks(struct device_ctl *d, device_check_fn check,
+                                     device_replanned_fn replanned, void *arg)
 {
     d->check = check;
     d->replanned = replanned;
@@ -108,7 +108,7 @@ static int cmp_name(const void *a, const void *b)
 {
     const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
 
-    return strcmp(meta_str(x, "name"), meta_str(y, "name"));
+    return strcmp(fatia_ctlr_meta_str(x, "name"), fatia_ctlr_meta_str(y, "name"));
 }
 
 /* Adds the objects of inf, sorted by name (the planner takes policies in input order). */
@@ -166,7 +166,7 @@ static void diag_text(const struct fatia_diag *diag, char *buf, size_t n)
 
 static int build_fleet(struct device_ctl *d, struct fleet **ret, char *why, size_t why_n)
 {
-    const struct fatia_controllers_opts *o = ctl_opts(d->ctl);
+    const struct fatia_controllers_opts *o = fatia_ctlr_opts(d->ctl);
     struct fleet *f = fatia_calloc(1, sizeof(*f));
     struct fatia_nvml_opts no = {o->nvml_lib, o->node_name, NULL};
     struct fatia_diag diag;
@@ -234,12 +234,12 @@ static void event_on_policies(struct device_ctl *d, const char *type, const char
 
     INFORMER_FOREACH(d->policies, it)
     {
-        ctl_event(d->ctl, it->obj, COMPONENT, type, reason, "%s", msg);
+        fatia_ctlr_event(d->ctl, it->obj, COMPONENT, type, reason, "%s", msg);
         any = true;
     }
     if (!any) {
         INFORMER_FOREACH(d->pools, it)
-        ctl_event(d->ctl, it->obj, COMPONENT, type, reason, "%s", msg);
+        fatia_ctlr_event(d->ctl, it->obj, COMPONENT, type, reason, "%s", msg);
     }
 }
 
@@ -289,7 +289,7 @@ static void replan(struct device_ctl *d)
                  f->plan->n_slices);
         event_on_policies(d, "Normal", "Replanned", msg);
     }
-    wq_add(d->q, "publish");
+    fatia_ctlr_wq_add(d->q, "publish");
 }
 
 static void replan_cb(evutil_socket_t fd, short what, void *arg)
@@ -298,7 +298,7 @@ static void replan_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (ctl_ready(d->ctl))
+    if (fatia_ctlr_ready(d->ctl))
         replan(d);
 }
 
@@ -307,11 +307,11 @@ static void want_replan(struct device_ctl *d)
     struct timeval tv = {0, 100000};
 
     d->replan_wanted = true;
-    if (ctl_ready(d->ctl))
+    if (fatia_ctlr_ready(d->ctl))
         evtimer_add(d->replan_ev, &tv);
 }
 
-void device_ctl_slices_freed(struct device_ctl *d)
+void fatia_ctlr_device_ctl_slices_freed(struct device_ctl *d)
 {
     struct timeval tv = {0, 0};
 
@@ -362,7 +362,7 @@ static bool node_differs(const json_t *have, const json_t *want)
 static bool node_status_differs(const json_t *have, const json_t *want)
 {
     const json_t *hs = json_object_get(have, "status"), *ws = json_object_get(want, "status");
-    const json_t *hr = cond_get(have, "Ready");
+    const json_t *hr = fatia_ctlr_cond_get(have, "Ready");
 
     return !fatia_json_equal(json_object_get(hs, "capacity"), json_object_get(ws, "capacity")) ||
            !fatia_json_equal(json_object_get(hs, "allocatable"),
@@ -378,19 +378,19 @@ static void node_created(void *arg, const struct fatia_client_result *res)
     struct device_ctl *d = arg;
 
     if (!res->status)
-        wq_add(d->q, "publish");
+        fatia_ctlr_wq_add(d->q, "publish");
 }
 
 static void publish_node(struct device_ctl *d, json_t *want)
 {
-    const char *name = meta_str(want, "name");
-    const json_t *have = informer_get(d->nodes, NULL, name);
+    const char *name = fatia_ctlr_meta_str(want, "name");
+    const json_t *have = fatia_ctlr_informer_get(d->nodes, NULL, name);
     struct op_opts o = {.wq = d->q, .key = "publish"};
 
     if (!have) {
         o.then = node_created;
         o.arg = d;
-        ctl_create(d->ctl, want, &o);
+        fatia_ctlr_create(d->ctl, want, &o);
         return;
     }
     if (node_differs(have, want)) {
@@ -405,13 +405,13 @@ static void publish_node(struct device_ctl *d, json_t *want)
                             json_object_get(json_object_get(want, "spec"), "taints"));
         else
             json_object_del(json_object_get(n, "spec"), "taints");
-        ctl_update(d->ctl, n, &o);
+        fatia_ctlr_update(d->ctl, n, &o);
         json_decref(n);
         return; /* the status follows in the next round */
     }
     if (node_status_differs(have, want)) {
         json_t *n = json_deep_copy(have), *st;
-        fatia_usec_t now = ctl_now(d->ctl);
+        fatia_usec_t now = fatia_ctlr_now(d->ctl);
         if (!n)
             goto out;
         st = fatia_json_object_ensure(n, "status");
@@ -423,18 +423,18 @@ static void publish_node(struct device_ctl *d, json_t *want)
                         json_object_get(json_object_get(want, "status"), "nodeInfo"));
         json_object_set(st, "addresses",
                         json_object_get(json_object_get(want, "status"), "addresses"));
-        cond_set(fatia_json_array_ensure(st, "conditions"), "Ready", "True", "KubeletReady",
-                 "fatia's node agent runs the pods of this node", now);
+        fatia_ctlr_cond_set(fatia_json_array_ensure(st, "conditions"), "Ready", "True",
+                            "KubeletReady", "fatia's node agent runs the pods of this node", now);
         {
             size_t i;
             json_t *c;
             json_array_foreach(json_object_get(st, "conditions"), i, c)
             {
                 if (!json_object_get(c, "lastHeartbeatTime"))
-                    json_object_set_new(c, "lastHeartbeatTime", json_time(now));
+                    json_object_set_new(c, "lastHeartbeatTime", fatia_ctlr_json_time(now));
             }
         }
-        ctl_update_status(d->ctl, n, &o);
+        fatia_ctlr_update_status(d->ctl, n, &o);
         json_decref(n);
     }
 out:
@@ -494,11 +494,12 @@ static void publish_slices(struct device_ctl *d, const struct fatia_plan *plan, 
     }
     json_array_foreach(arr, i, rs)
     {
-        const json_t *have = informer_get(d->slices, NULL, meta_str(rs, "name"));
+        const json_t *have =
+            fatia_ctlr_informer_get(d->slices, NULL, fatia_ctlr_meta_str(rs, "name"));
         if (!have || !slice_same(have, rs))
             changed = true;
-        if (!fatia_strmap_has(keep, meta_str(rs, "name"))) {
-            char *k = fatia_strdup(meta_str(rs, "name"));
+        if (!fatia_strmap_has(keep, fatia_ctlr_meta_str(rs, "name"))) {
+            char *k = fatia_strdup(fatia_ctlr_meta_str(rs, "name"));
             if (!k || fatia_strmap_put(keep, k, (void *)1) < 0)
                 fatia_free(k);
         }
@@ -518,16 +519,17 @@ static void publish_slices(struct device_ctl *d, const struct fatia_plan *plan, 
         gen++;
     json_array_foreach(arr, i, rs)
     {
-        const json_t *have = informer_get(d->slices, NULL, meta_str(rs, "name"));
+        const json_t *have =
+            fatia_ctlr_informer_get(d->slices, NULL, fatia_ctlr_meta_str(rs, "name"));
         json_t *p = json_object_get(json_object_get(rs, "spec"), "pool");
         json_object_set_new(p, "generation", json_integer(gen));
         if (!have) {
-            ctl_create(d->ctl, rs, &(struct op_opts){.wq = d->q, .key = "publish"});
+            fatia_ctlr_create(d->ctl, rs, &(struct op_opts){.wq = d->q, .key = "publish"});
         } else if (!fatia_json_equal(json_object_get(have, "spec"), json_object_get(rs, "spec"))) {
             json_t *n = json_deep_copy(have);
             if (n) {
                 json_object_set(n, "spec", json_object_get(rs, "spec"));
-                ctl_update(d->ctl, n, &(struct op_opts){.wq = d->q, .key = "publish"});
+                fatia_ctlr_update(d->ctl, n, &(struct op_opts){.wq = d->q, .key = "publish"});
                 json_decref(n);
             }
         }
@@ -538,7 +540,7 @@ static void publish_slices(struct device_ctl *d, const struct fatia_plan *plan, 
 static void publish(void *arg, const char *key)
 {
     struct device_ctl *d = arg;
-    const struct fatia_plan *plan = device_ctl_plan(d);
+    const struct fatia_plan *plan = fatia_ctlr_device_ctl_plan(d);
     struct fatia_strmap nodes, keep;
 
     (void)key;
@@ -558,9 +560,10 @@ static void publish(void *arg, const char *key)
     /* nodes and pools this controller published before and the plan no longer has */
     INFORMER_FOREACH(d->nodes, it)
     {
-        if (obj_label(it->obj, LABEL_MANAGED) && !fatia_strmap_has(&nodes, it->key))
-            ctl_delete(d->ctl, d->nodes->kind, NULL, it->key, meta_str(it->obj, "uid"),
-                       &(struct op_opts){.wq = d->q, .key = "publish", .quiet_missing = true});
+        if (fatia_ctlr_obj_label(it->obj, LABEL_MANAGED) && !fatia_strmap_has(&nodes, it->key))
+            fatia_ctlr_delete(
+                d->ctl, d->nodes->kind, NULL, it->key, fatia_ctlr_meta_str(it->obj, "uid"),
+                &(struct op_opts){.wq = d->q, .key = "publish", .quiet_missing = true});
     }
     INFORMER_FOREACH(d->slices, it)
     {
@@ -568,10 +571,11 @@ static void publish(void *arg, const char *key)
         const char *drv = fatia_json_str(spec, "driver");
         const char *nn = fatia_json_str(spec, "nodeName");
         if (drv && !strcmp(drv, DRIVER) && !fatia_strmap_has(&keep, it->key) &&
-            (!nn || !informer_get(d->nodes, NULL, nn) ||
-             obj_label(informer_get(d->nodes, NULL, nn), LABEL_MANAGED)))
-            ctl_delete(d->ctl, d->slices->kind, NULL, it->key, meta_str(it->obj, "uid"),
-                       &(struct op_opts){.wq = d->q, .key = "publish", .quiet_missing = true});
+            (!nn || !fatia_ctlr_informer_get(d->nodes, NULL, nn) ||
+             fatia_ctlr_obj_label(fatia_ctlr_informer_get(d->nodes, NULL, nn), LABEL_MANAGED)))
+            fatia_ctlr_delete(
+                d->ctl, d->slices->kind, NULL, it->key, fatia_ctlr_meta_str(it->obj, "uid"),
+                &(struct op_opts){.wq = d->q, .key = "publish", .quiet_missing = true});
     }
     fatia_strmap_release(&nodes);
     for (size_t i = 0; i < keep.cap; i++)
@@ -601,7 +605,7 @@ static void on_published(void *arg, const json_t *old, const json_t *obj)
     (void)old;
     (void)obj;
     if (d->cur)
-        wq_add(d->q, "publish");
+        fatia_ctlr_wq_add(d->q, "publish");
 }
 
 static void on_synced(void *arg)
@@ -613,28 +617,30 @@ static void on_synced(void *arg)
 
 /* ---- metrics ---- */
 
-void device_ctl_metrics(struct device_ctl *d, struct fatia_buf *out)
+void fatia_ctlr_device_ctl_metrics(struct device_ctl *d, struct fatia_buf *out)
 {
-    const struct fatia_plan *plan = device_ctl_plan(d);
+    const struct fatia_plan *plan = fatia_ctlr_device_ctl_plan(d);
 
-    metric_header(out, "fatia_device_plans_total", "counter",
-                  "Plans the device controller adopted (the first and every re-plan)");
-    metric_sample(out, "fatia_device_plans_total", NULL, (double)d->plans);
-    metric_header(out, "fatia_device_replans_blocked_total", "counter",
-                  "Re-plans that had to wait because a running pod held a slice they would change");
-    metric_sample(out, "fatia_device_replans_blocked_total", NULL, (double)d->blocked_count);
-    metric_header(out, "fatia_device_gpus", "gauge", "GPUs of the inventory, per node");
+    fatia_ctlr_metric_header(out, "fatia_device_plans_total", "counter",
+                             "Plans the device controller adopted (the first and every re-plan)");
+    fatia_ctlr_metric_sample(out, "fatia_device_plans_total", NULL, (double)d->plans);
+    fatia_ctlr_metric_header(
+        out, "fatia_device_replans_blocked_total", "counter",
+        "Re-plans that had to wait because a running pod held a slice they would change");
+    fatia_ctlr_metric_sample(out, "fatia_device_replans_blocked_total", NULL,
+                             (double)d->blocked_count);
+    fatia_ctlr_metric_header(out, "fatia_device_gpus", "gauge", "GPUs of the inventory, per node");
     for (size_t i = 0; plan && i < plan->n_nodes; i++) {
         char lab[300];
-        metric_labels(lab, sizeof(lab), "node", plan->nodes[i].inv->name, "simulated",
-                      plan->inv->source == FATIA_INV_SIM ? "true" : "false", NULL);
-        metric_sample(out, "fatia_device_gpus", lab, (double)plan->nodes[i].inv->n_gpus);
+        fatia_ctlr_metric_labels(lab, sizeof(lab), "node", plan->nodes[i].inv->name, "simulated",
+                                 plan->inv->source == FATIA_INV_SIM ? "true" : "false", NULL);
+        fatia_ctlr_metric_sample(out, "fatia_device_gpus", lab, (double)plan->nodes[i].inv->n_gpus);
     }
 }
 
 /* ---- life cycle ---- */
 
-int device_ctl_new(struct ctl *c, struct device_ctl **ret)
+int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret)
 {
     struct device_ctl *d = fatia_calloc(1, sizeof(*d));
     char path[1024];
@@ -645,7 +651,7 @@ int device_ctl_new(struct ctl *c, struct device_ctl **ret)
     d->ctl = c;
     fatia_catalog_init(&d->cat);
     fatia_diag_init(&diag);
-    fatia_catalog_default_path(ctl_opts(c)->catalog, path, sizeof(path));
+    fatia_catalog_default_path(fatia_ctlr_opts(c)->catalog, path, sizeof(path));
     if (fatia_catalog_load(&d->cat, path, &diag) == 0 && !fatia_diag_has_errors(&diag)) {
         d->have_catalog = true;
     } else {
@@ -653,30 +659,34 @@ int device_ctl_new(struct ctl *c, struct device_ctl **ret)
         fatia_error("device: GPU catalog '%s': %s", path, d->catalog_error);
     }
     fatia_diag_release(&diag);
-    d->q = wq_new(c, "device", publish, d);
-    d->pools = ctl_informer(c, fatia_kind_find("fatia.dev/v1alpha1", "NodePool", NULL));
-    d->policies = ctl_informer(c, fatia_kind_find("fatia.dev/v1alpha1", "GPUSharingPolicy", NULL));
-    d->nodes = ctl_informer(c, fatia_kind_find("v1", "Node", NULL));
-    d->slices = ctl_informer(c, fatia_kind_find("resource.k8s.io/v1", "ResourceSlice", NULL));
-    d->replan_ev = evtimer_new(ctl_base(c), replan_cb, d);
+    d->q = fatia_ctlr_wq_new(c, "device", publish, d);
+    d->pools = fatia_ctlr_informer(c, fatia_kind_find("fatia.dev/v1alpha1", "NodePool", NULL));
+    d->policies =
+        fatia_ctlr_informer(c, fatia_kind_find("fatia.dev/v1alpha1", "GPUSharingPolicy", NULL));
+    d->nodes = fatia_ctlr_informer(c, fatia_kind_find("v1", "Node", NULL));
+    d->slices =
+        fatia_ctlr_informer(c, fatia_kind_find("resource.k8s.io/v1", "ResourceSlice", NULL));
+    d->replan_ev = evtimer_new(fatia_ctlr_base(c), replan_cb, d);
     if (!d->q || !d->pools || !d->policies || !d->nodes || !d->slices || !d->replan_ev ||
-        informer_on(d->pools, on_config, d) < 0 || informer_on(d->policies, on_config, d) < 0 ||
-        informer_on(d->nodes, on_published, d) < 0 || informer_on(d->slices, on_published, d) < 0 ||
-        ctl_on_synced(c, on_synced, d) < 0) {
-        device_ctl_free(d);
+        fatia_ctlr_informer_on(d->pools, on_config, d) < 0 ||
+        fatia_ctlr_informer_on(d->policies, on_config, d) < 0 ||
+        fatia_ctlr_informer_on(d->nodes, on_published, d) < 0 ||
+        fatia_ctlr_informer_on(d->slices, on_published, d) < 0 ||
+        fatia_ctlr_on_synced(c, on_synced, d) < 0) {
+        fatia_ctlr_device_ctl_free(d);
         return -ENOMEM;
     }
     *ret = d;
     return 0;
 }
 
-void device_ctl_free(struct device_ctl *d)
+void fatia_ctlr_device_ctl_free(struct device_ctl *d)
 {
     if (!d)
         return;
     if (d->replan_ev)
         event_free(d->replan_ev);
-    wq_free(d->q);
+    fatia_ctlr_wq_free(d->q);
     fleet_free(d->cur);
     fatia_catalog_release(&d->cat);
     fatia_free(d);

@@ -15,11 +15,11 @@ typedef int (*device_check_fn)(void *arg, const struct fatia_plan *plan, char *w
 /* The fleet moved to plan (the previous plan is freed right after this returns). */
 typedef void (*device_replanned_fn)(void *arg, const struct fatia_plan *plan);
 
-void device_ctl_set_hooks(struct device_ctl *d, device_check_fn check,
-                          device_replanned_fn replanned, void *arg);
+void fatia_ctlr_device_ctl_set_hooks(struct device_ctl *d, device_check_fn check,
+                                     device_replanned_fn replanned, void *arg);
 /* The current plan, or NULL before the first one. Valid until the next re-plan. */
-const struct fatia_plan *device_ctl_plan(const struct device_ctl *d);
+const struct fatia_plan *fatia_ctlr_device_ctl_plan(const struct device_ctl *d);
 /* A pod let go of slices: a re-plan that waited for them is tried again. */
-void device_ctl_slices_freed(struct device_ctl *d);
+void fatia_ctlr_device_ctl_slices_freed(struct device_ctl *d);
 
 #endif

@@ -54,7 +54,7 @@ struct gc_ctl {
 static void sweep_event(void *arg, const char *key)
 {
     struct gc_ctl *g = arg;
-    const json_t *ev = informer_get_key(g->events, key);
+    const json_t *ev = fatia_ctlr_informer_get_key(g->events, key);
     const char *ts;
     fatia_usec_t t;
     char nsbuf[300];
@@ -66,13 +66,14 @@ static void sweep_event(void *arg, const char *key)
     if (!ts)
         ts = fatia_json_str(ev, "eventTime");
     if (!ts)
-        ts = meta_str(ev, "creationTimestamp");
-    if (!ts || fatia_time_parse_rfc3339(ts, &t) < 0 || ctl_now(g->ctl) - t < EVENT_TTL)
+        ts = fatia_ctlr_meta_str(ev, "creationTimestamp");
+    if (!ts || fatia_time_parse_rfc3339(ts, &t) < 0 || fatia_ctlr_now(g->ctl) - t < EVENT_TTL)
         return;
-    name = split_key(key, nsbuf, sizeof(nsbuf));
-    ctl_delete(g->ctl, g->events->kind, nsbuf, name, meta_str(ev, "uid"),
-               &(struct op_opts){
-                   .wq = g->events_q, .key = key, .quiet_missing = true, .quiet_conflict = true});
+    name = fatia_ctlr_split_key(key, nsbuf, sizeof(nsbuf));
+    fatia_ctlr_delete(
+        g->ctl, g->events->kind, nsbuf, name, fatia_ctlr_meta_str(ev, "uid"),
+        &(struct op_opts){
+            .wq = g->events_q, .key = key, .quiet_missing = true, .quiet_conflict = true});
 }
 
 static void sweep_cb(evutil_socket_t fd, short what, void *arg)
@@ -81,10 +82,10 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (!ctl_ready(g->ctl))
+    if (!fatia_ctlr_ready(g->ctl))
         return;
     INFORMER_FOREACH(g->events, it)
-    wq_add(g->events_q, it->key);
+    fatia_ctlr_wq_add(g->events_q, it->key);
 }
 
 /* Queue keys are "<index of the dependent informer>|<ns/name>". */
@@ -93,7 +94,7 @@ static void enqueue(struct gc_ctl *g, size_t dep, const char *key)
     char k[700];
 
     snprintf(k, sizeof(k), "%zu|%s", dep, key);
-    wq_add(g->q, k);
+    fatia_ctlr_wq_add(g->q, k);
 }
 
 static struct informer *owner_informer(struct gc_ctl *g, const json_t *ref)
@@ -115,8 +116,9 @@ static bool owner_alive(struct gc_ctl *g, const json_t *dep, const json_t *ref)
 
     if (!inf)
         return true;
-    o = informer_get(inf, meta_str(dep, "namespace"), fatia_json_str(ref, "name"));
-    ouid = o ? meta_str(o, "uid") : NULL;
+    o = fatia_ctlr_informer_get(inf, fatia_ctlr_meta_str(dep, "namespace"),
+                                fatia_json_str(ref, "name"));
+    ouid = o ? fatia_ctlr_meta_str(o, "uid") : NULL;
     return o && uid && ouid && !strcmp(uid, ouid);
 }
 
@@ -135,8 +137,8 @@ static void reconcile(void *arg, const char *qkey)
     dep = (size_t)strtoul(qkey, NULL, 10);
     if (dep >= g->n_deps)
         return;
-    obj = informer_get_key(g->deps[dep], bar + 1);
-    if (!obj || obj_deleting(obj))
+    obj = fatia_ctlr_informer_get_key(g->deps[dep], bar + 1);
+    if (!obj || fatia_ctlr_obj_deleting(obj))
         return;
     refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
     if (!json_array_size(refs))
@@ -146,10 +148,10 @@ static void reconcile(void *arg, const char *qkey)
         if (owner_alive(g, obj, ref))
             return;
     }
-    name = split_key(bar + 1, nsbuf, sizeof(nsbuf));
+    name = fatia_ctlr_split_key(bar + 1, nsbuf, sizeof(nsbuf));
     fatia_debug("gc: deleting %s %s: its owners are gone", g->deps[dep]->kind->singular, bar + 1);
-    ctl_delete(
-        g->ctl, g->deps[dep]->kind, nsbuf[0] ? nsbuf : NULL, name, meta_str(obj, "uid"),
+    fatia_ctlr_delete(
+        g->ctl, g->deps[dep]->kind, nsbuf[0] ? nsbuf : NULL, name, fatia_ctlr_meta_str(obj, "uid"),
         &(struct op_opts){.wq = g->q, .key = qkey, .quiet_missing = true, .quiet_conflict = true});
 }
 
@@ -161,9 +163,9 @@ static void on_owner(void *arg, const json_t *old, const json_t *obj)
 
     if (obj || !old)
         return;
-    uid = meta_str(old, "uid");
+    uid = fatia_ctlr_meta_str(old, "uid");
     for (size_t d = 0; d < g->n_deps; d++) {
-        const struct fatia_strmap *set = informer_owned(g->deps[d], uid);
+        const struct fatia_strmap *set = fatia_ctlr_informer_owned(g->deps[d], uid);
         for (size_t i = 0; set && i < set->cap; i++)
             if (set->slots[i].key)
                 enqueue(g, d, set->slots[i].key);
@@ -191,28 +193,28 @@ static void on_synced(void *arg)
 static int add_owner(struct gc_ctl *g, const char *av, const char *kind)
 {
     const struct fatia_kind *k = fatia_kind_find(av, kind, NULL);
-    struct informer *inf = k ? ctl_informer(g->ctl, k) : NULL;
+    struct informer *inf = k ? fatia_ctlr_informer(g->ctl, k) : NULL;
 
     if (!inf || g->n_owners == GC_MAX_KINDS)
         return -ENOMEM;
     g->owner_kinds[g->n_owners] = k;
     g->owners[g->n_owners++] = inf;
-    return informer_on(inf, on_owner, g);
+    return fatia_ctlr_informer_on(inf, on_owner, g);
 }
 
 static int add_dep(struct gc_ctl *g, const char *av, const char *kind)
 {
     const struct fatia_kind *k = fatia_kind_find(av, kind, NULL);
-    struct informer *inf = k ? ctl_informer(g->ctl, k) : NULL;
+    struct informer *inf = k ? fatia_ctlr_informer(g->ctl, k) : NULL;
 
     if (!inf || g->n_deps == GC_MAX_KINDS)
         return -ENOMEM;
-    informer_index_owners(inf);
+    fatia_ctlr_informer_index_owners(inf);
     g->deps[g->n_deps++] = inf;
     return 0;
 }
 
-int gc_ctl_new(struct ctl *c, struct gc_ctl **ret)
+int fatia_ctlr_gc_ctl_new(struct ctl *c, struct gc_ctl **ret)
 {
     struct gc_ctl *g = fatia_calloc(1, sizeof(*g));
     int r;
@@ -220,12 +222,12 @@ int gc_ctl_new(struct ctl *c, struct gc_ctl **ret)
     if (!g)
         return -ENOMEM;
     g->ctl = c;
-    g->q = wq_new(c, "gc", reconcile, g);
-    g->events_q = wq_new(c, "event-ttl", sweep_event, g);
-    g->events = ctl_informer(c, fatia_kind_find("v1", "Event", NULL));
-    g->sweep_ev = event_new(ctl_base(c), -1, EV_PERSIST, sweep_cb, g);
+    g->q = fatia_ctlr_wq_new(c, "gc", reconcile, g);
+    g->events_q = fatia_ctlr_wq_new(c, "event-ttl", sweep_event, g);
+    g->events = fatia_ctlr_informer(c, fatia_kind_find("v1", "Event", NULL));
+    g->sweep_ev = event_new(fatia_ctlr_base(c), -1, EV_PERSIST, sweep_cb, g);
     if (!g->q || !g->events_q || !g->events || !g->sweep_ev) {
-        gc_ctl_free(g);
+        fatia_ctlr_gc_ctl_free(g);
         return -ENOMEM;
     }
     if (!g->q) {
@@ -236,20 +238,20 @@ int gc_ctl_new(struct ctl *c, struct gc_ctl **ret)
         (r = add_dep(g, "v1", "Pod")) < 0 ||
         (r = add_dep(g, "kueue.x-k8s.io/v1beta2", "Workload")) < 0 ||
         (r = add_dep(g, "resource.k8s.io/v1", "ResourceClaim")) < 0 ||
-        (r = ctl_on_synced(c, on_synced, g)) < 0) {
-        gc_ctl_free(g);
+        (r = fatia_ctlr_on_synced(c, on_synced, g)) < 0) {
+        fatia_ctlr_gc_ctl_free(g);
         return r;
     }
     *ret = g;
     return 0;
 }
 
-void gc_ctl_free(struct gc_ctl *g)
+void fatia_ctlr_gc_ctl_free(struct gc_ctl *g)
 {
     if (!g)
         return;
-    wq_free(g->q);
-    wq_free(g->events_q);
+    fatia_ctlr_wq_free(g->q);
+    fatia_ctlr_wq_free(g->events_q);
     if (g->sweep_ev)
         event_free(g->sweep_ev);
     fatia_free(g);

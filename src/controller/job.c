@@ -72,38 +72,40 @@ static void on_job(void *arg, const json_t *old, const json_t *obj)
     struct job_ctl *j = arg;
     char key[600];
 
-    obj_key(obj ? obj : old, key, sizeof(key));
+    fatia_ctlr_obj_key(obj ? obj : old, key, sizeof(key));
     if (!obj) {
-        fatia_usec_t *t = fatia_strmap_get(&j->last_failure, meta_str(old, "uid"));
+        fatia_usec_t *t = fatia_strmap_get(&j->last_failure, fatia_ctlr_meta_str(old, "uid"));
         if (t) {
             /* the map's key is stored right after the time */
-            fatia_strmap_del(&j->last_failure, meta_str(old, "uid"));
+            fatia_strmap_del(&j->last_failure, fatia_ctlr_meta_str(old, "uid"));
             fatia_free(t);
         }
         return;
     }
-    wq_add(j->q, key);
+    fatia_ctlr_wq_add(j->q, key);
 }
 
 static void on_pod(void *arg, const json_t *old, const json_t *obj)
 {
     struct job_ctl *j = arg;
     const json_t *o = obj ? obj : old;
-    const json_t *ref = owner_of_kind(o, "batch/v1", "Job");
+    const json_t *ref = fatia_ctlr_owner_of_kind(o, "batch/v1", "Job");
     char key[600];
 
     if (!ref)
         return;
-    make_key(meta_str(o, "namespace"), fatia_json_str(ref, "name"), key, sizeof(key));
-    wq_add(j->q, key);
-    if (obj && obj_has_finalizer(obj, JOB_FINALIZER_TRACK)) {
+    fatia_ctlr_make_key(fatia_ctlr_meta_str(o, "namespace"), fatia_json_str(ref, "name"), key,
+                        sizeof(key));
+    fatia_ctlr_wq_add(j->q, key);
+    if (obj && fatia_ctlr_obj_has_finalizer(obj, JOB_FINALIZER_TRACK)) {
         /* perhaps an orphan (its Job deleted): reconcile_orphan decides once caches are synced */
-        const json_t *job = informer_get_key(j->jobs, key);
-        if (!job || strcmp(meta_str(job, "uid"), fatia_json_str(ref, "uid")) || obj_deleting(job)) {
+        const json_t *job = fatia_ctlr_informer_get_key(j->jobs, key);
+        if (!job || strcmp(fatia_ctlr_meta_str(job, "uid"), fatia_json_str(ref, "uid")) ||
+            fatia_ctlr_obj_deleting(job)) {
             char pk[620];
-            snprintf(pk, sizeof(pk), "%s%s/%s", ORPHAN_PREFIX, meta_str(obj, "namespace"),
-                     meta_str(obj, "name"));
-            wq_add(j->q, pk);
+            snprintf(pk, sizeof(pk), "%s%s/%s", ORPHAN_PREFIX,
+                     fatia_ctlr_meta_str(obj, "namespace"), fatia_ctlr_meta_str(obj, "name"));
+            fatia_ctlr_wq_add(j->q, pk);
         }
     }
 }
@@ -175,12 +177,12 @@ static void note_failure(struct job_ctl *j, const char *uid, fatia_usec_t now)
 
 static int remove_tracking(struct job_ctl *j, const json_t *pod, const char *key)
 {
-    json_t *np = obj_without_finalizer(pod, JOB_FINALIZER_TRACK);
+    json_t *np = fatia_ctlr_obj_without_finalizer(pod, JOB_FINALIZER_TRACK);
     int r;
 
     if (!np)
         return -ENOMEM;
-    r = ctl_update(
+    r = fatia_ctlr_update(
         j->ctl, np,
         &(struct op_opts){.wq = j->q, .key = key, .quiet_missing = true, .quiet_conflict = true});
     json_decref(np);
@@ -189,7 +191,7 @@ static int remove_tracking(struct job_ctl *j, const json_t *pod, const char *key
 
 static void set_selector(struct job_ctl *j, const json_t *job, const char *key)
 {
-    const char *uid = meta_str(job, "uid"), *name = meta_str(job, "name");
+    const char *uid = fatia_ctlr_meta_str(job, "uid"), *name = fatia_ctlr_meta_str(job, "name");
     json_t *nj = json_deep_copy(job);
     json_t *spec = nj ? json_object_get(nj, "spec") : NULL;
     json_t *tmeta, *labels;
@@ -208,7 +210,7 @@ static void set_selector(struct job_ctl *j, const json_t *job, const char *key)
         json_object_set_new(labels, "controller-uid", json_string(uid));
         json_object_set_new(labels, "job-name", json_string(name));
     }
-    ctl_update(j->ctl, nj, &(struct op_opts){.wq = j->q, .key = key});
+    fatia_ctlr_update(j->ctl, nj, &(struct op_opts){.wq = j->q, .key = key});
     json_decref(nj);
 }
 
@@ -216,16 +218,16 @@ static json_t *new_pod(const json_t *job)
 {
     const json_t *tmpl = json_object_get(json_object_get(job, "spec"), "template");
     const json_t *tmeta = json_object_get(tmpl, "metadata");
-    const char *name = meta_str(job, "name"), *uid = meta_str(job, "uid");
+    const char *name = fatia_ctlr_meta_str(job, "name"), *uid = fatia_ctlr_meta_str(job, "uid");
     char gen[300];
     json_t *pod, *labels;
 
     snprintf(gen, sizeof(gen), "%.57s-", name);
     pod = json_pack("{s:s,s:s,s:{s:s,s:s,s:{},s:[{s:s,s:s,s:s,s:s,s:b,s:b}],s:[s]},s:o}",
                     "apiVersion", "v1", "kind", "Pod", "metadata", "generateName", gen, "namespace",
-                    meta_str(job, "namespace"), "labels", "ownerReferences", "apiVersion",
-                    "batch/v1", "kind", "Job", "name", name, "uid", uid, "controller", 1,
-                    "blockOwnerDeletion", 1, "finalizers", JOB_FINALIZER_TRACK, "spec",
+                    fatia_ctlr_meta_str(job, "namespace"), "labels", "ownerReferences",
+                    "apiVersion", "batch/v1", "kind", "Job", "name", name, "uid", uid, "controller",
+                    1, "blockOwnerDeletion", 1, "finalizers", JOB_FINALIZER_TRACK, "spec",
                     json_deep_copy(json_object_get(tmpl, "spec")));
     if (!pod)
         return NULL;
@@ -250,16 +252,18 @@ static json_t *new_pod(const json_t *job)
 static void reconcile_orphan(struct job_ctl *j, const char *key)
 {
     const char *pkey = key + strlen(ORPHAN_PREFIX);
-    const json_t *pod = informer_get_key(j->pods, pkey);
-    const json_t *ref = pod ? owner_of_kind(pod, "batch/v1", "Job") : NULL;
+    const json_t *pod = fatia_ctlr_informer_get_key(j->pods, pkey);
+    const json_t *ref = pod ? fatia_ctlr_owner_of_kind(pod, "batch/v1", "Job") : NULL;
     const json_t *job;
     char jkey[600];
 
-    if (!ref || !obj_has_finalizer(pod, JOB_FINALIZER_TRACK))
+    if (!ref || !fatia_ctlr_obj_has_finalizer(pod, JOB_FINALIZER_TRACK))
         return;
-    make_key(meta_str(pod, "namespace"), fatia_json_str(ref, "name"), jkey, sizeof(jkey));
-    job = informer_get_key(j->jobs, jkey);
-    if (job && !strcmp(meta_str(job, "uid"), fatia_json_str(ref, "uid")) && !obj_deleting(job))
+    fatia_ctlr_make_key(fatia_ctlr_meta_str(pod, "namespace"), fatia_json_str(ref, "name"), jkey,
+                        sizeof(jkey));
+    job = fatia_ctlr_informer_get_key(j->jobs, jkey);
+    if (job && !strcmp(fatia_ctlr_meta_str(job, "uid"), fatia_json_str(ref, "uid")) &&
+        !fatia_ctlr_obj_deleting(job))
         return;
     (void)remove_tracking(j, pod, key);
 }
@@ -285,23 +289,25 @@ struct jobrun {
 /* A Job deleted in the foreground waits for its pods: they lose the tracking finalizer. */
 static void release_pods_of_deleted(struct job_ctl *j, const json_t *job)
 {
-    const struct fatia_strmap *owned = informer_owned(j->pods, meta_str(job, "uid"));
+    const struct fatia_strmap *owned =
+        fatia_ctlr_informer_owned(j->pods, fatia_ctlr_meta_str(job, "uid"));
 
     for (size_t i = 0; owned && i < owned->cap; i++) {
         const struct informer_item *it = owned->slots[i].key ? owned->slots[i].val : NULL;
         char pk[620];
-        if (!it || !obj_has_finalizer(it->obj, JOB_FINALIZER_TRACK))
+        if (!it || !fatia_ctlr_obj_has_finalizer(it->obj, JOB_FINALIZER_TRACK))
             continue;
-        snprintf(pk, sizeof(pk), "%s%s/%s", ORPHAN_PREFIX, meta_str(it->obj, "namespace"),
-                 meta_str(it->obj, "name"));
-        wq_add(j->q, pk);
+        snprintf(pk, sizeof(pk), "%s%s/%s", ORPHAN_PREFIX,
+                 fatia_ctlr_meta_str(it->obj, "namespace"), fatia_ctlr_meta_str(it->obj, "name"));
+        fatia_ctlr_wq_add(j->q, pk);
     }
 }
 
 /* The Job's pods, by state: ended, terminating (counted only), active (and how many Ready). */
 static int collect_pods(struct jobrun *r)
 {
-    const struct fatia_strmap *set = informer_owned(r->j->pods, meta_str(r->job, "uid"));
+    const struct fatia_strmap *set =
+        fatia_ctlr_informer_owned(r->j->pods, fatia_ctlr_meta_str(r->job, "uid"));
 
     for (size_t i = 0; set && i < set->cap; i++) {
         const struct informer_item *it = set->slots[i].key ? set->slots[i].val : NULL;
@@ -309,19 +315,19 @@ static int collect_pods(struct jobrun *r)
         struct podview pv;
         if (!it)
             continue;
-        ref = owner_of_kind(it->obj, "batch/v1", "Job");
-        if (!ref || strcmp(fatia_json_str(ref, "uid"), meta_str(r->job, "uid")))
+        ref = fatia_ctlr_owner_of_kind(it->obj, "batch/v1", "Job");
+        if (!ref || strcmp(fatia_json_str(ref, "uid"), fatia_ctlr_meta_str(r->job, "uid")))
             continue;
-        pv = (struct podview){it->obj, meta_str(it->obj, "uid")};
-        if (pod_done(it->obj)) {
+        pv = (struct podview){it->obj, fatia_ctlr_meta_str(it->obj, "uid")};
+        if (fatia_ctlr_pod_done(it->obj)) {
             if (FATIA_VEC_PUSH(&r->ended, pv) < 0)
                 return -ENOMEM;
-        } else if (obj_deleting(it->obj)) {
+        } else if (fatia_ctlr_obj_deleting(it->obj)) {
             r->terminating++;
         } else {
             if (FATIA_VEC_PUSH(&r->active, pv) < 0)
                 return -ENOMEM;
-            if (cond_true(it->obj, "Ready"))
+            if (fatia_ctlr_cond_true(it->obj, "Ready"))
                 r->ready++;
         }
     }
@@ -340,17 +346,18 @@ static bool track_ended(struct jobrun *r)
         const json_t *p = r->ended.v[i].pod;
         const char *ph = fatia_json_str(json_object_get(p, "status"), "phase");
         const char *uid = r->ended.v[i].uid;
-        if (!obj_has_finalizer(p, JOB_FINALIZER_TRACK) || uid_in(r->us, uid) || uid_in(r->uf, uid))
+        if (!fatia_ctlr_obj_has_finalizer(p, JOB_FINALIZER_TRACK) || uid_in(r->us, uid) ||
+            uid_in(r->uf, uid))
             continue;
         if (ph && !strcmp(ph, "Succeeded")) {
             json_array_append_new(r->us, json_string(uid));
-        } else if (r->suspended && obj_deleting(p)) {
+        } else if (r->suspended && fatia_ctlr_obj_deleting(p)) {
             /* stopped by the suspension (Kueue's eviction): not a failure; let it go */
             (void)remove_tracking(r->j, p, r->key);
             continue;
         } else {
             json_array_append_new(r->uf, json_string(uid));
-            note_failure(r->j, meta_str(r->job, "uid"), r->now);
+            note_failure(r->j, fatia_ctlr_meta_str(r->job, "uid"), r->now);
         }
         status_write = true;
     }
@@ -359,7 +366,7 @@ static bool track_ended(struct jobrun *r)
     /* 2. finalizers of recorded pods come off */
     for (size_t i = 0; i < r->ended.n; i++) {
         const json_t *p = r->ended.v[i].pod;
-        if (obj_has_finalizer(p, JOB_FINALIZER_TRACK) &&
+        if (fatia_ctlr_obj_has_finalizer(p, JOB_FINALIZER_TRACK) &&
             (uid_in(r->us, r->ended.v[i].uid) || uid_in(r->uf, r->ended.v[i].uid)))
             (void)remove_tracking(r->j, p, r->key);
     }
@@ -371,7 +378,7 @@ static bool track_ended(struct jobrun *r)
             bool still = false;
             for (size_t k = 0; uid && k < r->ended.n; k++)
                 if (!strcmp(r->ended.v[k].uid, uid) &&
-                    obj_has_finalizer(r->ended.v[k].pod, JOB_FINALIZER_TRACK))
+                    fatia_ctlr_obj_has_finalizer(r->ended.v[k].pod, JOB_FINALIZER_TRACK))
                     still = true;
             if (!uid || still)
                 continue;
@@ -390,13 +397,13 @@ static void delete_active(struct jobrun *r, size_t from, bool event)
 {
     for (size_t i = from; i < r->active.n; i++) {
         const json_t *p = r->active.v[i].pod;
-        if (ctl_delete(r->j->ctl, r->j->pods->kind, meta_str(p, "namespace"), meta_str(p, "name"),
-                       r->active.v[i].uid,
-                       &(struct op_opts){.wq = r->j->q, .key = r->key, .quiet_missing = true}) ==
-                0 &&
+        if (fatia_ctlr_delete(
+                r->j->ctl, r->j->pods->kind, fatia_ctlr_meta_str(p, "namespace"),
+                fatia_ctlr_meta_str(p, "name"), r->active.v[i].uid,
+                &(struct op_opts){.wq = r->j->q, .key = r->key, .quiet_missing = true}) == 0 &&
             event)
-            ctl_event(r->j->ctl, r->job, COMPONENT, "Normal", "SuccessfulDelete", "Deleted pod: %s",
-                      meta_str(p, "name"));
+            fatia_ctlr_event(r->j->ctl, r->job, COMPONENT, "Normal", "SuccessfulDelete",
+                             "Deleted pod: %s", fatia_ctlr_meta_str(p, "name"));
     }
 }
 
@@ -404,7 +411,7 @@ static void delete_active(struct jobrun *r, size_t from, bool event)
  * active deadline and the backoff limit are checked. The reason a Job must fail, or NULL. */
 static const char *check_running(struct jobrun *r, const char **ret_msg)
 {
-    const json_t *sc = cond_get(r->job, "Suspended");
+    const json_t *sc = fatia_ctlr_cond_get(r->job, "Suspended");
     const char *start;
 
     *ret_msg = NULL;
@@ -422,11 +429,11 @@ static const char *check_running(struct jobrun *r, const char **ret_msg)
                 break;
             }
         }
-        json_object_set_new(r->st, "startTime", json_time(r->now));
-        ctl_event(r->j->ctl, r->job, COMPONENT, "Normal", "Resumed", "Job resumed");
+        json_object_set_new(r->st, "startTime", fatia_ctlr_json_time(r->now));
+        fatia_ctlr_event(r->j->ctl, r->job, COMPONENT, "Normal", "Resumed", "Job resumed");
     }
     if (!json_object_get(r->st, "startTime"))
-        json_object_set_new(r->st, "startTime", json_time(r->now));
+        json_object_set_new(r->st, "startTime", fatia_ctlr_json_time(r->now));
     start = fatia_json_str(r->st, "startTime");
     if (r->ads > 0 && start) {
         fatia_usec_t t0;
@@ -435,7 +442,8 @@ static const char *check_running(struct jobrun *r, const char **ret_msg)
                 *ret_msg = "Job was active longer than specified deadline";
                 return "DeadlineExceeded";
             }
-            wq_add_after(r->j->q, r->key, t0 + r->ads * FATIA_USEC_PER_SEC - r->now + 1000);
+            fatia_ctlr_wq_add_after(r->j->q, r->key,
+                                    t0 + r->ads * FATIA_USEC_PER_SEC - r->now + 1000);
         }
     }
     if (r->failed > r->backoff) {
@@ -454,22 +462,22 @@ static void finish_job(struct jobrun *r)
     delete_active(r, 0, false);
     if (r->active.n || r->terminating)
         return;
-    ft = cond_get(r->nj, "FailureTarget");
+    ft = fatia_ctlr_cond_get(r->nj, "FailureTarget");
     if (ft && !strcmp(fatia_json_str(ft, "status"), "True")) {
-        cond_set(r->conds, "Failed", "True", fatia_json_str(ft, "reason"),
-                 fatia_json_str(ft, "message"), r->now);
+        fatia_ctlr_cond_set(r->conds, "Failed", "True", fatia_json_str(ft, "reason"),
+                            fatia_json_str(ft, "message"), r->now);
     } else {
-        cond_set(r->conds, "Complete", "True", "CompletionsReached",
-                 "Reached expected number of succeeded pods", r->now);
-        json_object_set_new(r->st, "completionTime", json_time(r->now));
+        fatia_ctlr_cond_set(r->conds, "Complete", "True", "CompletionsReached",
+                            "Reached expected number of succeeded pods", r->now);
+        json_object_set_new(r->st, "completionTime", fatia_ctlr_json_time(r->now));
     }
 }
 
 /* The failure back-off: how long before a failed pod may be replaced (0: now). */
 static fatia_usec_t replace_delay(struct jobrun *r)
 {
-    fatia_usec_t *lf = fatia_strmap_get(&r->j->last_failure, meta_str(r->job, "uid"));
-    fatia_usec_t step = ctl_opts(r->j->ctl)->job_backoff;
+    fatia_usec_t *lf = fatia_strmap_get(&r->j->last_failure, fatia_ctlr_meta_str(r->job, "uid"));
+    fatia_usec_t step = fatia_ctlr_opts(r->j->ctl)->job_backoff;
 
     if (!lf || r->failed <= 0)
         return 0;
@@ -501,17 +509,19 @@ static int scale(struct jobrun *r)
         return 0;
     delay = replace_delay(r);
     if (delay > 0) {
-        wq_add_after(r->j->q, r->key, delay);
+        fatia_ctlr_wq_add_after(r->j->q, r->key, delay);
         return 0;
     }
     for (int64_t k = have; k < want; k++) {
         json_t *pod = new_pod(r->job);
         if (!pod)
             return -ENOMEM;
-        if (ctl_create(r->j->ctl, pod, &(struct op_opts){.wq = r->j->q, .key = r->key}) == 0) {
-            ctl_event(r->j->ctl, r->job, COMPONENT, "Normal", "SuccessfulCreate",
-                      "Created pod for job %s", meta_str(r->job, "name"));
-            metric_inc(ctl_metrics(r->j->ctl), "fatia_job_pods_created_total", "", 1);
+        if (fatia_ctlr_create(r->j->ctl, pod, &(struct op_opts){.wq = r->j->q, .key = r->key}) ==
+            0) {
+            fatia_ctlr_event(r->j->ctl, r->job, COMPONENT, "Normal", "SuccessfulCreate",
+                             "Created pod for job %s", fatia_ctlr_meta_str(r->job, "name"));
+            fatia_ctlr_metric_inc(fatia_ctlr_metrics(r->j->ctl), "fatia_job_pods_created_total", "",
+                                  1);
         }
         json_decref(pod);
     }
@@ -525,21 +535,22 @@ static int drive(struct jobrun *r)
     const char *reason, *msg;
 
     if (r->suspended) {
-        cond_set(r->conds, "Suspended", "True", "JobSuspended", "Job suspended", r->now);
+        fatia_ctlr_cond_set(r->conds, "Suspended", "True", "JobSuspended", "Job suspended", r->now);
         delete_active(r, 0, true);
         return 0;
     }
     reason = check_running(r, &msg);
     if (reason) {
-        if (cond_set(r->conds, "FailureTarget", "True", reason, msg, r->now))
-            ctl_event(r->j->ctl, r->job, COMPONENT, "Warning", reason, "%s", msg);
+        if (fatia_ctlr_cond_set(r->conds, "FailureTarget", "True", reason, msg, r->now))
+            fatia_ctlr_event(r->j->ctl, r->job, COMPONENT, "Warning", reason, "%s", msg);
     } else if ((r->has_comp && r->succeeded >= r->comp) ||
                (!r->has_comp && r->succeeded > 0 && r->active.n == 0)) {
-        if (cond_set(r->conds, "SuccessCriteriaMet", "True", "CompletionsReached",
-                     "Reached expected number of succeeded pods", r->now))
-            ctl_event(r->j->ctl, r->job, COMPONENT, "Normal", "Completed", "Job completed");
+        if (fatia_ctlr_cond_set(r->conds, "SuccessCriteriaMet", "True", "CompletionsReached",
+                                "Reached expected number of succeeded pods", r->now))
+            fatia_ctlr_event(r->j->ctl, r->job, COMPONENT, "Normal", "Completed", "Job completed");
     }
-    if (cond_true(r->nj, "FailureTarget") || cond_true(r->nj, "SuccessCriteriaMet")) {
+    if (fatia_ctlr_cond_true(r->nj, "FailureTarget") ||
+        fatia_ctlr_cond_true(r->nj, "SuccessCriteriaMet")) {
         finish_job(r);
         return 0;
     }
@@ -559,17 +570,17 @@ static void write_status(struct jobrun *r)
     if (!json_array_size(r->conds))
         json_object_del(r->st, "conditions");
     if (!fatia_json_equal(json_object_get(r->nj, "status"), json_object_get(r->job, "status")))
-        ctl_update_status(r->j->ctl, r->nj, &(struct op_opts){.wq = r->j->q, .key = r->key});
+        fatia_ctlr_update_status(r->j->ctl, r->nj, &(struct op_opts){.wq = r->j->q, .key = r->key});
 }
 
 static void reconcile_job(struct job_ctl *j, const char *key)
 {
-    const json_t *job = informer_get_key(j->jobs, key);
+    const json_t *job = fatia_ctlr_informer_get_key(j->jobs, key);
     const json_t *spec = json_object_get(job, "spec");
-    struct jobrun r = {.j = j, .key = key, .job = job, .now = ctl_now(j->ctl)};
+    struct jobrun r = {.j = j, .key = key, .job = job, .now = fatia_ctlr_now(j->ctl)};
     bool status_write;
 
-    if (job && obj_deleting(job)) {
+    if (job && fatia_ctlr_obj_deleting(job)) {
         release_pods_of_deleted(j, job);
         return;
     }
@@ -582,7 +593,7 @@ static void reconcile_job(struct job_ctl *j, const char *key)
         return;
     }
     r.suspended = fatia_json_bool(spec, "suspend", false);
-    r.finished = cond_true(job, "Complete") || cond_true(job, "Failed");
+    r.finished = fatia_ctlr_cond_true(job, "Complete") || fatia_ctlr_cond_true(job, "Failed");
     r.par = get_int(spec, "parallelism", 1);
     r.has_comp = fatia_json_int(spec, "completions", &r.comp);
     r.backoff = get_int(spec, "backoffLimit", 6);
@@ -622,7 +633,7 @@ oom:
     json_decref(r.nj);
     FATIA_VEC_RELEASE(&r.active);
     FATIA_VEC_RELEASE(&r.ended);
-    wq_add_after(j->q, key, FATIA_USEC_PER_SEC);
+    fatia_ctlr_wq_add_after(j->q, key, FATIA_USEC_PER_SEC);
 }
 
 static void reconcile(void *arg, const char *key)
@@ -635,33 +646,33 @@ static void reconcile(void *arg, const char *key)
         reconcile_job(j, key);
 }
 
-int job_ctl_new(struct ctl *c, struct job_ctl **ret)
+int fatia_ctlr_job_ctl_new(struct ctl *c, struct job_ctl **ret)
 {
     struct job_ctl *j = fatia_calloc(1, sizeof(*j));
 
     if (!j)
         return -ENOMEM;
     j->ctl = c;
-    j->q = wq_new(c, "job", reconcile, j);
-    j->jobs = ctl_informer(c, fatia_kind_find("batch/v1", "Job", NULL));
-    j->pods = ctl_informer(c, fatia_kind_find("v1", "Pod", NULL));
-    if (!j->q || !j->jobs || !j->pods || informer_on(j->jobs, on_job, j) < 0 ||
-        informer_on(j->pods, on_pod, j) < 0 ||
-        metric_define(ctl_metrics(c), "fatia_job_pods_created_total", "counter",
-                      "Pods the job controller created", NULL, 0) < 0) {
-        job_ctl_free(j);
+    j->q = fatia_ctlr_wq_new(c, "job", reconcile, j);
+    j->jobs = fatia_ctlr_informer(c, fatia_kind_find("batch/v1", "Job", NULL));
+    j->pods = fatia_ctlr_informer(c, fatia_kind_find("v1", "Pod", NULL));
+    if (!j->q || !j->jobs || !j->pods || fatia_ctlr_informer_on(j->jobs, on_job, j) < 0 ||
+        fatia_ctlr_informer_on(j->pods, on_pod, j) < 0 ||
+        fatia_ctlr_metric_define(fatia_ctlr_metrics(c), "fatia_job_pods_created_total", "counter",
+                                 "Pods the job controller created", NULL, 0) < 0) {
+        fatia_ctlr_job_ctl_free(j);
         return -ENOMEM;
     }
-    informer_index_owners(j->pods);
+    fatia_ctlr_informer_index_owners(j->pods);
     *ret = j;
     return 0;
 }
 
-void job_ctl_free(struct job_ctl *j)
+void fatia_ctlr_job_ctl_free(struct job_ctl *j)
 {
     if (!j)
         return;
-    wq_free(j->q);
+    fatia_ctlr_wq_free(j->q);
     for (size_t i = 0; i < j->last_failure.cap; i++)
         if (j->last_failure.slots[i].key)
             fatia_free(j->last_failure.slots[i].val);

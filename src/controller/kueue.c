@@ -15,8 +15,8 @@
 #include "base/str.h"
 #include "controller/ctl.h"
 
-void kueue_workload_name(const char *kind, const char *group, const char *name, const char *uid,
-                         char *buf, size_t n)
+void fatia_ctlr_kueue_workload_name(const char *kind, const char *group, const char *name,
+                                    const char *uid, char *buf, size_t n)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int md_len = 0;
@@ -48,27 +48,27 @@ void kueue_workload_name(const char *kind, const char *group, const char *name, 
     snprintf(buf, n, "%.*s-%s", (int)plen, prefix, hex);
 }
 
-bool pod_terminal(const json_t *pod)
+bool fatia_ctlr_pod_terminal(const json_t *pod)
 {
     const char *ph = fatia_json_str(json_object_get(pod, "status"), "phase");
 
     return ph && (!strcmp(ph, "Succeeded") || !strcmp(ph, "Failed"));
 }
 
-bool pod_done(const json_t *pod)
+bool fatia_ctlr_pod_done(const json_t *pod)
 {
-    if (pod_terminal(pod))
+    if (fatia_ctlr_pod_terminal(pod))
         return true;
-    if (!obj_deleting(pod))
+    if (!fatia_ctlr_obj_deleting(pod))
         return false;
     /* deleted: done once no node agent holds it (never bound, or the agent let go) */
     return !fatia_json_str(json_object_get(pod, "spec"), "nodeName") ||
-           !obj_has_finalizer(pod, AGENT_FINALIZER);
+           !fatia_ctlr_obj_has_finalizer(pod, AGENT_FINALIZER);
 }
 
-const json_t *owner_of_kind(const json_t *obj, const char *av, const char *kind)
+const json_t *fatia_ctlr_owner_of_kind(const json_t *obj, const char *av, const char *kind)
 {
-    const json_t *r = obj_controller_ref(obj);
+    const json_t *r = fatia_ctlr_obj_controller_ref(obj);
     const char *k = fatia_json_str(r, "kind"), *a = fatia_json_str(r, "apiVersion");
 
     if (!r || !k || strcmp(k, kind))

@@ -27,14 +27,14 @@
 
 /* Kueue's workload name for an owner: lower(kind)-name (truncated) + "-" + the first 5 hex
  * digits of sha1(kind "\n" group "\n" name "\n" uid) (jobframework/workload_names.go). */
-void kueue_workload_name(const char *kind, const char *group, const char *name, const char *uid,
-                         char *buf, size_t n);
+void fatia_ctlr_kueue_workload_name(const char *kind, const char *group, const char *name,
+                                    const char *uid, char *buf, size_t n);
 
 /* The pod is Succeeded or Failed. */
-bool pod_terminal(const json_t *pod);
+bool fatia_ctlr_pod_terminal(const json_t *pod);
 /* The pod holds no slice any more and runs nothing: terminal, or deleted and never started. */
-bool pod_done(const json_t *pod);
+bool fatia_ctlr_pod_done(const json_t *pod);
 /* The owner of obj by controller reference, if of kind (and group/version av), else NULL. */
-const json_t *owner_of_kind(const json_t *obj, const char *av, const char *kind);
+const json_t *fatia_ctlr_owner_of_kind(const json_t *obj, const char *av, const char *kind);
 
 #endif

@@ -5,7 +5,7 @@
  * Start-up order matters for safety, not only for speed: no controller acts on a partial view.
  * The placement controller in particular must know every pod that is already bound before it
  * binds a new one (a fatiad restarted after kill -9 must never give a held slice away), so the
- * sync hooks (ctl_on_synced) run after the last informer delivered its initial state and before
+ * sync hooks (fatia_ctlr_on_synced) run after the last informer delivered its initial state and before
  * any queue is processed.
  *
  *     new: controllers register informers, handlers, queues, hooks
@@ -37,7 +37,7 @@ struct ctl {
     bool started, ready, stopped;
     size_t ops_in_flight;
     unsigned seq;
-    struct ctl_metrics *metrics;
+    struct fatia_ctlr_metrics *metrics;
     struct device_ctl *device;
     struct workload_ctl *workload;
     struct job_ctl *job;
@@ -50,64 +50,64 @@ struct fatia_controllers {
     struct ctl *ctl;
 };
 
-fatia_usec_t ctl_now(struct ctl *c)
+fatia_usec_t fatia_ctlr_now(struct ctl *c)
 {
     (void)c;
     return fatia_now_real_usec();
 }
 
-struct event_base *ctl_base(struct ctl *c)
+struct event_base *fatia_ctlr_base(struct ctl *c)
 {
     return c->base;
 }
 
-struct fatia_client *ctl_client(struct ctl *c)
+struct fatia_client *fatia_ctlr_client(struct ctl *c)
 {
     return c->client;
 }
 
-const struct fatia_controllers_opts *ctl_opts(struct ctl *c)
+const struct fatia_controllers_opts *fatia_ctlr_opts(struct ctl *c)
 {
     return &c->opts;
 }
 
-struct ctl_metrics *ctl_metrics(struct ctl *c)
+struct fatia_ctlr_metrics *fatia_ctlr_metrics(struct ctl *c)
 {
     return c->metrics;
 }
 
-struct device_ctl *ctl_device(struct ctl *c)
+struct device_ctl *fatia_ctlr_device(struct ctl *c)
 {
     return c->device;
 }
 
-struct admission_ctl *ctl_admission(struct ctl *c)
+struct admission_ctl *fatia_ctlr_admission(struct ctl *c)
 {
     return c->admission;
 }
 
-struct placement_ctl *ctl_placement(struct ctl *c)
+struct placement_ctl *fatia_ctlr_placement(struct ctl *c)
 {
     return c->placement;
 }
 
-unsigned ctl_next_seq(struct ctl *c)
+unsigned fatia_ctlr_next_seq(struct ctl *c)
 {
     return ++c->seq;
 }
 
-void ctl_op_started(struct ctl *c)
+void fatia_ctlr_op_started(struct ctl *c)
 {
     c->ops_in_flight++;
 }
 
-void ctl_op_finished(struct ctl *c)
+void fatia_ctlr_op_finished(struct ctl *c)
 {
     if (c->ops_in_flight)
         c->ops_in_flight--;
 }
 
-struct informer *ctl_informer_peek(struct ctl *c, const struct fatia_kind *k)
+struct informer *fatia_ctlr_informer_peek(struct ctl *c, const struct fatia_kind *k)
 {
     for (size_t i = 0; i < c->informers.n; i++)
         if (c->informers.v[i]->kind == k)
@@ -115,9 +115,9 @@ struct informer *ctl_informer_peek(struct ctl *c, const struct fatia_kind *k)
     return NULL;
 }
 
-struct informer *ctl_informer(struct ctl *c, const struct fatia_kind *k)
+struct informer *fatia_ctlr_informer(struct ctl *c, const struct fatia_kind *k)
 {
-    struct informer *inf = ctl_informer_peek(c, k);
+    struct informer *inf = fatia_ctlr_informer_peek(c, k);
 
     if (inf)
         return inf;
@@ -133,23 +133,23 @@ struct informer *ctl_informer(struct ctl *c, const struct fatia_kind *k)
     return inf;
 }
 
-void ctl_register_wq(struct ctl *c, struct wq *q)
+void fatia_ctlr_register_wq(struct ctl *c, struct wq *q)
 {
     if (FATIA_VEC_PUSH(&c->queues, q) < 0)
         fatia_error("out of memory registering queue");
 }
 
-bool ctl_ready(struct ctl *c)
+bool fatia_ctlr_ready(struct ctl *c)
 {
     return c->ready;
 }
 
-int ctl_on_synced(struct ctl *c, void (*fn)(void *arg), void *arg)
+int fatia_ctlr_on_synced(struct ctl *c, void (*fn)(void *arg), void *arg)
 {
     return FATIA_VEC_PUSH(&c->hooks, ((struct sync_hook){fn, arg}));
 }
 
-void ctl_informer_synced(struct ctl *c, struct informer *inf)
+void fatia_ctlr_informer_synced(struct ctl *c, struct informer *inf)
 {
     (void)inf;
     if (++c->n_synced < c->informers.n || c->ready || c->stopped)
@@ -159,7 +159,7 @@ void ctl_informer_synced(struct ctl *c, struct informer *inf)
     c->ready = true;
     fatia_info("controllers: caches synced (%zu kinds), reconciling", c->informers.n);
     for (size_t i = 0; i < c->queues.n; i++)
-        wq_kick(c->queues.v[i]);
+        fatia_ctlr_wq_kick(c->queues.v[i]);
 }
 
 static void restart_cb(evutil_socket_t fd, short what, void *arg)
@@ -171,7 +171,7 @@ static void restart_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (inf->ctl->stopped)
         return;
-    r = informer_start(inf);
+    r = fatia_ctlr_informer_start(inf);
     if (r < 0) {
         struct timeval tv = {1, 0};
         fatia_warn("watch of %s: %s; retrying in 1 s", inf->kind->plural, fatia_strerror(r));
@@ -179,7 +179,7 @@ static void restart_cb(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-void ctl_informer_restart(struct ctl *c, struct informer *inf)
+void fatia_ctlr_informer_restart(struct ctl *c, struct informer *inf)
 {
     struct timeval tv = {0, 100000};
 
@@ -210,15 +210,17 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
         c->opts.job_backoff = 10 * FATIA_USEC_PER_SEC;
     if (!c->opts.status_interval)
         c->opts.status_interval = FATIA_USEC_PER_SEC;
-    c->metrics = ctl_metrics_new();
+    c->metrics = fatia_ctlr_metrics_new();
     if (!c->metrics) {
         r = -ENOMEM;
         goto fail;
     }
-    if ((r = device_ctl_new(c, &c->device)) < 0 || (r = gc_ctl_new(c, &c->gc)) < 0 ||
-        (r = workload_ctl_new(c, &c->workload)) < 0 || (r = job_ctl_new(c, &c->job)) < 0 ||
-        (r = admission_ctl_new(c, &c->admission)) < 0 ||
-        (r = placement_ctl_new(c, c->device, &c->placement)) < 0)
+    if ((r = fatia_ctlr_device_ctl_new(c, &c->device)) < 0 ||
+        (r = fatia_ctlr_gc_ctl_new(c, &c->gc)) < 0 ||
+        (r = fatia_ctlr_workload_ctl_new(c, &c->workload)) < 0 ||
+        (r = fatia_ctlr_job_ctl_new(c, &c->job)) < 0 ||
+        (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
+        (r = fatia_ctlr_placement_ctl_new(c, c->device, &c->placement)) < 0)
         goto fail;
     for (size_t i = 0; i < c->informers.n; i++)
         if (!c->informers.v[i]) {
@@ -240,7 +242,7 @@ int fatia_controllers_start(struct fatia_controllers *fc)
         return 0;
     c->started = true;
     for (size_t i = 0; i < c->informers.n; i++) {
-        int r = informer_start(c->informers.v[i]);
+        int r = fatia_ctlr_informer_start(c->informers.v[i]);
         if (r < 0)
             return fatia_log_errno(FATIA_LOG_ERROR, r, "controllers: cannot watch %s",
                                    c->informers.v[i]->kind->plural);
@@ -281,18 +283,18 @@ void fatia_controllers_free(struct fatia_controllers *fc)
                 inf->watch = NULL;
             }
         }
-        placement_ctl_free(c->placement);
-        admission_ctl_free(c->admission);
-        job_ctl_free(c->job);
-        workload_ctl_free(c->workload);
-        gc_ctl_free(c->gc);
-        device_ctl_free(c->device);
+        fatia_ctlr_placement_ctl_free(c->placement);
+        fatia_ctlr_admission_ctl_free(c->admission);
+        fatia_ctlr_job_ctl_free(c->job);
+        fatia_ctlr_workload_ctl_free(c->workload);
+        fatia_ctlr_gc_ctl_free(c->gc);
+        fatia_ctlr_device_ctl_free(c->device);
         for (size_t i = 0; i < c->informers.n; i++)
-            informer_free(c->informers.v[i]);
+            fatia_ctlr_informer_free(c->informers.v[i]);
         FATIA_VEC_RELEASE(&c->informers);
         FATIA_VEC_RELEASE(&c->queues);
         FATIA_VEC_RELEASE(&c->hooks);
-        ctl_metrics_free(c->metrics);
+        fatia_ctlr_metrics_free(c->metrics);
         fatia_free(c);
     }
     fatia_free(fc);
@@ -305,7 +307,7 @@ bool fatia_controllers_idle(const struct fatia_controllers *fc)
     if (c->ops_in_flight)
         return false;
     for (size_t i = 0; i < c->queues.n; i++)
-        if (!wq_idle(c->queues.v[i]))
+        if (!fatia_ctlr_wq_idle(c->queues.v[i]))
             return false;
     return true;
 }
@@ -314,13 +316,13 @@ int fatia_controllers_metrics(struct fatia_controllers *fc, struct fatia_buf *ou
 {
     struct ctl *c = fc->ctl;
 
-    ctl_metrics_render(c->metrics, out);
+    fatia_ctlr_metrics_render(c->metrics, out);
     if (c->admission)
-        admission_ctl_metrics(c->admission, out);
+        fatia_ctlr_admission_ctl_metrics(c->admission, out);
     if (c->device)
-        device_ctl_metrics(c->device, out);
+        fatia_ctlr_device_ctl_metrics(c->device, out);
     if (c->placement)
-        placement_ctl_metrics(c->placement, out);
+        fatia_ctlr_placement_ctl_metrics(c->placement, out);
     for (size_t i = 0; i < c->queues.n; i++) {
         (void)0;
     }

@@ -34,17 +34,17 @@ struct series {
     uint64_t *bucket_counts;
 };
 
-struct ctl_metrics {
+struct fatia_ctlr_metrics {
     FATIA_VEC(struct family *) families;
     struct fatia_strmap series; /* key -> struct series */
 };
 
-struct ctl_metrics *ctl_metrics_new(void)
+struct fatia_ctlr_metrics *fatia_ctlr_metrics_new(void)
 {
-    return fatia_calloc(1, sizeof(struct ctl_metrics));
+    return fatia_calloc(1, sizeof(struct fatia_ctlr_metrics));
 }
 
-void ctl_metrics_free(struct ctl_metrics *m)
+void fatia_ctlr_metrics_free(struct fatia_ctlr_metrics *m)
 {
     if (!m)
         return;
@@ -70,7 +70,7 @@ void ctl_metrics_free(struct ctl_metrics *m)
     fatia_free(m);
 }
 
-static struct family *family_find(struct ctl_metrics *m, const char *name)
+static struct family *family_find(struct fatia_ctlr_metrics *m, const char *name)
 {
     for (size_t i = 0; i < m->families.n; i++)
         if (!strcmp(m->families.v[i]->name, name))
@@ -78,8 +78,8 @@ static struct family *family_find(struct ctl_metrics *m, const char *name)
     return NULL;
 }
 
-int metric_define(struct ctl_metrics *m, const char *name, const char *type, const char *help,
-                  const double *buckets, size_t n)
+int fatia_ctlr_metric_define(struct fatia_ctlr_metrics *m, const char *name, const char *type,
+                             const char *help, const double *buckets, size_t n)
 {
     struct family *f;
 
@@ -109,7 +109,7 @@ int metric_define(struct ctl_metrics *m, const char *name, const char *type, con
     return 0;
 }
 
-static struct series *series_get(struct ctl_metrics *m, const char *name, const char *labels)
+static struct series *series_get(struct fatia_ctlr_metrics *m, const char *name, const char *labels)
 {
     struct family *f = family_find(m, name);
     struct series *s;
@@ -140,7 +140,8 @@ static struct series *series_get(struct ctl_metrics *m, const char *name, const 
     return s;
 }
 
-void metric_inc(struct ctl_metrics *m, const char *name, const char *labels, double v)
+void fatia_ctlr_metric_inc(struct fatia_ctlr_metrics *m, const char *name, const char *labels,
+                           double v)
 {
     struct series *s = series_get(m, name, labels);
 
@@ -148,7 +149,8 @@ void metric_inc(struct ctl_metrics *m, const char *name, const char *labels, dou
         s->value += v;
 }
 
-void metric_observe(struct ctl_metrics *m, const char *name, const char *labels, double v)
+void fatia_ctlr_metric_observe(struct fatia_ctlr_metrics *m, const char *name, const char *labels,
+                               double v)
 {
     struct series *s = series_get(m, name, labels);
 
@@ -161,7 +163,8 @@ void metric_observe(struct ctl_metrics *m, const char *name, const char *labels,
             s->bucket_counts[i]++;
 }
 
-void metric_header(struct fatia_buf *out, const char *name, const char *type, const char *help)
+void fatia_ctlr_metric_header(struct fatia_buf *out, const char *name, const char *type,
+                              const char *help)
 {
     (void)fatia_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -176,7 +179,7 @@ static void put_value(struct fatia_buf *out, double v)
         (void)fatia_buf_printf(out, "%.9g", v);
 }
 
-void metric_sample(struct fatia_buf *out, const char *name, const char *labels, double v)
+void fatia_ctlr_metric_sample(struct fatia_buf *out, const char *name, const char *labels, double v)
 {
     if (labels && *labels)
         (void)fatia_buf_printf(out, "%s{%s} ", name, labels);
@@ -194,7 +197,7 @@ static int cmp_series(const void *a, const void *b)
     return strcmp(x->key, y->key);
 }
 
-void ctl_metrics_render(struct ctl_metrics *m, struct fatia_buf *out)
+void fatia_ctlr_metrics_render(struct fatia_ctlr_metrics *m, struct fatia_buf *out)
 {
     struct series **all = NULL;
     size_t n = 0;
@@ -209,33 +212,33 @@ void ctl_metrics_render(struct ctl_metrics *m, struct fatia_buf *out)
     for (size_t fi = 0; fi < m->families.n; fi++) {
         struct family *f = m->families.v[fi];
         char name[256], lab[1200];
-        metric_header(out, f->name, f->type, f->help);
+        fatia_ctlr_metric_header(out, f->name, f->type, f->help);
         for (size_t i = 0; i < n; i++) {
             struct series *s = all[i];
             if (s->f != f)
                 continue;
             if (!f->n_buckets) {
-                metric_sample(out, f->name, s->labels, s->value);
+                fatia_ctlr_metric_sample(out, f->name, s->labels, s->value);
                 continue;
             }
             snprintf(name, sizeof(name), "%s_bucket", f->name);
             for (size_t b = 0; b < f->n_buckets; b++) {
                 snprintf(lab, sizeof(lab), "%s%sle=\"%g\"", s->labels, *s->labels ? "," : "",
                          f->buckets[b]);
-                metric_sample(out, name, lab, (double)s->bucket_counts[b]);
+                fatia_ctlr_metric_sample(out, name, lab, (double)s->bucket_counts[b]);
             }
             snprintf(lab, sizeof(lab), "%s%sle=\"+Inf\"", s->labels, *s->labels ? "," : "");
-            metric_sample(out, name, lab, (double)s->count);
+            fatia_ctlr_metric_sample(out, name, lab, (double)s->count);
             snprintf(name, sizeof(name), "%s_sum", f->name);
-            metric_sample(out, name, s->labels, s->value);
+            fatia_ctlr_metric_sample(out, name, s->labels, s->value);
             snprintf(name, sizeof(name), "%s_count", f->name);
-            metric_sample(out, name, s->labels, (double)s->count);
+            fatia_ctlr_metric_sample(out, name, s->labels, (double)s->count);
         }
     }
     fatia_free(all);
 }
 
-void metric_labels(char *buf, size_t n, ...)
+void fatia_ctlr_metric_labels(char *buf, size_t n, ...)
 {
     va_list ap;
     size_t len = 0;

@@ -133,7 +133,7 @@ static void retry_waiting(struct placement_ctl *p)
 {
     for (size_t i = 0; i < p->waiting.cap; i++)
         if (p->waiting.slots[i].key)
-            wq_add(p->q, p->waiting.slots[i].key);
+            fatia_ctlr_wq_add(p->q, p->waiting.slots[i].key);
 }
 
 /* The pod let go of its slices. */
@@ -146,7 +146,7 @@ void fatia_controller_placement_release(struct placement_ctl *p, const char *key
     binding_drop(p, key);
     p->unbinds++;
     retry_waiting(p);
-    device_ctl_slices_freed(p->dev);
+    fatia_ctlr_device_ctl_slices_freed(p->dev);
 }
 
 /* ---- the slice index of a plan ---- */
@@ -298,7 +298,7 @@ static int parse_devices(struct placement_ctl *p, const json_t *pod, const char 
                          struct fatia_place_device **ret, char *why, size_t why_n)
 {
     size_t n;
-    const char *text = obj_annotation(pod, FATIA_ANN_DEVICES);
+    const char *text = fatia_ctlr_obj_annotation(pod, FATIA_ANN_DEVICES);
     const json_t *spec = json_object_get(pod, "spec");
     json_error_t err;
     json_t *arr;
@@ -403,7 +403,7 @@ int fatia_controller_placement_record(struct placement_ctl *p, const char *key, 
     if (!b)
         return -ENOMEM;
     b->key = fatia_strdup(key);
-    b->uid = fatia_strdup(meta_str(pod, "uid") ? meta_str(pod, "uid") : "");
+    b->uid = fatia_strdup(fatia_ctlr_meta_str(pod, "uid") ? fatia_ctlr_meta_str(pod, "uid") : "");
     b->node = fatia_strdup(node);
     b->slices = n ? fatia_calloc(n, sizeof(char *)) : NULL;
     b->confirmed = confirmed;
@@ -448,9 +448,9 @@ static void adopt(struct placement_ctl *p, const char *key, const json_t *pod)
     n = parse_devices(p, pod, node, &devs, why, sizeof(why));
     if (n < 0)
         goto conflict;
-    r = fatia_place_pod_compile(p->st, meta_str(pod, "namespace"), json_object_get(pod, "metadata"),
-                                json_object_get(pod, "spec"), NULL, 0, pod_priority(pod), &pp, why,
-                                sizeof(why));
+    r = fatia_place_pod_compile(p->st, fatia_ctlr_meta_str(pod, "namespace"),
+                                json_object_get(pod, "metadata"), json_object_get(pod, "spec"),
+                                NULL, 0, pod_priority(pod), &pp, why, sizeof(why));
     if (r < 0)
         goto conflict;
     pr.node = (uint32_t)ni;
@@ -478,8 +478,8 @@ conflict:
     }
     p->conflicts++;
     fatia_error("placement: bound pod %s cannot be accounted for: %s", key, why);
-    ctl_event(p->ctl, pod, COMPONENT, "Warning", "DoubleBooking",
-              "the slices of this pod cannot be accounted for: %s", why);
+    fatia_ctlr_event(p->ctl, pod, COMPONENT, "Warning", "DoubleBooking",
+                     "the slices of this pod cannot be accounted for: %s", why);
     fatia_place_pod_free(pp);
     fatia_free(devs);
 }
@@ -490,8 +490,8 @@ static bool needs_placement(const json_t *pod)
     const char *sched = fatia_json_str(spec, "schedulerName");
 
     return !fatia_json_str(spec, "nodeName") &&
-           !json_array_size(json_object_get(spec, "schedulingGates")) && !obj_deleting(pod) &&
-           !pod_terminal(pod) &&
+           !json_array_size(json_object_get(spec, "schedulingGates")) &&
+           !fatia_ctlr_obj_deleting(pod) && !fatia_ctlr_pod_terminal(pod) &&
            (!sched || !strcmp(sched, "default-scheduler") || !strcmp(sched, "fatia"));
 }
 
@@ -503,38 +503,39 @@ static void on_pod(void *arg, const json_t *old, const json_t *obj)
     char key[600];
     struct binding *b;
 
-    obj_key(obj ? obj : old, key, sizeof(key));
+    fatia_ctlr_obj_key(obj ? obj : old, key, sizeof(key));
     if (!obj) {
         fatia_controller_placement_release(p, key);
         waiting_drop(p, key);
         fatia_controller_claims_touch(p, old);
         return;
     }
-    if (pod_terminal(obj) && fatia_controller_claims_pod_has(obj))
+    if (fatia_ctlr_pod_terminal(obj) && fatia_controller_claims_pod_has(obj))
         fatia_controller_claims_touch(p, obj);
     b = fatia_strmap_get(&p->bound, key);
-    if (b && strcmp(b->uid, meta_str(obj, "uid") ? meta_str(obj, "uid") : "")) {
+    if (b &&
+        strcmp(b->uid, fatia_ctlr_meta_str(obj, "uid") ? fatia_ctlr_meta_str(obj, "uid") : "")) {
         fatia_controller_placement_release(p, key); /* a new pod under the old name */
         b = NULL;
     }
     if (b) {
-        if (pod_terminal(obj))
+        if (fatia_ctlr_pod_terminal(obj))
             fatia_controller_placement_release(p, key);
         else if (fatia_json_str(json_object_get(obj, "spec"), "nodeName"))
             b->confirmed = true;
         return;
     }
-    if (pod_terminal(obj) || obj_deleting(obj))
+    if (fatia_ctlr_pod_terminal(obj) || fatia_ctlr_obj_deleting(obj))
         waiting_drop(p, key);
-    if (!p->st || !ctl_ready(p->ctl))
+    if (!p->st || !fatia_ctlr_ready(p->ctl))
         return; /* the sync hook binds every bound pod */
     if (fatia_json_str(json_object_get(obj, "spec"), "nodeName")) {
-        if (!pod_terminal(obj))
+        if (!fatia_ctlr_pod_terminal(obj))
             adopt(p, key, obj);
         return;
     }
     if (needs_placement(obj))
-        wq_add(p->q, key);
+        fatia_ctlr_wq_add(p->q, key);
 }
 
 /* ---- placing ---- */
@@ -548,9 +549,9 @@ static void set_unschedulable(struct placement_ctl *p, const char *key, const js
     if (prev && !strcmp(prev, msg))
         return;
     waiting_set(p, key, msg);
-    ctl_event(p->ctl, pod, COMPONENT, "Warning", "FailedScheduling", "%s", msg);
-    metric_inc(ctl_metrics(p->ctl), "fatia_placement_attempts_total", "result=\"unschedulable\"",
-               1);
+    fatia_ctlr_event(p->ctl, pod, COMPONENT, "Warning", "FailedScheduling", "%s", msg);
+    fatia_ctlr_metric_inc(fatia_ctlr_metrics(p->ctl), "fatia_placement_attempts_total",
+                          "result=\"unschedulable\"", 1);
     np = json_deep_copy(pod);
     conds =
         np ? fatia_json_array_ensure(fatia_json_object_ensure(np, "status"), "conditions") : NULL;
@@ -560,8 +561,9 @@ static void set_unschedulable(struct placement_ctl *p, const char *key, const js
     }
     if (!fatia_json_str(json_object_get(np, "status"), "phase"))
         json_object_set_new(json_object_get(np, "status"), "phase", json_string("Pending"));
-    if (cond_set(conds, "PodScheduled", "False", "Unschedulable", msg, ctl_now(p->ctl)))
-        ctl_update_status(
+    if (fatia_ctlr_cond_set(conds, "PodScheduled", "False", "Unschedulable", msg,
+                            fatia_ctlr_now(p->ctl)))
+        fatia_ctlr_update_status(
             p->ctl, np,
             &(struct op_opts){
                 .wq = p->status_q, .key = key, .quiet_conflict = true, .quiet_missing = true});
@@ -582,15 +584,16 @@ static void bind_done(void *arg, const struct fatia_client_result *res)
             binding_drop(p, bc->key);
             retry_waiting(p);
         }
-        wq_add_after(p->q, bc->key, 100 * FATIA_USEC_PER_MSEC);
+        fatia_ctlr_wq_add_after(p->q, bc->key, 100 * FATIA_USEC_PER_MSEC);
     } else {
         if (b && !strcmp(b->uid, bc->uid))
             b->confirmed = true;
         p->binds++;
-        metric_inc(ctl_metrics(p->ctl), "fatia_placement_attempts_total", "result=\"bound\"", 1);
-        ctl_event(p->ctl, res->obj, COMPONENT, "Normal", "Scheduled",
-                  "Successfully assigned %s to %s", bc->key, bc->node);
-        wq_add(p->status_q, bc->key);
+        fatia_ctlr_metric_inc(fatia_ctlr_metrics(p->ctl), "fatia_placement_attempts_total",
+                              "result=\"bound\"", 1);
+        fatia_ctlr_event(p->ctl, res->obj, COMPONENT, "Normal", "Scheduled",
+                         "Successfully assigned %s to %s", bc->key, bc->node);
+        fatia_ctlr_wq_add(p->status_q, bc->key);
     }
     fatia_free(bc);
 }
@@ -605,21 +608,21 @@ void fatia_controller_placement_claims_written(struct claims_write *cw)
             fatia_place_unbind(p->st, cw->key);
         binding_drop(p, cw->key);
         retry_waiting(p);
-        wq_add_after(p->q, cw->key, 100 * FATIA_USEC_PER_MSEC);
+        fatia_ctlr_wq_add_after(p->q, cw->key, 100 * FATIA_USEC_PER_MSEC);
         fatia_free(cw->bc);
-    } else if (ctl_update(p->ctl, cw->pod_update,
-                          &(struct op_opts){.wq = p->q,
-                                            .key = cw->key,
-                                            .then = bind_done,
-                                            .arg = cw->bc,
-                                            .quiet_conflict = true,
-                                            .quiet_missing = true}) < 0) {
+    } else if (fatia_ctlr_update(p->ctl, cw->pod_update,
+                                 &(struct op_opts){.wq = p->q,
+                                                   .key = cw->key,
+                                                   .then = bind_done,
+                                                   .arg = cw->bc,
+                                                   .quiet_conflict = true,
+                                                   .quiet_missing = true}) < 0) {
         fatia_place_unbind(p->st, cw->key);
         binding_drop(p, cw->key);
         fatia_free(cw->bc);
-        wq_add_after(p->q, cw->key, FATIA_USEC_PER_SEC);
+        fatia_ctlr_wq_add_after(p->q, cw->key, FATIA_USEC_PER_SEC);
     }
-    wq_end(p->q, cw->key, false);
+    fatia_ctlr_wq_end(p->q, cw->key, false);
     json_decref(cw->pod_update);
     fatia_free(cw);
 }
@@ -627,7 +630,7 @@ void fatia_controller_placement_claims_written(struct claims_write *cw)
 static void place_pod(void *arg, const char *key)
 {
     struct placement_ctl *p = arg;
-    const json_t *pod = informer_get_key(p->pods, key);
+    const json_t *pod = fatia_ctlr_informer_get_key(p->pods, key);
     const json_t *spec = json_object_get(pod, "spec");
     struct fatia_place_pod *pp = NULL;
     struct fatia_place_result *res = NULL;
@@ -669,8 +672,9 @@ static void place_pod(void *arg, const char *key)
             spec = pinned;
         }
     }
-    r = fatia_place_pod_compile(p->st, meta_str(pod, "namespace"), json_object_get(pod, "metadata"),
-                                spec, NULL, 0, pod_priority(pod), &pp, why, sizeof(why));
+    r = fatia_place_pod_compile(p->st, fatia_ctlr_meta_str(pod, "namespace"),
+                                json_object_get(pod, "metadata"), spec, NULL, 0, pod_priority(pod),
+                                &pp, why, sizeof(why));
     if (r < 0) {
         char msg[1200];
         snprintf(msg, sizeof(msg), "0/%zu nodes are available: %s", p->plan->n_nodes,
@@ -737,7 +741,8 @@ static void place_pod(void *arg, const char *key)
         size_t i;
         json_t *e;
         json_array_foreach(devs, i, e) json_object_set_new(
-            e, "podUID", json_string(meta_str(pod, "uid") ? meta_str(pod, "uid") : ""));
+            e, "podUID",
+            json_string(fatia_ctlr_meta_str(pod, "uid") ? fatia_ctlr_meta_str(pod, "uid") : ""));
     }
     devs_s = json_dumps(devs, JSON_COMPACT);
     np = json_deep_copy(pod);
@@ -753,7 +758,8 @@ static void place_pod(void *arg, const char *key)
     json_object_set_new(ann, FATIA_ANN_DEVICES, json_string(devs_s));
     bc->p = p;
     snprintf(bc->key, sizeof(bc->key), "%s", key);
-    snprintf(bc->uid, sizeof(bc->uid), "%s", meta_str(pod, "uid") ? meta_str(pod, "uid") : "");
+    snprintf(bc->uid, sizeof(bc->uid), "%s",
+             fatia_ctlr_meta_str(pod, "uid") ? fatia_ctlr_meta_str(pod, "uid") : "");
     snprintf(bc->node, sizeof(bc->node), "%s", node);
     fatia_info("placement: %s -> %s [%s]", key, node, slices_s ? slices_s : "");
     if (pc && pc->n) {
@@ -764,18 +770,18 @@ static void place_pod(void *arg, const char *key)
         }
         goto out;
     }
-    if (ctl_update(p->ctl, np,
-                   &(struct op_opts){.wq = p->q,
-                                     .key = key,
-                                     .then = bind_done,
-                                     .arg = bc,
-                                     .quiet_conflict = true,
-                                     .quiet_missing = true}) < 0) {
+    if (fatia_ctlr_update(p->ctl, np,
+                          &(struct op_opts){.wq = p->q,
+                                            .key = key,
+                                            .then = bind_done,
+                                            .arg = bc,
+                                            .quiet_conflict = true,
+                                            .quiet_missing = true}) < 0) {
         /* the write never started: op_abort already ran without bind_done */
         fatia_place_unbind(p->st, key);
         binding_drop(p, key);
         fatia_free(bc);
-        wq_add_after(p->q, key, FATIA_USEC_PER_SEC);
+        fatia_ctlr_wq_add_after(p->q, key, FATIA_USEC_PER_SEC);
     }
 out:
     fatia_buf_release(&slices);
@@ -796,12 +802,12 @@ out:
 static void write_scheduled(void *arg, const char *key)
 {
     struct placement_ctl *p = arg;
-    const json_t *pod = informer_get_key(p->pods, key);
+    const json_t *pod = fatia_ctlr_informer_get_key(p->pods, key);
     struct binding *b = fatia_strmap_get(&p->bound, key);
     json_t *np, *st, *conds;
 
     if (!pod || !b || !fatia_json_str(json_object_get(pod, "spec"), "nodeName") ||
-        cond_true(pod, "PodScheduled") || pod_terminal(pod))
+        fatia_ctlr_cond_true(pod, "PodScheduled") || fatia_ctlr_pod_terminal(pod))
         return;
     np = json_deep_copy(pod);
     st = np ? fatia_json_object_ensure(np, "status") : NULL;
@@ -812,7 +818,7 @@ static void write_scheduled(void *arg, const char *key)
     }
     if (!fatia_json_str(st, "phase"))
         json_object_set_new(st, "phase", json_string("Pending"));
-    cond_set(conds, "PodScheduled", "True", "", "", ctl_now(p->ctl));
+    fatia_ctlr_cond_set(conds, "PodScheduled", "True", "", "", fatia_ctlr_now(p->ctl));
     /* kube-scheduler leaves reason and message empty on success */
     {
         size_t i;
@@ -826,7 +832,7 @@ static void write_scheduled(void *arg, const char *key)
             }
         }
     }
-    ctl_update_status(
+    fatia_ctlr_update_status(
         p->ctl, np,
         &(struct op_opts){
             .wq = p->status_q, .key = key, .quiet_conflict = true, .quiet_missing = true});
@@ -922,27 +928,29 @@ static void replanned(void *arg, const struct fatia_plan *plan)
     INFORMER_FOREACH(p->pods, it)
     {
         const json_t *pod = it->obj;
-        if (fatia_json_str(json_object_get(pod, "spec"), "nodeName") && !pod_terminal(pod))
+        if (fatia_json_str(json_object_get(pod, "spec"), "nodeName") &&
+            !fatia_ctlr_pod_terminal(pod))
             adopt(p, it->key, pod);
     }
     INFORMER_FOREACH(p->pods, it)
     {
         if (needs_placement(it->obj))
-            wq_add(p->q, it->key);
+            fatia_ctlr_wq_add(p->q, it->key);
     }
 }
 
 /* ---- metrics ---- */
 
-void placement_ctl_metrics(struct placement_ctl *p, struct fatia_buf *out)
+void fatia_ctlr_placement_ctl_metrics(struct placement_ctl *p, struct fatia_buf *out)
 {
     const struct fatia_plan *plan = p->plan;
     struct fatia_strmap counts; /* labels -> counts[2] */
     char lab[600];
 
-    metric_header(out, "fatia_slices", "gauge",
-                  "GPU slices of the fleet, per 'node', 'kind', 'resource', 'profile' and "
-                  "'state' (allocated or free)");
+    fatia_ctlr_metric_header(
+        out, "fatia_slices", "gauge",
+        "GPU slices of the fleet, per 'node', 'kind', 'resource', 'profile' and "
+        "'state' (allocated or free)");
     fatia_strmap_init(&counts);
     for (size_t i = 0; plan && i < plan->n_slices; i++) {
         const struct fatia_slice *s = &plan->slices[i];
@@ -965,9 +973,10 @@ void placement_ctl_metrics(struct placement_ctl *p, struct fatia_buf *out)
                 held = p->held.slots[k].key && fatia_str_has_prefix(p->held.slots[k].key, pre);
         }
         for (int st = 0; st < 2; st++) {
-            metric_labels(lab, sizeof(lab), "node", plan->nodes[s->node].inv->name, "kind",
-                          fatia_slice_kind_name(s->kind), "resource", plan->resources[s->resource],
-                          "profile", profile, "state", st ? "free" : "allocated", NULL);
+            fatia_ctlr_metric_labels(lab, sizeof(lab), "node", plan->nodes[s->node].inv->name,
+                                     "kind", fatia_slice_kind_name(s->kind), "resource",
+                                     plan->resources[s->resource], "profile", profile, "state",
+                                     st ? "free" : "allocated", NULL);
             if (!fatia_strmap_has(&counts, lab)) {
                 char *k = fatia_strdup(lab);
                 double *c = fatia_calloc(1, sizeof(double));
@@ -995,8 +1004,8 @@ void placement_ctl_metrics(struct placement_ctl *p, struct fatia_buf *out)
                 keys[j - 1] = t;
             }
         for (size_t i = 0; i < n; i++)
-            metric_sample(out, "fatia_slices", keys[i],
-                          *(double *)fatia_strmap_get(&counts, keys[i]));
+            fatia_ctlr_metric_sample(out, "fatia_slices", keys[i],
+                                     *(double *)fatia_strmap_get(&counts, keys[i]));
         fatia_free(keys);
     }
     for (size_t i = 0; i < counts.cap; i++)
@@ -1005,24 +1014,27 @@ void placement_ctl_metrics(struct placement_ctl *p, struct fatia_buf *out)
             fatia_free(counts.slots[i].val);
         }
     fatia_strmap_release(&counts);
-    metric_header(out, "fatia_pods_bound", "gauge", "Pods holding slices or node resources");
-    metric_sample(out, "fatia_pods_bound", NULL, (double)p->bound.n);
-    metric_header(out, "fatia_pods_unschedulable", "gauge",
-                  "Pods waiting for a placement (PodScheduled=False)");
-    metric_sample(out, "fatia_pods_unschedulable", NULL, (double)p->waiting.n);
-    metric_header(out, "fatia_slice_conflicts_total", "counter",
-                  "Bound pods whose slices were already held by another pod (never expected)");
-    metric_sample(out, "fatia_slice_conflicts_total", NULL, (double)p->conflicts);
-    metric_header(out, "fatia_pod_unbinds_total", "counter", "Pods that let go of their slices");
-    metric_sample(out, "fatia_pod_unbinds_total", NULL, (double)p->unbinds);
+    fatia_ctlr_metric_header(out, "fatia_pods_bound", "gauge",
+                             "Pods holding slices or node resources");
+    fatia_ctlr_metric_sample(out, "fatia_pods_bound", NULL, (double)p->bound.n);
+    fatia_ctlr_metric_header(out, "fatia_pods_unschedulable", "gauge",
+                             "Pods waiting for a placement (PodScheduled=False)");
+    fatia_ctlr_metric_sample(out, "fatia_pods_unschedulable", NULL, (double)p->waiting.n);
+    fatia_ctlr_metric_header(
+        out, "fatia_slice_conflicts_total", "counter",
+        "Bound pods whose slices were already held by another pod (never expected)");
+    fatia_ctlr_metric_sample(out, "fatia_slice_conflicts_total", NULL, (double)p->conflicts);
+    fatia_ctlr_metric_header(out, "fatia_pod_unbinds_total", "counter",
+                             "Pods that let go of their slices");
+    fatia_ctlr_metric_sample(out, "fatia_pod_unbinds_total", NULL, (double)p->unbinds);
 }
 
 /* ---- life cycle ---- */
 
-int placement_ctl_new(struct ctl *c, struct device_ctl *dev, struct placement_ctl **ret)
+int fatia_ctlr_placement_ctl_new(struct ctl *c, struct device_ctl *dev, struct placement_ctl **ret)
 {
     struct placement_ctl *p = fatia_calloc(1, sizeof(*p));
-    const char *pol = ctl_opts(c)->placement_policy;
+    const char *pol = fatia_ctlr_opts(c)->placement_policy;
 
     if (!p)
         return -ENOMEM;
@@ -1034,28 +1046,29 @@ int placement_ctl_new(struct ctl *c, struct device_ctl *dev, struct placement_ct
         fatia_free(p);
         return -EINVAL;
     }
-    p->q = wq_new(c, "placement", place_pod, p);
-    p->status_q = wq_new(c, "pod-scheduled", write_scheduled, p);
-    p->pods = ctl_informer(c, fatia_kind_find("v1", "Pod", NULL));
+    p->q = fatia_ctlr_wq_new(c, "placement", place_pod, p);
+    p->status_q = fatia_ctlr_wq_new(c, "pod-scheduled", write_scheduled, p);
+    p->pods = fatia_ctlr_informer(c, fatia_kind_find("v1", "Pod", NULL));
     if (!p->q || !p->status_q || !p->pods || fatia_controller_claims_init(p) < 0 ||
-        informer_on(p->pods, on_pod, p) < 0 ||
-        metric_define(ctl_metrics(c), "fatia_placement_attempts_total", "counter",
-                      "Placement attempts, per 'result' (bound or unschedulable)", NULL, 0) < 0) {
-        placement_ctl_free(p);
+        fatia_ctlr_informer_on(p->pods, on_pod, p) < 0 ||
+        fatia_ctlr_metric_define(fatia_ctlr_metrics(c), "fatia_placement_attempts_total", "counter",
+                                 "Placement attempts, per 'result' (bound or unschedulable)", NULL,
+                                 0) < 0) {
+        fatia_ctlr_placement_ctl_free(p);
         return -ENOMEM;
     }
-    device_ctl_set_hooks(dev, check_plan, replanned, p);
+    fatia_ctlr_device_ctl_set_hooks(dev, check_plan, replanned, p);
     *ret = p;
     return 0;
 }
 
-void placement_ctl_free(struct placement_ctl *p)
+void fatia_ctlr_placement_ctl_free(struct placement_ctl *p)
 {
     if (!p)
         return;
-    wq_free(p->q);
-    wq_free(p->status_q);
-    wq_free(p->claims_q);
+    fatia_ctlr_wq_free(p->q);
+    fatia_ctlr_wq_free(p->status_q);
+    fatia_ctlr_wq_free(p->claims_q);
     fatia_place_pod_free(p->claim_pod);
     fatia_place_state_free(p->st);
     slice_ix_clear(&p->slice_ix);

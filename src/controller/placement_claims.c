@@ -111,8 +111,8 @@ static int bind_claim(struct placement_ctl *p, const json_t *claim, const json_t
         alloc = json_object_get(json_object_get(claim, "status"), "allocation");
         node = fatia_dra_claim_node(claim);
     }
-    snprintf(key, sizeof(key), CLAIM_PREFIX "%s/%s", meta_str(claim, "namespace"),
-             meta_str(claim, "name"));
+    snprintf(key, sizeof(key), CLAIM_PREFIX "%s/%s", fatia_ctlr_meta_str(claim, "namespace"),
+             fatia_ctlr_meta_str(claim, "name"));
     if (!node || (ni = fatia_controller_placement_node_index(p->plan, node)) == SIZE_MAX) {
         snprintf(why, why_n, "claim %s: its devices are on no node of this fleet",
                  key + strlen(CLAIM_PREFIX));
@@ -141,10 +141,11 @@ void fatia_controller_claims_adopt(struct placement_ctl *p, const json_t *claim)
 
     if (!p->st || !fatia_dra_claim_allocated(claim))
         return;
-    snprintf(key, sizeof(key), CLAIM_PREFIX "%s/%s", meta_str(claim, "namespace"),
-             meta_str(claim, "name"));
+    snprintf(key, sizeof(key), CLAIM_PREFIX "%s/%s", fatia_ctlr_meta_str(claim, "namespace"),
+             fatia_ctlr_meta_str(claim, "name"));
     b = fatia_strmap_get(&p->bound, key);
-    if (b && !strcmp(b->uid, meta_str(claim, "uid") ? meta_str(claim, "uid") : "")) {
+    if (b && !strcmp(b->uid,
+                     fatia_ctlr_meta_str(claim, "uid") ? fatia_ctlr_meta_str(claim, "uid") : "")) {
         b->confirmed = true;
         return;
     }
@@ -155,14 +156,14 @@ void fatia_controller_claims_adopt(struct placement_ctl *p, const json_t *claim)
         p->conflicts++;
         fatia_error("placement: allocated claim %s cannot be accounted for: %s",
                     key + strlen(CLAIM_PREFIX), why);
-        ctl_event(p->ctl, claim, COMPONENT, "Warning", "DoubleBooking",
-                  "the devices of this claim cannot be accounted for: %s", why);
+        fatia_ctlr_event(p->ctl, claim, COMPONENT, "Warning", "DoubleBooking",
+                         "the devices of this claim cannot be accounted for: %s", why);
     }
 }
 
 static const json_t *lookup_template(struct placement_ctl *p, const char *ns, const char *name)
 {
-    return informer_get(p->templates, ns, name);
+    return fatia_ctlr_informer_get(p->templates, ns, name);
 }
 
 /* Finds (or creates) the claims of a pod. 0 ready, -EAGAIN (a claim is being created),
@@ -170,7 +171,8 @@ static const json_t *lookup_template(struct placement_ctl *p, const char *ns, co
 int fatia_controller_claims_prepare(struct placement_ctl *p, const char *key, const json_t *pod,
                                     struct pod_claims *pc, char *why, size_t why_n)
 {
-    const char *ns = meta_str(pod, "namespace"), *pname = meta_str(pod, "name");
+    const char *ns = fatia_ctlr_meta_str(pod, "namespace"),
+               *pname = fatia_ctlr_meta_str(pod, "name");
     size_t i;
     json_t *e;
     bool waiting = false;
@@ -193,7 +195,7 @@ int fatia_controller_claims_prepare(struct placement_ctl *p, const char *key, co
             snprintf(c->name, sizeof(c->name), "%s", named);
         else
             snprintf(c->name, sizeof(c->name), "%s-%s", pname, entry ? entry : "");
-        c->claim = informer_get(p->claims, ns, c->name);
+        c->claim = fatia_ctlr_informer_get(p->claims, ns, c->name);
         if (!c->claim && named) {
             snprintf(why, why_n, "resourceclaim \"%s\" not found", named);
             return -ENOENT;
@@ -216,19 +218,22 @@ int fatia_controller_claims_prepare(struct placement_ctl *p, const char *key, co
             meta = json_object_get(claim, "metadata");
             json_object_set_new(meta, "ownerReferences",
                                 json_pack("[{s:s,s:s,s:s,s:s,s:b,s:b}]", "apiVersion", "v1", "kind",
-                                          "Pod", "name", pname, "uid", meta_str(pod, "uid"),
-                                          "controller", 1, "blockOwnerDeletion", 1));
-            ctl_create(p->ctl, claim,
-                       &(struct op_opts){.wq = p->q, .key = key, .quiet_conflict = true});
+                                          "Pod", "name", pname, "uid",
+                                          fatia_ctlr_meta_str(pod, "uid"), "controller", 1,
+                                          "blockOwnerDeletion", 1));
+            fatia_ctlr_create(p->ctl, claim,
+                              &(struct op_opts){.wq = p->q, .key = key, .quiet_conflict = true});
             json_decref(claim);
             waiting = true;
             continue;
         }
         /* a template's claim left by an earlier pod of the same name: wait for the collector */
         if (!named) {
-            const json_t *ref = obj_controller_ref(c->claim);
+            const json_t *ref = fatia_ctlr_obj_controller_ref(c->claim);
             const char *ruid = fatia_json_str(ref, "uid");
-            if (!ruid || strcmp(ruid, meta_str(pod, "uid") ? meta_str(pod, "uid") : "")) {
+            if (!ruid ||
+                strcmp(ruid,
+                       fatia_ctlr_meta_str(pod, "uid") ? fatia_ctlr_meta_str(pod, "uid") : "")) {
                 waiting = true;
                 continue;
             }
@@ -323,7 +328,8 @@ int fatia_controller_claims_allocate(struct placement_ctl *p, struct pod_claims 
             r = -ENOMEM;
             goto out;
         }
-        json_object_set_new(c->alloc, "allocationTimestamp", json_time(ctl_now(p->ctl)));
+        json_object_set_new(c->alloc, "allocationTimestamp",
+                            fatia_ctlr_json_time(fatia_ctlr_now(p->ctl)));
     }
 out:
     fatia_buf_release(&explain);
@@ -341,7 +347,7 @@ int fatia_controller_claims_devices_json(struct placement_ctl *p, const json_t *
                                          struct fatia_buf *slices)
 {
     const json_t *spec = json_object_get(pod, "spec");
-    const char *ns = meta_str(pod, "namespace");
+    const char *ns = fatia_ctlr_meta_str(pod, "namespace");
 
     for (size_t i = 0; i < pc->n; i++) {
         struct pod_claim *c = &pc->v[i];
@@ -392,7 +398,7 @@ int fatia_controller_claims_devices_json(struct placement_ctl *p, const json_t *
 static void claims_reconcile(void *arg, const char *key)
 {
     struct placement_ctl *p = arg;
-    const json_t *claim = informer_get_key(p->claims, key);
+    const json_t *claim = fatia_ctlr_informer_get_key(p->claims, key);
     const json_t *st = json_object_get(claim, "status");
     json_t *keep, *nc;
     size_t i;
@@ -407,15 +413,17 @@ static void claims_reconcile(void *arg, const char *key)
     {
         const char *res = fatia_json_str(r, "resource"), *name = fatia_json_str(r, "name");
         const char *uid = fatia_json_str(r, "uid");
-        const json_t *pod = res && !strcmp(res, "pods") && name
-                                ? informer_get(p->pods, meta_str(claim, "namespace"), name)
-                                : NULL;
+        const json_t *pod =
+            res && !strcmp(res, "pods") && name
+                ? fatia_ctlr_informer_get(p->pods, fatia_ctlr_meta_str(claim, "namespace"), name)
+                : NULL;
         if (res && strcmp(res, "pods")) {
             json_array_append(keep, r); /* not ours to judge */
             continue;
         }
-        if (pod && uid && !strcmp(uid, meta_str(pod, "uid") ? meta_str(pod, "uid") : "") &&
-            !pod_terminal(pod))
+        if (pod && uid &&
+            !strcmp(uid, fatia_ctlr_meta_str(pod, "uid") ? fatia_ctlr_meta_str(pod, "uid") : "") &&
+            !fatia_ctlr_pod_terminal(pod))
             json_array_append(keep, r);
     }
     if (json_array_size(keep) == json_array_size(json_object_get(st, "reservedFor")) &&
@@ -437,7 +445,7 @@ static void claims_reconcile(void *arg, const char *key)
         fatia_info("placement: claim %s deallocated: no pod uses it any more", key);
     }
     json_decref(keep);
-    ctl_update_status(
+    fatia_ctlr_update_status(
         p->ctl, nc,
         &(struct op_opts){
             .wq = p->claims_q, .key = key, .quiet_conflict = true, .quiet_missing = true});
@@ -448,10 +456,10 @@ static void on_claim(void *arg, const json_t *old, const json_t *obj)
 {
     struct placement_ctl *p = arg;
     const json_t *o = obj ? obj : old;
-    const json_t *ref = obj_controller_ref(o);
+    const json_t *ref = fatia_ctlr_obj_controller_ref(o);
     char key[600], ckey[700];
 
-    obj_key(o, key, sizeof(key));
+    fatia_ctlr_obj_key(o, key, sizeof(key));
     snprintf(ckey, sizeof(ckey), CLAIM_PREFIX "%s", key);
     if (!obj || !fatia_dra_claim_allocated(obj)) {
         if (fatia_strmap_has(&p->bound, ckey)) {
@@ -460,16 +468,17 @@ static void on_claim(void *arg, const json_t *old, const json_t *obj)
             if (!obj || b->confirmed)
                 fatia_controller_placement_release(p, ckey);
         }
-    } else if (ctl_ready(p->ctl)) {
+    } else if (fatia_ctlr_ready(p->ctl)) {
         fatia_controller_claims_adopt(p, obj);
     }
     if (obj)
-        wq_add(p->claims_q, key);
+        fatia_ctlr_wq_add(p->claims_q, key);
     /* the pod that waits for its template's claim */
     if (obj && ref && fatia_json_str(ref, "kind") && !strcmp(fatia_json_str(ref, "kind"), "Pod")) {
         char pk[600];
-        make_key(meta_str(o, "namespace"), fatia_json_str(ref, "name"), pk, sizeof(pk));
-        wq_add(p->q, pk);
+        fatia_ctlr_make_key(fatia_ctlr_meta_str(o, "namespace"), fatia_json_str(ref, "name"), pk,
+                            sizeof(pk));
+        fatia_ctlr_wq_add(p->q, pk);
     }
 }
 
@@ -486,10 +495,10 @@ void fatia_controller_claims_touch(struct placement_ctl *p, const json_t *pod)
         if (named)
             snprintf(name, sizeof(name), "%s", named);
         else
-            snprintf(name, sizeof(name), "%s-%s", meta_str(pod, "name"),
+            snprintf(name, sizeof(name), "%s-%s", fatia_ctlr_meta_str(pod, "name"),
                      fatia_json_str(e, "name") ? fatia_json_str(e, "name") : "");
-        make_key(meta_str(pod, "namespace"), name, key, sizeof(key));
-        wq_add(p->claims_q, key);
+        fatia_ctlr_make_key(fatia_ctlr_meta_str(pod, "namespace"), name, key, sizeof(key));
+        fatia_ctlr_wq_add(p->claims_q, key);
     }
 }
 
@@ -527,13 +536,13 @@ int fatia_controller_claims_write(struct placement_ctl *p, const char *key, cons
     cw->pod_update = json_incref(np);
     cw->bc = bc;
     cw->outstanding = 1; /* held until every write started */
-    wq_begin(p->q, key);
+    fatia_ctlr_wq_begin(p->q, key);
     for (size_t i = 0; i < pc->n; i++) {
         struct claim_write_one *one = fatia_calloc(1, sizeof(*one));
         json_t *nc = json_deep_copy(pc->v[i].claim);
         json_t *st = nc ? fatia_json_object_ensure(nc, "status") : NULL;
         if (!one || !st ||
-            fatia_dra_claim_reserve(nc, "pods", meta_str(pod, "name"), bc->uid) < 0) {
+            fatia_dra_claim_reserve(nc, "pods", fatia_ctlr_meta_str(pod, "name"), bc->uid) < 0) {
             fatia_free(one);
             json_decref(nc);
             cw->failed = true;
@@ -543,11 +552,11 @@ int fatia_controller_claims_write(struct placement_ctl *p, const char *key, cons
             json_object_set(st, "allocation", pc->v[i].alloc);
         one->cw = cw;
         one->fresh = pc->v[i].alloc != NULL;
-        snprintf(one->ckey, sizeof(one->ckey), CLAIM_PREFIX "%s/%s", meta_str(pod, "namespace"),
-                 pc->v[i].name);
+        snprintf(one->ckey, sizeof(one->ckey), CLAIM_PREFIX "%s/%s",
+                 fatia_ctlr_meta_str(pod, "namespace"), pc->v[i].name);
         cw->outstanding++;
-        if (ctl_update_status(p->ctl, nc, &(struct op_opts){.then = claim_write_done, .arg = one}) <
-            0) {
+        if (fatia_ctlr_update_status(p->ctl, nc,
+                                     &(struct op_opts){.then = claim_write_done, .arg = one}) < 0) {
             cw->outstanding--;
             cw->failed = true;
             fatia_free(one);
@@ -575,8 +584,8 @@ int fatia_controller_claims_bind_fresh(struct placement_ctl *p, const char *key,
             for (size_t k = 0; k < i; k++) {
                 if (!pc->v[k].alloc)
                     continue;
-                snprintf(ck, sizeof(ck), CLAIM_PREFIX "%s/%s", meta_str(pod, "namespace"),
-                         pc->v[k].name);
+                snprintf(ck, sizeof(ck), CLAIM_PREFIX "%s/%s",
+                         fatia_ctlr_meta_str(pod, "namespace"), pc->v[k].name);
                 fatia_controller_placement_release(p, ck);
             }
             return -EINVAL;
@@ -585,20 +594,22 @@ int fatia_controller_claims_bind_fresh(struct placement_ctl *p, const char *key,
     return 0;
 }
 
-/* The DRA half of placement_ctl_new: the claims' work queue and the informers of the kinds
- * claims are placed from. 0 or -ENOMEM (placement_ctl_free releases what was made). */
+/* The DRA half of fatia_ctlr_placement_ctl_new: the claims' work queue and the informers of the kinds
+ * claims are placed from. 0 or -ENOMEM (fatia_ctlr_placement_ctl_free releases what was made). */
 int fatia_controller_claims_init(struct placement_ctl *p)
 {
     struct ctl *c = p->ctl;
 
-    p->claims_q = wq_new(c, "resourceclaims", claims_reconcile, p);
-    p->claims = ctl_informer(c, fatia_kind_find("resource.k8s.io/v1", "ResourceClaim", NULL));
-    p->templates =
-        ctl_informer(c, fatia_kind_find("resource.k8s.io/v1", "ResourceClaimTemplate", NULL));
-    p->rslices = ctl_informer(c, fatia_kind_find("resource.k8s.io/v1", "ResourceSlice", NULL));
-    p->classes = ctl_informer(c, fatia_kind_find("resource.k8s.io/v1", "DeviceClass", NULL));
+    p->claims_q = fatia_ctlr_wq_new(c, "resourceclaims", claims_reconcile, p);
+    p->claims =
+        fatia_ctlr_informer(c, fatia_kind_find("resource.k8s.io/v1", "ResourceClaim", NULL));
+    p->templates = fatia_ctlr_informer(
+        c, fatia_kind_find("resource.k8s.io/v1", "ResourceClaimTemplate", NULL));
+    p->rslices =
+        fatia_ctlr_informer(c, fatia_kind_find("resource.k8s.io/v1", "ResourceSlice", NULL));
+    p->classes = fatia_ctlr_informer(c, fatia_kind_find("resource.k8s.io/v1", "DeviceClass", NULL));
     if (!p->claims_q || !p->claims || !p->templates || !p->rslices || !p->classes ||
-        informer_on(p->claims, on_claim, p) < 0)
+        fatia_ctlr_informer_on(p->claims, on_claim, p) < 0)
         return -ENOMEM;
     return 0;
 }

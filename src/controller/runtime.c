@@ -7,11 +7,11 @@
  *
  * Work queue key states (a key is in at most one of them; "busy" is orthogonal):
  *
- *            wq_add                       popped by process()
+ *            fatia_ctlr_wq_add                       popped by process()
  *     idle ─────────► pending ─────────────────────────────────► reconciling ──► idle
- *       ▲  wq_add_after    ▲                     │ busy (writes in flight): parked
+ *       ▲  fatia_ctlr_wq_add_after    ▲                     │ busy (writes in flight): parked
  *       └──► delayed ──────┘ timer               ▼
- *                                         dirty ── wq_end (last write answered) ──► pending
+ *                                         dirty ── fatia_ctlr_wq_end (last write answered) ──► pending
  *
  * A failed write requeues its key after a back-off (100 ms doubling to 30 s, per key, plus a
  * jitter of up to half the delay, reset by a reconcile whose writes all succeed); a conflict (409)
@@ -36,7 +36,7 @@
 
 /* ---- helpers ---- */
 
-void make_key(const char *ns, const char *name, char *buf, size_t n)
+void fatia_ctlr_make_key(const char *ns, const char *name, char *buf, size_t n)
 {
     if (ns && *ns)
         snprintf(buf, n, "%s/%s", ns, name ? name : "");
@@ -44,12 +44,13 @@ void make_key(const char *ns, const char *name, char *buf, size_t n)
         snprintf(buf, n, "%s", name ? name : "");
 }
 
-void obj_key(const json_t *obj, char *buf, size_t n)
+void fatia_ctlr_obj_key(const json_t *obj, char *buf, size_t n)
 {
-    make_key(meta_str(obj, "namespace"), meta_str(obj, "name"), buf, n);
+    fatia_ctlr_make_key(fatia_ctlr_meta_str(obj, "namespace"), fatia_ctlr_meta_str(obj, "name"),
+                        buf, n);
 }
 
-const char *split_key(const char *key, char *nsbuf, size_t n)
+const char *fatia_ctlr_split_key(const char *key, char *nsbuf, size_t n)
 {
     const char *slash = strchr(key, '/');
 
@@ -62,27 +63,27 @@ const char *split_key(const char *key, char *nsbuf, size_t n)
     return slash + 1;
 }
 
-const char *meta_str(const json_t *obj, const char *field)
+const char *fatia_ctlr_meta_str(const json_t *obj, const char *field)
 {
     return fatia_json_str(json_object_get(obj, "metadata"), field);
 }
 
-const char *obj_label(const json_t *obj, const char *label)
+const char *fatia_ctlr_obj_label(const json_t *obj, const char *label)
 {
     return fatia_json_str(json_object_get(json_object_get(obj, "metadata"), "labels"), label);
 }
 
-const char *obj_annotation(const json_t *obj, const char *ann)
+const char *fatia_ctlr_obj_annotation(const json_t *obj, const char *ann)
 {
     return fatia_json_str(json_object_get(json_object_get(obj, "metadata"), "annotations"), ann);
 }
 
-bool obj_deleting(const json_t *obj)
+bool fatia_ctlr_obj_deleting(const json_t *obj)
 {
-    return meta_str(obj, "deletionTimestamp") != NULL;
+    return fatia_ctlr_meta_str(obj, "deletionTimestamp") != NULL;
 }
 
-bool obj_has_finalizer(const json_t *obj, const char *f)
+bool fatia_ctlr_obj_has_finalizer(const json_t *obj, const char *f)
 {
     size_t i;
     json_t *v;
@@ -95,7 +96,7 @@ bool obj_has_finalizer(const json_t *obj, const char *f)
     return false;
 }
 
-json_t *obj_without_finalizer(const json_t *obj, const char *f)
+json_t *fatia_ctlr_obj_without_finalizer(const json_t *obj, const char *f)
 {
     json_t *copy = json_deep_copy(obj);
     json_t *meta = copy ? json_object_get(copy, "metadata") : NULL;
@@ -114,7 +115,7 @@ json_t *obj_without_finalizer(const json_t *obj, const char *f)
     return copy;
 }
 
-const json_t *obj_controller_ref(const json_t *obj)
+const json_t *fatia_ctlr_obj_controller_ref(const json_t *obj)
 {
     size_t i;
     json_t *r;
@@ -127,7 +128,7 @@ const json_t *obj_controller_ref(const json_t *obj)
     return NULL;
 }
 
-const json_t *cond_get(const json_t *obj, const char *type)
+const json_t *fatia_ctlr_cond_get(const json_t *obj, const char *type)
 {
     size_t i;
     json_t *c;
@@ -141,14 +142,14 @@ const json_t *cond_get(const json_t *obj, const char *type)
     return NULL;
 }
 
-bool cond_true(const json_t *obj, const char *type)
+bool fatia_ctlr_cond_true(const json_t *obj, const char *type)
 {
-    const char *s = fatia_json_str(cond_get(obj, type), "status");
+    const char *s = fatia_json_str(fatia_ctlr_cond_get(obj, type), "status");
 
     return s && !strcmp(s, "True");
 }
 
-json_t *json_time(fatia_usec_t t)
+json_t *fatia_ctlr_json_time(fatia_usec_t t)
 {
     char buf[40];
 
@@ -156,8 +157,8 @@ json_t *json_time(fatia_usec_t t)
     return json_string(buf);
 }
 
-bool cond_set(json_t *conds, const char *type, const char *status, const char *reason,
-              const char *message, fatia_usec_t now)
+bool fatia_ctlr_cond_set(json_t *conds, const char *type, const char *status, const char *reason,
+                         const char *message, fatia_usec_t now)
 {
     size_t i;
     json_t *c;
@@ -174,14 +175,14 @@ bool cond_set(json_t *conds, const char *type, const char *status, const char *r
         if (os && !strcmp(os, status) && orr && !strcmp(orr, reason) && om && !strcmp(om, message))
             return false;
         if (!os || strcmp(os, status))
-            json_object_set_new(c, "lastTransitionTime", json_time(now));
+            json_object_set_new(c, "lastTransitionTime", fatia_ctlr_json_time(now));
         json_object_set_new(c, "status", json_string(status));
         json_object_set_new(c, "reason", json_string(reason));
         json_object_set_new(c, "message", json_string(message));
         return true;
     }
     c = json_pack("{s:s,s:s,s:s,s:s,s:o}", "type", type, "status", status, "reason", reason,
-                  "message", message, "lastTransitionTime", json_time(now));
+                  "message", message, "lastTransitionTime", fatia_ctlr_json_time(now));
     if (c)
         json_array_append_new(conds, c);
     return true;
@@ -260,12 +261,12 @@ static void index_add(struct informer *inf, struct informer_item *it)
     }
 }
 
-void informer_index_owners(struct informer *inf)
+void fatia_ctlr_informer_index_owners(struct informer *inf)
 {
     inf->index_owners = true;
 }
 
-const struct fatia_strmap *informer_owned(const struct informer *inf, const char *uid)
+const struct fatia_strmap *fatia_ctlr_informer_owned(const struct informer *inf, const char *uid)
 {
     const struct owner_set *set = uid ? fatia_strmap_get(&inf->owners, uid) : NULL;
 
@@ -285,7 +286,7 @@ static void upsert(struct informer *inf, const json_t *obj, uint64_t rv)
     char key[600];
     json_t *old;
 
-    obj_key(obj, key, sizeof(key));
+    fatia_ctlr_obj_key(obj, key, sizeof(key));
     it = fatia_strmap_get(&inf->items, key);
     if (it && it->rv >= rv)
         return;
@@ -311,7 +312,7 @@ static void remove_item(struct informer *inf, const json_t *obj)
     struct informer_item *it;
     char key[600];
 
-    obj_key(obj, key, sizeof(key));
+    fatia_ctlr_obj_key(obj, key, sizeof(key));
     it = fatia_strmap_get(&inf->items, key);
     if (!it)
         return;
@@ -324,7 +325,7 @@ static void remove_item(struct informer *inf, const json_t *obj)
 static uint64_t obj_rv(const json_t *obj)
 {
     uint64_t rv = 0;
-    const char *s = meta_str(obj, "resourceVersion");
+    const char *s = fatia_ctlr_meta_str(obj, "resourceVersion");
 
     if (s)
         (void)fatia_parse_u64(s, &rv);
@@ -356,7 +357,7 @@ static void on_watch(void *arg, enum fatia_watch_event type, const json_t *obj, 
             inf->rv = rv;
         if (!inf->synced) {
             inf->synced = true;
-            ctl_informer_synced(inf->ctl, inf);
+            fatia_ctlr_informer_synced(inf->ctl, inf);
         }
         break;
     case FATIA_WATCH_ERROR:
@@ -364,12 +365,12 @@ static void on_watch(void *arg, enum fatia_watch_event type, const json_t *obj, 
         fatia_warn("watch of %s ended: %s; watching again", inf->kind->plural,
                    fatia_json_str(obj, "message") ? fatia_json_str(obj, "message") : "error");
         inf->watch = NULL;
-        ctl_informer_restart(inf->ctl, inf);
+        fatia_ctlr_informer_restart(inf->ctl, inf);
         break;
     }
 }
 
-void informer_observe(struct informer *inf, const json_t *obj, uint64_t rv)
+void fatia_ctlr_informer_observe(struct informer *inf, const json_t *obj, uint64_t rv)
 {
     if (!obj || !json_is_object(obj))
         return;
@@ -380,20 +381,20 @@ void informer_observe(struct informer *inf, const json_t *obj, uint64_t rv)
     upsert(inf, obj, rv);
 }
 
-int informer_start(struct informer *inf)
+int fatia_ctlr_informer_start(struct informer *inf)
 {
     struct fatia_watch_opts o = {0};
 
-    return fatia_client_watch(ctl_client(inf->ctl), inf->kind, NULL, &o, on_watch, inf,
+    return fatia_client_watch(fatia_ctlr_client(inf->ctl), inf->kind, NULL, &o, on_watch, inf,
                               &inf->watch);
 }
 
-void informer_free(struct informer *inf)
+void fatia_ctlr_informer_free(struct informer *inf)
 {
     if (!inf)
         return;
     if (inf->watch)
-        fatia_client_watch_stop(ctl_client(inf->ctl), inf->watch);
+        fatia_client_watch_stop(fatia_ctlr_client(inf->ctl), inf->watch);
     for (size_t i = 0; i < inf->items.cap; i++)
         if (inf->items.slots[i].key)
             item_free(inf->items.slots[i].val);
@@ -411,24 +412,24 @@ void informer_free(struct informer *inf)
     fatia_free(inf);
 }
 
-int informer_on(struct informer *inf, informer_fn fn, void *arg)
+int fatia_ctlr_informer_on(struct informer *inf, informer_fn fn, void *arg)
 {
     return FATIA_VEC_PUSH(&inf->handlers, ((struct informer_handler){fn, arg}));
 }
 
-const json_t *informer_get_key(const struct informer *inf, const char *key)
+const json_t *fatia_ctlr_informer_get_key(const struct informer *inf, const char *key)
 {
     const struct informer_item *it = fatia_strmap_get(&inf->items, key);
 
     return it ? it->obj : NULL;
 }
 
-const json_t *informer_get(const struct informer *inf, const char *ns, const char *name)
+const json_t *fatia_ctlr_informer_get(const struct informer *inf, const char *ns, const char *name)
 {
     char key[600];
 
-    make_key(inf->kind->namespaced ? ns : NULL, name, key, sizeof(key));
-    return informer_get_key(inf, key);
+    fatia_ctlr_make_key(inf->kind->namespaced ? ns : NULL, name, key, sizeof(key));
+    return fatia_ctlr_informer_get_key(inf, key);
 }
 
 /* ---- work queues ---- */
@@ -471,7 +472,7 @@ static void wq_process(evutil_socket_t fd, short what, void *arg);
 #define WQ_KEY_PER_SEC 50
 #define WQ_KEY_BURST   100
 
-struct wq *wq_new(struct ctl *c, const char *name, wq_fn fn, void *arg)
+struct wq *fatia_ctlr_wq_new(struct ctl *c, const char *name, wq_fn fn, void *arg)
 {
     struct wq *q = fatia_calloc(1, sizeof(*q));
 
@@ -483,12 +484,12 @@ struct wq *wq_new(struct ctl *c, const char *name, wq_fn fn, void *arg)
                      .arg = arg,
                      .rnd = (uint64_t)fatia_now_mono_usec() | 1,
                      .log = {.per_sec = 5, .burst = 20}};
-    q->ev = event_new(ctl_base(c), -1, 0, wq_process, q);
+    q->ev = event_new(fatia_ctlr_base(c), -1, 0, wq_process, q);
     if (!q->ev) {
         fatia_free(q);
         return NULL;
     }
-    ctl_register_wq(c, q);
+    fatia_ctlr_register_wq(c, q);
     return q;
 }
 
@@ -502,7 +503,7 @@ static void wq_key_free(struct wq_key *k)
     fatia_free(k);
 }
 
-void wq_free(struct wq *q)
+void fatia_ctlr_wq_free(struct wq *q)
 {
     if (!q)
         return;
@@ -542,7 +543,7 @@ static void wq_key_maybe_drop(struct wq *q, struct wq_key *k)
         (k->timer && event_pending(k->timer, EV_TIMEOUT, NULL)))
         return;
     if (k->rl.last && fatia_now_mono_usec() - k->rl.last < FATIA_USEC_PER_SEC &&
-        (k->timer || (k->timer = evtimer_new(ctl_base(q->ctl), wq_timer, k)))) {
+        (k->timer || (k->timer = evtimer_new(fatia_ctlr_base(q->ctl), wq_timer, k)))) {
         struct timeval later = {1, 100000};
         k->linger = true;
         evtimer_add(k->timer, &later);
@@ -568,7 +569,7 @@ static void wq_push(struct wq *q, struct wq_key *k)
     event_active(q->ev, EV_TIMEOUT, 0);
 }
 
-void wq_add(struct wq *q, const char *key)
+void fatia_ctlr_wq_add(struct wq *q, const char *key)
 {
     struct wq_key *k = wq_key_get(q, key);
 
@@ -602,7 +603,7 @@ static void wq_timer(evutil_socket_t fd, short what, void *arg)
         wq_push(k->q, k);
 }
 
-void wq_add_after(struct wq *q, const char *key, fatia_usec_t delay)
+void fatia_ctlr_wq_add_after(struct wq *q, const char *key, fatia_usec_t delay)
 {
     struct wq_key *k = wq_key_get(q, key);
     struct timeval tv = {(time_t)(delay / FATIA_USEC_PER_SEC),
@@ -611,22 +612,22 @@ void wq_add_after(struct wq *q, const char *key, fatia_usec_t delay)
     if (!k)
         return;
     if (delay <= 0) {
-        wq_add(q, key);
+        fatia_ctlr_wq_add(q, key);
         return;
     }
     if (k->linger) {
         k->linger = false;
         event_del(k->timer);
     }
-    if (!k->timer && !(k->timer = evtimer_new(ctl_base(q->ctl), wq_timer, k))) {
-        wq_add(q, key);
+    if (!k->timer && !(k->timer = evtimer_new(fatia_ctlr_base(q->ctl), wq_timer, k))) {
+        fatia_ctlr_wq_add(q, key);
         return;
     }
     if (event_pending(k->timer, EV_TIMEOUT, NULL)) {
         /* keep the earlier deadline */
         struct timeval cur, now_tv, want;
         event_pending(k->timer, EV_TIMEOUT, &cur);
-        event_base_gettimeofday_cached(ctl_base(q->ctl), &now_tv);
+        event_base_gettimeofday_cached(fatia_ctlr_base(q->ctl), &now_tv);
         evutil_timeradd(&now_tv, &tv, &want);
         if (evutil_timercmp(&cur, &want, <=))
             return;
@@ -634,7 +635,7 @@ void wq_add_after(struct wq *q, const char *key, fatia_usec_t delay)
     evtimer_add(k->timer, &tv);
 }
 
-void wq_begin(struct wq *q, const char *key)
+void fatia_ctlr_wq_begin(struct wq *q, const char *key)
 {
     struct wq_key *k = wq_key_get(q, key);
 
@@ -644,7 +645,7 @@ void wq_begin(struct wq *q, const char *key)
     q->busy_total++;
 }
 
-void wq_end(struct wq *q, const char *key, bool failed)
+void fatia_ctlr_wq_end(struct wq *q, const char *key, bool failed)
 {
     struct wq_key *k = fatia_strmap_get(&q->keys, key);
 
@@ -661,7 +662,7 @@ void wq_end(struct wq *q, const char *key, bool failed)
                                                  ++k->failures, fatia_backoff_rand(&q->rnd));
         k->failed = false;
         k->dirty = false;
-        wq_add_after(q, key, delay);
+        fatia_ctlr_wq_add_after(q, key, delay);
         return;
     }
     k->failures = 0;
@@ -685,19 +686,19 @@ static void wq_conflict(struct wq *q, const char *key)
     if (!k)
         return;
     k->conflicted = true;
-    wq_add_after(q, key,
-                 fatia_backoff_delay(20 * FATIA_USEC_PER_MSEC, 30 * FATIA_USEC_PER_SEC,
-                                     ++k->conflicts, fatia_backoff_rand(&q->rnd)));
+    fatia_ctlr_wq_add_after(q, key,
+                            fatia_backoff_delay(20 * FATIA_USEC_PER_MSEC, 30 * FATIA_USEC_PER_SEC,
+                                                ++k->conflicts, fatia_backoff_rand(&q->rnd)));
 }
 
-size_t wq_len(const struct wq *q)
+size_t fatia_ctlr_wq_len(const struct wq *q)
 {
     return q->fifo.n - q->head;
 }
 
-bool wq_idle(const struct wq *q)
+bool fatia_ctlr_wq_idle(const struct wq *q)
 {
-    return wq_len(q) == 0 && q->busy_total == 0;
+    return fatia_ctlr_wq_len(q) == 0 && q->busy_total == 0;
 }
 
 /* At most this many keys per loop iteration, so that the API stays responsive. */
@@ -710,8 +711,8 @@ static void wq_process(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (!ctl_ready(q->ctl))
-        return; /* ctl_informer_synced activates every queue once all caches are synced */
+    if (!fatia_ctlr_ready(q->ctl))
+        return; /* fatia_ctlr_informer_synced activates every queue once all caches are synced */
     while (q->head < q->fifo.n && done < WQ_BATCH) {
         struct wq_key *k = q->fifo.v[q->head++];
         k->pending = false;
@@ -726,10 +727,11 @@ static void wq_process(evutil_socket_t fd, short what, void *arg)
                 fatia_warn("%s: '%s' is reconciled more than %d times a second: slowed down (a "
                            "loop of writes?)",
                            q->name, k->key, WQ_KEY_PER_SEC);
-            wq_add_after(q, k->key,
-                         FATIA_USEC_PER_SEC / WQ_KEY_PER_SEC +
-                             (fatia_usec_t)(fatia_backoff_rand(&q->rnd) %
-                                            (uint64_t)(FATIA_USEC_PER_SEC / WQ_KEY_PER_SEC)));
+            fatia_ctlr_wq_add_after(
+                q, k->key,
+                FATIA_USEC_PER_SEC / WQ_KEY_PER_SEC +
+                    (fatia_usec_t)(fatia_backoff_rand(&q->rnd) %
+                                   (uint64_t)(FATIA_USEC_PER_SEC / WQ_KEY_PER_SEC)));
             continue;
         }
         k->running = true;
@@ -748,9 +750,9 @@ static void wq_process(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-void wq_kick(struct wq *q)
+void fatia_ctlr_wq_kick(struct wq *q)
 {
-    if (wq_len(q))
+    if (fatia_ctlr_wq_len(q))
         event_active(q->ev, EV_TIMEOUT, 0);
 }
 
@@ -771,7 +773,7 @@ static void op_done(void *arg, const struct fatia_client_result *res)
     struct op *op = arg;
     bool failed = false;
 
-    ctl_op_finished(op->ctl);
+    fatia_ctlr_op_finished(op->ctl);
     if (res->status) {
         const char *msg = fatia_json_str(res->status, "message");
         if (res->code == 409) {
@@ -799,16 +801,16 @@ static void op_done(void *arg, const struct fatia_client_result *res)
         const struct fatia_kind *k = fatia_kind_find(
             fatia_json_str(res->obj, "apiVersion") ? fatia_json_str(res->obj, "apiVersion") : "",
             fatia_json_str(res->obj, "kind") ? fatia_json_str(res->obj, "kind") : "", NULL);
-        struct informer *inf = k ? ctl_informer_peek(op->ctl, k) : NULL;
-        if (inf && !obj_deleting(res->obj))
-            informer_observe(inf, res->obj, res->rv);
-        else if (inf && obj_deleting(res->obj))
-            informer_observe(inf, res->obj, res->rv);
+        struct informer *inf = k ? fatia_ctlr_informer_peek(op->ctl, k) : NULL;
+        if (inf && !fatia_ctlr_obj_deleting(res->obj))
+            fatia_ctlr_informer_observe(inf, res->obj, res->rv);
+        else if (inf && fatia_ctlr_obj_deleting(res->obj))
+            fatia_ctlr_informer_observe(inf, res->obj, res->rv);
     }
     if (op->then)
         op->then(op->arg, res);
     if (op->wq && op->key)
-        wq_end(op->wq, op->key, failed);
+        fatia_ctlr_wq_end(op->wq, op->key, failed);
     fatia_free(op->key);
     fatia_free(op);
 }
@@ -835,17 +837,17 @@ static struct op *op_new(struct ctl *c, const struct op_opts *o, const char *ver
     snprintf(op->what, sizeof(op->what), "%s %s %s%s%s", verb, k ? k->singular : "object",
              ns && *ns ? ns : "", ns && *ns ? "/" : "", name ? name : "(generated)");
     if (op->wq && op->key)
-        wq_begin(op->wq, op->key);
-    ctl_op_started(c);
+        fatia_ctlr_wq_begin(op->wq, op->key);
+    fatia_ctlr_op_started(c);
     return op;
 }
 
 static void op_abort(struct op *op, int r)
 {
     fatia_warn("%s: %s", op->what, fatia_strerror(r));
-    ctl_op_finished(op->ctl);
+    fatia_ctlr_op_finished(op->ctl);
     if (op->wq && op->key)
-        wq_end(op->wq, op->key, true);
+        fatia_ctlr_wq_end(op->wq, op->key, true);
     fatia_free(op->key);
     fatia_free(op);
 }
@@ -854,19 +856,19 @@ static int write_obj(struct ctl *c, const char *verb, json_t *obj, const struct 
 {
     const char *av = fatia_json_str(obj, "apiVersion"), *kind = fatia_json_str(obj, "kind");
     const struct fatia_kind *k = av && kind ? fatia_kind_find(av, kind, NULL) : NULL;
-    const char *name = meta_str(obj, "name");
-    struct op *op = op_new(c, o, verb, k, meta_str(obj, "namespace"),
-                           name ? name : meta_str(obj, "generateName"));
+    const char *name = fatia_ctlr_meta_str(obj, "name");
+    struct op *op = op_new(c, o, verb, k, fatia_ctlr_meta_str(obj, "namespace"),
+                           name ? name : fatia_ctlr_meta_str(obj, "generateName"));
     int r;
 
     if (!op)
         return -ENOMEM;
     if (!strcmp(verb, "create"))
-        r = fatia_client_create(ctl_client(c), obj, NULL, op_done, op);
+        r = fatia_client_create(fatia_ctlr_client(c), obj, NULL, op_done, op);
     else if (!strcmp(verb, "update"))
-        r = fatia_client_update(ctl_client(c), obj, NULL, op_done, op);
+        r = fatia_client_update(fatia_ctlr_client(c), obj, NULL, op_done, op);
     else
-        r = fatia_client_update_status(ctl_client(c), obj, NULL, op_done, op);
+        r = fatia_client_update_status(fatia_ctlr_client(c), obj, NULL, op_done, op);
     if (r < 0) {
         op_abort(op, r);
         return r;
@@ -874,23 +876,23 @@ static int write_obj(struct ctl *c, const char *verb, json_t *obj, const struct 
     return 0;
 }
 
-int ctl_create(struct ctl *c, json_t *obj, const struct op_opts *o)
+int fatia_ctlr_create(struct ctl *c, json_t *obj, const struct op_opts *o)
 {
     return write_obj(c, "create", obj, o);
 }
 
-int ctl_update(struct ctl *c, json_t *obj, const struct op_opts *o)
+int fatia_ctlr_update(struct ctl *c, json_t *obj, const struct op_opts *o)
 {
     return write_obj(c, "update", obj, o);
 }
 
-int ctl_update_status(struct ctl *c, json_t *obj, const struct op_opts *o)
+int fatia_ctlr_update_status(struct ctl *c, json_t *obj, const struct op_opts *o)
 {
     return write_obj(c, "update status of", obj, o);
 }
 
-int ctl_delete(struct ctl *c, const struct fatia_kind *k, const char *ns, const char *name,
-               const char *uid, const struct op_opts *o)
+int fatia_ctlr_delete(struct ctl *c, const struct fatia_kind *k, const char *ns, const char *name,
+                      const char *uid, const struct op_opts *o)
 {
     struct fatia_delete_opts dopts = {.uid = uid};
     struct op *op = op_new(c, o, "delete", k, ns, name);
@@ -898,7 +900,7 @@ int ctl_delete(struct ctl *c, const struct fatia_kind *k, const char *ns, const 
 
     if (!op)
         return -ENOMEM;
-    r = fatia_client_delete(ctl_client(c), k, ns, name, uid ? &dopts : NULL, op_done, op);
+    r = fatia_client_delete(fatia_ctlr_client(c), k, ns, name, uid ? &dopts : NULL, op_done, op);
     if (r < 0) {
         op_abort(op, r);
         return r;
@@ -912,18 +914,19 @@ static void event_done(void *arg, const struct fatia_client_result *res)
 {
     struct ctl *c = arg;
 
-    ctl_op_finished(c);
+    fatia_ctlr_op_finished(c);
     if (res->status)
         fatia_debug("event not recorded: %s", fatia_json_str(res->status, "message"));
 }
 
-void ctl_event(struct ctl *c, const json_t *obj, const char *component, const char *type,
-               const char *reason, const char *fmt, ...)
+void fatia_ctlr_event(struct ctl *c, const json_t *obj, const char *component, const char *type,
+                      const char *reason, const char *fmt, ...)
 {
-    const char *ns = meta_str(obj, "namespace"), *name = meta_str(obj, "name");
+    const char *ns = fatia_ctlr_meta_str(obj, "namespace"),
+               *name = fatia_ctlr_meta_str(obj, "name");
     const char *kind = fatia_json_str(obj, "kind"), *av = fatia_json_str(obj, "apiVersion");
     char msg[1024], evname[400];
-    fatia_usec_t now = ctl_now(c);
+    fatia_usec_t now = fatia_ctlr_now(c);
     json_t *ev, *involved;
     va_list ap;
 
@@ -933,20 +936,21 @@ void ctl_event(struct ctl *c, const json_t *obj, const char *component, const ch
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     snprintf(evname, sizeof(evname), "%.200s.%" PRIx64 "%04x", name, (uint64_t)now,
-             ctl_next_seq(c) & 0xffff);
+             fatia_ctlr_next_seq(c) & 0xffff);
     involved = json_pack("{s:s,s:s,s:s?,s:s?,s:s?,s:s?}", "kind", kind, "name", name, "namespace",
-                         ns, "apiVersion", av, "uid", meta_str(obj, "uid"), "resourceVersion",
-                         meta_str(obj, "resourceVersion"));
+                         ns, "apiVersion", av, "uid", fatia_ctlr_meta_str(obj, "uid"),
+                         "resourceVersion", fatia_ctlr_meta_str(obj, "resourceVersion"));
     ev = json_pack("{s:s,s:s,s:{s:s,s:s},s:o,s:s,s:s,s:s,s:i,s:o,s:o,s:{s:s},s:s,s:s}",
                    "apiVersion", "v1", "kind", "Event", "metadata", "name", evname, "namespace",
                    ns && *ns ? ns : "default", "involvedObject", involved, "reason", reason,
-                   "message", msg, "type", type, "count", 1, "firstTimestamp", json_time(now),
-                   "lastTimestamp", json_time(now), "source", "component", component,
-                   "reportingComponent", component, "reportingInstance", "fatiad");
+                   "message", msg, "type", type, "count", 1, "firstTimestamp",
+                   fatia_ctlr_json_time(now), "lastTimestamp", fatia_ctlr_json_time(now), "source",
+                   "component", component, "reportingComponent", component, "reportingInstance",
+                   "fatiad");
     if (!ev)
         return;
-    ctl_op_started(c);
-    if (fatia_client_create(ctl_client(c), ev, NULL, event_done, c) < 0)
-        ctl_op_finished(c);
+    fatia_ctlr_op_started(c);
+    if (fatia_client_create(fatia_ctlr_client(c), ev, NULL, event_done, c) < 0)
+        fatia_ctlr_op_finished(c);
     json_decref(ev);
 }

@@ -256,7 +256,8 @@ static int restrict_job(struct fatia_admit_attrs *a)
 
     if (r < 0 || !old)
         return r;
-    if ((obj_label(old, KUEUE_LABEL_QUEUE) || obj_label(obj, KUEUE_LABEL_QUEUE)) &&
+    if ((fatia_ctlr_obj_label(old, KUEUE_LABEL_QUEUE) ||
+         fatia_ctlr_obj_label(obj, KUEUE_LABEL_QUEUE)) &&
         suspended(old) && !suspended(obj))
         return deny(a, "spec.suspend",
                     "tenants may not un-suspend a Job managed by Kueue (label " KUEUE_LABEL_QUEUE
@@ -414,12 +415,12 @@ static int set_queue(json_t *obj, const char *q)
 /* The door for an object (a Pod or a Job) that requests resource res. */
 static int door_queue(struct fatia_client *c, struct fatia_admit_attrs *a, const char *res)
 {
-    const char *q = obj_label(a->obj, KUEUE_LABEL_QUEUE);
+    const char *q = fatia_ctlr_obj_label(a->obj, KUEUE_LABEL_QUEUE);
     struct door_cfg cfg;
 
     if (q && *q)
         return 0;
-    if (a->old && !obj_label(a->old, KUEUE_LABEL_QUEUE))
+    if (a->old && !fatia_ctlr_obj_label(a->old, KUEUE_LABEL_QUEUE))
         return 0; /* let in without one (a Job's pod, an admin's, an unmanaged namespace) */
     door_cfg_read(c, &cfg);
     if (!ns_managed(c, &cfg, a->ns))
@@ -478,7 +479,7 @@ static int door_pod(struct fatia_client *c, struct fatia_admit_attrs *a)
                             "(rule: immutable)");
             }
         }
-    } else if (owner_of_kind(a->obj, "batch/v1", "Job")) {
+    } else if (fatia_ctlr_owner_of_kind(a->obj, "batch/v1", "Job")) {
         return deny(a, "metadata.ownerReferences",
                     "a tenant's pod that requests %s may not name a Job as its controller "
                     "(rule: owner); create the Job and let the Job controller make its pods",

@@ -73,7 +73,7 @@ static int add_unique(json_t *arr, json_t *item, const char *key)
 static int kueue_defaults(void *arg, struct fatia_admit_attrs *a)
 {
     json_t *meta = json_object_get(a->obj, "metadata");
-    const char *queue = obj_label(a->obj, KUEUE_LABEL_QUEUE);
+    const char *queue = fatia_ctlr_obj_label(a->obj, KUEUE_LABEL_QUEUE);
 
     (void)arg;
     if (!queue || !*queue || !json_is_object(meta))
@@ -86,7 +86,7 @@ static int kueue_defaults(void *arg, struct fatia_admit_attrs *a)
     }
     if (is_kind(a->kind, "", "Pod")) {
         json_t *spec = json_object_get(a->obj, "spec"), *gates, *labels, *fin;
-        if (owner_of_kind(a->obj, "batch/v1", "Job") || !json_is_object(spec))
+        if (fatia_ctlr_owner_of_kind(a->obj, "batch/v1", "Job") || !json_is_object(spec))
             return 0;
         gates = fatia_json_array_ensure(spec, "schedulingGates");
         labels = fatia_json_object_ensure(meta, "labels");

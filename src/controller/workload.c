@@ -46,14 +46,14 @@ static void enqueue(struct workload_ctl *w, const char *type, const json_t *obj)
 {
     char key[700], ok[600];
 
-    obj_key(obj, ok, sizeof(ok));
+    fatia_ctlr_obj_key(obj, ok, sizeof(ok));
     snprintf(key, sizeof(key), "%s|%s", type, ok);
-    wq_add(w->q, key);
+    fatia_ctlr_wq_add(w->q, key);
 }
 
 static bool queued(const json_t *obj)
 {
-    const char *q = obj_label(obj, KUEUE_LABEL_QUEUE);
+    const char *q = fatia_ctlr_obj_label(obj, KUEUE_LABEL_QUEUE);
 
     return q && *q;
 }
@@ -70,13 +70,13 @@ static void on_pod(void *arg, const json_t *old, const json_t *obj)
 {
     struct workload_ctl *w = arg;
     const json_t *o = obj ? obj : old;
-    const json_t *ref = owner_of_kind(o, "batch/v1", "Job");
+    const json_t *ref = fatia_ctlr_owner_of_kind(o, "batch/v1", "Job");
 
     if (ref) {
         char key[700];
-        snprintf(key, sizeof(key), "job|%s/%s", meta_str(o, "namespace"),
+        snprintf(key, sizeof(key), "job|%s/%s", fatia_ctlr_meta_str(o, "namespace"),
                  fatia_json_str(ref, "name"));
-        wq_add(w->q, key);
+        fatia_ctlr_wq_add(w->q, key);
         return;
     }
     if (queued(o))
@@ -87,29 +87,29 @@ static void on_workload(void *arg, const json_t *old, const json_t *obj)
 {
     struct workload_ctl *w = arg;
     const json_t *o = obj ? obj : old;
-    const json_t *ref = obj_controller_ref(o);
+    const json_t *ref = fatia_ctlr_obj_controller_ref(o);
     const char *kind = fatia_json_str(ref, "kind"), *name = fatia_json_str(ref, "name");
     char key[700];
 
     if (!kind || !name)
         return;
     if (!strcmp(kind, "Job"))
-        snprintf(key, sizeof(key), "job|%s/%s", meta_str(o, "namespace"), name);
+        snprintf(key, sizeof(key), "job|%s/%s", fatia_ctlr_meta_str(o, "namespace"), name);
     else if (!strcmp(kind, "Pod"))
-        snprintf(key, sizeof(key), "pod|%s/%s", meta_str(o, "namespace"), name);
+        snprintf(key, sizeof(key), "pod|%s/%s", fatia_ctlr_meta_str(o, "namespace"), name);
     else
         return;
-    wq_add(w->q, key);
+    fatia_ctlr_wq_add(w->q, key);
 }
 
 /* The Workload whose controller is the object with uid, or NULL. */
 static const json_t *owned_workload(struct workload_ctl *w, const char *uid)
 {
-    const struct fatia_strmap *set = informer_owned(w->wls, uid);
+    const struct fatia_strmap *set = fatia_ctlr_informer_owned(w->wls, uid);
 
     for (size_t i = 0; set && i < set->cap; i++) {
         const struct informer_item *it = set->slots[i].key ? set->slots[i].val : NULL;
-        const json_t *ref = it ? obj_controller_ref(it->obj) : NULL;
+        const json_t *ref = it ? fatia_ctlr_obj_controller_ref(it->obj) : NULL;
         const char *ruid = fatia_json_str(ref, "uid");
         if (ruid && !strcmp(ruid, uid))
             return it->obj;
@@ -119,7 +119,8 @@ static const json_t *owned_workload(struct workload_ctl *w, const char *uid)
 
 static bool admitted(const json_t *wl)
 {
-    return json_object_get(json_object_get(wl, "status"), "admission") && cond_true(wl, "Admitted");
+    return json_object_get(json_object_get(wl, "status"), "admission") &&
+           fatia_ctlr_cond_true(wl, "Admitted");
 }
 
 static bool has_reservation(const json_t *wl)
@@ -151,23 +152,23 @@ static json_t *podset_template(const json_t *meta, const json_t *spec)
 static json_t *new_workload(struct workload_ctl *w, const json_t *owner, const char *av,
                             const char *kind, const char *group, json_t *podsets)
 {
-    const char *name = meta_str(owner, "name"), *uid = meta_str(owner, "uid");
-    const char *prio = obj_label(owner, KUEUE_LABEL_PRIORITY);
+    const char *name = fatia_ctlr_meta_str(owner, "name"), *uid = fatia_ctlr_meta_str(owner, "uid");
+    const char *prio = fatia_ctlr_obj_label(owner, KUEUE_LABEL_PRIORITY);
     char wlname[300];
     json_t *wl;
 
-    kueue_workload_name(kind, group, name, uid, wlname, sizeof(wlname));
+    fatia_ctlr_kueue_workload_name(kind, group, name, uid, wlname, sizeof(wlname));
     wl = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:[{s:s,s:s,s:s,s:s,s:b,s:b}]},s:{s:o,s:s}}",
                    "apiVersion", "kueue.x-k8s.io/v1beta2", "kind", "Workload", "metadata", "name",
-                   wlname, "namespace", meta_str(owner, "namespace"), "labels", KUEUE_LABEL_JOB_UID,
-                   uid, "ownerReferences", "apiVersion", av, "kind", kind, "name", name, "uid", uid,
-                   "controller", 1, "blockOwnerDeletion", 1, "spec", "podSets", podsets,
-                   "queueName", obj_label(owner, KUEUE_LABEL_QUEUE));
+                   wlname, "namespace", fatia_ctlr_meta_str(owner, "namespace"), "labels",
+                   KUEUE_LABEL_JOB_UID, uid, "ownerReferences", "apiVersion", av, "kind", kind,
+                   "name", name, "uid", uid, "controller", 1, "blockOwnerDeletion", 1, "spec",
+                   "podSets", podsets, "queueName", fatia_ctlr_obj_label(owner, KUEUE_LABEL_QUEUE));
     if (!wl)
         return NULL;
     if (prio && *prio) {
         json_t *spec = json_object_get(wl, "spec");
-        const json_t *wpc = informer_get(w->wpcs, NULL, prio);
+        const json_t *wpc = fatia_ctlr_informer_get(w->wpcs, NULL, prio);
         json_int_t v;
         json_object_set_new(spec, "priorityClassRef",
                             json_pack("{s:s,s:s,s:s}", "group", "kueue.x-k8s.io", "kind",
@@ -213,8 +214,9 @@ static int apply_flavors(struct workload_ctl *w, const json_t *wl, json_t *pod_s
             continue;
         json_object_foreach(json_object_get(psa, "flavors"), res, fl)
         {
-            const json_t *rf =
-                json_is_string(fl) ? informer_get(w->flavors, NULL, json_string_value(fl)) : NULL;
+            const json_t *rf = json_is_string(fl) ? fatia_ctlr_informer_get(w->flavors, NULL,
+                                                                            json_string_value(fl))
+                                                  : NULL;
             const json_t *labels = json_object_get(json_object_get(rf, "spec"), "nodeLabels");
             const json_t *tols = json_object_get(json_object_get(rf, "spec"), "tolerations");
             const char *lk;
@@ -256,12 +258,13 @@ static bool job_finished(const json_t *job, const char **reason, const char **ms
 {
     const json_t *c;
 
-    if ((c = cond_get(job, "Complete")) && !strcmp(fatia_json_str(c, "status"), "True")) {
+    if ((c = fatia_ctlr_cond_get(job, "Complete")) &&
+        !strcmp(fatia_json_str(c, "status"), "True")) {
         *reason = "Succeeded";
         *msg = fatia_json_str(c, "message") ? fatia_json_str(c, "message") : "Job finished";
         return true;
     }
-    if ((c = cond_get(job, "Failed")) && !strcmp(fatia_json_str(c, "status"), "True")) {
+    if ((c = fatia_ctlr_cond_get(job, "Failed")) && !strcmp(fatia_json_str(c, "status"), "True")) {
         *reason = "Failed";
         *msg = fatia_json_str(c, "message") ? fatia_json_str(c, "message") : "Job failed";
         return true;
@@ -272,12 +275,13 @@ static bool job_finished(const json_t *job, const char **reason, const char **ms
 /* Pods of the job that still run or may still run. */
 static size_t job_live_pods(struct workload_ctl *w, const json_t *job)
 {
-    const struct fatia_strmap *set = informer_owned(w->pods, meta_str(job, "uid"));
+    const struct fatia_strmap *set =
+        fatia_ctlr_informer_owned(w->pods, fatia_ctlr_meta_str(job, "uid"));
     size_t n = 0;
 
     for (size_t i = 0; set && i < set->cap; i++) {
         const struct informer_item *it = set->slots[i].key ? set->slots[i].val : NULL;
-        if (it && !pod_terminal(it->obj))
+        if (it && !fatia_ctlr_pod_terminal(it->obj))
             n++;
     }
     return n;
@@ -295,12 +299,12 @@ static int finish_workload(struct workload_ctl *w, const json_t *wl, const char 
         json_decref(nw);
         return -ENOMEM;
     }
-    cond_set(conds, "Finished", "True", reason, msg, ctl_now(w->ctl));
-    r = ctl_update_status(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey});
+    fatia_ctlr_cond_set(conds, "Finished", "True", reason, msg, fatia_ctlr_now(w->ctl));
+    r = fatia_ctlr_update_status(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey});
     if (r == 0)
-        ctl_event(w->ctl, wl, COMPONENT, "Normal", "FinishedWorkload",
-                  "Workload '%s/%s' is declared finished", meta_str(wl, "namespace"),
-                  meta_str(wl, "name"));
+        fatia_ctlr_event(w->ctl, wl, COMPONENT, "Normal", "FinishedWorkload",
+                         "Workload '%s/%s' is declared finished",
+                         fatia_ctlr_meta_str(wl, "namespace"), fatia_ctlr_meta_str(wl, "name"));
     json_decref(nw);
     return r;
 }
@@ -312,8 +316,8 @@ static int release_workload(struct workload_ctl *w, const json_t *wl, const char
     json_t *nw = json_deep_copy(wl);
     json_t *st = nw ? fatia_json_object_ensure(nw, "status") : NULL;
     json_t *conds = st ? fatia_json_array_ensure(st, "conditions") : NULL;
-    const char *msg = fatia_json_str(cond_get(wl, "Evicted"), "message");
-    fatia_usec_t now = ctl_now(w->ctl);
+    const char *msg = fatia_json_str(fatia_ctlr_cond_get(wl, "Evicted"), "message");
+    fatia_usec_t now = fatia_ctlr_now(w->ctl);
     int r;
 
     if (!conds) {
@@ -321,12 +325,12 @@ static int release_workload(struct workload_ctl *w, const json_t *wl, const char
         return -ENOMEM;
     }
     json_object_del(st, "admission");
-    cond_set(conds, "QuotaReserved", "False", "Pending", msg ? msg : "The workload was evicted",
-             now);
-    if (cond_get(wl, "Admitted"))
-        cond_set(conds, "Admitted", "False", "NoReservation", "The workload has no reservation",
-                 now);
-    r = ctl_update_status(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey});
+    fatia_ctlr_cond_set(conds, "QuotaReserved", "False", "Pending",
+                        msg ? msg : "The workload was evicted", now);
+    if (fatia_ctlr_cond_get(wl, "Admitted"))
+        fatia_ctlr_cond_set(conds, "Admitted", "False", "NoReservation",
+                            "The workload has no reservation", now);
+    r = fatia_ctlr_update_status(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey});
     json_decref(nw);
     return r;
 }
@@ -370,27 +374,27 @@ static int job_set_suspend(struct workload_ctl *w, const json_t *job, const json
         if (tmeta)
             json_object_del(json_object_get(tmeta, "labels"), KUEUE_LABEL_PODSET);
     }
-    r = ctl_update(w->ctl, nj, &(struct op_opts){.wq = w->q, .key = qkey});
+    r = fatia_ctlr_update(w->ctl, nj, &(struct op_opts){.wq = w->q, .key = qkey});
     json_decref(nj);
     return r;
 }
 
 static void reconcile_job(struct workload_ctl *w, const char *qkey, const char *key)
 {
-    const json_t *job = informer_get_key(w->jobs, key), *wl;
+    const json_t *job = fatia_ctlr_informer_get_key(w->jobs, key), *wl;
     const char *reason, *msg;
     bool suspended;
 
     if (!job || !queued(job))
         return;
-    wl = owned_workload(w, meta_str(job, "uid"));
+    wl = owned_workload(w, fatia_ctlr_meta_str(job, "uid"));
     suspended = fatia_json_bool(json_object_get(job, "spec"), "suspend", false);
     if (job_finished(job, &reason, &msg)) {
-        if (wl && !cond_true(wl, "Finished"))
+        if (wl && !fatia_ctlr_cond_true(wl, "Finished"))
             finish_workload(w, wl, qkey, reason, msg);
         return;
     }
-    if (obj_deleting(job))
+    if (fatia_ctlr_obj_deleting(job))
         return;
     if (!wl) {
         json_t *tmpl = podset_template(
@@ -412,30 +416,33 @@ static void reconcile_job(struct workload_ctl *w, const char *qkey, const char *
             fatia_error("job %s: out of memory building its workload", key);
             return;
         }
-        if (ctl_create(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey}) == 0)
-            ctl_event(w->ctl, job, COMPONENT, "Normal", "CreatedWorkload",
-                      "Created Workload: %s/%s", meta_str(nw, "namespace"), meta_str(nw, "name"));
+        if (fatia_ctlr_create(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey}) == 0)
+            fatia_ctlr_event(w->ctl, job, COMPONENT, "Normal", "CreatedWorkload",
+                             "Created Workload: %s/%s", fatia_ctlr_meta_str(nw, "namespace"),
+                             fatia_ctlr_meta_str(nw, "name"));
         json_decref(nw);
         return;
     }
-    if (obj_deleting(wl) || cond_true(wl, "Finished"))
+    if (fatia_ctlr_obj_deleting(wl) || fatia_ctlr_cond_true(wl, "Finished"))
         return;
-    if (admitted(wl) && !cond_true(wl, "Evicted")) {
+    if (admitted(wl) && !fatia_ctlr_cond_true(wl, "Evicted")) {
         if (suspended && job_set_suspend(w, job, wl, false, qkey) == 0)
-            ctl_event(w->ctl, job, COMPONENT, "Normal", "Started", "Admitted by clusterQueue %s",
-                      admitting_cq(wl) ? admitting_cq(wl) : "");
+            fatia_ctlr_event(w->ctl, job, COMPONENT, "Normal", "Started",
+                             "Admitted by clusterQueue %s",
+                             admitting_cq(wl) ? admitting_cq(wl) : "");
         return;
     }
     if (!suspended) {
-        const char *why = cond_true(wl, "Evicted")
-                              ? fatia_json_str(cond_get(wl, "Evicted"), "message")
+        const char *why = fatia_ctlr_cond_true(wl, "Evicted")
+                              ? fatia_json_str(fatia_ctlr_cond_get(wl, "Evicted"), "message")
                               : "Not admitted by cluster queue";
         if (job_set_suspend(w, job, wl, true, qkey) == 0)
-            ctl_event(w->ctl, job, COMPONENT, "Normal", "Stopped", "%s", why ? why : "Evicted");
+            fatia_ctlr_event(w->ctl, job, COMPONENT, "Normal", "Stopped", "%s",
+                             why ? why : "Evicted");
         return;
     }
     /* suspended and evicted: once its pods are gone, the quota may go */
-    if (has_reservation(wl) && cond_true(wl, "Evicted") && job_live_pods(w, job) == 0)
+    if (has_reservation(wl) && fatia_ctlr_cond_true(wl, "Evicted") && job_live_pods(w, job) == 0)
         release_workload(w, wl, qkey);
 }
 
@@ -443,12 +450,13 @@ static void reconcile_job(struct workload_ctl *w, const char *qkey, const char *
 
 static int pod_remove_finalizer(struct workload_ctl *w, const json_t *pod, const char *qkey)
 {
-    json_t *np = obj_without_finalizer(pod, KUEUE_FINALIZER_POD);
+    json_t *np = fatia_ctlr_obj_without_finalizer(pod, KUEUE_FINALIZER_POD);
     int r;
 
     if (!np)
         return -ENOMEM;
-    r = ctl_update(w->ctl, np, &(struct op_opts){.wq = w->q, .key = qkey, .quiet_missing = true});
+    r = fatia_ctlr_update(w->ctl, np,
+                          &(struct op_opts){.wq = w->q, .key = qkey, .quiet_missing = true});
     json_decref(np);
     return r;
 }
@@ -480,7 +488,7 @@ static int pod_ungate(struct workload_ctl *w, const json_t *pod, const json_t *w
         json_decref(np);
         return -ENOMEM;
     }
-    r = ctl_update(w->ctl, np, &(struct op_opts){.wq = w->q, .key = qkey});
+    r = fatia_ctlr_update(w->ctl, np, &(struct op_opts){.wq = w->q, .key = qkey});
     json_decref(np);
     return r;
 }
@@ -501,26 +509,26 @@ static bool pod_gated(const json_t *pod)
 
 static void reconcile_pod(struct workload_ctl *w, const char *qkey, const char *key)
 {
-    const json_t *pod = informer_get_key(w->pods, key), *wl;
+    const json_t *pod = fatia_ctlr_informer_get_key(w->pods, key), *wl;
     char nsbuf[300];
 
-    if (!pod || !queued(pod) || owner_of_kind(pod, "batch/v1", "Job"))
+    if (!pod || !queued(pod) || fatia_ctlr_owner_of_kind(pod, "batch/v1", "Job"))
         return;
-    wl = owned_workload(w, meta_str(pod, "uid"));
-    if (pod_terminal(pod)) {
+    wl = owned_workload(w, fatia_ctlr_meta_str(pod, "uid"));
+    if (fatia_ctlr_pod_terminal(pod)) {
         const char *ph = fatia_json_str(json_object_get(pod, "status"), "phase");
         bool ok = ph && !strcmp(ph, "Succeeded");
-        if (wl && !cond_true(wl, "Finished")) {
+        if (wl && !fatia_ctlr_cond_true(wl, "Finished")) {
             finish_workload(w, wl, qkey, ok ? "Succeeded" : "Failed",
                             ok ? "Pod succeeded" : "Pod failed");
             return;
         }
-        if (obj_has_finalizer(pod, KUEUE_FINALIZER_POD))
+        if (fatia_ctlr_obj_has_finalizer(pod, KUEUE_FINALIZER_POD))
             pod_remove_finalizer(w, pod, qkey);
         return;
     }
-    if (obj_deleting(pod)) {
-        if (pod_done(pod) && obj_has_finalizer(pod, KUEUE_FINALIZER_POD))
+    if (fatia_ctlr_obj_deleting(pod)) {
+        if (fatia_ctlr_pod_done(pod) && fatia_ctlr_obj_has_finalizer(pod, KUEUE_FINALIZER_POD))
             pod_remove_finalizer(w, pod, qkey);
         return;
     }
@@ -544,32 +552,37 @@ static void reconcile_pod(struct workload_ctl *w, const char *qkey, const char *
             "metadata");
         json_object_del(json_object_get(tm, "annotations"),
                         "kubectl.kubernetes.io/last-applied-configuration");
-        if (ctl_create(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey}) == 0)
-            ctl_event(w->ctl, pod, COMPONENT, "Normal", "CreatedWorkload",
-                      "Created Workload: %s/%s", meta_str(nw, "namespace"), meta_str(nw, "name"));
+        if (fatia_ctlr_create(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey}) == 0)
+            fatia_ctlr_event(w->ctl, pod, COMPONENT, "Normal", "CreatedWorkload",
+                             "Created Workload: %s/%s", fatia_ctlr_meta_str(nw, "namespace"),
+                             fatia_ctlr_meta_str(nw, "name"));
         json_decref(nw);
         return;
     }
-    if (obj_deleting(wl) || cond_true(wl, "Finished"))
+    if (fatia_ctlr_obj_deleting(wl) || fatia_ctlr_cond_true(wl, "Finished"))
         return;
-    if (admitted(wl) && !cond_true(wl, "Evicted")) {
+    if (admitted(wl) && !fatia_ctlr_cond_true(wl, "Evicted")) {
         if (pod_gated(pod) && pod_ungate(w, pod, wl, qkey) == 0)
-            ctl_event(w->ctl, pod, COMPONENT, "Normal", "Started", "Admitted by clusterQueue %s",
-                      admitting_cq(wl) ? admitting_cq(wl) : "");
+            fatia_ctlr_event(w->ctl, pod, COMPONENT, "Normal", "Started",
+                             "Admitted by clusterQueue %s",
+                             admitting_cq(wl) ? admitting_cq(wl) : "");
         return;
     }
-    if (cond_true(wl, "Evicted")) {
-        const char *why = fatia_json_str(cond_get(wl, "Evicted"), "message");
+    if (fatia_ctlr_cond_true(wl, "Evicted")) {
+        const char *why = fatia_json_str(fatia_ctlr_cond_get(wl, "Evicted"), "message");
         if (pod_gated(pod)) {
             /* never ran: the reservation can go at once, the pod waits for admission again */
             if (has_reservation(wl))
                 release_workload(w, wl, qkey);
             return;
         }
-        split_key(key, nsbuf, sizeof(nsbuf));
-        if (ctl_delete(w->ctl, w->pods->kind, nsbuf, meta_str(pod, "name"), meta_str(pod, "uid"),
-                       &(struct op_opts){.wq = w->q, .key = qkey, .quiet_missing = true}) == 0)
-            ctl_event(w->ctl, pod, COMPONENT, "Normal", "Stopped", "%s", why ? why : "Evicted");
+        fatia_ctlr_split_key(key, nsbuf, sizeof(nsbuf));
+        if (fatia_ctlr_delete(w->ctl, w->pods->kind, nsbuf, fatia_ctlr_meta_str(pod, "name"),
+                              fatia_ctlr_meta_str(pod, "uid"),
+                              &(struct op_opts){.wq = w->q, .key = qkey, .quiet_missing = true}) ==
+            0)
+            fatia_ctlr_event(w->ctl, pod, COMPONENT, "Normal", "Stopped", "%s",
+                             why ? why : "Evicted");
     }
 }
 
@@ -586,36 +599,38 @@ static void reconcile(void *arg, const char *qkey)
         reconcile_pod(w, qkey, bar + 1);
 }
 
-int workload_ctl_new(struct ctl *c, struct workload_ctl **ret)
+int fatia_ctlr_workload_ctl_new(struct ctl *c, struct workload_ctl **ret)
 {
     struct workload_ctl *w = fatia_calloc(1, sizeof(*w));
 
     if (!w)
         return -ENOMEM;
     w->ctl = c;
-    w->q = wq_new(c, "workload", reconcile, w);
-    w->jobs = ctl_informer(c, fatia_kind_find("batch/v1", "Job", NULL));
-    w->pods = ctl_informer(c, fatia_kind_find("v1", "Pod", NULL));
-    w->wls = ctl_informer(c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "Workload", NULL));
-    w->wpcs =
-        ctl_informer(c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", NULL));
-    w->flavors = ctl_informer(c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "ResourceFlavor", NULL));
+    w->q = fatia_ctlr_wq_new(c, "workload", reconcile, w);
+    w->jobs = fatia_ctlr_informer(c, fatia_kind_find("batch/v1", "Job", NULL));
+    w->pods = fatia_ctlr_informer(c, fatia_kind_find("v1", "Pod", NULL));
+    w->wls = fatia_ctlr_informer(c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "Workload", NULL));
+    w->wpcs = fatia_ctlr_informer(
+        c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", NULL));
+    w->flavors =
+        fatia_ctlr_informer(c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "ResourceFlavor", NULL));
     if (!w->q || !w->jobs || !w->pods || !w->wls || !w->wpcs || !w->flavors ||
-        informer_on(w->jobs, on_job, w) < 0 || informer_on(w->pods, on_pod, w) < 0 ||
-        informer_on(w->wls, on_workload, w) < 0) {
-        workload_ctl_free(w);
+        fatia_ctlr_informer_on(w->jobs, on_job, w) < 0 ||
+        fatia_ctlr_informer_on(w->pods, on_pod, w) < 0 ||
+        fatia_ctlr_informer_on(w->wls, on_workload, w) < 0) {
+        fatia_ctlr_workload_ctl_free(w);
         return -ENOMEM;
     }
-    informer_index_owners(w->wls);
-    informer_index_owners(w->pods);
+    fatia_ctlr_informer_index_owners(w->wls);
+    fatia_ctlr_informer_index_owners(w->pods);
     *ret = w;
     return 0;
 }
 
-void workload_ctl_free(struct workload_ctl *w)
+void fatia_ctlr_workload_ctl_free(struct workload_ctl *w)
 {
     if (!w)
         return;
-    wq_free(w->q);
+    fatia_ctlr_wq_free(w->q);
     fatia_free(w);
 }

@@ -170,11 +170,11 @@ static char *why_text(const struct why *w)
 {
     switch (w->code) {
     case WHY_INSUFFICIENT:
-        return pl_strprintf("Insufficient %s", w->arg);
+        return fatia_pl_strprintf("Insufficient %s", w->arg);
     case WHY_MPS:
-        return pl_strprintf("had %s shares only on MPS GPUs another namespace uses", w->arg);
+        return fatia_pl_strprintf("had %s shares only on MPS GPUs another namespace uses", w->arg);
     case WHY_NVLINK:
-        return pl_strprintf("had no NVLink island with %" PRIu32 " free %s", w->num, w->arg);
+        return fatia_pl_strprintf("had no NVLink island with %" PRIu32 " free %s", w->num, w->arg);
     default:
         return fatia_strdup(w->arg);
     }
@@ -218,7 +218,7 @@ static int push_apply(struct pl_ctx *c, const struct pl_item *it)
 {
     if (FATIA_VEC_PUSH(&c->items, *it) < 0)
         return -ENOMEM;
-    pl_apply_items(c->st, c->st->gpus[it->gpu].node, it, 1, c->pod->ns, +1);
+    fatia_pl_apply_items(c->st, c->st->gpus[it->gpu].node, it, 1, c->pod->ns, +1);
     return 0;
 }
 
@@ -227,7 +227,7 @@ static void revert_items(struct pl_ctx *c)
 {
     for (size_t i = c->items.n; i-- > 0;) {
         const struct pl_item *it = &c->items.v[i];
-        pl_apply_items(c->st, c->st->gpus[it->gpu].node, it, 1, c->pod->ns, -1);
+        fatia_pl_apply_items(c->st, c->st->gpus[it->gpu].node, it, 1, c->pod->ns, -1);
     }
 }
 
@@ -255,11 +255,11 @@ static struct pl_item frac_item(const struct pl_gpu *g, uint32_t gi, const struc
     it.slice = FATIA_PLACE_FRACTION;
     it.container = f->container;
     it.milli = f->milli >= 1000 ? 1000 : f->milli;
-    pl_frac_charge(g, it.milli, f->memory, &charge, &cap);
+    fatia_pl_frac_charge(g, it.milli, f->memory, &charge, &cap);
     it.mem_charge = charge;
     it.memory = cap;
     if (f->milli < 1000) {
-        int k = pl_first_free_fraction(g);
+        int k = fatia_pl_first_free_fraction(g);
         it.fraction = (uint16_t)(k < 0 ? 0 : k);
     }
     return it;
@@ -275,15 +275,16 @@ static double frag_with(struct pl_ctx *c, uint32_t node, const struct pl_item *i
     /* the common case: the pod's only device is this one fraction: O(types) from the cache */
     if (!c->items.n && g->fractional && c->pod->n_fracs + c->pod->n_reqs == 1) {
         struct pl_gpu before = *g;
-        pl_apply_items(st, node, it, 1, c->pod->ns, +1);
-        f = pl_frag_node_one(c->mix, node, it->gpu, &before, pod_scalar(st, c->pod, st->r_cpu),
-                             pod_scalar(st, c->pod, st->r_memory));
-        pl_apply_items(st, node, it, 1, c->pod->ns, -1);
+        fatia_pl_apply_items(st, node, it, 1, c->pod->ns, +1);
+        f = fatia_pl_frag_node_one(c->mix, node, it->gpu, &before,
+                                   pod_scalar(st, c->pod, st->r_cpu),
+                                   pod_scalar(st, c->pod, st->r_memory));
+        fatia_pl_apply_items(st, node, it, 1, c->pod->ns, -1);
         return f;
     }
-    pl_apply_items(st, node, it, 1, c->pod->ns, +1);
-    f = pl_frag_node_now(c->mix, node);
-    pl_apply_items(st, node, it, 1, c->pod->ns, -1);
+    fatia_pl_apply_items(st, node, it, 1, c->pod->ns, +1);
+    f = fatia_pl_frag_node_now(c->mix, node);
+    fatia_pl_apply_items(st, node, it, 1, c->pod->ns, -1);
     return f;
 }
 
@@ -311,7 +312,7 @@ static int choose_fraction(struct pl_ctx *c, const struct pl_node *nd, uint32_t 
         const struct pl_gpu *g = &st->gpus[gi];
         double key[2];
         bool dup = false;
-        if (!pl_frac_fits(g, f)) {
+        if (!fatia_pl_frac_fits(g, f)) {
             if (g->fractional && g->milli_free >= f->milli) {
                 if (g->shares >= g->max_shares)
                     shares_full = true;
@@ -322,7 +323,7 @@ static int choose_fraction(struct pl_ctx *c, const struct pl_node *nd, uint32_t 
         }
         for (uint32_t j = 0; j < i && !dup; j++)
             dup = same_frac_state(&st->gpus[nd->first_gpu + j], g) &&
-                  pl_frac_fits(&st->gpus[nd->first_gpu + j], f);
+                  fatia_pl_frac_fits(&st->gpus[nd->first_gpu + j], f);
         if (dup)
             continue;
         switch (c->policy) {
@@ -448,7 +449,7 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
             FATIA_FALLTHROUGH;
         default:
             key[0] = u;
-            key[1] = pl_gpu_free_milli(g);
+            key[1] = fatia_pl_gpu_free_milli(g);
         }
         if (best < 0 || key[0] < best_key[0] || (key[0] == best_key[0] && key[1] < best_key[1])) {
             best = gi;
@@ -480,7 +481,7 @@ static bool whole_kind(const struct pl_ctx *c, const struct pl_node *nd, uint16_
 
 static const char *res_name(const struct pl_ctx *c, uint16_t res)
 {
-    return res == UINT16_MAX ? "fatia.dev/gpu-milli" : pl_res_get(c->st, res)->name;
+    return res == UINT16_MAX ? "fatia.dev/gpu-milli" : fatia_pl_res_get(c->st, res)->name;
 }
 
 /* count units of res (UINT16_MAX: whole GPUs of a fraction pool) for one container */
@@ -542,10 +543,10 @@ static int choose_units(struct pl_ctx *c, const struct pl_node *nd, uint32_t nod
                         return r;
                     took++;
                 }
-                key = pl_frag_node_now(c->mix, node);
+                key = fatia_pl_frag_node_now(c->mix, node);
                 while (c->items.n > mark) {
                     const struct pl_item *it = &c->items.v[--c->items.n];
-                    pl_apply_items(st, node, it, 1, c->pod->ns, -1);
+                    fatia_pl_apply_items(st, node, it, 1, c->pod->ns, -1);
                 }
             } else
                 key = in;
@@ -588,7 +589,7 @@ static double node_free_gpu(const struct fatia_place_state *st, const struct pl_
     double f = 0;
 
     for (uint32_t i = 0; i < nd->n_gpus; i++)
-        f += pl_gpu_free_milli(&st->gpus[nd->first_gpu + i]);
+        f += fatia_pl_gpu_free_milli(&st->gpus[nd->first_gpu + i]);
     return f;
 }
 
@@ -640,7 +641,7 @@ static int choose_claims(struct pl_ctx *c, uint32_t node)
             fail_node(c, false, WHY_TEXT, "cannot allocate all claims (no DeviceClasses given)", 0);
             return 0;
         }
-        if ((r = pl_dra_map(st)) < 0)
+        if ((r = fatia_pl_dra_map(st)) < 0)
             return r;
         r = fatia_dra_allocate(st->dra_inv, st->dra_cls, &st->dra_st, cl->spec, &opts, &a, NULL);
         if (r == -FATIA_E_NOFIT || r == -FATIA_E_LIMIT) {
@@ -690,7 +691,7 @@ static bool scalar_fits(const struct fatia_place_state *st, const struct pl_node
     int64_t free = 0;
 
     if (res->slot >= 0 && (size_t)res->slot < nd->n_scalar) {
-        if (res == pl_res_get(st, st->r_pods) && !nd->alloc[res->slot])
+        if (res == fatia_pl_res_get(st, st->r_pods) && !nd->alloc[res->slot])
             return true;
         free = nd->alloc[res->slot] - nd->used[res->slot];
     }
@@ -706,12 +707,12 @@ static int filter_node(struct pl_ctx *c, uint32_t node)
     const struct pl_node *nd = &st->nodes[node];
     const char *why;
 
-    if ((why = pl_node_mismatch(st, pod, nd))) {
+    if ((why = fatia_pl_node_mismatch(st, pod, nd))) {
         fail_node(c, true, WHY_TEXT, why, 0);
         return 0;
     }
     for (size_t i = 0; i < pod->n_scalars; i++) {
-        const struct pl_res *res = pl_res_get(st, pod->scalars[i].res);
+        const struct pl_res *res = fatia_pl_res_get(st, pod->scalars[i].res);
         if (!scalar_fits(st, nd, res, pod->scalars[i].milli)) {
             fail_node(c, false, WHY_INSUFFICIENT, res->name, 0);
             return 0;
@@ -759,8 +760,8 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
     c->one_frag_valid = false;
     /* the fragmentation measure reads the node's scalars: apply them while choosing */
     if (fgd(c)) {
-        frag0 = pl_frag_node(c->mix, node);
-        pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, +1);
+        frag0 = fatia_pl_frag_node(c->mix, node);
+        fatia_pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, +1);
     }
     for (uint16_t ct = 0; r > 0 && ct < pod->n_containers; ct++) {
         for (size_t i = 0; r > 0 && i < pod->n_fracs; i++) {
@@ -803,7 +804,7 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
             for (size_t j = 0; j < i; j++)
                 seen |= c->items.v[j].gpu == c->items.v[i].gpu;
             if (!seen)
-                chosen += pl_gpu_free_milli(&st->gpus[c->items.v[i].gpu]);
+                chosen += fatia_pl_gpu_free_milli(&st->gpus[c->items.v[i].gpu]);
         }
         switch (c->policy) {
         case FATIA_PLACE_BINPACK:
@@ -818,7 +819,7 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
             break;
         case FATIA_PLACE_FRAGMENTATION:
             if (fgd(c)) {
-                double f1 = c->one_frag_valid ? c->one_frag : pl_frag_node_now(c->mix, node);
+                double f1 = c->one_frag_valid ? c->one_frag : fatia_pl_frag_node_now(c->mix, node);
                 c->score[0] = f1 - frag0;
                 c->score[1] = 0;
                 c->score[2] = 0;
@@ -834,7 +835,7 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
     }
     revert_items(c);
     if (fgd(c))
-        pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, -1);
+        fatia_pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, -1);
     return r;
 }
 
@@ -893,12 +894,12 @@ static void rollback(struct pl_ctx *c)
             fatia_place_unbind(st, j->key);
             break;
         case J_LAYOUT:
-            pl_gpu_set_layout(st, &st->gpus[j->gpu], &j->old);
+            fatia_pl_gpu_set_layout(st, &st->gpus[j->gpu], &j->old);
             break;
         case J_UNBIND: {
             const struct pl_bind *b = &j->saved;
-            pl_bind_items(st, b->key, b->node, b->ns, b->priority, b->scalars, b->n_scalars,
-                          b->items, b->n_items);
+            fatia_pl_bind_items(st, b->key, b->node, b->ns, b->priority, b->scalars, b->n_scalars,
+                                b->items, b->n_items);
             break;
         }
         }
@@ -940,10 +941,10 @@ static int journal_layout(struct pl_ctx *c, const struct fatia_place_mig_change 
     j.gpu = ch->gpu;
     j.old = st->gpus[ch->gpu].layout;
     j.now = ch->layout;
-    if ((r = pl_gpu_set_layout(st, &st->gpus[ch->gpu], &ch->layout)) < 0)
+    if ((r = fatia_pl_gpu_set_layout(st, &st->gpus[ch->gpu], &ch->layout)) < 0)
         return r;
     if (FATIA_VEC_PUSH(&c->journal, j) < 0) {
-        pl_gpu_set_layout(st, &st->gpus[ch->gpu], &j.old);
+        fatia_pl_gpu_set_layout(st, &st->gpus[ch->gpu], &j.old);
         return -ENOMEM;
     }
     return 0;
@@ -955,7 +956,7 @@ static bool scalars_fit(const struct fatia_place_state *st, const struct fatia_p
                         const struct pl_node *nd)
 {
     for (size_t i = 0; i < pod->n_scalars; i++)
-        if (!scalar_fits(st, nd, pl_res_get(st, pod->scalars[i].res), pod->scalars[i].milli))
+        if (!scalar_fits(st, nd, fatia_pl_res_get(st, pod->scalars[i].res), pod->scalars[i].milli))
             return false;
     return true;
 }
@@ -963,7 +964,7 @@ static bool scalars_fit(const struct fatia_place_state *st, const struct fatia_p
 static bool wants_mig(const struct fatia_place_state *st, const struct fatia_place_pod *pod)
 {
     for (size_t i = 0; i < pod->n_reqs; i++)
-        if (!strncmp(pl_res_get(st, pod->reqs[i].res)->name, "nvidia.com/mig-", 15))
+        if (!strncmp(fatia_pl_res_get(st, pod->reqs[i].res)->name, "nvidia.com/mig-", 15))
             return true;
     return false;
 }
@@ -1100,9 +1101,9 @@ static int place_pod(struct pl_ctx *c)
         int64_t best = -1;
         for (uint32_t n = 0; n < st->n_nodes; n++) {
             const struct pl_node *nd = &st->nodes[n];
-            if (pl_node_mismatch(st, c->pod, nd) || !scalars_fit(st, c->pod, nd))
+            if (fatia_pl_node_mismatch(st, c->pod, nd) || !scalars_fit(st, c->pod, nd))
                 continue;
-            r = pl_mig_try_node(st, c->pod, n, c->mig, &t);
+            r = fatia_pl_mig_try_node(st, c->pod, n, c->mig, &t);
             if (r == -FATIA_E_NOFIT)
                 continue;
             if (r < 0)
@@ -1133,11 +1134,11 @@ static int place_pod(struct pl_ctx *c)
             while (c->journal.n > mark) {
                 struct jentry *j = &c->journal.v[--c->journal.n];
                 if (j->type == J_LAYOUT)
-                    pl_gpu_set_layout(st, &st->gpus[j->gpu], &j->old);
+                    fatia_pl_gpu_set_layout(st, &st->gpus[j->gpu], &j->old);
                 else if (j->type == J_UNBIND)
-                    pl_bind_items(st, j->saved.key, j->saved.node, j->saved.ns, j->saved.priority,
-                                  j->saved.scalars, j->saved.n_scalars, j->saved.items,
-                                  j->saved.n_items);
+                    fatia_pl_bind_items(st, j->saved.key, j->saved.node, j->saved.ns,
+                                        j->saved.priority, j->saved.scalars, j->saved.n_scalars,
+                                        j->saved.items, j->saved.n_items);
                 jentry_release(j);
             }
         }
@@ -1204,7 +1205,7 @@ static int collect(struct pl_ctx *c, size_t n_pods, struct fatia_place_result *r
                 } else {
                     d->kind = g->slices[it->slice].kind;
                     snprintf(d->resource, sizeof(d->resource), "%s",
-                             pl_res_get(st, g->slices[it->slice].res)->name);
+                             fatia_pl_res_get(st, g->slices[it->slice].res)->name);
                 }
             }
         } else if (j->type == J_UNBIND) {
@@ -1248,14 +1249,14 @@ int fatia_place_workload(struct fatia_place_state *st0, struct fatia_place_pod *
     if (!res)
         return -ENOMEM;
     if (opts && (opts->flags & FATIA_PLACE_TEST)) {
-        if ((r = pl_state_twin(st0, &st)) < 0)
+        if ((r = fatia_pl_state_twin(st0, &st)) < 0)
             goto out;
     }
     c.st = st;
     c.policy = opts ? opts->policy : FATIA_PLACE_BINPACK;
     c.mig = opts ? opts->mig : FATIA_PLACE_MIG_OFF;
     c.mix = opts && st == st0 && c.policy == FATIA_PLACE_FRAGMENTATION ? opts->mix : NULL;
-    if (c.mix && (r = pl_mix_prepare(c.mix)) < 0)
+    if (c.mix && (r = fatia_pl_mix_prepare(c.mix)) < 0)
         goto out;
     for (size_t i = 0; i < n_pods; i++) {
         char key[48];
@@ -1265,8 +1266,8 @@ int fatia_place_workload(struct fatia_place_state *st0, struct fatia_place_pod *
             char pre[96] = "";
             if (n_pods > 1)
                 snprintf(pre, sizeof(pre), "pod %zu of %zu: ", i + 1, n_pods);
-            res->reason = pl_strprintf("%s0/%zu nodes are available: %zu Insufficient %s.", pre,
-                                       st->n_nodes, st->n_nodes, pods[i]->unknown_res);
+            res->reason = fatia_pl_strprintf("%s0/%zu nodes are available: %zu Insufficient %s.",
+                                             pre, st->n_nodes, st->n_nodes, pods[i]->unknown_res);
             if (!res->reason)
                 r = -ENOMEM;
             goto undo;
@@ -1289,8 +1290,8 @@ int fatia_place_workload(struct fatia_place_state *st0, struct fatia_place_pod *
                 goto undo;
             }
         }
-        r = pl_bind_items(st, key, (uint32_t)c.best_node, pods[i]->ns, pods[i]->priority,
-                          pods[i]->scalars, pods[i]->n_scalars, c.best.v, c.best.n);
+        r = fatia_pl_bind_items(st, key, (uint32_t)c.best_node, pods[i]->ns, pods[i]->priority,
+                                pods[i]->scalars, pods[i]->n_scalars, c.best.v, c.best.n);
         if (r < 0) {
             jentry_release(&c.journal.v[--c.journal.n]);
             goto undo;
@@ -1377,13 +1378,14 @@ static int items_of(struct fatia_place_state *st, const struct fatia_place_pod_r
                 goto bad;
             }
             /* a fraction's memory: gpu-memory when the cap is not the proportional one */
-            pl_frac_charge(g, d->milli, 0, &items[i].mem_charge, &cap);
+            fatia_pl_frac_charge(g, d->milli, 0, &items[i].mem_charge, &cap);
             if (d->milli < 1000 && cap != d->memory) {
                 f.memory = d->memory;
-                pl_frac_charge(g, d->milli, d->memory, &items[i].mem_charge, &cap);
+                fatia_pl_frac_charge(g, d->milli, d->memory, &items[i].mem_charge, &cap);
             }
-            if (!pl_frac_fits(g, &f) || (d->milli < 1000 && d->fraction < PL_MAX_FRACTION &&
-                                         (g->fmask[d->fraction / 64] >> (d->fraction % 64)) & 1)) {
+            if (!fatia_pl_frac_fits(g, &f) ||
+                (d->milli < 1000 && d->fraction < PL_MAX_FRACTION &&
+                 (g->fmask[d->fraction / 64] >> (d->fraction % 64)) & 1)) {
                 snprintf(why, why_n, "device %zu: GPU %" PRIu32 " of node %s has no room for it", i,
                          g->index, st->nodes[pr->node].name);
                 goto bad;
@@ -1422,8 +1424,8 @@ int fatia_place_bind(struct fatia_place_state *st, const char *key,
         return -FATIA_E_EXISTS;
     if ((r = items_of(st, pr, &items, why, why_n)) < 0)
         return r;
-    r = pl_bind_items(st, key, pr->node, pod->ns, pod->priority, pod->scalars, pod->n_scalars,
-                      items, pr->n_devices);
+    r = fatia_pl_bind_items(st, key, pr->node, pod->ns, pod->priority, pod->scalars, pod->n_scalars,
+                            items, pr->n_devices);
     fatia_free(items);
     return r;
 }

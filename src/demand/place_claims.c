@@ -5,7 +5,7 @@
  * Devices. fatia_place_set_dra builds a DRA inventory from the plan's ResourceSlices
  * (fatia_plan_resourceslices: driver gpu.nvidia.com, one pool per node, devices named as the
  * slices are) and maps each device to its slice. The allocator's "used" flags mirror the slices'
- * owners: pl_apply_items sets and clears them, so a device a pod holds through a resource request
+ * owners: fatia_pl_apply_items sets and clears them, so a device a pod holds through a resource request
  * is taken for claims too, and the other way round. Devices without a slice (fraction pools,
  * which fatia.dev/gpu-milli requests share, and MIG instances a dynamic re-layout removed) are
  * never handed out to claims; MIG instances a re-layout created are not in the inventory (it is
@@ -45,13 +45,13 @@ static void dra_free(struct fatia_place_state *st)
     st->dra_map = NULL;
 }
 
-void pl_dra_release(struct fatia_place_state *st)
+void fatia_pl_dra_release(struct fatia_place_state *st)
 {
     dra_free(st);
 }
 
 /* device <-> slice, and the used flags from the owners */
-int pl_dra_map(struct fatia_place_state *st)
+int fatia_pl_dra_map(struct fatia_place_state *st)
 {
     struct fatia_dra_inventory *inv = st->dra_inv;
     char id[128];
@@ -124,7 +124,7 @@ int fatia_place_set_dra(struct fatia_place_state *st, const struct fatia_dra_cla
         return r;
     }
     st->dra_map_gen = UINT64_MAX;
-    if ((r = pl_dra_map(st)) < 0) {
+    if ((r = fatia_pl_dra_map(st)) < 0) {
         dra_free(st);
         return r;
     }
@@ -133,7 +133,7 @@ int fatia_place_set_dra(struct fatia_place_state *st, const struct fatia_dra_cla
 
 /* ---- pods ---- */
 
-void pl_claims_free(struct fatia_place_pod *pod)
+void fatia_pl_claims_free(struct fatia_place_pod *pod)
 {
     for (size_t i = 0; i < pod->n_claims; i++) {
         fatia_free(pod->claims[i].entry);
@@ -177,7 +177,7 @@ int fatia_place_pod_claims(struct fatia_place_state *st, struct fatia_place_pod 
     size_t i;
 
     (void)st;
-    pl_claims_free(pod);
+    fatia_pl_claims_free(pod);
     if (!json_array_size(list))
         return 0;
     pod->claims = fatia_calloc(json_array_size(list), sizeof(*pod->claims));
@@ -195,7 +195,7 @@ int fatia_place_pod_claims(struct fatia_place_state *st, struct fatia_place_pod 
                      "spec.resourceClaims[%zu]: needs a name and one of resourceClaimName and "
                      "resourceClaimTemplateName",
                      i);
-            pl_claims_free(pod);
+            fatia_pl_claims_free(pod);
             return -EINVAL;
         }
         obj = lookup ? lookup(ud, tmpl ? "ResourceClaimTemplate" : "ResourceClaim", pod->ns_name,
@@ -205,7 +205,7 @@ int fatia_place_pod_claims(struct fatia_place_state *st, struct fatia_place_pod 
             snprintf(why, why_n, "spec.resourceClaims[%zu]: %s '%s' not found in namespace %s", i,
                      tmpl ? "ResourceClaimTemplate" : "ResourceClaim", tmpl ? tmpl : named,
                      pod->ns_name);
-            pl_claims_free(pod);
+            fatia_pl_claims_free(pod);
             return -EINVAL;
         }
         pod->n_claims++;
@@ -215,7 +215,7 @@ int fatia_place_pod_claims(struct fatia_place_state *st, struct fatia_place_pod 
             c->spec = json_incref(json_object_get(json_object_get(obj, "spec"), "spec"));
         } else {
             c->spec = json_incref(json_object_get(obj, "spec"));
-            c->claim = pl_strprintf("%s/%s", pod->ns_name, named);
+            c->claim = fatia_pl_strprintf("%s/%s", pod->ns_name, named);
             if (fatia_dra_claim_allocated(obj)) {
                 const char *node = fatia_dra_claim_node(obj);
                 c->allocated_node = fatia_strdup(node ? node : "");
@@ -229,7 +229,7 @@ int fatia_place_pod_claims(struct fatia_place_state *st, struct fatia_place_pod 
             if (!c->spec) {
                 snprintf(why, why_n, "spec.resourceClaims[%zu]: '%s' has no claim spec", i,
                          tmpl ? tmpl : named);
-                pl_claims_free(pod);
+                fatia_pl_claims_free(pod);
                 return -EINVAL;
             }
             goto oom;
@@ -237,6 +237,6 @@ int fatia_place_pod_claims(struct fatia_place_state *st, struct fatia_place_pod 
     }
     return 0;
 oom:
-    pl_claims_free(pod);
+    fatia_pl_claims_free(pod);
     return -ENOMEM;
 }

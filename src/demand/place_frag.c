@@ -37,7 +37,7 @@
  * free capacity of unusable GPUs (recomputed when the node changes, its gen); per group the
  * typical members are sorted by CPU with prefix sums of their probabilities, so the members a
  * node has CPU for are a binary search away. F_n(M) is O(groups x log members), and so is the
- * effect of changing one GPU of a fraction pool (pl_frag_node_one): the Alibaba trace has 24
+ * effect of changing one GPU of a fraction pool (fatia_pl_frag_node_one): the Alibaba trace has 24
  * groups for 126 types.
  *
  * Worked example (tests/unit/test_place.c): a node with two fraction-pool GPUs left with 600 and
@@ -156,7 +156,7 @@ static uint32_t units(const struct pl_gpu *g, const struct mgroup *t)
     switch (t->kind) {
     case MT_FRAC: {
         struct pl_frac f = {0, t->milli, t->memory};
-        return pl_frac_fits(g, &f) ? 1 : 0;
+        return fatia_pl_frac_fits(g, &f) ? 1 : 0;
     }
     case MT_WHOLE:
         return g->fractional && g->users == 0 && g->shares == 0 ? 1 : 0;
@@ -215,7 +215,7 @@ static int group_of(struct fatia_place_mix *mix, const struct fatia_place_pod *p
         return -ENOMEM;
     }
     for (size_t n = 0; n < st->n_nodes; n++)
-        k.access[n] = pl_node_mismatch(st, pod, &st->nodes[n]) == NULL;
+        k.access[n] = fatia_pl_node_mismatch(st, pod, &st->nodes[n]) == NULL;
     mix->g[mix->n_g] = k;
     *ret = (uint32_t)mix->n_g++;
     return 0;
@@ -302,7 +302,7 @@ static void group_node(const struct fatia_place_state *st, const struct pl_node 
         if (u)
             usable += (int32_t)u;
         else
-            unusable += pl_gpu_free_milli(gp);
+            unusable += fatia_pl_gpu_free_milli(gp);
     }
     g->usable[n] = usable;
     g->unusable[n] = unusable;
@@ -316,7 +316,7 @@ static void node_cache(struct fatia_place_mix *mix, uint32_t n)
     int32_t cpu = st->res->v.v[st->r_cpu].slot;
 
     for (uint32_t g = 0; g < nd->n_gpus; g++)
-        total += pl_gpu_free_milli(&st->gpus[nd->first_gpu + g]);
+        total += fatia_pl_gpu_free_milli(&st->gpus[nd->first_gpu + g]);
     mix->free_total[n] = total;
     mix->cpu_free[n] = (size_t)cpu < nd->n_scalar ? nd->alloc[cpu] - nd->used[cpu] : 0;
     for (size_t k = 0; k < mix->n_g; k++)
@@ -346,7 +346,7 @@ static int push_member(struct mgroup *g, int64_t cpu, double p)
     return 0;
 }
 
-int pl_mix_prepare(struct fatia_place_mix *mix)
+int fatia_pl_mix_prepare(struct fatia_place_mix *mix)
 {
     const struct fatia_place_state *st = mix->st;
     uint64_t cum = 0, want;
@@ -404,7 +404,7 @@ int pl_mix_prepare(struct fatia_place_mix *mix)
 
 size_t fatia_place_mix_typical(struct fatia_place_mix *mix)
 {
-    pl_mix_prepare(mix);
+    fatia_pl_mix_prepare(mix);
     return mix->n_typ;
 }
 
@@ -436,7 +436,7 @@ static double group_frag(const struct mgroup *g, size_t n, int64_t total, int64_
     return (double)total * (g->p - h) + (double)unusable * h;
 }
 
-double pl_frag_node(struct fatia_place_mix *mix, uint32_t n)
+double fatia_pl_frag_node(struct fatia_place_mix *mix, uint32_t n)
 {
     const struct fatia_place_state *st = mix->st;
     double f = 0;
@@ -454,7 +454,7 @@ double pl_frag_node(struct fatia_place_mix *mix, uint32_t n)
     return f;
 }
 
-double pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
+double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
 {
     const struct fatia_place_state *st = mix->st;
     const struct pl_node *nd = &st->nodes[n];
@@ -463,7 +463,7 @@ double pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
     double f = 0;
 
     for (uint32_t g = 0; g < nd->n_gpus; g++)
-        total += pl_gpu_free_milli(&st->gpus[nd->first_gpu + g]);
+        total += fatia_pl_gpu_free_milli(&st->gpus[nd->first_gpu + g]);
     if (!total)
         return 0;
     cpu = (size_t)cs < nd->n_scalar ? nd->alloc[cs] - nd->used[cs] : 0;
@@ -478,18 +478,18 @@ double pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
             if (u)
                 usable += u;
             else
-                unusable += pl_gpu_free_milli(gp);
+                unusable += fatia_pl_gpu_free_milli(gp);
         }
         f += group_frag(g, n, total, cpu, usable, unusable);
     }
     return f;
 }
 
-double pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t gi,
-                        const struct pl_gpu *before, int64_t d_cpu, int64_t d_mem)
+double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t gi,
+                              const struct pl_gpu *before, int64_t d_cpu, int64_t d_mem)
 {
     const struct pl_gpu *now = &mix->st->gpus[gi];
-    int64_t a = pl_gpu_free_milli(before), a2 = pl_gpu_free_milli(now);
+    int64_t a = fatia_pl_gpu_free_milli(before), a2 = fatia_pl_gpu_free_milli(now);
     int64_t total, cpu;
     double f = 0;
 
@@ -515,18 +515,18 @@ double pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t gi,
 
 double fatia_place_frag_node(struct fatia_place_mix *mix, size_t node)
 {
-    if (pl_mix_prepare(mix) < 0 || node >= mix->st->n_nodes)
+    if (fatia_pl_mix_prepare(mix) < 0 || node >= mix->st->n_nodes)
         return 0;
-    return pl_frag_node(mix, (uint32_t)node);
+    return fatia_pl_frag_node(mix, (uint32_t)node);
 }
 
 double fatia_place_frag_total(struct fatia_place_mix *mix)
 {
     double f = 0;
 
-    if (pl_mix_prepare(mix) < 0)
+    if (fatia_pl_mix_prepare(mix) < 0)
         return 0;
     for (size_t n = 0; n < mix->st->n_nodes; n++)
-        f += pl_frag_node(mix, (uint32_t)n);
+        f += fatia_pl_frag_node(mix, (uint32_t)n);
     return f;
 }

@@ -105,7 +105,7 @@ struct pl_node {
     uint32_t touched;      /* GPUs of the node with users > 0 */
     uint64_t gen;          /* bumped by every committed change (bind, unbind, layout) */
     uint64_t sig, sig_gen; /* place.c's node_sig, valid while sig_gen == gen */
-    /* fraction pools, for a quick "no" (pl_node_summary): the most milli-GPUs one fraction could
+    /* fraction pools, for a quick "no" (fatia_pl_node_summary): the most milli-GPUs one fraction could
      * get (-1: no pool with room for one more), and the pools nobody uses */
     int32_t frac_max_free;
     uint32_t frac_whole_free;
@@ -166,7 +166,7 @@ struct fatia_place_state {
     void *memo;
     uint64_t memo_epoch;
     /* DRA (place_claims.c): the inventory of the plan's ResourceSlices, its used flags (kept equal
-     * to the slices' owners by pl_apply_items) and device -> slice */
+     * to the slices' owners by fatia_pl_apply_items) and device -> slice */
     const struct fatia_dra_classes *dra_cls;
     struct fatia_dra_inventory *dra_inv;
     bool dra_borrowed; /* the test twin shares its original's inventory */
@@ -266,53 +266,54 @@ struct fatia_place_pod {
 /* ---- helpers across files ---- */
 
 /* place_state.c */
-char *pl_strprintf(const char *fmt, ...) FATIA_PRINTF(1, 2); /* fatia_free() it; NULL on OOM */
-int pl_res_intern(struct pl_restab *t, const char *name, uint8_t kind_hint, uint16_t *ret);
-const struct pl_res *pl_res_get(const struct fatia_place_state *st, uint16_t id);
-int pl_ns_intern(struct fatia_place_state *st, const char *ns, uint32_t *ret);
-uint32_t pl_gpu_free_milli(const struct pl_gpu *g);
-uint32_t pl_gpu_total_milli(const struct pl_gpu *g);
+char *fatia_pl_strprintf(const char *fmt, ...)
+    FATIA_PRINTF(1, 2); /* fatia_free() it; NULL on OOM */
+int fatia_pl_res_intern(struct pl_restab *t, const char *name, uint8_t kind_hint, uint16_t *ret);
+const struct pl_res *fatia_pl_res_get(const struct fatia_place_state *st, uint16_t id);
+int fatia_pl_ns_intern(struct fatia_place_state *st, const char *ns, uint32_t *ret);
+uint32_t fatia_pl_gpu_free_milli(const struct pl_gpu *g);
+uint32_t fatia_pl_gpu_total_milli(const struct pl_gpu *g);
 /* The memory a fraction of milli / memory request is charged, and its cap. */
-void pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory, uint64_t *ret_charge,
-                    uint64_t *ret_cap);
-bool pl_frac_fits(const struct pl_gpu *g, const struct pl_frac *f);
+void fatia_pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory,
+                          uint64_t *ret_charge, uint64_t *ret_cap);
+bool fatia_pl_frac_fits(const struct pl_gpu *g, const struct pl_frac *f);
 /* Apply (+1) or revert (-1) items and scalars on the counters (no binding). */
-void pl_apply_items(struct fatia_place_state *st, uint32_t node, const struct pl_item *items,
-                    size_t n, uint32_t ns, int sign);
-void pl_apply_scalars(struct fatia_place_state *st, uint32_t node, const struct pl_scalar *sc,
-                      size_t n, int sign);
-int pl_bind_items(struct fatia_place_state *st, const char *key, uint32_t node, uint32_t ns,
-                  int32_t priority, const struct pl_scalar *sc, size_t n_sc,
-                  const struct pl_item *items, size_t n_items);
-int pl_state_twin(struct fatia_place_state *st, struct fatia_place_state **ret);
-int pl_gpu_set_layout(struct fatia_place_state *st, struct pl_gpu *g,
-                      const struct fatia_mig_layout *layout);
-int pl_first_free_fraction(const struct pl_gpu *g);
-void pl_node_summary(struct fatia_place_state *st, uint32_t node);
-uint64_t pl_node_class(const struct fatia_place_state *st, const struct pl_node *n);
+void fatia_pl_apply_items(struct fatia_place_state *st, uint32_t node, const struct pl_item *items,
+                          size_t n, uint32_t ns, int sign);
+void fatia_pl_apply_scalars(struct fatia_place_state *st, uint32_t node, const struct pl_scalar *sc,
+                            size_t n, int sign);
+int fatia_pl_bind_items(struct fatia_place_state *st, const char *key, uint32_t node, uint32_t ns,
+                        int32_t priority, const struct pl_scalar *sc, size_t n_sc,
+                        const struct pl_item *items, size_t n_items);
+int fatia_pl_state_twin(struct fatia_place_state *st, struct fatia_place_state **ret);
+int fatia_pl_gpu_set_layout(struct fatia_place_state *st, struct pl_gpu *g,
+                            const struct fatia_mig_layout *layout);
+int fatia_pl_first_free_fraction(const struct pl_gpu *g);
+void fatia_pl_node_summary(struct fatia_place_state *st, uint32_t node);
+uint64_t fatia_pl_node_class(const struct fatia_place_state *st, const struct pl_node *n);
 
 /* place_match.c */
 /* NULL when the pod may go to the node, else a reason (kube-scheduler's words). */
-const char *pl_node_mismatch(const struct fatia_place_state *st, const struct fatia_place_pod *pod,
-                             const struct pl_node *node);
+const char *fatia_pl_node_mismatch(const struct fatia_place_state *st,
+                                   const struct fatia_place_pod *pod, const struct pl_node *node);
 
 /* place_frag.c */
 /* Makes the typical types current and every node's cached figures valid. 0 or -ENOMEM. */
-int pl_mix_prepare(struct fatia_place_mix *mix);
+int fatia_pl_mix_prepare(struct fatia_place_mix *mix);
 /* The node's measure (cached). */
-double pl_frag_node(struct fatia_place_mix *mix, uint32_t node);
+double fatia_pl_frag_node(struct fatia_place_mix *mix, uint32_t node);
 /* The node's measure with the current counters (nothing cached): after tentative changes. */
-double pl_frag_node_now(struct fatia_place_mix *mix, uint32_t node);
+double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t node);
 /* The node's measure if GPU g changed from `before` to the current counters of st->gpus[g] and
  * the node's cpu and memory use from the cache by d_cpu, d_mem (milli); uses the cache: valid
  * only for one change on a node whose cache is current. */
-double pl_frag_node_one(struct fatia_place_mix *mix, uint32_t node, uint32_t g,
-                        const struct pl_gpu *before, int64_t d_cpu, int64_t d_mem);
+double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t node, uint32_t g,
+                              const struct pl_gpu *before, int64_t d_cpu, int64_t d_mem);
 
 /* place_claims.c */
-int pl_dra_map(struct fatia_place_state *st);
-void pl_dra_release(struct fatia_place_state *st);
-void pl_claims_free(struct fatia_place_pod *pod);
+int fatia_pl_dra_map(struct fatia_place_state *st);
+void fatia_pl_dra_release(struct fatia_place_state *st);
+void fatia_pl_claims_free(struct fatia_place_pod *pod);
 
 /* place_mig.c */
 struct pl_mig_try {
@@ -324,7 +325,7 @@ struct pl_mig_try {
 
 /* Tries to re-lay the MIG GPUs of a node so that the pod's MIG requests (not met by free
  * instances) can be served. 0 and *ret (changes to make), -FATIA_E_NOFIT, -ENOMEM. */
-int pl_mig_try_node(struct fatia_place_state *st, const struct fatia_place_pod *pod, uint32_t node,
-                    enum fatia_place_mig mode, struct pl_mig_try *ret);
+int fatia_pl_mig_try_node(struct fatia_place_state *st, const struct fatia_place_pod *pod,
+                          uint32_t node, enum fatia_place_mig mode, struct pl_mig_try *ret);
 
 #endif

@@ -79,8 +79,8 @@ static bool affinity_matches(const struct fatia_place_pod *pod, const struct pl_
     return false;
 }
 
-const char *pl_node_mismatch(const struct fatia_place_state *st, const struct fatia_place_pod *pod,
-                             const struct pl_node *node)
+const char *fatia_pl_node_mismatch(const struct fatia_place_state *st,
+                                   const struct fatia_place_pod *pod, const struct pl_node *node)
 {
     (void)st;
     if (pod->node_name && strcmp(pod->node_name, node->name))

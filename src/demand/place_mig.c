@@ -112,7 +112,7 @@ static int try_once(struct fatia_place_state *st, const struct fatia_place_pod *
         return -FATIA_E_NOFIT;
     /* the demand: per profile, what the pod asks for */
     for (size_t q = 0; q < pod->n_reqs; q++) {
-        const struct pl_res *rs = pl_res_get(st, pod->reqs[q].res);
+        const struct pl_res *rs = fatia_pl_res_get(st, pod->reqs[q].res);
         const struct fatia_mig_profile *p = NULL;
         size_t d;
         for (size_t i = 0; !p && i < n; i++)
@@ -202,8 +202,8 @@ static int try_once(struct fatia_place_state *st, const struct fatia_place_pod *
     return ret->n || ret->n_victims ? 0 : -FATIA_E_NOFIT;
 }
 
-int pl_mig_try_node(struct fatia_place_state *st, const struct fatia_place_pod *pod, uint32_t node,
-                    enum fatia_place_mig mode, struct pl_mig_try *ret)
+int fatia_pl_mig_try_node(struct fatia_place_state *st, const struct fatia_place_pod *pod,
+                          uint32_t node, enum fatia_place_mig mode, struct pl_mig_try *ret)
 {
     const struct pl_node *nd = &st->nodes[node];
     int r;

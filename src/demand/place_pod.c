@@ -147,7 +147,7 @@ static int add_scalar(struct cctx *c, const char *name, const json_t *q, const c
     if ((r = quantity(c, q, path, &v)) < 0)
         return r;
     if (kind == 0xff) {
-        if ((r = pl_res_intern(c->st->res, name, PL_RES_SCALAR, &id)) < 0)
+        if ((r = fatia_pl_res_intern(c->st->res, name, PL_RES_SCALAR, &id)) < 0)
             return r;
     }
     if ((r = acc_slot(ud, id, &slot)) < 0)
@@ -175,7 +175,7 @@ static int add_device(struct cctx *c, const char *name, const json_t *q, const c
 
     if (kind == 0xff && !strncmp(name, "nvidia.com/", 11)) {
         /* NVIDIA's device resources (a MIG profile no layout has yet, say) */
-        if ((r = pl_res_intern(c->st->res, name, PL_RES_DEVICE, &id)) < 0)
+        if ((r = fatia_pl_res_intern(c->st->res, name, PL_RES_DEVICE, &id)) < 0)
             return r;
         kind = PL_RES_DEVICE;
     }
@@ -464,7 +464,7 @@ void fatia_place_pod_free(struct fatia_place_pod *pod)
     fatia_free(pod->tols);
     fatia_free(pod->node_name);
     fatia_free(pod->unknown_res);
-    pl_claims_free(pod);
+    fatia_pl_claims_free(pod);
     fatia_free(pod);
 }
 
@@ -541,7 +541,7 @@ int fatia_place_pod_compile(struct fatia_place_state *st, const char *ns, const 
         why[0] = '\0';
     pod->priority = priority;
     pod->ns_name = fatia_strdup(ns ? ns : "");
-    if (!pod->ns_name || (r = pl_ns_intern(st, ns, &pod->ns)) < 0)
+    if (!pod->ns_name || (r = fatia_pl_ns_intern(st, ns, &pod->ns)) < 0)
         goto fail;
     pod->n_containers = (uint16_t)(json_array_size(ctrs) + json_array_size(inits));
     /* containers: scalars summed, devices per container */
@@ -669,7 +669,7 @@ int fatia_place_pod_compile(struct fatia_place_state *st, const char *ns, const 
         qsort(pod->scalars, pod->n_scalars, sizeof(*pod->scalars), cmp_scalar);
     /* a scalar no node was built with: remember its name for the reason */
     for (size_t j = 0; j < pod->n_scalars; j++) {
-        const struct pl_res *res = pl_res_get(st, pod->scalars[j].res);
+        const struct pl_res *res = fatia_pl_res_get(st, pod->scalars[j].res);
         if (st->n_nodes && (size_t)res->slot >= st->nodes[0].n_scalar && !pod->unknown_res) {
             pod->unknown_res = fatia_strdup(res->name);
             if (!pod->unknown_res)

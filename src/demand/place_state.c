@@ -36,7 +36,7 @@
 #include "demand/place_internal.h"
 #include "model/quantity.h"
 
-char *pl_strprintf(const char *fmt, ...)
+char *fatia_pl_strprintf(const char *fmt, ...)
 {
     va_list ap;
     int n;
@@ -55,7 +55,7 @@ char *pl_strprintf(const char *fmt, ...)
 
 /* ---- resources ---- */
 
-int pl_res_intern(struct pl_restab *t, const char *name, uint8_t kind_hint, uint16_t *ret)
+int fatia_pl_res_intern(struct pl_restab *t, const char *name, uint8_t kind_hint, uint16_t *ret)
 {
     void *v;
     struct pl_res r = {0};
@@ -88,7 +88,7 @@ int pl_res_intern(struct pl_restab *t, const char *name, uint8_t kind_hint, uint
     return 0;
 }
 
-const struct pl_res *pl_res_get(const struct fatia_place_state *st, uint16_t id)
+const struct pl_res *fatia_pl_res_get(const struct fatia_place_state *st, uint16_t id)
 {
     return id < st->res->v.n ? &st->res->v.v[id] : NULL;
 }
@@ -104,7 +104,7 @@ static void restab_free(struct pl_restab *t)
     fatia_free(t);
 }
 
-int pl_ns_intern(struct fatia_place_state *st, const char *ns, uint32_t *ret)
+int fatia_pl_ns_intern(struct fatia_place_state *st, const char *ns, uint32_t *ret)
 {
     char *copy;
 
@@ -158,13 +158,13 @@ int fatia_place_policy_parse(const char *s, enum fatia_place_policy *ret)
 
 /* ---- GPU arithmetic ---- */
 
-uint32_t pl_gpu_total_milli(const struct pl_gpu *g)
+uint32_t fatia_pl_gpu_total_milli(const struct pl_gpu *g)
 {
     (void)g;
     return 1000;
 }
 
-uint32_t pl_gpu_free_milli(const struct pl_gpu *g)
+uint32_t fatia_pl_gpu_free_milli(const struct pl_gpu *g)
 {
     uint32_t free = 0;
 
@@ -184,8 +184,8 @@ uint32_t pl_gpu_free_milli(const struct pl_gpu *g)
     return free > 1000 ? 1000 : free;
 }
 
-void pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory, uint64_t *ret_charge,
-                    uint64_t *ret_cap)
+void fatia_pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory,
+                          uint64_t *ret_charge, uint64_t *ret_cap)
 {
     uint64_t charge, cap;
 
@@ -203,7 +203,7 @@ void pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory, uint
     *ret_cap = cap;
 }
 
-int pl_first_free_fraction(const struct pl_gpu *g)
+int fatia_pl_first_free_fraction(const struct pl_gpu *g)
 {
     for (unsigned w = 0; w < PL_MAX_FRACTION / 64; w++)
         if (~g->fmask[w])
@@ -211,7 +211,7 @@ int pl_first_free_fraction(const struct pl_gpu *g)
     return -1;
 }
 
-bool pl_frac_fits(const struct pl_gpu *g, const struct pl_frac *f)
+bool fatia_pl_frac_fits(const struct pl_gpu *g, const struct pl_frac *f)
 {
     uint64_t charge, cap;
 
@@ -221,7 +221,7 @@ bool pl_frac_fits(const struct pl_gpu *g, const struct pl_frac *f)
         return g->users == 0 && g->shares == 0;
     if (g->milli_free < f->milli || g->shares >= g->max_shares)
         return false;
-    pl_frac_charge(g, f->milli, f->memory, &charge, &cap);
+    fatia_pl_frac_charge(g, f->milli, f->memory, &charge, &cap);
     return charge <= g->mem_free && g->shares < PL_MAX_FRACTION;
 }
 
@@ -241,7 +241,7 @@ static void gpu_user(struct fatia_place_state *st, struct pl_gpu *g, int sign)
     }
 }
 
-void pl_node_summary(struct fatia_place_state *st, uint32_t node)
+void fatia_pl_node_summary(struct fatia_place_state *st, uint32_t node)
 {
     struct pl_node *nd = &st->nodes[node];
     int32_t best = -1;
@@ -259,8 +259,8 @@ void pl_node_summary(struct fatia_place_state *st, uint32_t node)
     nd->frac_whole_free = whole;
 }
 
-void pl_apply_items(struct fatia_place_state *st, uint32_t node, const struct pl_item *items,
-                    size_t n, uint32_t ns, int sign)
+void fatia_pl_apply_items(struct fatia_place_state *st, uint32_t node, const struct pl_item *items,
+                          size_t n, uint32_t ns, int sign)
 {
     /* (the node summary is refreshed by bind and unbind only) */
     (void)node;
@@ -309,13 +309,13 @@ void pl_apply_items(struct fatia_place_state *st, uint32_t node, const struct pl
     }
 }
 
-void pl_apply_scalars(struct fatia_place_state *st, uint32_t node, const struct pl_scalar *sc,
-                      size_t n, int sign)
+void fatia_pl_apply_scalars(struct fatia_place_state *st, uint32_t node, const struct pl_scalar *sc,
+                            size_t n, int sign)
 {
     struct pl_node *nd = &st->nodes[node];
 
     for (size_t i = 0; i < n; i++) {
-        const struct pl_res *r = pl_res_get(st, sc[i].res);
+        const struct pl_res *r = fatia_pl_res_get(st, sc[i].res);
         if (r && r->slot >= 0 && (size_t)r->slot < nd->n_scalar)
             nd->used[r->slot] += sign * sc[i].milli;
     }
@@ -323,9 +323,9 @@ void pl_apply_scalars(struct fatia_place_state *st, uint32_t node, const struct 
 
 /* ---- bindings ---- */
 
-int pl_bind_items(struct fatia_place_state *st, const char *key, uint32_t node, uint32_t ns,
-                  int32_t priority, const struct pl_scalar *sc, size_t n_sc,
-                  const struct pl_item *items, size_t n_items)
+int fatia_pl_bind_items(struct fatia_place_state *st, const char *key, uint32_t node, uint32_t ns,
+                        int32_t priority, const struct pl_scalar *sc, size_t n_sc,
+                        const struct pl_item *items, size_t n_items)
 {
     struct pl_bind b = {0};
     int32_t idx;
@@ -362,13 +362,13 @@ int pl_bind_items(struct fatia_place_state *st, const char *key, uint32_t node, 
         st->free_bind = idx;
         goto fail;
     }
-    pl_apply_scalars(st, node, sc, n_sc, +1);
-    pl_apply_items(st, node, items, n_items, ns, +1);
+    fatia_pl_apply_scalars(st, node, sc, n_sc, +1);
+    fatia_pl_apply_items(st, node, items, n_items, ns, +1);
     for (size_t i = 0; i < n_items; i++)
         if (items[i].slice != FATIA_PLACE_FRACTION)
             st->gpus[items[i].gpu].slices[items[i].slice].owner = idx;
     st->nodes[node].gen++;
-    pl_node_summary(st, node);
+    fatia_pl_node_summary(st, node);
     st->n_bound++;
     return 0;
 fail:
@@ -388,10 +388,10 @@ int fatia_place_unbind(struct fatia_place_state *st, const char *key)
     idx = (int32_t)(intptr_t)fatia_strmap_get(&st->bind_index, key);
     b = &st->binds.v[idx];
     fatia_strmap_del(&st->bind_index, key);
-    pl_apply_scalars(st, b->node, b->scalars, b->n_scalars, -1);
-    pl_apply_items(st, b->node, b->items, b->n_items, b->ns, -1);
+    fatia_pl_apply_scalars(st, b->node, b->scalars, b->n_scalars, -1);
+    fatia_pl_apply_items(st, b->node, b->items, b->n_items, b->ns, -1);
     st->nodes[b->node].gen++;
-    pl_node_summary(st, b->node);
+    fatia_pl_node_summary(st, b->node);
     fatia_free(b->key);
     fatia_free(b->scalars);
     fatia_free(b->items);
@@ -428,7 +428,7 @@ static int parse_taints(struct pl_node *n, const json_t *taints)
         x->effect = fatia_strdup(fatia_json_str(t, "effect") ? fatia_json_str(t, "effect") : "");
         if (!x->key || !x->value || !x->effect)
             return -ENOMEM;
-        if (!(x->desc = pl_strprintf("had untolerated taint {%s: %s}", x->key, x->value)))
+        if (!(x->desc = fatia_pl_strprintf("had untolerated taint {%s: %s}", x->key, x->value)))
             return -ENOMEM;
     }
     return 0;
@@ -505,7 +505,8 @@ static int build_gpu(struct fatia_place_state *st, const struct fatia_plan *plan
             continue;
         }
         struct pl_slice *ps = &g->slices[g->n_slices++];
-        if ((r = pl_res_intern(st->res, plan->resources[s->resource], PL_RES_DEVICE, &ps->res)) < 0)
+        if ((r = fatia_pl_res_intern(st->res, plan->resources[s->resource], PL_RES_DEVICE,
+                                     &ps->res)) < 0)
             return r;
         ps->kind = s->kind;
         ps->exists = s->state != FATIA_STATE_PLANNED;
@@ -520,7 +521,7 @@ static int build_gpu(struct fatia_place_state *st, const struct fatia_plan *plan
 }
 
 /* The node's class: everything placement reads of it that does not change, but its name. */
-uint64_t pl_node_class(const struct fatia_place_state *st, const struct pl_node *n)
+uint64_t fatia_pl_node_class(const struct fatia_place_state *st, const struct pl_node *n)
 {
     uint64_t h = 0x51ed270b27a5c3e1ull;
     const char *k;
@@ -595,7 +596,7 @@ static void state_release(struct fatia_place_state *st)
         fatia_dra_state_release(&st->dra_st);
         fatia_free(st->dra_map);
     } else {
-        pl_dra_release(st);
+        fatia_pl_dra_release(st);
     }
 }
 
@@ -625,13 +626,13 @@ static int well_known(struct fatia_place_state *st)
 {
     int r;
 
-    if ((r = pl_res_intern(st->res, "cpu", PL_RES_SCALAR, &st->r_cpu)) < 0 ||
-        (r = pl_res_intern(st->res, "memory", PL_RES_SCALAR, &st->r_memory)) < 0 ||
-        (r = pl_res_intern(st->res, "pods", PL_RES_SCALAR, &st->r_pods)) < 0 ||
-        (r = pl_res_intern(st->res, "fatia.dev/gpu-milli", PL_RES_GPU_MILLI, &st->r_gpu_milli)) <
-            0 ||
-        (r = pl_res_intern(st->res, "fatia.dev/gpu-memory", PL_RES_GPU_MEMORY, &st->r_gpu_memory)) <
-            0)
+    if ((r = fatia_pl_res_intern(st->res, "cpu", PL_RES_SCALAR, &st->r_cpu)) < 0 ||
+        (r = fatia_pl_res_intern(st->res, "memory", PL_RES_SCALAR, &st->r_memory)) < 0 ||
+        (r = fatia_pl_res_intern(st->res, "pods", PL_RES_SCALAR, &st->r_pods)) < 0 ||
+        (r = fatia_pl_res_intern(st->res, "fatia.dev/gpu-milli", PL_RES_GPU_MILLI,
+                                 &st->r_gpu_milli)) < 0 ||
+        (r = fatia_pl_res_intern(st->res, "fatia.dev/gpu-memory", PL_RES_GPU_MEMORY,
+                                 &st->r_gpu_memory)) < 0)
         return r;
     return 0;
 }
@@ -658,7 +659,7 @@ int fatia_place_state_new(const struct fatia_plan *plan, struct fatia_place_stat
         uint16_t id;
         const char *name = plan->resources[i];
         uint8_t kind = !strcmp(name, "fatia.dev/gpu-milli") ? PL_RES_GPU_MILLI : PL_RES_DEVICE;
-        if ((r = pl_res_intern(st->res, name, kind, &id)) < 0)
+        if ((r = fatia_pl_res_intern(st->res, name, kind, &id)) < 0)
             goto fail;
     }
     for (size_t i = 0; i < plan->n_nodes; i++)
@@ -689,7 +690,7 @@ int fatia_place_state_new(const struct fatia_plan *plan, struct fatia_place_stat
         {
             uint16_t id;
             (void)v;
-            if ((r = pl_res_intern(st->res, k, PL_RES_SCALAR, &id)) < 0)
+            if ((r = fatia_pl_res_intern(st->res, k, PL_RES_SCALAR, &id)) < 0)
                 goto fail;
         }
         n->first_gpu = (uint32_t)gi;
@@ -716,9 +717,9 @@ int fatia_place_state_new(const struct fatia_plan *plan, struct fatia_place_stat
             uint16_t id;
             int64_t milli;
             const struct pl_res *res;
-            if (pl_res_intern(st->res, k, PL_RES_SCALAR, &id) < 0)
+            if (fatia_pl_res_intern(st->res, k, PL_RES_SCALAR, &id) < 0)
                 goto fail;
-            res = pl_res_get(st, id);
+            res = fatia_pl_res_get(st, id);
             if (res->kind != PL_RES_SCALAR || scalar_from(v, &milli) < 0)
                 continue;
             n->alloc[res->slot] = milli;
@@ -727,8 +728,8 @@ int fatia_place_state_new(const struct fatia_plan *plan, struct fatia_place_stat
     }
     for (size_t i = 0; i < plan->n_nodes; i++) {
         json_decref(allocs[i]);
-        pl_node_summary(st, (uint32_t)i);
-        st->nodes[i].cls = pl_node_class(st, &st->nodes[i]);
+        fatia_pl_node_summary(st, (uint32_t)i);
+        st->nodes[i].cls = fatia_pl_node_class(st, &st->nodes[i]);
     }
     fatia_free(allocs);
     *ret = st;
@@ -821,7 +822,7 @@ static int state_copy_empty(const struct fatia_place_state *src, struct fatia_pl
         }
     }
     for (size_t i = 0; i < st->n_nodes; i++)
-        pl_node_summary(st, (uint32_t)i);
+        fatia_pl_node_summary(st, (uint32_t)i);
     if (src->dra_inv) {
         st->dra_cls = src->dra_cls;
         st->dra_inv = src->dra_inv;
@@ -829,7 +830,7 @@ static int state_copy_empty(const struct fatia_place_state *src, struct fatia_pl
         if (fatia_dra_state_init(&st->dra_st, st->dra_inv) < 0)
             goto fail;
         st->dra_map_gen = UINT64_MAX;
-        if (pl_dra_map(st) < 0)
+        if (fatia_pl_dra_map(st) < 0)
             goto fail;
     }
     *ret = st;
@@ -839,7 +840,7 @@ fail:
     return -ENOMEM;
 }
 
-int pl_state_twin(struct fatia_place_state *st, struct fatia_place_state **ret)
+int fatia_pl_state_twin(struct fatia_place_state *st, struct fatia_place_state **ret)
 {
     int r;
 
@@ -858,8 +859,8 @@ int pl_state_twin(struct fatia_place_state *st, struct fatia_place_state **ret)
 
 /* ---- MIG layout changes ---- */
 
-int pl_gpu_set_layout(struct fatia_place_state *st, struct pl_gpu *g,
-                      const struct fatia_mig_layout *layout)
+int fatia_pl_gpu_set_layout(struct fatia_place_state *st, struct pl_gpu *g,
+                            const struct fatia_mig_layout *layout)
 {
     struct pl_slice *ns;
     int32_t *remap;
@@ -889,7 +890,7 @@ int pl_gpu_set_layout(struct fatia_place_state *st, struct pl_gpu *g,
         struct pl_slice *s = &ns[n++];
         char res[96];
         fatia_mig_resource_name(layout->v[j].profile->name, res, sizeof(res));
-        if ((r = pl_res_intern(st->res, res, PL_RES_DEVICE, &s->res)) < 0) {
+        if ((r = fatia_pl_res_intern(st->res, res, PL_RES_DEVICE, &s->res)) < 0) {
             fatia_free(ns);
             fatia_free(remap);
             return r;
@@ -936,8 +937,8 @@ int pl_gpu_set_layout(struct fatia_place_state *st, struct pl_gpu *g,
     g->layout = *layout;
     g->mig_enabled = true;
     st->nodes[g->node].gen++;
-    st->nodes[g->node].cls = pl_node_class(st, &st->nodes[g->node]);
-    pl_node_summary(st, g->node);
+    st->nodes[g->node].cls = fatia_pl_node_class(st, &st->nodes[g->node]);
+    fatia_pl_node_summary(st, g->node);
     st->layout_gen++;
     return 0;
 }
@@ -953,7 +954,7 @@ int fatia_place_mig_apply(struct fatia_place_state *st, const struct fatia_place
     if (!g->mig_dynamic || !g->model->mig ||
         fatia_mig_layout_check(g->model->mig, g->model->product, &ch->layout, why, sizeof(why)) < 0)
         return -EINVAL;
-    return pl_gpu_set_layout(st, g, &ch->layout);
+    return fatia_pl_gpu_set_layout(st, g, &ch->layout);
 }
 
 /* ---- invariants ---- */
@@ -990,7 +991,7 @@ int fatia_place_check(const struct fatia_place_state *st, char *why, size_t why_
             goto out;
         }
         for (size_t i = 0; i < bd->n_scalars; i++) {
-            const struct pl_res *res = pl_res_get(st, bd->scalars[i].res);
+            const struct pl_res *res = fatia_pl_res_get(st, bd->scalars[i].res);
             if (res->slot >= 0 && (size_t)res->slot < st->nodes[bd->node].n_scalar)
                 used[bd->node][res->slot] += bd->scalars[i].milli;
         }
@@ -1099,7 +1100,7 @@ void fatia_place_state_stats(const struct fatia_place_state *st, struct fatia_pl
     s.gpus = (uint32_t)st->n_gpus;
     for (size_t i = 0; i < st->n_gpus; i++) {
         const struct pl_gpu *g = &st->gpus[i];
-        uint32_t free = pl_gpu_free_milli(g);
+        uint32_t free = fatia_pl_gpu_free_milli(g);
         s.gpu_milli_total += 1000;
         s.gpu_milli_allocated += 1000 - free;
         s.gpus_untouched += g->users == 0;
@@ -1132,7 +1133,7 @@ uint32_t fatia_place_gpu_node(const struct fatia_place_state *st, size_t g)
 
 uint32_t fatia_place_gpu_free_milli(const struct fatia_place_state *st, size_t g)
 {
-    return g < st->n_gpus ? pl_gpu_free_milli(&st->gpus[g]) : 0;
+    return g < st->n_gpus ? fatia_pl_gpu_free_milli(&st->gpus[g]) : 0;
 }
 
 double fatia_place_device_sm_share(const struct fatia_place_state *st,
@@ -1222,7 +1223,7 @@ json_t *fatia_place_pod_result_json(const struct fatia_place_state *st,
             kind = fatia_slice_kind_name(d->kind);
         } else {
             kind = fatia_slice_kind_name(g->slices[d->slice].kind);
-            res = pl_res_get(st, g->slices[d->slice].res)->name;
+            res = fatia_pl_res_get(st, g->slices[d->slice].res)->name;
         }
         dj = json_pack("{s:s,s:s,s:s,s:I,s:I}", "id", id, "kind", kind, "resource", res, "gpu",
                        (json_int_t)g->index, "memoryBytes", (json_int_t)d->memory);

@@ -657,7 +657,7 @@ int fatia_engine_config_for(const struct fatia_plan_input *in,
         pi.gpu_memory_bytes = dev->memory_bytes;
     if (!pi.gpus)
         pi.gpus = 1;
-    if (fatia_plan_compute(&pi, &p) < 0) {
+    if (fatia_serving_plan_compute(&pi, &p) < 0) {
         snprintf(why, why_n, "incomplete model shape");
         return -EINVAL;
     }

@@ -187,7 +187,7 @@ static void ep_free(struct gw_endpoint *ep)
 {
     struct fatia_gateway *g = ep->g;
 
-    fatia_upstream_release(&ep->up);
+    fatia_upx_release(&ep->up);
     if (ep->ev_scrape)
         event_free(ep->ev_scrape);
     if (ep->ev_health)
@@ -1344,7 +1344,7 @@ static int ep_new(struct fatia_gateway *g, const struct fatia_gateway_endpoint *
                                            "x-gateway-destination-endpoint: %s\r\n", u->hostport);
     ep->labels = spec->labels ? json_deep_copy(spec->labels) : json_object();
     ep->matches = !g->selector || fatia_selector_matches(g->selector, ep->labels);
-    fatia_upstream_init(&ep->up, g->base, &u->addr, u->addr_len);
+    fatia_upx_init(&ep->up, g->base, &u->addr, u->addr_len);
     ep->up.connect_timeout = g->cfg.connect_timeout;
     ep->up.response_timeout = g->cfg.upstream_timeout;
     ep->ev_health = event_new(g->base, -1, 0, on_health, ep);

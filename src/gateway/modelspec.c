@@ -95,8 +95,8 @@ static void read_one(struct reader *r, const json_t *m, size_t i, struct fatia_m
     }
 }
 
-int fatia_model_specs_load(const char *path, struct fatia_diag *diag, struct fatia_model_spec **ret,
-                           size_t *ret_n)
+int fatia_modelspec_load_all(const char *path, struct fatia_diag *diag,
+                             struct fatia_model_spec **ret, size_t *ret_n)
 {
     char def[4096];
     struct fatia_docset set;
@@ -169,8 +169,8 @@ static bool matches(const json_t *m, const char *name)
     return false;
 }
 
-int fatia_model_spec_find(const char *path, const char *name, struct fatia_diag *diag,
-                          struct fatia_model_spec *ret)
+int fatia_modelspec_find(const char *path, const char *name, struct fatia_diag *diag,
+                         struct fatia_model_spec *ret)
 {
     char def[4096];
     struct fatia_model_spec *v;
@@ -184,7 +184,7 @@ int fatia_model_spec_find(const char *path, const char *name, struct fatia_diag 
         snprintf(def, sizeof(def), "%s/models.yaml", fatia_data_dir());
         path = def;
     }
-    rc = fatia_model_specs_load(path, diag, &v, &n);
+    rc = fatia_modelspec_load_all(path, diag, &v, &n);
     if (rc < 0)
         return rc;
     /* The aliases are not kept in the structs: look them up in the tree again. */
@@ -214,7 +214,7 @@ out:
     return rc;
 }
 
-uint64_t fatia_model_kv_bytes_per_token(const struct fatia_model_spec *m, double elem_bytes)
+uint64_t fatia_modelspec_kv_bytes_per_token(const struct fatia_model_spec *m, double elem_bytes)
 {
     return (uint64_t)(2.0 * m->layers * m->kv_heads * m->head_dim * elem_bytes);
 }

@@ -32,15 +32,15 @@ struct fatia_model_spec {
 /* Loads every shape of a models file (path NULL = <data dir>/models.yaml). Problems go to diag
  * with file:line and the field path. Returns 0 and a fatia_malloc'ed array (*ret, *ret_n),
  * -FATIA_E_INVALID, -ENOENT, -ENOMEM. */
-int fatia_model_specs_load(const char *path, struct fatia_diag *diag, struct fatia_model_spec **ret,
-                           size_t *ret_n);
+int fatia_modelspec_load_all(const char *path, struct fatia_diag *diag,
+                             struct fatia_model_spec **ret, size_t *ret_n);
 
 /* The shape named name (the name or an alias, case-insensitive) in the file; -ENOENT when no such
- * model (diag says which names exist), other errors as fatia_model_specs_load. */
-int fatia_model_spec_find(const char *path, const char *name, struct fatia_diag *diag,
-                          struct fatia_model_spec *ret);
+ * model (diag says which names exist), other errors as fatia_modelspec_load_all. */
+int fatia_modelspec_find(const char *path, const char *name, struct fatia_diag *diag,
+                         struct fatia_model_spec *ret);
 
 /* Bytes of KV cache per token for the whole model: 2 x layers x kv_heads x head_dim x elem. */
-uint64_t fatia_model_kv_bytes_per_token(const struct fatia_model_spec *m, double elem_bytes);
+uint64_t fatia_modelspec_kv_bytes_per_token(const struct fatia_model_spec *m, double elem_bytes);
 
 #endif

@@ -140,7 +140,7 @@ static void size_memory(const struct fatia_plan_input *in, struct fatia_plan *p)
     p->kv_cache_tokens = p->kv_cache_blocks * FATIA_PLAN_BLOCK_TOKENS;
 }
 
-int fatia_plan_compute(const struct fatia_plan_input *in, struct fatia_plan *ret)
+int fatia_serving_plan_compute(const struct fatia_plan_input *in, struct fatia_plan *ret)
 {
     const struct fatia_model_spec *m = &in->model;
     struct fatia_plan p = {0};
@@ -161,7 +161,7 @@ int fatia_plan_compute(const struct fatia_plan_input *in, struct fatia_plan *ret
 
     kv_elem = in->kv_dtype == FATIA_DTYPE_FP8 ? 1.0 : 2.0;
     kvh_gpu = (m->kv_heads + p.tp - 1) / p.tp;
-    p.kv_bytes_per_token = fatia_model_kv_bytes_per_token(m, kv_elem);
+    p.kv_bytes_per_token = fatia_modelspec_kv_bytes_per_token(m, kv_elem);
     p.kv_bytes_per_token_per_gpu = (uint64_t)(2.0 * m->layers * kvh_gpu * m->head_dim * kv_elem);
     p.weights_bytes = weights_bytes(m, in->weight_dtype);
     p.weights_bytes_per_gpu = (p.weights_bytes + p.tp - 1) / p.tp;
@@ -226,8 +226,8 @@ int fatia_plan_compute(const struct fatia_plan_input *in, struct fatia_plan *ret
     return 0;
 }
 
-int fatia_plan_vllm_args(const struct fatia_plan_input *in, const struct fatia_plan *p, char *buf,
-                         size_t n)
+int fatia_serving_plan_vllm_args(const struct fatia_plan_input *in, const struct fatia_plan *p,
+                                 char *buf, size_t n)
 {
     return snprintf(buf, n,
                     "--tensor-parallel-size=%u --gpu-memory-utilization=%.2f --max-model-len=%u "

@@ -74,11 +74,11 @@ struct fatia_plan {
 
 /* Plans in into *ret. Returns 0 (fits or not: see ret->fits and ret->reason), or -EINVAL when the
  * input is incomplete (no layers, no KV heads, zero memory, zero GPUs). */
-int fatia_plan_compute(const struct fatia_plan_input *in, struct fatia_plan *ret);
+int fatia_serving_plan_compute(const struct fatia_plan_input *in, struct fatia_plan *ret);
 
 /* The vLLM command-line flags of a plan ("--tensor-parallel-size=1", ...) as a space-separated
  * string into buf. Returns the length (snprintf semantics). */
-int fatia_plan_vllm_args(const struct fatia_plan_input *in, const struct fatia_plan *p, char *buf,
-                         size_t n);
+int fatia_serving_plan_vllm_args(const struct fatia_plan_input *in, const struct fatia_plan *p,
+                                 char *buf, size_t n);
 
 #endif

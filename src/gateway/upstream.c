@@ -378,8 +378,8 @@ static void on_defer(evutil_socket_t fd, short what, void *arg)
         send_more(x, false);
 }
 
-void fatia_upstream_init(struct fatia_upstream *u, struct event_base *base,
-                         const struct sockaddr_storage *addr, socklen_t addr_len)
+void fatia_upx_init(struct fatia_upstream *u, struct event_base *base,
+                    const struct sockaddr_storage *addr, socklen_t addr_len)
 {
     memset(u, 0, sizeof(*u));
     u->base = base;
@@ -389,7 +389,7 @@ void fatia_upstream_init(struct fatia_upstream *u, struct event_base *base,
     u->connect_timeout = 3 * FATIA_USEC_PER_SEC;
 }
 
-void fatia_upstream_release(struct fatia_upstream *u)
+void fatia_upx_release(struct fatia_upstream *u)
 {
     while (u->idle) {
         struct fatia_upx *x = u->idle;

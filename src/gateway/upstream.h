@@ -62,11 +62,11 @@ struct fatia_upx_ops {
 /* Callbacks other than on_done/on_error may return a negative value to abort the exchange
  * (the connection is closed, on_error is not called). */
 
-void fatia_upstream_init(struct fatia_upstream *u, struct event_base *base,
-                         const struct sockaddr_storage *addr, socklen_t addr_len);
+void fatia_upx_init(struct fatia_upstream *u, struct event_base *base,
+                    const struct sockaddr_storage *addr, socklen_t addr_len);
 /* Closes the idle connections. Busy ones belong to their exchanges and must be aborted or
  * finished first. */
-void fatia_upstream_release(struct fatia_upstream *u);
+void fatia_upx_release(struct fatia_upstream *u);
 
 #define FATIA_UPX_HEAD_REQUEST (1u << 0) /* the request was HEAD: no body follows the head */
 #define FATIA_UPX_FRESH        (1u << 1) /* do not take a pooled connection */

@@ -35,7 +35,7 @@ void fatia_objset_release(struct fatia_objset *set)
     fatia_objset_init(set);
 }
 
-static char *make_key(const char *kind, const char *ns, const char *name)
+static char *fatia_ctlr_make_key(const char *kind, const char *ns, const char *name)
 {
     char *key;
 
@@ -46,7 +46,7 @@ static char *make_key(const char *kind, const char *ns, const char *name)
 
 int fatia_objset_add(struct fatia_objset *set, struct fatia_object *o)
 {
-    char *key = make_key(o->kind->kind, o->namespace, o->name);
+    char *key = fatia_ctlr_make_key(o->kind->kind, o->namespace, o->name);
 
     if (!key) {
         fatia_object_free(o);
@@ -110,7 +110,7 @@ int fatia_objset_load(struct fatia_objset *set, char *const *paths, size_t n_pat
 struct fatia_object *fatia_objset_get(const struct fatia_objset *set, const char *kind,
                                       const char *ns, const char *name)
 {
-    char *key = make_key(kind, ns, name);
+    char *key = fatia_ctlr_make_key(kind, ns, name);
     struct fatia_object *o;
 
     if (!key)
@@ -145,7 +145,7 @@ bool fatia_objset_check_duplicate(struct fatia_objset *set, const struct fatia_d
 
     if (!kind || !name || !*name)
         return false;
-    key = make_key(kind, ns, name);
+    key = fatia_ctlr_make_key(kind, ns, name);
     if (!key)
         return false;
     /* The map holds document indexes (+1): the docs array moves as it grows. */

@@ -117,6 +117,6 @@ int fatia_inventory_own_model(struct fatia_inventory *inv, struct fatia_gpu_mode
 
 /* A deterministic UUID for a simulated device: "GPU-" or "MIG-" + 8-4-4-4-12 hex of a stable
  * hash of key. */
-void fatia_sim_uuid(const char *prefix, const char *key, char *buf, size_t n);
+void fatia_inventory_sim_uuid(const char *prefix, const char *key, char *buf, size_t n);
 
 #endif

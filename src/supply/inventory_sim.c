@@ -82,7 +82,7 @@ static char *hex(char *p, uint64_t v, int digits)
     return p + digits;
 }
 
-void fatia_sim_uuid(const char *prefix, const char *key, char *buf, size_t n)
+void fatia_inventory_sim_uuid(const char *prefix, const char *key, char *buf, size_t n)
 {
     size_t len = strlen(key), plen = strlen(prefix);
     uint64_t a = fatia_hash_chain64(key, len, 0x66617469612d3031ull);
@@ -284,7 +284,7 @@ int fatia_inventory_sim(struct fatia_inventory *inv, const struct fatia_supply_c
                 gpu->pci_device_id = models[x]->n_pci_device_ids ? models[x]->pci_device_ids[0] : 0;
                 snprintf(gpu->pci_bus_id, sizeof(gpu->pci_bus_id), "0000:%02x:00.0", 0x18 + x);
                 snprintf(key, sizeof(key), "fatia-sim/%s/%" PRIu32, node->name, x);
-                fatia_sim_uuid("GPU", key, gpu->uuid, sizeof(gpu->uuid));
+                fatia_inventory_sim_uuid("GPU", key, gpu->uuid, sizeof(gpu->uuid));
                 gpu->mig_mode =
                     models[x]->mig ? FATIA_MIG_MODE_DISABLED : FATIA_MIG_MODE_UNSUPPORTED;
                 gpu->mig_pending = gpu->mig_mode;

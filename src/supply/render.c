@@ -135,7 +135,7 @@ static bool mig_uuid(const struct fatia_plan *plan, const struct fatia_slice *s,
         char key[320];
         snprintf(key, sizeof(key), "fatia-sim/%s/%" PRIu32 "/%d/%u", plan->nodes[s->node].inv->name,
                  g->inv->index, pl->profile->id, pl->start);
-        fatia_sim_uuid("MIG", key, buf, n);
+        fatia_inventory_sim_uuid("MIG", key, buf, n);
         return true;
     }
     for (unsigned i = 0; i < g->inv->n_instances; i++)

@@ -695,7 +695,7 @@ int fatia_loadgen_run(const struct fatia_loadgen_config *cfg, struct fatia_loadg
         rc = -ENOMEM;
         goto out;
     }
-    fatia_upstream_init(&r.up, r.base, &r.url.addr, r.url.addr_len);
+    fatia_upx_init(&r.up, r.base, &r.url.addr, r.url.addr_len);
     r.up.max_idle = 65536;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (cfg->n_engines)
@@ -730,7 +730,7 @@ int fatia_loadgen_run(const struct fatia_loadgen_config *cfg, struct fatia_loadg
     fatia_dist_of(r.e2el.v, r.e2el.n, &r.res.e2el);
     *ret = r.res;
     rc = 0;
-    fatia_upstream_release(&r.up);
+    fatia_upx_release(&r.up);
 out:
     if (r.ev_arrive)
         event_free(r.ev_arrive);

@@ -254,8 +254,9 @@ static const json_t *workload_of(struct env *e, const char *ns, const char *jobn
 
     if (!j)
         return NULL;
-    kueue_workload_name("Job", "batch", jobname,
-                        fatia_json_str(json_object_get(j, "metadata"), "uid"), name, sizeof(name));
+    fatia_ctlr_kueue_workload_name("Job", "batch", jobname,
+                                   fatia_json_str(json_object_get(j, "metadata"), "uid"), name,
+                                   sizeof(name));
     return get(e, "kueue.x-k8s.io/v1beta2", "Workload", ns, name);
 }
 
@@ -350,9 +351,9 @@ static void test_names(void **state)
 
     (void)state;
     /* the hashes: python3 hashlib.sha1(b"Job\nbatch\ntrain\nuid-1").hexdigest()[:5] */
-    kueue_workload_name("Job", "batch", "train", "uid-1", buf, sizeof(buf));
+    fatia_ctlr_kueue_workload_name("Job", "batch", "train", "uid-1", buf, sizeof(buf));
     assert_string_equal(buf, "job-train-a6870");
-    kueue_workload_name("Pod", "", "Notebook", "u", buf, sizeof(buf));
+    fatia_ctlr_kueue_workload_name("Pod", "", "Notebook", "u", buf, sizeof(buf));
     assert_string_equal(buf, "pod-notebook-0ec4c");
 }
 

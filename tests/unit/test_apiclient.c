@@ -401,7 +401,7 @@ static void on_col(void *arg, struct opres *r)
     a->done = true;
     a->code = r->code;
     snprintf(a->msg, sizeof(a->msg), "%s", r->status ? fatia_json_str(r->status, "message") : "");
-    opres_release(r);
+    fatia_api_opres_release(r);
 }
 
 /* DELETE on the collection of localqueues in ns (NULL: every namespace) as user u. */
@@ -410,7 +410,7 @@ static int delete_collection(struct env *e, const struct fatia_user *u, const ch
 {
     struct opctx c = {.s = e->s,
                       .user = u,
-                      .t = server_table_for(e->s, kind("kueue.x-k8s.io", "localqueues")),
+                      .t = fatia_api_server_table_for(e->s, kind("kueue.x-k8s.io", "localqueues")),
                       .ns = ns,
                       .fv = FATIA_FV_WARN};
     struct fatia_api_query q = {.label_selector = selector,
@@ -421,7 +421,7 @@ static int delete_collection(struct env *e, const struct fatia_user *u, const ch
                                 .since_seconds = -1};
 
     memset(a, 0, sizeof(*a));
-    op_delete_collection(&c, &q, NULL, on_col, a);
+    fatia_api_op_delete_collection(&c, &q, NULL, on_col, a);
     for (int i = 0; i < 10000 && !a->done; i++)
         event_base_loop(e->base, EVLOOP_ONCE);
     assert_true(a->done);

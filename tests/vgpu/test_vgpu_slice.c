@@ -1,7 +1,7 @@
 /*
  * tests/vgpu/test_vgpu_slice.c: the agent's side of the interposer (agent/vgpu_slice.c), ending
  * with a process started the way the executor will start one: the slice prepared, the variables
- * from fatia_vgpu_slice_env, the library preloaded, the (fake) driver reached as the runtime does.
+ * from fatia_agent_vgpu_slice_env, the library preloaded, the (fake) driver reached as the runtime does.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -31,12 +31,12 @@ static void test_default_cap(void **state)
 
     (void)state;
     /* DESIGN §7: (GPU memory - replicas x reserve) / replicas, here rounded to 2 MiB. */
-    assert_int_equal(fatia_vgpu_default_cap(h200, 4, 544 * MiB),
+    assert_int_equal(fatia_agent_vgpu_default_cap(h200, 4, 544 * MiB),
                      ((h200 - 4 * 544 * MiB) / 4) & ~(2 * MiB - 1));
-    assert_int_equal(fatia_vgpu_default_cap(h200, 1, 0), h200 & ~(2 * MiB - 1));
-    assert_int_equal(fatia_vgpu_default_cap(h200, 0, 544 * MiB), 0);
-    assert_int_equal(fatia_vgpu_default_cap(1000 * MiB, 4, 300 * MiB), 0);
-    assert_int_equal(fatia_vgpu_default_cap(h200, 4, 544 * MiB) % (2 * MiB), 0);
+    assert_int_equal(fatia_agent_vgpu_default_cap(h200, 1, 0), h200 & ~(2 * MiB - 1));
+    assert_int_equal(fatia_agent_vgpu_default_cap(h200, 0, 544 * MiB), 0);
+    assert_int_equal(fatia_agent_vgpu_default_cap(1000 * MiB, 4, 300 * MiB), 0);
+    assert_int_equal(fatia_agent_vgpu_default_cap(h200, 4, 544 * MiB) % (2 * MiB), 0);
 }
 
 static char env_buf[4096];
@@ -70,7 +70,7 @@ static void test_env(void **state)
 
     (void)state;
     env_buf[0] = '\0';
-    assert_int_equal(fatia_vgpu_slice_env(&s, put, NULL), 0);
+    assert_int_equal(fatia_agent_vgpu_slice_env(&s, put, NULL), 0);
     assert_string_equal(env_buf,
                         "LD_PRELOAD=/opt/fatia/lib/libfatia-vgpu.so:/usr/lib/libtcmalloc.so\n"
                         "CUDA_VISIBLE_DEVICES=GPU-aaaa,GPU-bbbb\n"
@@ -78,18 +78,18 @@ static void test_env(void **state)
                         "FATIA_VGPU_SHARED_FILE=/run/fatia/slices/pod-1/gpu-0-ts1.acct\n"
                         "FATIA_VGPU_MEMORY_LIMIT_0=12884901888\n"
                         "FATIA_VGPU_LOG=warning\n");
-    assert_int_equal(fatia_vgpu_slice_env(&s, put_fails, NULL), -ENOMEM);
+    assert_int_equal(fatia_agent_vgpu_slice_env(&s, put_fails, NULL), -ENOMEM);
     s.uuids[1] = "GPU-b,c";
-    assert_int_equal(fatia_vgpu_slice_env(&s, put, NULL), -EINVAL);
+    assert_int_equal(fatia_agent_vgpu_slice_env(&s, put, NULL), -EINVAL);
     s.uuids[1] = "GPU-bbbb";
     s.accounting_file = "relative.acct";
-    assert_int_equal(fatia_vgpu_slice_env(&s, put, NULL), -EINVAL);
+    assert_int_equal(fatia_agent_vgpu_slice_env(&s, put, NULL), -EINVAL);
     s.accounting_file = "/a";
     s.n_devices = 0;
-    assert_int_equal(fatia_vgpu_slice_env(&s, put, NULL), -EINVAL);
+    assert_int_equal(fatia_agent_vgpu_slice_env(&s, put, NULL), -EINVAL);
     s.n_devices = 1;
     s.library = "/a:/b";
-    assert_int_equal(fatia_vgpu_slice_env(&s, put, NULL), -EINVAL);
+    assert_int_equal(fatia_agent_vgpu_slice_env(&s, put, NULL), -EINVAL);
 }
 
 /* Prepares a slice, starts a worker with exactly the slice's variables, returns its output. */
@@ -107,7 +107,7 @@ static int run_in_slice(const struct fatia_vgpu_slice *s, const char *cmd, const
 
         env_buf[0] = '\0';
         unsetenv("LD_PRELOAD");
-        if (fatia_vgpu_slice_env(s, put, NULL) < 0)
+        if (fatia_agent_vgpu_slice_env(s, put, NULL) < 0)
             _exit(100);
         for (line = strtok_r(env_buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
             char *eq = strchr(line, '=');
@@ -144,8 +144,8 @@ static void test_prepare_env_run(void **state)
     assert_non_null(s.library);
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/slice.acct", dir);
-    assert_int_equal(fatia_vgpu_slice_prepare(&s, why, sizeof(why)), 0);
-    assert_int_equal(fatia_vgpu_slice_usage(path, 0, &used), 0);
+    assert_int_equal(fatia_agent_vgpu_slice_prepare(&s, why, sizeof(why)), 0);
+    assert_int_equal(fatia_agent_vgpu_slice_usage(path, 0, &used), 0);
     assert_int_equal(used, 0);
     /* The process sees the slice: 48 MiB in all, and no more. */
     assert_int_equal(run_in_slice(&s, "info", NULL, out, sizeof(out)), 0);
@@ -155,12 +155,12 @@ static void test_prepare_env_run(void **state)
     assert_int_equal(run_in_slice(&s, "alloc", "33554432", out, sizeof(out)), 0);
     assert_string_equal(out, "rc=0\n");
     /* The worker exited holding 32 MiB; reading the usage reclaims the dead process's share. */
-    assert_int_equal(fatia_vgpu_slice_usage(path, 0, &used), 0);
+    assert_int_equal(fatia_agent_vgpu_slice_usage(path, 0, &used), 0);
     assert_int_equal(used, 0);
-    assert_int_equal(fatia_vgpu_slice_usage(path, 16, &used), -EINVAL);
-    assert_int_equal(fatia_vgpu_slice_usage("/nonexistent/acct", 0, &used), -ENOENT);
+    assert_int_equal(fatia_agent_vgpu_slice_usage(path, 16, &used), -EINVAL);
+    assert_int_equal(fatia_agent_vgpu_slice_usage("/nonexistent/acct", 0, &used), -ENOENT);
     s.accounting_file = "relative";
-    assert_int_equal(fatia_vgpu_slice_prepare(&s, why, sizeof(why)), -EINVAL);
+    assert_int_equal(fatia_agent_vgpu_slice_prepare(&s, why, sizeof(why)), -EINVAL);
     unlink(path);
     rmdir(dir);
 }

@@ -7,7 +7,7 @@
  *   env BASE NAME GPU PCT PINNED     prints a client's variables, one NAME=VALUE a line
  *   cmd BASE NAME GPU COMMAND        prints the daemon's answer to COMMAND
  *   stop BASE NAME GPU               stops it and removes its directories
- *   defaultcap TOTAL REPLICAS [RESERVE]  prints fatia_vgpu_default_cap (DESIGN §7) and the
+ *   defaultcap TOTAL REPLICAS [RESERVE]  prints fatia_agent_vgpu_default_cap (DESIGN §7) and the
  *                                    reserve used (default FATIA_VGPU_CONTEXT_RESERVE_H200)
  * Exit status 0 on success.
  */
@@ -46,7 +46,8 @@ int main(int argc, char **argv)
         uint64_t reserve = argc == 5 ? u64(argv[4]) : FATIA_VGPU_CONTEXT_RESERVE_H200;
 
         printf("%" PRIu64 " %" PRIu64 "\n",
-               fatia_vgpu_default_cap(u64(argv[2]), (unsigned)u64(argv[3]), reserve), reserve);
+               fatia_agent_vgpu_default_cap(u64(argv[2]), (unsigned)u64(argv[3]), reserve),
+               reserve);
         return 0;
     }
     if (argc < 5) {

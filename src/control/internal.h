@@ -333,6 +333,8 @@ struct ctl_cq {
     bool active;
     const char *inactive_reason;
     char *inactive_msg;
+    json_t *spec;  /* the spec last applied (owned): an object event with the same spec is the
+                    * echo of a status write, and changes nothing (objects.c) */
 
     /* queue (queue.c): equivalence groups in two pairing heaps, keyed by their heads */
     struct ctl_group *qactive; /* groups whose head may be popped */
@@ -364,6 +366,7 @@ struct ctl_cohort {
     char *name;
     char *parent_name;
     bool defined; /* a Cohort object exists */
+    json_t *spec; /* the spec last applied (owned), as for a ClusterQueue */
     bool in_cycle;
     struct ctl_quota_spec qs;
     FATIA_VEC(struct ctl_cohort *) child_cohorts;

@@ -21,6 +21,9 @@
  *   - queue-order time: metadata.creationTimestamp, or the Evicted condition's time when it was
  *     evicted by PodsReadyTimeout or AdmissionCheck;
  *   - admission: status.admission with QuotaReserved=True.
+ *
+ * A ClusterQueue or Cohort applied again with the spec it was last applied with (the echo of a
+ * status write, a label change) changes nothing: the tree stays clean and nothing is requeued.
  */
 #include "base/compat.h"
 
@@ -159,6 +162,24 @@ fail:
     return r;
 }
 
+/* An object event whose spec is the one last applied (the echo of a status write: only status
+ * and resourceVersion differ) changes nothing. Re-applying it would mark the tree dirty and
+ * requeue every inadmissible workload, which Kueue does only when the spec changed
+ * (clusterqueue_controller.go Update, specUpdated); the status reported next would come from a
+ * dirty tree, its write would echo back, and so on. */
+static bool spec_unchanged(const json_t *kept, bool defined, const json_t *spec)
+{
+    return defined && kept && spec && fatia_json_equal(kept, spec);
+}
+
+/* Keeps the spec an object was applied with, once it is applied (a failed apply keeps none). */
+static int spec_keep(json_t **kept, const json_t *spec)
+{
+    json_decref(*kept);
+    *kept = spec ? json_deep_copy(spec) : NULL;
+    return spec && !*kept ? -ENOMEM : 0;
+}
+
 static double weight_of(const json_t *spec)
 {
     const json_t *w = fatia_json_path(spec, "fairSharing.weight");
@@ -262,6 +283,7 @@ static void cq_free(struct ctl_cq *cq)
     fatia_free(cq->rg_of_res);
     fatia_selector_free(cq->ns_sel);
     fatia_free(cq->inactive_msg);
+    json_decref(cq->spec);
     fatia_control_queue_release(cq);
     FATIA_VEC_RELEASE(&cq->admitted);
     FATIA_VEC_RELEASE(&cq->lqs);
@@ -278,6 +300,7 @@ void fatia_control_cohort_free(struct ctl_cohort *co)
         return;
     fatia_free(co->name);
     fatia_free(co->parent_name);
+    json_decref(co->spec);
     quota_spec_release(&co->qs);
     FATIA_VEC_RELEASE(&co->child_cohorts);
     FATIA_VEC_RELEASE(&co->child_cqs);
@@ -801,6 +824,10 @@ static int apply_cq(struct fatia_control *c, const json_t *obj, int64_t now,
     r = cq_ensure(c, name, &cq);
     if (r < 0)
         return r;
+    if (spec_unchanged(cq->spec, cq->defined, spec))
+        return 0;
+    json_decref(cq->spec);
+    cq->spec = NULL;
     r = quota_spec_parse(c, json_object_get(spec, "resourceGroups"), &qs);
     if (r < 0)
         return r;
@@ -886,6 +913,9 @@ static int apply_cq(struct fatia_control *c, const json_t *obj, int64_t now,
             for (size_t j = 0; j < lq->wls.n; j++)
                 fatia_control_resolve_queue(c, lq->wls.v[j]);
     }
+    r = spec_keep(&cq->spec, spec);
+    if (r < 0)
+        return r;
     return fatia_control_queue_requeue_all(c, now);
 }
 
@@ -954,6 +984,10 @@ static int apply_cohort(struct fatia_control *c, const json_t *obj, int64_t now)
     r = fatia_control_cohort_ensure(c, name, &co);
     if (r < 0)
         return r;
+    if (spec_unchanged(co->spec, co->defined, spec))
+        return 0;
+    json_decref(co->spec);
+    co->spec = NULL;
     r = quota_spec_parse(c, json_object_get(spec, "resourceGroups"), &qs);
     if (r < 0)
         return r;
@@ -964,6 +998,9 @@ static int apply_cohort(struct fatia_control *c, const json_t *obj, int64_t now)
     co->defined = true;
     co->node.weight = weight_of(spec);
     c->tree_dirty = true;
+    r = spec_keep(&co->spec, spec);
+    if (r < 0)
+        return r;
     return fatia_control_queue_requeue_all(c, now);
 }
 

@@ -335,6 +335,7 @@ struct ctl_cq {
     char *inactive_msg;
     json_t *spec;  /* the spec last applied (owned): an object event with the same spec is the
                     * echo of a status write, and changes nothing (objects.c) */
+    int64_t share; /* weightedShare of the last clean tree, reported while it is dirty (status.c) */
 
     /* queue (queue.c): equivalence groups in two pairing heaps, keyed by their heads */
     struct ctl_group *qactive; /* groups whose head may be popped */

@@ -8,6 +8,12 @@
  * (its ResourceFormatter): cpu in DecimalSI with milli-units, memory-like resources (memory,
  * ephemeral-storage, hugepages-*) in BinarySI, everything else in DecimalSI: "500m", "5Mi", "2".
  *
+ * fairSharing.weightedShare is computed from a clean quota tree only: while the tree is dirty (an
+ * object changed its structure and the next cycle rebuilds it) the usages in it are not summed,
+ * so the share of the last clean computation is reported, never a 0 that the next call would
+ * contradict. A status reported twice with nothing changed in between is the same status: the
+ * admission controller writes it only when it differs from the stored one.
+ *
  * Pending messages: a workload the scheduler looked at carries the message of its last attempt
  * (Kueue's QuotaReserved=False message); a blocked one gets the workload controller's message
  * ("LocalQueue x doesn't exist", "ClusterQueue x is inactive"); one never evaluated (behind a
@@ -141,7 +147,6 @@ int fatia_control_cq_status(const struct fatia_control *c, const char *name, int
     amt_t *res_use, *adm_use;
     size_t reserving = 0, admitted = 0;
     json_t *st;
-    struct fatia_control_drs d;
 
     (void)now;
     if (!cq || !cq->defined)
@@ -163,14 +168,17 @@ int fatia_control_cq_status(const struct fatia_control *c, const char *name, int
                 adm_use[w->use[k].fr] = amt_add(adm_use[w->use[k].fr], w->use[k].v);
         }
     }
-    d = c->tree_dirty ? (struct fatia_control_drs){0}
-                      : fatia_control_drs((struct fatia_control *)c, &cq->node, NULL, 0);
+    if (!c->tree_dirty) {
+        struct fatia_control_drs d =
+            fatia_control_drs((struct fatia_control *)c, &cq->node, NULL, 0);
+        cq->share = fatia_control_drs_rounded(d);
+    }
     st = json_pack("{s:I,s:I,s:I,s:o,s:o,s:{s:I},s:o}", "pendingWorkloads",
                    (json_int_t)fatia_control_queue_pending(cq), "reservingWorkloads",
                    (json_int_t)reserving, "admittedWorkloads", (json_int_t)admitted,
                    "flavorsReservation", flavors_block(c, &cq->qs, res_use, &cq->node),
                    "flavorsUsage", flavors_block(c, &cq->qs, adm_use, &cq->node), "fairSharing",
-                   "weightedShare", (json_int_t)fatia_control_drs_rounded(d), "conditions",
+                   "weightedShare", (json_int_t)cq->share, "conditions",
                    active_condition(cq->active, cq->inactive_reason,
                                     cq->active ? "Can admit new workloads"
                                                : (cq->inactive_msg ? cq->inactive_msg : "")));

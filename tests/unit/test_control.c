@@ -459,6 +459,99 @@ static void test_preemptor_keeps_assignment(void **state)
     fatia_control_free(c);
 }
 
+/* The echo of a status write (the same ClusterQueue, with the status just written) and other
+ * object events that change nothing leave the reported status as it was: the admission controller
+ * compares it with the stored one and writes only a difference, so a status that moved with the
+ * echo would be written again and again (weightedShare flipped between 500 and 0, hundreds of
+ * writes a second, under starve.sh). A real change reports the share of the last clean tree until
+ * the next cycle computes the new one. */
+static void apply_echo(struct fatia_control *c, const char *yaml, const json_t *status)
+{
+    struct fatia_diag diag;
+    struct fatia_object *o = NULL;
+    json_t *root = NULL;
+    char why[256];
+
+    assert_int_equal(fatia_yaml_parse(yaml, strlen(yaml), &root, why, sizeof(why)), 0);
+    fatia_diag_init(&diag);
+    assert_int_equal(
+        fatia_object_decode(root, &(struct fatia_decode_opts){0}, &fatia_demand_checks, &diag, &o),
+        0);
+    json_object_set_new(o->obj, "status", json_deep_copy(status));
+    assert_int_equal(fatia_control_apply(c, o->obj, NOW, NULL), 0);
+    fatia_object_free(o);
+    fatia_diag_release(&diag);
+    json_decref(root);
+}
+
+static void assert_cq_status(struct fatia_control *c, const char *cq, const json_t *want,
+                             const char *after)
+{
+    json_t *st = NULL;
+
+    assert_int_equal(fatia_control_cq_status(c, cq, NOW, &st), 0);
+    if (!fatia_json_equal(st, want)) {
+        char *a = json_dumps(want, JSON_COMPACT), *b = json_dumps(st, JSON_COMPACT);
+        print_error("before: %s\nafter %s: %s\n", a, after, b);
+        free(a);
+        free(b);
+        json_decref(st);
+        fail_msg("ClusterQueue %s's status changed after %s", cq, after);
+    }
+    json_decref(st);
+}
+
+static void test_cq_status_stable(void **state)
+{
+    struct fatia_control *c;
+    json_t *st0 = NULL, *st = NULL;
+
+    (void)state;
+    assert_int_equal(fatia_control_new(&c), 0);
+    apply(c, FLAVOR);
+    apply(c, CQ("a", "co", "4"));
+    apply(c, CQ("b", "co", "4"));
+    apply(c, LQ("a", "a"));
+    apply(c, WL("w1", "a", "3", "0"));
+    apply(c, WL("w2", "a", "3", "0"));
+    apply(c, WL("w3", "a", "3", "0"));
+    for (int i = 0; i < 4; i++)
+        cycle(c);
+    assert_int_equal(fatia_control_cq_status(c, "a", NOW, &st0), 0);
+    assert_int_equal(json_integer_value(fatia_json_path(st0, "fairSharing.weightedShare")), 250);
+    assert_int_equal(json_integer_value(json_object_get(st0, "pendingWorkloads")), 1);
+    assert_cq_status(c, "a", st0, "a second call");
+    /* the echo of the status write: the same spec, the status just written */
+    apply_echo(c, CQ("a", "co", "4"), st0);
+    assert_cq_status(c, "a", st0, "the echo of its status write");
+    apply_echo(c, CQ("b", "co", "4"), st0);
+    assert_cq_status(c, "a", st0, "the echo of the other ClusterQueue's status write");
+    apply(c, LQ("a", "a"));
+    apply(c, WL("w3", "a", "3", "0"));
+    assert_cq_status(c, "a", st0, "a LocalQueue and a Workload event that change nothing");
+    /* a cycle with nothing new to admit changes nothing either */
+    cycle(c);
+    assert_cq_status(c, "a", st0, "a quiet cycle");
+    apply_echo(c, CQ("a", "co", "4"), st0);
+    cycle(c);
+    assert_cq_status(c, "a", st0, "an echo and a cycle");
+    /* a real change (b lends 8 now): the last clean share until the cycle computes the new one,
+     * never 0 */
+    apply(c, CQ("b", "co", "8"));
+    assert_cq_status(c, "a", st0, "a spec change, before the next cycle");
+    cycle(c);
+    assert_int_equal(fatia_control_cq_status(c, "a", NOW, &st), 0);
+    /* w3 is admitted now (a uses 9); borrowed 5 of the 12 the cohort can lend: 5000 / 12 = 417 */
+    assert_int_equal(json_integer_value(json_object_get(st, "admittedWorkloads")), 3);
+    assert_int_equal(json_integer_value(fatia_json_path(st, "fairSharing.weightedShare")), 417);
+    assert_cq_status(c, "a", st, "a second call after the change");
+    apply_echo(c, CQ("a", "co", "4"), st);
+    assert_cq_status(c, "a", st, "the echo of the new status");
+    json_decref(st);
+    json_decref(st0);
+    fatia_control_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -471,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_saturation),
         cmocka_unit_test(test_victim_cooldown),
         cmocka_unit_test(test_preemptor_keeps_assignment),
+        cmocka_unit_test(test_cq_status_stable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

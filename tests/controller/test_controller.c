@@ -8,7 +8,8 @@
  *     the lender's job placed on the slices it freed;
  *   - a restart of the controllers (a new manager over the same API server): every binding is
  *     rebuilt before anything is placed, so a new pod never gets a held slice;
- *   - /metrics text; Kueue's workload names.
+ *   - /metrics text; Kueue's workload names;
+ *   - an object event that changes nothing does not start a loop of ClusterQueue status writes.
  * Pods are completed by the test (no node agent runs here).
  */
 #include "base/compat.h"
@@ -512,6 +513,68 @@ static void test_metrics(void **state)
     fatia_buf_release(&out);
 }
 
+/* ClusterQueue team-a's status is written only when it changes: an object event that changes
+ * nothing in the engine (a label on the ClusterQueue; the echo of the status write that follows)
+ * must not start a loop of status writes. Before the fix each event marked the engine's tree
+ * dirty, the queue-status reconcile that ran before the next cycle reported weightedShare 0, the
+ * cycle's 500, and every write's echo dirtied the tree again: 50 writes a second (the work
+ * queue's per-key limit), fairSharing.weightedShare flipping between 500 and 0. */
+static void test_cq_status_quiet(void **state)
+{
+    struct env *e = *state;
+    struct podq a1 = {"team-a", "q1", NULL, NULL}, a2 = {"team-a", "q2", NULL, NULL};
+    struct usageq ua = {"team-a", 4};
+    const char *names[] = {"q1", "q2", "q3"};
+    const char *const CQV = "kueue.x-k8s.io/v1beta2";
+    json_t *j, *cq;
+    int64_t shares[8];
+    size_t n_shares = 0, writes = 0;
+    char rv[64] = "";
+    fatia_usec_t end;
+
+    for (int i = 0; i < 3; i++) {
+        j = job("team-a", names[i], "training-2gpu");
+        assert_int_equal(write(e, "create", j), 201);
+        json_decref(j);
+        if (i < 2)
+            assert_true(run_until(e, has_bound, i ? &a2 : &a1));
+    }
+    assert_true(run_until(e, usage_is, &ua)); /* 2 nominal + 2 borrowed; q3 waits */
+    spin(e, 1500000);                         /* the status interval passes: all written */
+    cq = json_deep_copy(get(e, CQV, "ClusterQueue", NULL, "team-a"));
+    assert_non_null(cq);
+    assert_int_equal(json_integer_value(fatia_json_path(cq, "status.fairSharing.weightedShare")),
+                     500);
+    json_object_set_new(
+        fatia_json_object_ensure(fatia_json_object_ensure(cq, "metadata"), "labels"), "touched",
+        json_string("yes"));
+    assert_int_equal(write(e, "update", cq), 200);
+    json_decref(cq);
+    /* count its writes for 2 s (sampled every 2 ms: under the rate limit writes are 20 ms apart) */
+    end = fatia_now_mono_usec() + 2 * FATIA_USEC_PER_SEC;
+    while (fatia_now_mono_usec() < end) {
+        const json_t *o = get(e, CQV, "ClusterQueue", NULL, "team-a");
+        const char *v = fatia_json_str(json_object_get(o, "metadata"), "resourceVersion");
+        if (v && strcmp(v, rv)) {
+            int64_t share =
+                json_integer_value(fatia_json_path(o, "status.fairSharing.weightedShare"));
+            bool seen = false;
+            snprintf(rv, sizeof(rv), "%s", v);
+            writes++;
+            for (size_t k = 0; k < n_shares; k++)
+                seen |= shares[k] == share;
+            if (!seen && n_shares < 8)
+                shares[n_shares++] = share;
+        }
+        spin(e, 2000);
+    }
+    /* the first is the label update itself */
+    if (writes > 3 || n_shares != 1)
+        fail_msg("ClusterQueue team-a written %zu times in 2 s after a label update, "
+                 "%zu different weightedShares (first %lld)",
+                 writes, n_shares, (long long)shares[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +583,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reclaim_and_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_claims, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cq_status_quiet, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,9 +5,10 @@
 # agent's finalizer patch fails under it (422: the pod is being deleted) and the queues' status
 # changes. While that runs for ATTACK_SECS:
 #   - every /healthz probe answers 200 within 2 s;
-#   - the writes stay bounded: the ClusterQueue's status is not rewritten in a loop (before the
-#     fix it flipped fairSharing.weightedShare between two values ~1,000 times a second), and the
-#     log stays small (retries back off, failure lines are rate-limited);
+#   - the writes stay bounded: ClusterQueue team-a's status is written fewer than 20 times (counted
+#     on a watch of it; before the fix it flipped fairSharing.weightedShare between 500 and 0, 400-630
+#     times a second, 50 under the work queue's per-key rate limit), and the log stays small
+#     (retries back off, failure lines are rate-limited);
 #   - then SIGTERM stops fatiad within its grace period (10 s) plus 2 s, exit status 0.
 # bench/healthz.sh measures the probes' p99 under the same attack.
 . "$(dirname "$0")/../cli/lib.bash"
@@ -32,7 +33,8 @@ stop_pods() {
     done
     return 0
 }
-trap 'stop_pods; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
+CQWATCH=
+trap 'stop_pods; [ -n "$CQWATCH" ] && kill "$CQWATCH" 2>/dev/null; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
 
 e2e_start || { finish; exit 1; }
 "$FATIA" token create --user mallory --namespace team-a --data-dir "$TMP/data" >"$TMP/tenant.kubeconfig" ||
@@ -50,6 +52,11 @@ wait_until 20 has_bound_pod team-a jq2
 sleep 1
 lines0=$(wc -l <"$TMP/data.log")
 cqrv0=$(jp cq team-a -o jsonpath='{.metadata.resourceVersion}')
+# every write of ClusterQueue team-a from here on, as its watch events (JSON lines)
+curl -sN --cacert "$CA" -H "Authorization: Bearer $TOKEN" \
+    "$URL/apis/kueue.x-k8s.io/v1beta2/clusterqueues?watch=1&fieldSelector=metadata.name%3Dteam-a&resourceVersion=$cqrv0" \
+    >"$TMP/cq-watch" 2>/dev/null &
+CQWATCH=$!
 
 # the attack: un-suspend jq3 in a loop
 (
@@ -60,6 +67,10 @@ cqrv0=$(jp cq team-a -o jsonpath='{.metadata.resourceVersion}')
     done
 ) &
 ATTACK=$!
+# one ClusterQueue event that changes nothing the engine uses (the tenant's un-suspend is refused
+# now, so the attack alone no longer moves team-a's queue): before the fix this alone started the
+# status loop (23 writes of weightedShare 0, 24 of 500 in 10 s)
+$K label cq team-a touched=yes >/dev/null || fail "cannot label ClusterQueue team-a"
 # the probes: one every PROBE_GAP, each must answer 200 within 2 s
 : >"$TMP/probes"
 end=$((SECONDS + ATTACK_SECS))
@@ -84,6 +95,29 @@ writes=$((cqrv1 - cqrv0))
 lines=$(($(wc -l <"$TMP/data.log") - lines0))
 echo "writes during the attack: at least $writes; log lines: $lines"
 [ "$writes" -lt $((ATTACK_SECS * 300)) ] || fail "$writes writes in ${ATTACK_SECS}s: something writes in a loop"
+# ClusterQueue team-a's status is written when it really changes: a few times while the attack
+# moves pods (pendingWorkloads, conditions), never in a loop (before the fix its echo dirtied the
+# engine's tree, the next status said weightedShare 0, the cycle after it 500: ~50 writes a second
+# under the work queue's rate limit, 400-630 without it)
+sleep 1
+kill "$CQWATCH" 2>/dev/null
+wait "$CQWATCH" 2>/dev/null
+cqwrites=$(python3 -c '
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    try:
+        ev = json.loads(line)
+    except ValueError:
+        continue
+    o = ev.get("object", {})
+    if ev.get("type") == "MODIFIED" and o.get("metadata", {}).get("name") == "team-a" and \
+            int(o["metadata"]["resourceVersion"]) <= int(sys.argv[2]):
+        n += 1
+print(n)' "$TMP/cq-watch" "$cqrv1")
+shares=$(grep -o '"weightedShare":[0-9]*' "$TMP/cq-watch" | sort | uniq -c | tr '\n' ' ')
+echo "ClusterQueue team-a writes during the attack (the label included): $cqwrites (weightedShare: $shares)"
+[ "$cqwrites" -lt 20 ] || fail "ClusterQueue team-a's status written $cqwrites times in ${ATTACK_SECS}s (weightedShare: $shares)"
 [ "$lines" -lt $((ATTACK_SECS * 100)) ] || {
     fail "$lines log lines in ${ATTACK_SECS}s"
     sort "$TMP/data.log" | cut -c29-120 | uniq -c | sort -rn | head -5 >&2

@@ -20,9 +20,10 @@
  *               end, and rebuilds its state from the bound pods before binding anything new;
  *   gc          deletes what an ownerReference ties to a deleted owner (Pods of a Job, Workloads).
  *
- * fatia_controllers_webhooks describes the admission plugins that belong with them (hardware
- * profile injection, Kueue's Job and Pod defaults); the daemon registers them with the API
- * server. The library knows the API only through client/client.h and client/plugin.h: it does
+ * fatia_controllers_webhooks describes the admission plugins that belong with them (the tenant
+ * rules, hardware profile injection, the quota door, Kueue's Job and Pod defaults);
+ * fatia_controllers_tenant_webhooks the tenant rules alone, for a daemon without controllers;
+ * the daemon registers one or the other with the API server. The library knows the API only through client/client.h and client/plugin.h: it does
  * not link the API server, the store or SQLite.
  */
 #ifndef FATIA_CONTROLLER_CONTROLLER_H
@@ -89,5 +90,14 @@ bool fatia_controllers_idle(const struct fatia_controllers *c);
 int fatia_controllers_webhooks(struct fatia_client *client,
                                struct fatia_admission out[FATIA_CONTROLLERS_N_WEBHOOKS],
                                size_t *ret_n);
+
+/* The tenant rules alone, for a daemon without controllers (--no-controllers): tenancy-restrict,
+ * tenancy-status and the closed quota door (a tenant's new Pod or Job that requests a GPU
+ * resource is refused: nothing would admit it). They read no cache. The rules no grant lifts
+ * hold in every mode: the daemon registers these when it does not register
+ * fatia_controllers_webhooks. 0 or -EINVAL. */
+#define FATIA_CONTROLLERS_N_TENANT_WEBHOOKS 3
+int fatia_controllers_tenant_webhooks(
+    struct fatia_admission out[FATIA_CONTROLLERS_N_TENANT_WEBHOOKS], size_t *ret_n);
 
 #endif

@@ -50,7 +50,14 @@
  *                LocalQueue named "default" when the namespace has one
  *                (spec.localQueueDefaulting, default true), else it is refused with a message
  *                that says which label to set. A write that removes the queue label of such an
- *                object is refused.
+ *                object is refused. Without the controllers (fatiad --no-controllers: the door
+ *                is registered with no client, so no cache) the door is closed: a tenant's new
+ *                pod or Job that requests a GPU resource is refused, queue label or not, with a
+ *                message that GPU work needs the controllers (nothing would admit or place it).
+ *
+ * Every rule holds in every mode: the daemon registers the three plugins whether or not the
+ * controllers run (fatia_controllers_tenant_webhooks without them). tenancy-restrict and
+ * tenancy-status read nothing but the request (arg NULL); only the door reads caches.
  *
  * Two plugins, because some rules must see the tenant's own write and others the final object:
  *   tenancy-status (validating, every kind, status writes only): status.
@@ -153,15 +160,20 @@ static const json_t *get(const json_t *obj, const char *key)
     return obj ? json_object_get(obj, key) : NULL;
 }
 
-/* The GPU resource a pod spec requests ("nvidia.com/gpu", "spec.resourceClaims"), or NULL. */
-static const char *gpu_request(const json_t *pspec)
+/* The GPU resource a pod spec requests ("nvidia.com/gpu", "resourceClaims"), or NULL; with
+ * path, also the field that requests it ("spec.containers[0].resources.limits[nvidia.com/gpu]",
+ * "spec.resourceClaims"; prefix is the pod spec's own path). */
+static const char *gpu_request_at(const json_t *pspec, const char *prefix, char *path, size_t n)
 {
     static const char *const lists[] = {"containers", "initContainers", NULL};
     const json_t *c, *claims = get(pspec, "resourceClaims");
     size_t i;
 
-    if (json_array_size(claims))
+    if (json_array_size(claims)) {
+        if (path)
+            snprintf(path, n, "%s.resourceClaims", prefix);
         return "resourceClaims";
+    }
     for (const char *const *l = lists; *l; l++) {
         json_array_foreach(get(pspec, *l), i, c)
         {
@@ -172,13 +184,21 @@ static const char *gpu_request(const json_t *pspec)
                 json_object_foreach((json_t *)get(get(c, "resources"), *k), key, v)
                 {
                     (void)v;
-                    if (!strncmp(key, "nvidia.com/", 11) || !strncmp(key, "fatia.dev/", 10))
-                        return key;
+                    if (strncmp(key, "nvidia.com/", 11) && strncmp(key, "fatia.dev/", 10))
+                        continue;
+                    if (path)
+                        snprintf(path, n, "%s.%s[%zu].resources.%s[%s]", prefix, *l, i, *k, key);
+                    return key;
                 }
             }
         }
     }
     return NULL;
+}
+
+static const char *gpu_request(const json_t *pspec)
+{
+    return gpu_request_at(pspec, "spec", NULL, 0);
 }
 
 /* ---- tenancy-restrict ---- */
@@ -412,12 +432,37 @@ static int set_queue(json_t *obj, const char *q)
     return 0;
 }
 
+/* The closed door (no controllers: client NULL): a tenant's new Pod or Job that requests a GPU
+ * resource is refused, queue label or not, since nothing would admit or place it; an update
+ * is held to the other rules only (the object was let in while the controllers ran). */
+static int door_closed(struct fatia_admit_attrs *a, const char *pspec_path)
+{
+    const json_t *pspec = get(a->obj, "spec");
+    char path[256];
+    const char *res;
+
+    if (a->old)
+        return 0;
+    if (!strcmp(pspec_path, "spec.template.spec"))
+        pspec = get(get(pspec, "template"), "spec");
+    res = gpu_request_at(pspec, pspec_path, path, sizeof(path));
+    if (!res)
+        return 0;
+    return deny(a, path,
+                "the %s requests %s, and GPU work needs fatia's controllers (rule: door): this "
+                "fatiad runs with --no-controllers, so nothing would admit or place it; "
+                "ask the admin to run fatiad with its controllers",
+                a->kind->kind, res);
+}
+
 /* The door for an object (a Pod or a Job) that requests resource res. */
 static int door_queue(struct fatia_client *c, struct fatia_admit_attrs *a, const char *res)
 {
     const char *q = fatia_ctlr_obj_label(a->obj, KUEUE_LABEL_QUEUE);
     struct door_cfg cfg;
 
+    if (!c)
+        return door_closed(a, is_kind(a->kind, "", "Pod") ? "spec" : "spec.template.spec");
     if (q && *q)
         return 0;
     if (a->old && !fatia_ctlr_obj_label(a->old, KUEUE_LABEL_QUEUE))

@@ -15,7 +15,9 @@
  *
  * The tenant rules and the quota door (tenancy.c) wrap them: tenancy-restrict runs before the
  * profile plugin (it must see the tenant's own write), quota-door after it and before
- * kueue-defaults (a queue label it defaults gets the gate like any other).
+ * kueue-defaults (a queue label it defaults gets the gate like any other). Without the
+ * controllers the daemon registers fatia_controllers_tenant_webhooks instead: the tenant rules
+ * and the closed door, no profile injection or Kueue defaults (nothing would act on them).
  *
  * The profile plugin runs first, because it may be the one that sets the queue label. Both run
  * on the loop and read HardwareProfiles from the client's cache (no copy). This file only
@@ -138,5 +140,20 @@ int fatia_controllers_webhooks(struct fatia_client *client,
                                       .admit = kueue_defaults,
                                       .arg = NULL};
     *ret_n = FATIA_CONTROLLERS_N_WEBHOOKS;
+    return 0;
+}
+
+int fatia_controllers_tenant_webhooks(
+    struct fatia_admission out[FATIA_CONTROLLERS_N_TENANT_WEBHOOKS], size_t *ret_n)
+{
+    int r;
+
+    *ret_n = 0;
+    r = fatia_controller_tenancy_restrict(&out[0]);
+    if (r == 0)
+        r = fatia_controller_quota_door(NULL, &out[2]); /* closed: no cache to read */
+    if (r < 0)
+        return r;
+    *ret_n = FATIA_CONTROLLERS_N_TENANT_WEBHOOKS;
     return 0;
 }

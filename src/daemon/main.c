@@ -11,9 +11,11 @@
  *   5. listening (loopback only, unless --insecure-listen-anywhere), DATA/kubeconfig (0600)
  *      written for the admin token and the address actually bound, and one log line that says
  *      where the API is and where the kubeconfig is;
- *   6. the controllers (src/controller/): their admission plugins (which the controller library
- *      describes) are registered here with the API server before anything is applied, and they
- *      start watching once it serves. The fleet file
+ *   6. the admission plugins (which the controller library describes) registered here with the
+ *      API server before anything is applied, in every mode: the controllers' set, or without
+ *      them (--no-controllers) the tenant rules alone, which then refuse a tenant's GPU pod or
+ *      Job; then the controllers (src/controller/), unless --no-controllers, which start
+ *      watching once it serves. The fleet file
  *      (--fleet, default data/fleets/default.yaml: NodePools and GPUSharingPolicies) is applied
  *      with the manifests, so `kubectl apply` of a policy later re-plans the GPUs;
  *   7. the node agent (src/agent/, docs/agent.md), unless --no-agent: it adopts the pods a former
@@ -99,7 +101,8 @@ static const char usage[] =
     "      --nvml-lib PATH         the NVML library (default libnvidia-ml.so.1)\n"
     "      --placement-policy P    binpack (default), bestfit, spread or fragmentation\n"
     "      --job-backoff DURATION  first delay before a failed Job pod is replaced (default 10s)\n"
-    "      --no-controllers        serve the API only (no controllers, no admission plugins)\n"
+    "      --no-controllers        serve the API only (no controllers; the tenant rules hold,\n"
+    "                              and a tenant's GPU pod or Job is refused)\n"
     "      --audit-log PATH        the audit log of API writes (default DIR/audit.log; '-': none)\n"
     "      --audit-log-maxsize N   rotate the audit log past N bytes (default 100Mi)\n"
     "      --agent KEY=VALUE       a node agent option (docs/agent.md); repeatable\n"
@@ -491,16 +494,21 @@ static void default_ns_done(void *arg, const struct fatia_client_result *res)
         start_serving(d);
 }
 
-/* The controllers' admission plugins, registered with the API server before anything is
- * written (the controller library describes them; only the daemon knows the API server). */
+/* The admission plugins, registered with the API server before anything is written (the
+ * controller library describes them; only the daemon knows the API server): the controllers'
+ * set, or without controllers the tenant rules alone (rules no grant lifts hold in every mode;
+ * a tenant's GPU pod or Job is then refused). 0 or a negative code (logged). */
 static int add_webhooks(struct daemon *d)
 {
     struct fatia_admission plugins[FATIA_CONTROLLERS_N_WEBHOOKS];
     size_t n;
-    int r = fatia_controllers_webhooks(d->client, plugins, &n);
+    int r = d->controllers ? fatia_controllers_webhooks(d->client, plugins, &n)
+                           : fatia_controllers_tenant_webhooks(plugins, &n);
 
     for (size_t i = 0; r == 0 && i < n; i++)
         r = fatia_apiserver_add_admission(d->api, &plugins[i]);
+    if (r < 0)
+        fatia_log_errno(FATIA_LOG_ERROR, r, "cannot register the admission plugins");
     return r;
 }
 
@@ -794,7 +802,7 @@ static int open_api(struct daemon *d)
 }
 
 /* Step 6's first half: the fleet goes first among the files to apply (so that the manifests
- * of -f see the GPUs' resources), the admission plugins are registered, the controllers made.
+ * of -f see the GPUs' resources), the controllers are made (add_webhooks ran before).
  * 0 or a negative code (logged). */
 static int start_controllers(struct daemon *d)
 {
@@ -807,9 +815,7 @@ static int start_controllers(struct daemon *d)
     memmove(d->files + d->n_fleet, d->files, d->n_files * sizeof(char *));
     memcpy(d->files, d->fleet, d->n_fleet * sizeof(char *));
     d->n_files += d->n_fleet;
-    r = add_webhooks(d);
-    if (r == 0)
-        r = fatia_controllers_new(d->base, d->client, &d->co, &d->ctl);
+    r = fatia_controllers_new(d->base, d->client, &d->co, &d->ctl);
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the controllers");
     fatia_apiserver_set_metrics_provider(d->api, metrics, d);
@@ -889,6 +895,8 @@ int main(int argc, char **argv)
         return 1;
     signal(SIGPIPE, SIG_IGN);
     if (open_api(&d) < 0)
+        return 1;
+    if (d.client && add_webhooks(&d) < 0)
         return 1;
     if (d.controllers && d.client && start_controllers(&d) < 0)
         return 1;

@@ -5,7 +5,8 @@
  * authenticates the bearer token (everything but /version and the health checks needs one),
  * negotiates the answer's form (JSON, or a Table when the Accept header asks `as=Table`), reads
  * the body (JSON or YAML, nesting bounded) and calls the operation. Writes answer from their
- * completion callback, once durable; reads answer at once.
+ * completion callback, once durable; reads answer at once. /readyz answers 503 while the store's
+ * NOSPACE alarm is raised; /healthz and /livez answer 200 while the process serves.
  */
 #include "base/compat.h"
 
@@ -619,7 +620,19 @@ void fatia_api_handle_http(void *arg, struct fatia_api_http_req *req)
         return;
     }
     if (rt.type == FATIA_ROUTE_HEALTH) {
+        /* /readyz (and its sub-checks) is 503 while the store's NOSPACE alarm is raised: writes
+         * are refused, so a load balancer should send them elsewhere. /healthz and /livez stay
+         * 200: the process is alive, and reads and deletes work. */
+        bool ready = strcmp(tgt.seg[0], "readyz") || !fatia_store_nospace(s->store);
         fatia_api_target_release(&tgt);
+        if (!ready) {
+            static const char msg[] =
+                "[-]store failed: the store is out of disk space (NOSPACE alarm): writes are "
+                "refused until space is freed; reads and deletes still work\n"
+                "readyz check failed\n";
+            fatia_api_http_reply(req, 503, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
+            return;
+        }
         fatia_api_http_reply(req, 200, "text/plain; charset=utf-8", "ok", 2);
         return;
     }

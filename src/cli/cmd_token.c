@@ -8,6 +8,8 @@
  * The token is appended to DATA_DIR/tokens (apiserver/auth.h), which a running fatiad re-reads
  * within a second; the kubeconfig printed on stdout points at the server and certificate of
  * DATA_DIR/kubeconfig (the admin kubeconfig fatiad writes at every start), so it works at once.
+ * DATA_DIR is --data-dir, else .fatia; never $FATIA_DATA_DIR, which names the catalog's data
+ * directory (base/datadir.h), so that pointing it at data/ cannot put tokens there.
  *
  * The kubeconfig is a credential: whatever the umask, nobody but its owner may read what this
  * command writes. --output-file FILE is opened (created or truncated, never through a symbolic
@@ -51,7 +53,8 @@ static const char usage[] =
     "  -g, --group GROUP      a group of the user (repeatable; system:masters is an admin)\n"
     "      --ttl DURATION     the token expires after DURATION (24h, 90m; default: never)\n"
     "      --id ID            (revoke) the token's id, as create printed it\n"
-    "  -d, --data-dir DIR     fatiad's data directory (default $FATIA_DATA_DIR, else .fatia)\n"
+    "  -d, --data-dir DIR     fatiad's data directory (default .fatia; $FATIA_DATA_DIR is the\n"
+    "                         catalog's data directory, not this one, and is not read)\n"
     "      --output-file FILE write the kubeconfig to FILE instead of stdout\n"
     "\n"
     "The kubeconfig written (to FILE, or to stdout when stdout is a file) is made 0600\n"
@@ -126,7 +129,7 @@ static int run_revoke(int argc, char **argv)
                                          {"id", required_argument, NULL, 'i'},
                                          {"data-dir", required_argument, NULL, 'd'},
                                          {NULL, 0, NULL, 0}};
-    const char *user = NULL, *id = NULL, *dir = getenv("FATIA_DATA_DIR");
+    const char *user = NULL, *id = NULL, *dir = ".fatia";
     char path[4096];
     size_t n = 0;
     int c, r;
@@ -148,7 +151,7 @@ static int run_revoke(int argc, char **argv)
     }
     if ((!user && !id) || optind != argc)
         return fatia_cli_usage_error(&fatia_cmd_token, "revoke needs --user or --id");
-    snprintf(path, sizeof(path), "%s/tokens", dir ? dir : ".fatia");
+    snprintf(path, sizeof(path), "%s/tokens", dir);
     r = fatia_tokens_revoke(path, user, id, &n);
     if (r == -ENOENT) {
         fprintf(stderr, "fatia token revoke: no token of %s%s%s in '%s'\n", user ? "user " : "id ",
@@ -174,7 +177,7 @@ static int run(int argc, char **argv)
                                          {"output-file", required_argument, NULL, 'O'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *user = NULL, *dir = getenv("FATIA_DATA_DIR"), *out_file = NULL;
+    const char *user = NULL, *dir = ".fatia", *out_file = NULL;
     const char **namespaces = fatia_xcalloc((size_t)argc + 1, sizeof(char *));
     const char **groups = fatia_xcalloc((size_t)argc + 1, sizeof(char *));
     size_t n_ns = 0, n_groups = 0;
@@ -243,8 +246,6 @@ static int run(int argc, char **argv)
         rc = fatia_cli_usage_error(&fatia_cmd_token, "--user and --namespace are required");
         goto out;
     }
-    if (!dir)
-        dir = ".fatia";
     snprintf(path, sizeof(path), "%s/kubeconfig", dir);
     r = fatia_kubeconfig_server(path, server, sizeof(server), &ca);
     if (r < 0) {

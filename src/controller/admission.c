@@ -35,7 +35,15 @@
  * to the preemptor while its processes still run.
  *
  * ClusterQueue and LocalQueue status (pending, reserving and admitted workloads, flavorsReservation,
- * flavorsUsage, conditions) are written at most once per status interval (1 s), when they changed.
+ * flavorsUsage, conditions): one reconcile (the queue-status work queue's single key "*")
+ * computes every queue's status from the engine and writes the queues whose stored status
+ * differs; it never writes what is already there. It is queued on every event of a fed kind but
+ * Workload (an echo of its own writes included), on a Workload's deletion or Finished, after a
+ * cycle that admitted, evicted or left something pending, and by a timer every status interval
+ * (the controllers' status_interval, 1 s by default) as a resync. Queued again before it runs, it
+ * runs once; queued while its writes are in flight, it runs once they are answered. So the writes
+ * follow the events, not the interval: nothing limits them to one per interval, and a queue is
+ * written again only when its computed status changed.
  */
 #include "base/compat.h"
 

@@ -5,7 +5,9 @@
  *   1. the data directory (created 0700) and its lock (one fatiad per directory);
  *   2. on first start, an admin token in DATA/tokens (group system:masters);
  *   3. the store (DATA/store.db), then the API server over it on this thread's event loop, with
- *      the demand layer's validation checks (fatia_demand_checks: what `fatia validate` checks);
+ *      the demand layer's validation checks (fatia_demand_checks: what `fatia validate` checks)
+ *      and the metrics provider (the store's NOSPACE gauges, then the controllers' metrics once
+ *      step 6 made them);
  *   4. the namespace "default" if missing, then the manifests of -f applied (created, or updated
  *      when they exist), every write through the API server's ordinary write path;
  *   5. listening (loopback only, unless --insecure-listen-anywhere), DATA/kubeconfig (0600)
@@ -44,6 +46,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -475,10 +478,31 @@ static void start_serving(struct daemon *d)
     }
 }
 
+/* GET /metrics: the store's NOSPACE gauges (the daemon holds the store), then the
+ * controllers' metrics. */
 static int metrics(void *arg, struct fatia_buf *out)
 {
     struct daemon *d = arg;
+    uint64_t have, want;
+    int r;
 
+    fatia_store_reserve(d->store, &have, &want);
+    r = fatia_buf_printf(out,
+                         "# HELP fatia_store_nospace_alarm 1 while the store's NOSPACE alarm is "
+                         "raised (writes other than deletes answer 507), else 0\n"
+                         "# TYPE fatia_store_nospace_alarm gauge\n"
+                         "fatia_store_nospace_alarm %d\n"
+                         "# HELP fatia_store_reserve_bytes Bytes of the store's disk reserve "
+                         "allocated now (deletes under the alarm spend it)\n"
+                         "# TYPE fatia_store_reserve_bytes gauge\n"
+                         "fatia_store_reserve_bytes %" PRIu64 "\n"
+                         "# HELP fatia_store_reserve_target_bytes The reserve's full size "
+                         "(--store-reserve)\n"
+                         "# TYPE fatia_store_reserve_target_bytes gauge\n"
+                         "fatia_store_reserve_target_bytes %" PRIu64 "\n",
+                         fatia_store_nospace(d->store) ? 1 : 0, have, want);
+    if (r < 0)
+        return r;
     return d->ctl ? fatia_controllers_metrics(d->ctl, out) : 0;
 }
 
@@ -797,6 +821,9 @@ static int open_api(struct daemon *d)
         fatia_store_close(d->store);
         return r;
     }
+    /* the store's gauges always; the controllers' metrics once they run (--no-controllers:
+     * none) */
+    fatia_apiserver_set_metrics_provider(d->api, metrics, d);
     d->client = fatia_client_new_local(d->api, &fatia_user_system);
     return 0;
 }
@@ -818,7 +845,6 @@ static int start_controllers(struct daemon *d)
     r = fatia_controllers_new(d->base, d->client, &d->co, &d->ctl);
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the controllers");
-    fatia_apiserver_set_metrics_provider(d->api, metrics, d);
     return 0;
 }
 

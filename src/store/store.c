@@ -41,11 +41,12 @@
  *
  * NOSPACE (store.h, "Full disk"): the reserve file and the alarm belong to the writer thread
  * (and to whoever holds the connection before it starts); the alarm flag is atomic so that the
- * loop thread can read it. Releasing the reserve a quarter at a time, only for deleting batches,
- * keeps most of it for the next delete when a process keeps filling the disk; deleting the whole
- * file at once (etcd's way) would hand it all to the first writer that comes along. Rejected: a
- * statvfs threshold that raises the alarm before SQLite fails (racy, and the space a commit needs
- * is not known in advance); SQLite's max_page_count (limits the database only, not the WAL).
+ * loop thread can read it, and so is the reserve's allocated size (fatiad's /metrics).
+ * Releasing the reserve a quarter at a time, only for deleting batches, keeps most of it for the
+ * next delete when a process keeps filling the disk; deleting the whole file at once (etcd's
+ * way) would hand it all to the first writer that comes along. Rejected: a statvfs threshold
+ * that raises the alarm before SQLite fails (racy, and the space a commit needs is not known in
+ * advance); SQLite's max_page_count (limits the database only, not the WAL).
  */
 #include "base/compat.h"
 
@@ -138,9 +139,9 @@ struct fatia_store {
     bool ckpt_running, ckpt_wanted; /* under lock */
 
     /* NOSPACE: owned by the connection's owner (the writer thread once started) */
-    int reserve_fd;        /* -1: no reserve */
-    uint64_t reserve_want; /* opts->reserve_bytes */
-    uint64_t reserve_have; /* allocated now */
+    int reserve_fd;                /* -1: no reserve */
+    uint64_t reserve_want;         /* opts->reserve_bytes */
+    _Atomic uint64_t reserve_have; /* allocated now (written by the owner, read by any thread) */
     atomic_bool nospace;
 };
 
@@ -444,6 +445,14 @@ static void reserve_try_recover(struct fatia_store *s)
 bool fatia_store_nospace(const struct fatia_store *s)
 {
     return atomic_load(&((struct fatia_store *)s)->nospace);
+}
+
+void fatia_store_reserve(const struct fatia_store *s, uint64_t *have, uint64_t *want)
+{
+    struct fatia_store *m = (struct fatia_store *)s;
+
+    *have = m->reserve_fd < 0 ? 0 : atomic_load(&m->reserve_have);
+    *want = m->reserve_fd < 0 ? 0 : m->reserve_want;
 }
 
 int fatia_store_open(const char *path, const struct fatia_store_opts *opts,

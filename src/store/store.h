@@ -30,7 +30,8 @@
  * deleting ops releases a quarter of the reserve and is retried, so deletes go on working while
  * other processes fill the disk. The writer thread looks at the free space every second; once
  * the filesystem has room for the whole reserve and the reserve again, it re-creates the reserve
- * and clears the alarm, by itself.
+ * and clears the alarm, by itself. fatiad shows the alarm and the reserve's size
+ * (fatia_store_reserve) in /metrics, and answers /readyz with 503 while the alarm is raised.
  *
  * Backup: fatia_store_backup copies a store, live or not, with SQLite's online backup API from a
  * read-only connection of its own: one read transaction, so the copy is the state at one commit
@@ -157,6 +158,10 @@ int fatia_store_backup(const char *src, const char *dst, char *why, size_t why_n
 
 /* True while the NOSPACE alarm is raised (any thread). */
 bool fatia_store_nospace(const struct fatia_store *s);
+
+/* The reserve's bytes allocated now (*have: less than *want after deletes under the alarm) and
+ * its full size (*want); both 0 without a reserve. Any thread. */
+void fatia_store_reserve(const struct fatia_store *s, uint64_t *have, uint64_t *want);
 
 /* ---- group commit ---- */
 

@@ -1,5 +1,6 @@
 # tests/cli/token.sh: `fatia token create`: the token is added to DATA_DIR/tokens, the kubeconfig
 # names it, and what it writes is 0600 whatever the umask (it was world-readable under 022).
+# $FATIA_DATA_DIR (the catalog's directory) is never taken for fatiad's --data-dir.
 # A real fatiad accepting the token: tests/cli/apiserver-kubectl.sh.
 . "$(dirname "$0")/lib.bash"
 D=$TMP/data
@@ -69,6 +70,26 @@ fi
 # a pipe is left alone
 "$FATIA" token create --user gina --namespace team-a --data-dir "$D" | grep -q 'name: "gina"' ||
     fail "token create | grep: no kubeconfig"
+
+# FATIA_DATA_DIR is the catalog's data directory, not fatiad's: pointed at one that even holds a
+# kubeconfig (which would let the token be written there), create and revoke without --data-dir
+# use .fatia in the current directory and leave the catalog directory alone
+CAT=$TMP/catalog
+mkdir -p "$CAT/gpus" "$TMP/cwd/.fatia"
+cp "$D/kubeconfig" "$CAT/kubeconfig"
+cp "$D/kubeconfig" "$TMP/cwd/.fatia/kubeconfig"
+(cd "$TMP/cwd" && FATIA_DATA_DIR=$CAT "$FATIA" token create --user hal --namespace team-a >"$TMP/hal.kc" 2>"$TMP/err") ||
+    fail "token create with FATIA_DATA_DIR set: $(cat "$TMP/err")"
+[ -e "$CAT/tokens" ] && fail "token create wrote tokens into \$FATIA_DATA_DIR (the catalog directory)"
+tok=$(sed -n 's/^ *token: "\{0,1\}\([0-9a-f]*\)"\{0,1\}$/\1/p' "$TMP/hal.kc")
+[ "${#tok}" -ge 32 ] && grep -q "$tok" "$TMP/cwd/.fatia/tokens" ||
+    fail "with FATIA_DATA_DIR set, the token is not in ./.fatia/tokens"
+# revoke: a tokens file planted in the catalog directory is not the one it edits
+printf 'planted\n' >"$CAT/tokens"
+(cd "$TMP/cwd" && FATIA_DATA_DIR=$CAT "$FATIA" token revoke --user hal 2>"$TMP/err") ||
+    fail "token revoke with FATIA_DATA_DIR set: $(cat "$TMP/err")"
+grep -q "$tok" "$TMP/cwd/.fatia/tokens" && fail "with FATIA_DATA_DIR set, revoke left hal in ./.fatia/tokens"
+[ "$(cat "$CAT/tokens")" = planted ] || fail "token revoke touched \$FATIA_DATA_DIR/tokens"
 
 # usage and errors
 expect_rc 2 "$FATIA" token create --user alice --data-dir "$D"

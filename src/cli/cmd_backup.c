@@ -36,7 +36,8 @@ static const char backup_usage[] =
     "Copies fatiad's store (DIR/store.db) to FILE, consistently: the state at one commit. fatiad\n"
     "may be running; its writes go on meanwhile. FILE is replaced if it exists.\n"
     "\n"
-    "  -d, --data-dir DIR     fatiad's data directory (default $FATIA_DATA_DIR, else .fatia)\n"
+    "  -d, --data-dir DIR     fatiad's data directory (default .fatia; $FATIA_DATA_DIR is the\n"
+    "                         catalog's directory, never fatiad's)\n"
     "\n"
     "Example:\n"
     "  fatia backup --data-dir .fatia fatia-$(date +%F).db\n";
@@ -48,8 +49,7 @@ static const char restore_usage[] =
     "while a fatiad runs on DIR. The store it replaces is kept as DIR/store.db.pre-restore.\n"
     "After a restore, clients list again (their resourceVersions may be newer than the store's).\n"
     "\n"
-    "  -d, --data-dir DIR     fatiad's data directory (created if missing; default\n"
-    "                         $FATIA_DATA_DIR, else .fatia)\n";
+    "  -d, --data-dir DIR     fatiad's data directory (created if missing; default .fatia)\n";
 
 struct counts {
     size_t objects;
@@ -94,11 +94,9 @@ static int parse(const struct fatia_cli_cmd *cmd, int argc, char **argv, const c
     static const struct option opts[] = {{"data-dir", required_argument, NULL, 'd'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *dir = getenv("FATIA_DATA_DIR");
+    const char *dir = ".fatia"; /* never $FATIA_DATA_DIR: that names the catalog's directory */
     int c;
 
-    if (!dir || !*dir)
-        dir = ".fatia";
     while ((c = getopt_long(argc, argv, "d:h", opts, NULL)) != -1) {
         switch (c) {
         case 'd':

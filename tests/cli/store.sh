@@ -1,7 +1,8 @@
 #!/bin/bash
 # tests/cli/store.sh: the store says what is wrong with its file (empty, not SQLite, a damaged
 # row named by its key) and upgrades a store made by an earlier release (main's fatiad) in place
-# with every object; `fatia backup` while writes run, `fatia restore` (refused while fatiad
+# with every object; `fatia backup` while writes run (and never reading $FATIA_DATA_DIR, the
+# catalog's directory), `fatia restore` (refused while fatiad
 # runs), fatiad on the restored store with every object of the backup; the size and count
 # limits (docs/apiserver.md, "Limits"), each tried as a hostile tenant would.
 . "$(dirname "$0")/lib.bash"
@@ -170,4 +171,17 @@ post /api/v1/namespaces/lim/pods "$TMP/req.json"
 api GET /healthz
 [ "$CODE" = 200 ] || fail "healthz: $CODE"
 stop_fatiad
+
+# ---- $FATIA_DATA_DIR names the catalog, never fatiad's directory ----
+# backup and restore default to ./.fatia; a store planted in the catalog directory is never read
+mkdir -p "$TMP/cwd/.fatia" "$TMP/catalog"
+cp "$TMP/backup.db" "$TMP/cwd/.fatia/store.db"
+printf 'not a store' >"$TMP/catalog/store.db"
+(cd "$TMP/cwd" && FATIA_DATA_DIR="$TMP/catalog" "$FATIA" backup ../env.db >"$TMP/out" 2>"$TMP/err") ||
+    fail "backup with FATIA_DATA_DIR set read the catalog directory: $(cat "$TMP/err")"
+expect_line "$TMP/out" "$backup_n objects"
+(cd "$TMP/cwd" && FATIA_DATA_DIR="$TMP/catalog" "$FATIA" restore ../env.db >"$TMP/out" 2>"$TMP/err") ||
+    fail "restore with FATIA_DATA_DIR set: $(cat "$TMP/err")"
+[ "$(cat "$TMP/catalog/store.db")" = "not a store" ] || fail "restore wrote into the catalog directory"
+[ -s "$TMP/cwd/.fatia/store.db.pre-restore" ] || fail "restore did not go to ./.fatia"
 finish

@@ -4,7 +4,8 @@
  * The file is read once at start (a changed file needs a restart: rejected, a reload on every
  * request, for its cost; a watched reload is future work). Lookup is a scan of every key with a
  * constant-time comparison: a gateway has tens of tenants, not millions, and a hash table would
- * make the time of a miss depend on the guess. The bucket is refilled lazily from the monotonic
+ * make the time of a miss depend on the guess. The bucket is base's rate limit (base/backoff.h),
+ * the one the agent and the work queues use, refilled lazily from the monotonic
  * clock the caller passes, so this file reads no clock itself.
  */
 #include "base/compat.h"
@@ -65,7 +66,6 @@ static int find_or_add_tenant(struct fatia_gateway_tenants *t, const char *name,
     t->v = v;
     memset(&v[t->n], 0, sizeof(v[t->n]));
     memcpy(v[t->n].name, name, n);
-    v[t->n].tokens = -1; /* full at the first request */
     *ret = t->n++;
     return 0;
 }
@@ -210,25 +210,16 @@ int fatia_gateway_tenants_auth(const struct fatia_gateway_tenants *t,
 bool fatia_gateway_tenants_admit(struct fatia_gateway_tenants *t, size_t tenant, fatia_usec_t now)
 {
     struct fatia_gateway_tenant *x = &t->v[tenant];
-    double burst = t->rate > 1 ? t->rate : 1;
 
-    if (t->rate <= 0) {
-        x->requests++;
-        return true;
+    if (t->rate > 0) {
+        if (x->rl.per_sec != t->rate) /* full at the first request */
+            x->rl = (struct fatia_ratelimit){.per_sec = t->rate,
+                                             .burst = t->rate > 1 ? t->rate : 1};
+        if (!fatia_ratelimit_take(&x->rl, now, NULL)) {
+            x->limited++;
+            return false;
+        }
     }
-    if (x->tokens < 0) {
-        x->tokens = burst;
-    } else {
-        x->tokens += (double)(now - x->refill) / 1e6 * t->rate;
-        if (x->tokens > burst)
-            x->tokens = burst;
-    }
-    x->refill = now;
-    if (x->tokens < 1) {
-        x->limited++;
-        return false;
-    }
-    x->tokens -= 1;
     x->requests++;
     return true;
 }

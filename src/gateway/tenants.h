@@ -18,6 +18,7 @@
 
 #include "base/compat.h"
 
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "base/str.h"
 
@@ -25,8 +26,7 @@
 
 struct fatia_gateway_tenant {
     char name[64];
-    double tokens;       /* the bucket */
-    fatia_usec_t refill; /* when tokens was last brought up to date */
+    struct fatia_ratelimit rl; /* the bucket (base/backoff.h), set up at the first request */
     uint64_t requests;   /* admitted */
     uint64_t limited;    /* refused by the rate */
 };

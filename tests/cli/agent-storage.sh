@@ -17,6 +17,8 @@ trap 'agent_cleanup; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/
 mkdir -p "$PODS"
 if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=64m,mode=0711 tmpfs "$PODS" 2>/dev/null; then
     MOUNTED=1
+elif [ "${CI:-}" = true ]; then
+    fail "CI runs as root: the tmpfs for part 3 (a full pod filesystem) must mount"
 else
     echo "note: not root or no tmpfs: part 3 (a full pod filesystem) is not run"
 fi

@@ -45,7 +45,7 @@
 
 const struct fatia_user fatia_user_system = {
     .name = "system:fatiad",
-    .groups = (const char *const[]){"system:masters", NULL},
+    .groups = (const char *const[]){FATIA_GROUP_ADMIN, NULL},
 };
 
 struct token {
@@ -74,10 +74,7 @@ struct fatia_auth {
 
 bool fatia_user_is_admin(const struct fatia_user *u)
 {
-    for (const char *const *g = u->groups; g && *g; g++)
-        if (!strcmp(*g, "system:masters"))
-            return true;
-    return false;
+    return fatia_user_in_group(u, FATIA_GROUP_ADMIN);
 }
 
 static bool user_has_ns(const struct fatia_user *u, const char *ns)

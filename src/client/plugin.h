@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "model/diag.h"
 #include "model/kind.h"
@@ -32,6 +33,20 @@ struct fatia_user {
     const char *const *namespaces; /* NULL-terminated; NULL or {"*"} = every namespace */
     bool read_only;
 };
+
+/* The groups that carry trust, defined once for the API server's authorization (auth.c) and the
+ * tenant rules (controller/tenancy.c): admins and fatiad's own components, and node identities. */
+#define FATIA_GROUP_ADMIN "system:masters"
+#define FATIA_GROUP_NODES "system:nodes"
+
+/* Whether u is a member of group. */
+static inline bool fatia_user_in_group(const struct fatia_user *u, const char *group)
+{
+    for (const char *const *g = u->groups; g && *g; g++)
+        if (!strcmp(*g, group))
+            return true;
+    return false;
+}
 
 /* ---- admission plugins ---- */
 

@@ -108,17 +108,10 @@ static const char *const reserved_annotations[] = {FATIA_ANN_SLICES, FATIA_ANN_D
 static const char *const reserved_finalizers[] = {AGENT_FINALIZER, KUEUE_FINALIZER_POD,
                                                   KUEUE_FINALIZER_RES, JOB_FINALIZER_TRACK, NULL};
 
-static bool in_group(const struct fatia_user *u, const char *group)
-{
-    for (const char *const *g = u->groups; g && *g; g++)
-        if (!strcmp(*g, group))
-            return true;
-    return false;
-}
-
 static bool trusted(const struct fatia_user *u)
 {
-    return !u || in_group(u, "system:masters") || in_group(u, "system:nodes");
+    return !u || fatia_user_in_group(u, FATIA_GROUP_ADMIN) ||
+           fatia_user_in_group(u, FATIA_GROUP_NODES);
 }
 
 static bool is_kind(const struct fatia_kind *k, const char *group, const char *kind)

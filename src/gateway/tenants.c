@@ -213,8 +213,8 @@ bool fatia_gateway_tenants_admit(struct fatia_gateway_tenants *t, size_t tenant,
 
     if (t->rate > 0) {
         if (x->rl.per_sec != t->rate) /* full at the first request */
-            x->rl = (struct fatia_ratelimit){.per_sec = t->rate,
-                                             .burst = t->rate > 1 ? t->rate : 1};
+            x->rl =
+                (struct fatia_ratelimit){.per_sec = t->rate, .burst = t->rate > 1 ? t->rate : 1};
         if (!fatia_ratelimit_take(&x->rl, now, NULL)) {
             x->limited++;
             return false;

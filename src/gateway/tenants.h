@@ -27,8 +27,8 @@
 struct fatia_gateway_tenant {
     char name[64];
     struct fatia_ratelimit rl; /* the bucket (base/backoff.h), set up at the first request */
-    uint64_t requests;   /* admitted */
-    uint64_t limited;    /* refused by the rate */
+    uint64_t requests;         /* admitted */
+    uint64_t limited;          /* refused by the rate */
 };
 
 struct fatia_gateway_tenants {

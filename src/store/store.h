@@ -33,6 +33,14 @@
  * and clears the alarm, by itself. fatiad shows the alarm and the reserve's size
  * (fatia_store_reserve) in /metrics, and answers /readyz with 503 while the alarm is raised.
  *
+ *                  commit fails: SQLITE_FULL
+ *      ┌────────┐ ───────────────────────────► ┌─────────────────────────────────────────┐
+ *      │ normal │                              │ NOSPACE: writes 507, reads go on;       │
+ *      │        │ ◄─────────────────────────── │ a delete that fails: reserve -= 1/4,    │
+ *      └────────┘  free >= 2 x reserve (1 s    │ retried; a terminating object may not   │
+ *                  check): reserve re-created  │ grow                                    │
+ *                                              └─────────────────────────────────────────┘
+ *
  * Backup: fatia_store_backup copies a store, live or not, with SQLite's online backup API from a
  * read-only connection of its own: one read transaction, so the copy is the state at one commit
  * (WAL readers never block the writer). The copy is written beside its destination, checked,

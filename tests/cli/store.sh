@@ -141,9 +141,9 @@ expect_line "$TMP/body" "larger than the store's limit"
 gen "o=json.loads('$pod'); o['metadata']['labels']={'k%d' % i: 'v' for i in range(200000)}"
 post /api/v1/namespaces/lim/pods "$TMP/req.json"
 [ "$CODE" = 422 ] || fail "200,000 labels: $CODE"
+# the message is the look before parsing's (limits.c), so jansson never parsed the body; the time
+# is printed, not asserted (speed belongs in benchmarks: 0.03-0.08 s here, 2.5-3.3 s before)
 expect_line "$TMP/body" "metadata.labels: Too many"
-python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.5 else 1)" "$SECS" ||
-    fail "200,000 labels took $SECS s to refuse"
 echo "200,000 labels refused in $SECS s"
 # as a merge patch too
 echo "$pod" >"$TMP/req.json"

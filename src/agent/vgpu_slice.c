@@ -6,6 +6,10 @@
  * into the environment (which tells the library which devices are capped, and lets a process
  * that starts before the file exists create it with the same caps).
  *
+ * The configuration file (fatia_agent_vgpu_slice_conf) carries the same pairs for a container or
+ * mount namespace that sees it read-only at FATIA_VGPU_CONF_PATH: there the environment is
+ * ignored, so what the tenant does to its environment changes nothing.
+ *
  * Rejected: an agent-side daemon that processes ask for memory over a socket (a round trip on
  * every cudaMalloc, and a single point whose death stops every slice on the node).
  */
@@ -13,8 +17,13 @@
 
 #include "agent/vgpu_slice.h"
 
-#include <errno.h>
+#include <sys/stat.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "vgpu/conffile.h"
 #include "vgpu/region.h"
 
 uint64_t fatia_agent_vgpu_default_cap(uint64_t gpu_memory, unsigned replicas, uint64_t reserve)
@@ -120,4 +129,74 @@ int fatia_agent_vgpu_slice_usage(const char *accounting_file, unsigned dev, uint
     *ret_used = fatia_vgpu_region_used(&r, (int)dev);
     fatia_vgpu_region_close(&r);
     return 0;
+}
+
+int fatia_agent_vgpu_slice_conf(const struct fatia_vgpu_slice *s, const char *acct_in_container,
+                                char *buf, size_t n)
+{
+    size_t len = 0;
+    int r = check(s);
+
+    if (r < 0)
+        return r;
+    if (!acct_in_container)
+        acct_in_container = s->accounting_file;
+    if (acct_in_container[0] != '/' || strchr(acct_in_container, '\n') ||
+        strlen(acct_in_container) >= FATIA_VGPU_PATH_MAX)
+        return -EINVAL;
+#define ADD(...)                                                          \
+    do {                                                                  \
+        int w_ = snprintf(buf + len, len < n ? n - len : 0, __VA_ARGS__); \
+        if (w_ < 0 || (size_t)w_ >= (len < n ? n - len : 0))              \
+            return -ENAMETOOLONG;                                         \
+        len += (size_t)w_;                                                \
+    } while (0)
+    ADD("# written by the fatia node agent: libfatia-vgpu.so's configuration (docs/vgpu.md)\n");
+    ADD("FATIA_VGPU_SHARED_FILE=%s\n", acct_in_container);
+    ADD("FATIA_VGPU_DEVICE_UUIDS=");
+    for (unsigned i = 0; i < s->n_devices; i++)
+        ADD("%s%s", i ? "," : "", s->uuids[i]);
+    ADD("\n");
+    for (unsigned i = 0; i < s->n_devices; i++) {
+        if (s->cap[i] != FATIA_VGPU_NO_LIMIT)
+            ADD("FATIA_VGPU_MEMORY_LIMIT_%u=%" PRIu64 "\n", i, s->cap[i]);
+    }
+    if (s->log_level && s->log_level[0] && !strchr(s->log_level, '\n'))
+        ADD("FATIA_VGPU_LOG=%s\n", s->log_level);
+#undef ADD
+    return 0;
+}
+
+int fatia_agent_vgpu_write_ro(const char *path, const char *text)
+{
+    char tmp[FATIA_VGPU_PATH_MAX + 16];
+    size_t len = strlen(text), off = 0;
+    int fd, r = 0;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        return -ENAMETOOLONG;
+    (void)unlink(tmp);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+    if (fd < 0)
+        return -errno;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            r = -errno;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (r == 0 && fchmod(fd, 0444) < 0)
+        r = -errno;
+    if (close(fd) < 0 && r == 0)
+        r = -errno;
+    if (r == 0 && rename(tmp, path) < 0)
+        r = -errno;
+    if (r < 0)
+        (void)unlink(tmp);
+    return r;
 }

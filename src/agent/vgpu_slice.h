@@ -54,4 +54,15 @@ int fatia_agent_vgpu_slice_env(const struct fatia_vgpu_slice *s, fatia_env_put_f
  * when the caller may write the file). 0 or -errno / -EPROTO. */
 int fatia_agent_vgpu_slice_usage(const char *accounting_file, unsigned dev, uint64_t *ret_used);
 
+/* The text of the slice's configuration file (vgpu/conffile.h): the accounting file as the
+ * processes see it (acct_in_container; NULL: s->accounting_file), the UUIDs and the caps. The
+ * agent makes it visible read-only at FATIA_VGPU_CONF_PATH, with an /etc/ld.so.preload naming the
+ * library, in the container or the pod's mount namespace. 0, -EINVAL, -ENAMETOOLONG (n). */
+int fatia_agent_vgpu_slice_conf(const struct fatia_vgpu_slice *s, const char *acct_in_container,
+                                char *buf, size_t n);
+
+/* Writes text to path (replaced atomically) with mode 0444, owned by the caller (root for the
+ * agent): what the configuration and ld.so.preload files need. 0 or -errno. */
+int fatia_agent_vgpu_write_ro(const char *path, const char *text);
+
 #endif

@@ -33,6 +33,9 @@ struct fatia_vgpu_config {
     /* Bytes per CUDA device ordinal as the process sees it; FATIA_VGPU_NO_LIMIT: not capped. */
     uint64_t limit[FATIA_VGPU_MAX_DEVICES];
     bool any_limit;
+    /* Read from the fixed configuration file (conffile.h), not the environment: the file's caps
+     * then also win over the accounting file's header, which the tenant can write. */
+    bool from_file;
     /* The slice's accounting file; empty: this process accounts alone (anonymous memory). */
     char shared_file[FATIA_VGPU_PATH_MAX];
     /* GPU UUIDs in CUDA ordinal order (FATIA_VGPU_DEVICE_UUIDS), used to map NVML handles. */

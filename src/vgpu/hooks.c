@@ -47,6 +47,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "vgpu/conffile.h"
 #include "vgpu/config.h"
 #include "vgpu/cuda_abi.h"
 #include "vgpu/ptrmap.h"
@@ -214,7 +215,10 @@ static void ensure_config(void)
             sched_yield();
         return;
     }
-    fatia_vgpu_config_load(&cfg, env_get, NULL);
+    /* The fixed file, when there is one, is the whole configuration (conffile.h): the tenant
+     * controls the environment, not the read-only file. */
+    if (fatia_vgpu_config_load_file(&cfg, FATIA_VGPU_CONF_PATH) == -ENOENT)
+        fatia_vgpu_config_load(&cfg, env_get, NULL);
     fatia_vgpu_log_setup(cfg.log_level, cfg.log_file);
     fatia_vgpu_ptrmap_init(&allocs);
     if (cfg.n_errors)
@@ -279,9 +283,17 @@ static void open_region(void)
         region_broken = true;
         return;
     }
-    if (region.limits_differ)
+    if (cfg.from_file) {
+        /* The accounting file is writable by the slice's processes, its header included: the
+         * read-only configuration file's caps are the ones that hold. */
+        if (region.limits_differ)
+            VLOG(FATIA_VGPU_LOG_WARNING, "caps in '%s' differ from %s; using the latter",
+                 cfg.shared_file, FATIA_VGPU_CONF_PATH);
+        memcpy(region.limit, cfg.limit, sizeof(region.limit));
+    } else if (region.limits_differ) {
         VLOG(FATIA_VGPU_LOG_WARNING, "caps in '%s' differ from the environment; using the file's",
              cfg.shared_file);
+    }
 }
 
 /* Runs fn once, under init_lock; a re-entry from the same thread returns at once. */

@@ -58,6 +58,7 @@
 
 #include "agent/agent_int.h"
 #include "agent/devfilter.h"
+#include "agent/gpuwatch_agent.h"
 #include "agent/mps.h"
 #include "agent/podspec.h"
 #include "agent/podstatus.h"
@@ -128,7 +129,28 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         o->mps_control = v;
     else if (KEY("vgpu-log"))
         o->vgpu_log = v;
-    else if (KEY("pod-dir")) {
+    else if (KEY("gpu-watch-nvml"))
+        o->gpu_watch_nvml = v;
+    else if (KEY("gpu-watch")) {
+        if (strcmp(v, "auto") && strcmp(v, "off")) {
+            if (fatia_parse_duration_usec(v, &d) < 0 || d < 10 * FATIA_USEC_PER_MSEC ||
+                d > 250 * FATIA_USEC_PER_MSEC) {
+                snprintf(why, why_n,
+                         "gpu-watch: expected auto, off or a period from 10ms to "
+                         "250ms");
+                return -EINVAL;
+            }
+            o->gpu_watch_ms = (unsigned)(d / FATIA_USEC_PER_MSEC);
+        } else {
+            o->gpu_watch = v;
+        }
+    } else if (KEY("gpu-watch-reserve")) {
+        if (fatia_quantity_parse_bytes(v, &u) < 0 || u > (1ull << 36)) {
+            snprintf(why, why_n, "gpu-watch-reserve: expected a byte count up to 64Gi");
+            return -EINVAL;
+        }
+        o->gpu_watch_reserve = u;
+    } else if (KEY("pod-dir")) {
         if (!v[0] || strlen(v) > 1000) {
             snprintf(why, why_n, "pod-dir: expected a directory (at most 1000 bytes)");
             return -EINVAL;
@@ -2049,6 +2071,21 @@ static void check_storage(struct fatia_agent *a, struct apod *p)
     request_stop(a, p, 0, "Evicted", msg);
 }
 
+void fatia_agent_gpu_exceeded(struct fatia_agent *a, struct apod *p, const char *msg)
+{
+    if (p->stop_sent)
+        return;
+    p->evicted = true;
+    emit_event(a, p, "Warning", "GPUMemoryLimitExceeded", NULL, "%s", msg);
+    agent_warn(a, "agent: pod %s/%s: %s", p->ns, p->name, msg);
+    request_stop(a, p, 0, "GPUMemoryLimitExceeded", msg);
+}
+
+int fatia_agent_metrics(const struct fatia_agent *a, struct fatia_buf *out)
+{
+    return fatia_agent_gpuwatch_metrics(a ? a->gpuwatch : NULL, out);
+}
+
 /* Capped slices: an allocation the cap refused is worth telling the pod's owner once. */
 static void check_caps(struct fatia_agent *a, struct apod *p)
 {
@@ -2407,6 +2444,9 @@ int fatia_agent_start(struct fatia_agent *a)
     if (a->inotify_ev)
         event_add(a->inotify_ev, NULL);
     event_add(a->tick, &one);
+    r = fatia_agent_gpuwatch_start(a, &a->gpuwatch);
+    if (r < 0)
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "agent: cannot start the GPU memory watchdog");
     r = start_watch(a);
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "agent: cannot watch pods");
@@ -2437,6 +2477,7 @@ void fatia_agent_free(struct fatia_agent *a)
 {
     if (!a)
         return;
+    fatia_agent_gpuwatch_free(a->gpuwatch);
     while (a->pods)
         pod_free(a, a->pods);
     while (a->mpsd) {

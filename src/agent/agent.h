@@ -39,11 +39,18 @@ struct fatia_agent_opts {
     const char *mps_control;                    /* nvidia-cuda-mps-control; NULL: on PATH */
     const char *vgpu_log;                       /* FATIA_VGPU_LOG for capped pods; NULL: silent */
     const char *pod_dir; /* what pods write (run/: working directories, logs/); NULL: DATA/agent */
+    /* the GPU memory watchdog (gpuwatch_agent.c): "auto" (NULL: on when NVML loads) or "off";
+     * its period (0: 250 ms), NVML library (NULL: libnvidia-ml.so.1), reserve per process */
+    const char *gpu_watch;
+    unsigned gpu_watch_ms;
+    const char *gpu_watch_nvml;
+    uint64_t gpu_watch_reserve;
 };
 
 /* Sets one option from "key=value" (fatiad's --agent KEY=VALUE): nodes, shim, vgpu-lib, user,
  * uid-map, uid-base, cgroup, device-filter (on|off), restart-backoff (a duration, e.g. 10s),
- * restart-backoff-max, log-max-bytes, mps-control, vgpu-log, pod-dir. Strings are borrowed. 0 or -EINVAL
+ * restart-backoff-max, log-max-bytes, mps-control, vgpu-log, pod-dir, gpu-watch (auto, off, or a
+ * period from 10ms to 250ms), gpu-watch-nvml, gpu-watch-reserve (bytes). Strings are borrowed. 0 or -EINVAL
  * (why says which). */
 int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, size_t why_n);
 
@@ -64,6 +71,11 @@ int fatia_agent_start(struct fatia_agent *a);
 /* Stops watching and ends log streams; pods keep running under their shims. done(arg) runs from
  * the loop once the agent's API writes in flight have answered. */
 void fatia_agent_stop(struct fatia_agent *a, void (*done)(void *arg), void *arg);
+
+/* The agent's own metrics (the GPU memory watchdog's counters) for fatiad's /metrics. 0 or
+ * -ENOMEM. */
+struct fatia_buf;
+int fatia_agent_metrics(const struct fatia_agent *a, struct fatia_buf *out);
 
 /* Frees the agent (after stop, once the loop has ended). NULL is fine. */
 void fatia_agent_free(struct fatia_agent *a);

@@ -98,6 +98,7 @@ struct fatia_agent {
     uint64_t events_dropped;       /* Events not sent: over the write budget */
     char pod_dir[1200];            /* run/ and logs/ live here (--agent pod-dir) */
     unsigned storage_ticks;        /* ticks since the last ephemeral-storage check */
+    struct fatia_agent_gpuwatch *gpuwatch; /* the GPU memory watchdog, NULL when off */
 };
 
 /* The pod of that uid, or NULL. */

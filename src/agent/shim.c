@@ -249,7 +249,8 @@ static const char *pod_phase(struct shim *s)
 {
     size_t running = 0, waiting = 0, restarting = 0, succeeded = 0, failed = 0, n_app = 0;
 
-    if (s->deadline_exceeded || !strcmp(s->reason, "Evicted"))
+    if (s->deadline_exceeded || !strcmp(s->reason, "Evicted") ||
+        !strcmp(s->reason, "GPUMemoryLimitExceeded"))
         return "Failed"; /* kubelet: an evicted pod fails, whatever its exit codes */
     if (s->init_failed)
         return "Failed";

@@ -64,6 +64,7 @@
 #include "agent/podstatus.h"
 #include "agent/proc.h"
 #include "agent/shim.h"
+#include "agent/vgpu_files.h"
 #include "agent/vgpu_slice.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -1370,6 +1371,16 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                 }
                 (void)chown_path(a, acct, uid, gid);
                 json_object_set_new(p->acct, acct, json_integer(0));
+            }
+            {
+                /* what a container runtime mounts so that the cap holds (vgpu_files.h) */
+                char vdir[1400];
+                snprintf(vdir, sizeof(vdir), "%s/%s/vgpu", a->pods_dir, p->uid);
+                r = fatia_agent_vgpu_files_write(&sl, vdir, name, why, why_n);
+                if (r < 0) {
+                    *err = r;
+                    goto fail;
+                }
             }
             dopt.acct_file = acct;
         }

@@ -44,6 +44,25 @@ bound_pod whole "[{\"slice\":\"gpu-1\",\"kind\":\"whole\",\"gpuIndex\":1,\"uuid\
 YAML
 wait_for 10 phase_is neighbour Running
 wait_for 10 phase_is whole Running
+# what a container runtime mounts for the capped container (src/agent/vgpu_files.h): the
+# interposer's configuration, ld.so.preload and the edits in CDI's containerEdits format
+V=$D/agent/pods/$(jp neighbour .metadata.uid)/vgpu
+[ "$(stat -c %a "$V/main.conf" 2>/dev/null)" = 444 ] || fail "neighbour: $V/main.conf: $(ls -l "$V" 2>&1)"
+grep -qx "FATIA_VGPU_MEMORY_LIMIT_0=$((4 * GiB))" "$V/main.conf" || fail "neighbour: conf: $(cat "$V/main.conf")"
+grep -qx "FATIA_VGPU_SHARED_FILE=/run/fatia/vgpu/slice.acct" "$V/main.conf" || fail "neighbour: conf: $(cat "$V/main.conf")"
+grep -qx "FATIA_VGPU_DEVICE_UUIDS=$G" "$V/main.conf" || fail "neighbour: conf: $(cat "$V/main.conf")"
+grep -qx "/usr/lib/fatia/libfatia-vgpu.so" "$V/ld.so.preload" || fail "neighbour: preload: $(cat "$V/ld.so.preload")"
+python3 - "$V/main.edits.json" <<'PY' || fail "neighbour: edits: $(cat "$V/main.edits.json")"
+import json, os, sys
+e = json.load(open(sys.argv[1]))
+m = {x["containerPath"]: x for x in e["mounts"]}
+assert set(m) == {"/etc/fatia/vgpu.conf", "/etc/ld.so.preload", "/usr/lib/fatia/libfatia-vgpu.so",
+                  "/run/fatia/vgpu/slice.acct"}, m
+for x in e["mounts"]:
+    assert os.path.exists(x["hostPath"]), x
+    assert ("rw" in x["options"]) == (x["containerPath"] == "/run/fatia/vgpu/slice.acct"), x
+assert e["env"] == ["CUDA_VISIBLE_DEVICES=GPU-fake-0"], e["env"]
+PY
 
 bound_pod static "$(slice gpu-0-ts1 timeslice $((4 * GiB)))" "  restartPolicy: Never" <<YAML
   - name: main

@@ -7,7 +7,8 @@
  * times), then reads each pid's cgroup. Processes in no pod's cgroup (the MPS server, the host's
  * own) are ignored by the verdict.
  *
- * Invariants: a process NVML lists but /proc no longer has counts for no pod (it is gone, and
+ * Invariants: a process is counted once per GPU (an MPS client that both lists name counts with
+ * the larger of the two figures); a process NVML lists but /proc no longer has counts for no pod (it is gone, and
  * its memory with it); a usage NVML cannot give (NVML_VALUE_NOT_AVAILABLE) counts 0 and the
  * process still counts toward its pod's reserve; the verdict reads only its arguments.
  *
@@ -208,7 +209,7 @@ int fatia_gpuwatch_cgroup_rel(const char *abs, char *buf, size_t n)
 }
 
 /* Appends one GPU's list (plain or MPS) to w->out. */
-static int sample_one(struct fatia_gpuwatch *w, unsigned gpu, procs_fn fn, bool mps)
+static int sample_one(struct fatia_gpuwatch *w, unsigned gpu, procs_fn fn, bool mps, size_t first)
 {
     unsigned n = 0;
     nvml_ret r = NVML_INSUFFICIENT_SIZE;
@@ -230,7 +231,25 @@ static int sample_one(struct fatia_gpuwatch *w, unsigned gpu, procs_fn fn, bool 
     if (r != NVML_OK)
         return -FATIA_E_DRIVER;
     for (unsigned i = 0; i < n && i < w->buf_n; i++) {
-        struct fatia_gpuwatch_proc *o;
+        struct fatia_gpuwatch_proc *o = NULL;
+
+        if (mps) {
+            /* driver 580 lists an MPS client in both lists, with the same memory (seen on the
+             * H200: scripts/gpu-hostile): one process, counted once */
+            for (size_t k = first; k < w->out_n && !o; k++) {
+                if (w->out[k].pid == (pid_t)w->buf[i].pid)
+                    o = &w->out[k];
+            }
+            if (o) {
+                uint64_t b = w->buf[i].usedGpuMemory == NVML_VALUE_NOT_AVAILABLE
+                                 ? 0
+                                 : (uint64_t)w->buf[i].usedGpuMemory;
+                if (b > o->bytes)
+                    o->bytes = b;
+                o->mps = true;
+                continue;
+            }
+        }
 
         if (w->out_n == w->out_cap) {
             size_t cap = w->out_cap ? 2 * w->out_cap : 64;
@@ -259,11 +278,12 @@ int fatia_gpuwatch_sample(struct fatia_gpuwatch *w, const struct fatia_gpuwatch_
 {
     w->out_n = 0;
     for (unsigned g = 0; g < w->n_gpus; g++) {
-        int r = sample_one(w, g, w->procs, false);
+        size_t first = w->out_n; /* this GPU's entries start here */
+        int r = sample_one(w, g, w->procs, false, first);
         if (r < 0)
             return r;
         /* MPS clients: a driver or GPU without MPS answers NOT_SUPPORTED; nothing to add */
-        if (w->mps_procs && sample_one(w, g, w->mps_procs, true) == -ENOMEM)
+        if (w->mps_procs && sample_one(w, g, w->mps_procs, true, first) == -ENOMEM)
             return -ENOMEM;
     }
     *ret_v = w->out;

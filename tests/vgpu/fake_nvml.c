@@ -6,7 +6,8 @@
  *
  * Per-process usage, for the agent's GPU memory watchdog: with FAKE_NVML_PROCS=<dir>, every file
  * <dir>/<gpu>.<pid> (plain compute process) or <dir>/mps.<gpu>.<pid> (MPS client) whose pid is
- * alive is a process using the number of bytes the file holds (decimal), as the driver reports
+ * alive is a process using the number of bytes the file holds (decimal). An MPS client is in
+ * both lists, as driver 580 on the H200 lists it (scripts/gpu-hostile found it), as the driver reports
  * every process that holds device memory whatever library it used. A test's "static binary" is a
  * process that writes such a file and sleeps: the interposer cannot see it, NVML can.
  * nvmlDeviceGetComputeRunningProcesses_v3 and the MPS variant answer INSUFFICIENT_SIZE with the
@@ -121,13 +122,10 @@ static nvmlReturn_t procs(nvmlDevice_t d, unsigned *n, fakeProcessInfo_t *out, i
         int g, pid;
         FILE *f;
 
-        if (mps) {
-            if (strncmp(name, "mps.", 4) != 0)
-                continue;
-            name += 4;
-        } else if (name[0] < '0' || name[0] > '9') {
+        if (strncmp(name, "mps.", 4) == 0)
+            name += 4; /* an MPS client: in both lists */
+        else if (mps || name[0] < '0' || name[0] > '9')
             continue;
-        }
         if (sscanf(name, "%d.%d", &g, &pid) != 2 || g != gpu || pid <= 0 || kill(pid, 0) != 0)
             continue;
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);

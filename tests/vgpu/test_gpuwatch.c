@@ -137,6 +137,7 @@ static void test_sample_fake_nvml(void **state)
     fprintf(f, "1\n");
     fclose(f);
     assert_int_equal(fatia_gpuwatch_sample(w, &v, &n), 0);
+    /* the MPS client is in both of NVML's lists: one entry */
     assert_int_equal(n, 81);
     assert_int_equal(fatia_gpuwatch_pid_cgroup(getpid(), cg, sizeof(cg)), 0);
     for (size_t i = 0; i < n; i++) {

@@ -132,6 +132,8 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         o->vgpu_log = v;
     else if (KEY("gpu-watch-nvml"))
         o->gpu_watch_nvml = v;
+    else if (KEY("cdi-root"))
+        o->cdi_root = v;
     else if (KEY("gpu-watch")) {
         if (strcmp(v, "auto") && strcmp(v, "off")) {
             if (fatia_parse_duration_usec(v, &d) < 0 || d < 10 * FATIA_USEC_PER_MSEC ||
@@ -2135,6 +2137,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
     if (a->stopping)
         return;
+    fatia_agent_cdi_tick(a);
     storage = ++a->storage_ticks >= STORAGE_CHECK_TICKS;
     if (storage)
         a->storage_ticks = 0;
@@ -2489,6 +2492,7 @@ void fatia_agent_free(struct fatia_agent *a)
     if (!a)
         return;
     fatia_agent_gpuwatch_free(a->gpuwatch);
+    fatia_agent_cdi_free(a);
     while (a->pods)
         pod_free(a, a->pods);
     while (a->mpsd) {

@@ -99,7 +99,12 @@ struct fatia_agent {
     char pod_dir[1200];            /* run/ and logs/ live here (--agent pod-dir) */
     unsigned storage_ticks;        /* ticks since the last ephemeral-storage check */
     struct fatia_agent_gpuwatch *gpuwatch; /* the GPU memory watchdog, NULL when off */
+    struct fatia_agent_cdi *cdi;           /* the nodes' CDI specs (cdi_agent.c) */
 };
+
+/* cdi_agent.c: keeps <pod dir>/cdi/<node>/fatia.dev-gpu.json current (called every tick). */
+void fatia_agent_cdi_tick(struct fatia_agent *a);
+void fatia_agent_cdi_free(struct fatia_agent *a);
 
 /* The pod of that uid, or NULL. */
 struct apod *fatia_agent_pod(struct fatia_agent *a, const char *uid);

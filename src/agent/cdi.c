@@ -1,0 +1,317 @@
+/*
+ * agent/cdi.c: the node's CDI spec (see cdi.h).
+ *
+ * Model: discovery looks at fixed places (nvidia-ctk's: /dev, the distribution's library
+ * directories and /usr/local/nvidia, PATH-like bin directories) and keeps what exists; the spec
+ * is built from the ResourceSlice's devices, so it names exactly the slices placement can give,
+ * by the same ids; the slice's minor comes from its id (gpu-<minor>...), as trust_devices reads it.
+ *
+ * Invariants: every device name is a slice id and unique; every path in the spec is absolute;
+ * the spec is written whole and renamed into place; the capped slices' files are root's and
+ * read-only but the accounting file (the slice's processes reserve in it).
+ *
+ * Rejected: nvidia-ctk's hooks (nvidia-cdi-hook is not on Debian hosts; the ld.so cache of a
+ * container with the driver's libraries mounted at their host paths is refreshed by an ldconfig
+ * hook, when the host has ldconfig); one spec file per slice (a runtime reads one kind from one
+ * file, and a slice added or removed is then one rename).
+ */
+#include "base/compat.h"
+
+#include "agent/cdi.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "agent/vgpu_slice.h"
+#include "base/json.h"
+#include "model/quantity.h"
+#include "vgpu/conffile.h"
+#include "vgpu/region.h"
+
+static const char *const lib_dirs[] = {
+    "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+    "/usr/local/nvidia/lib64",   "/usr/local/nvidia/lib"};
+static const char *const bin_dirs[] = {"/usr/bin", "/usr/local/nvidia/bin", "/usr/local/bin"};
+static const char *const bins[] = {"nvidia-smi", "nvidia-cuda-mps-control",
+                                   "nvidia-cuda-mps-server", "nvidia-debugdump"};
+static const char *const ctl_nodes[] = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
+                                        "nvidia-modeset"};
+
+/* lib<name>.so.<digits and dots>, of the driver's family (libcuda, libnvidia-*, libnvcuvid). */
+static bool driver_lib(const char *n)
+{
+    const char *so = strstr(n, ".so.");
+
+    if (!so || (strncmp(n, "libcuda.", 8) && strncmp(n, "libnvidia-", 10) &&
+                strncmp(n, "libnvcuvid.", 11) && strncmp(n, "libcudadebugger.", 16)))
+        return false;
+    for (const char *p = so + 4; *p; p++) {
+        if ((*p < '0' || *p > '9') && *p != '.')
+            return false;
+    }
+    /* the full version (580.159.04), not the soname link (libcuda.so.1) */
+    return strchr(so + 4, '.') != NULL;
+}
+
+static void add_file(struct fatia_cdi_host *h, const char *path)
+{
+    for (size_t i = 0; i < h->n_files; i++) {
+        if (!strcmp(h->files[i], path))
+            return;
+    }
+    if (h->n_files < FATIA_CDI_MAX && strlen(path) < sizeof(h->files[0]))
+        snprintf(h->files[h->n_files++], sizeof(h->files[0]), "%s", path);
+}
+
+void fatia_agent_cdi_discover(const char *root, struct fatia_cdi_host *h)
+{
+    char path[1024];
+    struct stat st;
+
+    memset(h, 0, sizeof(*h));
+    h->gpu_major = 195;
+    for (size_t i = 0; i < FATIA_ARRAY_SIZE(ctl_nodes); i++) {
+        snprintf(path, sizeof(path), "%s/dev/%s", root, ctl_nodes[i]);
+        if (stat(path, &st) < 0 || !S_ISCHR(st.st_mode))
+            continue;
+        snprintf(h->nodes[h->n_nodes], sizeof(h->nodes[0]), "/dev/%s", ctl_nodes[i]);
+        h->node_major[h->n_nodes] = major(st.st_rdev);
+        h->node_minor[h->n_nodes] = minor(st.st_rdev);
+        if (!strcmp(ctl_nodes[i], "nvidiactl"))
+            h->gpu_major = major(st.st_rdev); /* nvidiactl is 195:255, the GPUs 195:<minor> */
+        h->n_nodes++;
+    }
+    for (size_t i = 0; i < FATIA_ARRAY_SIZE(lib_dirs); i++) {
+        struct dirent *e;
+        DIR *d;
+
+        snprintf(path, sizeof(path), "%s%s", root, lib_dirs[i]);
+        d = opendir(path);
+        if (!d)
+            continue;
+        while ((e = readdir(d))) {
+            char full[1024];
+
+            if (!driver_lib(e->d_name))
+                continue;
+            snprintf(full, sizeof(full), "%s/%s", lib_dirs[i], e->d_name);
+            add_file(h, full);
+        }
+        closedir(d);
+    }
+    for (size_t i = 0; i < FATIA_ARRAY_SIZE(bins); i++) {
+        for (size_t k = 0; k < FATIA_ARRAY_SIZE(bin_dirs); k++) {
+            char full[600];
+
+            snprintf(full, sizeof(full), "%s/%s", bin_dirs[k], bins[i]);
+            snprintf(path, sizeof(path), "%s%s", root, full);
+            if (access(path, X_OK) == 0) {
+                add_file(h, full);
+                break;
+            }
+        }
+    }
+}
+
+static json_t *ro_mount(const char *host, const char *ctr, const char *type)
+{
+    return json_pack("{s:s,s:s,s:s,s:[s,s,s,s]}", "hostPath", host, "containerPath", ctr, "type",
+                     type, "options", "ro", "nosuid", "nodev", "rbind");
+}
+
+static const char *attr(const json_t *dev, const char *name)
+{
+    return fatia_json_str(json_object_get(json_object_get(dev, "attributes"), name), "string");
+}
+
+static int minor_of(const char *slice)
+{
+    int v = 0, digits = 0;
+
+    if (strncmp(slice, "gpu-", 4))
+        return -1;
+    for (const char *q = slice + 4; *q >= '0' && *q <= '9' && digits < 6; q++, digits++)
+        v = v * 10 + (*q - '0');
+    return digits ? v : -1;
+}
+
+/* The capped slice's memory cap (a timeslice or fraction with a memory capacity), or 0. */
+static uint64_t cap_of(const json_t *dev)
+{
+    const char *type = attr(dev, "type"), *mem;
+    uint64_t b = 0;
+
+    if (!type || (strcmp(type, "timeslice") && strcmp(type, "fraction")))
+        return 0;
+    mem = fatia_json_str(json_object_get(json_object_get(dev, "capacity"), "memory"), "value");
+    if (!mem || fatia_quantity_parse_bytes(mem, &b) < 0)
+        return 0;
+    return b;
+}
+
+static bool name_ok(const char *n)
+{
+    if (!n || !n[0] || strlen(n) > 200)
+        return false;
+    for (const char *p = n; *p; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '.' || *p == '-' || *p == ':'))
+            return false;
+    }
+    return true;
+}
+
+int fatia_agent_cdi_spec(const struct fatia_cdi_host *h, const char *root, const json_t *devices,
+                         const char *files_dir, const char *lib, json_t **ret)
+{
+    json_t *spec = json_pack("{s:s,s:s,s:[],s:{s:[],s:[],s:[],s:[]}}", "cdiVersion",
+                             FATIA_CDI_VERSION, "kind", FATIA_CDI_KIND, "devices", "containerEdits",
+                             "deviceNodes", "mounts", "hooks", "env");
+    json_t *common, *list;
+    const json_t *dev;
+    size_t i;
+
+    (void)root;
+    if (!spec)
+        return -ENOMEM;
+    common = json_object_get(spec, "containerEdits");
+    list = json_object_get(spec, "devices");
+    for (i = 0; i < h->n_nodes; i++)
+        json_array_append_new(json_object_get(common, "deviceNodes"),
+                              json_pack("{s:s,s:s,s:i,s:i,s:s}", "path", h->nodes[i], "type", "c",
+                                        "major", (int)h->node_major[i], "minor",
+                                        (int)h->node_minor[i], "permissions", "rw"));
+    for (i = 0; i < h->n_files; i++)
+        json_array_append_new(json_object_get(common, "mounts"),
+                              ro_mount(h->files[i], h->files[i], "bind"));
+    if (h->n_files && access("/sbin/ldconfig", X_OK) == 0)
+        json_array_append_new(json_object_get(common, "hooks"),
+                              json_pack("{s:s,s:s,s:[s]}", "hookName", "createContainer", "path",
+                                        "/sbin/ldconfig", "args", "ldconfig"));
+    json_array_foreach(devices, i, dev)
+    {
+        const char *name = fatia_json_str(dev, "name"), *type = attr(dev, "type");
+        const char *uuid = attr(dev, "uuid");
+        int minor = name ? minor_of(name) : -1;
+        json_t *edits, *d;
+        char node[64], v1[160], v2[160];
+        uint64_t cap;
+
+        if (!name_ok(name) || !uuid || minor < 0 || !type)
+            continue;
+        snprintf(node, sizeof(node), "/dev/nvidia%d", minor);
+        snprintf(v1, sizeof(v1), "NVIDIA_VISIBLE_DEVICES=%s", uuid);
+        snprintf(v2, sizeof(v2), "CUDA_VISIBLE_DEVICES=%s", uuid);
+        edits = json_pack("{s:[{s:s,s:s,s:i,s:i,s:s}],s:[s,s]}", "deviceNodes", "path", node,
+                          "type", "c", "major", (int)h->gpu_major, "minor", minor, "permissions",
+                          "rw", "env", v1, v2);
+        cap = cap_of(dev);
+        if (edits && cap && lib) {
+            char conf[700], preload[700], acct[700];
+            json_t *m = json_array();
+
+            snprintf(conf, sizeof(conf), "%s/%s/vgpu.conf", files_dir, name);
+            snprintf(preload, sizeof(preload), "%s/%s/ld.so.preload", files_dir, name);
+            snprintf(acct, sizeof(acct), "%s/%s/slice.acct", files_dir, name);
+            json_array_append_new(m, ro_mount(conf, FATIA_VGPU_CONF_PATH, "bind"));
+            json_array_append_new(m, ro_mount(preload, "/etc/ld.so.preload", "bind"));
+            json_array_append_new(m, ro_mount(lib, "/usr/lib/fatia/libfatia-vgpu.so", "bind"));
+            json_array_append_new(m,
+                                  json_pack("{s:s,s:s,s:s,s:[s,s,s,s]}", "hostPath", acct,
+                                            "containerPath", "/run/fatia/vgpu/slice.acct", "type",
+                                            "bind", "options", "rw", "nosuid", "nodev", "rbind"));
+            json_object_set_new(edits, "mounts", m);
+        }
+        d = edits ? json_pack("{s:s,s:o}", "name", name, "containerEdits", edits) : NULL;
+        if (!d) {
+            json_decref(spec);
+            return -ENOMEM;
+        }
+        json_array_append_new(list, d);
+    }
+    *ret = spec;
+    return 0;
+}
+
+static int mkdirs(const char *dir, mode_t mode)
+{
+    if (mkdir(dir, mode) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+int fatia_agent_cdi_write(const char *dir, const struct fatia_cdi_host *h, const char *root,
+                          const json_t *devices, const char *lib)
+{
+    char files[900], path[1100], tmp[1200];
+    json_t *spec = NULL;
+    const json_t *dev;
+    char *text;
+    size_t i;
+    int r, fd;
+
+    snprintf(files, sizeof(files), "%s/slices", dir);
+    if ((r = mkdirs(dir, 0755)) < 0 || (r = mkdirs(files, 0755)) < 0)
+        return r;
+    r = fatia_agent_cdi_spec(h, root, devices, files, lib, &spec);
+    if (r < 0)
+        return r;
+    /* each capped slice's files, for a container started outside fatia with this device */
+    json_array_foreach(devices, i, dev)
+    {
+        const char *name = fatia_json_str(dev, "name"), *uuid = attr(dev, "uuid");
+        uint64_t cap = cap_of(dev);
+        struct fatia_vgpu_slice s = {.library = lib, .n_devices = 1};
+        char d[1000], conf[2048], why[256];
+        uint64_t limit[FATIA_VGPU_MAX_DEVICES];
+
+        if (!cap || !lib || !uuid || !name_ok(name) || minor_of(name) < 0)
+            continue;
+        snprintf(d, sizeof(d), "%s/%s", files, name);
+        if ((r = mkdirs(d, 0755)) < 0)
+            goto out;
+        s.uuids[0] = uuid;
+        s.cap[0] = cap;
+        snprintf(path, sizeof(path), "%s/slice.acct", d);
+        s.accounting_file = path;
+        if (fatia_agent_vgpu_slice_conf(&s, "/run/fatia/vgpu/slice.acct", conf, sizeof(conf)) < 0)
+            continue;
+        snprintf(tmp, sizeof(tmp), "%s/vgpu.conf", d);
+        if ((r = fatia_agent_vgpu_write_ro(tmp, conf)) < 0)
+            goto out;
+        snprintf(tmp, sizeof(tmp), "%s/ld.so.preload", d);
+        if ((r = fatia_agent_vgpu_write_ro(tmp, "/usr/lib/fatia/libfatia-vgpu.so\n")) < 0)
+            goto out;
+        for (int k = 0; k < FATIA_VGPU_MAX_DEVICES; k++)
+            limit[k] = k == 0 ? cap : FATIA_VGPU_NO_LIMIT;
+        if (access(path, F_OK) < 0)
+            (void)fatia_vgpu_region_create(path, limit, why, sizeof(why));
+    }
+    text = json_dumps(spec, JSON_INDENT(1));
+    if (!text) {
+        r = -ENOMEM;
+        goto out;
+    }
+    snprintf(path, sizeof(path), "%s/fatia.dev-gpu.json", dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    r = fd < 0 ? -errno : 0;
+    if (r == 0) {
+        size_t len = strlen(text);
+        if (write(fd, text, len) != (ssize_t)len)
+            r = -EIO;
+        if (close(fd) < 0 && r == 0)
+            r = -errno;
+        if (r == 0 && rename(tmp, path) < 0)
+            r = -errno;
+    }
+    free(text);
+out:
+    json_decref(spec);
+    return r;
+}

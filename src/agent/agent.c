@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/computemode.h"
 #include "agent/devfilter.h"
 #include "agent/gpuwatch_agent.h"
 #include "agent/mps.h"
@@ -134,7 +135,13 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         o->gpu_watch_nvml = v;
     else if (KEY("cdi-root"))
         o->cdi_root = v;
-    else if (KEY("gpu-watch")) {
+    else if (KEY("gpu-compute-mode")) {
+        if (strcmp(v, "manage") && strcmp(v, "leave")) {
+            snprintf(why, why_n, "gpu-compute-mode: expected manage or leave");
+            return -EINVAL;
+        }
+        o->gpu_compute_manage = !strcmp(v, "manage");
+    } else if (KEY("gpu-watch")) {
         if (strcmp(v, "auto") && strcmp(v, "off")) {
             if (fatia_parse_duration_usec(v, &d) < 0 || d < 10 * FATIA_USEC_PER_MSEC ||
                 d > 250 * FATIA_USEC_PER_MSEC) {
@@ -1238,6 +1245,18 @@ static bool node_is_real(struct fatia_agent *a, const json_t *pod)
     return inv && !strcmp(inv, "nvml");
 }
 
+/* --agent gpu-compute-mode=manage: the mode the GPU had before its MPS daemon, given back. */
+static void mps_give_back_mode(struct fatia_agent *a, const char *uuid)
+{
+    char state[4500], why[512] = "";
+
+    if (!a->o.gpu_compute_manage)
+        return;
+    snprintf(state, sizeof(state), "%s/mps/%s.compute-mode", a->dir, uuid);
+    if (fatia_agent_compute_mode_release(a->o.gpu_watch_nvml, uuid, state, why, sizeof(why)) < 0)
+        agent_warn(a, "agent: GPU %s: %s (it stays in EXCLUSIVE_PROCESS)", uuid, why);
+}
+
 static struct mpsd *mps_get(struct fatia_agent *a, const struct fatia_pod_device *d, char *why,
                             size_t why_n)
 {
@@ -1259,10 +1278,21 @@ static struct mpsd *mps_get(struct fatia_agent *a, const struct fatia_pod_device
     /* the directory is named after the GPU's UUID, so a restarted agent finds it again */
     cfg = (struct fatia_mps_config){
         .control_bin = a->o.mps_control, .base_dir = base, .name = d->uuid, .gpu = d->uuid};
+    if (a->o.gpu_compute_manage) {
+        /* EXCLUSIVE_PROCESS while the daemon runs: no context beside it (computemode.h) */
+        char state[4500];
+        snprintf(state, sizeof(state), "%s/%s.compute-mode", base, d->uuid);
+        r = fatia_agent_compute_mode_hold(a->o.gpu_watch_nvml, d->uuid, state, why, why_n);
+        if (r < 0) {
+            fatia_free(m);
+            return NULL;
+        }
+    }
     r = fatia_mps_start(&cfg, &m->d);
     if (r < 0) {
         snprintf(why, why_n, "cannot start the MPS control daemon of GPU %s: %s", d->uuid,
                  fatia_strerror(r));
+        mps_give_back_mode(a, d->uuid);
         fatia_free(m);
         return NULL;
     }
@@ -1282,6 +1312,7 @@ static void mps_unref(struct fatia_agent *a, const char *uuid)
         if (m->refs > 0 && --m->refs == 0) {
             fatia_info("agent: no pod uses MPS on GPU %s any more: stopping its daemon", uuid);
             fatia_mps_free(m->d);
+            mps_give_back_mode(a, uuid);
             *pp = m->next;
             fatia_free(m);
         }

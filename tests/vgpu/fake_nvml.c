@@ -103,6 +103,20 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *
     return NVML_SUCCESS;
 }
 
+EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d)
+{
+    for (int i = 0; i < 2; i++) {
+        char want[32];
+
+        snprintf(want, sizeof(want), "GPU-fake-%d", i);
+        if (strcmp(uuid, want) == 0) {
+            *d = (nvmlDevice_t)&devs[i];
+            return NVML_SUCCESS;
+        }
+    }
+    return 6; /* NVML_ERROR_NOT_FOUND */
+}
+
 static nvmlReturn_t procs(nvmlDevice_t d, unsigned *n, fakeProcessInfo_t *out, int mps)
 {
     const char *dir = getenv("FAKE_NVML_PROCS");

@@ -66,6 +66,7 @@
 #include "agent/proc.h"
 #include "agent/shim.h"
 #include "agent/vgpu_files.h"
+#include "agent/vgpu_ns.h"
 #include "agent/vgpu_slice.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -135,7 +136,13 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         o->gpu_watch_nvml = v;
     else if (KEY("cdi-root"))
         o->cdi_root = v;
-    else if (KEY("gpu-compute-mode")) {
+    else if (KEY("vgpu-namespace")) {
+        if (strcmp(v, "auto") && strcmp(v, "off")) {
+            snprintf(why, why_n, "vgpu-namespace: expected auto or off");
+            return -EINVAL;
+        }
+        o->no_vgpu_namespace = !strcmp(v, "off");
+    } else if (KEY("gpu-compute-mode")) {
         if (strcmp(v, "manage") && strcmp(v, "leave")) {
             snprintf(why, why_n, "gpu-compute-mode: expected manage or leave");
             return -EINVAL;
@@ -1369,7 +1376,7 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         struct fatia_env env = {0};
         struct fatia_devenv_opts dopt = {.vgpu_lib = a->have_vgpu ? a->vgpu_lib : NULL,
                                          .vgpu_log = a->o.vgpu_log};
-        char acct_name[512], acct[4800], pipe_dir[4400] = "";
+        char acct_name[512], acct[4800], pipe_dir[4400] = "", layer[1500] = "";
         json_t *argv = NULL, *envj;
         int r;
 
@@ -1414,6 +1421,16 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                     *err = r;
                     goto fail;
                 }
+                if (geteuid() == 0 && !a->o.no_vgpu_namespace) {
+                    /* the process mode's read-only /etc layer (vgpu_ns.h) */
+                    snprintf(layer, sizeof(layer), "%s/%s.etc", vdir, name);
+                    r = fatia_agent_vgpu_ns_layer(&sl, layer);
+                    if (r < 0) {
+                        snprintf(why, why_n, "cannot write '%.300s': %s", layer, fatia_strerror(r));
+                        *err = r;
+                        goto fail;
+                    }
+                }
             }
             dopt.acct_file = acct;
         }
@@ -1456,6 +1473,9 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         fatia_env_release(&env);
         json_array_append_new(out, json_pack("{s:s,s:o,s:o,s:s}", "name", name, "argv", argv, "env",
                                              envj, "workingDir", cwd && cwd[0] ? cwd : work));
+        if (layer[0])
+            json_object_set_new(json_array_get(out, json_array_size(out) - 1), "vgpuLayer",
+                                json_string(layer));
     }
     return out;
 fail:

@@ -47,13 +47,14 @@ struct fatia_agent_opts {
     uint64_t gpu_watch_reserve;
     const char *cdi_root;    /* where the CDI spec's host discovery looks (tests); NULL: / */
     bool gpu_compute_manage; /* gpu-compute-mode=manage: EXCLUSIVE_PROCESS under MPS daemons */
+    bool no_vgpu_namespace;  /* vgpu-namespace=off: no read-only /etc layer in the process mode */
 };
 
 /* Sets one option from "key=value" (fatiad's --agent KEY=VALUE): nodes, shim, vgpu-lib, user,
  * uid-map, uid-base, cgroup, device-filter (on|off), restart-backoff (a duration, e.g. 10s),
  * restart-backoff-max, log-max-bytes, mps-control, vgpu-log, pod-dir, gpu-watch (auto, off, or a
  * period from 10ms to 250ms), gpu-watch-nvml, gpu-watch-reserve (bytes), cdi-root,
- * gpu-compute-mode (manage or leave; NVML from gpu-watch-nvml). Strings are borrowed. 0 or -EINVAL
+ * gpu-compute-mode (manage or leave; NVML from gpu-watch-nvml), vgpu-namespace (auto or off). Strings are borrowed. 0 or -EINVAL
  * (why says which). */
 int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, size_t why_n);
 

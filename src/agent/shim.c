@@ -59,6 +59,7 @@
 
 #include "agent/crilog.h"
 #include "agent/proc.h"
+#include "agent/vgpu_ns.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/error.h"
@@ -84,6 +85,7 @@ struct ctr {
     char **argv; /* NULL-terminated, borrowed from the spec */
     char **envp;
     const char *cwd;
+    const char *vgpu_layer; /* a capped slice's /etc layer (vgpu_ns.h), or NULL */
     bool init;
     unsigned restarts;      /* restartCount */
     unsigned backoff_steps; /* restarts since the container last ran long */
@@ -350,6 +352,7 @@ enum {
     STEP_CHDIR,
     STEP_EXEC,
     STEP_NOTFOUND,
+    STEP_VGPU,
 };
 
 FATIA_NORETURN static void child_fail(int fd, int step, int err)
@@ -499,6 +502,10 @@ static void describe_child_err(struct ctr *c, const struct child_err *ce)
     case STEP_CGROUP:
         snprintf(c->term_msg, sizeof(c->term_msg), "cannot join the pod's cgroup: %s", e);
         break;
+    case STEP_VGPU:
+        snprintf(c->term_msg, sizeof(c->term_msg),
+                 "cannot lay the memory cap's read-only /etc over the host's: %s", e);
+        break;
     default:
         snprintf(c->term_msg, sizeof(c->term_msg), "cannot start the process (step %d): %s",
                  ce->step, e);
@@ -571,6 +578,8 @@ static void start_ctr(struct shim *s, struct ctr *c)
             child_fail(ep[1], STEP_CGROUP, rc);
         if (dup2(s->null_fd, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
             child_fail(ep[1], STEP_STDIO, -errno);
+        if (c->vgpu_layer && (rc = fatia_agent_vgpu_ns_enter(c->vgpu_layer)) < 0)
+            child_fail(ep[1], STEP_VGPU, rc);
         if ((rc = drop_privileges(s)) < 0)
             child_fail(ep[1], STEP_USER, rc);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -937,6 +946,7 @@ static int load_ctrs(struct shim *s, json_t *arr, bool init, size_t *at)
         x->argv = str_array(json_object_get(c, "argv"), false);
         x->envp = str_array(json_object_get(c, "env"), true);
         x->cwd = fatia_json_str(c, "workingDir");
+        x->vgpu_layer = fatia_json_str(c, "vgpuLayer");
         x->init = init;
         x->st = C_WAITING;
         x->out_fd = x->err_fd = -1;

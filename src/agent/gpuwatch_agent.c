@@ -275,6 +275,10 @@ int fatia_agent_gpuwatch_start(struct fatia_agent *a, struct fatia_agent_gpuwatc
     tv.tv_sec = ms / 1000;
     tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
     event_add(g->ev, &tv);
+    if (!a->cg.enabled)
+        fatia_warn("agent: pods get no cgroup here (%s), so the GPU memory watchdog cannot tell "
+                   "their processes apart and watches none",
+                   a->cg.why[0] ? a->cg.why : "cgroups off");
     fatia_info("agent: GPU memory watchdog on %u GPU%s every %u ms (NVML per-process memory; "
                "reserve %" PRIu64 " bytes per process)",
                fatia_gpuwatch_n_gpus(g->w), fatia_gpuwatch_n_gpus(g->w) == 1 ? "" : "s", ms,

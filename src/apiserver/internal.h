@@ -373,6 +373,19 @@ int fatia_api_openapi_v2_protobuf(const json_t *doc, struct fatia_buf *out);
 /* An in-process watcher's end (watch.c; the in-process client's stop). */
 void fatia_api_watch_stop_local(struct watcher *w);
 
+/* The OpenAPI schema of a schema table (new reference; openapi.c): v3 or v2 dialect. */
+json_t *fatia_api_openapi_schema(const struct fatia_schema *s, bool v3);
+
+/* CustomResourceDefinitions of the compiled kinds (crd.c). */
+/* Is group one of Kubernetes' own API groups (its kinds are built in, not CRDs)? */
+bool fatia_api_crd_builtin_group(const char *group);
+/* The CRD object a cluster would hold for compiled kind k (new reference; no uid, times or
+ * resourceVersion). */
+json_t *fatia_api_crd_of_kind(const struct fatia_kind *k);
+/* At start: writes the CRD of every compiled kind that is one (created, or updated when the
+ * stored one differs), and deletes stored CRDs of compiled kinds fatia no longer has. */
+int fatia_api_crd_sync(struct fatia_apiserver *s);
+
 /* The v3 OpenAPI document of "api/v1" / "apis/G/V", or NULL (openapi.c). */
 const char *fatia_api_openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *ret_len,
                                      const char **ret_hash);

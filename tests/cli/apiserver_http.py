@@ -204,7 +204,9 @@ st, obj, _ = req("PATCH", WPC + "/p1", {"metadata": {"resourceVersion": "1"}, "v
                  ctype="application/merge-patch+json")
 status_is(st, obj, 409, "Conflict", "patch carrying a stale rv")
 st, obj, _ = req("PATCH", WPC + "/p1", {"value": 5}, ctype="application/apply-patch+yaml")
-status_is(st, obj, 415, "UnsupportedMediaType", "server-side apply")
+status_is(st, obj, 400, "BadRequest", "server-side apply without fieldManager")
+st, obj, _ = req("PATCH", WPC + "/p1", {"value": 5}, ctype="application/x-unknown-patch")
+status_is(st, obj, 415, "UnsupportedMediaType", "a patch of an unknown media type")
 
 # ---- status subresource, generation ----
 st, obj, _ = req("POST", KQ + "/namespaces/t1/localqueues", lq("t1", "s1"))

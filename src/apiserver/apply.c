@@ -124,7 +124,7 @@ int fatia_api_managed_on_write(const struct opctx *c, const json_t *old, json_t 
         old ? json_object_get(json_object_get(old, "metadata"), "managedFields") : NULL;
     const char *sub = sub_of(c), *manager = manager_of(c);
     enum fatia_api_fs_part part = sub ? FATIA_FS_STATUS : FATIA_FS_MAIN;
-    json_t *nset, *oset, *added, *removed, *common, *modified, *chg, *out, *e, *mine = NULL;
+    json_t *removed, *chg, *out, *e, *mine = NULL;
     char av[160], ts[40];
     size_t i;
 
@@ -139,13 +139,7 @@ int fatia_api_managed_on_write(const struct opctx *c, const json_t *old, json_t 
             json_object_del(meta, "managedFields");
         return 0;
     }
-    nset = fatia_api_fs_of(tree, k, part, false);
-    oset = old ? fatia_api_fs_of(old, k, part, false) : json_object();
-    added = fatia_api_fs_combine(nset, oset, FATIA_FS_DIFF);
-    removed = fatia_api_fs_combine(oset, nset, FATIA_FS_DIFF);
-    common = fatia_api_fs_combine(nset, oset, FATIA_FS_INTERSECT);
-    modified = fatia_api_fs_changed(common, old, tree, k);
-    chg = fatia_api_fs_combine(added, modified, FATIA_FS_UNION);
+    fatia_api_fs_diff(old, tree, k, part, &chg, &removed);
     out = json_array();
     fatia_kind_api_version(k, av, sizeof(av));
     now_rfc3339(ts, sizeof(ts));
@@ -186,12 +180,7 @@ int fatia_api_managed_on_write(const struct opctx *c, const json_t *old, json_t 
         json_object_del(meta, "managedFields");
         json_decref(out);
     }
-    json_decref(nset);
-    json_decref(oset);
-    json_decref(added);
     json_decref(removed);
-    json_decref(common);
-    json_decref(modified);
     json_decref(chg);
     return 0;
 }
@@ -288,6 +277,14 @@ void fatia_api_op_apply(const struct opctx *c, const json_t *body, op_done_fn do
     }
     if (fatia_api_op_convert(c, cfg, &r) < 0 || clean_config(c, cfg, &r) < 0)
         goto out_answer;
+    {
+        char why[512];
+        if (fatia_api_fs_check(cfg, k, why, sizeof(why)) < 0) {
+            fatia_api_opres_fail(&r, 400, "BadRequest",
+                                 "failed to create typed patch object (%s): %s", c->name, why);
+            goto out_answer;
+        }
+    }
     c2.ver = NULL; /* cfg is in the storage version now */
     fatia_kind_api_version(k, av, sizeof(av));
     now_rfc3339(ts, sizeof(ts));

@@ -18,6 +18,7 @@
 
 #include "apiserver/patch.h"
 #include "base/buf.h"
+#include "base/error.h"
 #include "base/json.h"
 #include "model/doc.h"
 #include "model/schema.h"
@@ -402,6 +403,216 @@ json_t *fatia_api_fs_changed(const json_t *fs, const json_t *a, const json_t *b,
     return r;
 }
 
+/* ---- the diff of an update ---- */
+
+/* The set of a whole value v of type t, as a member node (what appears or goes). */
+static json_t *whole(const json_t *v, const struct fatia_api_fs_type *t, int depth)
+{
+    json_t *n = json_object();
+
+    add_value(n, v, t, depth, false);
+    return n;
+}
+
+static void put(json_t *parent, const char *key, json_t *child)
+{
+    if (child)
+        json_object_set_new(parent, key, child);
+}
+
+static bool granular_object(const json_t *a, const json_t *b)
+{
+    return json_is_object(a) && json_is_object(b) && json_object_size(a) && json_object_size(b);
+}
+
+/* a and b differ (both present). *chg / *rem: nodes for this path, or NULL for nothing. */
+static void diff(const json_t *a, const json_t *b, const struct fatia_api_fs_type *t, int depth,
+                 json_t **chg, json_t **rem)
+{
+    struct fatia_buf key;
+    const char *k;
+    json_t *v, *c = json_object(), *r = json_object();
+    size_t i;
+
+    *chg = *rem = NULL;
+    if (depth > MAX_DEPTH)
+        goto leaf;
+    if (granular_object(a, b)) {
+        fatia_buf_init(&key, 0);
+        json_object_foreach((json_t *)b, k, v)
+        {
+            const json_t *av = json_object_get(a, k);
+            struct fatia_api_fs_type ct;
+            json_t *cc, *rr;
+            if (av && fatia_json_equal(av, v))
+                continue;
+            ct = child_type(t, k);
+            fatia_buf_reset(&key);
+            fatia_buf_printf(&key, "f:%s", k);
+            if (!av) {
+                put(c, key.p, whole(v, &ct, depth + 1));
+                continue;
+            }
+            diff(av, v, &ct, depth + 1, &cc, &rr);
+            put(c, key.p, cc);
+            put(r, key.p, rr);
+        }
+        json_object_foreach((json_t *)a, k, v)
+        {
+            if (json_object_get(b, k))
+                continue;
+            struct fatia_api_fs_type ct = child_type(t, k);
+            fatia_buf_reset(&key);
+            fatia_buf_printf(&key, "f:%s", k);
+            put(r, key.p, whole(v, &ct, depth + 1));
+        }
+        fatia_buf_release(&key);
+        goto out;
+    }
+    if (json_is_array(a) && json_is_array(b) && json_array_size(a) && json_array_size(b) &&
+        (t->list == FATIA_FS_SET ||
+         (t->list == FATIA_FS_MAP && all_keyed(a, t->key) && all_keyed(b, t->key)))) {
+        struct fatia_api_fs_type it_t = item_type(t);
+        json_t *it;
+        fatia_buf_init(&key, 0);
+        json_array_foreach(b, i, it)
+        {
+            ssize_t idx;
+            bool ok = t->list == FATIA_FS_MAP ? item_key(it, t->key, &key) : value_key(it, &key);
+            const json_t *av;
+            json_t *cc, *rr;
+            if (!ok)
+                continue;
+            av = child_value(a, key.p, &idx);
+            if (av && fatia_json_equal(av, it))
+                continue;
+            if (!av) {
+                json_t *n = json_object();
+                if (t->list == FATIA_FS_MAP) {
+                    json_object_set_new(n, ".", json_object());
+                    add_members(n, it, &it_t, depth + 1, NULL, false);
+                }
+                put(c, key.p, n);
+                continue;
+            }
+            diff(av, it, &it_t, depth + 1, &cc, &rr);
+            put(c, key.p, cc);
+            put(r, key.p, rr);
+        }
+        json_array_foreach(a, i, it)
+        {
+            ssize_t idx;
+            bool ok = t->list == FATIA_FS_MAP ? item_key(it, t->key, &key) : value_key(it, &key);
+            if (!ok || child_value(b, key.p, &idx))
+                continue;
+            json_t *n = json_object();
+            if (t->list == FATIA_FS_MAP) {
+                json_object_set_new(n, ".", json_object());
+                add_members(n, it, &it_t, depth + 1, NULL, false);
+            }
+            put(r, key.p, n);
+        }
+        fatia_buf_release(&key);
+        goto out;
+    }
+leaf:
+    /* a leaf changed (or the value changed shape): b's set is changed, a's beyond it removed */
+    json_decref(c);
+    json_decref(r);
+    c = whole(b, t, depth);
+    {
+        json_t *wa = whole(a, t, depth);
+        r = combine(wa, c, FATIA_FS_DIFF, depth); /* NULL: nothing of a's went */
+        json_decref(wa);
+    }
+    *chg = c;
+    *rem = r;
+    return;
+out:
+    if (!json_object_size(c)) {
+        json_decref(c);
+        c = NULL;
+    }
+    if (!json_object_size(r)) {
+        json_decref(r);
+        r = NULL;
+    }
+    *chg = c;
+    *rem = r;
+}
+
+void fatia_api_fs_diff(const json_t *old, const json_t *new, const struct fatia_kind *k,
+                       enum fatia_api_fs_part part, json_t **ret_chg, json_t **ret_removed)
+{
+    struct fatia_api_fs_type root = fatia_api_fs_root(k);
+    json_t *c = json_object(), *r = json_object();
+    const char *key;
+    json_t *v;
+    char fk[300];
+
+    /* the two objects' parts, top level by hand: system metadata and apiVersion/kind are
+     * nobody's */
+    for (int pass = 0; pass < 2; pass++) {
+        const json_t *x = pass ? old : new, *y = pass ? new : old;
+        json_object_foreach((json_t *)x, key, v)
+        {
+            bool is_status = !strcmp(key, "status");
+            struct fatia_api_fs_type ct;
+            const json_t *yv = json_object_get(y, key);
+            json_t *cc = NULL, *rr = NULL;
+            if (!strcmp(key, "apiVersion") || !strcmp(key, "kind"))
+                continue;
+            if (part == FATIA_FS_STATUS ? !is_status : (is_status && k && k->has_status))
+                continue;
+            if (pass && yv)
+                continue; /* both: done in the first pass */
+            if (yv && fatia_json_equal(v, yv))
+                continue;
+            ct = child_type(&root, key);
+            snprintf(fk, sizeof(fk), "f:%s", key);
+            if (!strcmp(key, "metadata")) {
+                /* as fatia_api_fs_of: the members of metadata but the system ones */
+                if (json_is_object(pass ? yv : v) || json_is_object(pass ? v : yv)) {
+                    const json_t *om = pass ? v : yv, *nm = pass ? yv : v;
+                    json_t *oa = json_deep_copy(json_is_object(om) ? om : NULL);
+                    json_t *na = json_deep_copy(json_is_object(nm) ? nm : NULL);
+                    for (const char *const *s = system_meta; *s; s++) {
+                        json_object_del(oa, *s);
+                        json_object_del(na, *s);
+                    }
+                    if (!oa)
+                        oa = json_object();
+                    if (!na)
+                        na = json_object();
+                    if (!fatia_json_equal(oa, na)) {
+                        if (!json_object_size(oa))
+                            cc = whole(na, &ct, 1);
+                        else if (!json_object_size(na))
+                            rr = whole(oa, &ct, 1);
+                        else
+                            diff(oa, na, &ct, 1, &cc, &rr);
+                    }
+                    json_decref(oa);
+                    json_decref(na);
+                }
+            } else if (!yv) {
+                if (pass)
+                    rr = whole(v, &ct, 1);
+                else
+                    cc = whole(v, &ct, 1);
+            } else {
+                diff(yv, v, &ct, 1, &cc, &rr);
+            }
+            if (cc)
+                json_object_set_new(c, fk, cc);
+            if (rr)
+                json_object_set_new(r, fk, rr);
+        }
+    }
+    *ret_chg = c;
+    *ret_removed = r;
+}
+
 /* ".spec", "[name=\"c\"]", "[=\"x\"]" */
 static void path_step(struct fatia_buf *p, const char *k)
 {
@@ -551,4 +762,66 @@ void fatia_api_fs_remove(json_t *obj, const json_t *fs, const struct fatia_kind 
 {
     (void)k;
     remove_in(obj, fs, 0);
+}
+
+/* ---- configuration checks ---- */
+
+static int check_value(const json_t *v, const struct fatia_api_fs_type *t, struct fatia_buf *p,
+                       char *why, size_t n, int depth)
+{
+    const char *k;
+    json_t *m, *it;
+    size_t len = p->len, i, j;
+    int r = 0;
+
+    if (depth > MAX_DEPTH)
+        return 0;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, m)
+        {
+            struct fatia_api_fs_type ct = child_type(t, k);
+            fatia_buf_printf(p, ".%s", k);
+            r = check_value(m, &ct, p, why, n, depth + 1);
+            fatia_buf_truncate(p, len);
+            if (r < 0)
+                return r;
+        }
+        return 0;
+    }
+    if (!json_is_array(v) || t->list != FATIA_FS_MAP || !all_keyed(v, t->key))
+        return 0;
+    struct fatia_api_fs_type it_t = item_type(t);
+    json_array_foreach(v, i, it)
+    {
+        for (j = 0; j < i; j++) {
+            if (fatia_json_equal(json_object_get(json_array_get(v, j), t->key),
+                                 json_object_get(it, t->key))) {
+                char *kt = json_dumps(json_object_get(it, t->key), JSON_COMPACT | JSON_ENCODE_ANY);
+                snprintf(why, n, "%s: duplicate entries for key [%s=%s]", p->len ? p->p : ".",
+                         t->key, kt ? kt : "");
+                free(kt);
+                return -EINVAL;
+            }
+        }
+        char key[64];
+        snprintf(key, sizeof(key), "[%zu]", i);
+        fatia_buf_puts(p, key);
+        r = check_value(it, &it_t, p, why, n, depth + 1);
+        fatia_buf_truncate(p, len);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int fatia_api_fs_check(const json_t *cfg, const struct fatia_kind *k, char *why, size_t n)
+{
+    struct fatia_api_fs_type root = fatia_api_fs_root(k);
+    struct fatia_buf p;
+    int r;
+
+    fatia_buf_init(&p, 0);
+    r = check_value(cfg, &root, &p, why, n, 0);
+    fatia_buf_release(&p);
+    return r;
 }

@@ -67,6 +67,13 @@ bool fatia_api_fs_empty(const json_t *fs);
 json_t *fatia_api_fs_changed(const json_t *fs, const json_t *a, const json_t *b,
                              const struct fatia_kind *k);
 
+/* What an update changed, part of old against part of new (either may be NULL): *ret_chg the
+ * fields added or changed, *ret_removed those that went (new references, possibly empty). The
+ * same as the set differences of fatia_api_fs_of's sets and fatia_api_fs_changed on their
+ * intersection, walking only where the two differ. */
+void fatia_api_fs_diff(const json_t *old, const json_t *new, const struct fatia_kind *k,
+                       enum fatia_api_fs_part part, json_t **ret_chg, json_t **ret_removed);
+
 /* Calls fn for each member of fs with its path in structured-merge-diff's notation
  * (".spec.containers[name=\"c\"].image"). */
 void fatia_api_fs_paths(const json_t *fs, void (*fn)(void *arg, const char *path), void *arg);
@@ -74,6 +81,10 @@ void fatia_api_fs_paths(const json_t *fs, void (*fn)(void *arg, const char *path
 /* Merges apply configuration cfg into live (both objects of kind k): a new tree. Members of
  * cfg replace or merge into live's by type; live's others stay. */
 json_t *fatia_api_fs_merge(const json_t *live, const json_t *cfg, const struct fatia_kind *k);
+
+/* An apply configuration may not name one item of a map list twice: 0, or -EINVAL with the
+ * path and the key in why (".spec.containers: duplicate entries for key [name=\"a\"]"). */
+int fatia_api_fs_check(const json_t *cfg, const struct fatia_kind *k, char *why, size_t n);
 
 /* Removes the members of fs from obj (in place). */
 void fatia_api_fs_remove(json_t *obj, const json_t *fs, const struct fatia_kind *k);

@@ -253,7 +253,7 @@ static int decode_tree(const struct fatia_apiserver *s, json_t *tree, bool allow
 
 static bool is_unknown_field(const struct fatia_diag_entry *e)
 {
-    return e->level == FATIA_DIAG_WARNING && !strcmp(e->msg, "unknown field, ignored");
+    return e->level == FATIA_DIAG_WARNING && fatia_diag_is_unknown_field(e);
 }
 
 /* Steps 4-6 of the write path. tree is in the storage version. 0 or a failure in r. */

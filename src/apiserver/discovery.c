@@ -40,7 +40,7 @@ static bool serves(const struct fatia_kind *k, const char *v)
 
 json_t *fatia_api_discovery_version(void)
 {
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "33",
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "34",
                      "gitVersion", FATIA_APISERVER_KUBE_VERSION, "gitCommit", "fatia",
                      "gitTreeState", "clean", "buildDate", "2025-01-01T00:00:00Z", "goVersion",
                      "none", "compiler", "fatia", "platform", "linux/amd64");

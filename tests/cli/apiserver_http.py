@@ -99,7 +99,7 @@ status_is(st, obj, 401, "Unauthorized", "no token")
 st, obj, _ = req("GET", "/api/v1/namespaces", token="not-a-token-at-all")
 status_is(st, obj, 401, "Unauthorized", "unknown token")
 st, obj, _ = req("GET", "/version", token=None)
-check(st == 200 and obj["gitVersion"] == "v1.33.0", "/version needs no token")
+check(st == 200 and obj["gitVersion"] == "v1.34.0", "/version needs no token")
 st, obj, _ = req("GET", "/healthz", token=None)
 check(st == 200 and obj == b"ok", "/healthz")
 

@@ -35,6 +35,9 @@ const struct fatia_kind *const fatia_kinds[] = {
     &fatia_kind_resourceclaim,
     &fatia_kind_resourceclaimtemplate,
     &fatia_kind_crd,
+    &fatia_kind_admissioncheck,
+    &fatia_kind_provisioningrequestconfig,
+    &fatia_kind_topology,
     NULL,
 };
 

@@ -37,7 +37,8 @@ struct fatia_store;
 struct fatia_apiserver;
 
 /* The Kubernetes version fatiad reports (/version): fixed, so clients' skew checks are stable. */
-#define FATIA_APISERVER_KUBE_VERSION "v1.33.0"
+#define FATIA_APISERVER_KUBE_VERSION \
+    "v1.34.0" /* resource.k8s.io/v1, the newest API served, is 1.34 */
 
 struct fatia_apiserver_opts {
     const char *tokens_path;         /* bearer tokens file (auth.h); NULL = no authentication */

@@ -738,8 +738,15 @@ int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r
     const char *ns = k->namespaced ? c->ns : NULL;
     char what[400];
 
-    if (fatia_user_may(c->user, verb, k->namespaced, ns))
-        return 0;
+    if (fatia_user_may(c->user, verb, k->namespaced, ns)) {
+        if (fatia_kind_serves_verb(k, verb))
+            return 0;
+        fatia_api_opres_fail(r, 405, "MethodNotAllowed",
+                             "the server does not allow this method on the requested resource "
+                             "(%s %s): fatiad serves it read-only (get, list, watch)",
+                             verb, c->t->resource);
+        return -FATIA_E_FORBIDDEN;
+    }
     if (c->name)
         snprintf(what, sizeof(what), "%s \"%s\"", c->t->resource, c->name);
     else

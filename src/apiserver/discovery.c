@@ -40,7 +40,7 @@ static bool serves(const struct fatia_kind *k, const char *v)
 
 json_t *fatia_api_discovery_version(void)
 {
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "33",
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "major", "1", "minor", "34",
                      "gitVersion", FATIA_APISERVER_KUBE_VERSION, "gitCommit", "fatia",
                      "gitTreeState", "clean", "buildDate", "2025-01-01T00:00:00Z", "goVersion",
                      "none", "compiler", "fatia", "platform", "linux/amd64");
@@ -68,7 +68,8 @@ json_t *fatia_api_discovery_resources(const char *group, const char *version)
         any = true;
         r = json_pack("{s:s,s:s,s:b,s:s,s:o}", "name", k->plural, "singularName", k->singular,
                       "namespaced", k->namespaced, "kind", k->kind, "verbs",
-                      str_array(verbs_all, FATIA_ARRAY_SIZE(verbs_all)));
+                      k->verbs ? str_array(k->verbs, 0)
+                               : str_array(verbs_all, FATIA_ARRAY_SIZE(verbs_all)));
         if (k->short_names)
             json_object_set_new(r, "shortNames", str_array(k->short_names, 0));
         if (k->categories)

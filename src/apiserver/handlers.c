@@ -390,6 +390,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
     struct opctx c;
     struct opres r = {0};
     bool table = wants_table(h);
+    char ua_manager[129];
 
     if (!t) {
         if (!strcmp(rt->group, "authorization.k8s.io") && !strcmp(rt->version, "v1") &&
@@ -429,7 +430,21 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                        .name = rt->name,
                        .subresource = rt->sub,
                        .dry_run = q->dry_run,
-                       .fv = q->fv};
+                       .fv = q->fv,
+                       .manager = q->field_manager,
+                       .force = q->force};
+    if (!c.manager) {
+        /* kube-apiserver's default manager: the User-Agent up to its first '/' */
+        struct fatia_str ua = {0};
+        if (head_get(h, "User-Agent", &ua) && ua.n) {
+            size_t n = 0;
+            while (n < ua.n && n + 1 < sizeof(ua_manager) && ua.p[n] != '/')
+                n++;
+            memcpy(ua_manager, ua.p, n);
+            ua_manager[n] = '\0';
+            c.manager = ua_manager;
+        }
+    }
 
     if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) {
         if (rt->sub && !strcmp(rt->sub, "log")) {
@@ -541,6 +556,13 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 fatia_api_op_update(&c, body, http_op_done, w);
             else
                 http_wait_drop(w);
+        } else if (!strcmp(method, "PATCH") && rt->name &&
+                   header_contains(h, "Content-Type", "application/apply-patch+yaml")) {
+            c.manager = q->field_manager; /* required: no User-Agent default for apply */
+            if ((body = read_body(s, req, true)))
+                fatia_api_op_apply(&c, body, http_op_done, w);
+            else
+                http_wait_drop(w);
         } else if (!strcmp(method, "PATCH") && rt->name) {
             size_t n;
             const char *p = fatia_api_http_req_body(req, &n);
@@ -557,7 +579,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 reply_status(req, 415, "UnsupportedMediaType",
                              "the body of the request was in an unknown format - accepted "
                              "media types include: application/json-patch+json, "
-                             "application/merge-patch+json, "
+                             "application/merge-patch+json, application/apply-patch+yaml, "
                              "application/strategic-merge-patch+json");
                 return;
             }

@@ -241,6 +241,9 @@ struct opctx {
     const char *subresource; /* NULL or "status" */
     bool dry_run;
     enum fatia_field_validation fv;
+    const char
+        *manager; /* the field manager (server-side apply, managedFields); NULL: the user's name */
+    bool force;   /* apply: take the conflicting fields */
 };
 
 typedef void (*op_done_fn)(void *arg, struct opres *res);
@@ -255,6 +258,17 @@ void fatia_api_op_patch(const struct opctx *c, enum fatia_patch_type type, const
 void fatia_api_op_delete(const struct opctx *c, const json_t *options, op_done_fn done, void *arg);
 void fatia_api_op_delete_collection(const struct opctx *c, const struct fatia_api_query *q,
                                     const json_t *options, op_done_fn done, void *arg);
+
+/* Server-side apply and managedFields (apply.c). on_write: sets tree's managedFields for a
+ * write of c (create: old NULL) whose request object carried req_mf (borrowed; NULL none); 0 or
+ * a 422 in r. op_apply: PATCH application/apply-patch+yaml with the configuration body. */
+int fatia_api_managed_on_write(const struct opctx *c, const json_t *old, json_t *tree,
+                               const json_t *req_mf, struct opres *r);
+void fatia_api_op_apply(const struct opctx *c, const json_t *body, op_done_fn done, void *arg);
+/* ops.c's pieces apply.c reuses: the update of a whole tree (taken, storage version when c->ver
+ * is NULL), and the apiVersion/kind check with conversion to the storage version. */
+void fatia_api_op_update_tree(const struct opctx *c, json_t *tree, op_done_fn done, void *arg);
+int fatia_api_op_convert(const struct opctx *c, json_t *tree, struct opres *r);
 
 /* Authorization: 0 or a failure in r. verb: get list watch create update patch delete
  * deletecollection. */
@@ -372,6 +386,19 @@ int fatia_api_openapi_v2_protobuf(const json_t *doc, struct fatia_buf *out);
 
 /* An in-process watcher's end (watch.c; the in-process client's stop). */
 void fatia_api_watch_stop_local(struct watcher *w);
+
+/* The OpenAPI schema of a schema table (new reference; openapi.c): v3 or v2 dialect. */
+json_t *fatia_api_openapi_schema(const struct fatia_schema *s, bool v3);
+
+/* CustomResourceDefinitions of the compiled kinds (crd.c). */
+/* Is group one of Kubernetes' own API groups (its kinds are built in, not CRDs)? */
+bool fatia_api_crd_builtin_group(const char *group);
+/* The CRD object a cluster would hold for compiled kind k (new reference; no uid, times or
+ * resourceVersion). */
+json_t *fatia_api_crd_of_kind(const struct fatia_kind *k);
+/* At start: writes the CRD of every compiled kind that is one (created, or updated when the
+ * stored one differs), and deletes stored CRDs of compiled kinds fatia no longer has. */
+int fatia_api_crd_sync(struct fatia_apiserver *s);
 
 /* The v3 OpenAPI document of "api/v1" / "apis/G/V", or NULL (openapi.c). */
 const char *fatia_api_openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *ret_len,

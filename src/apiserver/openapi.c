@@ -136,6 +136,11 @@ static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth)
     return o;
 }
 
+json_t *fatia_api_openapi_schema(const struct fatia_schema *s, bool v3)
+{
+    return schema_json(s, v3, 0);
+}
+
 /* "io.x-k8s.kueue.v1beta2.ClusterQueue", "io.k8s.api.core.v1.Pod" */
 static void definition_name(const struct fatia_kind *k, const char *version, char *buf, size_t n)
 {

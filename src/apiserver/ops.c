@@ -253,7 +253,7 @@ static int decode_tree(const struct fatia_apiserver *s, json_t *tree, bool allow
 
 static bool is_unknown_field(const struct fatia_diag_entry *e)
 {
-    return e->level == FATIA_DIAG_WARNING && !strcmp(e->msg, "unknown field, ignored");
+    return e->level == FATIA_DIAG_WARNING && fatia_diag_is_unknown_field(e);
 }
 
 /* Steps 4-6 of the write path. tree is in the storage version. 0 or a failure in r. */
@@ -480,6 +480,7 @@ void fatia_api_op_create(const struct opctx *c, json_t *body, op_done_fn done, v
     const char *ns = NULL, *name, *rv;
     struct entry *e;
     struct wtxn *tx;
+    json_t *req_mf = NULL;
     char uid[37], ts[40], gen_name[300];
 
     if (fatia_api_authorize(c, "create", &r) < 0)
@@ -522,6 +523,7 @@ void fatia_api_op_create(const struct opctx *c, json_t *body, op_done_fn done, v
                              "created");
         goto out_answer;
     }
+    req_mf = json_incref(json_object_get(meta, "managedFields"));
     for (const char *const *k = system_meta; *k; k++)
         json_object_del(meta, *k);
     if (c->t->kind->has_status)
@@ -577,6 +579,10 @@ void fatia_api_op_create(const struct opctx *c, json_t *body, op_done_fn done, v
         }
         goto out_answer;
     }
+    if (fatia_api_managed_on_write(c, NULL, tree, req_mf, &r) < 0) {
+        fatia_api_rtable_maybe_remove(c->t, e);
+        goto out_answer;
+    }
     fatia_api_random_uid(uid);
     now_rfc3339(ts, sizeof(ts));
     json_object_set_new(meta, "uid", json_string(uid));
@@ -603,11 +609,13 @@ void fatia_api_op_create(const struct opctx *c, json_t *body, op_done_fn done, v
         fatia_api_opres_from_errno(&r, -ENOMEM, "create");
         goto out_answer;
     }
+    json_decref(req_mf);
     fatia_api_wtxn_commit(s, tx);
     return;
 
 out_answer:
     json_decref(tree);
+    json_decref(req_mf);
     answer_now(&r, done, arg);
 }
 
@@ -666,6 +674,7 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
     char key[600], rvs[24];
     int64_t gen = 1;
     bool status_only = c->subresource && !strcmp(c->subresource, "status");
+    json_t *req_mf = NULL;
 
     if (fatia_api_authorize(c, "update", &r) < 0)
         goto out_answer;
@@ -723,6 +732,7 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
             c->t->resource, c->name, buid, nz(fatia_json_str(ometa, "uid")));
         goto out_answer;
     }
+    req_mf = status_only ? NULL : json_incref(json_object_get(meta, "managedFields"));
     if (status_only) {
         /* only .status changes through the status subresource */
         json_t *st = json_incref(json_object_get(tree, "status"));
@@ -763,6 +773,8 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
     json_object_set_new(meta, "name", json_string(c->name));
     if (c->t->kind->namespaced)
         json_object_set_new(meta, "namespace", json_string(c->ns));
+    if (fatia_api_managed_on_write(c, old, tree, req_mf, &r) < 0)
+        goto out_answer;
     fatia_json_int(ometa, "generation", &gen);
     json_object_set_new(meta, "generation",
                         json_integer(spec_changed(c->t->kind, old, tree) ? gen + 1 : gen));
@@ -805,6 +817,7 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
             goto out_answer;
         }
         tx->result = tx->ops.v[0].ver;
+        json_decref(req_mf);
         fatia_api_wtxn_commit(s, tx);
         return;
     }
@@ -814,12 +827,24 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
         fatia_api_opres_from_errno(&r, -ENOMEM, "update");
         goto out_answer;
     }
+    json_decref(req_mf);
     fatia_api_wtxn_commit(s, tx);
     return;
 
 out_answer:
     json_decref(tree);
+    json_decref(req_mf);
     answer_now(&r, done, arg);
+}
+
+void fatia_api_op_update_tree(const struct opctx *c, json_t *tree, op_done_fn done, void *arg)
+{
+    do_update(c, tree, done, arg);
+}
+
+int fatia_api_op_convert(const struct opctx *c, json_t *tree, struct opres *r)
+{
+    return check_type_and_convert(c, tree, r);
 }
 
 void fatia_api_op_update(const struct opctx *c, json_t *body, op_done_fn done, void *arg)

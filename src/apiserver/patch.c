@@ -418,6 +418,22 @@ static const struct smp *smp_field(const struct smp *fields, const char *name)
     return NULL;
 }
 
+const void *fatia_patch_smp_root(const struct fatia_kind *k)
+{
+    return root_for(k);
+}
+
+bool fatia_patch_smp_child(const void *fields, const char *name, struct fatia_smp_info *ret)
+{
+    const struct smp *f = smp_field(fields, name);
+
+    *ret = (struct fatia_smp_info){0};
+    if (!f)
+        return false;
+    *ret = (struct fatia_smp_info){f->merge_key, f->merge_set, f->fields};
+    return true;
+}
+
 static bool is_directive(const char *key)
 {
     return key[0] == '$';

@@ -34,4 +34,17 @@ int fatia_patch_json(const json_t *doc, const json_t *ops, json_t **ret, char *w
 int fatia_patch_strategic(const json_t *doc, const json_t *patch, const struct fatia_kind *kind,
                           json_t **ret, char *why, size_t why_n);
 
+/* The merge keys of strategic merge patch, for server-side apply (fieldset.c): the fields table
+ * of a kind's root object (opaque), and what it says of member name of an object whose table is
+ * fields (NULL: none): a list merged by merge_key, a list of scalars merged as a set, the table
+ * of the member's value (or of each list item). false when the table does not name it. */
+struct fatia_smp_info {
+    const char *merge_key;
+    bool merge_set;
+    const void *fields;
+};
+
+const void *fatia_patch_smp_root(const struct fatia_kind *k);
+bool fatia_patch_smp_child(const void *fields, const char *name, struct fatia_smp_info *ret);
+
 #endif

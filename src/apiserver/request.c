@@ -310,6 +310,10 @@ int fatia_api_query_parse(const struct fatia_api_target *t, struct fatia_api_que
             flag = &q.previous;
         } else if (!strcmp(k, "timestamps")) {
             flag = &q.timestamps;
+        } else if (!strcmp(k, "fieldManager")) {
+            q.field_manager = *v ? v : NULL;
+        } else if (!strcmp(k, "force")) {
+            flag = &q.force;
         } else if (!strcmp(k, "dryRun")) {
             if (!strcmp(v, "All")) {
                 q.dry_run = true;

@@ -102,6 +102,8 @@ struct fatia_api_query {
     bool timestamps;
     int include_object; /* Table rows: 0 None, 1 Metadata (default), 2 Object */
     enum fatia_field_validation fv;
+    const char *field_manager; /* fieldManager; NULL when absent */
+    bool force;                /* force=true (server-side apply) */
 };
 
 /* Reads the query parameters the server knows (others are ignored, as upstream does). 0, or

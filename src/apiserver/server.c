@@ -260,6 +260,9 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         goto out_free;
     }
     event_add(s->store_ev, NULL);
+    r = fatia_api_crd_sync(s); /* the first write: before any client's */
+    if (r < 0)
+        goto out_free;
     {
         struct timeval tv = {.tv_sec = s->o.bookmark_interval / FATIA_USEC_PER_SEC,
                              .tv_usec = s->o.bookmark_interval % FATIA_USEC_PER_SEC};

@@ -25,10 +25,13 @@ static const char usage[] =
     "Decode and validate every object in the given files or directories (their *.yaml, *.yml\n"
     "and *.json files; '-' reads stdin), as fatiad would on apply. Prints one line per object\n"
     "(ok KIND/NAME, or KIND/NAMESPACE/NAME) and every error with file:line:column and the\n"
-    "field path. Unknown fields are warnings, as with kubectl --validate=warn.\n"
+    "field path. The verdict is fatiad's for a create with kubectl's default validation: a\n"
+    "metadata.generateName stands for the name, unknown fields are errors (--field-validation\n"
+    "Warn makes them warnings, as kubectl --validate=warn).\n"
     "\n"
     "Options:\n"
     "  -f, --filename PATH   file, directory or '-' (repeatable)\n"
+    "      --field-validation Strict|Warn   unknown fields: errors (default) or warnings\n"
     "  -R, --recursive       descend into subdirectories\n"
     "  -o, --output FORMAT   table (default), json or yaml\n"
     "  -q, --quiet           print errors only\n"
@@ -65,10 +68,11 @@ static int run(int argc, char **argv)
 {
     static const struct option opts[] = {FATIA_CLI_INPUT_OPTIONS,
                                          {"quiet", no_argument, NULL, 'q'},
+                                         {"field-validation", required_argument, NULL, 'V'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     struct fatia_cli_input in;
-    bool quiet = false;
+    bool quiet = false, strict = true;
     struct fatia_objset set;
     json_t *jobjs = NULL, *jdiags = NULL;
     size_t n_ok = 0, n_bad = 0, n_warn = 0, n_files_bad = 0;
@@ -84,6 +88,17 @@ static int run(int argc, char **argv)
         switch (c) {
         case 'q':
             quiet = true;
+            break;
+        case 'V':
+            if (!strcmp(optarg, "Strict"))
+                strict = true;
+            else if (!strcmp(optarg, "Warn"))
+                strict = false;
+            else {
+                fatia_cli_input_release(&in);
+                return fatia_cli_usage_error(&fatia_cmd_validate,
+                                             "--field-validation: Strict or Warn");
+            }
             break;
         case 'h':
             fatia_cli_input_release(&in);
@@ -115,7 +130,12 @@ static int run(int argc, char **argv)
         }
         for (size_t i = first; i < set.docs.n; i++) {
             const struct fatia_doc *d = &set.docs.docs[i];
-            struct fatia_decode_opts o = {.file = d->file, .map = set.docs.map, .pos = d->pos};
+            /* what fatiad decides for a create of this document (ops.c): one rule */
+            struct fatia_decode_opts o = {.file = d->file,
+                                          .map = set.docs.map,
+                                          .pos = d->pos,
+                                          .allow_generate_name = true,
+                                          .strict_unknown = strict};
             struct fatia_diag dd;
             struct fatia_object *obj = NULL;
             char id[320] = "";

@@ -187,11 +187,39 @@ static int parse_sharing(const json_t *sh, struct fatia_dra_sharing *s, bool mig
                "unknown GPU sharing strategy \"%s\": expected TimeSlicing or MPS", strategy);
 }
 
+/* VfioDeviceConfig.iommu (NVIDIA's IOMMUConfig, api/nvidia.com/resource/v1beta1/iommu.go):
+ * backendPolicy LegacyOnly | PreferIommuFD (the driver defaults an empty one to LegacyOnly),
+ * enableAPIDevice a bool; nothing else (the driver decodes strictly). */
+static int parse_iommu(const json_t *iommu, char *path, size_t path_n, char *why, size_t why_n)
+{
+    static const char *const fields[] = {"backendPolicy", "enableAPIDevice", NULL};
+    const json_t *bp = json_object_get(iommu, "backendPolicy");
+    const json_t *api = json_object_get(iommu, "enableAPIDevice");
+    int r;
+
+    if (!json_is_object(iommu))
+        return bad(path, path_n, "iommu", why, why_n, "expected an object");
+    r = only_fields(iommu, fields, "iommu", path, path_n, why, why_n);
+    if (r < 0)
+        return r;
+    if (bp && !json_is_null(bp) &&
+        (!json_is_string(bp) ||
+         (json_string_length(bp) && strcmp(json_string_value(bp), "LegacyOnly") &&
+          strcmp(json_string_value(bp), "PreferIommuFD"))))
+        return bad(path, path_n, "iommu.backendPolicy", why, why_n,
+                   "unknown IOMMU backend policy %s: supported IOMMU backend policies: LegacyOnly, "
+                   "PreferIommuFD",
+                   json_is_string(bp) ? json_string_value(bp) : "(not a string)");
+    if (api && !json_is_null(api) && !json_is_boolean(api))
+        return bad(path, path_n, "iommu.enableAPIDevice", why, why_n, "expected a boolean");
+    return 0;
+}
+
 int fatia_dra_nvidia_config_parse(const json_t *params, struct fatia_dra_sharing *ret, char *path,
                                   size_t path_n, char *why, size_t why_n)
 {
     static const char *const gpu_fields[] = {"apiVersion", "kind", "sharing", NULL};
-    static const char *const vfio_fields[] = {"apiVersion", "kind", NULL};
+    static const char *const vfio_fields[] = {"apiVersion", "kind", "iommu", NULL};
     const char *av = fatia_json_str(params, "apiVersion"), *kind = fatia_json_str(params, "kind");
     struct fatia_dra_sharing s = {.interval = -1, .thread_percentage = -1};
     const json_t *sharing;
@@ -221,6 +249,12 @@ int fatia_dra_nvidia_config_parse(const json_t *params, struct fatia_dra_sharing
                     path_n, why, why_n);
     if (r < 0)
         return r;
+    if (s.kind == FATIA_DRA_CONFIG_VFIO && json_object_get(params, "iommu") &&
+        !json_is_null(json_object_get(params, "iommu"))) {
+        r = parse_iommu(json_object_get(params, "iommu"), path, path_n, why, why_n);
+        if (r < 0)
+            return r;
+    }
     sharing = json_object_get(params, "sharing");
     if (sharing) {
         r = parse_sharing(sharing, &s, s.kind == FATIA_DRA_CONFIG_MIG, path, path_n, why, why_n);

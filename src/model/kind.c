@@ -34,6 +34,10 @@ const struct fatia_kind *const fatia_kinds[] = {
     &fatia_kind_resourceslice,
     &fatia_kind_resourceclaim,
     &fatia_kind_resourceclaimtemplate,
+    &fatia_kind_crd,
+    &fatia_kind_admissioncheck,
+    &fatia_kind_provisioningrequestconfig,
+    &fatia_kind_topology,
     NULL,
 };
 
@@ -121,6 +125,16 @@ const struct fatia_kind *fatia_kind_by_any_name(const char *name)
             return k;
     }
     return NULL;
+}
+
+bool fatia_kind_serves_verb(const struct fatia_kind *k, const char *verb)
+{
+    if (!k->verbs)
+        return true;
+    for (const char *const *v = k->verbs; *v; v++)
+        if (!strcmp(*v, verb))
+            return true;
+    return false;
 }
 
 void fatia_kind_api_version(const struct fatia_kind *k, char *buf, size_t n)

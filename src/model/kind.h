@@ -61,6 +61,9 @@ struct fatia_kind {
     const struct fatia_schema *schema;  /* the whole object (apiVersion, kind, metadata, ...) */
     const struct fatia_column *columns; /* terminated by {NULL}; NULL = name and age only */
     const struct fatia_kind_version *others; /* terminated by {NULL}; may be NULL */
+    /* The only verbs served ("get", "list", "watch": CustomResourceDefinition), NULL-terminated;
+     * NULL = every verb. Others answer 405 MethodNotAllowed. */
+    const char *const *verbs;
 };
 
 /* All registered kinds, NULL-terminated, in a stable order. */
@@ -76,6 +79,9 @@ const struct fatia_kind *fatia_kind_by_name(const char *kind);
 const struct fatia_kind *fatia_kind_by_resource(const char *group, const char *plural);
 /* By any name a person types: plural, singular, short name, kind, with optional ".group". */
 const struct fatia_kind *fatia_kind_by_any_name(const char *name);
+
+/* Does k serve verb ("create", "list", ...; "deletecollection" and "patch" included)? */
+bool fatia_kind_serves_verb(const struct fatia_kind *k, const char *verb);
 
 /* "kueue.x-k8s.io/v1beta2" or "v1" into buf. */
 void fatia_kind_api_version(const struct fatia_kind *k, char *buf, size_t n);

@@ -118,7 +118,7 @@ int fatia_object_decode(json_t *root, const struct fatia_decode_opts *opts,
     const struct fatia_kind *k = NULL;
     struct fatia_object *o;
     struct fatia_vctx ctx;
-    size_t errors_before = diag->n_errors;
+    size_t errors_before = diag->n_errors, entries_before = diag->n;
     json_t *meta;
     char av[128];
     int r;
@@ -167,6 +167,22 @@ int fatia_object_decode(json_t *root, const struct fatia_decode_opts *opts,
     o->name = fatia_json_str(meta, "name");
     o->namespace = k->namespaced ? fatia_json_str(meta, "namespace") : NULL;
 
+    if (opts->strict_unknown) {
+        for (size_t i = entries_before; i < diag->n; i++) {
+            struct fatia_diag_entry *e = &diag->v[i];
+            if (e->level == FATIA_DIAG_WARNING && fatia_diag_is_unknown_field(e)) {
+                char *msg = fatia_strdup("unknown field");
+                if (!msg) {
+                    diag->oom = true;
+                    break;
+                }
+                fatia_free(e->msg);
+                e->msg = msg;
+                e->level = FATIA_DIAG_ERROR;
+                diag->n_errors++;
+            }
+        }
+    }
     if (diag->oom) {
         fatia_object_free(o);
         return -ENOMEM;
@@ -177,6 +193,12 @@ int fatia_object_decode(json_t *root, const struct fatia_decode_opts *opts,
     }
     *ret = o;
     return 0;
+}
+
+bool fatia_diag_is_unknown_field(const struct fatia_diag_entry *e)
+{
+    return (e->level == FATIA_DIAG_WARNING && !strcmp(e->msg, "unknown field, ignored")) ||
+           (e->level == FATIA_DIAG_ERROR && !strcmp(e->msg, "unknown field"));
 }
 
 void fatia_object_free(struct fatia_object *o)

@@ -35,7 +35,14 @@ struct fatia_decode_opts {
     struct fatia_srcpos pos;        /* where the document starts */
     bool allow_generate_name;       /* API create: name may come from generateName */
     bool no_defaults;               /* validate only */
+    /* Unknown fields are errors ("unknown field"), as the API server refuses them
+     * under fieldValidation=Strict, kubectl's default; else warnings. */
+    bool strict_unknown;
 };
+
+/* Is e the schema walker's report of an unknown field (a warning, or an error under
+ * strict_unknown)? The API server and `fatia validate` decide with this one rule. */
+bool fatia_diag_is_unknown_field(const struct fatia_diag_entry *e);
 
 /* Decodes root (borrowed; the object takes its own reference and may modify the tree) and runs
  * the extra checks of its kind in checks (model/kind.h; NULL: the schema's rules only). Every

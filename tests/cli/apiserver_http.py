@@ -99,7 +99,7 @@ status_is(st, obj, 401, "Unauthorized", "no token")
 st, obj, _ = req("GET", "/api/v1/namespaces", token="not-a-token-at-all")
 status_is(st, obj, 401, "Unauthorized", "unknown token")
 st, obj, _ = req("GET", "/version", token=None)
-check(st == 200 and obj["gitVersion"] == "v1.33.0", "/version needs no token")
+check(st == 200 and obj["gitVersion"] == "v1.34.0", "/version needs no token")
 st, obj, _ = req("GET", "/healthz", token=None)
 check(st == 200 and obj == b"ok", "/healthz")
 
@@ -204,7 +204,9 @@ st, obj, _ = req("PATCH", WPC + "/p1", {"metadata": {"resourceVersion": "1"}, "v
                  ctype="application/merge-patch+json")
 status_is(st, obj, 409, "Conflict", "patch carrying a stale rv")
 st, obj, _ = req("PATCH", WPC + "/p1", {"value": 5}, ctype="application/apply-patch+yaml")
-status_is(st, obj, 415, "UnsupportedMediaType", "server-side apply")
+status_is(st, obj, 400, "BadRequest", "server-side apply without fieldManager")
+st, obj, _ = req("PATCH", WPC + "/p1", {"value": 5}, ctype="application/x-unknown-patch")
+status_is(st, obj, 415, "UnsupportedMediaType", "a patch of an unknown media type")
 
 # ---- status subresource, generation ----
 st, obj, _ = req("POST", KQ + "/namespaces/t1/localqueues", lq("t1", "s1"))

@@ -19,7 +19,8 @@
 #      ClusterQueue, ResourceClaim; merge, JSON patch, PUT
 #   7. immutability: a gated pod's resources; a running Job's template; an admitted Workload's
 #      podSets
-#   8. apply patches are not served (415), so they cannot bypass anything
+#   8. server-side apply goes through the same admission: an apply that un-suspends the queued
+#      Job conflicts (409) without force and is refused (403) with force=true
 #   9. a race between the tenant's un-suspend and admission: many patches while the Job is
 #      being admitted; the invariant holds, and the Job runs only through admission
 #  10. the admin is not held to the tenant rules (writes status, binds)
@@ -326,12 +327,21 @@ invariant "status"
 # ---- 7. immutability ----
 WANT='resources'
 refused $T patch pod gated --type=json -p '[{"op":"replace","path":"/spec/containers/0/resources/limits/nvidia.com~1gpu","value":"1"}]'
-# ---- 8. apply patches are not served ----
+# ---- 8. server-side apply: the same admission as every write ----
 AS_TOKEN=$(awk '$2 == "mallory" {print $1}' "$TMP/data/tokens") api PATCH \
     "/apis/batch/v1/namespaces/team-a/jobs/jq?fieldManager=m" \
     -H 'Content-Type: application/apply-patch+yaml' --data-binary $'apiVersion: batch/v1\nkind: Job\nmetadata: {name: jq}\nspec: {suspend: false}\n'
-[ "$CODE" = 415 ] || [ "$CODE" = 403 ] || fail "ATTACK SUCCEEDED? an apply patch answered $CODE"
+[ "$CODE" = 409 ] || [ "$CODE" = 403 ] || fail "ATTACK SUCCEEDED? an apply patch answered $CODE"
+AS_TOKEN=$(awk '$2 == "mallory" {print $1}' "$TMP/data/tokens") api PATCH \
+    "/apis/batch/v1/namespaces/team-a/jobs/jq?fieldManager=m&force=true" \
+    -H 'Content-Type: application/apply-patch+yaml' --data-binary $'apiVersion: batch/v1\nkind: Job\nmetadata: {name: jq}\nspec: {suspend: false}\n'
+[ "$CODE" = 403 ] || fail "ATTACK SUCCEEDED? a forced apply patch answered $CODE: $(cat "$TMP/body")"
 [ "$(jp job jq -n team-a -o jsonpath='{.spec.suspend}')" = true ] || fail "ATTACK SUCCEEDED: apply un-suspended the Job"
+# an apply that creates: a bare GPU pod with spec.nodeName meets the quota door and the bind rule
+AS_TOKEN=$(awk '$2 == "mallory" {print $1}' "$TMP/data/tokens") api PATCH \
+    "/api/v1/namespaces/team-a/pods/ssa-gpu?fieldManager=m&force=true" \
+    -H 'Content-Type: application/apply-patch+yaml' --data-binary $'apiVersion: v1\nkind: Pod\nmetadata: {name: ssa-gpu}\nspec:\n  nodeName: box-0\n  containers: [{name: c, image: busybox, resources: {limits: {nvidia.com/gpu: "1"}}}]\n'
+[ "$CODE" = 403 ] || fail "ATTACK SUCCEEDED? an apply creating a bound GPU pod answered $CODE: $(cat "$TMP/body")"
 
 # ---- 9. a race between un-suspend and admission ----
 expect_rc 0 $K delete job jq -n team-a --wait=false

@@ -264,7 +264,8 @@ const struct fatia_kind fatia_kind_deviceclass = {
     .singular = "deviceclass",
     .namespaced = false,
     .name_rule = FATIA_NAME_SUBDOMAIN,
-    .schema = &(const struct fatia_schema){FATIA_T_OBJECT, .fields = class_fields}};
+    .schema = &(const struct fatia_schema){FATIA_T_OBJECT, .fields = class_fields},
+    .others = fatia_kind_dra_class_versions};
 
 /* ---- ResourceSlice ---- */
 
@@ -435,7 +436,8 @@ const struct fatia_kind fatia_kind_resourceslice = {
     .namespaced = false,
     .name_rule = FATIA_NAME_SUBDOMAIN,
     .schema = &(const struct fatia_schema){FATIA_T_OBJECT, .fields = slice_fields},
-    .columns = slice_columns};
+    .columns = slice_columns,
+    .others = fatia_kind_dra_slice_versions};
 
 /* ---- ResourceClaimSpec ---- */
 
@@ -667,7 +669,8 @@ const struct fatia_kind fatia_kind_resourceclaim = {
     .namespaced = true,
     .has_status = true,
     .name_rule = FATIA_NAME_SUBDOMAIN,
-    .schema = &(const struct fatia_schema){FATIA_T_OBJECT, .fields = claim_fields}};
+    .schema = &(const struct fatia_schema){FATIA_T_OBJECT, .fields = claim_fields},
+    .others = fatia_kind_dra_claim_versions};
 
 /* ---- ResourceClaimTemplate ---- */
 
@@ -696,4 +699,5 @@ const struct fatia_kind fatia_kind_resourceclaimtemplate = {
     .singular = "resourceclaimtemplate",
     .namespaced = true,
     .name_rule = FATIA_NAME_SUBDOMAIN,
-    .schema = &(const struct fatia_schema){FATIA_T_OBJECT, .fields = template_fields}};
+    .schema = &(const struct fatia_schema){FATIA_T_OBJECT, .fields = template_fields},
+    .others = fatia_kind_dra_template_versions};

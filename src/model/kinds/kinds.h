@@ -58,5 +58,15 @@ extern const struct fatia_kind fatia_kind_deviceclass;
 extern const struct fatia_kind fatia_kind_resourceslice;
 extern const struct fatia_kind fatia_kind_resourceclaim;
 extern const struct fatia_kind fatia_kind_resourceclaimtemplate;
+extern const struct fatia_kind fatia_kind_crd;
+extern const struct fatia_kind fatia_kind_admissioncheck;
+extern const struct fatia_kind fatia_kind_provisioningrequestconfig;
+extern const struct fatia_kind fatia_kind_topology;
+
+/* resource.k8s.io v1beta2 and v1beta1 beside v1 (dra_versions.c). */
+extern const struct fatia_kind_version fatia_kind_dra_class_versions[];
+extern const struct fatia_kind_version fatia_kind_dra_claim_versions[];
+extern const struct fatia_kind_version fatia_kind_dra_template_versions[];
+extern const struct fatia_kind_version fatia_kind_dra_slice_versions[];
 
 #endif

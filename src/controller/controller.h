@@ -18,7 +18,10 @@
  *   placement   the demand layer's placement: binds pods to nodes and slices (spec.nodeName and
  *               the annotations fatia.dev/slices and fatia.dev/devices), frees slices when pods
  *               end, and rebuilds its state from the bound pods before binding anything new;
- *   gc          deletes what an ownerReference ties to a deleted owner (Pods of a Job, Workloads).
+ *   gc          deletes what an ownerReference ties to a deleted owner (Pods of a Job or a
+ *               Notebook, Workloads);
+ *   notebook    Kubeflow's notebook controller: a kubeflow.org/v1 Notebook runs as one Kueue pod,
+ *               stopped and started by the annotation kubeflow-resource-stopped (notebook.c).
  *
  * fatia_controllers_webhooks describes the admission plugins that belong with them (the tenant
  * rules, hardware profile injection, the quota door, Kueue's Job and Pod defaults);

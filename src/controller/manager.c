@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "controller/ctl_internal.h"
 #include "controller/metrics.h"
+#include "controller/notebook.h"
 
 struct sync_hook {
     void (*fn)(void *arg);
@@ -44,6 +45,7 @@ struct ctl {
     struct admission_ctl *admission;
     struct placement_ctl *placement;
     struct gc_ctl *gc;
+    struct notebook_ctl *notebook;
 };
 
 struct fatia_controllers {
@@ -220,7 +222,8 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
         (r = fatia_ctlr_workload_ctl_new(c, &c->workload)) < 0 ||
         (r = fatia_ctlr_job_ctl_new(c, &c->job)) < 0 ||
         (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
-        (r = fatia_ctlr_placement_ctl_new(c, c->device, &c->placement)) < 0)
+        (r = fatia_ctlr_placement_ctl_new(c, c->device, &c->placement)) < 0 ||
+        (r = fatia_ctlr_notebook_ctl_new(c, &c->notebook)) < 0)
         goto fail;
     for (size_t i = 0; i < c->informers.n; i++)
         if (!c->informers.v[i]) {
@@ -283,6 +286,7 @@ void fatia_controllers_free(struct fatia_controllers *fc)
                 inf->watch = NULL;
             }
         }
+        fatia_ctlr_notebook_ctl_free(c->notebook);
         fatia_ctlr_placement_ctl_free(c->placement);
         fatia_ctlr_admission_ctl_free(c->admission);
         fatia_ctlr_job_ctl_free(c->job);

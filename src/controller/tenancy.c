@@ -43,7 +43,8 @@
  *                a Workload with owners is not deleted by a tenant (Kueue keeps it with its
  *                resource-in-use finalizer while admitted; without the rule, deleting it would
  *                release the quota while the pods hold the GPUs) (deletecollection too);
- *   door         a pod or Job that requests a GPU resource (nvidia.com/..., fatia.dev/..., or a DRA
+ *   door         a pod, Job or Notebook (whose pod the notebook controller makes, so it is
+ *                held here) that requests a GPU resource (nvidia.com/..., fatia.dev/..., or a DRA
  *                claim) carries a queue label: if it has none and the namespace is managed
  *                (SchedulerConfig spec.manageJobsWithoutQueueName, default true, and
  *                spec.managedJobsNamespaceSelector, default every namespace), it gets the
@@ -61,7 +62,9 @@
  *
  * Two plugins, because some rules must see the tenant's own write and others the final object:
  *   tenancy-status (validating, every kind, status writes only): status.
- *   tenancy-restrict (mutating, first of all plugins, Pods, Jobs, Workloads): reserved, gate,
+ *   tenancy-restrict (mutating, first of all plugins, Pods, Jobs, Workloads; Notebooks: reserved
+ *       only, in their own metadata; their template's reserved keys the notebook controller
+ *       drops): reserved, gate,
  *       suspend, queue (the queue rule before the suspend rule: the combined patch that drops
  *       the label and un-suspends is refused as either). It runs before any other plugin so that what the
  *       profile injection or kueue-defaults write (fatia.dev/injected, the managed label, the
@@ -352,6 +355,8 @@ static int restrict_admit(void *arg, struct fatia_admit_attrs *a)
     r = check_reserved(a, get(a->obj, "metadata"), get(a->old, "metadata"), "metadata");
     if (r < 0)
         return r;
+    if (is_kind(a->kind, "kubeflow.org", "Notebook"))
+        return 0; /* its queue applies at its next start: it may change */
     if (a->old && !is_kind(a->kind, "kueue.x-k8s.io", "Workload") &&
         !same(get(get(get(a->obj, "metadata"), "labels"), KUEUE_LABEL_QUEUE),
               get(get(get(a->old, "metadata"), "labels"), KUEUE_LABEL_QUEUE)))
@@ -566,6 +571,18 @@ static int door_job(struct fatia_client *c, struct fatia_admit_attrs *a)
     return res ? door_queue(c, a, res) : 0;
 }
 
+/* A Notebook (controller/notebook.c) is held like a Job: its pod is made by a trusted
+ * controller, so the door stands at the Notebook. Its template may change (it applies at the
+ * next start); its queue label may not go while it requests GPUs. */
+static int door_notebook(struct fatia_client *c, struct fatia_admit_attrs *a)
+{
+    const char *res = gpu_request(get(get(get(a->obj, "spec"), "template"), "spec"));
+
+    if (!res && a->old)
+        res = gpu_request(get(get(get(a->old, "spec"), "template"), "spec"));
+    return res ? door_queue(c, a, res) : 0;
+}
+
 static int door_admit(void *arg, struct fatia_admit_attrs *a)
 {
     struct fatia_client *c = arg;
@@ -576,18 +593,21 @@ static int door_admit(void *arg, struct fatia_admit_attrs *a)
         return door_pod(c, a);
     if (is_kind(a->kind, "batch", "Job"))
         return door_job(c, a);
+    if (is_kind(a->kind, "kubeflow.org", "Notebook"))
+        return door_notebook(c, a);
     return 0;
 }
 
 int fatia_controller_tenancy_restrict(struct fatia_admission out[2])
 {
-    static const struct fatia_kind *kinds[4];
+    static const struct fatia_kind *kinds[5];
 
     kinds[0] = fatia_kind_find("v1", "Pod", NULL);
     kinds[1] = fatia_kind_find("batch/v1", "Job", NULL);
     kinds[2] = fatia_kind_find("kueue.x-k8s.io/v1beta2", "Workload", NULL);
-    kinds[3] = NULL;
-    if (!kinds[0] || !kinds[1] || !kinds[2])
+    kinds[3] = fatia_kind_find("kubeflow.org/v1", "Notebook", NULL);
+    kinds[4] = NULL;
+    if (!kinds[0] || !kinds[1] || !kinds[2] || !kinds[3])
         return -EINVAL;
     out[0] = (struct fatia_admission){.name = RESTRICT_NAME,
                                       .phase = FATIA_ADMIT_MUTATING,
@@ -609,12 +629,13 @@ int fatia_controller_tenancy_restrict(struct fatia_admission out[2])
 
 int fatia_controller_quota_door(struct fatia_client *client, struct fatia_admission *out)
 {
-    static const struct fatia_kind *kinds[3];
+    static const struct fatia_kind *kinds[4];
 
     kinds[0] = fatia_kind_find("v1", "Pod", NULL);
     kinds[1] = fatia_kind_find("batch/v1", "Job", NULL);
-    kinds[2] = NULL;
-    if (!kinds[0] || !kinds[1])
+    kinds[2] = fatia_kind_find("kubeflow.org/v1", "Notebook", NULL);
+    kinds[3] = NULL;
+    if (!kinds[0] || !kinds[1] || !kinds[2])
         return -EINVAL;
     *out = (struct fatia_admission){.name = DOOR_NAME,
                                     .phase = FATIA_ADMIT_MUTATING,

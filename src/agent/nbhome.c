@@ -46,14 +46,23 @@ static int mkdir_owned(const char *path, mode_t mode, bool chown_it, uid_t uid, 
     return 0;
 }
 
-int fatia_agent_nb_socket_path(const char *pod_dir, const char *ns, const char *name, char *buf,
-                               size_t n)
+int fatia_agent_nb_upstream(const char *pod_dir, const char *ns, const char *name, char *buf,
+                            size_t n, uid_t *ret_uid)
 {
+    char dir[4300];
+    struct stat st;
+
     if (!ns || !name || !fatia_is_dns1123_label(ns, NULL, 0) ||
         !fatia_is_dns1123_label(name, NULL, 0))
         return -EINVAL;
-    if ((size_t)snprintf(buf, n, "%s/homes/%s/%s/%s", pod_dir, ns, name, FATIA_AGENT_NB_SOCKET) >=
-        n)
+    /* homes/ is root's: the namespace's directory in it cannot be swapped by a tenant */
+    snprintf(dir, sizeof(dir), "%s/homes/%s", pod_dir, ns);
+    if (lstat(dir, &st) < 0)
+        return -errno;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTDIR;
+    *ret_uid = st.st_uid;
+    if ((size_t)snprintf(buf, n, "%s/%s/%s", dir, name, FATIA_AGENT_NB_SOCKET) >= n)
         return -ENAMETOOLONG;
     return 0;
 }

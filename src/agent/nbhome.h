@@ -21,9 +21,11 @@
 int fatia_agent_nb_home(const char *pod_dir, const json_t *pod, bool chown_it, uid_t uid, gid_t gid,
                         char *buf, size_t n, char *why, size_t why_n);
 
-/* The path of the Jupyter socket of workbench ns/name under pod_dir (the proxy's side). 0, or
- * -EINVAL when ns or name is not a DNS label. */
-int fatia_agent_nb_socket_path(const char *pod_dir, const char *ns, const char *name, char *buf,
-                               size_t n);
+/* The proxy's side: the Jupyter socket of workbench ns/name under pod_dir in buf, and in
+ * *ret_uid the owner of the namespace's homes directory (the uid the agent gave the namespace,
+ * which the socket's server must run as). 0; -EINVAL when ns or name is not a DNS label;
+ * -ENOENT (no home yet), -ENOTDIR (not a directory: a link) from lstat. */
+int fatia_agent_nb_upstream(const char *pod_dir, const char *ns, const char *name, char *buf,
+                            size_t n, uid_t *ret_uid);
 
 #endif

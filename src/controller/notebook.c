@@ -59,7 +59,12 @@ struct notebook_ctl {
     struct ctl *ctl;
     struct wq *q;
     struct informer *nbs, *pods;
-    struct fatia_strmap ended; /* pod uid -> fatia_usec_t* (when it was seen ended) */
+    struct fatia_strmap ended; /* pod uid -> struct ended (when it was seen ended) */
+};
+
+struct ended {
+    fatia_usec_t t;
+    char uid[64]; /* the map's key */
 };
 
 static void on_notebook(void *arg, const json_t *old, const json_t *obj)
@@ -81,10 +86,10 @@ static void on_pod(void *arg, const json_t *old, const json_t *obj)
     if (!ref)
         return;
     if (!obj) {
-        fatia_usec_t *t = fatia_strmap_get(&n->ended, fatia_ctlr_meta_str(old, "uid"));
-        if (t) {
-            fatia_strmap_del(&n->ended, fatia_ctlr_meta_str(old, "uid"));
-            fatia_free(t);
+        struct ended *e = fatia_strmap_get(&n->ended, fatia_ctlr_meta_str(old, "uid"));
+        if (e) {
+            fatia_strmap_del(&n->ended, e->uid);
+            fatia_free(e);
         }
     }
     fatia_ctlr_make_key(fatia_ctlr_meta_str(o, "namespace"), fatia_json_str(ref, "name"), key,
@@ -257,18 +262,24 @@ static void delete_pod(struct notebook_ctl *n, const json_t *pod, const char *ke
 static void restart_ended(struct notebook_ctl *n, const json_t *pod, const char *key)
 {
     const char *puid = fatia_ctlr_meta_str(pod, "uid");
-    fatia_usec_t now = fatia_ctlr_now(n->ctl), *t = fatia_strmap_get(&n->ended, puid);
+    fatia_usec_t now = fatia_ctlr_now(n->ctl);
+    struct ended *e = puid ? fatia_strmap_get(&n->ended, puid) : NULL;
 
-    if (!t) {
-        t = fatia_malloc(sizeof(*t));
-        if (!t || fatia_strmap_put(&n->ended, puid, t) < 0) {
-            fatia_free(t);
+    if (!puid)
+        return;
+    if (!e) {
+        e = fatia_calloc(1, sizeof(*e));
+        if (!e)
+            return;
+        snprintf(e->uid, sizeof(e->uid), "%s", puid);
+        e->t = now;
+        if (fatia_strmap_put(&n->ended, e->uid, e) < 0) {
+            fatia_free(e);
             return;
         }
-        *t = now;
     }
-    if (now - *t < RESTART_DELAY) {
-        fatia_ctlr_wq_add_after(n->q, key, RESTART_DELAY - (now - *t));
+    if (now - e->t < RESTART_DELAY) {
+        fatia_ctlr_wq_add_after(n->q, key, RESTART_DELAY - (now - e->t));
         return;
     }
     fatia_ctlr_event(n->ctl, pod, COMPONENT, "Normal", "Restarting",

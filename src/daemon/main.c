@@ -51,9 +51,11 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/nbhome.h"
 #include "apiserver/apiserver.h"
 #include "apiserver/auth.h"
 #include "apiserver/client.h"
+#include "apiserver/nbproxy.h"
 #include "apiserver/tls.h"
 #include "base/alloc.h"
 #include "base/buf.h"
@@ -110,6 +112,9 @@ static const char usage[] =
     "      --audit-log-maxsize N   rotate the audit log past N bytes (default 100Mi)\n"
     "      --agent KEY=VALUE       a node agent option (docs/agent.md); repeatable\n"
     "      --no-agent              run no node agent: pods are never started here\n"
+    "      --notebook-listen HOST:PORT\n"
+    "                              the workbench (Jupyter) proxy's own origin (default\n"
+    "                              127.0.0.1:0, a free port; 'off': none; docs/selfservice.md)\n"
     "  -v, --verbose               log every request (debug)\n"
     "  -h, --help                  this text\n";
 
@@ -151,6 +156,9 @@ struct daemon {
     char audit[4096];      /* DATA/audit.log (ao.audit_path) unless --audit-log */
     const char *audit_opt; /* --audit-log: a path, or "-" for none */
     int lock_fd;           /* DATA/fatiad.lock, held until exit */
+    /* the workbench proxy (apiserver/nbproxy.h) */
+    struct fatia_nbproxy *nbproxy;
+    const char *nb_listen; /* --notebook-listen; NULL: 127.0.0.1:0; "off": none */
 };
 
 static bool is_loopback(const char *host)
@@ -368,6 +376,9 @@ static void agent_stopped(void *arg)
  * stops too (its watch and log streams end, its writes land; the pods keep running). */
 static void stop_all(struct daemon *d)
 {
+    /* no new workbench connections (open ones end with the loop) */
+    fatia_api_nbproxy_free(d->nbproxy);
+    d->nbproxy = NULL;
     fatia_controllers_stop(d->ctl);
     if (d->agent) {
         /* no new `kubectl logs` for an agent that is ending its streams */
@@ -425,6 +436,55 @@ static const char *admin_token(struct daemon *d, char *buf, size_t n)
     return t ? buf : NULL;
 }
 
+/* The Jupyter socket of a workbench: in the agent's pod directory (agent/nbhome.h). */
+static int nb_upstream(void *arg, const char *ns, const char *name, char *path, size_t n,
+                       uid_t *ret_uid)
+{
+    struct daemon *d = arg;
+    char dir[4096];
+
+    if (d->agent_opts.pod_dir) {
+        if (!realpath(d->agent_opts.pod_dir, dir))
+            return -errno;
+    } else {
+        char real[4096];
+        if (!realpath(d->data_dir, real) || strlen(real) > 4000)
+            return -ENOENT;
+        snprintf(dir, sizeof(dir), "%.4000s/agent", real);
+    }
+    return fatia_agent_nb_upstream(dir, ns, name, path, n, ret_uid);
+}
+
+/* Step 5b: the workbench proxy on its own port, when the agent runs (its homes hold the
+ * sockets) and the API authenticates (its tokens open the sessions). 0 or a negative code. */
+static int start_nbproxy(struct daemon *d)
+{
+    char host[128];
+    uint16_t port;
+    int r;
+
+    if ((d->nb_listen && !strcmp(d->nb_listen, "off")) || d->no_agent || !d->ao.tokens_path)
+        return 0;
+    if (parse_listen(d->nb_listen ? d->nb_listen : "127.0.0.1:0", host, sizeof(host), &port) < 0 ||
+        !is_loopback(host)) {
+        fatia_error("--notebook-listen: expected a loopback HOST:PORT, got '%s'", d->nb_listen);
+        return -EINVAL;
+    }
+    r = fatia_api_nbproxy_new(d->base, d->api, d->client,
+                              &(struct fatia_nbproxy_opts){.tls_ctx = d->tls ? d->tls_ctx : NULL,
+                                                           .upstream = nb_upstream,
+                                                           .arg = d},
+                              &d->nbproxy);
+    if (r == 0)
+        r = fatia_api_nbproxy_listen(d->nbproxy, host, port, &port);
+    if (r < 0)
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot serve the workbench proxy on %s:%u",
+                               host, port);
+    fatia_info("serving workbenches at %s://%s:%u/notebook/<namespace>/<name>/",
+               d->tls ? "https" : "http", host, port);
+    return 0;
+}
+
 static void start_serving(struct daemon *d)
 {
     char url[200], path[4096], token[300];
@@ -469,6 +529,11 @@ static void start_serving(struct daemon *d)
         return;
     }
     fatia_free(ca);
+    if (start_nbproxy(d) < 0) {
+        d->exit_code = 1;
+        stop_all(d);
+        return;
+    }
     fatia_info("serving the Kubernetes API at %s (resourceVersion %" PRIu64
                ", %zu manifests applied); kubeconfig: %s",
                url, fatia_apiserver_rv(d->api), d->applied, path);
@@ -579,6 +644,7 @@ static const struct option long_opts[] = {{"data-dir", required_argument, NULL, 
                                           {"audit-log-maxsize", required_argument, NULL, 'Z'},
                                           {"agent", required_argument, NULL, 'a'},
                                           {"no-agent", no_argument, NULL, 'G'},
+                                          {"notebook-listen", required_argument, NULL, 0x101},
                                           {"verbose", no_argument, NULL, 'v'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -720,6 +786,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
         }
         case 'G':
             d->no_agent = true;
+            break;
+        case 0x101:
+            d->nb_listen = optarg;
             break;
         case 'v':
             fatia_log_set_level(FATIA_LOG_DEBUG);
@@ -886,6 +955,7 @@ static void apply_at_start(struct daemon *d)
 
 static void daemon_free(struct daemon *d)
 {
+    fatia_api_nbproxy_free(d->nbproxy);
     fatia_controllers_free(d->ctl);
     fatia_agent_free(d->agent);
     fatia_client_free(d->client);

@@ -46,6 +46,7 @@ struct ctl {
     struct placement_ctl *placement;
     struct gc_ctl *gc;
     struct notebook_ctl *notebook;
+    struct culler *culler;
 };
 
 struct fatia_controllers {
@@ -223,7 +224,8 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
         (r = fatia_ctlr_job_ctl_new(c, &c->job)) < 0 ||
         (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
         (r = fatia_ctlr_placement_ctl_new(c, c->device, &c->placement)) < 0 ||
-        (r = fatia_ctlr_notebook_ctl_new(c, &c->notebook)) < 0)
+        (r = fatia_ctlr_notebook_ctl_new(c, &c->notebook)) < 0 ||
+        (r = fatia_ctlr_culler_new(c, &c->culler)) < 0)
         goto fail;
     for (size_t i = 0; i < c->informers.n; i++)
         if (!c->informers.v[i]) {
@@ -286,6 +288,7 @@ void fatia_controllers_free(struct fatia_controllers *fc)
                 inf->watch = NULL;
             }
         }
+        fatia_ctlr_culler_free(c->culler);
         fatia_ctlr_notebook_ctl_free(c->notebook);
         fatia_ctlr_placement_ctl_free(c->placement);
         fatia_ctlr_admission_ctl_free(c->admission);

@@ -115,6 +115,11 @@ static const char usage[] =
     "      --notebook-listen HOST:PORT\n"
     "                              the workbench (Jupyter) proxy's own origin (default\n"
     "                              127.0.0.1:0, a free port; 'off': none; docs/selfservice.md)\n"
+    "      --cull-idle-time DURATION\n"
+    "                              stop a workbench whose Jupyter was idle this long (default:\n"
+    "                              never)\n"
+    "      --cull-check-period DURATION\n"
+    "                              how often the culler asks each Jupyter (default 1m)\n"
     "  -v, --verbose               log every request (debug)\n"
     "  -h, --help                  this text\n";
 
@@ -645,6 +650,8 @@ static const struct option long_opts[] = {{"data-dir", required_argument, NULL, 
                                           {"agent", required_argument, NULL, 'a'},
                                           {"no-agent", no_argument, NULL, 'G'},
                                           {"notebook-listen", required_argument, NULL, 0x101},
+                                          {"cull-idle-time", required_argument, NULL, 0x102},
+                                          {"cull-check-period", required_argument, NULL, 0x103},
                                           {"verbose", no_argument, NULL, 'v'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -790,6 +797,18 @@ static int parse_args(struct daemon *d, int argc, char **argv)
         case 0x101:
             d->nb_listen = optarg;
             break;
+        case 0x102:
+        case 0x103:
+            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < 0) {
+                fprintf(stderr, "fatiad: --%s: expected a duration (90m, 24h), got '%s'\n",
+                        c == 0x102 ? "cull-idle-time" : "cull-check-period", optarg);
+                return -EINVAL;
+            }
+            if (c == 0x102)
+                d->co.cull_idle = dur;
+            else
+                d->co.cull_period = dur ? dur : 1;
+            break;
         case 'v':
             fatia_log_set_level(FATIA_LOG_DEBUG);
             break;
@@ -911,6 +930,11 @@ static int start_controllers(struct daemon *d)
     memmove(d->files + d->n_fleet, d->files, d->n_files * sizeof(char *));
     memcpy(d->files, d->fleet, d->n_fleet * sizeof(char *));
     d->n_files += d->n_fleet;
+    if (!d->no_agent) {
+        /* the culler reaches each Jupyter as the proxy does */
+        d->co.nb_upstream = nb_upstream;
+        d->co.nb_upstream_arg = d;
+    }
     r = fatia_controllers_new(d->base, d->client, &d->co, &d->ctl);
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the controllers");

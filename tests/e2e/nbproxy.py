@@ -5,6 +5,7 @@
   get      URL CA PATH COOKIE            prints "STATUS BODY" of a GET
   kernel   URL CA NS NAME COOKIE         starts a kernel, runs print(6*7) over the WebSocket
   bench    URL CA NS NAME COOKIE SOCKET  median added latency of the proxy (ms), median of 5
+  run      URL CA NS NAME COOKIE CODE    starts a kernel running CODE, returns once it is busy
 
 Debian's python3 with python3-websocket (scripts/setup).
 """
@@ -56,7 +57,7 @@ def get(url, ca, path, cookie):
     print(r.status, r.read().decode(errors="replace")[:2000].replace("\n", " "))
 
 
-def kernel(url, ca, ns, name, cookie):
+def start_code(url, ca, ns, name, cookie, code):
     base = f"/notebook/{ns}/{name}"
     c = conn(url, ca)
     hdr = {"Cookie": f"fatia-nb={cookie}", "Content-Type": "application/json"}
@@ -75,8 +76,13 @@ def kernel(url, ca, ns, name, cookie):
         "header": {"msg_id": msg_id, "username": "t", "session": uuid.uuid4().hex,
                    "msg_type": "execute_request", "version": "5.3", "date": ""},
         "parent_header": {}, "metadata": {}, "channel": "shell",
-        "content": {"code": "print(6*7)", "silent": False, "store_history": False,
+        "content": {"code": code, "silent": False, "store_history": False,
                     "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+    return ws, msg_id
+
+
+def kernel(url, ca, ns, name, cookie):
+    ws, msg_id = start_code(url, ca, ns, name, cookie, "print(6*7)")
     end = time.time() + 60
     while time.time() < end:
         m = json.loads(ws.recv())
@@ -87,6 +93,19 @@ def kernel(url, ca, ns, name, cookie):
             ws.close()
             return
     sys.exit("kernel: no output in 60 s")
+
+
+def run(url, ca, ns, name, cookie, code):
+    ws, msg_id = start_code(url, ca, ns, name, cookie, code)
+    end = time.time() + 60
+    while time.time() < end:
+        m = json.loads(ws.recv())
+        if (m.get("parent_header", {}).get("msg_id") == msg_id and m["msg_type"] == "status"
+                and m["content"]["execution_state"] == "busy"):
+            print("busy")
+            ws.close()
+            return
+    sys.exit("run: the kernel never got busy")
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -132,4 +151,4 @@ def bench(url, ca, ns, name, cookie, sock):
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"login": login, "get": get, "kernel": kernel, "bench": bench}[cmd](*args)
+    {"login": login, "get": get, "kernel": kernel, "bench": bench, "run": run}[cmd](*args)

@@ -21,6 +21,7 @@
 #include "controller/ctl_internal.h"
 #include "controller/metrics.h"
 #include "controller/notebook.h"
+#include "controller/usage_ctl.h"
 
 struct sync_hook {
     void (*fn)(void *arg);
@@ -47,6 +48,7 @@ struct ctl {
     struct gc_ctl *gc;
     struct notebook_ctl *notebook;
     struct culler *culler;
+    struct usage_ctl *usage;
 };
 
 struct fatia_controllers {
@@ -225,7 +227,8 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
         (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
         (r = fatia_ctlr_placement_ctl_new(c, c->device, &c->placement)) < 0 ||
         (r = fatia_ctlr_notebook_ctl_new(c, &c->notebook)) < 0 ||
-        (r = fatia_ctlr_culler_new(c, &c->culler)) < 0)
+        (r = fatia_ctlr_culler_new(c, &c->culler)) < 0 ||
+        (r = fatia_ctlr_usage_ctl_new(c, &c->usage)) < 0)
         goto fail;
     for (size_t i = 0; i < c->informers.n; i++)
         if (!c->informers.v[i]) {
@@ -288,6 +291,7 @@ void fatia_controllers_free(struct fatia_controllers *fc)
                 inf->watch = NULL;
             }
         }
+        fatia_ctlr_usage_ctl_free(c->usage);
         fatia_ctlr_culler_free(c->culler);
         fatia_ctlr_notebook_ctl_free(c->notebook);
         fatia_ctlr_placement_ctl_free(c->placement);
@@ -330,6 +334,7 @@ int fatia_controllers_metrics(struct fatia_controllers *fc, struct fatia_buf *ou
         fatia_ctlr_device_ctl_metrics(c->device, out);
     if (c->placement)
         fatia_ctlr_placement_ctl_metrics(c->placement, out);
+    fatia_ctlr_usage_ctl_metrics(c->usage, out);
     for (size_t i = 0; i < c->queues.n; i++) {
         (void)0;
     }

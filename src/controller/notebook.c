@@ -176,6 +176,18 @@ json_t *fatia_ctlr_notebook_pod(const json_t *nb)
     carry_label(nb, labels, KUEUE_LABEL_QUEUE);
     carry_label(nb, labels, KUEUE_LABEL_PRIORITY);
     json_object_set_new(anns, FATIA_NB_ANN_HOME, json_string(name));
+    {
+        /* which profile the Notebook's template was injected from, for the usage records
+         * (informational: the pod is not injected again) */
+        const char *pn = fatia_ctlr_obj_annotation(nb, "opendatahub.io/hardware-profile-name");
+        const char *pns =
+            fatia_ctlr_obj_annotation(nb, "opendatahub.io/hardware-profile-namespace");
+        if (pn && *pn) {
+            char full[300];
+            snprintf(full, sizeof(full), "%s/%s", pns && *pns ? pns : ns, pn);
+            json_object_set_new(anns, "fatia.dev/hardware-profile", json_string(full));
+        }
+    }
     json_object_del(spec, "nodeName");
     if (set_prefix(spec, ns, name) < 0)
         goto fail;

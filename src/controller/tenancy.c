@@ -20,6 +20,8 @@
  *                (without them a pod could go while its process and its slice stay, and its
  *                quota with it); also in a Job's pod template and a
  *                Workload's pod sets (a template's annotation becomes its pods');
+ *   usage        no write of a UsageRecord (the usage controller's record of what was charged:
+ *                a tenant that could delete its records would erase its usage);
  *   gate         the scheduling gate kueue.x-k8s.io/admission is never removed by a tenant;
  *   suspend      a Job with a queue label (before or after the write) is never un-suspended by a
  *                tenant: Kueue un-suspends it on admission (this covers the combined patch that
@@ -343,6 +345,10 @@ static int restrict_admit(void *arg, struct fatia_admit_attrs *a)
     (void)arg;
     if (trusted(a->user))
         return 0;
+    if (is_kind(a->kind, "fatia.dev", "UsageRecord"))
+        return deny(a, "metadata",
+                    "usage records are written by fatia's usage controller only (rule: usage): "
+                    "tenants may read them, not create, change or delete them");
     if (!a->obj) {
         if (is_kind(a->kind, "kueue.x-k8s.io", "Workload") &&
             json_array_size(get(get(a->old, "metadata"), "ownerReferences")))
@@ -600,14 +606,15 @@ static int door_admit(void *arg, struct fatia_admit_attrs *a)
 
 int fatia_controller_tenancy_restrict(struct fatia_admission out[2])
 {
-    static const struct fatia_kind *kinds[5];
+    static const struct fatia_kind *kinds[6];
 
     kinds[0] = fatia_kind_find("v1", "Pod", NULL);
     kinds[1] = fatia_kind_find("batch/v1", "Job", NULL);
     kinds[2] = fatia_kind_find("kueue.x-k8s.io/v1beta2", "Workload", NULL);
     kinds[3] = fatia_kind_find("kubeflow.org/v1", "Notebook", NULL);
-    kinds[4] = NULL;
-    if (!kinds[0] || !kinds[1] || !kinds[2] || !kinds[3])
+    kinds[4] = fatia_kind_find("fatia.dev/v1alpha1", "UsageRecord", NULL);
+    kinds[5] = NULL;
+    if (!kinds[0] || !kinds[1] || !kinds[2] || !kinds[3] || !kinds[4])
         return -EINVAL;
     out[0] = (struct fatia_admission){.name = RESTRICT_NAME,
                                       .phase = FATIA_ADMIT_MUTATING,

@@ -12,6 +12,9 @@
 #     spec.nodeName gets a pod without them; a GPU Notebook without a queue in a namespace
 #     without a default LocalQueue is refused; the profile of a running Notebook cannot change;
 #     another namespace cannot read the home (0700, another uid) when fatiad runs as root;
+#   - usage: each run of the workbench is a UsageRecord (queue, profile, the shared slice, start
+#     and end), which the tenant reads and cannot delete, and which survives a restart of fatiad
+#     (`fatia usage` over them, the counter in /metrics);
 #   - deleting the Notebook deletes its pod.
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
@@ -102,6 +105,25 @@ $K get events -n team-b --field-selector reason=Stopped >"$TMP/out"
 expect_line "$TMP/out" "Workbench stopped"
 # the profile may change now (stopped), not while running (below)
 
+# --- usage: the first run's record, closed by the stop ---
+rec_closed() { [ -n "$(jp usagerecords -n team-b -o jsonpath='{.items[?(@.spec.end)].spec.end}')" ]; }
+wait_until 10 rec_closed
+jp usagerecords -n team-b -o json >"$TMP/recs.json"
+python3 -c '
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+done = [r for r in items if r["spec"].get("end")]
+assert len(done) == 1, items
+s = done[0]["spec"]
+assert s["clusterQueue"] == "team-b" and s["localQueue"] == "gpu", s
+assert s["profile"] == "gpu-catalog/notebook-shared", s
+assert s["resources"].get("nvidia.com/gpu.shared") == "1", s
+assert s["owner"] == "Pod/lab-0" and s["end"] >= s["start"], s
+' "$TMP/recs.json" || fail "the usage record of the first run: $(cat "$TMP/recs.json")"
+$T get usagerecords >/dev/null || fail "the tenant cannot read its usage"
+$T delete usagerecords --all >"$TMP/out" 2>&1 && fail "the tenant deleted its usage records"
+expect_line "$TMP/out" "usage records are written by fatia's usage controller only"
+
 # --- start again: a new pod, same home ---
 $T annotate notebook lab kubeflow-resource-stopped- >/dev/null || fail "remove stopped"
 wait_until 60 phase_is lab-0 Running ||
@@ -146,5 +168,17 @@ fi
 $T delete notebook lab evil >/dev/null || fail "delete notebooks"
 wait_until 30 gone pods -n team-b -l notebook-name
 [ -d "$TMP/data/agent/homes/team-b/lab" ] || fail "the home went with the Notebook"
+
+# --- usage survives a restart: two closed runs of lab, on a shared slice ---
+stop_fatiad
+e2e_start || { finish; exit 1; }
+recs_closed2() { [ "$($K get usagerecords -n team-b -o json | python3 -c 'import json,sys; print(sum(1 for r in json.load(sys.stdin)["items"] if r["spec"].get("end") and r["spec"]["workload"].startswith("pod-lab-0")))')" = 2 ]; }
+wait_until 20 recs_closed2 || $K get usagerecords -n team-b -o yaml >&2
+$K get usagerecords -A -o yaml | "$FATIA" usage -f - --by profile -o csv >"$TMP/out" || fail "fatia usage"
+grep -q '^gpu-catalog/notebook-shared,nvidia.com/gpu.shared,[0-9.]*,2$' "$TMP/out" ||
+    fail "fatia usage lacks the workbench's two runs: $(cat "$TMP/out")"
+metrics
+grep -q '^fatia_usage_resource_seconds_total{namespace="team-b",cluster_queue="team-b",profile="gpu-catalog/notebook-shared",resource="nvidia.com/gpu.shared"} [0-9]' "$TMP/metrics" ||
+    fail "no usage counter: $(grep fatia_usage "$TMP/metrics")"
 stop_fatiad
 finish

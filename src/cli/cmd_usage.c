@@ -24,7 +24,7 @@
 
 static const char usage[] =
     "Usage: fatia usage -f PATH... [--since TIME] [--until TIME] [--now TIME]\n"
-    "                   [--by namespace|queue|profile] [-o table|json|csv]\n"
+    "                   [--by namespace|queue|profile] [-o table|json|yaml|csv]\n"
     "\n"
     "Sum the usage that fatiad recorded (fatia.dev UsageRecord: one per admitted run of a\n"
     "Kueue Workload, with what its admission reserved) into resource-hours: GPU-hours\n"
@@ -39,7 +39,7 @@ static const char usage[] =
     "      --until TIME      to TIME (default now)\n"
     "      --now TIME        the time to count running workloads up to (default: the clock)\n"
     "      --by GROUP        namespace (default), queue or profile\n"
-    "  -o, --output FORMAT   table (default), json or csv\n"
+    "  -o, --output FORMAT   table (default), json, yaml or csv\n"
     "\n"
     "Exit status: 0 reported, 1 some input invalid or unreadable, 2 usage.\n";
 
@@ -132,10 +132,6 @@ static int run(int argc, char **argv)
         return fatia_cli_usage_error(&fatia_cmd_usage,
                                      "--since/--until: an RFC 3339 time or a duration (24h)");
     }
-    if (in.out == FATIA_OUT_YAML) {
-        fatia_cli_input_release(&in);
-        return fatia_cli_usage_error(&fatia_cmd_usage, "-o: table, json or csv");
-    }
     if ((r = fatia_cli_input_args(&in, optind, argc, argv, true)) < 0)
         goto usage_exit;
 
@@ -181,7 +177,7 @@ static int run(int argc, char **argv)
                    fatia_json_str(row, "hours"),
                    (long long)json_integer_value(json_object_get(row, "records")));
         }
-    } else if (in.out == FATIA_OUT_JSON) {
+    } else if (in.out == FATIA_OUT_JSON || in.out == FATIA_OUT_YAML) {
         json_t *doc = json_pack("{s:s,s:O}", "by", by_s, "usage", rows);
         if (!doc || fatia_cli_print(doc, in.out) != FATIA_EXIT_OK)
             rc = FATIA_EXIT_FAIL;

@@ -53,7 +53,7 @@ YAML
     $T create -f "$TMP/$1.yaml" >/dev/null || fail "create notebook $1"
 }
 JUPYTER='exec /usr/bin/jupyter-server --sock="$HOME/.fatia-jupyter.sock" --ServerApp.base_url="$NB_PREFIX" --ServerApp.token= --ServerApp.password= --ServerApp.disable_check_xsrf=True --transport=ipc --KernelManager.ip=kernel-ipc --ServerApp.open_browser=False'
-notebook lab "$JUPYTER"
+$T create -f examples/workbench/lab.yaml >/dev/null || fail "create examples/workbench/lab.yaml" # the README's workbench
 # the hostile tenant's own server on the socket: every request head it gets, to a file
 cat >"$TMP/spy.py" <<'PY'
 import os, socketserver, http.server

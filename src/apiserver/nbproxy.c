@@ -27,6 +27,9 @@
  *     HEAD ──Upgrade (WebSocket)──► forward head ──► TUNNEL (bytes both ways, no parsing)
  *     login, errors: answered here, then the connection closes
  *
+ * At most MAX_CONNS client connections; an idle one (no byte for 5 min) is closed, except an
+ * upgraded one (a kernel's WebSocket is quiet while nothing runs).
+ *
  * One upstream connection per client connection, bound to the first request's notebook (a
  * request for another notebook on it is refused): responses come back from one Jupyter in the
  * order of the requests, so they are piped without parsing. Every request head is parsed and
@@ -71,6 +74,7 @@
 #define DEFAULT_TTL  (12 * 3600 * FATIA_USEC_PER_SEC)
 #define LOGIN_PREFIX "/_fatia/login/"
 #define NB_PREFIX    "/notebook/"
+#define MAX_CONNS    4096
 
 struct session {
     char id[FATIA_TOKEN_LEN + 1]; /* the map's key */
@@ -105,6 +109,7 @@ struct fatia_nbproxy {
     struct evconnlistener *listener;
     struct fatia_strmap sessions; /* id -> struct session */
     struct pconn *conns;
+    size_t n_conns;
 };
 
 static bool name_is(struct fatia_str s, const char *z)
@@ -126,6 +131,7 @@ static void pconn_free(struct pconn *c)
         p->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    p->n_conns--;
     if (c->bev)
         bufferevent_free(c->bev);
     if (c->up)
@@ -612,6 +618,10 @@ static bool handle_head(struct pconn *c)
     evbuffer_drain(in, h.head_len);
     c->body_left = h.content_length > 0 ? h.content_length : 0;
     c->st = c->body_left ? P_BODY : (c->upgrade ? P_TUNNEL : P_HEAD);
+    if (c->upgrade) {
+        /* a kernel's WebSocket may be quiet for hours: no idle timeout once upgraded */
+        bufferevent_set_timeouts(c->bev, NULL, NULL);
+    }
     return true;
 }
 
@@ -681,6 +691,10 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     (void)l;
     (void)sa;
     (void)salen;
+    if (c && p->n_conns >= MAX_CONNS) {
+        fatia_free(c);
+        c = NULL;
+    }
     if (!c) {
         evutil_closesocket(fd);
         return;
@@ -708,6 +722,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
     if (p->conns)
         p->conns->prev = c;
     p->conns = c;
+    p->n_conns++;
     bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
     /* a head that never ends costs at most this much; an idle connection goes after 5 min */
     bufferevent_setwatermark(c->bev, EV_READ, 0, FATIA_HTTP_MAX_HEAD + MAX_LOGIN);

@@ -132,9 +132,11 @@ expect_line "$TMP/out" "PermissionError"
 # subprocesses (hard-coded on 127.0.0.1 by ipykernel 6: a PULL socket, so a peer can only push,
 # and what it pushes is dropped without the pipe's random 16-byte id; gone with a network
 # namespace, docs/selfservice.md)
+# (uids are per fatiad: other fatiads' pods may share team-b's; ours have their HOME in $TMP/data)
 ss -H -ltnpe | grep "uid:$uid_b " >"$TMP/ss"
 while read -r line; do
     pid=$(echo "$line" | sed -n 's/.*pid=\([0-9]*\).*/\1/p')
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -q "^HOME=$TMP/data/" || continue
     tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q ipykernel_launcher ||
         fail "a process of team-b listens on TCP: $line ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null))"
 done <"$TMP/ss"
@@ -149,8 +151,8 @@ awk -v a="$added" 'BEGIN {exit !(a != "" && a < 1.0)}' || fail "the proxy adds $
 $T annotate notebook lab kubeflow-resource-stopped=now >/dev/null || fail "stop lab"
 lab_gone() { [ -z "$(jp pod lab-0 -n team-b -o name)" ]; }
 wait_until 60 lab_gone
-kernels_gone() { ! pgrep -f "homes/team-b/lab/.local/share/jupyter/runtime/kernel" >/dev/null; }
-wait_until 10 kernels_gone || fail "the kernel outlived its stopped workbench: $(pgrep -af "homes/team-b/lab/")"
+kernels_gone() { ! pgrep -f "$TMP/data/agent/homes/team-b/lab/.local/share/jupyter/runtime/kernel" >/dev/null; }
+wait_until 10 kernels_gone || fail "the kernel outlived its stopped workbench: $(pgrep -af "$TMP/data/agent/homes/team-b/lab/")"
 $T delete notebooks --all >/dev/null || fail "delete notebooks"
 $K delete pod probe -n team-a >/dev/null
 nb_pods_gone() { [ -z "$(jp pods -n team-b -l notebook-name -o name)" ]; }

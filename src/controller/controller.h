@@ -66,6 +66,11 @@ struct fatia_controllers_opts {
     void *nb_upstream_arg;
     fatia_usec_t cull_idle;   /* stop a workbench idle this long; 0: never */
     fatia_usec_t cull_period; /* how often to look; 0: 60 s */
+    /* the GPU-idleness policy (gpuidle.c): evict best-effort work whose GPUs were idle this
+     * long (0: never); best-effort is a Workload priority below gpu_idle_priority_below (0:
+     * 1000) */
+    fatia_usec_t gpu_idle_after;
+    int64_t gpu_idle_priority_below;
 };
 
 /* Builds the controllers on base over client (borrowed; both must outlive the controllers).

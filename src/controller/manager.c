@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "controller/ctl_internal.h"
+#include "controller/gpuidle.h"
 #include "controller/metrics.h"
 #include "controller/notebook.h"
 #include "controller/usage_ctl.h"
@@ -49,6 +50,7 @@ struct ctl {
     struct notebook_ctl *notebook;
     struct culler *culler;
     struct usage_ctl *usage;
+    struct gpuidle *gpuidle;
 };
 
 struct fatia_controllers {
@@ -228,7 +230,8 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
         (r = fatia_ctlr_placement_ctl_new(c, c->device, &c->placement)) < 0 ||
         (r = fatia_ctlr_notebook_ctl_new(c, &c->notebook)) < 0 ||
         (r = fatia_ctlr_culler_new(c, &c->culler)) < 0 ||
-        (r = fatia_ctlr_usage_ctl_new(c, &c->usage)) < 0)
+        (r = fatia_ctlr_usage_ctl_new(c, &c->usage)) < 0 ||
+        (r = fatia_ctlr_gpuidle_new(c, &c->gpuidle)) < 0)
         goto fail;
     for (size_t i = 0; i < c->informers.n; i++)
         if (!c->informers.v[i]) {
@@ -291,6 +294,7 @@ void fatia_controllers_free(struct fatia_controllers *fc)
                 inf->watch = NULL;
             }
         }
+        fatia_ctlr_gpuidle_free(c->gpuidle);
         fatia_ctlr_usage_ctl_free(c->usage);
         fatia_ctlr_culler_free(c->culler);
         fatia_ctlr_notebook_ctl_free(c->notebook);

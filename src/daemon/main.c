@@ -120,6 +120,11 @@ static const char usage[] =
     "                              never)\n"
     "      --cull-check-period DURATION\n"
     "                              how often the culler asks each Jupyter (default 1m)\n"
+    "      --gpu-idle-after DURATION\n"
+    "                              evict (and requeue) best-effort work whose GPUs were idle\n"
+    "                              this long (default: never; docs/selfservice.md)\n"
+    "      --gpu-idle-priority-below N\n"
+    "                              best-effort: a workload priority below N (default 1000)\n"
     "  -v, --verbose               log every request (debug)\n"
     "  -h, --help                  this text\n";
 
@@ -625,36 +630,39 @@ static int ensure_tokens(struct daemon *d)
 
 /* ---- main: the command line, then the start-up steps of the file's comment, in order ---- */
 
-static const struct option long_opts[] = {{"data-dir", required_argument, NULL, 'd'},
-                                          {"listen", required_argument, NULL, 'l'},
-                                          {"filename", required_argument, NULL, 'f'},
-                                          {"insecure-listen-anywhere", no_argument, NULL, 'A'},
-                                          {"no-tls", no_argument, NULL, 'T'},
-                                          {"watch-history", required_argument, NULL, 'W'},
-                                          {"sync", required_argument, NULL, 'S'},
-                                          {"max-body-bytes", required_argument, NULL, 'B'},
-                                          {"store-reserve", required_argument, NULL, 'R'},
-                                          {"max-namespace-objects", required_argument, NULL, 'O'},
-                                          {"idle-timeout", required_argument, NULL, 'I'},
-                                          {"watch-backlog", required_argument, NULL, 'K'},
-                                          {"fleet", required_argument, NULL, 'F'},
-                                          {"inventory", required_argument, NULL, 'N'},
-                                          {"node-name", required_argument, NULL, 'n'},
-                                          {"catalog", required_argument, NULL, 'C'},
-                                          {"nvml-lib", required_argument, NULL, 'L'},
-                                          {"placement-policy", required_argument, NULL, 'P'},
-                                          {"job-backoff", required_argument, NULL, 'J'},
-                                          {"no-controllers", no_argument, NULL, 'X'},
-                                          {"audit-log", required_argument, NULL, 'U'},
-                                          {"audit-log-maxsize", required_argument, NULL, 'Z'},
-                                          {"agent", required_argument, NULL, 'a'},
-                                          {"no-agent", no_argument, NULL, 'G'},
-                                          {"notebook-listen", required_argument, NULL, 0x101},
-                                          {"cull-idle-time", required_argument, NULL, 0x102},
-                                          {"cull-check-period", required_argument, NULL, 0x103},
-                                          {"verbose", no_argument, NULL, 'v'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+static const struct option long_opts[] = {
+    {"data-dir", required_argument, NULL, 'd'},
+    {"listen", required_argument, NULL, 'l'},
+    {"filename", required_argument, NULL, 'f'},
+    {"insecure-listen-anywhere", no_argument, NULL, 'A'},
+    {"no-tls", no_argument, NULL, 'T'},
+    {"watch-history", required_argument, NULL, 'W'},
+    {"sync", required_argument, NULL, 'S'},
+    {"max-body-bytes", required_argument, NULL, 'B'},
+    {"store-reserve", required_argument, NULL, 'R'},
+    {"max-namespace-objects", required_argument, NULL, 'O'},
+    {"idle-timeout", required_argument, NULL, 'I'},
+    {"watch-backlog", required_argument, NULL, 'K'},
+    {"fleet", required_argument, NULL, 'F'},
+    {"inventory", required_argument, NULL, 'N'},
+    {"node-name", required_argument, NULL, 'n'},
+    {"catalog", required_argument, NULL, 'C'},
+    {"nvml-lib", required_argument, NULL, 'L'},
+    {"placement-policy", required_argument, NULL, 'P'},
+    {"job-backoff", required_argument, NULL, 'J'},
+    {"no-controllers", no_argument, NULL, 'X'},
+    {"audit-log", required_argument, NULL, 'U'},
+    {"audit-log-maxsize", required_argument, NULL, 'Z'},
+    {"agent", required_argument, NULL, 'a'},
+    {"no-agent", no_argument, NULL, 'G'},
+    {"notebook-listen", required_argument, NULL, 0x101},
+    {"cull-idle-time", required_argument, NULL, 0x102},
+    {"cull-check-period", required_argument, NULL, 0x103},
+    {"gpu-idle-after", required_argument, NULL, 0x104},
+    {"gpu-idle-priority-below", required_argument, NULL, 0x105},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
 
 /* The command line into d. 0 (with d->help for --help: the usage is printed), or -EINVAL after
  * saying what is wrong (exit status 2). */
@@ -809,6 +817,26 @@ static int parse_args(struct daemon *d, int argc, char **argv)
             else
                 d->co.cull_period = dur ? dur : 1;
             break;
+        case 0x104:
+            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < 0) {
+                fprintf(stderr, "fatiad: --gpu-idle-after: expected a duration (30m), got '%s'\n",
+                        optarg);
+                return -EINVAL;
+            }
+            d->co.gpu_idle_after = dur;
+            break;
+        case 0x105: {
+            int64_t v;
+            if (fatia_parse_i64(optarg, &v) < 0) {
+                fprintf(stderr,
+                        "fatiad: --gpu-idle-priority-below: expected an integer, got "
+                        "'%s'\n",
+                        optarg);
+                return -EINVAL;
+            }
+            d->co.gpu_idle_priority_below = v;
+            break;
+        }
         case 'v':
             fatia_log_set_level(FATIA_LOG_DEBUG);
             break;

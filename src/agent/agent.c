@@ -61,6 +61,7 @@
 #include "agent/devfilter.h"
 #include "agent/gpuwatch_agent.h"
 #include "agent/mps.h"
+#include "agent/nbhome.h"
 #include "agent/podspec.h"
 #include "agent/podstatus.h"
 #include "agent/proc.h"
@@ -1578,6 +1579,13 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
         snprintf(why, sizeof(why), "cannot create the pod's directories under '%.300s': %s", a->dir,
                  fatia_strerror(-errno));
         err = -EIO;
+        goto fail;
+    }
+    /* a workbench's pods share a home that outlives each of them (agent/nbhome.c) */
+    r = fatia_agent_nb_home(a->pod_dir, p->pod, a->switch_user, uid, gid, work, sizeof(work), why,
+                            sizeof(why));
+    if (r < 0) {
+        err = r;
         goto fail;
     }
     json_decref(p->acct);

@@ -18,6 +18,7 @@ extern const struct fatia_cli_cmd fatia_cmd_serve;
 extern const struct fatia_cli_cmd fatia_cmd_engine_sim;
 extern const struct fatia_cli_cmd fatia_cmd_gateway;
 extern const struct fatia_cli_cmd fatia_cmd_profiles;
+extern const struct fatia_cli_cmd fatia_cmd_usage;
 extern const struct fatia_cli_cmd fatia_cmd_place; /* demand: placement */
 extern const struct fatia_cli_cmd fatia_cmd_sim;   /* simulator */
 

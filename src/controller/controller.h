@@ -18,7 +18,10 @@
  *   placement   the demand layer's placement: binds pods to nodes and slices (spec.nodeName and
  *               the annotations fatia.dev/slices and fatia.dev/devices), frees slices when pods
  *               end, and rebuilds its state from the bound pods before binding anything new;
- *   gc          deletes what an ownerReference ties to a deleted owner (Pods of a Job, Workloads).
+ *   gc          deletes what an ownerReference ties to a deleted owner (Pods of a Job or a
+ *               Notebook, Workloads);
+ *   notebook    Kubeflow's notebook controller: a kubeflow.org/v1 Notebook runs as one Kueue pod,
+ *               stopped and started by the annotation kubeflow-resource-stopped (notebook.c).
  *
  * fatia_controllers_webhooks describes the admission plugins that belong with them (the tenant
  * rules, hardware profile injection, the quota door, Kueue's Job and Pod defaults);
@@ -28,6 +31,8 @@
  */
 #ifndef FATIA_CONTROLLER_CONTROLLER_H
 #define FATIA_CONTROLLER_CONTROLLER_H
+
+#include <sys/types.h>
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,6 +59,18 @@ struct fatia_controllers_opts {
     const char *placement_policy; /* binpack (default), bestfit, spread, fragmentation */
     fatia_usec_t job_backoff;     /* first delay before a failed Job pod is replaced; 0: 10 s */
     fatia_usec_t status_interval; /* ClusterQueue/LocalQueue status refresh; 0: 1 s */
+    /* workbenches (notebook.c, culler.c): the Jupyter socket of Notebook ns/name and the uid
+     * that must serve it (the daemon's, from the agent's homes); NULL: no culling */
+    int (*nb_upstream)(void *arg, const char *ns, const char *name, char *path, size_t n,
+                       uid_t *ret_uid);
+    void *nb_upstream_arg;
+    fatia_usec_t cull_idle;   /* stop a workbench idle this long; 0: never */
+    fatia_usec_t cull_period; /* how often to look; 0: 60 s */
+    /* the GPU-idleness policy (gpuidle.c): evict best-effort work whose GPUs were idle this
+     * long (0: never); best-effort is a Workload priority below gpu_idle_priority_below (0:
+     * 1000) */
+    fatia_usec_t gpu_idle_after;
+    int64_t gpu_idle_priority_below;
 };
 
 /* Builds the controllers on base over client (borrowed; both must outlive the controllers).

@@ -1,6 +1,6 @@
 /*
  * controller/gc.c: the garbage collector of ownerReferences, for the kinds fatiad's controllers
- * create: the Pods of a Job, the Workload of a Job or of a Pod, the ResourceClaims made from a
+ * create: the Pods of a Job, the Pod of a Notebook, the Workload of a Job or of a Pod, the ResourceClaims made from a
  * Pod's templates.
  *
  * Model (Kubernetes' garbage collector, background propagation): a dependent whose every owner is
@@ -235,6 +235,7 @@ int fatia_ctlr_gc_ctl_new(struct ctl *c, struct gc_ctl **ret)
         return -ENOMEM;
     }
     if ((r = add_owner(g, "batch/v1", "Job")) < 0 || (r = add_owner(g, "v1", "Pod")) < 0 ||
+        (r = add_owner(g, "kubeflow.org/v1", "Notebook")) < 0 ||
         (r = add_dep(g, "v1", "Pod")) < 0 ||
         (r = add_dep(g, "kueue.x-k8s.io/v1beta2", "Workload")) < 0 ||
         (r = add_dep(g, "resource.k8s.io/v1", "ResourceClaim")) < 0 ||

@@ -19,7 +19,10 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "controller/ctl_internal.h"
+#include "controller/gpuidle.h"
 #include "controller/metrics.h"
+#include "controller/notebook.h"
+#include "controller/usage_ctl.h"
 
 struct sync_hook {
     void (*fn)(void *arg);
@@ -44,6 +47,10 @@ struct ctl {
     struct admission_ctl *admission;
     struct placement_ctl *placement;
     struct gc_ctl *gc;
+    struct notebook_ctl *notebook;
+    struct culler *culler;
+    struct usage_ctl *usage;
+    struct gpuidle *gpuidle;
 };
 
 struct fatia_controllers {
@@ -220,7 +227,11 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
         (r = fatia_ctlr_workload_ctl_new(c, &c->workload)) < 0 ||
         (r = fatia_ctlr_job_ctl_new(c, &c->job)) < 0 ||
         (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
-        (r = fatia_ctlr_placement_ctl_new(c, c->device, &c->placement)) < 0)
+        (r = fatia_ctlr_placement_ctl_new(c, c->device, &c->placement)) < 0 ||
+        (r = fatia_ctlr_notebook_ctl_new(c, &c->notebook)) < 0 ||
+        (r = fatia_ctlr_culler_new(c, &c->culler)) < 0 ||
+        (r = fatia_ctlr_usage_ctl_new(c, &c->usage)) < 0 ||
+        (r = fatia_ctlr_gpuidle_new(c, &c->gpuidle)) < 0)
         goto fail;
     for (size_t i = 0; i < c->informers.n; i++)
         if (!c->informers.v[i]) {
@@ -283,6 +294,10 @@ void fatia_controllers_free(struct fatia_controllers *fc)
                 inf->watch = NULL;
             }
         }
+        fatia_ctlr_gpuidle_free(c->gpuidle);
+        fatia_ctlr_usage_ctl_free(c->usage);
+        fatia_ctlr_culler_free(c->culler);
+        fatia_ctlr_notebook_ctl_free(c->notebook);
         fatia_ctlr_placement_ctl_free(c->placement);
         fatia_ctlr_admission_ctl_free(c->admission);
         fatia_ctlr_job_ctl_free(c->job);
@@ -323,6 +338,7 @@ int fatia_controllers_metrics(struct fatia_controllers *fc, struct fatia_buf *ou
         fatia_ctlr_device_ctl_metrics(c->device, out);
     if (c->placement)
         fatia_ctlr_placement_ctl_metrics(c->placement, out);
+    fatia_ctlr_usage_ctl_metrics(c->usage, out);
     for (size_t i = 0; i < c->queues.n; i++) {
         (void)0;
     }

@@ -20,6 +20,8 @@
  *                (without them a pod could go while its process and its slice stay, and its
  *                quota with it); also in a Job's pod template and a
  *                Workload's pod sets (a template's annotation becomes its pods');
+ *   usage        no write of a UsageRecord (the usage controller's record of what was charged:
+ *                a tenant that could delete its records would erase its usage);
  *   gate         the scheduling gate kueue.x-k8s.io/admission is never removed by a tenant;
  *   suspend      a Job with a queue label (before or after the write) is never un-suspended by a
  *                tenant: Kueue un-suspends it on admission (this covers the combined patch that
@@ -43,7 +45,8 @@
  *                a Workload with owners is not deleted by a tenant (Kueue keeps it with its
  *                resource-in-use finalizer while admitted; without the rule, deleting it would
  *                release the quota while the pods hold the GPUs) (deletecollection too);
- *   door         a pod or Job that requests a GPU resource (nvidia.com/..., fatia.dev/..., or a DRA
+ *   door         a pod, Job or Notebook (whose pod the notebook controller makes, so it is
+ *                held here) that requests a GPU resource (nvidia.com/..., fatia.dev/..., or a DRA
  *                claim) carries a queue label: if it has none and the namespace is managed
  *                (SchedulerConfig spec.manageJobsWithoutQueueName, default true, and
  *                spec.managedJobsNamespaceSelector, default every namespace), it gets the
@@ -61,7 +64,9 @@
  *
  * Two plugins, because some rules must see the tenant's own write and others the final object:
  *   tenancy-status (validating, every kind, status writes only): status.
- *   tenancy-restrict (mutating, first of all plugins, Pods, Jobs, Workloads): reserved, gate,
+ *   tenancy-restrict (mutating, first of all plugins, Pods, Jobs, Workloads; Notebooks: reserved
+ *       only, in their own metadata; their template's reserved keys the notebook controller
+ *       drops): reserved, gate,
  *       suspend, queue (the queue rule before the suspend rule: the combined patch that drops
  *       the label and un-suspends is refused as either). It runs before any other plugin so that what the
  *       profile injection or kueue-defaults write (fatia.dev/injected, the managed label, the
@@ -340,6 +345,10 @@ static int restrict_admit(void *arg, struct fatia_admit_attrs *a)
     (void)arg;
     if (trusted(a->user))
         return 0;
+    if (is_kind(a->kind, "fatia.dev", "UsageRecord"))
+        return deny(a, "metadata",
+                    "usage records are written by fatia's usage controller only (rule: usage): "
+                    "tenants may read them, not create, change or delete them");
     if (!a->obj) {
         if (is_kind(a->kind, "kueue.x-k8s.io", "Workload") &&
             json_array_size(get(get(a->old, "metadata"), "ownerReferences")))
@@ -352,6 +361,8 @@ static int restrict_admit(void *arg, struct fatia_admit_attrs *a)
     r = check_reserved(a, get(a->obj, "metadata"), get(a->old, "metadata"), "metadata");
     if (r < 0)
         return r;
+    if (is_kind(a->kind, "kubeflow.org", "Notebook"))
+        return 0; /* its queue applies at its next start: it may change */
     if (a->old && !is_kind(a->kind, "kueue.x-k8s.io", "Workload") &&
         !same(get(get(get(a->obj, "metadata"), "labels"), KUEUE_LABEL_QUEUE),
               get(get(get(a->old, "metadata"), "labels"), KUEUE_LABEL_QUEUE)))
@@ -566,6 +577,18 @@ static int door_job(struct fatia_client *c, struct fatia_admit_attrs *a)
     return res ? door_queue(c, a, res) : 0;
 }
 
+/* A Notebook (controller/notebook.c) is held like a Job: its pod is made by a trusted
+ * controller, so the door stands at the Notebook. Its template may change (it applies at the
+ * next start); its queue label may not go while it requests GPUs. */
+static int door_notebook(struct fatia_client *c, struct fatia_admit_attrs *a)
+{
+    const char *res = gpu_request(get(get(get(a->obj, "spec"), "template"), "spec"));
+
+    if (!res && a->old)
+        res = gpu_request(get(get(get(a->old, "spec"), "template"), "spec"));
+    return res ? door_queue(c, a, res) : 0;
+}
+
 static int door_admit(void *arg, struct fatia_admit_attrs *a)
 {
     struct fatia_client *c = arg;
@@ -576,18 +599,22 @@ static int door_admit(void *arg, struct fatia_admit_attrs *a)
         return door_pod(c, a);
     if (is_kind(a->kind, "batch", "Job"))
         return door_job(c, a);
+    if (is_kind(a->kind, "kubeflow.org", "Notebook"))
+        return door_notebook(c, a);
     return 0;
 }
 
 int fatia_controller_tenancy_restrict(struct fatia_admission out[2])
 {
-    static const struct fatia_kind *kinds[4];
+    static const struct fatia_kind *kinds[6];
 
     kinds[0] = fatia_kind_find("v1", "Pod", NULL);
     kinds[1] = fatia_kind_find("batch/v1", "Job", NULL);
     kinds[2] = fatia_kind_find("kueue.x-k8s.io/v1beta2", "Workload", NULL);
-    kinds[3] = NULL;
-    if (!kinds[0] || !kinds[1] || !kinds[2])
+    kinds[3] = fatia_kind_find("kubeflow.org/v1", "Notebook", NULL);
+    kinds[4] = fatia_kind_find("fatia.dev/v1alpha1", "UsageRecord", NULL);
+    kinds[5] = NULL;
+    if (!kinds[0] || !kinds[1] || !kinds[2] || !kinds[3] || !kinds[4])
         return -EINVAL;
     out[0] = (struct fatia_admission){.name = RESTRICT_NAME,
                                       .phase = FATIA_ADMIT_MUTATING,
@@ -609,12 +636,13 @@ int fatia_controller_tenancy_restrict(struct fatia_admission out[2])
 
 int fatia_controller_quota_door(struct fatia_client *client, struct fatia_admission *out)
 {
-    static const struct fatia_kind *kinds[3];
+    static const struct fatia_kind *kinds[4];
 
     kinds[0] = fatia_kind_find("v1", "Pod", NULL);
     kinds[1] = fatia_kind_find("batch/v1", "Job", NULL);
-    kinds[2] = NULL;
-    if (!kinds[0] || !kinds[1])
+    kinds[2] = fatia_kind_find("kubeflow.org/v1", "Notebook", NULL);
+    kinds[3] = NULL;
+    if (!kinds[0] || !kinds[1] || !kinds[2])
         return -EINVAL;
     *out = (struct fatia_admission){.name = DOOR_NAME,
                                     .phase = FATIA_ADMIT_MUTATING,

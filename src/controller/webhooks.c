@@ -106,7 +106,7 @@ int fatia_controllers_webhooks(struct fatia_client *client,
                                struct fatia_admission out[FATIA_CONTROLLERS_N_WEBHOOKS],
                                size_t *ret_n)
 {
-    static const struct fatia_kind *kinds[4];
+    static const struct fatia_kind *kinds[5];
     static const struct fatia_kind *kueue_kinds[3];
     int r;
 
@@ -114,11 +114,12 @@ int fatia_controllers_webhooks(struct fatia_client *client,
     kinds[0] = fatia_kind_find("v1", "Pod", NULL);
     kinds[1] = fatia_kind_find("batch/v1", "Job", NULL);
     kinds[2] = fatia_kind_find("kueue.x-k8s.io/v1beta2", "Workload", NULL);
-    kinds[3] = NULL;
+    kinds[3] = fatia_kind_find("kubeflow.org/v1", "Notebook", NULL);
+    kinds[4] = NULL;
     kueue_kinds[0] = kinds[0];
     kueue_kinds[1] = kinds[1];
     kueue_kinds[2] = NULL;
-    if (!kinds[0] || !kinds[1] || !kinds[2])
+    if (!kinds[0] || !kinds[1] || !kinds[2] || !kinds[3])
         return -EINVAL;
     /* in the order they run: the tenant rules see the tenant's own write */
     r = fatia_controller_tenancy_restrict(&out[0]);

@@ -51,9 +51,11 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/nbhome.h"
 #include "apiserver/apiserver.h"
 #include "apiserver/auth.h"
 #include "apiserver/client.h"
+#include "apiserver/nbproxy.h"
 #include "apiserver/tls.h"
 #include "base/alloc.h"
 #include "base/buf.h"
@@ -110,6 +112,19 @@ static const char usage[] =
     "      --audit-log-maxsize N   rotate the audit log past N bytes (default 100Mi)\n"
     "      --agent KEY=VALUE       a node agent option (docs/agent.md); repeatable\n"
     "      --no-agent              run no node agent: pods are never started here\n"
+    "      --notebook-listen HOST:PORT\n"
+    "                              the workbench (Jupyter) proxy's own origin (default\n"
+    "                              127.0.0.1:0, a free port; 'off': none; docs/selfservice.md)\n"
+    "      --cull-idle-time DURATION\n"
+    "                              stop a workbench whose Jupyter was idle this long (default:\n"
+    "                              never)\n"
+    "      --cull-check-period DURATION\n"
+    "                              how often the culler asks each Jupyter (default 1m)\n"
+    "      --gpu-idle-after DURATION\n"
+    "                              evict (and requeue) best-effort work whose GPUs were idle\n"
+    "                              this long (default: never; docs/selfservice.md)\n"
+    "      --gpu-idle-priority-below N\n"
+    "                              best-effort: a workload priority below N (default 1000)\n"
     "  -v, --verbose               log every request (debug)\n"
     "  -h, --help                  this text\n";
 
@@ -151,6 +166,9 @@ struct daemon {
     char audit[4096];      /* DATA/audit.log (ao.audit_path) unless --audit-log */
     const char *audit_opt; /* --audit-log: a path, or "-" for none */
     int lock_fd;           /* DATA/fatiad.lock, held until exit */
+    /* the workbench proxy (apiserver/nbproxy.h) */
+    struct fatia_nbproxy *nbproxy;
+    const char *nb_listen; /* --notebook-listen; NULL: 127.0.0.1:0; "off": none */
 };
 
 static bool is_loopback(const char *host)
@@ -368,6 +386,9 @@ static void agent_stopped(void *arg)
  * stops too (its watch and log streams end, its writes land; the pods keep running). */
 static void stop_all(struct daemon *d)
 {
+    /* no new workbench connections (open ones end with the loop) */
+    fatia_api_nbproxy_free(d->nbproxy);
+    d->nbproxy = NULL;
     fatia_controllers_stop(d->ctl);
     if (d->agent) {
         /* no new `kubectl logs` for an agent that is ending its streams */
@@ -425,6 +446,55 @@ static const char *admin_token(struct daemon *d, char *buf, size_t n)
     return t ? buf : NULL;
 }
 
+/* The Jupyter socket of a workbench: in the agent's pod directory (agent/nbhome.h). */
+static int nb_upstream(void *arg, const char *ns, const char *name, char *path, size_t n,
+                       uid_t *ret_uid)
+{
+    struct daemon *d = arg;
+    char dir[4096];
+
+    if (d->agent_opts.pod_dir) {
+        if (!realpath(d->agent_opts.pod_dir, dir))
+            return -errno;
+    } else {
+        char real[4096];
+        if (!realpath(d->data_dir, real) || strlen(real) > 4000)
+            return -ENOENT;
+        snprintf(dir, sizeof(dir), "%.4000s/agent", real);
+    }
+    return fatia_agent_nb_upstream(dir, ns, name, path, n, ret_uid);
+}
+
+/* Step 5b: the workbench proxy on its own port, when the agent runs (its homes hold the
+ * sockets) and the API authenticates (its tokens open the sessions). 0 or a negative code. */
+static int start_nbproxy(struct daemon *d)
+{
+    char host[128];
+    uint16_t port;
+    int r;
+
+    if ((d->nb_listen && !strcmp(d->nb_listen, "off")) || d->no_agent || !d->ao.tokens_path)
+        return 0;
+    if (parse_listen(d->nb_listen ? d->nb_listen : "127.0.0.1:0", host, sizeof(host), &port) < 0 ||
+        !is_loopback(host)) {
+        fatia_error("--notebook-listen: expected a loopback HOST:PORT, got '%s'", d->nb_listen);
+        return -EINVAL;
+    }
+    r = fatia_api_nbproxy_new(d->base, d->api, d->client,
+                              &(struct fatia_nbproxy_opts){.tls_ctx = d->tls ? d->tls_ctx : NULL,
+                                                           .upstream = nb_upstream,
+                                                           .arg = d},
+                              &d->nbproxy);
+    if (r == 0)
+        r = fatia_api_nbproxy_listen(d->nbproxy, host, port, &port);
+    if (r < 0)
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot serve the workbench proxy on %s:%u",
+                               host, port);
+    fatia_info("serving workbenches at %s://%s:%u/notebook/<namespace>/<name>/",
+               d->tls ? "https" : "http", host, port);
+    return 0;
+}
+
 static void start_serving(struct daemon *d)
 {
     char url[200], path[4096], token[300];
@@ -469,6 +539,11 @@ static void start_serving(struct daemon *d)
         return;
     }
     fatia_free(ca);
+    if (start_nbproxy(d) < 0) {
+        d->exit_code = 1;
+        stop_all(d);
+        return;
+    }
     fatia_info("serving the Kubernetes API at %s (resourceVersion %" PRIu64
                ", %zu manifests applied); kubeconfig: %s",
                url, fatia_apiserver_rv(d->api), d->applied, path);
@@ -557,33 +632,39 @@ static int ensure_tokens(struct daemon *d)
 
 /* ---- main: the command line, then the start-up steps of the file's comment, in order ---- */
 
-static const struct option long_opts[] = {{"data-dir", required_argument, NULL, 'd'},
-                                          {"listen", required_argument, NULL, 'l'},
-                                          {"filename", required_argument, NULL, 'f'},
-                                          {"insecure-listen-anywhere", no_argument, NULL, 'A'},
-                                          {"no-tls", no_argument, NULL, 'T'},
-                                          {"watch-history", required_argument, NULL, 'W'},
-                                          {"sync", required_argument, NULL, 'S'},
-                                          {"max-body-bytes", required_argument, NULL, 'B'},
-                                          {"store-reserve", required_argument, NULL, 'R'},
-                                          {"max-namespace-objects", required_argument, NULL, 'O'},
-                                          {"idle-timeout", required_argument, NULL, 'I'},
-                                          {"watch-backlog", required_argument, NULL, 'K'},
-                                          {"fleet", required_argument, NULL, 'F'},
-                                          {"inventory", required_argument, NULL, 'N'},
-                                          {"node-name", required_argument, NULL, 'n'},
-                                          {"catalog", required_argument, NULL, 'C'},
-                                          {"nvml-lib", required_argument, NULL, 'L'},
-                                          {"placement-policy", required_argument, NULL, 'P'},
-                                          {"job-backoff", required_argument, NULL, 'J'},
-                                          {"no-controllers", no_argument, NULL, 'X'},
-                                          {"audit-log", required_argument, NULL, 'U'},
-                                          {"audit-log-maxsize", required_argument, NULL, 'Z'},
-                                          {"agent", required_argument, NULL, 'a'},
-                                          {"no-agent", no_argument, NULL, 'G'},
-                                          {"verbose", no_argument, NULL, 'v'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+static const struct option long_opts[] = {
+    {"data-dir", required_argument, NULL, 'd'},
+    {"listen", required_argument, NULL, 'l'},
+    {"filename", required_argument, NULL, 'f'},
+    {"insecure-listen-anywhere", no_argument, NULL, 'A'},
+    {"no-tls", no_argument, NULL, 'T'},
+    {"watch-history", required_argument, NULL, 'W'},
+    {"sync", required_argument, NULL, 'S'},
+    {"max-body-bytes", required_argument, NULL, 'B'},
+    {"store-reserve", required_argument, NULL, 'R'},
+    {"max-namespace-objects", required_argument, NULL, 'O'},
+    {"idle-timeout", required_argument, NULL, 'I'},
+    {"watch-backlog", required_argument, NULL, 'K'},
+    {"fleet", required_argument, NULL, 'F'},
+    {"inventory", required_argument, NULL, 'N'},
+    {"node-name", required_argument, NULL, 'n'},
+    {"catalog", required_argument, NULL, 'C'},
+    {"nvml-lib", required_argument, NULL, 'L'},
+    {"placement-policy", required_argument, NULL, 'P'},
+    {"job-backoff", required_argument, NULL, 'J'},
+    {"no-controllers", no_argument, NULL, 'X'},
+    {"audit-log", required_argument, NULL, 'U'},
+    {"audit-log-maxsize", required_argument, NULL, 'Z'},
+    {"agent", required_argument, NULL, 'a'},
+    {"no-agent", no_argument, NULL, 'G'},
+    {"notebook-listen", required_argument, NULL, 0x101},
+    {"cull-idle-time", required_argument, NULL, 0x102},
+    {"cull-check-period", required_argument, NULL, 0x103},
+    {"gpu-idle-after", required_argument, NULL, 0x104},
+    {"gpu-idle-priority-below", required_argument, NULL, 0x105},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
 
 /* The command line into d. 0 (with d->help for --help: the usage is printed), or -EINVAL after
  * saying what is wrong (exit status 2). */
@@ -723,6 +804,41 @@ static int parse_args(struct daemon *d, int argc, char **argv)
         case 'G':
             d->no_agent = true;
             break;
+        case 0x101:
+            d->nb_listen = optarg;
+            break;
+        case 0x102:
+        case 0x103:
+            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < 0) {
+                fprintf(stderr, "fatiad: --%s: expected a duration (90m, 24h), got '%s'\n",
+                        c == 0x102 ? "cull-idle-time" : "cull-check-period", optarg);
+                return -EINVAL;
+            }
+            if (c == 0x102)
+                d->co.cull_idle = dur;
+            else
+                d->co.cull_period = dur ? dur : 1;
+            break;
+        case 0x104:
+            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < 0) {
+                fprintf(stderr, "fatiad: --gpu-idle-after: expected a duration (30m), got '%s'\n",
+                        optarg);
+                return -EINVAL;
+            }
+            d->co.gpu_idle_after = dur;
+            break;
+        case 0x105: {
+            int64_t v;
+            if (fatia_parse_i64(optarg, &v) < 0) {
+                fprintf(stderr,
+                        "fatiad: --gpu-idle-priority-below: expected an integer, got "
+                        "'%s'\n",
+                        optarg);
+                return -EINVAL;
+            }
+            d->co.gpu_idle_priority_below = v;
+            break;
+        }
         case 'v':
             fatia_log_set_level(FATIA_LOG_DEBUG);
             break;
@@ -844,6 +960,11 @@ static int start_controllers(struct daemon *d)
     memmove(d->files + d->n_fleet, d->files, d->n_files * sizeof(char *));
     memcpy(d->files, d->fleet, d->n_fleet * sizeof(char *));
     d->n_files += d->n_fleet;
+    if (!d->no_agent) {
+        /* the culler reaches each Jupyter as the proxy does */
+        d->co.nb_upstream = nb_upstream;
+        d->co.nb_upstream_arg = d;
+    }
     r = fatia_controllers_new(d->base, d->client, &d->co, &d->ctl);
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the controllers");
@@ -888,6 +1009,7 @@ static void apply_at_start(struct daemon *d)
 
 static void daemon_free(struct daemon *d)
 {
+    fatia_api_nbproxy_free(d->nbproxy);
     fatia_controllers_free(d->ctl);
     fatia_agent_free(d->agent);
     fatia_client_free(d->client);

@@ -20,7 +20,8 @@
  *           switch or remove profile:          │   │ cleanup(old record)          │ switch or
  *           cleanup, then inject the new one ──┘───┘ + inject(new)                │ remove:
  *                                                                                 v rejected
- *     mutable = Pod: only at create; Job: while the stored Job is suspended;
+ *     mutable = Pod: only at create; Job: while the stored Job is suspended; Notebook: while
+ *               the stored one is stopped (annotation kubeflow-resource-stopped);
  *               Workload: while it holds no quota (no status.admission, not QuotaReserved or
  *               Admitted)
  *
@@ -44,7 +45,8 @@
 enum target_kind {
     T_POD,
     T_JOB,
-    T_WORKLOAD
+    T_WORKLOAD,
+    T_NOTEBOOK /* kubeflow.org Notebook: a pod template, like a Job's */
 };
 
 struct adm {
@@ -159,6 +161,11 @@ static const char *immutable_reason(const struct adm *a, const json_t *old)
         return workload_holds_quota(old) ? "a Workload can change its hardware profile only "
                                            "while it is not admitted"
                                          : NULL;
+    case T_NOTEBOOK:
+        return annotation(old, "kubeflow-resource-stopped")
+                   ? NULL
+                   : "a Notebook can change its hardware profile only while stopped (set the "
+                     "annotation kubeflow-resource-stopped first)";
     }
     return NULL;
 }
@@ -204,6 +211,7 @@ static int find_place(struct adm *a, json_t *obj, struct place *pl)
         snprintf(pl->prefix, sizeof(pl->prefix), "spec");
         break;
     case T_JOB:
+    case T_NOTEBOOK:
         pl->spec = fatia_json_path(obj, "spec.template.spec");
         snprintf(pl->prefix, sizeof(pl->prefix), "spec.template.spec");
         break;
@@ -726,6 +734,8 @@ int fatia_profile_admit(const struct fatia_kind *kind, const json_t *old, json_t
         a.t = T_JOB;
     else if (!strcmp(kind->kind, "Workload") && !strcmp(kind->group, "kueue.x-k8s.io"))
         a.t = T_WORKLOAD;
+    else if (!strcmp(kind->kind, "Notebook") && !strcmp(kind->group, "kubeflow.org"))
+        a.t = T_NOTEBOOK;
     else
         return 0;
     if (!json_is_object(obj))

@@ -26,6 +26,8 @@ const struct fatia_kind *const fatia_kinds[] = {
     &fatia_kind_workloadpriorityclass,
     &fatia_kind_workload,
     &fatia_kind_hardwareprofile,
+    &fatia_kind_notebook,
+    &fatia_kind_usagerecord,
     &fatia_kind_schedulerconfig,
     &fatia_kind_nodepool,
     &fatia_kind_gpusharingpolicy,

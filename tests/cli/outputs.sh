@@ -107,6 +107,10 @@ WANT_RC=1 every_output serve-nofit "fits:                  no" 'd["fits"], d["wo
 every_output profiles "Training (2 whole GPUs)" '[p["displayName"] for p in d["profiles"]][2]' \
     "Training (2 whole GPUs)" profiles -f examples/
 
+# usage
+every_output usage "team-a      nvidia.com/gpu           4.000000" '[(r["group"], r["hours"]) for r in d["usage"] if r["resource"] == "nvidia.com/gpu"]' \
+    "[('team-a', '4.000000')]" usage -f tests/data/usage/records.yaml --now 2026-12-01T12:00:00Z
+
 # place
 every_output place "team-a/pair-leader-0   node-0   gpu-0,gpu-1" 'sorted(d), d["policy"]' "(['gpus', 'placements', 'policy'], 'binpack')" \
     place -f tests/golden/place/gang/input.yaml

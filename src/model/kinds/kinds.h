@@ -50,6 +50,8 @@ extern const struct fatia_kind fatia_kind_localqueue;
 extern const struct fatia_kind fatia_kind_workloadpriorityclass;
 extern const struct fatia_kind fatia_kind_workload;
 extern const struct fatia_kind fatia_kind_hardwareprofile;
+extern const struct fatia_kind fatia_kind_notebook;
+extern const struct fatia_kind fatia_kind_usagerecord;
 extern const struct fatia_kind fatia_kind_schedulerconfig;
 extern const struct fatia_kind fatia_kind_nodepool;
 extern const struct fatia_kind fatia_kind_gpusharingpolicy;

@@ -72,7 +72,7 @@
 static const char usage[] =
     "Usage: fatiad --data-dir DIR [--listen HOST:PORT] [-f PATH]... [options]\n"
     "\n"
-    "Serves the Kubernetes API over fatia's objects from an embedded SQLite store.\n"
+    "Serves the Kubernetes API over fatia's objects from an embedded SQLite store, or etcd.\n"
     "\n"
     "  -d, --data-dir DIR          store, tokens and kubeconfig live here (created if missing)\n"
     "  -l, --listen HOST:PORT      address to serve on (default 127.0.0.1:6443; port 0 picks a\n"
@@ -90,6 +90,14 @@ static const char usage[] =
     "      --max-body-bytes N      largest request body (default 3145728)\n"
     "      --store-reserve BYTES   disk kept in reserve for deletes when the disk fills (the\n"
     "                              NOSPACE alarm; default 64Mi, 0: none)\n"
+    "      --store sqlite|etcd     the store: SQLite in DIR (default) or etcd v3 (docs/fleet.md)\n"
+    "      --etcd-endpoints URLS   with --store etcd: http(s)://host:port, comma-separated\n"
+    "      --etcd-cafile PATH      the CA of etcd's TLS certificates\n"
+    "      --etcd-certfile PATH, --etcd-keyfile PATH\n"
+    "                              a TLS client certificate for etcd\n"
+    "      --etcd-prefix PREFIX    the keys' prefix (default /registry)\n"
+    "      --etcd-compaction-interval DURATION\n"
+    "                              compact etcd's history this often (default 5m)\n"
     "      --max-namespace-objects N\n"
     "                              objects one namespace may hold (default 50000)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
@@ -145,6 +153,7 @@ struct daemon {
     size_t n_fleet;
     bool controllers; /* false: --no-controllers */
     bool reserve_set; /* --store-reserve given (else 64 MiB) */
+    bool store_etcd;  /* --store etcd (so.etcd_endpoints) */
     bool help;
     char default_fleet[4096];
     char tokens[4096];     /* DATA/tokens (ao.tokens_path) */
@@ -579,6 +588,13 @@ static const struct option long_opts[] = {{"data-dir", required_argument, NULL, 
                                           {"audit-log-maxsize", required_argument, NULL, 'Z'},
                                           {"agent", required_argument, NULL, 'a'},
                                           {"no-agent", no_argument, NULL, 'G'},
+                                          {"store", required_argument, NULL, 1},
+                                          {"etcd-endpoints", required_argument, NULL, 2},
+                                          {"etcd-cafile", required_argument, NULL, 3},
+                                          {"etcd-certfile", required_argument, NULL, 4},
+                                          {"etcd-keyfile", required_argument, NULL, 5},
+                                          {"etcd-prefix", required_argument, NULL, 6},
+                                          {"etcd-compaction-interval", required_argument, NULL, 7},
                                           {"verbose", no_argument, NULL, 'v'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -721,6 +737,35 @@ static int parse_args(struct daemon *d, int argc, char **argv)
         case 'G':
             d->no_agent = true;
             break;
+        case 1: /* --store */
+            if (strcmp(optarg, "sqlite") && strcmp(optarg, "etcd")) {
+                fprintf(stderr, "fatiad: --store: expected sqlite or etcd\n");
+                return -EINVAL;
+            }
+            d->store_etcd = !strcmp(optarg, "etcd");
+            break;
+        case 2:
+            d->so.etcd_endpoints = optarg;
+            break;
+        case 3:
+            d->so.etcd_cafile = optarg;
+            break;
+        case 4:
+            d->so.etcd_certfile = optarg;
+            break;
+        case 5:
+            d->so.etcd_keyfile = optarg;
+            break;
+        case 6:
+            d->so.etcd_prefix = optarg;
+            break;
+        case 7:
+            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < FATIA_USEC_PER_SEC) {
+                fprintf(stderr, "fatiad: --etcd-compaction-interval: expected a duration >= 1s\n");
+                return -EINVAL;
+            }
+            d->so.etcd_compact_usec = (uint64_t)dur;
+            break;
         case 'v':
             fatia_log_set_level(FATIA_LOG_DEBUG);
             break;
@@ -735,6 +780,10 @@ static int parse_args(struct daemon *d, int argc, char **argv)
     }
     if (!d->data_dir || optind != argc) {
         fputs(usage, stderr);
+        return -EINVAL;
+    }
+    if (d->store_etcd != (d->so.etcd_endpoints != NULL)) {
+        fprintf(stderr, "fatiad: --store etcd and --etcd-endpoints go together\n");
         return -EINVAL;
     }
     if (parse_listen(listen_at, d->host, sizeof(d->host), &d->port) < 0) {
@@ -802,7 +851,7 @@ static int open_api(struct daemon *d)
     /* the log keeps twice the watch history: enough to reload it at start, bounded on disk */
     d->so.log_keep = 2 * (d->ao.watch_history ? d->ao.watch_history : 10000);
     snprintf(path, sizeof(path), "%s/store.db", d->data_dir);
-    if (!d->reserve_set)
+    if (!d->reserve_set && !d->store_etcd)
         d->so.reserve_bytes = 64u << 20;
     d->so.why = store_why;
     d->so.why_n = sizeof(store_why);
@@ -813,7 +862,8 @@ static int open_api(struct daemon *d)
             fatia_error("cannot open the store: %s", store_why);
             return r;
         }
-        return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot open the store '%s'", path);
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot open the store '%s'",
+                               d->store_etcd ? d->so.etcd_endpoints : path);
     }
     r = fatia_apiserver_new(d->base, d->store, &fatia_demand_checks, &d->ao, &d->api);
     if (r < 0) {

@@ -3,7 +3,8 @@
 # processes on loopback: objects under kube-apiserver's key layout (read back with etcdctl),
 # each value the object the API serves; a restart keeps every object and the resourceVersion;
 # a second fatiad on the same prefix fences the first (its next write is refused and nothing of
-# it reaches etcd); a fatiad on another prefix is another cluster; a three-member etcd loses the
+# it reaches etcd); a fatiad on another prefix is another cluster; periodic compaction removes
+# etcd's old revisions and nothing of fatia's state; a three-member etcd loses the
 # member fatiad talks to (kill -9) while 4 writers write, and an independent checker finds every
 # acknowledged write after a restart.
 . "$(dirname "$0")/lib.bash"
@@ -74,6 +75,23 @@ wait "$B_PID" "$A_PID" 2>/dev/null
 start_fatiad "$TMP/c" --no-agent || finish
 api GET /api/v1/namespaces/team-a
 [ "$CODE" = 404 ] || fail "prefix /c/registry sees /a/registry's namespace ($CODE)"
+stop_fatiad
+
+# ---- periodic compaction: etcd's history below one interval ago is gone, ours is not ----
+start_fatiad "$TMP/e" --no-agent --etcd-compaction-interval 1s || finish
+for i in $(seq 12); do
+    api POST /api/v1/namespaces -H 'Content-Type: application/json' -d "$(ns "compact-$i")"
+    [ "$CODE" = 201 ] || fail "namespace compact-$i: $CODE"
+    sleep 0.25
+done
+expect_line "$TMP/e.log" "store: etcd compacted to revision"
+etcdctl_ get --rev=2 /e/registry/namespaces/default >"$TMP/out" 2>&1 &&
+    fail "etcd still serves revision 2 after compactions"
+expect_line "$TMP/out" "compacted"
+stop_fatiad
+start_fatiad "$TMP/e" --no-agent || finish
+api GET /api/v1/namespaces/compact-12
+[ "$CODE" = 200 ] || fail "an object written between compactions is gone after a restart: $CODE"
 stop_fatiad
 stop_etcd one
 

@@ -54,6 +54,10 @@ struct fatia_controllers_opts {
     const char *placement_policy; /* binpack (default), bestfit, spread, fragmentation */
     fatia_usec_t job_backoff;     /* first delay before a failed Job pod is replaced; 0: 10 s */
     fatia_usec_t status_interval; /* ClusterQueue/LocalQueue status refresh; 0: 1 s */
+    /* node lifecycle (nodelifecycle.c): a lost node's pods that do not tolerate its taint are
+     * evicted after this many seconds (default 300 unless set) */
+    int64_t default_toleration_s;
+    bool default_toleration_set;
 };
 
 /* Builds the controllers on base over client (borrowed; both must outlive the controllers).

@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/lease.h"
 #include "apiserver/apiserver.h"
 #include "apiserver/auth.h"
 #include "apiserver/client.h"
@@ -118,6 +119,11 @@ static const char usage[] =
     "      --audit-log-maxsize N   rotate the audit log past N bytes (default 100Mi)\n"
     "      --agent KEY=VALUE       a node agent option (docs/agent.md); repeatable\n"
     "      --no-agent              run no node agent: pods are never started here\n"
+    "      --node-lease-duration S the agent's node leases: valid S seconds, renewed every S/4\n"
+    "                              (default 40; docs/fleet.md)\n"
+    "      --node-toleration-seconds S\n"
+    "                              a lost node's pods are evicted after S seconds unless they\n"
+    "                              tolerate node.kubernetes.io/unreachable (default 300)\n"
     "  -v, --verbose               log every request (debug)\n"
     "  -h, --help                  this text\n";
 
@@ -151,9 +157,11 @@ struct daemon {
     struct fatia_controllers_opts co;
     char **fleet; /* --fleet paths, or the default fleet */
     size_t n_fleet;
-    bool controllers; /* false: --no-controllers */
-    bool reserve_set; /* --store-reserve given (else 64 MiB) */
-    bool store_etcd;  /* --store etcd (so.etcd_endpoints) */
+    bool controllers;                /* false: --no-controllers */
+    bool reserve_set;                /* --store-reserve given (else 64 MiB) */
+    bool store_etcd;                 /* --store etcd (so.etcd_endpoints) */
+    struct fatia_agent_lease *lease; /* the agent's node leases (agent/lease.h) */
+    int64_t lease_s;                 /* --node-lease-duration */
     bool help;
     char default_fleet[4096];
     char tokens[4096];     /* DATA/tokens (ao.tokens_path) */
@@ -595,6 +603,8 @@ static const struct option long_opts[] = {{"data-dir", required_argument, NULL, 
                                           {"etcd-keyfile", required_argument, NULL, 5},
                                           {"etcd-prefix", required_argument, NULL, 6},
                                           {"etcd-compaction-interval", required_argument, NULL, 7},
+                                          {"node-lease-duration", required_argument, NULL, 8},
+                                          {"node-toleration-seconds", required_argument, NULL, 9},
                                           {"verbose", no_argument, NULL, 'v'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
@@ -766,6 +776,21 @@ static int parse_args(struct daemon *d, int argc, char **argv)
             }
             d->so.etcd_compact_usec = (uint64_t)dur;
             break;
+        case 8:
+            if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 86400) {
+                fprintf(stderr, "fatiad: --node-lease-duration: expected seconds, 1..86400\n");
+                return -EINVAL;
+            }
+            d->lease_s = (int64_t)u;
+            break;
+        case 9:
+            if (fatia_parse_u64(optarg, &u) < 0 || u > 86400 * 365) {
+                fprintf(stderr, "fatiad: --node-toleration-seconds: expected seconds\n");
+                return -EINVAL;
+            }
+            d->co.default_toleration_s = (int64_t)u;
+            d->co.default_toleration_set = true;
+            break;
         case 'v':
             fatia_log_set_level(FATIA_LOG_DEBUG);
             break;
@@ -910,6 +935,8 @@ static int start_agent(struct daemon *d)
         fatia_apiserver_set_log_provider(d->api, fatia_agent_logs, d->agent);
         r = fatia_agent_start(d->agent);
     }
+    if (r == 0)
+        r = fatia_agent_lease_new(d->base, d->client, d->agent_opts.nodes, d->lease_s, &d->lease);
     if (r < 0)
         fatia_error("cannot start the node agent (--no-agent runs without one)");
     return r;
@@ -937,6 +964,7 @@ static void apply_at_start(struct daemon *d)
 static void daemon_free(struct daemon *d)
 {
     fatia_controllers_free(d->ctl);
+    fatia_agent_lease_free(d->lease);
     fatia_agent_free(d->agent);
     fatia_client_free(d->client);
     fatia_apiserver_free(d->api);

@@ -34,6 +34,7 @@ const struct fatia_kind *const fatia_kinds[] = {
     &fatia_kind_resourceslice,
     &fatia_kind_resourceclaim,
     &fatia_kind_resourceclaimtemplate,
+    &fatia_kind_lease,
     NULL,
 };
 

@@ -58,5 +58,6 @@ extern const struct fatia_kind fatia_kind_deviceclass;
 extern const struct fatia_kind fatia_kind_resourceslice;
 extern const struct fatia_kind fatia_kind_resourceclaim;
 extern const struct fatia_kind fatia_kind_resourceclaimtemplate;
+extern const struct fatia_kind fatia_kind_lease;
 
 #endif

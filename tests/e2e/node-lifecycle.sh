@@ -7,7 +7,8 @@
 #   2. its heartbeat stopped: the node goes Ready=Unknown with node.kubernetes.io/unreachable:
 #      NoExecute, the pod is evicted after --node-toleration-seconds (2 s), an Event says so, and
 #      the Job's replacement is bound to the other node (placement sees the taint)
-#   3. a pod that tolerates the taint without tolerationSeconds stays on the lost node
+#   3. a pod that tolerates the taint without tolerationSeconds stays on the lost node; a tenant
+#      can neither renew the lost node's lease nor remove its taint
 #   4. SIGCONT: the taint goes, the node is Ready again, new pods may land there
 #   5. kubectl cordon of both nodes: a new Job's pod stays unbound; uncordon: it binds
 # The lease renewal of fatiad's own agent is agent/lease.c (not run here: --no-agent).
@@ -82,6 +83,25 @@ p2=$(pod_of_job team-a victim)
 [ "$p2" != "$p1" ] || fail "no replacement pod"
 [ "$(node_of team-a "$p2")" = "$other" ] || fail "the replacement $p2 went to $(node_of team-a "$p2"), not $other"
 expect_rc 0 $K get pod stayer -n team-a -o name
+# a hostile tenant (edit on team-a) tries to bring the node back by renewing its lease, or by
+# removing its taint: both refused, and the node stays lost
+"$BUILD/bin/fatia" token create --data-dir "$TMP/data" --user mallory --namespace team-a \
+    >"$TMP/mallory.kubeconfig" 2>/dev/null || fail "fatia token create"
+MAL=$(awk '$2 == "mallory" {print $1}' "$TMP/data/tokens")
+[ -n "$MAL" ] || fail "no token for mallory"
+MAL=${MAL:-none}
+AS_TOKEN=$MAL api GET "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/$lost"
+[ "$CODE" = 403 ] || fail "a tenant read the node's lease: $CODE"
+api GET "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/$lost"
+python3 -c 'import json,sys,datetime; o=json.load(open(sys.argv[1])); o["spec"]["renewTime"]=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"); print(json.dumps(o))' "$TMP/body" >"$TMP/spoof.json"
+AS_TOKEN=$MAL api PUT "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/$lost" \
+    -H 'Content-Type: application/json' --data-binary @"$TMP/spoof.json"
+[ "$CODE" = 403 ] || fail "a tenant renewed a lost node's lease: $CODE"
+AS_TOKEN=$MAL api PATCH "/api/v1/nodes/$lost" -H 'Content-Type: application/merge-patch+json' \
+    -d '{"spec":{"taints":[]}}'
+[ "$CODE" = 403 ] || fail "a tenant removed a lost node's taints: $CODE"
+sleep 1.5
+has_taint "$lost" unreachable || fail "the node came back without its heartbeat"
 [ "$(ready "$other")" = True ] || fail "the other node $other went NotReady"
 
 # ---- 4. it comes back ----

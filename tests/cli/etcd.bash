@@ -4,6 +4,9 @@
 #                         (the client URLs, comma-separated), ETCD_URL (the first), and
 #                         ETCD_PIDS_<NAME> / ETCD_URL_<NAME>_<i>; waits until it serves (20 s)
 #   stop_etcd NAME        SIGTERM, wait
+#   restart_etcd_member NAME I [FLAGS...]
+#                         SIGTERM member I, start it again on its data directory with FLAGS
+#                         added (a flag given twice: the last one counts)
 #   etcdctl_ ARGS...      etcdctl (API v3) against $ETCD_URLS
 # fatiad.bash's start_fatiad puts fatiad on etcd when FATIA_TEST_STORE=etcd: it starts one
 # etcd per test (lazily) and gives each data directory its own key prefix.
@@ -27,13 +30,15 @@ start_etcd() {
     done
     for i in $(seq "$n"); do
         mkdir -p "$TMP/etcd-$name-$i"
-        etcd --name "$name-$i" --data-dir "$TMP/etcd-$name-$i/data" \
-            --listen-client-urls "http://127.0.0.1:${cp[$i]}" \
-            --advertise-client-urls "http://127.0.0.1:${cp[$i]}" \
-            --listen-peer-urls "http://127.0.0.1:${pp[$i]}" \
-            --initial-advertise-peer-urls "http://127.0.0.1:${pp[$i]}" \
-            --initial-cluster "$cluster" --initial-cluster-token "$name-$$" \
-            "${ETCD_FLAGS[@]}" >"$TMP/etcd-$name-$i.log" 2>&1 &
+        local -a argv=(--name "$name-$i" --data-dir "$TMP/etcd-$name-$i/data"
+            --listen-client-urls "http://127.0.0.1:${cp[$i]}"
+            --advertise-client-urls "http://127.0.0.1:${cp[$i]}"
+            --listen-peer-urls "http://127.0.0.1:${pp[$i]}"
+            --initial-advertise-peer-urls "http://127.0.0.1:${pp[$i]}"
+            --initial-cluster "$cluster" --initial-cluster-token "$name-$$"
+            "${ETCD_FLAGS[@]}")
+        eval "ETCD_ARGV_${name//-/_}_$i=\$(printf '%q ' \"\${argv[@]}\")"
+        etcd "${argv[@]}" >"$TMP/etcd-$name-$i.log" 2>&1 &
         pids="$pids $!"
         ETCD_ALL_PIDS+=("$!")
         eval "ETCD_URL_${name//-/_}_$i=http://127.0.0.1:${cp[$i]}"
@@ -60,6 +65,22 @@ stop_etcd() {
     for pid in $p; do
         { kill -TERM "$pid" && wait "$pid"; } 2>/dev/null
     done
+}
+
+restart_etcd_member() {
+    local name=$1 i=$2 pid argv
+    shift 2
+    eval "pid=\$ETCD_PID_${name//-/_}_$i argv=\$ETCD_ARGV_${name//-/_}_$i"
+    { kill -TERM "$pid" && wait "$pid"; } 2>/dev/null
+    eval "etcd $argv $(printf '%q ' "$@")" >>"$TMP/etcd-$name-$i.log" 2>&1 &
+    ETCD_ALL_PIDS+=("$!")
+    eval "ETCD_PID_${name//-/_}_$i=$!"
+    for _ in $(seq 400); do
+        etcdctl_ --dial-timeout 1s endpoint health >/dev/null 2>&1 && return 0
+        sleep 0.05
+    done
+    fail "etcd $name-$i did not restart in 20 s"
+    return 1
 }
 
 etcdctl_() {

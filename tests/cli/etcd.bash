@@ -6,7 +6,8 @@
 #   stop_etcd NAME        SIGTERM, wait
 #   restart_etcd_member NAME I [FLAGS...]
 #                         SIGTERM member I, start it again on its data directory with FLAGS
-#                         added (a flag given twice: the last one counts)
+#                         added (a flag given twice: the last one counts); waits until it serves
+#                         unless ETCD_NO_WAIT is set
 #   etcdctl_ ARGS...      etcdctl (API v3) against $ETCD_URLS
 # fatiad.bash's start_fatiad puts fatiad on etcd when FATIA_TEST_STORE=etcd: it starts one
 # etcd per test (lazily) and gives each data directory its own key prefix.
@@ -72,9 +73,12 @@ restart_etcd_member() {
     shift 2
     eval "pid=\$ETCD_PID_${name//-/_}_$i argv=\$ETCD_ARGV_${name//-/_}_$i"
     { kill -TERM "$pid" && wait "$pid"; } 2>/dev/null
-    eval "etcd $argv $(printf '%q ' "$@")" >>"$TMP/etcd-$name-$i.log" 2>&1 &
+    local extra=
+    [ $# -gt 0 ] && extra=$(printf '%q ' "$@")
+    eval "etcd $argv $extra" >>"$TMP/etcd-$name-$i.log" 2>&1 &
     ETCD_ALL_PIDS+=("$!")
     eval "ETCD_PID_${name//-/_}_$i=$!"
+    [ -n "${ETCD_NO_WAIT:-}" ] && return 0 # a member of a cluster without quorum yet
     for _ in $(seq 400); do
         etcdctl_ --dial-timeout 1s endpoint health >/dev/null 2>&1 && return 0
         sleep 0.05

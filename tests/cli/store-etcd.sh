@@ -6,7 +6,8 @@
 # it reaches etcd); a fatiad on another prefix is another cluster; periodic compaction removes
 # etcd's old revisions and nothing of fatia's state; a three-member etcd loses the
 # member fatiad talks to (kill -9) while 4 writers write, and an independent checker finds every
-# acknowledged write after a restart.
+# acknowledged write after a restart, and again after kill -9 of fatiad and of every member and
+# a restart of all.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 need_python3
@@ -117,5 +118,28 @@ python3 tests/cli/durability.py check "$URL" "$CA" "$TOKEN" "$TMP/acks" >"$TMP/c
     fail "the checker found lost or wrong writes after the member's death"
 cat "$TMP/check.out"
 echo "etcd member killed after $killed_at acknowledged writes; $(acks) in all"
+# ---- the whole cluster down (kill -9 of fatiad and of every member), then up: state intact ----
+kill -9 "$FATIAD_PID"
+wait "$FATIAD_PID" 2>/dev/null
+FATIAD_PID=
+for i in 2 3; do
+    eval "p=\$ETCD_PID_three_$i"
+    { kill -9 "$p" && wait "$p"; } 2>/dev/null
+done
+for i in 1 2 3; do
+    ETCD_NO_WAIT=1 restart_etcd_member three "$i"
+done
+wait_members() {
+    for _ in $(seq 400); do
+        etcdctl_ --dial-timeout 1s endpoint health >/dev/null 2>&1 && return 0
+        sleep 0.05
+    done
+    return 1
+}
+wait_members || fail "the three members did not come back"
+start_fatiad "$TMP/d" --no-agent || finish
+python3 tests/cli/durability.py check "$URL" "$CA" "$TOKEN" "$TMP/acks" >"$TMP/check.out" 2>&1 ||
+    fail "the checker found lost or wrong writes after the whole cluster restarted"
+tail -1 "$TMP/check.out"
 stop_fatiad
 finish

@@ -9,6 +9,7 @@
 #   list of 10,000 objects (one connection): p50 / p99
 #   watch fan-out of one write to 100 watchers: p50 / p99 per watcher, and until all have it
 # BENCH_SYNC=normal runs fatiad with --sync normal (no fsync per commit; default full).
+# BENCH_STORE=etcd runs fatiad on a one-member etcd that the script starts (docs/fleet.md).
 # BENCH_PREBUILT=1 takes BUILD/bin/fatiad and BUILD/bench_api_fanout as they are (a machine
 # without a compiler: scripts/device-bundle packs them, with wrk, for a quiet GPU machine).
 set -eu
@@ -22,13 +23,32 @@ command -v wrk >/dev/null || { echo "bench-api: wrk not found (scripts/setup ins
 
 D=$(mktemp -d /tmp/fatia-bench.XXXXXX)
 PID=
+ETCD_PID=
 cleanup() {
     [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+    if [ -n "$ETCD_PID" ]; then kill "$ETCD_PID" 2>/dev/null; wait "$ETCD_PID" 2>/dev/null || true; fi
     rm -rf "$D"
 }
 trap cleanup EXIT
+STORE=()
+if [ "${BENCH_STORE:-sqlite}" = etcd ]; then
+    # BENCH_STORE=etcd: fatiad on a one-member etcd of its own (on core 1, with the load)
+    EP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    PP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    taskset -c 1 etcd --data-dir "$D/etcd" --listen-client-urls "http://127.0.0.1:$EP" \
+        --advertise-client-urls "http://127.0.0.1:$EP" --listen-peer-urls "http://127.0.0.1:$PP" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
+        --initial-cluster "default=http://127.0.0.1:$PP" --max-txn-ops 10240 \
+        --max-request-bytes 10485760 --quota-backend-bytes 4294967296 >"$D/etcd.log" 2>&1 &
+    ETCD_PID=$!
+    for _ in $(seq 100); do
+        curl -sf -o /dev/null -X POST "http://127.0.0.1:$EP/v3/maintenance/status" -d '{}' && break
+        sleep 0.1
+    done
+    STORE=(--store etcd --etcd-endpoints "http://127.0.0.1:$EP")
+fi
 taskset -c 0 "$B/bin/fatiad" --data-dir "$D/data" --listen 127.0.0.1:0 --no-tls --no-controllers \
-    --sync "${BENCH_SYNC:-full}" \
+    --sync "${BENCH_SYNC:-full}" "${STORE[@]}" \
     -f examples/ \
     >"$D/log" 2>&1 &
 PID=$!

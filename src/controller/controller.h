@@ -71,6 +71,10 @@ struct fatia_controllers_opts {
      * 1000) */
     fatia_usec_t gpu_idle_after;
     int64_t gpu_idle_priority_below;
+    /* node lifecycle (nodelifecycle.c): a lost node's pods that do not tolerate its taint are
+     * evicted after this many seconds (default 300 unless set) */
+    int64_t default_toleration_s;
+    bool default_toleration_set;
 };
 
 /* Builds the controllers on base over client (borrowed; both must outlive the controllers).

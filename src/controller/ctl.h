@@ -183,6 +183,7 @@ struct job_ctl;
 struct admission_ctl;
 struct placement_ctl;
 struct gc_ctl;
+struct nodelifecycle_ctl;
 
 int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret);
 void fatia_ctlr_device_ctl_free(struct device_ctl *d);
@@ -196,6 +197,16 @@ int fatia_ctlr_placement_ctl_new(struct ctl *c, struct device_ctl *dev, struct p
 void fatia_ctlr_placement_ctl_free(struct placement_ctl *p);
 int fatia_ctlr_gc_ctl_new(struct ctl *c, struct gc_ctl **ret);
 void fatia_ctlr_gc_ctl_free(struct gc_ctl *g);
+int fatia_ctlr_nodelifecycle_ctl_new(struct ctl *c, struct nodelifecycle_ctl **ret);
+void fatia_ctlr_nodelifecycle_ctl_free(struct nodelifecycle_ctl *n);
+/* Taints the node-lifecycle controller owns (node.kubernetes.io/unreachable, not-ready). */
+bool fatia_ctlr_lifecycle_taint(const json_t *t);
+/* What placement must see of a Node beyond its pool's taints: its lifecycle taints, and
+ * node.kubernetes.io/unschedulable:NoSchedule for spec.unschedulable (cordon). NULL: none. */
+json_t *fatia_ctlr_node_runtime_taints(const json_t *node);
+/* The taints to publish on Node have: want_taints without node.kubernetes.io/ ones, then have's
+ * lifecycle taints, then the cordon taint if have is unschedulable. A new array. */
+json_t *fatia_ctlr_node_taints_merge(const json_t *have, const json_t *want_taints);
 
 struct device_ctl *fatia_ctlr_device(struct ctl *c);
 struct admission_ctl *fatia_ctlr_admission(struct ctl *c);

@@ -58,6 +58,7 @@ struct fleet {
     bool have_cfg;
     struct fatia_inventory inv;
     struct fatia_plan *plan;
+    json_t *runtime_taints; /* owned taint arrays the inventory's nodes point at (below) */
 };
 
 struct device_ctl {
@@ -83,6 +84,7 @@ static void fleet_free(struct fleet *f)
         return;
     fatia_plan_free(f->plan);
     fatia_inventory_release(&f->inv);
+    json_decref(f->runtime_taints);
     if (f->have_cfg)
         fatia_supply_config_release(&f->cfg);
     fatia_objset_release(&f->set);
@@ -208,6 +210,28 @@ static int build_fleet(struct device_ctl *d, struct fleet **ret, char *why, size
     default:
         r = fatia_inventory_auto(&f->inv, &no, &f->cfg, &d->cat, &diag);
         break;
+    }
+    /* the Nodes' lifecycle and cordon taints join the pools' for placement (nodelifecycle.c) */
+    for (size_t i = 0; r == 0 && i < f->inv.n_nodes; i++) {
+        struct fatia_inv_node *n = &f->inv.nodes[i];
+        json_t *rt =
+            fatia_ctlr_node_runtime_taints(fatia_ctlr_informer_get(d->nodes, NULL, n->name));
+        json_t *all;
+        if (!rt)
+            continue;
+        all = json_array();
+        if (!all || (!f->runtime_taints && !(f->runtime_taints = json_array()))) {
+            json_decref(rt);
+            json_decref(all);
+            r = -ENOMEM;
+            break;
+        }
+        if (n->taints)
+            json_array_extend(all, n->taints);
+        json_array_extend(all, rt);
+        json_decref(rt);
+        json_array_append_new(f->runtime_taints, all);
+        n->taints = all;
     }
     if (r == 0)
         r = fatia_supply_plan(&f->inv, &f->cfg, &diag, &f->plan);
@@ -350,13 +374,32 @@ static json_t *node_object(const struct fatia_plan *plan, size_t i)
 static bool node_differs(const json_t *have, const json_t *want)
 {
     const json_t *hs = json_object_get(have, "status"), *ws = json_object_get(want, "status");
+    const json_t *ht = json_object_get(json_object_get(have, "spec"), "taints");
+    json_t *t = fatia_ctlr_node_taints_merge(
+        have, json_object_get(json_object_get(want, "spec"), "taints"));
+    bool taints_differ =
+        t && (json_array_size(t) || json_array_size(ht)) && !fatia_json_equal(ht, t);
 
+    json_decref(t);
     return !fatia_json_equal(json_object_get(json_object_get(have, "metadata"), "labels"),
                              json_object_get(json_object_get(want, "metadata"), "labels")) ||
-           !fatia_json_equal(json_object_get(json_object_get(have, "spec"), "taints"),
-                             json_object_get(json_object_get(want, "spec"), "taints"));
+           taints_differ;
     (void)hs;
     (void)ws;
+}
+
+/* The node-lifecycle controller says the node is lost: Ready is its to set. */
+static bool node_lost(const json_t *node)
+{
+    const json_t *t;
+    size_t i;
+
+    json_array_foreach(json_object_get(json_object_get(node, "spec"), "taints"), i, t)
+    {
+        if (fatia_ctlr_lifecycle_taint(t))
+            return true;
+    }
+    return false;
 }
 
 static bool node_status_differs(const json_t *have, const json_t *want)
@@ -364,11 +407,14 @@ static bool node_status_differs(const json_t *have, const json_t *want)
     const json_t *hs = json_object_get(have, "status"), *ws = json_object_get(want, "status");
     const json_t *hr = fatia_ctlr_cond_get(have, "Ready");
 
+    if (!node_lost(have) && !hr)
+        return true;
     return !fatia_json_equal(json_object_get(hs, "capacity"), json_object_get(ws, "capacity")) ||
            !fatia_json_equal(json_object_get(hs, "allocatable"),
                              json_object_get(ws, "allocatable")) ||
-           !hr ||
-           strcmp(fatia_json_str(hr, "status") ? fatia_json_str(hr, "status") : "", "True") ||
+           (!node_lost(have) &&
+            (!hr ||
+             strcmp(fatia_json_str(hr, "status") ? fatia_json_str(hr, "status") : "", "True"))) ||
            !fatia_json_equal(json_object_get(hs, "nodeInfo"), json_object_get(ws, "nodeInfo"));
 }
 
@@ -400,11 +446,15 @@ static void publish_node(struct device_ctl *d, json_t *want)
             goto out;
         json_object_set(meta, "labels",
                         json_object_get(json_object_get(want, "metadata"), "labels"));
-        if (json_object_get(json_object_get(want, "spec"), "taints"))
-            json_object_set(fatia_json_object_ensure(n, "spec"), "taints",
-                            json_object_get(json_object_get(want, "spec"), "taints"));
-        else
-            json_object_del(json_object_get(n, "spec"), "taints");
+        {
+            json_t *t = fatia_ctlr_node_taints_merge(
+                have, json_object_get(json_object_get(want, "spec"), "taints"));
+            if (json_array_size(t))
+                json_object_set(fatia_json_object_ensure(n, "spec"), "taints", t);
+            else
+                json_object_del(json_object_get(n, "spec"), "taints");
+            json_decref(t);
+        }
         fatia_ctlr_update(d->ctl, n, &o);
         json_decref(n);
         return; /* the status follows in the next round */
@@ -423,8 +473,10 @@ static void publish_node(struct device_ctl *d, json_t *want)
                         json_object_get(json_object_get(want, "status"), "nodeInfo"));
         json_object_set(st, "addresses",
                         json_object_get(json_object_get(want, "status"), "addresses"));
-        fatia_ctlr_cond_set(fatia_json_array_ensure(st, "conditions"), "Ready", "True",
-                            "KubeletReady", "fatia's node agent runs the pods of this node", now);
+        if (!node_lost(have))
+            fatia_ctlr_cond_set(fatia_json_array_ensure(st, "conditions"), "Ready", "True",
+                                "KubeletReady", "fatia's node agent runs the pods of this node",
+                                now);
         {
             size_t i;
             json_t *c;
@@ -608,6 +660,20 @@ static void on_published(void *arg, const json_t *old, const json_t *obj)
         fatia_ctlr_wq_add(d->q, "publish");
 }
 
+/* A Node's lifecycle or cordon taints changed: placement must see them (a re-plan). */
+static void on_node(void *arg, const json_t *old, const json_t *obj)
+{
+    struct device_ctl *d = arg;
+    json_t *a = old ? fatia_ctlr_node_runtime_taints(old) : NULL;
+    json_t *b = obj ? fatia_ctlr_node_runtime_taints(obj) : NULL;
+
+    if (old && obj && !fatia_json_equal(a, b))
+        want_replan(d);
+    json_decref(a);
+    json_decref(b);
+    on_published(arg, old, obj);
+}
+
 static void on_synced(void *arg)
 {
     struct device_ctl *d = arg;
@@ -670,7 +736,7 @@ int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret)
     if (!d->q || !d->pools || !d->policies || !d->nodes || !d->slices || !d->replan_ev ||
         fatia_ctlr_informer_on(d->pools, on_config, d) < 0 ||
         fatia_ctlr_informer_on(d->policies, on_config, d) < 0 ||
-        fatia_ctlr_informer_on(d->nodes, on_published, d) < 0 ||
+        fatia_ctlr_informer_on(d->nodes, on_node, d) < 0 ||
         fatia_ctlr_informer_on(d->slices, on_published, d) < 0 ||
         fatia_ctlr_on_synced(c, on_synced, d) < 0) {
         fatia_ctlr_device_ctl_free(d);

@@ -51,6 +51,7 @@ struct ctl {
     struct culler *culler;
     struct usage_ctl *usage;
     struct gpuidle *gpuidle;
+    struct nodelifecycle_ctl *nodelifecycle;
 };
 
 struct fatia_controllers {
@@ -224,6 +225,7 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
     }
     if ((r = fatia_ctlr_device_ctl_new(c, &c->device)) < 0 ||
         (r = fatia_ctlr_gc_ctl_new(c, &c->gc)) < 0 ||
+        (r = fatia_ctlr_nodelifecycle_ctl_new(c, &c->nodelifecycle)) < 0 ||
         (r = fatia_ctlr_workload_ctl_new(c, &c->workload)) < 0 ||
         (r = fatia_ctlr_job_ctl_new(c, &c->job)) < 0 ||
         (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
@@ -303,6 +305,7 @@ void fatia_controllers_free(struct fatia_controllers *fc)
         fatia_ctlr_job_ctl_free(c->job);
         fatia_ctlr_workload_ctl_free(c->workload);
         fatia_ctlr_gc_ctl_free(c->gc);
+        fatia_ctlr_nodelifecycle_ctl_free(c->nodelifecycle);
         fatia_ctlr_device_ctl_free(c->device);
         for (size_t i = 0; i < c->informers.n; i++)
             fatia_ctlr_informer_free(c->informers.v[i]);

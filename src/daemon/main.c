@@ -52,6 +52,7 @@
 
 #include "agent/agent.h"
 #include "agent/nbhome.h"
+#include "agent/lease.h"
 #include "apiserver/apiserver.h"
 #include "apiserver/auth.h"
 #include "apiserver/client.h"
@@ -74,7 +75,7 @@
 static const char usage[] =
     "Usage: fatiad --data-dir DIR [--listen HOST:PORT] [-f PATH]... [options]\n"
     "\n"
-    "Serves the Kubernetes API over fatia's objects from an embedded SQLite store.\n"
+    "Serves the Kubernetes API over fatia's objects from an embedded SQLite store, or etcd.\n"
     "\n"
     "  -d, --data-dir DIR          store, tokens and kubeconfig live here (created if missing)\n"
     "  -l, --listen HOST:PORT      address to serve on (default 127.0.0.1:6443; port 0 picks a\n"
@@ -92,6 +93,14 @@ static const char usage[] =
     "      --max-body-bytes N      largest request body (default 3145728)\n"
     "      --store-reserve BYTES   disk kept in reserve for deletes when the disk fills (the\n"
     "                              NOSPACE alarm; default 64Mi, 0: none)\n"
+    "      --store sqlite|etcd     the store: SQLite in DIR (default) or etcd v3 (docs/fleet.md)\n"
+    "      --etcd-endpoints URLS   with --store etcd: http(s)://host:port, comma-separated\n"
+    "      --etcd-cafile PATH      the CA of etcd's TLS certificates\n"
+    "      --etcd-certfile PATH, --etcd-keyfile PATH\n"
+    "                              a TLS client certificate for etcd\n"
+    "      --etcd-prefix PREFIX    the keys' prefix (default /registry)\n"
+    "      --etcd-compaction-interval DURATION\n"
+    "                              compact etcd's history this often (default 5m)\n"
     "      --max-namespace-objects N\n"
     "                              objects one namespace may hold (default 50000)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
@@ -125,6 +134,11 @@ static const char usage[] =
     "                              this long (default: never; docs/selfservice.md)\n"
     "      --gpu-idle-priority-below N\n"
     "                              best-effort: a workload priority below N (default 1000)\n"
+    "      --node-lease-duration S the agent's node leases: valid S seconds, renewed every S/4\n"
+    "                              (default 40; docs/fleet.md)\n"
+    "      --node-toleration-seconds S\n"
+    "                              a lost node's pods are evicted after S seconds unless they\n"
+    "                              tolerate node.kubernetes.io/unreachable (default 300)\n"
     "  -v, --verbose               log every request (debug)\n"
     "  -h, --help                  this text\n";
 
@@ -158,8 +172,11 @@ struct daemon {
     struct fatia_controllers_opts co;
     char **fleet; /* --fleet paths, or the default fleet */
     size_t n_fleet;
-    bool controllers; /* false: --no-controllers */
-    bool reserve_set; /* --store-reserve given (else 64 MiB) */
+    bool controllers;                /* false: --no-controllers */
+    bool reserve_set;                /* --store-reserve given (else 64 MiB) */
+    bool store_etcd;                 /* --store etcd (so.etcd_endpoints) */
+    struct fatia_agent_lease *lease; /* the agent's node leases (agent/lease.h) */
+    int64_t lease_s;                 /* --node-lease-duration */
     bool help;
     char default_fleet[4096];
     char tokens[4096];     /* DATA/tokens (ao.tokens_path) */
@@ -662,6 +679,15 @@ static const struct option long_opts[] = {
     {"cull-check-period", required_argument, NULL, 0x103},
     {"gpu-idle-after", required_argument, NULL, 0x104},
     {"gpu-idle-priority-below", required_argument, NULL, 0x105},
+    {"store", required_argument, NULL, 1},
+    {"etcd-endpoints", required_argument, NULL, 2},
+    {"etcd-cafile", required_argument, NULL, 3},
+    {"etcd-certfile", required_argument, NULL, 4},
+    {"etcd-keyfile", required_argument, NULL, 5},
+    {"etcd-prefix", required_argument, NULL, 6},
+    {"etcd-compaction-interval", required_argument, NULL, 7},
+    {"node-lease-duration", required_argument, NULL, 8},
+    {"node-toleration-seconds", required_argument, NULL, 9},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
@@ -839,6 +865,50 @@ static int parse_args(struct daemon *d, int argc, char **argv)
             d->co.gpu_idle_priority_below = v;
             break;
         }
+        case 1: /* --store */
+            if (strcmp(optarg, "sqlite") && strcmp(optarg, "etcd")) {
+                fprintf(stderr, "fatiad: --store: expected sqlite or etcd\n");
+                return -EINVAL;
+            }
+            d->store_etcd = !strcmp(optarg, "etcd");
+            break;
+        case 2:
+            d->so.etcd_endpoints = optarg;
+            break;
+        case 3:
+            d->so.etcd_cafile = optarg;
+            break;
+        case 4:
+            d->so.etcd_certfile = optarg;
+            break;
+        case 5:
+            d->so.etcd_keyfile = optarg;
+            break;
+        case 6:
+            d->so.etcd_prefix = optarg;
+            break;
+        case 7:
+            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur < FATIA_USEC_PER_SEC) {
+                fprintf(stderr, "fatiad: --etcd-compaction-interval: expected a duration >= 1s\n");
+                return -EINVAL;
+            }
+            d->so.etcd_compact_usec = (uint64_t)dur;
+            break;
+        case 8:
+            if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 86400) {
+                fprintf(stderr, "fatiad: --node-lease-duration: expected seconds, 1..86400\n");
+                return -EINVAL;
+            }
+            d->lease_s = (int64_t)u;
+            break;
+        case 9:
+            if (fatia_parse_u64(optarg, &u) < 0 || u > 86400 * 365) {
+                fprintf(stderr, "fatiad: --node-toleration-seconds: expected seconds\n");
+                return -EINVAL;
+            }
+            d->co.default_toleration_s = (int64_t)u;
+            d->co.default_toleration_set = true;
+            break;
         case 'v':
             fatia_log_set_level(FATIA_LOG_DEBUG);
             break;
@@ -853,6 +923,10 @@ static int parse_args(struct daemon *d, int argc, char **argv)
     }
     if (!d->data_dir || optind != argc) {
         fputs(usage, stderr);
+        return -EINVAL;
+    }
+    if (d->store_etcd != (d->so.etcd_endpoints != NULL)) {
+        fprintf(stderr, "fatiad: --store etcd and --etcd-endpoints go together\n");
         return -EINVAL;
     }
     if (parse_listen(listen_at, d->host, sizeof(d->host), &d->port) < 0) {
@@ -920,7 +994,7 @@ static int open_api(struct daemon *d)
     /* the log keeps twice the watch history: enough to reload it at start, bounded on disk */
     d->so.log_keep = 2 * (d->ao.watch_history ? d->ao.watch_history : 10000);
     snprintf(path, sizeof(path), "%s/store.db", d->data_dir);
-    if (!d->reserve_set)
+    if (!d->reserve_set && !d->store_etcd)
         d->so.reserve_bytes = 64u << 20;
     d->so.why = store_why;
     d->so.why_n = sizeof(store_why);
@@ -931,7 +1005,8 @@ static int open_api(struct daemon *d)
             fatia_error("cannot open the store: %s", store_why);
             return r;
         }
-        return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot open the store '%s'", path);
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot open the store '%s'",
+                               d->store_etcd ? d->so.etcd_endpoints : path);
     }
     r = fatia_apiserver_new(d->base, d->store, &fatia_demand_checks, &d->ao, &d->api);
     if (r < 0) {
@@ -983,6 +1058,8 @@ static int start_agent(struct daemon *d)
         fatia_apiserver_set_log_provider(d->api, fatia_agent_logs, d->agent);
         r = fatia_agent_start(d->agent);
     }
+    if (r == 0)
+        r = fatia_agent_lease_new(d->base, d->client, d->agent_opts.nodes, d->lease_s, &d->lease);
     if (r < 0)
         fatia_error("cannot start the node agent (--no-agent runs without one)");
     return r;
@@ -1011,6 +1088,7 @@ static void daemon_free(struct daemon *d)
 {
     fatia_api_nbproxy_free(d->nbproxy);
     fatia_controllers_free(d->ctl);
+    fatia_agent_lease_free(d->lease);
     fatia_agent_free(d->agent);
     fatia_client_free(d->client);
     fatia_apiserver_free(d->api);

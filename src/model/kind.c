@@ -40,6 +40,7 @@ const struct fatia_kind *const fatia_kinds[] = {
     &fatia_kind_admissioncheck,
     &fatia_kind_provisioningrequestconfig,
     &fatia_kind_topology,
+    &fatia_kind_lease,
     NULL,
 };
 

@@ -67,6 +67,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "store/etcd.h"
 
 #define SCHEMA_VERSION  1
 #define CKPT_FRAMES     1000  /* SQLite's own wal_autocheckpoint default */
@@ -114,6 +115,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 };
 
 struct fatia_store {
+    struct fatia_store_etcd *etcd; /* the etcd backend (etcd.h), or NULL: SQLite */
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
     uint64_t rv; /* highest committed; written by whoever owns the connection */
@@ -429,6 +431,14 @@ static void reserve_try_recover(struct fatia_store *s)
     struct statvfs v;
     uint64_t avail;
 
+    if (s->etcd && atomic_load(&s->nospace)) {
+        /* etcd's alarm is etcd's: ours follows it */
+        if (fatia_store_etcd_check(s->etcd) == 0) {
+            atomic_store(&s->nospace, false);
+            fatia_info("store: etcd raises no alarm any more: NOSPACE cleared, writes accepted");
+        }
+        return;
+    }
     if (s->reserve_fd < 0 || !atomic_load(&s->nospace) || fstatvfs(s->reserve_fd, &v) < 0)
         return;
     avail = (uint64_t)v.f_bavail * v.f_frsize;
@@ -477,6 +487,20 @@ int fatia_store_open(const char *path, const struct fatia_store_opts *opts,
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->wake, NULL);
     pthread_cond_init(&s->ckpt_wake, NULL);
+    if (opts && opts->etcd_endpoints) {
+        r = fatia_store_etcd_open(opts, &s->etcd, &s->rv, why, why_n);
+        if (r < 0)
+            goto out_close;
+        if (!s->read_only) {
+            s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+            if (s->done_fd < 0) {
+                r = -errno;
+                goto out_close;
+            }
+        }
+        *ret = s;
+        return 0;
+    }
     if (!s->read_only && strcmp(path, ":memory:") != 0) {
         s->path = fatia_strdup(path);
         if (!s->path) {
@@ -580,6 +604,7 @@ void fatia_store_close(struct fatia_store *s)
     if (!s)
         return;
     stop_writer(s);
+    fatia_store_etcd_close(s->etcd);
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(s->st[i]);
     if (s->ckpt_db)
@@ -660,6 +685,8 @@ int fatia_store_load(struct fatia_store *s, int (*cb)(void *arg, const struct fa
                      void *arg)
 {
     FATIA_ASSERT(!s->thread_running);
+    if (s->etcd)
+        return fatia_store_etcd_load(s->etcd, cb, arg);
     return walk(s,
                 "SELECT grp, kind, namespace, name, uid, rv, json FROM objects"
                 " ORDER BY grp, kind, namespace, name",
@@ -670,6 +697,8 @@ int fatia_store_load_log(struct fatia_store *s, uint64_t after,
                          int (*cb)(void *arg, const struct fatia_store_row *row), void *arg)
 {
     FATIA_ASSERT(!s->thread_running);
+    if (s->etcd)
+        return fatia_store_etcd_load_log(s->etcd, after, cb, arg);
     return walk(s,
                 "SELECT rv, type, grp, kind, namespace, name, json FROM log WHERE rv > ?1"
                 " ORDER BY rv",
@@ -681,6 +710,8 @@ uint64_t fatia_store_log_first(struct fatia_store *s)
     uint64_t v = 0;
 
     FATIA_ASSERT(!s->thread_running);
+    if (s->etcd)
+        return fatia_store_etcd_log_first(s->etcd);
     if (query_u64(s, "SELECT min(rv) FROM log", &v) < 0)
         return 0;
     return v;
@@ -692,6 +723,8 @@ int fatia_store_check(struct fatia_store *s)
     int rows = 0, cols = 0, rc;
     bool ok;
 
+    if (s->etcd)
+        return fatia_store_etcd_check(s->etcd);
     rc = sqlite3_get_table(s->db, "PRAGMA quick_check", &res, &rows, &cols, NULL);
     if (rc != SQLITE_OK)
         return map_sqlite(rc);
@@ -864,6 +897,8 @@ static int commit_ops(struct fatia_store *s, struct fatia_store_batch *first)
     uint64_t rv = s->rv;
     int r;
 
+    if (s->etcd)
+        return fatia_store_etcd_commit(s->etcd, first, &s->rv);
     r = step_reset(s->st[ST_BEGIN]);
     if (r < 0)
         return r;
@@ -957,7 +992,7 @@ static void *writer_main(void *arg)
 
         reserve_try_recover(s);
         r = commit_ops(s, batch);
-        if (r == -ENOSPC && s->reserve_fd >= 0) {
+        if (r == -ENOSPC && (s->reserve_fd >= 0 || s->etcd)) {
             if (!atomic_exchange(&s->nospace, true))
                 fatia_warn("store: out of disk space: NOSPACE alarm raised; reads and deletes "
                            "go on, other writes are refused until space is freed");

@@ -46,6 +46,17 @@
  * (WAL readers never block the writer). The copy is written beside its destination, checked,
  * fsynced and renamed into place.
  *
+ * Backends: this file's contract has two implementations. SQLite (store.c, the default, all of
+ * the above) and etcd v3 (store/etcd.c, when opts->etcd_endpoints is set): objects under
+ * kube-apiserver's key layout, one etcd transaction per group commit, fenced by a
+ * compare-and-swap on the store's resourceVersion key. The queues, the writer thread and the
+ * eventfd are shared; only the commit, the loading and the NOSPACE recovery differ. On etcd the
+ * NOSPACE alarm is etcd's own (a refused commit raises ours; the writer polls etcd's alarm list
+ * every second and clears ours when etcd's is gone); there is no reserve, and deletes are
+ * refused too while etcd's alarm is raised (each commit also writes the log key).
+ * fatia_store_backup and fatia_store_check's quick_check are SQLite's (etcdctl snapshot for
+ * etcd; check asks etcd's status).
+ *
  * Rejected: one transaction per write on the loop thread (an fsync per request blocks the loop:
  * p99 of fdatasync here is about 4 ms); synchronous=NORMAL plus our own fsync of the WAL (works,
  * but outside SQLite's documented contract); a store per kind (one global resourceVersion needs
@@ -114,6 +125,12 @@ struct fatia_store_opts {
     /* Bytes of disk kept in reserve (the file "<path>.reserve", preallocated) for the NOSPACE
      * alarm; 0: no reserve (":memory:", read-only stores and tests). See "Full disk" above. */
     uint64_t reserve_bytes;
+    /* The etcd v3 backend (store/etcd.c) instead of SQLite when etcd_endpoints is set
+     * ("http://127.0.0.1:2379,..."); path is then ignored. See "Backends" above. */
+    const char *etcd_endpoints;
+    const char *etcd_cafile, *etcd_certfile, *etcd_keyfile; /* TLS, or NULL */
+    const char *etcd_prefix;                                /* NULL: "/registry" */
+    uint64_t etcd_compact_usec; /* etcd compaction interval; 0: 5 minutes */
     /* Optional: when fatia_store_open fails, a sentence for people saying what is wrong with the
      * file ("... is empty (0 bytes): not a fatia store ..."). */
     char *why;

@@ -10,7 +10,7 @@
 . "$(dirname "$0")/fatiad.bash"
 . "$(dirname "$0")/agent.bash"
 agent_setup
-trap 'agent_cleanup; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
+trap 'agent_cleanup; etcd_cleanup; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
 
 D=$TMP/d
 # the agent alone: pods are bound by hand here (no placement controller)

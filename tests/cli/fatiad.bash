@@ -7,16 +7,34 @@
 #   find_kubectl                sets KUBECTL_DIR to the directory of kubectl.1.27 and .1.33, or
 #                               skips the test (exit 77: lib.bash's skip)
 #   api METHOD PATH [CURL ARGS] curl as admin; body in $TMP/body, status in $CODE
+# FATIA_TEST_STORE=etcd: every fatiad of the test runs on one etcd (etcd.bash, started at the
+# first start_fatiad), each data directory under its own key prefix (so a restart on the same
+# directory finds its objects): the same test, the other store backend.
 FATIAD=$BUILD/bin/fatiad
 FATIAD_PID=
+. "$(dirname "${BASH_SOURCE[0]}")/etcd.bash"
+
+# fatiad_store_args DIR: the store flags of a data directory into FATIAD_STORE_ARGS (none for
+# SQLite)
+fatiad_store_args() {
+    FATIAD_STORE_ARGS=
+    [ "${FATIA_TEST_STORE:-sqlite}" = etcd ] || return 0
+    if [ -z "${FATIAD_ETCD:-}" ]; then
+        start_etcd store >&2 || return 1
+        FATIAD_ETCD=$ETCD_URL
+    fi
+    FATIAD_STORE_ARGS="--store etcd --etcd-endpoints $FATIAD_ETCD"
+    FATIAD_STORE_ARGS="$FATIAD_STORE_ARGS --etcd-prefix /$(basename "$1")/registry"
+}
 
 start_fatiad() {
     local dir=$1
     shift
     local ctl=--no-controllers
     [ "${FATIAD_CONTROLLERS:-0}" = 1 ] && ctl=
+    fatiad_store_args "$dir" || return 1
     : >"$dir.log" # emptied here: a restart must not read the former run's "serving" line
-    "$FATIAD" --data-dir "$dir" --listen 127.0.0.1:0 $ctl "$@" >"$dir.log" 2>&1 &
+    "$FATIAD" --data-dir "$dir" --listen 127.0.0.1:0 $ctl $FATIAD_STORE_ARGS "$@" >"$dir.log" 2>&1 &
     FATIAD_PID=$!
     for _ in $(seq 1000); do
         if grep -q "serving the Kubernetes API at" "$dir.log" 2>/dev/null; then
@@ -67,4 +85,4 @@ api() {
         -H "Authorization: Bearer ${AS_TOKEN:-$TOKEN}" "$@" "$URL$path")
 }
 
-trap 'if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
+trap 'if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; etcd_cleanup; rm -rf "$TMP"' EXIT

@@ -17,7 +17,7 @@
 find_kubectl
 export HOME=$TMP/home
 mkdir -p "$HOME"
-trap 'if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
+trap 'if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; etcd_cleanup; rm -rf "$TMP"' EXIT
 
 D=$TMP/d
 start_fatiad "$D" || exit 1 # the agent runs, as the issue has it: it would start what got in

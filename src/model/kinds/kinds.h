@@ -70,5 +70,6 @@ extern const struct fatia_kind_version fatia_kind_dra_class_versions[];
 extern const struct fatia_kind_version fatia_kind_dra_claim_versions[];
 extern const struct fatia_kind_version fatia_kind_dra_template_versions[];
 extern const struct fatia_kind_version fatia_kind_dra_slice_versions[];
+extern const struct fatia_kind fatia_kind_lease;
 
 #endif

@@ -1,0 +1,385 @@
+/*
+ * tests/unit/test_store_backends.c: store.h's contract, run against both backends: SQLite (a
+ * file) and etcd v3 (a real etcd, started here on loopback with its own data directory). Each
+ * test runs once per backend: commits and reloads, the log, refused non-increasing rvs (nothing
+ * written), group commit through the writer thread, several ops on one key in one batch, the
+ * log's pruning; on etcd also the fence (a second store on the same prefix makes the first one's
+ * commits fail, nothing written), kube-apiserver's key layout, and prefixes that keep two
+ * clusters apart.
+ */
+#include "base/compat.h"
+
+/* clang-format off */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "store/store.h"
+
+#define ETCD "/usr/bin/etcd"
+
+static char dir[64];
+static pid_t etcd_pid;
+static char etcd_url[64];
+static int prefix_seq;
+
+struct backend {
+    bool etcd;
+    char path[128];
+    char prefix[64];
+};
+
+static int free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t n = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &n) < 0)
+        return -1;
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static int start_etcd(void)
+{
+    char data[128], client[64], peer[64], cluster[96], log[128];
+    int cp = free_port(), pp = free_port();
+
+    if (cp < 0 || pp < 0)
+        return -1;
+    snprintf(data, sizeof(data), "%s/etcd", dir);
+    snprintf(client, sizeof(client), "http://127.0.0.1:%d", cp);
+    snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", pp);
+    snprintf(cluster, sizeof(cluster), "default=%s", peer);
+    snprintf(log, sizeof(log), "%s/etcd.log", dir);
+    snprintf(etcd_url, sizeof(etcd_url), "%s", client);
+    etcd_pid = fork();
+    if (etcd_pid < 0)
+        return -1;
+    if (etcd_pid == 0) {
+        FILE *f = freopen(log, "w", stderr);
+        (void)f;
+        execl(ETCD, ETCD, "--data-dir", data, "--listen-client-urls", client,
+              "--advertise-client-urls", client, "--listen-peer-urls", peer,
+              "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster, "--max-txn-ops",
+              "10240", "--max-request-bytes", "10485760", (char *)NULL);
+        _exit(127);
+    }
+    /* serving once a store opens on it */
+    for (int i = 0; i < 200; i++) {
+        struct fatia_store_opts o = {.etcd_endpoints = etcd_url, .etcd_prefix = "/probe"};
+        struct fatia_store *s;
+        if (fatia_store_open("", &o, &s) == 0) {
+            fatia_store_close(s);
+            return 0;
+        }
+        usleep(50000);
+    }
+    return -1;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/fatia-test-backends-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    if (access(ETCD, X_OK) < 0) {
+        fprintf(stderr, "etcd not installed (%s): scripts/setup installs etcd-server\n", ETCD);
+        exit(77);
+    }
+    return start_etcd();
+}
+
+static int group_teardown(void **state)
+{
+    pid_t rm;
+    int st = 1;
+
+    (void)state;
+    if (etcd_pid > 0) {
+        kill(etcd_pid, SIGTERM);
+        waitpid(etcd_pid, NULL, 0);
+    }
+    rm = fork();
+    if (rm == 0) {
+        execlp("rm", "rm", "-rf", dir, (char *)NULL);
+        _exit(127);
+    }
+    if (rm > 0)
+        waitpid(rm, &st, 0);
+    return st == 0 ? 0 : -1;
+}
+
+/* A fresh, empty store of the backend for each test. */
+static int setup_sqlite(void **state)
+{
+    static struct backend b;
+    b = (struct backend){.etcd = false};
+    snprintf(b.path, sizeof(b.path), "%s/s%d.db", dir, ++prefix_seq);
+    *state = &b;
+    return 0;
+}
+
+static int setup_etcd(void **state)
+{
+    static struct backend b;
+    b = (struct backend){.etcd = true};
+    snprintf(b.prefix, sizeof(b.prefix), "/t%d/registry", ++prefix_seq);
+    *state = &b;
+    return 0;
+}
+
+static struct fatia_store *open_b(const struct backend *b, uint64_t log_keep)
+{
+    struct fatia_store_opts o = {.log_keep = log_keep};
+    struct fatia_store *s = NULL;
+
+    if (b->etcd) {
+        o.etcd_endpoints = etcd_url;
+        o.etcd_prefix = b->prefix;
+    }
+    assert_int_equal(fatia_store_open(b->path, &o, &s), 0);
+    return s;
+}
+
+static char json_buf[64][256];
+
+static struct fatia_store_op op(uint64_t rv, enum fatia_store_event t, const char *kind,
+                                const char *ns, const char *name)
+{
+    char *j = json_buf[rv % 64];
+    snprintf(j, 256,
+             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"resourceVersion\":\"%" PRIu64
+             "\"},\"data\":{\"rv\":\"%" PRIu64 "\"}}",
+             name, ns, rv, rv);
+    return (struct fatia_store_op){.rv = rv,
+                                   .type = t,
+                                   .group = "",
+                                   .kind = kind,
+                                   .ns = ns,
+                                   .name = name,
+                                   .uid = "u",
+                                   .json = j,
+                                   .json_len = strlen(j)};
+}
+
+struct seen {
+    int n;
+    char names[64][64];
+    uint64_t rvs[64];
+    int types[64];
+};
+
+static int collect(void *arg, const struct fatia_store_row *row)
+{
+    struct seen *s = arg;
+    if (s->n < 64) {
+        snprintf(s->names[s->n], 64, "%s/%s/%s", row->kind, row->ns, row->name);
+        s->rvs[s->n] = row->rv;
+        s->types[s->n] = (int)row->type;
+        /* the JSON is the one written, whole */
+        assert_non_null(strstr(row->json, "\"data\""));
+        assert_int_equal(strlen(row->json), row->json_len);
+    }
+    s->n++;
+    return 0;
+}
+
+static void test_commit_load_reopen(void **state)
+{
+    const struct backend *b = *state;
+    struct fatia_store *s = open_b(b, 0);
+    struct fatia_store_op ops[3];
+    struct seen seen = {0};
+
+    assert_int_equal(fatia_store_rv(s), 0);
+    ops[0] = op(1, FATIA_STORE_ADDED, "Pod", "default", "a");
+    ops[1] = op(2, FATIA_STORE_ADDED, "Pod", "default", "b");
+    ops[2] = op(3, FATIA_STORE_ADDED, "Namespace", "", "team-a");
+    assert_int_equal(fatia_store_commit(s, ops, 3), 0);
+    ops[0] = op(4, FATIA_STORE_MODIFIED, "Pod", "default", "a");
+    ops[1] = op(5, FATIA_STORE_DELETED, "Pod", "default", "b");
+    assert_int_equal(fatia_store_commit(s, ops, 2), 0);
+    /* an rv that does not increase: refused, nothing written */
+    ops[0] = op(6, FATIA_STORE_ADDED, "Pod", "default", "c");
+    ops[1] = op(5, FATIA_STORE_ADDED, "Pod", "default", "d");
+    assert_int_equal(fatia_store_commit(s, ops, 2), -EINVAL);
+    assert_int_equal(fatia_store_rv(s), 5);
+    fatia_store_close(s);
+
+    s = open_b(b, 0);
+    assert_int_equal(fatia_store_rv(s), 5);
+    assert_int_equal(fatia_store_load(s, collect, &seen), 0);
+    assert_int_equal(seen.n, 2);
+    /* both orders (SQLite's by kind, etcd's by key) hold the same two objects */
+    for (int i = 0; i < 2; i++) {
+        if (!strcmp(seen.names[i], "Pod/default/a"))
+            assert_int_equal(seen.rvs[i], 4);
+        else {
+            assert_string_equal(seen.names[i], "Namespace//team-a");
+            assert_int_equal(seen.rvs[i], 3);
+        }
+    }
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(fatia_store_load_log(s, 2, collect, &seen), 0);
+    assert_int_equal(seen.n, 3);
+    assert_int_equal(seen.rvs[0], 3);
+    assert_int_equal(seen.rvs[2], 5);
+    assert_int_equal(seen.types[2], FATIA_STORE_DELETED);
+    assert_string_equal(seen.names[2], "Pod/default/b");
+    assert_int_equal(fatia_store_log_first(s), 1);
+    assert_int_equal(fatia_store_check(s), 0);
+    fatia_store_close(s);
+}
+
+/* The writer thread: batches submitted back to back commit in order, each acknowledged; the
+ * same key several times in one group commit ends as its last op. */
+static void test_group_commit(void **state)
+{
+    const struct backend *b = *state;
+    struct fatia_store *s = open_b(b, 0);
+    static struct fatia_store_op ops[200];
+    static struct fatia_store_batch bs[100];
+    struct fatia_store_batch *d;
+    struct seen seen = {0};
+    int reaped = 0;
+
+    assert_int_equal(fatia_store_writer_start(s), 0);
+    for (int i = 0; i < 100; i++) {
+        /* each batch: create x, then update it: 100 batches on one key */
+        ops[2 * i] = op((uint64_t)(2 * i + 1), i ? FATIA_STORE_MODIFIED : FATIA_STORE_ADDED, "Pod",
+                        "default", "x");
+        ops[2 * i + 1] = op((uint64_t)(2 * i + 2), FATIA_STORE_MODIFIED, "Pod", "default", "x");
+        bs[i] = (struct fatia_store_batch){.ops = &ops[2 * i], .n = 2};
+        assert_int_equal(fatia_store_submit(s, &bs[i]), 0);
+    }
+    while (reaped < 100) {
+        usleep(1000);
+        while ((d = fatia_store_reap(s))) {
+            assert_int_equal(d->result, 0);
+            assert_ptr_equal(d, &bs[reaped]);
+            reaped++;
+        }
+    }
+    fatia_store_close(s);
+    s = open_b(b, 0);
+    assert_int_equal(fatia_store_rv(s), 200);
+    assert_int_equal(fatia_store_load(s, collect, &seen), 0);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.rvs[0], 200);
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(fatia_store_load_log(s, 195, collect, &seen), 0);
+    assert_int_equal(seen.n, 5);
+    fatia_store_close(s);
+}
+
+/* The log keeps the newest log_keep rows (pruned every 1024 rvs): old rows go. */
+static void test_log_pruned(void **state)
+{
+    const struct backend *b = *state;
+    struct fatia_store *s = open_b(b, 100);
+    struct fatia_store_op o;
+    uint64_t first;
+
+    for (uint64_t rv = 1; rv <= 1500; rv++) {
+        o = op(rv, rv == 1 ? FATIA_STORE_ADDED : FATIA_STORE_MODIFIED, "Pod", "default", "p");
+        assert_int_equal(fatia_store_commit(s, &o, 1), 0);
+    }
+    fatia_store_close(s);
+    s = open_b(b, 100);
+    first = fatia_store_log_first(s);
+    assert_true(first > 100);
+    assert_true(first <= 1500 - 100 + 1);
+    fatia_store_close(s);
+}
+
+/* etcd: a second store on the same prefix fences the first: its commit fails and writes
+ * nothing; another prefix is another cluster. */
+static void test_etcd_fence_and_prefix(void **state)
+{
+    const struct backend *b = *state;
+    struct backend other = *b;
+    struct fatia_store *s1 = open_b(b, 0), *s2, *s3;
+    struct fatia_store_op o;
+    struct seen seen = {0};
+
+    o = op(1, FATIA_STORE_ADDED, "Pod", "default", "one");
+    assert_int_equal(fatia_store_commit(s1, &o, 1), 0);
+    s2 = open_b(b, 0);
+    assert_int_equal(fatia_store_rv(s2), 1);
+    o = op(2, FATIA_STORE_ADDED, "Pod", "default", "two");
+    assert_int_equal(fatia_store_commit(s2, &o, 1), 0);
+    /* s1 believes rv 1 is the latest: its write is refused */
+    o = op(2, FATIA_STORE_ADDED, "Pod", "default", "stale");
+    assert_int_equal(fatia_store_commit(s1, &o, 1), -ESTALE);
+    fatia_store_close(s1);
+    fatia_store_close(s2);
+    s1 = open_b(b, 0);
+    assert_int_equal(fatia_store_rv(s1), 2);
+    assert_int_equal(fatia_store_load(s1, collect, &seen), 0);
+    assert_int_equal(seen.n, 2);
+    for (int i = 0; i < seen.n; i++)
+        assert_null(strstr(seen.names[i], "stale"));
+    fatia_store_close(s1);
+
+    snprintf(other.prefix, sizeof(other.prefix), "/other%d/registry", prefix_seq);
+    s3 = open_b(&other, 0);
+    assert_int_equal(fatia_store_rv(s3), 0);
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(fatia_store_load(s3, collect, &seen), 0);
+    assert_int_equal(seen.n, 0);
+    fatia_store_close(s3);
+}
+
+/* etcd: an endpoint list whose first member is down still works (the next one answers). */
+static void test_etcd_endpoint_failover(void **state)
+{
+    const struct backend *b = *state;
+    char eps[160];
+    struct fatia_store_opts o = {.etcd_endpoints = eps, .etcd_prefix = b->prefix};
+    struct fatia_store *s;
+    struct fatia_store_op x;
+    char why[200] = "";
+
+    snprintf(eps, sizeof(eps), "http://127.0.0.1:%d,%s", free_port(), etcd_url);
+    assert_int_equal(fatia_store_open("", &o, &s), 0);
+    x = op(1, FATIA_STORE_ADDED, "Pod", "default", "f");
+    assert_int_equal(fatia_store_commit(s, &x, 1), 0);
+    fatia_store_close(s);
+    /* nothing reachable: open fails, saying so */
+    snprintf(eps, sizeof(eps), "http://127.0.0.1:%d", free_port());
+    o.why = why;
+    o.why_n = sizeof(why);
+    assert_true(fatia_store_open("", &o, &s) < 0);
+    assert_non_null(strstr(why, "etcd at"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_commit_load_reopen, setup_sqlite),
+        cmocka_unit_test_setup(test_commit_load_reopen, setup_etcd),
+        cmocka_unit_test_setup(test_group_commit, setup_sqlite),
+        cmocka_unit_test_setup(test_group_commit, setup_etcd),
+        cmocka_unit_test_setup(test_log_pruned, setup_sqlite),
+        cmocka_unit_test_setup(test_log_pruned, setup_etcd),
+        cmocka_unit_test_setup(test_etcd_fence_and_prefix, setup_etcd),
+        cmocka_unit_test_setup(test_etcd_endpoint_failover, setup_etcd),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -59,9 +59,12 @@
 #include "agent/agent_int.h"
 #include "agent/devfilter.h"
 #include "agent/mps.h"
+#include "agent/oci.h"
+#include "agent/oci_pod.h"
 #include "agent/podspec.h"
 #include "agent/podstatus.h"
 #include "agent/proc.h"
+#include "agent/runtime.h"
 #include "agent/shim.h"
 #include "agent/vgpu_slice.h"
 #include "base/alloc.h"
@@ -128,7 +131,19 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         o->mps_control = v;
     else if (KEY("vgpu-log"))
         o->vgpu_log = v;
-    else if (KEY("pod-dir")) {
+    else if (KEY("runc"))
+        o->runc = v;
+    else if (KEY("host-path-namespaces"))
+        o->host_path_namespaces = v;
+    else if (KEY("host-network-namespaces"))
+        o->host_network_namespaces = v;
+    else if (KEY("runtime")) {
+        if (strcmp(v, "process") && strcmp(v, "oci") && strcmp(v, "auto")) {
+            snprintf(why, why_n, "runtime: expected process, oci or auto");
+            return -EINVAL;
+        }
+        o->runtime = v;
+    } else if (KEY("pod-dir")) {
         if (!v[0] || strlen(v) > 1000) {
             snprintf(why, why_n, "pod-dir: expected a directory (at most 1000 bytes)");
             return -EINVAL;
@@ -1300,8 +1315,8 @@ static int chown_path(struct fatia_agent *a, const char *path, uid_t uid, gid_t 
 
 static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *list,
                           const struct fatia_pod_devices *devs, const char *work,
-                          const char *run_dir, bool real, uid_t uid, gid_t gid, char *why,
-                          size_t why_n, int *err)
+                          const char *run_dir, bool real, uid_t uid, gid_t gid,
+                          const struct fatia_oci_pod *op, char *why, size_t why_n, int *err)
 {
     json_t *out = json_array();
     size_t i;
@@ -1314,7 +1329,7 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         struct fatia_devenv_opts dopt = {.vgpu_lib = a->have_vgpu ? a->vgpu_lib : NULL,
                                          .vgpu_log = a->o.vgpu_log};
         char acct_name[512], acct[4800], pipe_dir[4400] = "";
-        json_t *argv = NULL, *envj;
+        json_t *argv = NULL, *envj, *oci = NULL;
         int r;
 
         fatia_pod_devices_acct_name(devs, name, acct_name, sizeof(acct_name));
@@ -1377,11 +1392,13 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         r = fatia_podspec_env(p->pod, c, work, &env, why, why_n);
         if (r == 0)
             r = fatia_pod_devices_env(devs, name, &dopt, &env, why, why_n);
-        if (r == 0)
+        if (r == 0 && op)
+            r = fatia_oci_ctr_prepare(op, c, &env, &argv, &oci, why, why_n);
+        else if (r == 0)
             r = fatia_podspec_argv(c, &env, &argv, why, why_n);
         if (r < 0) {
             fatia_env_release(&env);
-            *err = r == -ENOMEM ? r : -FATIA_E_INVALID;
+            *err = r == -ENOMEM || r == -ENOENT || r == -EIO ? r : -FATIA_E_INVALID;
             goto fail;
         }
         envj = json_array();
@@ -1390,6 +1407,8 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         fatia_env_release(&env);
         json_array_append_new(out, json_pack("{s:s,s:o,s:o,s:s}", "name", name, "argv", argv, "env",
                                              envj, "workingDir", cwd && cwd[0] ? cwd : work));
+        if (oci)
+            json_object_set_new(json_array_get(out, json_array_size(out) - 1), "oci", oci);
     }
     return out;
 fail:
@@ -1432,6 +1451,46 @@ static int spawn_shim(struct fatia_agent *a, struct apod *p, const char *pod_dir
     return 0;
 }
 
+/* The host id range of the pod's namespace in containers: k * 65536 for its k (recorded for
+ * good, never given to another namespace; above every uid of the process mode's range). A
+ * hostNetwork pod outside the admin's list is refused here too. */
+static int pod_host_base(struct fatia_agent *a, struct apod *p, bool host_net, uint32_t *ret,
+                         char *why, size_t why_n)
+{
+    uint32_t k, g;
+    int r;
+
+    if (host_net && !fatia_oci_ns_listed(a->o.host_network_namespaces, p->ns)) {
+        snprintf(why, why_n,
+                 "spec.hostNetwork: not allowed in namespace %s (the node's admin lists the "
+                 "namespaces that may: --agent host-network-namespaces)",
+                 p->ns);
+        return -FATIA_E_INVALID;
+    }
+    r = fatia_uidmap_get(&a->ranges, p->ns, &k, &g);
+    if (r < 0) {
+        snprintf(why, why_n, "no host id range for namespace '%s': %s", p->ns, fatia_strerror(r));
+        return r;
+    }
+    *ret = k * FATIA_OCI_IDS;
+    return 0;
+}
+
+/* kubelet's reason for an image that is not there: with pullPolicy Never, ErrImageNeverPull;
+ * else the pull failed (fatia pulls nothing yet), ErrImagePull. */
+static const char *image_error_reason(const json_t *pod)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
+    {
+        const char *pp = fatia_json_str(c, "imagePullPolicy");
+        if (pp && !strcmp(pp, "Never"))
+            return "ErrImageNeverPull";
+    }
+    return "ErrImagePull";
+}
+
 static void start_pod(struct fatia_agent *a, struct apod *p)
 {
     const json_t *spec = json_object_get(p->pod, "spec");
@@ -1440,8 +1499,13 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     struct fatia_pod_limits lim;
     uid_t uid = geteuid();
     gid_t gid = getegid();
-    json_t *inits = NULL, *apps = NULL, *sp = NULL;
+    json_t *inits = NULL, *apps = NULL, *sp = NULL, *tmpfs = NULL;
     bool real = node_is_real(a, p->pod);
+    const char *rtc = fatia_json_str(spec, "runtimeClassName");
+    bool oci = a->oci && !(rtc && !strcmp(rtc, FATIA_RUNTIME_CLASS_PROCESS));
+    bool host_net = fatia_json_bool(spec, "hostNetwork", false);
+    struct fatia_oci_pod op = {0};
+    uint32_t host_base = 0;
     int64_t v;
     char *text;
     int r, err = 0;
@@ -1467,6 +1531,16 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
         }
         uid = u;
         gid = g;
+    }
+    if (oci) {
+        r = pod_host_base(a, p, host_net, &host_base, why, sizeof(why));
+        if (r < 0) {
+            fail_before_start(a, p, "CreateContainerConfigError", why);
+            goto out;
+        }
+        /* the pod's run directory belongs to its containers' root (host_base) */
+        uid = host_base;
+        gid = host_base;
     }
     snprintf(pod_dir, sizeof(pod_dir), "%s/%s", a->pods_dir, p->uid);
     r = mkdir_mode(pod_dir, 0700);
@@ -1498,16 +1572,31 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     p->acct = json_object();
     json_decref(p->mps_gpus);
     p->mps_gpus = json_array();
+    if (oci) {
+        op = (struct fatia_oci_pod){.pod = p->pod,
+                                    .ns = p->ns,
+                                    .pod_dir = pod_dir,
+                                    .run_dir = run_dir,
+                                    .host_base = host_base,
+                                    .images = &a->images,
+                                    .host_path_namespaces = a->o.host_path_namespaces,
+                                    .host_network = host_net};
+        r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));
+        if (r < 0) {
+            err = r == -FATIA_E_INVALID ? r : -EIO;
+            goto fail;
+        }
+    }
     inits = build_ctrs(a, p, json_object_get(spec, "initContainers"), &devs, work, run_dir, real,
-                       uid, gid, why, sizeof(why), &err);
+                       uid, gid, oci ? &op : NULL, why, sizeof(why), &err);
     if (inits)
         apps = build_ctrs(a, p, json_object_get(spec, "containers"), &devs, work, run_dir, real,
-                          uid, gid, why, sizeof(why), &err);
+                          uid, gid, oci ? &op : NULL, why, sizeof(why), &err);
     if (!inits || !apps)
         goto fail;
     fatia_podspec_limits(p->pod, &lim);
     p->cgroup[0] = '\0';
-    if (a->cg.enabled) {
+    if (a->cg.enabled && !oci) {
         char cwhy[512] = "";
         r = fatia_cgroup_pod_create(&a->cg, p->uid, &lim, p->cgroup, sizeof(p->cgroup), cwhy,
                                     sizeof(cwhy));
@@ -1557,6 +1646,14 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     if (p->cgroup[0])
         json_object_set_new(sp, "cgroup", json_string(p->cgroup));
     json_object_set_new(sp, "node", json_string(fatia_json_str(spec, "nodeName")));
+    json_object_set_new(sp, "runtime",
+                        json_string(oci ? FATIA_RUNTIME_OCI : FATIA_RUNTIME_PROCESS));
+    if (oci) {
+        json_object_set_new(sp, "oci",
+                            json_pack("{s:s,s:s,s:b,s:o}", "runc", a->runc, "root", a->runc_root,
+                                      "hostNetwork", host_net, "tmpfs", tmpfs));
+        tmpfs = NULL;
+    }
     text = json_dumps(sp, JSON_INDENT(1));
     snprintf(spath, sizeof(spath), "%s/spec.json", pod_dir);
     r = text ? write_durable(spath, text) : -ENOMEM;
@@ -1585,7 +1682,10 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
         json_array_foreach(json_object_get(spec, "containers"), i, c)
         {
             const char *image = fatia_json_str(c, "image");
-            if (image && image[0])
+            if (oci && image && image[0])
+                emit_event(a, p, "Normal", "Pulled", fatia_json_str(c, "name"),
+                           "Container image \"%s\" already present on machine", image);
+            else if (image && image[0])
                 emit_event(a, p, "Normal", "ImageNotPulled", fatia_json_str(c, "name"),
                            "fatia runs containers as local processes; image %s recorded, not "
                            "pulled",
@@ -1610,10 +1710,13 @@ fail:
         rm_tree(pod_dir);
         p->local = false;
     }
-    fail_before_start(
-        a, p, err == -FATIA_E_INVALID ? "CreateContainerConfigError" : "CreateContainerError",
-        why[0] ? why : fatia_strerror(err));
+    fail_before_start(a, p,
+                      err == -ENOENT && oci     ? image_error_reason(p->pod)
+                      : err == -FATIA_E_INVALID ? "CreateContainerConfigError"
+                                                : "CreateContainerError",
+                      why[0] ? why : fatia_strerror(err));
 out:
+    json_decref(tmpfs);
     json_decref(sp);
     fatia_pod_devices_release(&devs);
 }
@@ -2249,6 +2352,56 @@ static void exe_dir(char *buf, size_t n)
         *slash = '\0';
 }
 
+/* --agent runtime: oci (runc required), auto (oci when runc is there), process (default). The
+ * image store and the namespaces' host id ranges live under the pod directory and DATA/agent. */
+static int oci_setup(struct fatia_agent *a, const char *data_dir)
+{
+    const char *rt = a->o.runtime ? a->o.runtime : FATIA_RUNTIME_PROCESS;
+    char why[512] = "", state[1200];
+    uint32_t kmin;
+    int r;
+
+    (void)data_dir;
+    if (!strcmp(rt, FATIA_RUNTIME_PROCESS))
+        return 0;
+    if (geteuid() != 0 ||
+        !fatia_runtime_oci_available(a->o.runc, a->runc, sizeof(a->runc), why, sizeof(why))) {
+        if (geteuid() != 0)
+            snprintf(why, sizeof(why), "containers need root (fatiad runs as uid %u)",
+                     (unsigned)geteuid());
+        if (!strcmp(rt, FATIA_RUNTIME_OCI)) {
+            fatia_error("agent: --agent runtime=oci: %s", why);
+            return -ENOENT;
+        }
+        fatia_info("agent: pods run as processes: %s", why);
+        return 0;
+    }
+    snprintf(a->runc_root, sizeof(a->runc_root), "%s/runc", a->dir);
+    r = mkdir_mode(a->runc_root, 0700);
+    if (r >= 0)
+        r = fatia_image_store_open(&a->images, a->pod_dir);
+    if (r < 0) {
+        fatia_log_errno(FATIA_LOG_ERROR, r, "agent: cannot create '%s' or the image store",
+                        a->runc_root);
+        return r;
+    }
+    /* ranges k * 65536 above every uid the process mode gives out */
+    kmin =
+        ((a->o.uid_base ? a->o.uid_base : FATIA_UIDMAP_DEFAULT_BASE) + FATIA_UIDMAP_DEFAULT_COUNT) /
+            FATIA_OCI_IDS +
+        1;
+    snprintf(state, sizeof(state), "%s/uidranges", a->dir);
+    r = fatia_uidmap_load(&a->ranges, NULL, state, kmin, 65535 - kmin, why, sizeof(why));
+    if (r < 0) {
+        fatia_error("agent: id ranges: %s", why);
+        return r;
+    }
+    a->oci = true;
+    fatia_info("agent: pods run in OCI containers (%s, state in %s, images in %s)", a->runc,
+               a->runc_root, a->images.dir);
+    return 0;
+}
+
 int fatia_agent_new(struct event_base *base, struct fatia_client *client,
                     const struct fatia_agent_opts *opts, struct fatia_agent **ret)
 {
@@ -2347,6 +2500,11 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
             fatia_free(a);
             return r;
         }
+    }
+    r = oci_setup(a, data_dir);
+    if (r < 0) {
+        fatia_free(a);
+        return r;
     }
     fatia_cgroups_init(&a->cg, opts->cgroup);
     if (a->cg.enabled && !opts->no_device_filter) {
@@ -2448,6 +2606,7 @@ void fatia_agent_free(struct fatia_agent *a)
     }
     fatia_strmap_release(&a->by_uid);
     fatia_uidmap_release(&a->uids);
+    fatia_uidmap_release(&a->ranges);
     if (a->tick)
         event_free(a->tick);
     if (a->inotify_ev)

@@ -39,11 +39,16 @@ struct fatia_agent_opts {
     const char *mps_control;                    /* nvidia-cuda-mps-control; NULL: on PATH */
     const char *vgpu_log;                       /* FATIA_VGPU_LOG for capped pods; NULL: silent */
     const char *pod_dir; /* what pods write (run/: working directories, logs/); NULL: DATA/agent */
+    const char *runtime; /* "process" (NULL), "oci" or "auto" (oci when runc is installed) */
+    const char *runc;    /* runc; NULL: on the default PATH */
+    const char *host_path_namespaces;    /* namespaces whose pods may mount hostPath (oci) */
+    const char *host_network_namespaces; /* namespaces whose pods may use hostNetwork (oci) */
 };
 
 /* Sets one option from "key=value" (fatiad's --agent KEY=VALUE): nodes, shim, vgpu-lib, user,
  * uid-map, uid-base, cgroup, device-filter (on|off), restart-backoff (a duration, e.g. 10s),
- * restart-backoff-max, log-max-bytes, mps-control, vgpu-log, pod-dir. Strings are borrowed. 0 or -EINVAL
+ * restart-backoff-max, log-max-bytes, mps-control, vgpu-log, pod-dir, runtime, runc,
+ * host-path-namespaces, host-network-namespaces. Strings are borrowed. 0 or -EINVAL
  * (why says which). */
 int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, size_t why_n);
 

@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/cgroup.h"
+#include "agent/image.h"
 #include "agent/uidmap.h"
 #include "base/backoff.h"
 #include "base/clock.h"
@@ -98,6 +99,12 @@ struct fatia_agent {
     uint64_t events_dropped;       /* Events not sent: over the write budget */
     char pod_dir[1200];            /* run/ and logs/ live here (--agent pod-dir) */
     unsigned storage_ticks;        /* ticks since the last ephemeral-storage check */
+    /* the OCI runtime (runtime.h): used for pods unless they name the fatia-process
+     * RuntimeClass; off when --agent runtime=process or no runc */
+    bool oci;
+    char runc[512], runc_root[1200];
+    struct fatia_image_store images;
+    struct fatia_uidmap ranges; /* namespace -> index k of its host id range k * 65536 */
 };
 
 /* The pod of that uid, or NULL. */

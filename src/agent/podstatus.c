@@ -52,7 +52,8 @@ static json_t *statuses(const json_t *spec_ctrs, const json_t *shim_ctrs, bool t
         if (!name)
             continue;
         o = json_pack("{s:s,s:s,s:s,s:b,s:b}", "name", name, "image", image ? image : "", "imageID",
-                      "", "ready", ready, "started", fatia_json_bool(s, "started", false));
+                      fatia_json_str(s, "imageID") ? fatia_json_str(s, "imageID") : "", "ready",
+                      ready, "started", fatia_json_bool(s, "started", false));
         if (s && fatia_json_int(s, "restartCount", &rc))
             json_object_set_new(o, "restartCount", json_integer(rc));
         else

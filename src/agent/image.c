@@ -1,0 +1,297 @@
+/*
+ * agent/image.c: the node's image store (image.h).
+ *
+ * Model. One OCI image layout (index.json + blobs/sha256) that skopeo writes and umoci reads;
+ * a name is an index entry's org.opencontainers.image.ref.name. A rootfs is unpacked by umoci
+ * (`raw unpack --uid-map 0:BASE:65536`, whiteouts honoured by umoci) into a temporary directory
+ * and renamed into place, so a rootfs that exists is complete; it is shared read-only by every
+ * container of that image and range (each gets an overlay upper of its own).
+ *
+ * Invariants: fatia never reads a layer itself (umoci and skopeo do); a name resolves to one
+ * manifest digest at a time (skopeo replaces the index entry of a name it writes again).
+ *
+ * Rejected: unpacking per container (seconds per start for a large image), and a store of our
+ * own format (skopeo, umoci and podman all read OCI layouts).
+ */
+#include "base/compat.h"
+
+#include "agent/image.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "agent/oci.h"
+#include "base/error.h"
+#include "base/json.h"
+
+#define REF_ANN "org.opencontainers.image.ref.name"
+
+static int mkdir_p1(const char *p, mode_t m)
+{
+    return mkdir(p, m) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+static void find_tool(const char *name, char *buf, size_t n)
+{
+    static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin"};
+    for (size_t i = 0; i < FATIA_ARRAY_SIZE(dirs); i++) {
+        snprintf(buf, n, "%s/%s", dirs[i], name);
+        if (access(buf, X_OK) == 0)
+            return;
+    }
+    snprintf(buf, n, "%s", name);
+}
+
+int fatia_image_store_open(struct fatia_image_store *s, const char *pod_dir)
+{
+    int r;
+
+    snprintf(s->dir, sizeof(s->dir), "%s/images", pod_dir);
+    snprintf(s->layout, sizeof(s->layout), "%s/oci", s->dir);
+    find_tool("umoci", s->umoci, sizeof(s->umoci));
+    find_tool("skopeo", s->skopeo, sizeof(s->skopeo));
+    r = mkdir_p1(s->dir, 0711);
+    if (r == 0) {
+        char p[1400];
+        snprintf(p, sizeof(p), "%s/rootfs", s->dir);
+        r = mkdir_p1(p, 0711);
+    }
+    return r;
+}
+
+void fatia_image_ref_normalize(const char *ref, char *buf, size_t n)
+{
+    const char *slash = strrchr(ref, '/');
+    const char *last = slash ? slash + 1 : ref;
+
+    if (strchr(ref, '@') || strchr(last, ':'))
+        snprintf(buf, n, "%s", ref);
+    else
+        snprintf(buf, n, "%s:latest", ref);
+}
+
+/* Runs argv (tools only: absolute paths) and waits; stderr into err (its end). */
+static int run_tool(const char *const *argv, char *err, size_t err_n)
+{
+    int p[2];
+    pid_t pid;
+    int status;
+    size_t len = 0;
+
+    if (err_n)
+        err[0] = '\0';
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -errno;
+    pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return -errno;
+    }
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        dup2(nul, 0);
+        dup2(nul, 1);
+        dup2(p[1], 2);
+        static const char *const envp[] = {
+            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
+            NULL};
+        execve(argv[0], (char *const *)argv, (char *const *)envp);
+        _exit(127);
+    }
+    close(p[1]);
+    for (;;) {
+        char buf[1024];
+        ssize_t r = read(p[0], buf, sizeof(buf));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        for (ssize_t i = 0; i < r && err_n; i++) {
+            if (len + 1 >= err_n) {
+                memmove(err, err + err_n / 2, len - err_n / 2);
+                len -= err_n / 2;
+            }
+            err[len++] = buf[i] == '\n' ? ' ' : buf[i];
+        }
+    }
+    close(p[0]);
+    if (err_n)
+        err[len] = '\0';
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return -errno;
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -FATIA_E_DRIVER;
+}
+
+static json_t *load_blob(const struct fatia_image_store *s, const char *digest)
+{
+    char p[1600];
+
+    if (strncmp(digest, "sha256:", 7) || strchr(digest, '/'))
+        return NULL;
+    snprintf(p, sizeof(p), "%s/blobs/sha256/%s", s->layout, digest + 7);
+    return json_load_file(p, 0, NULL);
+}
+
+static json_t *load_index(const struct fatia_image_store *s)
+{
+    char p[1400];
+
+    snprintf(p, sizeof(p), "%s/index.json", s->layout);
+    return json_load_file(p, 0, NULL);
+}
+
+int fatia_image_get(const struct fatia_image_store *s, const char *ref, uint32_t host_base,
+                    char *ret_digest, size_t digest_n, json_t **ret_config, char *ret_rootfs,
+                    size_t rootfs_n, char *why, size_t why_n)
+{
+    char name[600], rootfs[1600], tmp[1700], img[2000], map[64], err[1024];
+    json_t *idx = load_index(s), *m, *man = NULL, *cfg = NULL;
+    const char *digest = NULL, *cdigest;
+    struct stat st;
+    size_t i;
+    int r = 0;
+
+    fatia_image_ref_normalize(ref, name, sizeof(name));
+    json_array_foreach(json_object_get(idx, "manifests"), i, m)
+    {
+        const char *n = fatia_json_str(json_object_get(m, "annotations"), REF_ANN);
+        if (n && !strcmp(n, name))
+            digest = fatia_json_str(m, "digest");
+    }
+    if (!digest) {
+        snprintf(why, why_n, "image %s is not in the node's image store", name);
+        r = -ENOENT;
+        goto out;
+    }
+    man = load_blob(s, digest);
+    cdigest = fatia_json_str(json_object_get(man, "config"), "digest");
+    cfg = cdigest ? load_blob(s, cdigest) : NULL;
+    if (!man || !cfg) {
+        snprintf(why, why_n, "image %s: its manifest or config in '%.300s' cannot be read", name,
+                 s->layout);
+        r = -FATIA_E_PARSE;
+        goto out;
+    }
+    snprintf(ret_digest, digest_n, "%s", digest);
+    if (host_base != UINT32_MAX) {
+        snprintf(rootfs, sizeof(rootfs), "%s/rootfs/%s-%u", s->dir, digest + 7, host_base);
+        if (stat(rootfs, &st) < 0) {
+            snprintf(tmp, sizeof(tmp), "%s.tmp%d", rootfs, (int)getpid());
+            snprintf(img, sizeof(img), "%s:%s", s->layout, name);
+            snprintf(map, sizeof(map), "0:%u:%u", host_base, FATIA_OCI_IDS);
+            const char *argv[] = {s->umoci, "raw",     "unpack", "--uid-map", map, "--gid-map",
+                                  map,      "--image", img,      tmp,         NULL};
+            r = run_tool(argv, err, sizeof(err));
+            if (r == 0 && rename(tmp, rootfs) < 0)
+                r = -errno;
+            if (r < 0) {
+                const char *rm[] = {"/bin/rm", "-rf", tmp, NULL};
+                (void)run_tool(rm, NULL, 0);
+                snprintf(why, why_n, "image %s: unpacking failed: %s", name,
+                         err[0] ? err : fatia_strerror(r));
+                goto out;
+            }
+        }
+        snprintf(ret_rootfs, rootfs_n, "%s", rootfs);
+    }
+    {
+        json_t *c = json_object_get(cfg, "config");
+        *ret_config = c ? json_incref(c) : json_object();
+    }
+out:
+    json_decref(cfg);
+    json_decref(man);
+    json_decref(idx);
+    return r;
+}
+
+int fatia_image_load(const struct fatia_image_store *s, const char *file, const char *name,
+                     char *why, size_t why_n)
+{
+    char src[1200], dst[2000], norm[600], err[1024], layout_file[1400];
+    const char *transport;
+    char head[512] = "";
+    int fd, r;
+    ssize_t n;
+
+    /* an oci-archive holds oci-layout at its top; anything else is read as docker-archive */
+    fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_n, "cannot open '%.300s': %s", file, fatia_strerror(-errno));
+        return -errno;
+    }
+    n = read(fd, head, sizeof(head) - 1);
+    close(fd);
+    transport = n > 0 && (memmem(head, (size_t)n, "oci-layout", 10) ||
+                          memmem(head, (size_t)n, "index.json", 10))
+                    ? "oci-archive"
+                    : "docker-archive";
+    if (!name || !name[0]) {
+        snprintf(why, why_n, "--name is required: the image's name in the node's store");
+        return -EINVAL;
+    }
+    fatia_image_ref_normalize(name, norm, sizeof(norm));
+    snprintf(layout_file, sizeof(layout_file), "%s/oci-layout", s->layout);
+    snprintf(src, sizeof(src), "%s:%s", transport, file);
+    snprintf(dst, sizeof(dst), "oci:%s:%s", s->layout, norm);
+    {
+        const char *argv[] = {s->skopeo, "--insecure-policy", "copy", "-q", src, dst, NULL};
+        r = run_tool(argv, err, sizeof(err));
+    }
+    if (r < 0)
+        snprintf(why, why_n, "skopeo copy %s %s failed: %s", src, dst, err);
+    return r;
+}
+
+int fatia_image_list(const struct fatia_image_store *s, json_t **ret)
+{
+    json_t *idx = load_index(s), *out = json_array(), *m;
+    size_t i;
+
+    json_array_foreach(json_object_get(idx, "manifests"), i, m)
+    {
+        const char *n = fatia_json_str(json_object_get(m, "annotations"), REF_ANN);
+        const char *d = fatia_json_str(m, "digest");
+        json_t *man = d ? load_blob(s, d) : NULL, *l;
+        json_int_t size = 0;
+        size_t k;
+        json_array_foreach(json_object_get(man, "layers"), k, l) size +=
+            json_integer_value(json_object_get(l, "size"));
+        json_decref(man);
+        if (n && d)
+            json_array_append_new(out,
+                                  json_pack("{s:s,s:s,s:I}", "name", n, "digest", d, "size", size));
+    }
+    json_decref(idx);
+    *ret = out;
+    return 0;
+}
+
+int fatia_image_remove(const struct fatia_image_store *s, const char *ref, char *why, size_t why_n)
+{
+    char name[600], img[2000], err[1024];
+    int r;
+
+    fatia_image_ref_normalize(ref, name, sizeof(name));
+    snprintf(img, sizeof(img), "%s:%s", s->layout, name);
+    {
+        const char *argv[] = {s->umoci, "rm", "--image", img, NULL};
+        r = run_tool(argv, err, sizeof(err));
+    }
+    if (r < 0) {
+        snprintf(why, why_n, "image %s: %s", name, err[0] ? err : "cannot remove");
+        return -ENOENT;
+    }
+    {
+        const char *argv[] = {s->umoci, "gc", "--layout", s->layout, NULL};
+        (void)run_tool(argv, err, sizeof(err));
+    }
+    return 0;
+}

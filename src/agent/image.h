@@ -1,0 +1,49 @@
+/*
+ * agent/image.h: the node's image store: an OCI image layout under the pod directory
+ * (POD_DIR/images/oci, tags as org.opencontainers.image.ref.name annotations, as skopeo writes
+ * them) and the rootfs unpacked from it once per image and host id range
+ * (POD_DIR/images/rootfs/<manifest hex>-<host base>, owned by that range: umoci --uid-map).
+ *
+ * `fatia image load|ls|rm` (src/cli/cmd_image.c) and the agent use it; nothing of it lives on
+ * the store's filesystem.
+ */
+#ifndef FATIA_AGENT_IMAGE_H
+#define FATIA_AGENT_IMAGE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fatia_image_store {
+    char dir[1200];    /* POD_DIR/images */
+    char layout[1300]; /* dir/oci */
+    char umoci[512], skopeo[512];
+};
+
+/* The store under pod_dir (made if missing). 0 or -errno. */
+int fatia_image_store_open(struct fatia_image_store *s, const char *pod_dir);
+
+/* The name an image reference is stored under: as given, with ":latest" added when it has
+ * neither tag nor digest. */
+void fatia_image_ref_normalize(const char *ref, char *buf, size_t n);
+
+/* A stored image: its manifest digest ("sha256:..."), its config ("config" of the image config
+ * JSON, new reference, may be an empty object) and, when host_base is given (not UINT32_MAX), the
+ * rootfs unpacked for that range (unpacked now when missing). -ENOENT (not in the store: why
+ * says so), -FATIA_E_PARSE (a broken layout), -errno. */
+int fatia_image_get(const struct fatia_image_store *s, const char *ref, uint32_t host_base,
+                    char *ret_digest, size_t digest_n, json_t **ret_config, char *ret_rootfs,
+                    size_t rootfs_n, char *why, size_t why_n);
+
+/* Loads an archive (docker-archive or oci-archive, as `podman load`) into the store under the
+ * name(s) it carries, or as `name` when given. Prints nothing; why on failure. */
+int fatia_image_load(const struct fatia_image_store *s, const char *file, const char *name,
+                     char *why, size_t why_n);
+
+/* The stored images: [{"name", "digest", "size"}] (new reference). */
+int fatia_image_list(const struct fatia_image_store *s, json_t **ret);
+
+/* Removes a name (and, once unnamed, its unpacked rootfs copies; blobs by umoci gc). */
+int fatia_image_remove(const struct fatia_image_store *s, const char *ref, char *why, size_t why_n);
+
+#endif

@@ -1,0 +1,551 @@
+/*
+ * agent/oci.c: the OCI runtime (runtime.h): a pod's containers run by runc.
+ *
+ * Model. The sandbox is fatia-pause in new network, IPC and UTS namespaces (made by the shim,
+ * as root, before any tenant code runs: CRI-O's pinns in one process), with the pod's name as
+ * hostname and lo up. Each container instance is a runc container `<pod uid>-<name>` whose
+ * config.json is the agent's template (oci_spec.c, POD_DIR/ctr/<name>/config.json.in) with the
+ * sandbox's namespace paths filled in; it gets its own pid, mount, cgroup and user namespaces
+ * (the user namespace maps 0..65535 onto the pod's namespace's host range). Its rootfs is an
+ * overlay: the image's unpacked rootfs (owned by that range, shared and never written) below, a
+ * fresh upper directory per instance (a restarted container starts from the image, as in
+ * Kubernetes).
+ *
+ * Lifecycle of an instance, as conmon drives runc: `runc create` (stdio passed straight to the
+ * container: terminal false), read its pid file, `runc start`; runc then exits and the
+ * container's init is re-parented to the shim, a child subreaper, which waitpid()s it and gets
+ * the container's own exit status. cleanup: `runc delete --force`, unmount, remove the upper
+ * directory. sandbox_stop: the same for every container, then the pause process.
+ *
+ * Invariants: runc's state lives under DATA/agent/runc (--root), never /run/runc, so fatia's
+ * containers and another runc user's never meet; a create that fails leaves no runc container
+ * and no mount behind; exec never changes the container (runc exec joins it).
+ *
+ * Rejected: `runc run` in the foreground (runc would stay between the shim and the container for
+ * its whole life, and a SIGKILL of the pod would hit runc, not the container); a sandbox
+ * container with its own rootfs (needs a pause binary inside every image's reach; the bare
+ * process holds the namespaces as well); a user namespace shared by the pod (runc 1.1.5 joins a
+ * user namespace by path only with matching mappings, and per container keeps the choice open).
+ */
+#include "base/compat.h"
+
+#include "agent/oci.h"
+
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "agent/proc.h"
+#include "agent/runtime.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "base/log.h"
+
+static const char *runc_path(const struct fatia_rt_pod *pod)
+{
+    const char *p = fatia_json_str(json_object_get(pod->spec, "oci"), "runc");
+    return p ? p : "runc";
+}
+
+static const char *runc_root(const struct fatia_rt_pod *pod)
+{
+    const char *p = fatia_json_str(json_object_get(pod->spec, "oci"), "root");
+    return p ? p : "/run/fatia-runc";
+}
+
+void fatia_oci_ctr_id(const char *pod_uid, const char *name, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s-%s", pod_uid, name);
+}
+
+static void reset_signals(void)
+{
+    sigset_t none;
+
+    for (int sig = 1; sig < NSIG; sig++) {
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
+    }
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Runs runc with args (NULL-terminated, after the global options), stdio as given (-1:
+ * /dev/null). wait: waits and returns the exit code (or -errno); else *ret_pid. */
+static int run_runc(const struct fatia_rt_pod *pod, const char *const *args, int in, int out,
+                    int err, bool tty, bool wait, pid_t *ret_pid)
+{
+    const char *argv[32];
+    size_t n = 0;
+    pid_t pid;
+    int status;
+
+    argv[n++] = runc_path(pod);
+    argv[n++] = "--root";
+    argv[n++] = runc_root(pod);
+    for (size_t i = 0; args[i] && n < FATIA_ARRAY_SIZE(argv) - 1; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        reset_signals();
+        if (tty) {
+            (void)setsid();
+            (void)ioctl(in, TIOCSCTTY, 0);
+        }
+        if (dup2(in >= 0 ? in : nul, 0) < 0 || dup2(out >= 0 ? out : nul, 1) < 0 ||
+            dup2(err >= 0 ? err : nul, 2) < 0)
+            _exit(127);
+        static const char *const envp[] = {
+            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+        execve(argv[0], (char *const *)argv, (char *const *)envp);
+        _exit(127);
+    }
+    if (!wait) {
+        *ret_pid = pid;
+        return 0;
+    }
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return -errno;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The last "msg" of runc's JSON log, or its last line. */
+static void runc_log_msg(const char *log, char *buf, size_t n)
+{
+    FILE *f = fopen(log, "re");
+    char line[4096];
+
+    buf[0] = '\0';
+    if (!f)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        json_t *j = json_loads(line, 0, NULL);
+        const char *m = j ? fatia_json_str(j, "msg") : NULL;
+        const char *lvl = j ? fatia_json_str(j, "level") : NULL;
+        if (m && (!lvl || !strcmp(lvl, "error") || !strcmp(lvl, "fatal")))
+            snprintf(buf, n, "%s", m);
+        json_decref(j);
+    }
+    fclose(f);
+}
+
+static int write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    size_t len = strlen(text);
+    int r = 0;
+
+    if (fd < 0)
+        return -errno;
+    if (write(fd, text, len) != (ssize_t)len)
+        r = -EIO;
+    close(fd);
+    return r;
+}
+
+/* ---- the sandbox ---- */
+
+static int lo_up(void)
+{
+    struct ifreq ifr = {0};
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r = 0;
+
+    if (fd < 0)
+        return -errno;
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+    if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+        r = -errno;
+    ifr.ifr_flags |= IFF_UP;
+    if (r == 0 && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+        r = -errno;
+    close(fd);
+    return r;
+}
+
+static int oci_sandbox_start(struct fatia_rt_pod *pod, char *why, size_t why_n)
+{
+    bool host_net = fatia_json_bool(json_object_get(pod->spec, "oci"), "hostNetwork", false);
+    int sync[2];
+    pid_t pid;
+    int err = 0;
+    ssize_t n;
+
+    size_t i;
+    json_t *t;
+
+    /* medium: Memory emptyDirs: one tmpfs each, shared by the pod's containers */
+    json_array_foreach(json_object_get(json_object_get(pod->spec, "oci"), "tmpfs"), i, t)
+    {
+        const char *path = fatia_json_str(t, "path"), *size = fatia_json_str(t, "size");
+        int64_t owner = 0;
+        char opts[256];
+        (void)fatia_json_int(t, "uid", &owner);
+        snprintf(opts, sizeof(opts), "mode=1777,uid=%lld,gid=%lld%s%s", (long long)owner,
+                 (long long)owner, size && size[0] ? ",size=" : "", size ? size : "");
+        if (!path || mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+            err = -errno;
+            snprintf(why, why_n, "cannot mount the memory emptyDir '%.300s' (%s): %s",
+                     path ? path : "", opts, fatia_strerror(err));
+            return err;
+        }
+    }
+    /* a container's init, once runc has exited, becomes our child: we reap it */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+        snprintf(why, why_n, "cannot become a child subreaper: %s", fatia_strerror(-errno));
+        return -errno;
+    }
+    if (pipe2(sync, O_CLOEXEC) < 0)
+        return -errno;
+    pid = fork();
+    if (pid < 0) {
+        err = -errno;
+        close(sync[0]);
+        close(sync[1]);
+        snprintf(why, why_n, "cannot fork: %s", fatia_strerror(err));
+        return err;
+    }
+    if (pid == 0) {
+        int flags = CLONE_NEWIPC | CLONE_NEWUTS | (host_net ? 0 : CLONE_NEWNET), e = 0;
+        const char *host = pod->name;
+        reset_signals();
+        (void)setpgid(0, 0);
+        if (unshare(flags) < 0)
+            e = -errno;
+        if (e == 0 && sethostname(host, strlen(host) > 63 ? 63 : strlen(host)) < 0)
+            e = -errno;
+        if (e == 0 && !host_net)
+            e = lo_up();
+        (void)!write(sync[1], &e, sizeof(e));
+        if (e < 0)
+            _exit(1);
+        for (int fd = 0; fd < 1024; fd++)
+            close(fd);
+        (void)prctl(PR_SET_NAME, "fatia-pause", 0, 0, 0);
+        for (;;)
+            pause();
+    }
+    close(sync[1]);
+    do {
+        n = read(sync[0], &err, sizeof(err));
+    } while (n < 0 && errno == EINTR);
+    close(sync[0]);
+    if (n != (ssize_t)sizeof(err) || err < 0) {
+        if (n != (ssize_t)sizeof(err))
+            err = -EIO;
+        (void)waitpid(pid, NULL, 0);
+        snprintf(why, why_n, "cannot make the pod's namespaces: %s", fatia_strerror(err));
+        return err;
+    }
+    (void)setpgid(pid, pid);
+    pod->sandbox_pid = pid;
+    (void)fatia_proc_start_time(pid, &pod->sandbox_start);
+    return 0;
+}
+
+/* ---- instances ---- */
+
+static void inst_paths(const struct fatia_rt_pod *pod, const char *name, char *bundle, size_t bn)
+{
+    snprintf(bundle, bn, "%.2000s/ctr/%.500s", pod->dir, name);
+}
+
+/* RUN_DIR/ctr/<name>: the instance's rootfs, upper and work directories. */
+static void rootfs_dir(const struct fatia_rt_ctr *c, char *buf, size_t n)
+{
+    const char *d = fatia_json_str(json_object_get(c->spec, "oci"), "dir");
+    snprintf(buf, n, "%.3000s", d ? d : "/nonexistent");
+}
+
+static void unmount_rootfs(const char *dir)
+{
+    char p[4400];
+
+    snprintf(p, sizeof(p), "%s/rootfs", dir);
+    (void)umount2(p, MNT_DETACH);
+}
+
+static int rm_rf_at(int dfd, const char *name)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (fd >= 0) {
+        DIR *d = fdopendir(fd);
+        struct dirent *e;
+        if (!d) {
+            close(fd);
+            return -errno;
+        }
+        while ((e = readdir(d))) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            (void)rm_rf_at(dirfd(d), e->d_name);
+        }
+        closedir(d);
+        return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+    }
+    return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+static void remove_upper(const char *bundle)
+{
+    int dfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (dfd < 0)
+        return;
+    (void)rm_rf_at(dfd, "upper");
+    (void)rm_rf_at(dfd, "work");
+    close(dfd);
+}
+
+/* The instance's config.json: the template with the sandbox's namespaces. */
+static int write_config(const struct fatia_rt_pod *pod, const char *bundle, char *why, size_t why_n)
+{
+    char tmpl[4400], path[4400], nsp[64];
+    json_error_t je;
+    json_t *j, *nss, *ns;
+    size_t i;
+    char *text;
+    int r;
+
+    snprintf(tmpl, sizeof(tmpl), "%s/config.json.in", bundle);
+    j = json_load_file(tmpl, 0, &je);
+    if (!j) {
+        snprintf(why, why_n, "cannot read '%.300s': %s", tmpl, je.text);
+        return -FATIA_E_PARSE;
+    }
+    nss = json_object_get(json_object_get(j, "linux"), "namespaces");
+    json_array_foreach(nss, i, ns)
+    {
+        const char *t = fatia_json_str(ns, "type");
+        const char *f = !t                      ? NULL
+                        : !strcmp(t, "network") ? "net"
+                        : !strcmp(t, "ipc")     ? "ipc"
+                        : !strcmp(t, "uts")     ? "uts"
+                                                : NULL;
+        if (f && fatia_json_bool(ns, "fatiaSandbox", false)) {
+            snprintf(nsp, sizeof(nsp), "/proc/%d/ns/%s", (int)pod->sandbox_pid, f);
+            json_object_del(ns, "fatiaSandbox");
+            json_object_set_new(ns, "path", json_string(nsp));
+        }
+    }
+    text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (!text)
+        return -ENOMEM;
+    snprintf(path, sizeof(path), "%s/config.json", bundle);
+    r = write_file(path, text);
+    free(text);
+    if (r < 0)
+        snprintf(why, why_n, "cannot write '%.300s': %s", path, fatia_strerror(r));
+    return r;
+}
+
+/* The overlay rootfs of a fresh instance. */
+static int mount_rootfs(const struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c,
+                        const char *bundle, char *why, size_t why_n)
+{
+    const json_t *o = json_object_get(c->spec, "oci");
+    const char *lower = fatia_json_str(o, "lowerdir");
+    char upper[4400], work[4400], root[4400], opts[14000];
+    int64_t ruid = 0, rgid = 0;
+
+    (void)pod;
+    if (!lower) {
+        snprintf(why, why_n, "container %s has no image rootfs", c->name);
+        return -EINVAL;
+    }
+    (void)fatia_json_int(o, "rootUid", &ruid);
+    (void)fatia_json_int(o, "rootGid", &rgid);
+    unmount_rootfs(bundle);
+    remove_upper(bundle);
+    snprintf(upper, sizeof(upper), "%s/upper", bundle);
+    snprintf(work, sizeof(work), "%s/work", bundle);
+    snprintf(root, sizeof(root), "%s/rootfs", bundle);
+    if ((mkdir(upper, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0700) < 0 && errno != EEXIST) ||
+        (mkdir(root, 0755) < 0 && errno != EEXIST) || chown(upper, (uid_t)ruid, (gid_t)rgid) < 0 ||
+        chmod(upper, 0755) < 0 || chmod(root, 0755) < 0) {
+        snprintf(why, why_n, "cannot make the rootfs directories in '%.300s': %s", bundle,
+                 fatia_strerror(-errno));
+        return -errno;
+    }
+    snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work);
+    if (mount("overlay", root, "overlay", MS_NODEV, opts) < 0) {
+        int e = -errno;
+        snprintf(why, why_n, "cannot mount the container's rootfs (overlay on '%.300s'): %s", root,
+                 fatia_strerror(e));
+        return e;
+    }
+    return 0;
+}
+
+static int oci_create(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c,
+                      const struct fatia_rt_stdio *io, pid_t *ret_pid, char *why, size_t why_n)
+{
+    char bundle[4000], rdir[4000], id[512], pidf[4500], log[4500], buf[64], msg[1024];
+    int r, fd;
+    ssize_t n;
+
+    inst_paths(pod, c->name, bundle, sizeof(bundle));
+    fatia_oci_ctr_id(pod->uid, c->name, id, sizeof(id));
+    snprintf(pidf, sizeof(pidf), "%s/pid", bundle);
+    snprintf(log, sizeof(log), "%s/runc.log", bundle);
+    /* a former instance of this container: gone for good before the new one */
+    (void)run_runc(pod, (const char *const[]){"delete", "--force", id, NULL}, -1, -1, -1, false,
+                   true, NULL);
+    (void)unlink(pidf);
+    (void)unlink(log);
+    rootfs_dir(c, rdir, sizeof(rdir));
+    r = write_config(pod, bundle, why, why_n);
+    if (r == 0)
+        r = mount_rootfs(pod, c, rdir, why, why_n);
+    if (r < 0)
+        return r;
+    r = run_runc(pod,
+                 (const char *const[]){"--log", log, "--log-format", "json", "create", "--bundle",
+                                       bundle, "--pid-file", pidf, id, NULL},
+                 io->in, io->out, io->err, false, true, NULL);
+    if (r != 0) {
+        runc_log_msg(log, msg, sizeof(msg));
+        snprintf(why, why_n, "%s", msg[0] ? msg : "runc create failed");
+        goto fail;
+    }
+    fd = open(pidf, O_RDONLY | O_CLOEXEC);
+    n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0) {
+        snprintf(why, why_n, "runc create wrote no pid file");
+        goto fail;
+    }
+    buf[n] = '\0';
+    *ret_pid = (pid_t)strtol(buf, NULL, 10);
+    r = run_runc(pod,
+                 (const char *const[]){"--log", log, "--log-format", "json", "start", id, NULL}, -1,
+                 -1, -1, false, true, NULL);
+    if (r != 0) {
+        runc_log_msg(log, msg, sizeof(msg));
+        snprintf(why, why_n, "%s", msg[0] ? msg : "runc start failed");
+        goto fail;
+    }
+    return 0;
+fail:
+    (void)run_runc(pod, (const char *const[]){"delete", "--force", id, NULL}, -1, -1, -1, false,
+                   true, NULL);
+    unmount_rootfs(rdir);
+    remove_upper(rdir);
+    return -EIO;
+}
+
+static int oci_kill(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, pid_t pid, int sig)
+{
+    (void)pod;
+    /* the container's init in our pid namespace; SIGKILL of it ends its whole pid namespace */
+    if (c && pid > 0)
+        return kill(pid, sig) < 0 ? -errno : 0;
+    return 0;
+}
+
+static void oci_cleanup(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c)
+{
+    char rdir[4000], id[512];
+
+    rootfs_dir(c, rdir, sizeof(rdir));
+    fatia_oci_ctr_id(pod->uid, c->name, id, sizeof(id));
+    (void)run_runc(pod, (const char *const[]){"delete", "--force", id, NULL}, -1, -1, -1, false,
+                   true, NULL);
+    unmount_rootfs(rdir);
+    remove_upper(rdir);
+}
+
+static void oci_sandbox_stop(struct fatia_rt_pod *pod)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+
+    for (size_t l = 0; l < FATIA_ARRAY_SIZE(lists); l++) {
+        size_t i;
+        json_t *cj;
+        json_array_foreach(json_object_get(pod->spec, lists[l]), i, cj)
+        {
+            struct fatia_rt_ctr c = {.name = fatia_json_str(cj, "name"), .spec = cj};
+            if (c.name)
+                oci_cleanup(pod, &c);
+        }
+    }
+    if (pod->sandbox_pid > 0) {
+        (void)kill(pod->sandbox_pid, SIGKILL);
+        (void)waitpid(pod->sandbox_pid, NULL, 0);
+    }
+    {
+        size_t i;
+        json_t *t;
+        json_array_foreach(json_object_get(json_object_get(pod->spec, "oci"), "tmpfs"), i, t)
+        {
+            const char *path = fatia_json_str(t, "path");
+            if (path)
+                (void)umount2(path, MNT_DETACH);
+        }
+    }
+    /* anything else re-parented to us (a container's init that we did not know) */
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+}
+
+static int oci_exec(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, char *const *argv,
+                    const struct fatia_rt_stdio *io, pid_t *ret_pid, char *why, size_t why_n)
+{
+    const char *args[24];
+    char id[512];
+    size_t n = 0, na = 0;
+    int r;
+
+    for (; argv[na]; na++) {
+    }
+    fatia_oci_ctr_id(pod->uid, c->name, id, sizeof(id));
+    if (na > FATIA_ARRAY_SIZE(args) - 5) {
+        snprintf(why, why_n, "at most %zu arguments", FATIA_ARRAY_SIZE(args) - 5);
+        return -E2BIG;
+    }
+    args[n++] = "exec";
+    if (io->tty)
+        args[n++] = "--tty";
+    args[n++] = id;
+    for (size_t i = 0; i < na; i++)
+        args[n++] = argv[i];
+    args[n] = NULL;
+    if (io->tty) {
+        /* runc's --tty wants a console socket; a terminal made by the caller is not it */
+        snprintf(why, why_n, "a terminal for exec in a container is not supported yet");
+        return -ENOTSUP;
+    }
+    r = run_runc(pod, args, io->in, io->out, io->err, false, false, ret_pid);
+    if (r < 0)
+        snprintf(why, why_n, "cannot run runc exec: %s", fatia_strerror(r));
+    return r;
+}
+
+const struct fatia_runtime fatia_runtime_oci = {
+    .name = FATIA_RUNTIME_OCI,
+    .sandbox_start = oci_sandbox_start,
+    .create = oci_create,
+    .kill = oci_kill,
+    .cleanup = oci_cleanup,
+    .sandbox_stop = oci_sandbox_stop,
+    .exec = oci_exec,
+};

@@ -54,6 +54,21 @@ int fatia_image_store_open(struct fatia_image_store *s, const char *pod_dir)
     snprintf(s->layout, sizeof(s->layout), "%s/oci", s->dir);
     find_tool("umoci", s->umoci, sizeof(s->umoci));
     find_tool("skopeo", s->skopeo, sizeof(s->skopeo));
+    {
+        /* the pod directory and what is above it, when fatiad has not made them yet */
+        char p[1200];
+        snprintf(p, sizeof(p), "%s", pod_dir);
+        for (char *sl = strchr(p + 1, '/');; sl = strchr(sl + 1, '/')) {
+            if (sl)
+                *sl = '\0';
+            r = mkdir_p1(p, 0711);
+            if (!sl || r < 0)
+                break;
+            *sl = '/';
+        }
+        if (r < 0)
+            return r;
+    }
     r = mkdir_p1(s->dir, 0711);
     if (r == 0) {
         char p[1400];
@@ -215,38 +230,30 @@ out:
 int fatia_image_load(const struct fatia_image_store *s, const char *file, const char *name,
                      char *why, size_t why_n)
 {
-    char src[1200], dst[2000], norm[600], err[1024], layout_file[1400];
-    const char *transport;
-    char head[512] = "";
-    int fd, r;
-    ssize_t n;
+    static const char *const transports[] = {"oci-archive", "docker-archive"};
+    char src[1200], dst[2000], norm[600], err[1024] = "";
+    int r = -EINVAL;
 
-    /* an oci-archive holds oci-layout at its top; anything else is read as docker-archive */
-    fd = open(file, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(why, why_n, "cannot open '%.300s': %s", file, fatia_strerror(-errno));
+    if (access(file, R_OK) < 0) {
+        snprintf(why, why_n, "cannot read '%.300s': %s", file, fatia_strerror(-errno));
         return -errno;
     }
-    n = read(fd, head, sizeof(head) - 1);
-    close(fd);
-    transport = n > 0 && (memmem(head, (size_t)n, "oci-layout", 10) ||
-                          memmem(head, (size_t)n, "index.json", 10))
-                    ? "oci-archive"
-                    : "docker-archive";
     if (!name || !name[0]) {
         snprintf(why, why_n, "--name is required: the image's name in the node's store");
         return -EINVAL;
     }
     fatia_image_ref_normalize(name, norm, sizeof(norm));
-    snprintf(layout_file, sizeof(layout_file), "%s/oci-layout", s->layout);
-    snprintf(src, sizeof(src), "%s:%s", transport, file);
     snprintf(dst, sizeof(dst), "oci:%s:%s", s->layout, norm);
-    {
+    /* skopeo tells the formats apart by their content: an oci-archive first, then docker's */
+    for (size_t i = 0; i < FATIA_ARRAY_SIZE(transports) && r < 0; i++) {
+        snprintf(src, sizeof(src), "%s:%s", transports[i], file);
         const char *argv[] = {s->skopeo, "--insecure-policy", "copy", "-q", src, dst, NULL};
         r = run_tool(argv, err, sizeof(err));
     }
     if (r < 0)
-        snprintf(why, why_n, "skopeo copy %s %s failed: %s", src, dst, err);
+        snprintf(why, why_n,
+                 "'%.300s' is neither an oci-archive nor a docker-archive skopeo can read: %s",
+                 file, err);
     return r;
 }
 

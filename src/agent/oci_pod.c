@@ -32,6 +32,7 @@
 #include "agent/podspec.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "model/quantity.h"
 
 static int write_text(const char *path, const char *text, uid_t uid, gid_t gid, mode_t mode)
 {
@@ -182,8 +183,20 @@ int fatia_oci_pod_prepare(const struct fatia_oci_pod *op, json_t **ret_tmpfs, ch
                 goto io;
             if (medium && !strcmp(medium, "Memory")) {
                 const char *sl = fatia_json_str(ed, "sizeLimit");
-                json_array_append_new(tmpfs, json_pack("{s:s,s:s,s:I}", "path", p, "size",
-                                                       sl ? sl : "", "uid", (json_int_t)root));
+                uint64_t bytes = 0;
+                char size[32] = "";
+                if (sl && (fatia_quantity_parse_bytes(sl, &bytes) < 0 || bytes == 0)) {
+                    snprintf(why, why_n,
+                             "spec.volumes[%zu].emptyDir.sizeLimit: expected a positive "
+                             "quantity, got '%.40s'",
+                             i, sl);
+                    json_decref(tmpfs);
+                    return -FATIA_E_INVALID;
+                }
+                if (sl)
+                    snprintf(size, sizeof(size), "%llu", (unsigned long long)bytes);
+                json_array_append_new(tmpfs, json_pack("{s:s,s:s,s:I}", "path", p, "size", size,
+                                                       "uid", (json_int_t)root));
             }
         } else if (json_object_get(v, "downwardAPI")) {
             if ((r = mkdir_own(p, 0755, root, root)) < 0)

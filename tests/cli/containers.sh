@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# tests/cli/containers.sh: pods in OCI containers (--agent runtime=oci: runc, Debian's), from an
+# image this test builds itself (scripts/images/busybox: busybox-static laid out with umoci) and
+# loads with `fatia image load`. Checks, from the host's side where the guarantee is the host's:
+# the image's Cmd and the pod's command, the user namespace (runAsUser 0 is the namespace's host
+# range root, never host root; runAsUser/runAsGroup inside), runAsNonRoot, readOnlyRootFilesystem,
+# the default capability set and capabilities.drop, no_new_privs, emptyDir (shared, and medium:
+# Memory as a tmpfs with its sizeLimit), hostPath refused, downwardAPI and env fieldRef, init
+# containers in order, the sandbox (hostname, one network namespace with only lo, shared by the
+# pod's containers; another pod's ports unreachable), imageID, ErrImageNeverPull, deletion with
+# nothing left behind (runc state, mounts), the fatia-process RuntimeClass, and kill -9 of fatiad
+# while containers run (found again, none started twice).
+. "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/fatiad.bash"
+. "$(dirname "$0")/agent.bash"
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+[ "$(id -u)" = 0 ] || skip "containers need root"
+for t in runc umoci skopeo busybox; do
+    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
+done
+agent_setup
+cleanup() {
+    agent_cleanup
+    [ -n "$FATIAD_PID" ] && kill -9 "$FATIAD_PID" 2>/dev/null
+    for c in $(runc --root "$D/agent/runc" list -q 2>/dev/null); do
+        runc --root "$D/agent/runc" delete --force "$c" 2>/dev/null
+    done
+    grep -o " $TMP[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+D=$TMP/d
+"$SRC/scripts/images/busybox" "$TMP/busybox.tar" || { fail "cannot build the image"; finish; }
+expect_rc 0 "$FATIA" image load -d "$D" --name fatia.dev/busybox:1 "$TMP/busybox.tar"
+expect_line "$TMP/out" "Loaded image: fatia.dev/busybox:1"
+expect_rc 0 "$FATIA" image ls -d "$D"
+expect_line "$TMP/out" "fatia.dev/busybox:1"
+
+start_fatiad "$D" --no-controllers --agent runtime=oci --agent restart-backoff=100ms \
+    --agent restart-backoff-max=300ms || exit 1
+grep -q "pods run in OCI containers" "$D.log" || fail "fatiad does not say pods run in containers"
+IMG=fatia.dev/busybox:1
+
+# the status file's pid of a running container (a host pid)
+ctr_pid() {
+    local uid
+    uid=$(jp "$1" .metadata.uid)
+    python3 - "$D/agent/status/$uid.json" "${2:-main}" 2>/dev/null <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+for c in s["containers"] + s["initContainers"]:
+    if c["name"] == sys.argv[2] and "pid" in c:
+        print(c["pid"])
+PY
+}
+running() { [ "$(jp "$1" '.status.containerStatuses[0].state.running.startedAt')" != "" ]; }
+host_field() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+
+# ---- the image's Cmd, the user namespace, capabilities, no_new_privs ----
+bound_pod imgcmd "" "  restartPolicy: Never" <<EOF
+  - name: main
+    image: $IMG
+EOF
+bound_pod root "" "  restartPolicy: Never" <<EOF
+  - name: main
+    image: $IMG
+    command: ["sh", "-c", "id -u > /tmp/id; hostname > /tmp/h; exec sleep 60"]
+    securityContext: {runAsUser: 0}
+EOF
+bound_pod user "" "  restartPolicy: Never" <<EOF
+  - name: main
+    image: $IMG
+    command: ["sleep", "60"]
+    securityContext:
+      runAsUser: 1000
+      runAsGroup: 2000
+      capabilities: {drop: ["ALL"]}
+EOF
+bound_pod nonroot "" "  restartPolicy: Never" <<EOF
+  - name: main
+    image: $IMG
+    command: ["true"]
+    securityContext: {runAsNonRoot: true}
+EOF
+wait_for 20 phase_is imgcmd Succeeded
+wait_for 20 running root
+wait_for 20 running user
+wait_for 20 phase_is nonroot Pending
+[ "$(jp imgcmd '.status.containerStatuses[0].imageID')" = "$(python3 -c 'import json,sys; print([m["digest"] for m in json.load(open(sys.argv[1]))["manifests"] if m["annotations"]["org.opencontainers.image.ref.name"] == "fatia.dev/busybox:1"][0])' "$D/agent/images/oci/index.json")" ] ||
+    fail "imageID is not the manifest digest: $(jp imgcmd '.status.containerStatuses[0].imageID')"
+BASE=$(awk '$1 == "default" {print $2 * 65536}' "$D/agent/uidranges")
+[ -n "$BASE" ] && [ "$BASE" -ge 65536 ] || fail "no host id range for namespace default"
+P=$(ctr_pid root)
+[ -n "$P" ] || fail "no pid for pod root"
+if [ -n "$P" ]; then
+    # a pod's root is the range's root on the host, never uid 0
+    [ "$(host_field "$P" Uid | head -1)" = "$BASE" ] || fail "runAsUser 0 runs as host uid $(host_field "$P" Uid), want $BASE"
+    [ "$(awk '{print $1, $2, $3}' "/proc/$P/uid_map")" = "0 $BASE 65536" ] || fail "uid_map: $(cat "/proc/$P/uid_map")"
+    [ "$(host_field "$P" CapEff)" = 00000000a80425fb ] || fail "default capabilities: CapEff $(host_field "$P" CapEff), want 00000000a80425fb"
+    [ "$(host_field "$P" NoNewPrivs)" = 1 ] || fail "no_new_privs not set"
+    [ "$(readlink "/proc/$P/ns/net")" != "$(readlink /proc/self/ns/net)" ] || fail "pod root shares the host's network namespace"
+    [ "$(readlink "/proc/$P/ns/user")" != "$(readlink /proc/self/ns/user)" ] || fail "pod root has no user namespace"
+    [ "$(cat "/proc/$P/root/tmp/id")" = 0 ] || fail "id -u inside: $(cat "/proc/$P/root/tmp/id")"
+    [ "$(cat "/proc/$P/root/tmp/h")" = root ] || fail "hostname inside: $(cat "/proc/$P/root/tmp/h")"
+    # the host's filesystem is not the container's
+    [ ! -e "/proc/$P/root$TMP" ] || fail "the container sees the host's $TMP"
+fi
+P=$(ctr_pid user)
+if [ -n "$P" ]; then
+    [ "$(host_field "$P" Uid | head -1)" = "$((BASE + 1000))" ] || fail "runAsUser 1000: host uid $(host_field "$P" Uid)"
+    [ "$(host_field "$P" Gid | head -1)" = "$((BASE + 2000))" ] || fail "runAsGroup 2000: host gid $(host_field "$P" Gid)"
+    [ "$(host_field "$P" CapEff)" = 0000000000000000 ] || fail "drop ALL: CapEff $(host_field "$P" CapEff)"
+    [ "$(host_field "$P" CapBnd)" = 0000000000000000 ] || fail "drop ALL: CapBnd $(host_field "$P" CapBnd)"
+else
+    fail "no pid for pod user"
+fi
+[ "$(jp nonroot '.status.containerStatuses[0].state.waiting.reason')" = CreateContainerConfigError ] ||
+    fail "runAsNonRoot as root: $(jp nonroot '.status.containerStatuses[0].state')"
+jp nonroot '.status.containerStatuses[0].state.waiting.message' | grep -q "runAsNonRoot and image will run as root" ||
+    fail "runAsNonRoot message: $(jp nonroot '.status.containerStatuses[0].state.waiting.message')"
+
+# ---- volumes, env, init containers, readOnlyRootFilesystem ----
+bound_pod vols "" "  restartPolicy: Never
+  volumes:
+  - {name: scratch, emptyDir: {}}
+  - {name: mem, emptyDir: {medium: Memory, sizeLimit: 8Mi}}
+  - name: info
+    downwardAPI:
+      items: [{path: name, fieldRef: {fieldPath: metadata.name}}]
+  initContainers:
+  - name: first
+    image: $IMG
+    command: [\"sh\", \"-c\", \"echo first > /scratch/order\"]
+    volumeMounts: [{name: scratch, mountPath: /scratch}]
+  - name: second
+    image: $IMG
+    command: [\"sh\", \"-c\", \"echo second >> /scratch/order\"]
+    volumeMounts: [{name: scratch, mountPath: /scratch}]" <<EOF
+  - name: main
+    image: $IMG
+    env:
+    - name: MY_NS
+      valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+    command: ["sh", "-c", "cat /scratch/order; cat /info/name; echo; echo ns=\$MY_NS; grep ' /mem ' /proc/mounts; if touch /rootfile 2>/dev/null; then echo rootfs-writable; else echo rootfs-readonly; fi; echo x > /mem/f && echo mem-writable; echo y > /scratch/y && echo scratch-writable"]
+    securityContext: {readOnlyRootFilesystem: true}
+    volumeMounts:
+    - {name: scratch, mountPath: /scratch}
+    - {name: mem, mountPath: /mem}
+    - {name: info, mountPath: /info}
+EOF
+wait_for 20 phase_is vols Succeeded
+k logs vols -c main >"$TMP/vols.log" 2>/dev/null
+expect_line "$TMP/vols.log" "first"
+[ "$(sed -n 2p "$TMP/vols.log")" = second ] || fail "init containers out of order: $(cat "$TMP/vols.log")"
+expect_line "$TMP/vols.log" "vols"
+expect_line "$TMP/vols.log" "ns=default"
+expect_line "$TMP/vols.log" "tmpfs /mem tmpfs"
+expect_line "$TMP/vols.log" "size=8192k"
+expect_line "$TMP/vols.log" "rootfs-readonly"
+expect_line "$TMP/vols.log" "mem-writable"
+expect_line "$TMP/vols.log" "scratch-writable"
+
+bound_pod hostpath "" "  restartPolicy: Never
+  volumes: [{name: h, hostPath: {path: /etc}}]" <<EOF
+  - name: main
+    image: $IMG
+    command: ["cat", "/h/shadow"]
+    volumeMounts: [{name: h, mountPath: /h}]
+EOF
+wait_for 20 phase_is hostpath Pending
+[ "$(jp hostpath '.status.containerStatuses[0].state.waiting.reason')" = CreateContainerConfigError ] ||
+    fail "hostPath: $(jp hostpath '.status.containerStatuses[0].state')"
+jp hostpath '.status.containerStatuses[0].state.waiting.message' | grep -q "spec.volumes\[0\].hostPath" ||
+    fail "hostPath message: $(jp hostpath '.status.containerStatuses[0].state.waiting.message')"
+
+bound_pod noimage "" "  restartPolicy: Never" <<EOF
+  - name: main
+    image: fatia.dev/absent:1
+    imagePullPolicy: Never
+    command: ["true"]
+EOF
+wait_for 20 phase_is noimage Pending
+[ "$(jp noimage '.status.containerStatuses[0].state.waiting.reason')" = ErrImageNeverPull ] ||
+    fail "absent image: $(jp noimage '.status.containerStatuses[0].state')"
+
+# ---- the sandbox: one network namespace for the pod, closed to other pods ----
+bound_pod net "" "" <<EOF
+  - name: server
+    image: $IMG
+    command: ["sh", "-c", "while true; do echo pong | nc -l -p 8080; done"]
+  - name: client
+    image: $IMG
+    command: ["sh", "-c", "sleep 0.5; nc -w 2 127.0.0.1 8080 > /tmp/got; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' ' > /tmp/ifs; exec sleep 60"]
+EOF
+wait_for 20 running net
+bound_pod other "" "  restartPolicy: Never" <<EOF
+  - name: main
+    image: $IMG
+    command: ["sh", "-c", "if echo hi | nc -w 1 127.0.0.1 8080; then echo reached; else echo unreachable; fi"]
+EOF
+wait_for 20 phase_is other Succeeded
+k logs other >"$TMP/other.log" 2>/dev/null
+expect_line "$TMP/other.log" "unreachable"
+CP=
+for _ in $(seq 50); do
+    CP=$(ctr_pid net client)
+    [ -n "$CP" ] && [ -s "/proc/$CP/root/tmp/ifs" ] && break
+    sleep 0.1
+done
+if [ -n "$CP" ]; then
+    [ "$(cat "/proc/$CP/root/tmp/got")" = pong ] || fail "the pod's containers do not share localhost: '$(cat "/proc/$CP/root/tmp/got")'"
+    [ "$(cat "/proc/$CP/root/tmp/ifs")" = lo ] || fail "the pod has interfaces other than lo: $(cat "/proc/$CP/root/tmp/ifs")"
+    SP=$(ctr_pid net server)
+    [ "$(readlink "/proc/$SP/ns/net")" = "$(readlink "/proc/$CP/ns/net")" ] || fail "two containers, two network namespaces"
+    [ "$(readlink "/proc/$SP/ns/pid")" != "$(readlink "/proc/$CP/ns/pid")" ] || fail "two containers share a pid namespace"
+else
+    fail "no pid for net/client"
+fi
+
+# ---- the fatia-process RuntimeClass: a process on the host ----
+bound_pod proc "" "  restartPolicy: Never
+  runtimeClassName: fatia-process" <<EOF
+  - name: main
+    image: $IMG
+    command: ["sh", "-c", "test -d $TMP && echo host-fs"]
+EOF
+wait_for 20 phase_is proc Succeeded
+k logs proc >"$TMP/proc.log" 2>/dev/null
+expect_line "$TMP/proc.log" "host-fs"
+
+# ---- kill -9 of fatiad: running containers are found again, none started twice ----
+RP=$(ctr_pid root)
+RUID=$(jp root .metadata.uid)
+kill -9 "$FATIAD_PID"
+wait "$FATIAD_PID" 2>/dev/null
+FATIAD_PID=
+start_fatiad "$D" --no-controllers --agent runtime=oci || exit 1
+sleep 2
+[ "$(ctr_pid root)" = "$RP" ] || fail "pod root's container changed across the restart: $RP -> $(ctr_pid root)"
+[ -d "/proc/$RP" ] || fail "pod root's container died with fatiad"
+[ "$(jp root '.status.containerStatuses[0].restartCount')" = 0 ] || fail "pod root restarted"
+n=$(runc --root "$D/agent/runc" list -q | grep -c "^$RUID-")
+[ "$n" = 1 ] || fail "pod root has $n runc containers"
+
+# ---- deletion: nothing left behind ----
+k delete pod root user net --grace-period=1 --wait=false >/dev/null
+wait_for 30 sh -c "! $KUBECTL --kubeconfig $KCFG get pod root user net -o name 2>/dev/null | grep -q ."
+[ -d "/proc/$RP" ] && fail "pod root's container outlived its deletion"
+left=$(runc --root "$D/agent/runc" list -q | wc -l)
+[ "$left" = 0 ] || fail "$left runc containers left after deleting the running pods"
+grep -q " $D/agent/run/$RUID" /proc/mounts && fail "mounts left behind"
+finish

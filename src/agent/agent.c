@@ -1580,7 +1580,9 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                     .host_base = host_base,
                                     .images = &a->images,
                                     .host_path_namespaces = a->o.host_path_namespaces,
-                                    .host_network = host_net};
+                                    .host_network = host_net,
+                                    .devs = &devs,
+                                    .cdi_dir = a->cdi_dir};
         r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));
         if (r < 0) {
             err = r == -FATIA_E_INVALID ? r : -EIO;
@@ -2377,6 +2379,7 @@ static int oci_setup(struct fatia_agent *a, const char *data_dir)
         return 0;
     }
     snprintf(a->runc_root, sizeof(a->runc_root), "%s/runc", a->dir);
+    snprintf(a->cdi_dir, sizeof(a->cdi_dir), "%s/cdi", a->pod_dir);
     r = mkdir_mode(a->runc_root, 0700);
     if (r >= 0)
         r = fatia_image_store_open(&a->images, a->pod_dir);

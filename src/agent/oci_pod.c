@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "agent/cdi.h"
 #include "agent/image.h"
 #include "agent/oci.h"
 #include "agent/podspec.h"
@@ -264,6 +265,36 @@ static json_t *merge_env(const json_t *ctr, const json_t *icfg, const struct fat
     return out;
 }
 
+/* The container's slices through CDI (kind fatia.dev/gpu, one device per slice id), then the
+ * slice side's own edits for it (POD_DIR's vgpu/<container>.edits.json, when written). */
+static int apply_devices(const struct fatia_oci_pod *op, const char *cname, json_t *cfg, char *why,
+                         size_t why_n)
+{
+    const char *names[64];
+    json_t *edits = NULL, *extra;
+    char path[4600];
+    size_t n = 0;
+    int r;
+
+    for (size_t k = 0; op->devs && k < op->devs->n && n < FATIA_ARRAY_SIZE(names); k++) {
+        if (!strcmp(op->devs->v[k].container, cname))
+            names[n++] = op->devs->v[k].slice;
+    }
+    r = fatia_cdi_edits(op->cdi_dir, FATIA_CDI_KIND, names, n, &edits, why, why_n);
+    if (r == 0 && edits)
+        r = fatia_cdi_apply(cfg, edits, why, why_n);
+    json_decref(edits);
+    if (r < 0)
+        return r == -ENOENT ? -EIO : r;
+    snprintf(path, sizeof(path), "%.3000s/vgpu/%.300s.edits.json", op->pod_dir, cname);
+    extra = json_load_file(path, 0, NULL);
+    if (extra) {
+        r = fatia_cdi_apply(cfg, extra, why, why_n);
+        json_decref(extra);
+    }
+    return r;
+}
+
 int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
                           const struct fatia_env *env, json_t **ret_argv, json_t **ret_oci,
                           char *why, size_t why_n)
@@ -309,6 +340,9 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
                                .cgroups_path = NULL,
                                .host_network = op->host_network};
     r = fatia_oci_spec_build(&in, &cfg, why, why_n);
+    if (r < 0)
+        goto out;
+    r = apply_devices(op, cname, cfg, why, why_n);
     if (r < 0)
         goto out;
     snprintf(dir, sizeof(dir), "%s/ctr", op->pod_dir);

@@ -21,6 +21,8 @@ struct fatia_oci_pod {
     const struct fatia_image_store *images;
     const char *host_path_namespaces; /* comma-separated, "*": all; NULL: none */
     bool host_network;
+    const struct fatia_pod_devices *devs; /* the pod's devices (podspec.h) */
+    const char *cdi_dir;                  /* the CDI specs of the node's slices */
 };
 
 /* Whether ns is in a comma-separated list ("*": every namespace; NULL: none). */

@@ -218,6 +218,61 @@ else
     fail "no pid for net/client"
 fi
 
+# ---- devices through CDI: exactly the container's slices' nodes, mounts and env ----
+mkdir -p "$D/agent/cdi"
+echo "cdi for gpu-0" >"$TMP/cdi-lib"
+cat >"$D/agent/cdi/fatia-test.json" <<EOF
+{"cdiVersion": "0.6.0", "kind": "fatia.dev/gpu",
+ "devices": [{"name": "gpu-0", "containerEdits": {
+    "env": ["FATIA_CDI_TEST=gpu-0"],
+    "deviceNodes": [{"path": "/dev/nvidia0", "hostPath": "/dev/zero"}, {"path": "/dev/fuse"}],
+    "mounts": [{"hostPath": "$TMP/cdi-lib", "containerPath": "/usr/lib/fatia/cdi-lib", "options": ["ro", "nosuid", "nodev", "bind"]}]}}],
+ "containerEdits": {"env": ["FATIA_CDI_COMMON=1"]}}
+EOF
+DEV0='[{"slice":"gpu-0","kind":"whole","uuid":"GPU-00000000-0000-0000-0000-000000000000"}]'
+DEV1='[{"slice":"gpu-1","kind":"whole","uuid":"GPU-11111111-1111-1111-1111-111111111111"}]'
+bound_pod gpu "$DEV0" "" <<EOF
+  - name: main
+    image: $IMG
+    command: ["sh", "-c", "head -c 4 /dev/nvidia0 | wc -c > /tmp/n0; ls /dev > /tmp/devs; echo \$FATIA_CDI_TEST \$FATIA_CDI_COMMON > /tmp/env; cat /usr/lib/fatia/cdi-lib > /tmp/lib; if echo x > /usr/lib/fatia/cdi-lib; then echo lib-writable; else echo lib-readonly; fi > /tmp/libw; exec sleep 60"]
+EOF
+bound_pod gpuless "$DEV1" "  restartPolicy: Never" <<EOF
+  - name: main
+    image: $IMG
+    command: ["true"]
+EOF
+wait_for 20 running gpu
+wait_for 20 phase_is gpuless Pending
+GP=
+for _ in $(seq 50); do
+    GP=$(ctr_pid gpu)
+    [ -n "$GP" ] && [ -s "/proc/$GP/root/tmp/libw" ] && break
+    sleep 0.1
+done
+if [ -n "$GP" ]; then
+    [ "$(cat "/proc/$GP/root/tmp/n0")" = 4 ] || fail "the CDI device node /dev/nvidia0 cannot be read"
+    grep -qx fuse "/proc/$GP/root/tmp/devs" || fail "/dev/fuse (a CDI node) is missing"
+    grep -qx nvidia1 "/proc/$GP/root/tmp/devs" && fail "another slice's node is there"
+    [ "$(cat "/proc/$GP/root/tmp/env")" = "gpu-0 1" ] || fail "CDI env: $(cat "/proc/$GP/root/tmp/env")"
+    [ "$(cat "/proc/$GP/root/tmp/lib")" = "cdi for gpu-0" ] || fail "CDI mount: $(cat "/proc/$GP/root/tmp/lib")"
+    [ "$(cat "/proc/$GP/root/tmp/libw")" = lib-readonly ] || fail "a read-only CDI mount is writable"
+    dl=/sys/fs/cgroup/devices$(awk -F: '$2 == "devices" {print $3}' "/proc/$GP/cgroup")/devices.list
+    if [ -f "$dl" ]; then
+        grep -qx "c 1:5 rwm" "$dl" || fail "the device cgroup does not allow the CDI node 1:5: $(tr '\n' ' ' <"$dl")"
+        grep -qx "c 10:229 rwm" "$dl" || fail "the device cgroup does not allow /dev/fuse"
+        grep -q "^a " "$dl" && fail "the device cgroup allows every device: $(tr '\n' ' ' <"$dl")"
+        grep -q "^c 195:" "$dl" && fail "the device cgroup allows a GPU node the container did not get"
+    else
+        fail "no devices cgroup file for the container ($dl)"
+    fi
+else
+    fail "no pid for pod gpu"
+fi
+[ "$(jp gpuless '.status.containerStatuses[0].state.waiting.reason')" = CreateContainerError ] ||
+    fail "a slice with no CDI spec: $(jp gpuless '.status.containerStatuses[0].state')"
+jp gpuless '.status.containerStatuses[0].state.waiting.message' | grep -q "fatia.dev/gpu=gpu-1" ||
+    fail "CDI message: $(jp gpuless '.status.containerStatuses[0].state.waiting.message')"
+
 # ---- the fatia-process RuntimeClass: a process on the host ----
 bound_pod proc "" "  restartPolicy: Never
   runtimeClassName: fatia-process" <<EOF
@@ -244,8 +299,8 @@ n=$(runc --root "$D/agent/runc" list -q | grep -c "^$RUID-")
 [ "$n" = 1 ] || fail "pod root has $n runc containers"
 
 # ---- deletion: nothing left behind ----
-k delete pod root user net --grace-period=1 --wait=false >/dev/null
-wait_for 30 sh -c "! $KUBECTL --kubeconfig $KCFG get pod root user net -o name 2>/dev/null | grep -q ."
+k delete pod root user net gpu --grace-period=1 --wait=false >/dev/null
+wait_for 30 sh -c "! $KUBECTL --kubeconfig $KCFG get pod root user net gpu -o name 2>/dev/null | grep -q ."
 [ -d "/proc/$RP" ] && fail "pod root's container outlived its deletion"
 left=$(runc --root "$D/agent/runc" list -q | wc -l)
 [ "$left" = 0 ] || fail "$left runc containers left after deleting the running pods"

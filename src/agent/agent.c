@@ -1652,8 +1652,9 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                         json_string(oci ? FATIA_RUNTIME_OCI : FATIA_RUNTIME_PROCESS));
     if (oci) {
         json_object_set_new(sp, "oci",
-                            json_pack("{s:s,s:s,s:b,s:o}", "runc", a->runc, "root", a->runc_root,
-                                      "hostNetwork", host_net, "tmpfs", tmpfs));
+                            json_pack("{s:s,s:s,s:b,s:o,s:I}", "runc", a->runc, "root",
+                                      a->runc_root, "hostNetwork", host_net, "tmpfs", tmpfs,
+                                      "hostBase", (json_int_t)host_base));
         tmpfs = NULL;
     }
     text = json_dumps(sp, JSON_INDENT(1));

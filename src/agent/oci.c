@@ -1,15 +1,15 @@
 /*
  * agent/oci.c: the OCI runtime (runtime.h): a pod's containers run by runc.
  *
- * Model. The sandbox is fatia-pause in new network, IPC and UTS namespaces (made by the shim,
- * as root, before any tenant code runs: CRI-O's pinns in one process), with the pod's name as
- * hostname and lo up. Each container instance is a runc container `<pod uid>-<name>` whose
- * config.json is the agent's template (oci_spec.c, POD_DIR/ctr/<name>/config.json.in) with the
- * sandbox's namespace paths filled in; it gets its own pid, mount, cgroup and user namespaces
- * (the user namespace maps 0..65535 onto the pod's namespace's host range). Its rootfs is an
- * overlay: the image's unpacked rootfs (owned by that range, shared and never written) below, a
- * fresh upper directory per instance (a restarted container starts from the image, as in
- * Kubernetes).
+ * Model. The sandbox is fatia-pause in the pod's own user namespace (0..65535 mapped onto its
+ * Kubernetes namespace's host range, as kubelet's hostUsers: false gives a pod 65536 ids) and, made
+ * inside it so that it owns them, new network, IPC and UTS namespaces (CRI-O's pinns in one
+ * process), with the pod's name as hostname and lo up. Each container instance is a runc
+ * container `<pod uid>-<name>` whose config.json is the agent's template (oci_spec.c,
+ * POD_DIR/ctr/<name>/config.json.in) with the sandbox's user, network, IPC and UTS namespace
+ * paths filled in; it gets its own pid, mount and cgroup namespaces. Its rootfs is an overlay:
+ * the image's unpacked rootfs (owned by that range, shared and never written) below, a fresh
+ * upper directory per instance (a restarted container starts from the image, as in Kubernetes).
  *
  * Lifecycle of an instance, as conmon drives runc: `runc create` (stdio passed straight to the
  * container: terminal false), read its pid file, `runc start`; runc then exits and the
@@ -24,8 +24,9 @@
  * Rejected: `runc run` in the foreground (runc would stay between the shim and the container for
  * its whole life, and a SIGKILL of the pod would hit runc, not the container); a sandbox
  * container with its own rootfs (needs a pause binary inside every image's reach; the bare
- * process holds the namespaces as well); a user namespace shared by the pod (runc 1.1.5 joins a
- * user namespace by path only with matching mappings, and per container keeps the choice open).
+ * process holds the namespaces as well); a user namespace per container (the sandbox's network
+ * and IPC namespaces would then belong to the host's user namespace, which runc exec, joining
+ * the user namespace first, can no longer enter: EPERM).
  */
 #include "base/compat.h"
 
@@ -160,6 +161,20 @@ static int write_file(const char *path, const char *text)
     return r;
 }
 
+static int write_file_existing(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    size_t len = strlen(text);
+    int r = 0;
+
+    if (fd < 0)
+        return -errno;
+    if (write(fd, text, len) != (ssize_t)len)
+        r = errno ? -errno : -EIO;
+    close(fd);
+    return r;
+}
+
 /* ---- the sandbox ---- */
 
 static int lo_up(void)
@@ -179,10 +194,27 @@ static int lo_up(void)
     return r;
 }
 
+/* The pod's user namespace maps 0..65535 onto its namespace's host range. */
+static int write_maps(pid_t pid, uint32_t base)
+{
+    static const char *const files[] = {"uid_map", "gid_map"};
+    char path[64], line[64];
+
+    snprintf(line, sizeof(line), "0 %u %u\n", base, FATIA_OCI_IDS);
+    for (size_t i = 0; i < FATIA_ARRAY_SIZE(files); i++) {
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, files[i]);
+        int r = write_file_existing(path, line);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 static int oci_sandbox_start(struct fatia_rt_pod *pod, char *why, size_t why_n)
 {
     bool host_net = fatia_json_bool(json_object_get(pod->spec, "oci"), "hostNetwork", false);
-    int sync[2];
+    int64_t base = 0;
+    int sync[2], go[2];
     pid_t pid;
     int err = 0;
     ssize_t n;
@@ -206,6 +238,10 @@ static int oci_sandbox_start(struct fatia_rt_pod *pod, char *why, size_t why_n)
             return err;
         }
     }
+    if (!fatia_json_int(json_object_get(pod->spec, "oci"), "hostBase", &base) || base <= 0) {
+        snprintf(why, why_n, "the pod's spec has no host id range (oci.hostBase)");
+        return -EINVAL;
+    }
     /* a container's init, once runc has exited, becomes our child: we reap it */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
         snprintf(why, why_n, "cannot become a child subreaper: %s", fatia_strerror(-errno));
@@ -213,20 +249,37 @@ static int oci_sandbox_start(struct fatia_rt_pod *pod, char *why, size_t why_n)
     }
     if (pipe2(sync, O_CLOEXEC) < 0)
         return -errno;
+    if (pipe2(go, O_CLOEXEC) < 0) {
+        close(sync[0]);
+        close(sync[1]);
+        return -errno;
+    }
     pid = fork();
     if (pid < 0) {
         err = -errno;
         close(sync[0]);
         close(sync[1]);
+        close(go[0]);
+        close(go[1]);
         snprintf(why, why_n, "cannot fork: %s", fatia_strerror(err));
         return err;
     }
     if (pid == 0) {
         int flags = CLONE_NEWIPC | CLONE_NEWUTS | (host_net ? 0 : CLONE_NEWNET), e = 0;
         const char *host = pod->name;
+        char b;
         reset_signals();
         (void)setpgid(0, 0);
-        if (unshare(flags) < 0)
+        /* the pod's user namespace first, so that it owns the others: a container (and runc
+         * exec) joins them all from inside it */
+        if (unshare(CLONE_NEWUSER) < 0)
+            e = -errno;
+        (void)!write(sync[1], &e, sizeof(e));
+        if (e < 0 || read(go[0], &b, 1) != 1)
+            _exit(1);
+        if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+            e = -errno;
+        if (e == 0 && unshare(flags) < 0)
             e = -errno;
         if (e == 0 && sethostname(host, strlen(host) > 63 ? 63 : strlen(host)) < 0)
             e = -errno;
@@ -242,9 +295,19 @@ static int oci_sandbox_start(struct fatia_rt_pod *pod, char *why, size_t why_n)
             pause();
     }
     close(sync[1]);
+    close(go[0]);
     do {
         n = read(sync[0], &err, sizeof(err));
     } while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof(err) && err == 0)
+        err = write_maps(pid, (uint32_t)base);
+    if (n == (ssize_t)sizeof(err) && err == 0) {
+        (void)!write(go[1], "g", 1);
+        do {
+            n = read(sync[0], &err, sizeof(err));
+        } while (n < 0 && errno == EINTR);
+    }
+    close(go[1]);
     close(sync[0]);
     if (n != (ssize_t)sizeof(err) || err < 0) {
         if (n != (ssize_t)sizeof(err))
@@ -338,6 +401,7 @@ static int write_config(const struct fatia_rt_pod *pod, const char *bundle, char
                         : !strcmp(t, "network") ? "net"
                         : !strcmp(t, "ipc")     ? "ipc"
                         : !strcmp(t, "uts")     ? "uts"
+                        : !strcmp(t, "user")    ? "user"
                                                 : NULL;
         if (f && fatia_json_bool(ns, "fatiaSandbox", false)) {
             snprintf(nsp, sizeof(nsp), "/proc/%d/ns/%s", (int)pod->sandbox_pid, f);

@@ -5,8 +5,9 @@
  * Model. The result is a template: the sandbox's network, IPC and UTS namespaces are entries
  * marked "fatiaSandbox" that the shim points at its pause process (oci.c). Everything else is
  * decided here:
- *   - user namespace: container ids 0..65535 map onto host_base.. (the pod's namespace's range),
- *     so the container's root is never host root and runAsUser N is host uid host_base + N;
+ *   - user namespace: the sandbox's (marked like the others), whose ids 0..65535 map onto
+ *     host_base.. (the pod's namespace's range; the mappings are in the config too), so the
+ *     container's root is never host root and runAsUser N is host uid host_base + N;
  *   - process: argv and env as given; cwd: workingDir, else the image's WorkingDir, else "/";
  *     uid/gid by fatia_oci_user; capabilities: the runtime default set, minus drop (ALL
  *     included), plus add; noNewPrivileges unless allowPrivilegeEscalation is true;
@@ -19,8 +20,7 @@
  * paths unchecked (mountPath absolute, subPath relative without ".." components).
  *
  * Rejected: mounting sysfs (runc 1.1.5 fails EPERM in a user namespace that does not own the
- * network namespace: a read-only bind of /sys instead), and /dev/mqueue (the IPC namespace is the
- * sandbox's, owned by the host user namespace, so the container may not mount it).
+ * network namespace: a read-only bind of /sys instead), and /dev/mqueue (not needed yet).
  */
 #include "base/compat.h"
 
@@ -410,8 +410,8 @@ int fatia_oci_spec_build(const struct fatia_oci_in *in, json_t **ret, char *why,
                      (int)uid, "gid", (int)gid, "args", in->argv, "env", in->env, "cwd", cwd,
                      "capabilities", capset, "noNewPrivileges", !json_is_true(ape));
     capset = NULL;
-    ns = json_pack("[{s:s},{s:s},{s:s},{s:s}]", "type", "pid", "type", "mount", "type", "user",
-                   "type", "cgroup");
+    ns = json_pack("[{s:s},{s:s},{s:s}]", "type", "pid", "type", "mount", "type", "cgroup");
+    json_array_append_new(ns, json_pack("{s:s,s:b}", "type", "user", "fatiaSandbox", 1));
     json_array_append_new(ns, json_pack("{s:s,s:b}", "type", "ipc", "fatiaSandbox", 1));
     json_array_append_new(ns, json_pack("{s:s,s:b}", "type", "uts", "fatiaSandbox", 1));
     if (!in->host_network)

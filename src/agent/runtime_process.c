@@ -203,7 +203,8 @@ static int proc_sandbox_start(struct fatia_rt_pod *pod, char *why, size_t why_n)
 /* Forks argv into the pod: P, cgroup, uid, no_new_privs, cwd. 0 with *ret_pid, or the failed
  * step described in why. */
 static int spawn_in_pod(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, char *const *argv,
-                        const struct fatia_rt_stdio *io, pid_t *ret_pid, char *why, size_t why_n)
+                        const struct fatia_rt_stdio *io, bool join_group, pid_t *ret_pid, char *why,
+                        size_t why_n)
 {
     struct child_err ce = {0};
     int ep[2];
@@ -227,9 +228,9 @@ static int spawn_in_pod(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, 
         int rc;
 
         child_signals();
-        if (io->tty) {
-            /* a session of its own (still in P's cgroup and uid) with the terminal */
-            if (setsid() < 0 || ioctl(io->in, TIOCSCTTY, 0) < 0)
+        if (io->tty || !join_group) {
+            /* a session of its own (still in the pod's cgroup and uid), with the terminal */
+            if (setsid() < 0 || (io->tty && ioctl(io->in, TIOCSCTTY, 0) < 0))
                 child_fail(ep[1], STEP_TTY, -errno);
         } else if (setpgid(0, pod->sandbox_pid) < 0) {
             child_fail(ep[1], STEP_PGID, -errno);
@@ -247,7 +248,7 @@ static int spawn_in_pod(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, 
         rc = exec_search(argv[0], argv, c->envp);
         child_fail(ep[1], rc == 0 ? STEP_NOTFOUND : STEP_EXEC, rc);
     }
-    if (!io->tty)
+    if (!io->tty && join_group)
         (void)setpgid(pid, pod->sandbox_pid);
     close(ep[1]);
     do {
@@ -267,7 +268,7 @@ static int spawn_in_pod(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, 
 static int proc_create(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c,
                        const struct fatia_rt_stdio *io, pid_t *ret_pid, char *why, size_t why_n)
 {
-    return spawn_in_pod(pod, c, c->argv, io, ret_pid, why, why_n);
+    return spawn_in_pod(pod, c, c->argv, io, true, ret_pid, why, why_n);
 }
 
 static int proc_kill(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, pid_t pid, int sig)
@@ -317,7 +318,10 @@ static int proc_exec(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, cha
         snprintf(why, why_n, "pod %s/%s is not running", pod->ns, pod->name);
         return -ENOENT;
     }
-    return spawn_in_pod(pod, c, argv, io, ret_pid, why, why_n);
+    /* the pod's process group is in the shim's session, which exec's caller is not in: the
+     * exec'd process gets a session of its own (in the pod's cgroup, which the pod's end
+     * kills where cgroup v2 has cgroup.kill) */
+    return spawn_in_pod(pod, c, argv, io, false, ret_pid, why, why_n);
 }
 
 const struct fatia_runtime fatia_runtime_process = {

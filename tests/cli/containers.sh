@@ -284,6 +284,27 @@ wait_for 20 phase_is proc Succeeded
 k logs proc >"$TMP/proc.log" 2>/dev/null
 expect_line "$TMP/proc.log" "host-fs"
 
+# ---- exec (runtime.h's entry, through fatia-shim exec): in the container, stdio and exit code ----
+SHIM=$BUILD/bin/fatia-shim
+RD=$D/agent/pods/$(jp root .metadata.uid)
+echo hello | "$SHIM" exec "$RD" main sh -c 'read x; echo "$x $(id -u) $(hostname)"; test -e /tmp/id && exit 7' >"$TMP/exec.out" 2>"$TMP/exec.err"
+rc=$?
+[ "$rc" = 7 ] || fail "exec in a container: exit code $rc, want 7 ($(cat "$TMP/exec.err"))"
+[ "$(cat "$TMP/exec.out")" = "hello 0 root" ] || fail "exec in a container: '$(cat "$TMP/exec.out")'"
+"$SHIM" exec "$RD" nosuch true 2>"$TMP/exec.err"
+[ $? = 126 ] || fail "exec into a container that does not exist succeeded"
+bound_pod procrun "" "  runtimeClassName: fatia-process" <<EOF
+  - name: main
+    image: $IMG
+    command: ["sleep", "60"]
+EOF
+wait_for 20 running procrun
+"$SHIM" exec "$D/agent/pods/$(jp procrun .metadata.uid)" main sh -c 'echo $HOSTNAME $(id -u); exit 3' >"$TMP/exec.out" 2>"$TMP/exec.err"
+rc=$?
+[ "$rc" = 3 ] || fail "exec in a process pod: exit code $rc, want 3 ($(cat "$TMP/exec.err"))"
+[ "$(cat "$TMP/exec.out")" = "procrun 200000" ] || fail "exec in a process pod: '$(cat "$TMP/exec.out")'"
+k delete pod procrun --grace-period=0 --wait=false >/dev/null
+
 # ---- kill -9 of fatiad: running containers are found again, none started twice ----
 RP=$(ctr_pid root)
 RUID=$(jp root .metadata.uid)

@@ -137,7 +137,13 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         o->host_path_namespaces = v;
     else if (KEY("host-network-namespaces"))
         o->host_network_namespaces = v;
-    else if (KEY("runtime")) {
+    else if (KEY("pod-pids-max")) {
+        if (fatia_parse_u64(v, &u) < 0 || u < 16 || u > 4194304) {
+            snprintf(why, why_n, "pod-pids-max: expected 16..4194304");
+            return -EINVAL;
+        }
+        o->pod_pids_max = (int64_t)u;
+    } else if (KEY("runtime")) {
         if (strcmp(v, "process") && strcmp(v, "oci") && strcmp(v, "auto")) {
             snprintf(why, why_n, "runtime: expected process, oci or auto");
             return -EINVAL;
@@ -1655,6 +1661,8 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                             json_pack("{s:s,s:s,s:b,s:o,s:I}", "runc", a->runc, "root",
                                       a->runc_root, "hostNetwork", host_net, "tmpfs", tmpfs,
                                       "hostBase", (json_int_t)host_base));
+        json_object_set_new(json_object_get(sp, "oci"), "podPidsMax",
+                            json_integer(a->o.pod_pids_max ? a->o.pod_pids_max : 4096));
         tmpfs = NULL;
     }
     text = json_dumps(sp, JSON_INDENT(1));

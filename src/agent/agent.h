@@ -43,6 +43,7 @@ struct fatia_agent_opts {
     const char *runc;    /* runc; NULL: on the default PATH */
     const char *host_path_namespaces;    /* namespaces whose pods may mount hostPath (oci) */
     const char *host_network_namespaces; /* namespaces whose pods may use hostNetwork (oci) */
+    int64_t pod_pids_max;                /* pids.max of a pod in containers; 0: 4096 */
 };
 
 /* Sets one option from "key=value" (fatiad's --agent KEY=VALUE): nodes, shim, vgpu-lib, user,

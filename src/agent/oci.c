@@ -175,6 +175,60 @@ static int write_file_existing(const char *path, const char *text)
     return r;
 }
 
+/* ---- the pod's cgroup: the parent of its containers' (runc's cgroupsPath
+ * /fatia-pods/pod-<uid>/<name>), holding the pod's pids.max ---- */
+
+#define CG_ROOT "/sys/fs/cgroup"
+
+static int pod_cgroup(const struct fatia_rt_pod *pod, int64_t pids_max, char *why, size_t why_n)
+{
+    char dir[600], f[700], v[32];
+    bool v1 = access(CG_ROOT "/pids/cgroup.procs", F_OK) == 0;
+    int r;
+
+    if (pids_max <= 0)
+        return 0;
+    if (v1) {
+        (void)mkdir(CG_ROOT "/pids/fatia-pods", 0755);
+        snprintf(dir, sizeof(dir), CG_ROOT "/pids/fatia-pods/pod-%.128s", pod->uid);
+    } else {
+        (void)mkdir(CG_ROOT "/fatia-pods", 0755);
+        (void)write_file_existing(CG_ROOT "/cgroup.subtree_control", "+pids");
+        (void)write_file_existing(CG_ROOT "/fatia-pods/cgroup.subtree_control", "+pids");
+        snprintf(dir, sizeof(dir), CG_ROOT "/fatia-pods/pod-%.128s", pod->uid);
+    }
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        r = -errno;
+        snprintf(why, why_n, "cannot create the pod's cgroup '%s': %s", dir, fatia_strerror(r));
+        return r;
+    }
+    snprintf(f, sizeof(f), "%s/pids.max", dir);
+    snprintf(v, sizeof(v), "%lld", (long long)pids_max);
+    r = write_file_existing(f, v);
+    if (r < 0)
+        snprintf(why, why_n, "cannot write '%s': %s", f, fatia_strerror(r));
+    return r;
+}
+
+/* The pod's cgroup in every hierarchy (runc removes its containers' own). */
+static void pod_cgroup_remove(const struct fatia_rt_pod *pod)
+{
+    DIR *d = opendir(CG_ROOT);
+    struct dirent *e;
+    char p[700];
+
+    snprintf(p, sizeof(p), CG_ROOT "/fatia-pods/pod-%.128s", pod->uid);
+    (void)rmdir(p);
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof(p), CG_ROOT "/%.64s/fatia-pods/pod-%.128s", e->d_name, pod->uid);
+        (void)rmdir(p);
+    }
+    if (d)
+        closedir(d);
+}
+
 /* ---- the sandbox ---- */
 
 static int lo_up(void)
@@ -241,6 +295,13 @@ static int oci_sandbox_start(struct fatia_rt_pod *pod, char *why, size_t why_n)
     if (!fatia_json_int(json_object_get(pod->spec, "oci"), "hostBase", &base) || base <= 0) {
         snprintf(why, why_n, "the pod's spec has no host id range (oci.hostBase)");
         return -EINVAL;
+    }
+    {
+        int64_t pids = 0;
+        (void)fatia_json_int(json_object_get(pod->spec, "oci"), "podPidsMax", &pids);
+        err = pod_cgroup(pod, pids, why, why_n);
+        if (err < 0)
+            return err;
     }
     /* a container's init, once runc has exited, becomes our child: we reap it */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
@@ -566,6 +627,7 @@ static void oci_sandbox_stop(struct fatia_rt_pod *pod)
                 (void)umount2(path, MNT_DETACH);
         }
     }
+    pod_cgroup_remove(pod);
     /* anything else re-parented to us (a container's init that we did not know) */
     while (waitpid(-1, NULL, WNOHANG) > 0) {
     }

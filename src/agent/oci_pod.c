@@ -303,6 +303,7 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
     char digest[128], rootfs[1600], dir[4600], path[4700], rootdir[4600];
     json_t *icfg = NULL, *merged = NULL, *argv = NULL, *fenv = NULL, *cfg = NULL;
     struct fatia_oci_in in = {0};
+    char cgpath[400];
     uint32_t uid = 0, gid = 0;
     char *text;
     int r;
@@ -330,6 +331,9 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
     if (r < 0)
         goto out;
     fenv = merge_env(ctr, icfg, env, uid);
+    /* under the pod's cgroup (oci.c makes it, with the pod's pids.max) */
+    snprintf(cgpath, sizeof(cgpath), "/fatia-pods/pod-%.128s/%.200s",
+             fatia_json_str(json_object_get(op->pod, "metadata"), "uid"), cname);
     in = (struct fatia_oci_in){.pod = op->pod,
                                .ctr = ctr,
                                .image_config = icfg,
@@ -337,7 +341,7 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
                                .env = fenv,
                                .host_base = op->host_base,
                                .run_dir = op->run_dir,
-                               .cgroups_path = NULL,
+                               .cgroups_path = cgpath,
                                .host_network = op->host_network};
     r = fatia_oci_spec_build(&in, &cfg, why, why_n);
     if (r < 0)

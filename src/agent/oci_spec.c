@@ -30,6 +30,7 @@
 #include "agent/oci.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "model/quantity.h"
 
 const char *const fatia_oci_default_caps[] = {"CAP_CHOWN",
                                               "CAP_DAC_OVERRIDE",
@@ -216,6 +217,37 @@ static int caps(const json_t *ctr, json_t **ret, char *why, size_t why_n)
                      "ambient");
     json_decref(set);
     return *ret ? 0 : -ENOMEM;
+}
+
+/* The container's limits in runc's linux.resources: memory.limit, cpu quota (limits.cpu, period
+ * 100 ms) and shares (requests.cpu, else limits.cpu, as kubelet: milli * 1024 / 1000, at least
+ * 2). */
+static void resources(const json_t *ctr, json_t *res)
+{
+    const json_t *r = json_object_get(ctr, "resources");
+    const json_t *lc = json_object_get(json_object_get(r, "limits"), "cpu");
+    const json_t *lm = json_object_get(json_object_get(r, "limits"), "memory");
+    const json_t *rc = json_object_get(json_object_get(r, "requests"), "cpu");
+    struct fatia_quantity q;
+    json_t *cpu = json_object();
+
+    if (lm && fatia_quantity_parse_json(lm, &q, NULL, 0) == 0 && fatia_quantity_value(&q) > 0)
+        json_object_set_new(res, "memory",
+                            json_pack("{s:I}", "limit", (json_int_t)fatia_quantity_value(&q)));
+    if (lc && fatia_quantity_parse_json(lc, &q, NULL, 0) == 0 && fatia_quantity_milli(&q) > 0) {
+        json_object_set_new(cpu, "quota", json_integer(fatia_quantity_milli(&q) * 100));
+        json_object_set_new(cpu, "period", json_integer(100000));
+    }
+    if (!rc)
+        rc = lc;
+    if (rc && fatia_quantity_parse_json(rc, &q, NULL, 0) == 0 && fatia_quantity_milli(&q) > 0) {
+        int64_t sh = fatia_quantity_milli(&q) * 1024 / 1000;
+        json_object_set_new(cpu, "shares", json_integer(sh < 2 ? 2 : sh));
+    }
+    if (json_object_size(cpu))
+        json_object_set_new(res, "cpu", cpu);
+    else
+        json_decref(cpu);
 }
 
 static json_t *mnt(const char *dst, const char *type, const char *src, json_t *opts)
@@ -424,6 +456,7 @@ int fatia_oci_spec_build(const struct fatia_oci_in *in, json_t **ret, char *why,
                     str_list(rdonly), "resources", "devices", "allow", 0, "access", "rwm");
     if (in->cgroups_path)
         json_object_set_new(lin, "cgroupsPath", json_string(in->cgroups_path));
+    resources(in->ctr, json_object_get(lin, "resources"));
     if (in->devices) {
         const json_t *dn = json_object_get(in->devices, "devices");
         const json_t *da = json_object_get(in->devices, "allow");

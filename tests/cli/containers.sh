@@ -20,6 +20,7 @@ for t in runc umoci skopeo busybox; do
 done
 agent_setup
 cleanup() {
+    [ "$FAILS" -gt 0 ] && { mkdir -p /tmp/containers-debug; cp -r "$D.log" "$D/agent/pods" /tmp/containers-debug/ 2>/dev/null; }
     agent_cleanup
     [ -n "$FATIAD_PID" ] && kill -9 "$FATIAD_PID" 2>/dev/null
     for c in $(runc --root "$D/agent/runc" list -q 2>/dev/null); do
@@ -37,7 +38,7 @@ expect_line "$TMP/out" "Loaded image: fatia.dev/busybox:1"
 expect_rc 0 "$FATIA" image ls -d "$D"
 expect_line "$TMP/out" "fatia.dev/busybox:1"
 
-start_fatiad "$D" --no-controllers --agent runtime=oci --agent restart-backoff=100ms \
+start_fatiad "$D" --no-controllers --agent runtime=oci --agent pod-pids-max=32 --agent restart-backoff=100ms \
     --agent restart-backoff-max=300ms || exit 1
 grep -q "pods run in OCI containers" "$D.log" || fail "fatiad does not say pods run in containers"
 IMG=fatia.dev/busybox:1
@@ -283,6 +284,34 @@ EOF
 wait_for 20 phase_is proc Succeeded
 k logs proc >"$TMP/proc.log" 2>/dev/null
 expect_line "$TMP/proc.log" "host-fs"
+
+# ---- cgroup limits: the container's memory and cpu, the pod's pids.max (--agent pod-pids-max) ----
+bound_pod limits "" "  restartPolicy: Never" <<EOF
+  - name: main
+    image: $IMG
+    command: ["sh", "-c", "sleep 0.3; (n=0; while [ \$n -lt 100 ]; do sleep 30 & n=\$((n+1)); done) 2>/tmp/forkerr; echo done > /tmp/done; exec sleep 60"]
+    resources:
+      limits: {memory: 32Mi, cpu: 500m}
+EOF
+wait_for 20 running limits
+LP=
+for _ in $(seq 100); do
+    LP=$(ctr_pid limits)
+    [ -n "$LP" ] && [ -s "/proc/$LP/root/tmp/done" ] && break
+    sleep 0.1
+done
+if [ -n "$LP" ]; then
+    cg() { echo "/sys/fs/cgroup/$1$(awk -F: -v c="$1" '$2 == c {print $3}' "/proc/$LP/cgroup")"; }
+    [ "$(cat "$(cg memory)/memory.limit_in_bytes")" = 33554432 ] || fail "memory limit: $(cat "$(cg memory)/memory.limit_in_bytes")"
+    [ "$(cat "$(cg cpu,cpuacct 2>/dev/null)/cpu.cfs_quota_us" 2>/dev/null || cat "$(cg cpu)/cpu.cfs_quota_us")" = 50000 ] ||
+        fail "cpu quota: $(cat "$(cg cpu)/cpu.cfs_quota_us")"
+    pp=$(dirname "$(cg pids)")
+    [ "$(cat "$pp/pids.max")" = 32 ] || fail "the pod's pids.max: $(cat "$pp/pids.max") ($pp)"
+    grep -qi "fork\|resource" "/proc/$LP/root/tmp/forkerr" || fail "100 processes under pids.max 32: no fork failed ($(cat "/proc/$LP/root/tmp/forkerr"))"
+else
+    fail "no pid for pod limits"
+fi
+k delete pod limits --grace-period=0 --wait=false >/dev/null
 
 # ---- exec (runtime.h's entry, through fatia-shim exec): in the container, stdio and exit code ----
 SHIM=$BUILD/bin/fatia-shim

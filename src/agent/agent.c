@@ -137,6 +137,10 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         o->host_path_namespaces = v;
     else if (KEY("host-network-namespaces"))
         o->host_network_namespaces = v;
+    else if (KEY("registry-auth"))
+        o->registry_auth = v;
+    else if (KEY("insecure-registries"))
+        o->insecure_registries = v;
     else if (KEY("pod-pids-max")) {
         if (fatia_parse_u64(v, &u) < 0 || u < 16 || u > 4194304) {
             snprintf(why, why_n, "pod-pids-max: expected 16..4194304");
@@ -1482,21 +1486,6 @@ static int pod_host_base(struct fatia_agent *a, struct apod *p, bool host_net, u
     return 0;
 }
 
-/* kubelet's reason for an image that is not there: with pullPolicy Never, ErrImageNeverPull;
- * else the pull failed (fatia pulls nothing yet), ErrImagePull. */
-static const char *image_error_reason(const json_t *pod)
-{
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
-    {
-        const char *pp = fatia_json_str(c, "imagePullPolicy");
-        if (pp && !strcmp(pp, "Never"))
-            return "ErrImageNeverPull";
-    }
-    return "ErrImagePull";
-}
-
 static void start_pod(struct fatia_agent *a, struct apod *p)
 {
     const json_t *spec = json_object_get(p->pod, "spec");
@@ -1588,7 +1577,9 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                     .host_path_namespaces = a->o.host_path_namespaces,
                                     .host_network = host_net,
                                     .devs = &devs,
-                                    .cdi_dir = a->cdi_dir};
+                                    .cdi_dir = a->cdi_dir,
+                                    .auth_file = a->o.registry_auth,
+                                    .insecure_registries = a->o.insecure_registries};
         r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));
         if (r < 0) {
             err = r == -FATIA_E_INVALID ? r : -EIO;
@@ -1722,7 +1713,8 @@ fail:
         p->local = false;
     }
     fail_before_start(a, p,
-                      err == -ENOENT && oci     ? image_error_reason(p->pod)
+                      err == -ENOENT && oci                                 ? "ErrImageNeverPull"
+                      : err == -EIO && oci && strstr(why, "failed to pull") ? "ErrImagePull"
                       : err == -FATIA_E_INVALID ? "CreateContainerConfigError"
                                                 : "CreateContainerError",
                       why[0] ? why : fatia_strerror(err));

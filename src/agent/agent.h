@@ -44,12 +44,15 @@ struct fatia_agent_opts {
     const char *host_path_namespaces;    /* namespaces whose pods may mount hostPath (oci) */
     const char *host_network_namespaces; /* namespaces whose pods may use hostNetwork (oci) */
     int64_t pod_pids_max;                /* pids.max of a pod in containers; 0: 4096 */
+    const char *registry_auth;           /* the node's registry credentials (auth.json) */
+    const char *insecure_registries;     /* "host:port,...": pulled without TLS verification */
 };
 
 /* Sets one option from "key=value" (fatiad's --agent KEY=VALUE): nodes, shim, vgpu-lib, user,
  * uid-map, uid-base, cgroup, device-filter (on|off), restart-backoff (a duration, e.g. 10s),
  * restart-backoff-max, log-max-bytes, mps-control, vgpu-log, pod-dir, runtime, runc,
- * host-path-namespaces, host-network-namespaces. Strings are borrowed. 0 or -EINVAL
+ * host-path-namespaces, host-network-namespaces, pod-pids-max, registry-auth,
+ * insecure-registries. Strings are borrowed. 0 or -EINVAL
  * (why says which). */
 int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, size_t why_n);
 

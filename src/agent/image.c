@@ -257,6 +257,43 @@ int fatia_image_load(const struct fatia_image_store *s, const char *file, const 
     return r;
 }
 
+int fatia_image_pull(const struct fatia_image_store *s, const char *ref, const char *auth_file,
+                     bool insecure, char *why, size_t why_n)
+{
+    char src[700], dst[2000], norm[600], err[1024] = "", auth[1100];
+    const char *argv[12];
+    size_t n = 0;
+    int r;
+
+    if (!ref || !ref[0] || ref[0] == '-' || strchr(ref, ' ')) {
+        snprintf(why, why_n, "invalid image reference '%.200s'", ref ? ref : "");
+        return -EINVAL;
+    }
+    fatia_image_ref_normalize(ref, norm, sizeof(norm));
+    snprintf(src, sizeof(src), "docker://%s", norm);
+    snprintf(dst, sizeof(dst), "oci:%s:%s", s->layout, norm);
+    argv[n++] = s->skopeo;
+    argv[n++] = "--insecure-policy";
+    argv[n++] = "copy";
+    argv[n++] = "-q";
+    if (insecure)
+        argv[n++] = "--src-tls-verify=false";
+    if (auth_file && auth_file[0]) {
+        snprintf(auth, sizeof(auth), "--src-authfile=%s", auth_file);
+        argv[n++] = auth;
+    }
+    argv[n++] = src;
+    argv[n++] = dst;
+    argv[n] = NULL;
+    r = run_tool(argv, err, sizeof(err));
+    if (r < 0) {
+        snprintf(why, why_n, "failed to pull and unpack image \"%s\": %s", norm,
+                 err[0] ? err : "skopeo failed");
+        return -EIO;
+    }
+    return 0;
+}
+
 int fatia_image_list(const struct fatia_image_store *s, json_t **ret)
 {
     json_t *idx = load_index(s), *out = json_array(), *m;

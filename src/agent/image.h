@@ -11,6 +11,7 @@
 #define FATIA_AGENT_IMAGE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,14 @@ int fatia_image_get(const struct fatia_image_store *s, const char *ref, uint32_t
  * name(s) it carries, or as `name` when given. Prints nothing; why on failure. */
 int fatia_image_load(const struct fatia_image_store *s, const char *file, const char *name,
                      char *why, size_t why_n);
+
+/* Pulls ref from its registry (skopeo copy docker://REF, docker.io rules for short names) into
+ * the store under ref's normalized name: the tag is resolved to a digest at the registry, and
+ * blobs already stored are not fetched again. auth_file: a containers-auth.json / docker
+ * config.json with the registry's credentials, or NULL; insecure: plain HTTP or an unverified
+ * certificate allowed (a registry the admin listed). 0, or -EIO with skopeo's message in why. */
+int fatia_image_pull(const struct fatia_image_store *s, const char *ref, const char *auth_file,
+                     bool insecure, char *why, size_t why_n);
 
 /* The stored images: [{"name", "digest", "size"}] (new reference). */
 int fatia_image_list(const struct fatia_image_store *s, json_t **ret);

@@ -295,6 +295,68 @@ static int apply_devices(const struct fatia_oci_pod *op, const char *cname, json
     return r;
 }
 
+/* kubelet's imagePullPolicy: as set, else Always for ":latest" or no tag, IfNotPresent for
+ * another tag or a digest. */
+static const char *pull_policy(const json_t *ctr, const char *image)
+{
+    const char *p = fatia_json_str(ctr, "imagePullPolicy");
+    const char *slash = strrchr(image, '/'), *last = slash ? slash + 1 : image;
+    const char *colon = strchr(last, ':');
+
+    if (p && p[0])
+        return p;
+    if (strchr(image, '@'))
+        return "IfNotPresent";
+    return !colon || !strcmp(colon, ":latest") ? "Always" : "IfNotPresent";
+}
+
+static bool insecure(const char *list, const char *image)
+{
+    const char *slash = strchr(image, '/');
+    char host[256];
+
+    if (!slash || (size_t)(slash - image) >= sizeof(host))
+        return false;
+    snprintf(host, sizeof(host), "%.*s", (int)(slash - image), image);
+    return fatia_oci_ns_listed(list, host);
+}
+
+/* The image in the store by the container's pull policy: Never: there or ErrImageNeverPull
+ * (-ENOENT); IfNotPresent: pulled when missing; Always: pulled (resolving the tag at the
+ * registry; stored blobs are reused). A failed pull: -EIO, kubelet's ErrImagePull. */
+static int ensure_image(const struct fatia_oci_pod *op, const json_t *ctr, const char *image,
+                        char *why, size_t why_n)
+{
+    const char *policy = pull_policy(ctr, image);
+    char digest[128], auth[1100] = "";
+    json_t *cfg = NULL;
+    bool have = fatia_image_get(op->images, image, UINT32_MAX, digest, sizeof(digest), &cfg, NULL,
+                                0, why, why_n) == 0;
+    int r;
+
+    json_decref(cfg);
+    if (!strcmp(policy, "Never")) {
+        if (have)
+            return 0;
+        snprintf(why, why_n,
+                 "Container image \"%s\" is not present with pull policy of Never (fatia image "
+                 "load puts images on the node)",
+                 image);
+        return -ENOENT;
+    }
+    if (have && strcmp(policy, "Always"))
+        return 0;
+    if (op->pull_secrets_auth) {
+        r = op->pull_secrets_auth(op->pull_secrets_arg, op->pod, auth, sizeof(auth));
+        if (r < 0) {
+            snprintf(why, why_n, "imagePullSecrets: %s", fatia_strerror(r));
+            return -EIO;
+        }
+    }
+    return fatia_image_pull(op->images, image, auth[0] ? auth : op->auth_file,
+                            insecure(op->insecure_registries, image), why, why_n);
+}
+
 int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
                           const struct fatia_env *env, json_t **ret_argv, json_t **ret_oci,
                           char *why, size_t why_n)
@@ -312,10 +374,13 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
         snprintf(why, why_n, "container %s: image: required in a container", cname);
         return -FATIA_E_INVALID;
     }
+    r = ensure_image(op, ctr, image, why, why_n);
+    if (r < 0)
+        return r;
     r = fatia_image_get(op->images, image, op->host_base, digest, sizeof(digest), &icfg, rootfs,
                         sizeof(rootfs), why, why_n);
     if (r < 0)
-        return r == -ENOENT ? -ENOENT : r;
+        return r == -ENOENT ? -EIO : r;
     merged = fatia_oci_merge_command(ctr, icfg);
     r = merged ? fatia_podspec_argv(merged, env, &argv, why, why_n) : -ENOMEM;
     if (r < 0) {

@@ -23,6 +23,14 @@ struct fatia_oci_pod {
     bool host_network;
     const struct fatia_pod_devices *devs; /* the pod's devices (podspec.h) */
     const char *cdi_dir;                  /* the CDI specs of the node's slices */
+    /* pulls: the node's auth file (--agent registry-auth), the registries reached without TLS
+     * verification (--agent insecure-registries, "host:port,..."), and the hook that gives
+     * the credentials of the pod's imagePullSecrets (an auth file written for this pull) once
+     * Secrets are served: NULL until then; 0 with ret_path empty: none, use the node's */
+    const char *auth_file;
+    const char *insecure_registries;
+    int (*pull_secrets_auth)(void *arg, const json_t *pod, char *ret_path, size_t n);
+    void *pull_secrets_arg;
 };
 
 /* Whether ns is in a comma-separated list ("*": every namespace; NULL: none). */

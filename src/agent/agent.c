@@ -139,7 +139,22 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         o->host_network_namespaces = v;
     else if (KEY("registry-auth"))
         o->registry_auth = v;
-    else if (KEY("insecure-registries"))
+    else if (KEY("image-store-max")) {
+        if (fatia_quantity_parse_bytes(v, &u) < 0) {
+            snprintf(why, why_n, "image-store-max: expected a size (e.g. 50Gi)");
+            return -EINVAL;
+        }
+        o->image_store_max = u;
+    } else if (KEY("image-gc-high-percent") || KEY("image-gc-low-percent")) {
+        if (fatia_parse_u64(v, &u) < 0 || u < 1 || u > 100) {
+            snprintf(why, why_n, "%.*s: expected 1..100", (int)kl, kv);
+            return -EINVAL;
+        }
+        if (KEY("image-gc-high-percent"))
+            o->image_gc_high = (unsigned)u;
+        else
+            o->image_gc_low = (unsigned)u;
+    } else if (KEY("insecure-registries"))
         o->insecure_registries = v;
     else if (KEY("pod-pids-max")) {
         if (fatia_parse_u64(v, &u) < 0 || u < 16 || u > 4194304) {
@@ -1461,6 +1476,43 @@ static int spawn_shim(struct fatia_agent *a, struct apod *p, const char *pod_dir
     return 0;
 }
 
+/* The image store's GC (image.h), keeping every image a pod running here uses (the imageIDs in
+ * the spec.json of every active pod, the one just started included). After each start in
+ * containers and every minute. */
+static void image_gc(struct fatia_agent *a)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    json_t *in_use = json_array();
+    unsigned removed = 0;
+
+    for (struct apod *p = a->pods; p; p = p->next) {
+        char path[1400];
+        json_t *sp;
+        if (p->st != AP_ACTIVE && p->st != AP_ADMIT)
+            continue;
+        snprintf(path, sizeof(path), "%s/%.128s/spec.json", a->pods_dir, p->uid);
+        sp = json_load_file(path, 0, NULL);
+        for (size_t l = 0; sp && l < FATIA_ARRAY_SIZE(lists); l++) {
+            size_t i;
+            json_t *c;
+            json_array_foreach(json_object_get(sp, lists[l]), i, c)
+            {
+                const char *d = fatia_json_str(json_object_get(c, "oci"), "imageID");
+                if (d)
+                    json_array_append_new(in_use, json_string(d));
+            }
+        }
+        json_decref(sp);
+    }
+    (void)fatia_image_gc(&a->images, a->o.image_store_max,
+                         a->o.image_gc_high ? a->o.image_gc_high : 85,
+                         a->o.image_gc_low ? a->o.image_gc_low : 80, in_use, &removed);
+    if (removed)
+        fatia_info("agent: image GC removed %u unused image%s from %s", removed,
+                   removed == 1 ? "" : "s", a->images.dir);
+    json_decref(in_use);
+}
+
 /* The host id range of the pod's namespace in containers: k * 65536 for its k (recorded for
  * good, never given to another namespace; above every uid of the process mode's range). A
  * hostNetwork pod outside the admin's list is refused here too. */
@@ -1672,6 +1724,8 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
         goto fail;
     }
     p->st = AP_ACTIVE;
+    if (oci)
+        image_gc(a);
     {
         const char *sl = fatia_json_str(
             json_object_get(json_object_get(p->pod, "metadata"), "annotations"), FATIA_ANN_SLICES);
@@ -2193,6 +2247,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
     if (a->stopping)
         return;
+    if (a->oci && ++a->image_gc_ticks >= 60) {
+        a->image_gc_ticks = 0;
+        image_gc(a);
+    }
     storage = ++a->storage_ticks >= STORAGE_CHECK_TICKS;
     if (storage)
         a->storage_ticks = 0;

@@ -41,11 +41,13 @@ struct fatia_agent_opts {
     const char *pod_dir; /* what pods write (run/: working directories, logs/); NULL: DATA/agent */
     const char *runtime; /* "process" (NULL), "oci" or "auto" (oci when runc is installed) */
     const char *runc;    /* runc; NULL: on the default PATH */
-    const char *host_path_namespaces;    /* namespaces whose pods may mount hostPath (oci) */
-    const char *host_network_namespaces; /* namespaces whose pods may use hostNetwork (oci) */
-    int64_t pod_pids_max;                /* pids.max of a pod in containers; 0: 4096 */
-    const char *registry_auth;           /* the node's registry credentials (auth.json) */
-    const char *insecure_registries;     /* "host:port,...": pulled without TLS verification */
+    const char *host_path_namespaces;     /* namespaces whose pods may mount hostPath (oci) */
+    const char *host_network_namespaces;  /* namespaces whose pods may use hostNetwork (oci) */
+    int64_t pod_pids_max;                 /* pids.max of a pod in containers; 0: 4096 */
+    const char *registry_auth;            /* the node's registry credentials (auth.json) */
+    const char *insecure_registries;      /* "host:port,...": pulled without TLS verification */
+    uint64_t image_store_max;             /* the image store's size limit; 0: none */
+    unsigned image_gc_high, image_gc_low; /* image GC: filesystem use, percent; 0: 85, 80 */
 };
 
 /* Sets one option from "key=value" (fatiad's --agent KEY=VALUE): nodes, shim, vgpu-lib, user,

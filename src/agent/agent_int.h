@@ -105,6 +105,7 @@ struct fatia_agent {
     char runc[512], runc_root[1200];
     char cdi_dir[1300]; /* POD_DIR/cdi: the CDI specs of the node's slices (cdi.h) */
     struct fatia_image_store images;
+    unsigned image_gc_ticks;
     struct fatia_uidmap ranges; /* namespace -> index k of its host id range k * 65536 */
 };
 

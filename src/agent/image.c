@@ -18,8 +18,10 @@
 #include "agent/image.h"
 
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -215,6 +217,7 @@ int fatia_image_get(const struct fatia_image_store *s, const char *ref, uint32_t
             }
         }
         snprintf(ret_rootfs, rootfs_n, "%s", rootfs);
+        (void)utimensat(AT_FDCWD, rootfs, NULL, 0); /* last used: for the GC's order */
     }
     {
         json_t *c = json_object_get(cfg, "config");
@@ -294,6 +297,150 @@ int fatia_image_pull(const struct fatia_image_store *s, const char *ref, const c
     return 0;
 }
 
+static uint64_t du_at(int dfd, const char *name, int depth)
+{
+    struct stat st;
+    uint64_t n = 0;
+
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    n = (uint64_t)st.st_blocks * 512;
+    if (S_ISDIR(st.st_mode) && depth < 64) {
+        int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *e;
+        if (!d && fd >= 0)
+            close(fd);
+        while (d && (e = readdir(d))) {
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                n += du_at(dirfd(d), e->d_name, depth + 1);
+        }
+        if (d)
+            closedir(d);
+    }
+    return n;
+}
+
+uint64_t fatia_image_store_bytes(const struct fatia_image_store *s)
+{
+    return du_at(AT_FDCWD, s->dir, 0);
+}
+
+static unsigned fs_used_pct(const char *dir)
+{
+    struct statvfs v;
+
+    if (statvfs(dir, &v) < 0 || v.f_blocks == 0)
+        return 0;
+    return (unsigned)(100 - (100 * (uint64_t)v.f_bavail) / v.f_blocks);
+}
+
+/* Removes every unpacked rootfs of the manifest hex (all host ranges). */
+static void remove_rootfs_of(const struct fatia_image_store *s, const char *hex)
+{
+    char dir[1400];
+    DIR *d;
+    struct dirent *e;
+
+    snprintf(dir, sizeof(dir), "%s/rootfs", s->dir);
+    d = opendir(dir);
+    while (d && (e = readdir(d))) {
+        size_t l = strlen(hex);
+        if (!strncmp(e->d_name, hex, l) && e->d_name[l] == '-') {
+            char p[1700];
+            snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+            const char *rm[] = {"/bin/rm", "-rf", p, NULL};
+            (void)run_tool(rm, NULL, 0);
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
+/* The last use of a digest: the newest mtime of its rootfs copies (0: never unpacked). */
+static int64_t last_used(const struct fatia_image_store *s, const char *hex)
+{
+    char dir[1400];
+    int64_t t = 0;
+    DIR *d;
+    struct dirent *e;
+
+    snprintf(dir, sizeof(dir), "%s/rootfs", s->dir);
+    d = opendir(dir);
+    while (d && (e = readdir(d))) {
+        struct stat st;
+        size_t l = strlen(hex);
+        if (!strncmp(e->d_name, hex, l) && e->d_name[l] == '-' &&
+            fstatat(dirfd(d), e->d_name, &st, 0) == 0 && st.st_mtime > t)
+            t = st.st_mtime;
+    }
+    if (d)
+        closedir(d);
+    return t;
+}
+
+static bool digest_in(const json_t *list, const char *digest)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x)
+    {
+        if (json_string_value(x) && !strcmp(json_string_value(x), digest))
+            return true;
+    }
+    return false;
+}
+
+int fatia_image_gc(const struct fatia_image_store *s, uint64_t max_bytes, unsigned high_pct,
+                   unsigned low_pct, const json_t *in_use, unsigned *ret_removed)
+{
+    bool over_size = max_bytes && fatia_image_store_bytes(s) > max_bytes;
+    bool over_fs = high_pct && fs_used_pct(s->dir) > high_pct;
+    json_t *list = NULL;
+    unsigned removed = 0;
+
+    *ret_removed = 0;
+    if (!over_size && !over_fs)
+        return 0;
+    (void)fatia_image_list(s, &list);
+    for (;;) {
+        const char *victim = NULL, *vd = NULL;
+        int64_t oldest = INT64_MAX;
+        size_t i;
+        json_t *e;
+        char why[512];
+
+        json_array_foreach(list, i, e)
+        {
+            const char *d = fatia_json_str(e, "digest"), *n = fatia_json_str(e, "name");
+            int64_t t;
+            if (!d || !n || digest_in(in_use, d) || strlen(d) < 8)
+                continue;
+            t = last_used(s, d + 7);
+            if (t < oldest) {
+                oldest = t;
+                victim = n;
+                vd = d;
+            }
+        }
+        if (!victim)
+            break;
+        (void)vd;
+        if (fatia_image_remove(s, victim, why, sizeof(why)) < 0)
+            break;
+        removed++;
+        json_decref(list);
+        list = NULL;
+        (void)fatia_image_list(s, &list);
+        if ((!max_bytes || fatia_image_store_bytes(s) <= max_bytes) &&
+            (!over_fs || fs_used_pct(s->dir) <= low_pct))
+            break;
+    }
+    json_decref(list);
+    *ret_removed = removed;
+    return 0;
+}
+
 int fatia_image_list(const struct fatia_image_store *s, json_t **ret)
 {
     json_t *idx = load_index(s), *out = json_array(), *m;
@@ -320,10 +467,27 @@ int fatia_image_list(const struct fatia_image_store *s, json_t **ret)
 
 int fatia_image_remove(const struct fatia_image_store *s, const char *ref, char *why, size_t why_n)
 {
-    char name[600], img[2000], err[1024];
+    char name[600], img[2000], err[1024], hex[80] = "";
+    json_t *list = NULL, *e;
+    unsigned names = 0;
+    size_t i;
     int r;
 
     fatia_image_ref_normalize(ref, name, sizeof(name));
+    (void)fatia_image_list(s, &list);
+    json_array_foreach(list, i, e)
+    {
+        const char *n = fatia_json_str(e, "name"), *d = fatia_json_str(e, "digest");
+        if (n && d && !strcmp(n, name) && strlen(d) > 7)
+            snprintf(hex, sizeof(hex), "%s", d + 7);
+    }
+    json_array_foreach(list, i, e)
+    {
+        const char *d = fatia_json_str(e, "digest");
+        if (hex[0] && d && strlen(d) > 7 && !strcmp(d + 7, hex))
+            names++;
+    }
+    json_decref(list);
     snprintf(img, sizeof(img), "%s:%s", s->layout, name);
     {
         const char *argv[] = {s->umoci, "rm", "--image", img, NULL};
@@ -337,5 +501,8 @@ int fatia_image_remove(const struct fatia_image_store *s, const char *ref, char 
         const char *argv[] = {s->umoci, "gc", "--layout", s->layout, NULL};
         (void)run_tool(argv, err, sizeof(err));
     }
+    /* the last name of a digest: its unpacked copies go too */
+    if (hex[0] && names <= 1)
+        remove_rootfs_of(s, hex);
     return 0;
 }

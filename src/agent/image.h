@@ -49,6 +49,17 @@ int fatia_image_load(const struct fatia_image_store *s, const char *file, const 
 int fatia_image_pull(const struct fatia_image_store *s, const char *ref, const char *auth_file,
                      bool insecure, char *why, size_t why_n);
 
+/* The store's garbage collection, as kubelet's image GC: when the store holds more than max_bytes
+ * (0: no limit) or its filesystem is used above high_pct percent (0: not checked), the images no
+ * running container uses (in_use: digests "sha256:...") are removed, least recently used first
+ * (a rootfs is touched each time a container starts from it), until the store is under max_bytes
+ * and the filesystem under low_pct. *ret_removed: how many names went. 0 or -errno. */
+int fatia_image_gc(const struct fatia_image_store *s, uint64_t max_bytes, unsigned high_pct,
+                   unsigned low_pct, const json_t *in_use, unsigned *ret_removed);
+
+/* Bytes under the store's directory (blocks, links not followed). */
+uint64_t fatia_image_store_bytes(const struct fatia_image_store *s);
+
 /* The stored images: [{"name", "digest", "size"}] (new reference). */
 int fatia_image_list(const struct fatia_image_store *s, json_t **ret);
 

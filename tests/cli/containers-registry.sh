@@ -106,4 +106,23 @@ wait_for 30 phase_is missing Pending
     fail "a tag the registry lacks: $(jp missing '.status.containerStatuses[0].state')"
 jp missing '.status.containerStatuses[0].state.waiting.message' | grep -q "failed to pull" ||
     fail "pull message: $(jp missing '.status.containerStatuses[0].state.waiting.message')"
+
+# ---- the image GC: over the store's limit, unused images go, the ones running pods use stay ----
+stop_fatiad
+expect_rc 0 "$FATIA" image load -d "$D" --name fatia.dev/other:1 "$TMP/busybox.tar"
+start_fatiad "$D" --no-controllers --agent runtime=oci --agent "insecure-registries=127.0.0.1:$PORT" \
+    --agent image-store-max=1 || exit 1
+bound_pod keep "" "" <<EOF
+  - name: main
+    image: $REF
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "60"]
+EOF
+wait_for 30 sh -c "[ -n \"\$($KUBECTL --kubeconfig $KCFG get pod keep -o 'jsonpath={.status.containerStatuses[0].state.running.startedAt}')\" ]"
+"$FATIA" image ls -d "$D" >"$TMP/ls" 2>&1
+expect_line "$TMP/ls" "$REF"
+grep -q "fatia.dev/other:1" "$TMP/ls" && fail "the GC kept an unused image over the store's limit: $(cat "$TMP/ls")"
+grep -q "image GC removed" "$D.log" || fail "fatiad does not log the image GC"
+ls "$D/agent/images/rootfs" | grep -q "^${DIG1#sha256:}-" && fail "the unused image's rootfs copy is still there"
+k delete pod keep --grace-period=0 --wait=false >/dev/null
 finish

@@ -1704,6 +1704,13 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                             json_pack("{s:s,s:s,s:b,s:o,s:I}", "runc", a->runc, "root",
                                       a->runc_root, "hostNetwork", host_net, "tmpfs", tmpfs,
                                       "hostBase", (json_int_t)host_base));
+        if (!host_net && access("/usr/lib/cni/bridge", X_OK) == 0) {
+            char st[1300];
+            snprintf(st, sizeof(st), "%s/cni", a->dir);
+            json_object_set_new(json_object_get(sp, "oci"), "cni",
+                                json_pack("{s:I,s:s}", "index",
+                                          (json_int_t)(host_base / FATIA_OCI_IDS), "state", st));
+        }
         json_object_set_new(json_object_get(sp, "oci"), "podPidsMax",
                             json_integer(a->o.pod_pids_max ? a->o.pod_pids_max : 4096));
         tmpfs = NULL;

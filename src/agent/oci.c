@@ -47,6 +47,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "agent/cni.h"
 #include "agent/proc.h"
 #include "agent/runtime.h"
 #include "base/error.h"
@@ -264,6 +265,41 @@ static int write_maps(pid_t pid, uint32_t base)
     return 0;
 }
 
+/* The pod's network through CNI (spec "oci.cni": {"index", "state"}; absent: lo only). */
+static int cni_add(struct fatia_rt_pod *pod, char *why, size_t why_n)
+{
+    const json_t *cni = json_object_get(json_object_get(pod->spec, "oci"), "cni");
+    char netns[64], result[4200], ip[64] = "", ipf[4200];
+    int64_t k;
+    int r;
+
+    if (!cni || !fatia_json_int(cni, "index", &k) || !fatia_json_str(cni, "state"))
+        return 0;
+    snprintf(netns, sizeof(netns), "/proc/%d/ns/net", (int)pod->sandbox_pid);
+    snprintf(result, sizeof(result), "%.4000s/cni.json", pod->dir);
+    r = fatia_cni_add(FATIA_CNI_PLUGIN_DIR, fatia_json_str(cni, "state"), (uint32_t)k, pod->uid,
+                      netns, result, ip, sizeof(ip), why, why_n);
+    if (r == 0) {
+        snprintf(ipf, sizeof(ipf), "%.4000s/pod-ip", pod->dir);
+        (void)write_file(ipf, ip);
+    }
+    return r;
+}
+
+static void cni_del(struct fatia_rt_pod *pod)
+{
+    const json_t *cni = json_object_get(json_object_get(pod->spec, "oci"), "cni");
+    char netns[64], result[4200];
+    int64_t k;
+
+    if (!cni || !fatia_json_int(cni, "index", &k) || !fatia_json_str(cni, "state"))
+        return;
+    snprintf(netns, sizeof(netns), "/proc/%d/ns/net", (int)pod->sandbox_pid);
+    snprintf(result, sizeof(result), "%.4000s/cni.json", pod->dir);
+    fatia_cni_del(FATIA_CNI_PLUGIN_DIR, fatia_json_str(cni, "state"), (uint32_t)k, pod->uid, netns,
+                  result);
+}
+
 static int oci_sandbox_start(struct fatia_rt_pod *pod, char *why, size_t why_n)
 {
     bool host_net = fatia_json_bool(json_object_get(pod->spec, "oci"), "hostNetwork", false);
@@ -380,7 +416,7 @@ static int oci_sandbox_start(struct fatia_rt_pod *pod, char *why, size_t why_n)
     (void)setpgid(pid, pid);
     pod->sandbox_pid = pid;
     (void)fatia_proc_start_time(pid, &pod->sandbox_start);
-    return 0;
+    return cni_add(pod, why, why_n);
 }
 
 /* ---- instances ---- */
@@ -614,6 +650,7 @@ static void oci_sandbox_stop(struct fatia_rt_pod *pod)
         }
     }
     if (pod->sandbox_pid > 0) {
+        cni_del(pod); /* while the network namespace still exists */
         (void)kill(pod->sandbox_pid, SIGKILL);
         (void)waitpid(pod->sandbox_pid, NULL, 0);
     }

@@ -211,13 +211,40 @@ for _ in $(seq 50); do
 done
 if [ -n "$CP" ]; then
     [ "$(cat "/proc/$CP/root/tmp/got")" = pong ] || fail "the pod's containers do not share localhost: '$(cat "/proc/$CP/root/tmp/got")'"
-    [ "$(cat "/proc/$CP/root/tmp/ifs")" = lo ] || fail "the pod has interfaces other than lo: $(cat "/proc/$CP/root/tmp/ifs")"
+    [ "$(sort "/proc/$CP/root/tmp/ifs" | tr '\n' ' ')" = "eth0 lo " ] || fail "the pod's interfaces: $(cat "/proc/$CP/root/tmp/ifs")"
     SP=$(ctr_pid net server)
     [ "$(readlink "/proc/$SP/ns/net")" = "$(readlink "/proc/$CP/ns/net")" ] || fail "two containers, two network namespaces"
     [ "$(readlink "/proc/$SP/ns/pid")" != "$(readlink "/proc/$CP/ns/pid")" ] || fail "two containers share a pid namespace"
 else
     fail "no pid for net/client"
 fi
+
+# ---- the pod network (CNI bridge per namespace): same namespace reaches, another does not ----
+NIP=$(cat "$D/agent/pods/$(jp net .metadata.uid)/pod-ip" 2>/dev/null)
+case "$NIP" in 10.*) ;; *) fail "pod net has no CNI address: '$NIP'" ;; esac
+echo '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-b"}}' | k create -f - >/dev/null ||
+    fail "create namespace team-b"
+for ns in default team-b; do
+    cat >"$TMP/peer-$ns.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: peer, namespace: $ns}
+spec:
+  nodeName: node-0
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: $IMG
+    command: ["sh", "-c", "if nc -w 2 $NIP 8080 </dev/null | grep -q pong; then echo reached; else echo unreachable; fi"]
+EOF
+    k create -f "$TMP/peer-$ns.yaml" >/dev/null || fail "create peer in $ns"
+done
+peer_b_done() { [ "$(k -n team-b get pod peer -o 'jsonpath={.status.phase}')" = Succeeded ]; }
+wait_for 30 peer_b_done
+wait_for 30 phase_is peer Succeeded
+[ "$(k logs peer 2>/dev/null)" = reached ] || fail "a pod of the same namespace cannot reach pod net at $NIP: $(k logs peer 2>&1)"
+k -n team-b logs peer >"$TMP/peer-b.log" 2>&1 || k -n team-b logs peer >"$TMP/peer-b.log" 2>&1
+grep -qx unreachable "$TMP/peer-b.log" || fail "ATTACK SUCCEEDED: a pod of namespace team-b reached pod net (default) at $NIP:8080: $(cat "$TMP/peer-b.log")"
 
 # ---- devices through CDI: exactly the container's slices' nodes, mounts and env ----
 mkdir -p "$D/agent/cdi"

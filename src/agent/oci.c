@@ -282,6 +282,7 @@ static int cni_add(struct fatia_rt_pod *pod, char *why, size_t why_n)
     if (r == 0) {
         snprintf(ipf, sizeof(ipf), "%.4000s/pod-ip", pod->dir);
         (void)write_file(ipf, ip);
+        snprintf(pod->ip, sizeof(pod->ip), "%s", ip);
     }
     return r;
 }

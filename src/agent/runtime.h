@@ -56,6 +56,7 @@ struct fatia_rt_pod {
      * group in the process mode, its namespaces in oci), never reaped before sandbox_stop */
     pid_t sandbox_pid;
     uint64_t sandbox_start;
+    char ip[64]; /* set by sandbox_start when the pod has an address of its own (CNI) */
 };
 
 /* One container of the pod, one instance of it (instance = restartCount). */

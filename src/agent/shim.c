@@ -305,6 +305,10 @@ static int write_status(struct shim *s, bool done)
     if (!st)
         return -ENOMEM;
     json_object_set_new(st, "sid", json_integer(s->sid));
+    if (s->pod.ip[0])
+        json_object_set_new(st, "podIP", json_string(s->pod.ip));
+    if (s->rt)
+        json_object_set_new(st, "runtime", json_string(s->rt->name));
     if (s->reason[0])
         json_object_set_new(st, "reason", json_string(s->reason));
     if (s->message[0])

@@ -222,6 +222,7 @@ fi
 # ---- the pod network (CNI bridge per namespace): same namespace reaches, another does not ----
 NIP=$(cat "$D/agent/pods/$(jp net .metadata.uid)/pod-ip" 2>/dev/null)
 case "$NIP" in 10.*) ;; *) fail "pod net has no CNI address: '$NIP'" ;; esac
+[ "$(jp net .status.podIP)" = "$NIP" ] || fail "status.podIP $(jp net .status.podIP), the CNI address $NIP"
 echo '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-b"}}' | k create -f - >/dev/null ||
     fail "create namespace team-b"
 for ns in default team-b; do

@@ -121,6 +121,20 @@ fi
 jp nonroot '.status.containerStatuses[0].state.waiting.message' | grep -q "runAsNonRoot and image will run as root" ||
     fail "runAsNonRoot message: $(jp nonroot '.status.containerStatuses[0].state.waiting.message')"
 
+# ---- the python3 image (scripts/images/python3: Debian's python3, for the walkthrough's jobs) ----
+if "$SRC/scripts/images/python3" "$TMP/python3.tar" >"$TMP/py-build.log" 2>&1; then
+    expect_rc 0 "$FATIA" image load -d "$D" --name fatia.dev/python3:1 "$TMP/python3.tar"
+    bound_pod py "" "  restartPolicy: Never" <<EOF
+  - name: main
+    image: fatia.dev/python3:1
+    command: ["python3", "-c", "import json, hashlib, sys; print(json.dumps({'v': sys.version_info[0], 'h': hashlib.sha256(b'x').hexdigest()[:8]}))"]
+EOF
+    wait_for 30 phase_is py Succeeded
+    [ "$(k logs py 2>/dev/null)" = '{"v": 3, "h": "2d711642"}' ] || fail "python3 in a container: $(k logs py 2>&1)"
+else
+    fail "scripts/images/python3 failed: $(tail -3 "$TMP/py-build.log")"
+fi
+
 # ---- volumes, env, init containers, readOnlyRootFilesystem ----
 bound_pod vols "" "  restartPolicy: Never
   volumes:

@@ -1324,6 +1324,17 @@ static void fail_before_start(struct fatia_agent *a, struct apod *p, const char 
                               const char *why)
 {
     p->config_error = true;
+    if (!strcmp(reason, "ErrImagePull")) {
+        /* kubelet's image back-off: tried again after the restart back-off (10 s doubling to
+         * 5 min), ImagePullBackOff meanwhile */
+        int64_t ms = a->o.backoff_initial_ms ? a->o.backoff_initial_ms : 10000;
+        int64_t max = a->o.backoff_max_ms ? a->o.backoff_max_ms : 300000;
+        for (unsigned i = 0; i < p->pull_failures && ms < max; i++)
+            ms *= 2;
+        p->pull_failures++;
+        p->pull_failed_at = fatia_now_mono_usec();
+        p->pull_retry_at = p->pull_failed_at + FATIA_MIN(ms, max) * FATIA_USEC_PER_MSEC;
+    }
     snprintf(p->wait_reason, sizeof(p->wait_reason), "%s", reason);
     snprintf(p->wait_msg, sizeof(p->wait_msg), "%s", why);
     fatia_warn("agent: pod %s/%s: %s: %s", p->ns, p->name, reason, why);
@@ -2271,6 +2282,23 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         }
         if (p->st == AP_DONE && p->shim_child)
             (void)shim_alive(a, p); /* reaps it */
+        if (p->config_error && p->pull_retry_at && p->st == AP_IDLE) {
+            fatia_usec_t now = fatia_now_mono_usec();
+            if (now >= p->pull_retry_at) {
+                p->config_error = false;
+                p->pull_retry_at = 0;
+                reconcile(a, p);
+                continue;
+            }
+            if (!strcmp(p->wait_reason, "ErrImagePull") &&
+                now >= p->pull_failed_at + FATIA_USEC_PER_SEC) {
+                char msg[sizeof(p->wait_msg)];
+                snprintf(msg, sizeof(msg), "Back-off pulling image: %.480s", p->wait_msg);
+                snprintf(p->wait_reason, sizeof(p->wait_reason), "ImagePullBackOff");
+                snprintf(p->wait_msg, sizeof(p->wait_msg), "%s", msg);
+                push_status(a, p);
+            }
+        }
         if (p->st == AP_BLOCKED || (p->st == AP_DONE && (!p->in_api || p->fin_removing == false)))
             reconcile(a, p);
     }

@@ -61,7 +61,10 @@ struct apod {
     bool status_waiting; /* a status push waits for status_retry_at */
     struct event *retry_ev;
     struct fatia_agent *agent;
-    bool evicted;      /* over its ephemeral-storage limit: stopped */
+    bool evicted; /* over its ephemeral-storage limit: stopped */
+    /* image pulls that failed (ErrImagePull): tried again at pull_retry_at (monotonic) */
+    unsigned pull_failures;
+    fatia_usec_t pull_failed_at, pull_retry_at;
     struct apod *next; /* in the agent's list */
 };
 

@@ -51,7 +51,8 @@ push() {
 push "$TMP/busybox.tar"
 DIG1=$(skopeo inspect --tls-verify=false "docker://$REF" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Digest"])')
 
-start_fatiad "$D" --no-controllers --agent runtime=oci --agent "insecure-registries=127.0.0.1:$PORT" || exit 1
+start_fatiad "$D" --no-controllers --agent runtime=oci --agent "insecure-registries=127.0.0.1:$PORT" \
+    --agent restart-backoff=1s --agent restart-backoff-max=2s || exit 1
 
 bound_pod always "" "  restartPolicy: Never" <<EOF
   - name: main
@@ -106,6 +107,13 @@ wait_for 30 phase_is missing Pending
     fail "a tag the registry lacks: $(jp missing '.status.containerStatuses[0].state')"
 jp missing '.status.containerStatuses[0].state.waiting.message' | grep -q "failed to pull" ||
     fail "pull message: $(jp missing '.status.containerStatuses[0].state.waiting.message')"
+# kubelet's back-off: ImagePullBackOff between tries, and the pull tried again: once the tag
+# exists, the pod runs
+backoff() { [ "$(jp missing '.status.containerStatuses[0].state.waiting.reason')" = ImagePullBackOff ]; }
+wait_for 10 backoff
+skopeo --insecure-policy copy -q --dest-tls-verify=false "oci-archive:$TMP/busybox.tar" \
+    "docker://127.0.0.1:$PORT/fatia/absent:9" || fail "cannot push fatia/absent:9"
+wait_for 30 phase_is missing Succeeded
 
 # ---- the image GC: over the store's limit, unused images go, the ones running pods use stay ----
 stop_fatiad

@@ -906,6 +906,12 @@ static int setup(struct shim *s)
         if (r < 0) {
             fatia_error("pod %s/%s: cannot start the sandbox (%s runtime): %s", s->ns, s->name,
                         s->rt->name, why);
+            /* said in the status (kubelet's reason), so the agent reports it rather than a
+             * lost supervisor; nothing of the pod ran */
+            snprintf(s->reason, sizeof(s->reason), "FailedCreatePodSandBox");
+            snprintf(s->message, sizeof(s->message), "%s", why);
+            s->init_failed = true;
+            (void)write_status(s, true);
             return r;
         }
     }

@@ -1027,6 +1027,12 @@ static void shim_lost(struct fatia_agent *a, struct apod *p)
         (void)fatia_proc_group_signal((pid_t)pgid, (pid_t)sid, (uint64_t)pstart, SIGKILL);
     if (p->cgroup[0])
         fatia_cgroup_kill(p->cgroup);
+    {
+        /* containers: runc's state, mounts, the address: what the shim would have released */
+        char pd[1400];
+        snprintf(pd, sizeof(pd), "%s/%.128s", a->pods_dir, p->uid);
+        (void)fatia_runtime_oci_release(pd);
+    }
     (void)fatia_json_int(st, "seq", &seq);
     snprintf(msg, sizeof(msg),
              "the pod's supervisor (fatia-shim, pid %" PRId64 ") ended before the pod did; its "

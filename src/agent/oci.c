@@ -671,6 +671,63 @@ static void oci_sandbox_stop(struct fatia_rt_pod *pod)
     }
 }
 
+int fatia_runtime_oci_release(const char *pod_dir)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    char path[4200];
+    json_t *spec;
+    struct fatia_rt_pod pod = {0};
+    size_t i;
+    json_t *t;
+
+    snprintf(path, sizeof(path), "%.4000s/spec.json", pod_dir);
+    spec = json_load_file(path, 0, NULL);
+    if (!spec)
+        return -ENOENT;
+    if (!fatia_json_str(spec, "runtime") || strcmp(fatia_json_str(spec, "runtime"), "oci")) {
+        json_decref(spec);
+        return 0; /* a process pod: nothing outside its processes */
+    }
+    pod.spec = spec;
+    pod.dir = pod_dir;
+    pod.uid = fatia_json_str(spec, "uid");
+    pod.ns = fatia_json_str(spec, "namespace");
+    pod.name = fatia_json_str(spec, "name");
+    if (!pod.uid) {
+        json_decref(spec);
+        return -EINVAL;
+    }
+    for (size_t l = 0; l < FATIA_ARRAY_SIZE(lists); l++) {
+        json_t *cj;
+        json_array_foreach(json_object_get(spec, lists[l]), i, cj)
+        {
+            struct fatia_rt_ctr c = {.name = fatia_json_str(cj, "name"), .spec = cj};
+            if (c.name)
+                oci_cleanup(&pod, &c);
+        }
+    }
+    json_array_foreach(json_object_get(json_object_get(spec, "oci"), "tmpfs"), i, t)
+    {
+        const char *p = fatia_json_str(t, "path");
+        if (p)
+            (void)umount2(p, MNT_DETACH);
+    }
+    {
+        /* the network namespace went with the pause process: DEL releases the address */
+        const json_t *cni = json_object_get(json_object_get(spec, "oci"), "cni");
+        char result[4200];
+        int64_t k;
+        if (cni && fatia_json_int(cni, "index", &k) && fatia_json_str(cni, "state")) {
+            snprintf(result, sizeof(result), "%.4000s/cni.json", pod_dir);
+            fatia_cni_del(FATIA_CNI_PLUGIN_DIR, fatia_json_str(cni, "state"), (uint32_t)k, pod.uid,
+                          "", result);
+        }
+    }
+    pod_cgroup_remove(&pod);
+    json_decref(spec);
+    return 0;
+}
+
 static int oci_exec(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, char *const *argv,
                     const struct fatia_rt_stdio *io, pid_t *ret_pid, char *why, size_t why_n)
 {

@@ -116,6 +116,11 @@ bool fatia_runtime_oci_available(const char *runc, char *ret_path, size_t n, cha
 int fatia_runtime_exec(const char *pod_dir, const char *container, char *const *argv,
                        const struct fatia_rt_stdio *io, pid_t *ret_pid, char *why, size_t why_n);
 
+/* After a pod's shim died (its processes killed by the agent): what the OCI runtime left
+ * outside them (runc's containers, the rootfs and memory emptyDir mounts, the CNI address, the
+ * pod's cgroup), from POD_DIR/spec.json. Never waits for a child. 0, -ENOENT (no spec). */
+int fatia_runtime_oci_release(const char *pod_dir);
+
 /* A wait status as a container exit code: the code, or 128 + the signal. */
 int fatia_runtime_exit_code(int status);
 

@@ -66,13 +66,13 @@ EOF
 bound_pod root "" "  restartPolicy: Never" <<EOF
   - name: main
     image: $IMG
-    command: ["sh", "-c", "id -u > /tmp/id; hostname > /tmp/h; exec sleep 60"]
+    command: ["sh", "-c", "id -u > /tmp/id; hostname > /tmp/h; exec sleep 600"]
     securityContext: {runAsUser: 0}
 EOF
 bound_pod user "" "  restartPolicy: Never" <<EOF
   - name: main
     image: $IMG
-    command: ["sleep", "60"]
+    command: ["sleep", "600"]
     securityContext:
       runAsUser: 1000
       runAsGroup: 2000
@@ -206,7 +206,7 @@ bound_pod net "" "" <<EOF
     command: ["sh", "-c", "while true; do echo pong | nc -l -p 8080; done"]
   - name: client
     image: $IMG
-    command: ["sh", "-c", "sleep 0.5; nc -w 2 127.0.0.1 8080 > /tmp/got; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' ' > /tmp/ifs; exec sleep 60"]
+    command: ["sh", "-c", "sleep 0.5; nc -w 2 127.0.0.1 8080 > /tmp/got; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' ' > /tmp/ifs; exec sleep 600"]
 EOF
 wait_for 20 running net
 bound_pod other "" "  restartPolicy: Never" <<EOF
@@ -277,7 +277,7 @@ DEV1='[{"slice":"gpu-1","kind":"whole","uuid":"GPU-11111111-1111-1111-1111-11111
 bound_pod gpu "$DEV0" "" <<EOF
   - name: main
     image: $IMG
-    command: ["sh", "-c", "head -c 4 /dev/nvidia0 | wc -c > /tmp/n0; ls /dev > /tmp/devs; echo \$FATIA_CDI_TEST \$FATIA_CDI_COMMON > /tmp/env; cat /usr/lib/fatia/cdi-lib > /tmp/lib; if echo x > /usr/lib/fatia/cdi-lib; then echo lib-writable; else echo lib-readonly; fi > /tmp/libw; exec sleep 60"]
+    command: ["sh", "-c", "head -c 4 /dev/nvidia0 | wc -c > /tmp/n0; ls /dev > /tmp/devs; echo \$FATIA_CDI_TEST \$FATIA_CDI_COMMON > /tmp/env; cat /usr/lib/fatia/cdi-lib > /tmp/lib; if echo x > /usr/lib/fatia/cdi-lib; then echo lib-writable; else echo lib-readonly; fi > /tmp/libw; exec sleep 600"]
 EOF
 bound_pod gpuless "$DEV1" "  restartPolicy: Never" <<EOF
   - name: main
@@ -331,7 +331,7 @@ expect_line "$TMP/proc.log" "host-fs"
 bound_pod limits "" "  restartPolicy: Never" <<EOF
   - name: main
     image: $IMG
-    command: ["sh", "-c", "sleep 0.3; (n=0; while [ \$n -lt 100 ]; do sleep 30 & n=\$((n+1)); done) 2>/tmp/forkerr; echo done > /tmp/done; exec sleep 60"]
+    command: ["sh", "-c", "sleep 0.3; (n=0; while [ \$n -lt 100 ]; do sleep 30 & n=\$((n+1)); done) 2>/tmp/forkerr; echo done > /tmp/done; exec sleep 600"]
     resources:
       limits: {memory: 32Mi, cpu: 500m}
 EOF
@@ -367,7 +367,7 @@ rc=$?
 bound_pod procrun "" "  runtimeClassName: fatia-process" <<EOF
   - name: main
     image: $IMG
-    command: ["sleep", "60"]
+    command: ["sleep", "600"]
 EOF
 wait_for 20 running procrun
 "$SHIM" exec "$D/agent/pods/$(jp procrun .metadata.uid)" main sh -c 'echo $HOSTNAME $(id -u); exit 3' >"$TMP/exec.out" 2>"$TMP/exec.err"
@@ -389,6 +389,25 @@ sleep 2
 [ "$(jp root '.status.containerStatuses[0].restartCount')" = 0 ] || fail "pod root restarted"
 n=$(runc --root "$D/agent/runc" list -q | grep -c "^$RUID-")
 [ "$n" = 1 ] || fail "pod root has $n runc containers"
+
+# ---- a shim killed with -9: its containers stopped, runc's state and the mounts released ----
+bound_pod lost "" "" <<EOF
+  - name: main
+    image: $IMG
+    command: ["sleep", "300"]
+EOF
+wait_for 20 running lost
+LUID=$(jp lost .metadata.uid)
+LCP=$(ctr_pid lost)
+SHIMPID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["shim"]["pid"])' "$D/agent/status/$LUID.json")
+kill -9 "$SHIMPID"
+lost_done() { [ "$(jp lost .status.reason)" = SupervisorLost ]; }
+wait_for 20 lost_done
+# (a zombie is dead: with its shim gone, the host's init reaps it when it does)
+[ -n "$LCP" ] && [ -d "/proc/$LCP" ] && [ "$(awk '{print $3}' "/proc/$LCP/stat" 2>/dev/null)" != Z ] &&
+    fail "the container of a lost shim still runs (pid $LCP, $(cat "/proc/$LCP/status" 2>/dev/null | head -3 | tr '\n' ' '))"
+runc --root "$D/agent/runc" list -q | grep -q "^$LUID-" && fail "runc still has the lost pod's container"
+grep -q " $D/agent/run/$LUID" /proc/mounts && fail "the lost pod's mounts are left behind"
 
 # ---- deletion: nothing left behind ----
 k delete pod root user net gpu --grace-period=1 --wait=false >/dev/null

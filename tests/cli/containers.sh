@@ -38,7 +38,7 @@ expect_line "$TMP/out" "Loaded image: fatia.dev/busybox:1"
 expect_rc 0 "$FATIA" image ls -d "$D"
 expect_line "$TMP/out" "fatia.dev/busybox:1"
 
-start_fatiad "$D" --no-controllers --agent runtime=oci --agent pod-pids-max=32 --agent restart-backoff=100ms \
+start_fatiad "$D" --no-controllers --agent runtime=oci --agent pod-pids-max=32 --agent host-network-namespaces=infra --agent restart-backoff=100ms \
     --agent restart-backoff-max=300ms || exit 1
 grep -q "pods run in OCI containers" "$D.log" || fail "fatiad does not say pods run in containers"
 IMG=fatia.dev/busybox:1
@@ -260,6 +260,32 @@ wait_for 30 phase_is peer Succeeded
 [ "$(k logs peer 2>/dev/null)" = reached ] || fail "a pod of the same namespace cannot reach pod net at $NIP: $(k logs peer 2>&1)"
 k -n team-b logs peer >"$TMP/peer-b.log" 2>&1 || k -n team-b logs peer >"$TMP/peer-b.log" 2>&1
 grep -qx unreachable "$TMP/peer-b.log" || fail "ATTACK SUCCEEDED: a pod of namespace team-b reached pod net (default) at $NIP:8080: $(cat "$TMP/peer-b.log")"
+
+# ---- hostNetwork: refused outside the admin's namespaces (--agent host-network-namespaces) ----
+bound_pod hostnet "" "  restartPolicy: Never
+  hostNetwork: true" <<EOF
+  - name: main
+    image: $IMG
+    command: ["true"]
+EOF
+echo '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"infra"}}' | k create -f - >/dev/null ||
+    fail "create namespace infra"
+sed 's/^  name: hostnet$/  name: hostnet\n  namespace: infra/; s/true"\]$/sleep", "600"]/; s/  restartPolicy: Never//' "$TMP/hostnet.yaml" >"$TMP/hostnet-infra.yaml"
+k create -f "$TMP/hostnet-infra.yaml" >/dev/null || fail "create infra/hostnet"
+wait_for 20 phase_is hostnet Pending
+[ "$(jp hostnet '.status.containerStatuses[0].state.waiting.reason')" = CreateContainerConfigError ] ||
+    fail "hostNetwork in default: $(jp hostnet '.status.containerStatuses[0].state')"
+jp hostnet '.status.containerStatuses[0].state.waiting.message' | grep -q "spec.hostNetwork" ||
+    fail "hostNetwork message: $(jp hostnet '.status.containerStatuses[0].state.waiting.message')"
+hn_running() { [ -n "$(k -n infra get pod hostnet -o 'jsonpath={.status.containerStatuses[0].state.running.startedAt}')" ]; }
+wait_for 20 hn_running
+HUID=$(k -n infra get pod hostnet -o 'jsonpath={.metadata.uid}')
+HP=$(python3 -c 'import json,sys; print([c["pid"] for c in json.load(open(sys.argv[1]))["containers"] if "pid" in c][0])' "$D/agent/status/$HUID.json" 2>/dev/null)
+[ -n "$HP" ] && [ "$(readlink "/proc/$HP/ns/net")" = "$(readlink /proc/self/ns/net)" ] ||
+    fail "an allowed hostNetwork pod is not in the host's network namespace"
+[ -n "$HP" ] && [ "$(readlink "/proc/$HP/ns/user")" != "$(readlink /proc/self/ns/user)" ] ||
+    fail "a hostNetwork pod has no user namespace of its own"
+k -n infra delete pod hostnet --grace-period=0 --wait=false >/dev/null
 
 # ---- devices through CDI: exactly the container's slices' nodes, mounts and env ----
 mkdir -p "$D/agent/cdi"

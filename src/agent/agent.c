@@ -62,9 +62,12 @@
 #include "agent/gpuwatch_agent.h"
 #include "agent/mps.h"
 #include "agent/nbhome.h"
+#include "agent/oci.h"
+#include "agent/oci_pod.h"
 #include "agent/podspec.h"
 #include "agent/podstatus.h"
 #include "agent/proc.h"
+#include "agent/runtime.h"
 #include "agent/shim.h"
 #include "agent/vgpu_files.h"
 #include "agent/vgpu_ns.h"
@@ -168,6 +171,43 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
             return -EINVAL;
         }
         o->gpu_watch_reserve = u;
+    } else if (KEY("runc"))
+        o->runc = v;
+    else if (KEY("host-path-namespaces"))
+        o->host_path_namespaces = v;
+    else if (KEY("host-network-namespaces"))
+        o->host_network_namespaces = v;
+    else if (KEY("registry-auth"))
+        o->registry_auth = v;
+    else if (KEY("image-store-max")) {
+        if (fatia_quantity_parse_bytes(v, &u) < 0) {
+            snprintf(why, why_n, "image-store-max: expected a size (e.g. 50Gi)");
+            return -EINVAL;
+        }
+        o->image_store_max = u;
+    } else if (KEY("image-gc-high-percent") || KEY("image-gc-low-percent")) {
+        if (fatia_parse_u64(v, &u) < 0 || u < 1 || u > 100) {
+            snprintf(why, why_n, "%.*s: expected 1..100", (int)kl, kv);
+            return -EINVAL;
+        }
+        if (KEY("image-gc-high-percent"))
+            o->image_gc_high = (unsigned)u;
+        else
+            o->image_gc_low = (unsigned)u;
+    } else if (KEY("insecure-registries"))
+        o->insecure_registries = v;
+    else if (KEY("pod-pids-max")) {
+        if (fatia_parse_u64(v, &u) < 0 || u < 16 || u > 4194304) {
+            snprintf(why, why_n, "pod-pids-max: expected 16..4194304");
+            return -EINVAL;
+        }
+        o->pod_pids_max = (int64_t)u;
+    } else if (KEY("runtime")) {
+        if (strcmp(v, "process") && strcmp(v, "oci") && strcmp(v, "auto")) {
+            snprintf(why, why_n, "runtime: expected process, oci or auto");
+            return -EINVAL;
+        }
+        o->runtime = v;
     } else if (KEY("pod-dir")) {
         if (!v[0] || strlen(v) > 1000) {
             snprintf(why, why_n, "pod-dir: expected a directory (at most 1000 bytes)");
@@ -1027,6 +1067,12 @@ static void shim_lost(struct fatia_agent *a, struct apod *p)
         (void)fatia_proc_group_signal((pid_t)pgid, (pid_t)sid, (uint64_t)pstart, SIGKILL);
     if (p->cgroup[0])
         fatia_cgroup_kill(p->cgroup);
+    {
+        /* containers: runc's state, mounts, the address: what the shim would have released */
+        char pd[1400];
+        snprintf(pd, sizeof(pd), "%s/%.128s", a->pods_dir, p->uid);
+        (void)fatia_runtime_oci_release(pd);
+    }
     (void)fatia_json_int(st, "seq", &seq);
     snprintf(msg, sizeof(msg),
              "the pod's supervisor (fatia-shim, pid %" PRId64 ") ended before the pod did; its "
@@ -1348,6 +1394,17 @@ static void fail_before_start(struct fatia_agent *a, struct apod *p, const char 
                               const char *why)
 {
     p->config_error = true;
+    if (!strcmp(reason, "ErrImagePull")) {
+        /* kubelet's image back-off: tried again after the restart back-off (10 s doubling to
+         * 5 min), ImagePullBackOff meanwhile */
+        int64_t ms = a->o.backoff_initial_ms ? a->o.backoff_initial_ms : 10000;
+        int64_t max = a->o.backoff_max_ms ? a->o.backoff_max_ms : 300000;
+        for (unsigned i = 0; i < p->pull_failures && ms < max; i++)
+            ms *= 2;
+        p->pull_failures++;
+        p->pull_failed_at = fatia_now_mono_usec();
+        p->pull_retry_at = p->pull_failed_at + FATIA_MIN(ms, max) * FATIA_USEC_PER_MSEC;
+    }
     snprintf(p->wait_reason, sizeof(p->wait_reason), "%s", reason);
     snprintf(p->wait_msg, sizeof(p->wait_msg), "%s", why);
     fatia_warn("agent: pod %s/%s: %s: %s", p->ns, p->name, reason, why);
@@ -1364,8 +1421,8 @@ static int chown_path(struct fatia_agent *a, const char *path, uid_t uid, gid_t 
 
 static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *list,
                           const struct fatia_pod_devices *devs, const char *work,
-                          const char *run_dir, bool real, uid_t uid, gid_t gid, char *why,
-                          size_t why_n, int *err)
+                          const char *run_dir, bool real, uid_t uid, gid_t gid,
+                          const struct fatia_oci_pod *op, char *why, size_t why_n, int *err)
 {
     json_t *out = json_array();
     size_t i;
@@ -1378,7 +1435,7 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         struct fatia_devenv_opts dopt = {.vgpu_lib = a->have_vgpu ? a->vgpu_lib : NULL,
                                          .vgpu_log = a->o.vgpu_log};
         char acct_name[512], acct[4800], pipe_dir[4400] = "", layer[1500] = "";
-        json_t *argv = NULL, *envj;
+        json_t *argv = NULL, *envj, *oci = NULL;
         int r;
 
         fatia_pod_devices_acct_name(devs, name, acct_name, sizeof(acct_name));
@@ -1422,7 +1479,7 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                     *err = r;
                     goto fail;
                 }
-                if (geteuid() == 0 && !a->o.no_vgpu_namespace) {
+                if (!op && geteuid() == 0 && !a->o.no_vgpu_namespace) {
                     /* the process mode's read-only /etc layer (vgpu_ns.h) */
                     snprintf(layer, sizeof(layer), "%s/%s.etc", vdir, name);
                     r = fatia_agent_vgpu_ns_layer(&sl, layer);
@@ -1461,11 +1518,13 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         r = fatia_podspec_env(p->pod, c, work, &env, why, why_n);
         if (r == 0)
             r = fatia_pod_devices_env(devs, name, &dopt, &env, why, why_n);
-        if (r == 0)
+        if (r == 0 && op)
+            r = fatia_oci_ctr_prepare(op, c, &env, &argv, &oci, why, why_n);
+        else if (r == 0)
             r = fatia_podspec_argv(c, &env, &argv, why, why_n);
         if (r < 0) {
             fatia_env_release(&env);
-            *err = r == -ENOMEM ? r : -FATIA_E_INVALID;
+            *err = r == -ENOMEM || r == -ENOENT || r == -EIO ? r : -FATIA_E_INVALID;
             goto fail;
         }
         envj = json_array();
@@ -1477,6 +1536,8 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         if (layer[0])
             json_object_set_new(json_array_get(out, json_array_size(out) - 1), "vgpuLayer",
                                 json_string(layer));
+        if (oci)
+            json_object_set_new(json_array_get(out, json_array_size(out) - 1), "oci", oci);
     }
     return out;
 fail:
@@ -1519,6 +1580,68 @@ static int spawn_shim(struct fatia_agent *a, struct apod *p, const char *pod_dir
     return 0;
 }
 
+/* The image store's GC (image.h), keeping every image a pod running here uses (the imageIDs in
+ * the spec.json of every active pod, the one just started included). After each start in
+ * containers and every minute. */
+static void image_gc(struct fatia_agent *a)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    json_t *in_use = json_array();
+    unsigned removed = 0;
+
+    for (struct apod *p = a->pods; p; p = p->next) {
+        char path[1400];
+        json_t *sp;
+        if (p->st != AP_ACTIVE && p->st != AP_ADMIT)
+            continue;
+        snprintf(path, sizeof(path), "%s/%.128s/spec.json", a->pods_dir, p->uid);
+        sp = json_load_file(path, 0, NULL);
+        for (size_t l = 0; sp && l < FATIA_ARRAY_SIZE(lists); l++) {
+            size_t i;
+            json_t *c;
+            json_array_foreach(json_object_get(sp, lists[l]), i, c)
+            {
+                const char *d = fatia_json_str(json_object_get(c, "oci"), "imageID");
+                if (d)
+                    json_array_append_new(in_use, json_string(d));
+            }
+        }
+        json_decref(sp);
+    }
+    (void)fatia_image_gc(&a->images, a->o.image_store_max,
+                         a->o.image_gc_high ? a->o.image_gc_high : 85,
+                         a->o.image_gc_low ? a->o.image_gc_low : 80, in_use, &removed);
+    if (removed)
+        fatia_info("agent: image GC removed %u unused image%s from %s", removed,
+                   removed == 1 ? "" : "s", a->images.dir);
+    json_decref(in_use);
+}
+
+/* The host id range of the pod's namespace in containers: k * 65536 for its k (recorded for
+ * good, never given to another namespace; above every uid of the process mode's range). A
+ * hostNetwork pod outside the admin's list is refused here too. */
+static int pod_host_base(struct fatia_agent *a, struct apod *p, bool host_net, uint32_t *ret,
+                         char *why, size_t why_n)
+{
+    uint32_t k, g;
+    int r;
+
+    if (host_net && !fatia_oci_ns_listed(a->o.host_network_namespaces, p->ns)) {
+        snprintf(why, why_n,
+                 "spec.hostNetwork: not allowed in namespace %s (the node's admin lists the "
+                 "namespaces that may: --agent host-network-namespaces)",
+                 p->ns);
+        return -FATIA_E_INVALID;
+    }
+    r = fatia_uidmap_get(&a->ranges, p->ns, &k, &g);
+    if (r < 0) {
+        snprintf(why, why_n, "no host id range for namespace '%s': %s", p->ns, fatia_strerror(r));
+        return r;
+    }
+    *ret = k * FATIA_OCI_IDS;
+    return 0;
+}
+
 static void start_pod(struct fatia_agent *a, struct apod *p)
 {
     const json_t *spec = json_object_get(p->pod, "spec");
@@ -1527,8 +1650,13 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     struct fatia_pod_limits lim;
     uid_t uid = geteuid();
     gid_t gid = getegid();
-    json_t *inits = NULL, *apps = NULL, *sp = NULL;
+    json_t *inits = NULL, *apps = NULL, *sp = NULL, *tmpfs = NULL;
     bool real = node_is_real(a, p->pod);
+    const char *rtc = fatia_json_str(spec, "runtimeClassName");
+    bool oci = a->oci && !(rtc && !strcmp(rtc, FATIA_RUNTIME_CLASS_PROCESS));
+    bool host_net = fatia_json_bool(spec, "hostNetwork", false);
+    struct fatia_oci_pod op = {0};
+    uint32_t host_base = 0;
     int64_t v;
     char *text;
     int r, err = 0;
@@ -1554,6 +1682,16 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
         }
         uid = u;
         gid = g;
+    }
+    if (oci) {
+        r = pod_host_base(a, p, host_net, &host_base, why, sizeof(why));
+        if (r < 0) {
+            fail_before_start(a, p, "CreateContainerConfigError", why);
+            goto out;
+        }
+        /* the pod's run directory belongs to its containers' root (host_base) */
+        uid = host_base;
+        gid = host_base;
     }
     snprintf(pod_dir, sizeof(pod_dir), "%s/%s", a->pods_dir, p->uid);
     r = mkdir_mode(pod_dir, 0700);
@@ -1592,16 +1730,35 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     p->acct = json_object();
     json_decref(p->mps_gpus);
     p->mps_gpus = json_array();
+    if (oci) {
+        op = (struct fatia_oci_pod){.pod = p->pod,
+                                    .ns = p->ns,
+                                    .pod_dir = pod_dir,
+                                    .run_dir = run_dir,
+                                    .host_base = host_base,
+                                    .images = &a->images,
+                                    .host_path_namespaces = a->o.host_path_namespaces,
+                                    .host_network = host_net,
+                                    .devs = &devs,
+                                    .cdi_dir = a->cdi_dir,
+                                    .auth_file = a->o.registry_auth,
+                                    .insecure_registries = a->o.insecure_registries};
+        r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));
+        if (r < 0) {
+            err = r == -FATIA_E_INVALID ? r : -EIO;
+            goto fail;
+        }
+    }
     inits = build_ctrs(a, p, json_object_get(spec, "initContainers"), &devs, work, run_dir, real,
-                       uid, gid, why, sizeof(why), &err);
+                       uid, gid, oci ? &op : NULL, why, sizeof(why), &err);
     if (inits)
         apps = build_ctrs(a, p, json_object_get(spec, "containers"), &devs, work, run_dir, real,
-                          uid, gid, why, sizeof(why), &err);
+                          uid, gid, oci ? &op : NULL, why, sizeof(why), &err);
     if (!inits || !apps)
         goto fail;
     fatia_podspec_limits(p->pod, &lim);
     p->cgroup[0] = '\0';
-    if (a->cg.enabled) {
+    if (a->cg.enabled && !oci) {
         char cwhy[512] = "";
         r = fatia_cgroup_pod_create(&a->cg, p->uid, &lim, p->cgroup, sizeof(p->cgroup), cwhy,
                                     sizeof(cwhy));
@@ -1651,6 +1808,24 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     if (p->cgroup[0])
         json_object_set_new(sp, "cgroup", json_string(p->cgroup));
     json_object_set_new(sp, "node", json_string(fatia_json_str(spec, "nodeName")));
+    json_object_set_new(sp, "runtime",
+                        json_string(oci ? FATIA_RUNTIME_OCI : FATIA_RUNTIME_PROCESS));
+    if (oci) {
+        json_object_set_new(sp, "oci",
+                            json_pack("{s:s,s:s,s:b,s:o,s:I}", "runc", a->runc, "root",
+                                      a->runc_root, "hostNetwork", host_net, "tmpfs", tmpfs,
+                                      "hostBase", (json_int_t)host_base));
+        if (!host_net && access("/usr/lib/cni/bridge", X_OK) == 0) {
+            char st[1300];
+            snprintf(st, sizeof(st), "%s/cni", a->dir);
+            json_object_set_new(json_object_get(sp, "oci"), "cni",
+                                json_pack("{s:I,s:s}", "index",
+                                          (json_int_t)(host_base / FATIA_OCI_IDS), "state", st));
+        }
+        json_object_set_new(json_object_get(sp, "oci"), "podPidsMax",
+                            json_integer(a->o.pod_pids_max ? a->o.pod_pids_max : 4096));
+        tmpfs = NULL;
+    }
     text = json_dumps(sp, JSON_INDENT(1));
     snprintf(spath, sizeof(spath), "%s/spec.json", pod_dir);
     r = text ? write_durable(spath, text) : -ENOMEM;
@@ -1667,6 +1842,8 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
         goto fail;
     }
     p->st = AP_ACTIVE;
+    if (oci)
+        image_gc(a);
     {
         const char *sl = fatia_json_str(
             json_object_get(json_object_get(p->pod, "metadata"), "annotations"), FATIA_ANN_SLICES);
@@ -1679,7 +1856,10 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
         json_array_foreach(json_object_get(spec, "containers"), i, c)
         {
             const char *image = fatia_json_str(c, "image");
-            if (image && image[0])
+            if (oci && image && image[0])
+                emit_event(a, p, "Normal", "Pulled", fatia_json_str(c, "name"),
+                           "Container image \"%s\" already present on machine", image);
+            else if (image && image[0])
                 emit_event(a, p, "Normal", "ImageNotPulled", fatia_json_str(c, "name"),
                            "fatia runs containers as local processes; image %s recorded, not "
                            "pulled",
@@ -1704,10 +1884,14 @@ fail:
         rm_tree(pod_dir);
         p->local = false;
     }
-    fail_before_start(
-        a, p, err == -FATIA_E_INVALID ? "CreateContainerConfigError" : "CreateContainerError",
-        why[0] ? why : fatia_strerror(err));
+    fail_before_start(a, p,
+                      err == -ENOENT && oci                                 ? "ErrImageNeverPull"
+                      : err == -EIO && oci && strstr(why, "failed to pull") ? "ErrImagePull"
+                      : err == -FATIA_E_INVALID ? "CreateContainerConfigError"
+                                                : "CreateContainerError",
+                      why[0] ? why : fatia_strerror(err));
 out:
+    json_decref(tmpfs);
     json_decref(sp);
     fatia_pod_devices_release(&devs);
 }
@@ -2197,6 +2381,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (a->stopping)
         return;
     fatia_agent_cdi_tick(a);
+    if (a->oci && ++a->image_gc_ticks >= 60) {
+        a->image_gc_ticks = 0;
+        image_gc(a);
+    }
     storage = ++a->storage_ticks >= STORAGE_CHECK_TICKS;
     if (storage)
         a->storage_ticks = 0;
@@ -2210,6 +2398,23 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         }
         if (p->st == AP_DONE && p->shim_child)
             (void)shim_alive(a, p); /* reaps it */
+        if (p->config_error && p->pull_retry_at && p->st == AP_IDLE) {
+            fatia_usec_t now = fatia_now_mono_usec();
+            if (now >= p->pull_retry_at) {
+                p->config_error = false;
+                p->pull_retry_at = 0;
+                reconcile(a, p);
+                continue;
+            }
+            if (!strcmp(p->wait_reason, "ErrImagePull") &&
+                now >= p->pull_failed_at + FATIA_USEC_PER_SEC) {
+                char msg[sizeof(p->wait_msg)];
+                snprintf(msg, sizeof(msg), "Back-off pulling image: %.480s", p->wait_msg);
+                snprintf(p->wait_reason, sizeof(p->wait_reason), "ImagePullBackOff");
+                snprintf(p->wait_msg, sizeof(p->wait_msg), "%s", msg);
+                push_status(a, p);
+            }
+        }
         if (p->st == AP_BLOCKED || (p->st == AP_DONE && (!p->in_api || p->fin_removing == false)))
             reconcile(a, p);
     }
@@ -2359,6 +2564,57 @@ static void exe_dir(char *buf, size_t n)
         *slash = '\0';
 }
 
+/* --agent runtime: oci (runc required), auto (oci when runc is there), process (default). The
+ * image store and the namespaces' host id ranges live under the pod directory and DATA/agent. */
+static int oci_setup(struct fatia_agent *a, const char *data_dir)
+{
+    const char *rt = a->o.runtime ? a->o.runtime : FATIA_RUNTIME_PROCESS;
+    char why[512] = "", state[1200];
+    uint32_t kmin;
+    int r;
+
+    (void)data_dir;
+    if (!strcmp(rt, FATIA_RUNTIME_PROCESS))
+        return 0;
+    if (geteuid() != 0 ||
+        !fatia_runtime_oci_available(a->o.runc, a->runc, sizeof(a->runc), why, sizeof(why))) {
+        if (geteuid() != 0)
+            snprintf(why, sizeof(why), "containers need root (fatiad runs as uid %u)",
+                     (unsigned)geteuid());
+        if (!strcmp(rt, FATIA_RUNTIME_OCI)) {
+            fatia_error("agent: --agent runtime=oci: %s", why);
+            return -ENOENT;
+        }
+        fatia_info("agent: pods run as processes: %s", why);
+        return 0;
+    }
+    snprintf(a->runc_root, sizeof(a->runc_root), "%s/runc", a->dir);
+    snprintf(a->cdi_dir, sizeof(a->cdi_dir), "%s/cdi", a->pod_dir);
+    r = mkdir_mode(a->runc_root, 0700);
+    if (r >= 0)
+        r = fatia_image_store_open(&a->images, a->pod_dir);
+    if (r < 0) {
+        fatia_log_errno(FATIA_LOG_ERROR, r, "agent: cannot create '%s' or the image store",
+                        a->runc_root);
+        return r;
+    }
+    /* ranges k * 65536 above every uid the process mode gives out */
+    kmin =
+        ((a->o.uid_base ? a->o.uid_base : FATIA_UIDMAP_DEFAULT_BASE) + FATIA_UIDMAP_DEFAULT_COUNT) /
+            FATIA_OCI_IDS +
+        1;
+    snprintf(state, sizeof(state), "%s/uidranges", a->dir);
+    r = fatia_uidmap_load(&a->ranges, NULL, state, kmin, 65535 - kmin, why, sizeof(why));
+    if (r < 0) {
+        fatia_error("agent: id ranges: %s", why);
+        return r;
+    }
+    a->oci = true;
+    fatia_info("agent: pods run in OCI containers (%s, state in %s, images in %s)", a->runc,
+               a->runc_root, a->images.dir);
+    return 0;
+}
+
 int fatia_agent_new(struct event_base *base, struct fatia_client *client,
                     const struct fatia_agent_opts *opts, struct fatia_agent **ret)
 {
@@ -2457,6 +2713,11 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
             fatia_free(a);
             return r;
         }
+    }
+    r = oci_setup(a, data_dir);
+    if (r < 0) {
+        fatia_free(a);
+        return r;
     }
     fatia_cgroups_init(&a->cg, opts->cgroup);
     if (a->cg.enabled && !opts->no_device_filter) {
@@ -2563,6 +2824,7 @@ void fatia_agent_free(struct fatia_agent *a)
     }
     fatia_strmap_release(&a->by_uid);
     fatia_uidmap_release(&a->uids);
+    fatia_uidmap_release(&a->ranges);
     if (a->tick)
         event_free(a->tick);
     if (a->inotify_ev)

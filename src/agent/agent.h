@@ -48,13 +48,24 @@ struct fatia_agent_opts {
     const char *cdi_root;    /* where the CDI spec's host discovery looks (tests); NULL: / */
     bool gpu_compute_manage; /* gpu-compute-mode=manage: EXCLUSIVE_PROCESS under MPS daemons */
     bool no_vgpu_namespace;  /* vgpu-namespace=off: no read-only /etc layer in the process mode */
+    const char *runtime; /* "process" (NULL), "oci" or "auto" (oci when runc is installed) */
+    const char *runc;    /* runc; NULL: on the default PATH */
+    const char *host_path_namespaces;     /* namespaces whose pods may mount hostPath (oci) */
+    const char *host_network_namespaces;  /* namespaces whose pods may use hostNetwork (oci) */
+    int64_t pod_pids_max;                 /* pids.max of a pod in containers; 0: 4096 */
+    const char *registry_auth;            /* the node's registry credentials (auth.json) */
+    const char *insecure_registries;      /* "host:port,...": pulled without TLS verification */
+    uint64_t image_store_max;             /* the image store's size limit; 0: none */
+    unsigned image_gc_high, image_gc_low; /* image GC: filesystem use, percent; 0: 85, 80 */
 };
 
 /* Sets one option from "key=value" (fatiad's --agent KEY=VALUE): nodes, shim, vgpu-lib, user,
  * uid-map, uid-base, cgroup, device-filter (on|off), restart-backoff (a duration, e.g. 10s),
  * restart-backoff-max, log-max-bytes, mps-control, vgpu-log, pod-dir, gpu-watch (auto, off, or a
  * period from 10ms to 250ms), gpu-watch-nvml, gpu-watch-reserve (bytes), cdi-root,
- * gpu-compute-mode (manage or leave; NVML from gpu-watch-nvml), vgpu-namespace (auto or off). Strings are borrowed. 0 or -EINVAL
+ * gpu-compute-mode (manage or leave; NVML from gpu-watch-nvml), vgpu-namespace (auto or off), runtime, runc,
+ * host-path-namespaces, host-network-namespaces, pod-pids-max, registry-auth,
+ * insecure-registries. Strings are borrowed. 0 or -EINVAL
  * (why says which). */
 int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, size_t why_n);
 

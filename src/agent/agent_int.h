@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/cgroup.h"
+#include "agent/image.h"
 #include "agent/uidmap.h"
 #include "base/backoff.h"
 #include "base/clock.h"
@@ -60,7 +61,10 @@ struct apod {
     bool status_waiting; /* a status push waits for status_retry_at */
     struct event *retry_ev;
     struct fatia_agent *agent;
-    bool evicted;      /* over its ephemeral-storage limit: stopped */
+    bool evicted; /* over its ephemeral-storage limit: stopped */
+    /* image pulls that failed (ErrImagePull): tried again at pull_retry_at (monotonic) */
+    unsigned pull_failures;
+    fatia_usec_t pull_failed_at, pull_retry_at;
     struct apod *next; /* in the agent's list */
 };
 
@@ -100,6 +104,14 @@ struct fatia_agent {
     unsigned storage_ticks;        /* ticks since the last ephemeral-storage check */
     struct fatia_agent_gpuwatch *gpuwatch; /* the GPU memory watchdog, NULL when off */
     struct fatia_agent_cdi *cdi;           /* the nodes' CDI specs (cdi_agent.c) */
+    /* the OCI runtime (runtime.h): used for pods unless they name the fatia-process
+     * RuntimeClass; off when --agent runtime=process or no runc */
+    bool oci;
+    char runc[512], runc_root[1200];
+    char cdi_dir[1300]; /* POD_DIR/cdi: the CDI specs of the node's slices (cdi.h) */
+    struct fatia_image_store images;
+    unsigned image_gc_ticks;
+    struct fatia_uidmap ranges; /* namespace -> index k of its host id range k * 65536 */
 };
 
 /* cdi_agent.c: keeps <pod dir>/cdi/<node>/fatia.dev-gpu.json current (called every tick). */

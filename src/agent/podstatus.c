@@ -52,7 +52,8 @@ static json_t *statuses(const json_t *spec_ctrs, const json_t *shim_ctrs, bool t
         if (!name)
             continue;
         o = json_pack("{s:s,s:s,s:s,s:b,s:b}", "name", name, "image", image ? image : "", "imageID",
-                      "", "ready", ready, "started", fatia_json_bool(s, "started", false));
+                      fatia_json_str(s, "imageID") ? fatia_json_str(s, "imageID") : "", "ready",
+                      ready, "started", fatia_json_bool(s, "started", false));
         if (s && fatia_json_int(s, "restartCount", &rc))
             json_object_set_new(o, "restartCount", json_integer(rc));
         else
@@ -153,9 +154,19 @@ json_t *fatia_pod_status_build(const json_t *pod, const json_t *shim, const char
         phase = "Pending";
     terminal = !strcmp(phase, "Succeeded") || !strcmp(phase, "Failed");
     fatia_time_format_rfc3339(now, false, nowbuf, sizeof(nowbuf));
-    st = json_pack("{s:s,s:s,s:s,s:[{s:s}],s:s,s:[{s:s}]}", "phase", phase, "startTime", start_time,
-                   "hostIP", "127.0.0.1", "hostIPs", "ip", "127.0.0.1", "podIP", "127.0.0.1",
-                   "podIPs", "ip", "127.0.0.1");
+    /* a pod in a container has an address of its own (the shim's CNI result), known once its
+     * sandbox exists (podIPs merge by ip: a placeholder written first would stay in the list);
+     * a process shares the host's */
+    const char *rt = shim ? fatia_json_str(shim, "runtime") : NULL;
+    const char *pip = shim && fatia_json_str(shim, "podIP") ? fatia_json_str(shim, "podIP")
+                      : rt && !strcmp(rt, "oci")            ? NULL
+                                                            : "127.0.0.1";
+    st = json_pack("{s:s,s:s,s:s,s:[{s:s}]}", "phase", phase, "startTime", start_time, "hostIP",
+                   "127.0.0.1", "hostIPs", "ip", "127.0.0.1");
+    if (st && shim && pip) { /* none before the sandbox exists, as kubelet */
+        json_object_set_new(st, "podIP", json_string(pip));
+        json_object_set_new(st, "podIPs", json_pack("[{s:s}]", "ip", pip));
+    }
     if (!st)
         goto oom;
     if (shim && fatia_json_str(shim, "reason"))

@@ -21,5 +21,6 @@ extern const struct fatia_cli_cmd fatia_cmd_profiles;
 extern const struct fatia_cli_cmd fatia_cmd_usage;
 extern const struct fatia_cli_cmd fatia_cmd_place; /* demand: placement */
 extern const struct fatia_cli_cmd fatia_cmd_sim;   /* simulator */
+extern const struct fatia_cli_cmd fatia_cmd_image; /* node agent: container images */
 
 #endif

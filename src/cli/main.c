@@ -23,6 +23,7 @@ static const struct fatia_cli_cmd *const commands[] = {
     &fatia_cmd_place,    /* demand: placement */
     &fatia_cmd_sim,      /* simulator */
     &fatia_cmd_usage,    /* usage metering */
+    &fatia_cmd_image,    /* node agent: container images */
     NULL,
 };
 

@@ -56,7 +56,11 @@
  *                object is refused. Without the controllers (fatiad --no-controllers: the door
  *                is registered with no client, so no cache) the door is closed: a tenant's new
  *                pod or Job that requests a GPU resource is refused, queue label or not, with a
- *                message that GPU work needs the controllers (nothing would admit or place it).
+ *                message that GPU work needs the controllers (nothing would admit or place it);
+ *   runtime      (in the door, which has the caches) a tenant's pod or Job template names the
+ *                fatia-process RuntimeClass (host processes, no container) only in a Namespace
+ *                annotated fatia.dev/process-runtime: allowed by the admin; else 422 on
+ *                spec.runtimeClassName (without the controllers: never).
  *
  * Every rule holds in every mode: the daemon registers the three plugins whether or not the
  * controllers run (fatia_controllers_tenant_webhooks without them). tenancy-restrict and
@@ -589,12 +593,43 @@ static int door_notebook(struct fatia_client *c, struct fatia_admit_attrs *a)
     return res ? door_queue(c, a, res) : 0;
 }
 
+/* runtime: the fatia-process RuntimeClass (a pod as host processes, outside a container) only
+ * in a namespace the admin annotated fatia.dev/process-runtime: allowed; without the caches
+ * (no controllers) never. 422, as an invalid field. */
+static int runtime_rule(struct fatia_client *c, struct fatia_admit_attrs *a, const json_t *pspec,
+                        const char *path)
+{
+    const struct fatia_kind *k = fatia_kind_find("v1", "Namespace", NULL);
+    const char *ns = fatia_json_str(get(a->obj, "metadata"), "namespace");
+    const json_t *nso;
+
+    if (!str_is(get(pspec, "runtimeClassName"), "fatia-process"))
+        return 0;
+    nso = c && k && ns ? fatia_client_cached(c, k, NULL, ns) : NULL;
+    if (str_is(get(get(get(nso, "metadata"), "annotations"), "fatia.dev/process-runtime"),
+               "allowed"))
+        return 0;
+    fatia_diag_add(a->diag, FATIA_DIAG_ERROR, NULL, 0, 0, NULL, path,
+                   "%s: Unsupported value: \"fatia-process\": pods of namespace %s run in "
+                   "containers; the admin allows the process runtime per namespace (annotation "
+                   "fatia.dev/process-runtime: allowed)",
+                   path, ns ? ns : "");
+    return -FATIA_E_INVALID;
+}
+
 static int door_admit(void *arg, struct fatia_admit_attrs *a)
 {
     struct fatia_client *c = arg;
+    int r;
 
     if (trusted(a->user) || !a->obj)
         return 0;
+    r = is_kind(a->kind, "", "Pod")
+            ? runtime_rule(c, a, get(a->obj, "spec"), "spec.runtimeClassName")
+            : runtime_rule(c, a, get(get(get(a->obj, "spec"), "template"), "spec"),
+                           "spec.template.spec.runtimeClassName");
+    if (r < 0)
+        return r;
     if (is_kind(a->kind, "", "Pod"))
         return door_pod(c, a);
     if (is_kind(a->kind, "batch", "Job"))

@@ -51,8 +51,8 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "agent/nbhome.h"
 #include "agent/lease.h"
+#include "agent/nbhome.h"
 #include "apiserver/apiserver.h"
 #include "apiserver/auth.h"
 #include "apiserver/client.h"
@@ -104,7 +104,9 @@ static const char usage[] =
     "      --max-namespace-objects N\n"
     "                              objects one namespace may hold (default 50000)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
-    "      --watch-backlog N       drop a watcher more than N bytes behind (default 16 MiB)\n"
+    "      --watch-backlog N       drop a watcher more than N bytes behind (default 16 MiB)\n";
+/* The rest (one string would pass the 4095 characters C17 promises to support). */
+static const char usage_more[] =
     "      --fleet PATH            NodePools and GPUSharingPolicies to apply at start (file or\n"
     "                              directory; default data/fleets/default.yaml); repeatable\n"
     "      --inventory auto|sim|nvml\n"
@@ -141,6 +143,12 @@ static const char usage[] =
     "                              tolerate node.kubernetes.io/unreachable (default 300)\n"
     "  -v, --verbose               log every request (debug)\n"
     "  -h, --help                  this text\n";
+
+static void print_usage(FILE *f)
+{
+    fputs(usage, f);
+    fputs(usage_more, f);
+}
 
 struct daemon {
     struct event_base *base;
@@ -913,16 +921,16 @@ static int parse_args(struct daemon *d, int argc, char **argv)
             fatia_log_set_level(FATIA_LOG_DEBUG);
             break;
         case 'h':
-            fputs(usage, stdout);
+            print_usage(stdout);
             d->help = true;
             return 0;
         default:
-            fputs(usage, stderr);
+            print_usage(stderr);
             return -EINVAL;
         }
     }
     if (!d->data_dir || optind != argc) {
-        fputs(usage, stderr);
+        print_usage(stderr);
         return -EINVAL;
     }
     if (d->store_etcd != (d->so.etcd_endpoints != NULL)) {

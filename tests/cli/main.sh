@@ -1,13 +1,13 @@
 # tests/cli/main.sh: the `fatia` command itself: help, version, every subcommand's help, usage
 # errors, and "did you mean" for a mistyped command.
 . "$(dirname "$0")/lib.bash"
-CMDS="validate api-resources schedule plan export token backup restore serve engine-sim gateway profiles place sim usage"
+CMDS="validate api-resources schedule plan export token backup restore serve engine-sim gateway profiles place sim usage image"
 
 expect_rc 0 "$FATIA" --help
 for c in $CMDS; do
     grep -qE "^  $c +[A-Za-z]" "$TMP/out" || fail "--help does not list $c"
 done
-[ "$(grep -cE '^  [a-z-]+ +[A-Za-z]' "$TMP/out")" = 15 ] || fail "--help: not 15 commands"
+[ "$(grep -cE '^  [a-z-]+ +[A-Za-z]' "$TMP/out")" = 16 ] || fail "--help: not 16 commands"
 cp "$TMP/out" "$TMP/help"
 expect_rc 0 "$FATIA" help
 cmp -s "$TMP/out" "$TMP/help" || fail "'fatia help' differs from --help"

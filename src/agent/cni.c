@@ -1,0 +1,224 @@
+/*
+ * agent/cni.c: CNI ADD/DEL for a pod's sandbox (cni.h), run by the shim as root.
+ *
+ * Model. One bridge network per Kubernetes namespace (its range index k): `fbr<k>`, subnet
+ * 10.<k/256>.<k%256>.0/24 from host-local (leases host-wide, /var/lib/cni), the host as gateway .1, no
+ * masquerade (pods have no way out; Services and notebooks are reached through fatiad). The
+ * plugin is exec'd by the CNI protocol (CNI_COMMAND, CNI_CONTAINERID, CNI_NETNS, CNI_IFNAME,
+ * CNI_PATH; the config on stdin; the result on stdout, kept for DEL). Isolation between
+ * namespaces: traffic routed from one fbr bridge to another is dropped in the FORWARD chain
+ * (chain FATIA-ISOLATE: each bridge may reach itself, any other fbr is DROP), so a tenant's pod
+ * cannot reach another tenant's pods; pods of one namespace share an L2 segment (the namespace
+ * is the isolation unit, as in the process mode).
+ *
+ * Invariants: DEL is idempotent; the FORWARD rules are added once (checked with -C first).
+ *
+ * Rejected: one bridge for every pod with per-pod filtering (a rule per pod pair), and the
+ * portmap plugin for now (no pod port is published on the host: fatiad proxies).
+ */
+#include "base/compat.h"
+
+#include "agent/cni.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "base/json.h"
+
+/* Runs argv with env and stdin text; stdout into out (NUL-terminated). Exit status or -errno. */
+static int run(const char *const *argv, const char *const *env, const char *in, char *out,
+               size_t out_n)
+{
+    int ip[2], op[2], status;
+    size_t len = 0;
+    pid_t pid;
+
+    if (pipe2(ip, O_CLOEXEC) < 0)
+        return -errno;
+    if (pipe2(op, O_CLOEXEC) < 0) {
+        close(ip[0]);
+        close(ip[1]);
+        return -errno;
+    }
+    pid = fork();
+    if (pid < 0) {
+        close(ip[0]);
+        close(ip[1]);
+        close(op[0]);
+        close(op[1]);
+        return -errno;
+    }
+    if (pid == 0) {
+        int nul = open("/dev/null", O_WRONLY);
+        dup2(ip[0], 0);
+        dup2(op[1], 1);
+        dup2(nul, 2);
+        execve(argv[0], (char *const *)argv, (char *const *)env);
+        _exit(127);
+    }
+    close(ip[0]);
+    close(op[1]);
+    if (in)
+        (void)!write(ip[1], in, strlen(in));
+    close(ip[1]);
+    for (;;) {
+        ssize_t r = read(op[0], out + len, out_n - 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        if (len + 1 >= out_n)
+            break;
+    }
+    out[len] = '\0';
+    close(op[0]);
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return -errno;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static const char *const PATH_ENV =
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+static int iptables(const char *const *args)
+{
+    const char *argv[16] = {"/usr/sbin/iptables", "-w"};
+    const char *env[] = {PATH_ENV, NULL};
+    char out[256];
+    size_t n = 2;
+
+    for (size_t i = 0; args[i] && n < 15; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    return run(argv, env, NULL, out, sizeof(out));
+}
+
+/* FORWARD -i fbr+ -> FATIA-ISOLATE: -i fbrK -o fbrK RETURN (each bridge), -o fbr+ DROP. */
+static int isolate(uint32_t k)
+{
+    char br[32];
+
+    snprintf(br, sizeof(br), "fbr%u", k);
+    (void)iptables((const char *const[]){"-N", "FATIA-ISOLATE", NULL});
+    if (iptables((const char *const[]){"-C", "FATIA-ISOLATE", "-o", "fbr+", "-j", "DROP", NULL}))
+        (void)iptables(
+            (const char *const[]){"-A", "FATIA-ISOLATE", "-o", "fbr+", "-j", "DROP", NULL});
+    if (iptables(
+            (const char *const[]){"-C", "FATIA-ISOLATE", "-i", br, "-o", br, "-j", "RETURN", NULL}))
+        (void)iptables(
+            (const char *const[]){"-I", "FATIA-ISOLATE", "-i", br, "-o", br, "-j", "RETURN", NULL});
+    if (iptables(
+            (const char *const[]){"-C", "FORWARD", "-i", "fbr+", "-j", "FATIA-ISOLATE", NULL}) &&
+        iptables((const char *const[]){"-I", "FORWARD", "-i", "fbr+", "-j", "FATIA-ISOLATE", NULL}))
+        return -EIO;
+    return 0;
+}
+
+static char *net_config(const char *state_dir, uint32_t k)
+{
+    char subnet[32], name[32], br[32], data[1200];
+    json_t *c;
+    char *text;
+
+    snprintf(subnet, sizeof(subnet), "10.%u.%u.0/24", (k >> 8) & 255, k & 255);
+    snprintf(name, sizeof(name), "fatia-%u", k);
+    snprintf(br, sizeof(br), "fbr%u", k);
+    snprintf(data, sizeof(data), "%.1000s/networks", state_dir);
+    /* a default route through the host: what keeps namespaces apart is FATIA-ISOLATE, not a
+     * missing route (a pod could add one itself) */
+    /* host-local's leases in its default, host-wide directory (/var/lib/cni/networks/<name>,
+     * locked by the plugin): two fatiads on one host share the bridge of an index, never an
+     * address */
+    (void)data;
+    c = json_pack("{s:s,s:s,s:s,s:s,s:b,s:b,s:b,s:{s:s,s:[[{s:s}]],s:[{s:s}]}}", "cniVersion",
+                  "1.0.0", "name", name, "type", "bridge", "bridge", br, "isGateway", 1, "ipMasq",
+                  0, "hairpinMode", 1, "ipam", "type", "host-local", "ranges", "subnet", subnet,
+                  "routes", "dst", "0.0.0.0/0");
+    text = c ? json_dumps(c, JSON_COMPACT) : NULL;
+    json_decref(c);
+    return text;
+}
+
+static int plugin(const char *plugin_dir, const char *cmd, const char *id, const char *netns,
+                  const char *config, char *out, size_t out_n)
+{
+    char exe[600], e_cmd[64], e_id[300], e_ns[300], e_path[600];
+    const char *env[] = {PATH_ENV, e_cmd, e_id, e_ns, "CNI_IFNAME=eth0", e_path, NULL};
+    const char *argv[] = {exe, NULL};
+
+    snprintf(exe, sizeof(exe), "%.500s/bridge", plugin_dir);
+    snprintf(e_cmd, sizeof(e_cmd), "CNI_COMMAND=%s", cmd);
+    snprintf(e_id, sizeof(e_id), "CNI_CONTAINERID=%.200s", id);
+    snprintf(e_ns, sizeof(e_ns), "CNI_NETNS=%.250s", netns);
+    snprintf(e_path, sizeof(e_path), "CNI_PATH=%.500s", plugin_dir);
+    return run(argv, env, config, out, out_n);
+}
+
+int fatia_cni_add(const char *plugin_dir, const char *state_dir, uint32_t k, const char *id,
+                  const char *netns, const char *result_file, char *ret_ip, size_t ip_n, char *why,
+                  size_t why_n)
+{
+    char *config = net_config(state_dir, k), out[8192];
+    json_t *res;
+    const char *addr;
+    int r;
+
+    if (!config)
+        return -ENOMEM;
+    (void)mkdir(state_dir, 0700);
+    r = isolate(k);
+    if (r < 0) {
+        snprintf(why, why_n, "cannot add the network isolation rules (iptables FORWARD)");
+        free(config);
+        return r;
+    }
+    r = plugin(plugin_dir, "ADD", id, netns, config, out, sizeof(out));
+    free(config);
+    res = json_loads(out, 0, NULL);
+    if (r != 0 || !res) {
+        snprintf(why, why_n, "CNI bridge ADD failed (exit %d): %.400s", r,
+                 fatia_json_str(res, "msg") ? fatia_json_str(res, "msg") : out);
+        json_decref(res);
+        return -EIO;
+    }
+    addr = fatia_json_str(json_array_get(json_object_get(res, "ips"), 0), "address");
+    snprintf(ret_ip, ip_n, "%s", addr ? addr : "");
+    {
+        char *slash = strchr(ret_ip, '/');
+        if (slash)
+            *slash = '\0';
+    }
+    (void)json_dump_file(res, result_file, JSON_COMPACT);
+    json_decref(res);
+    return 0;
+}
+
+void fatia_cni_del(const char *plugin_dir, const char *state_dir, uint32_t k, const char *id,
+                   const char *netns, const char *result_file)
+{
+    char *config = net_config(state_dir, k), out[4096];
+    json_t *c = config ? json_loads(config, 0, NULL) : NULL,
+           *prev = json_load_file(result_file, 0, NULL);
+    char *text;
+
+    free(config);
+    if (!c)
+        return;
+    if (prev)
+        json_object_set_new(c, "prevResult", prev);
+    text = json_dumps(c, JSON_COMPACT);
+    json_decref(c);
+    if (text)
+        (void)plugin(plugin_dir, "DEL", id, netns, text, out, sizeof(out));
+    free(text);
+    (void)unlink(result_file);
+}

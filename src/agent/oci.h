@@ -1,0 +1,52 @@
+/*
+ * agent/oci.h: the OCI runtime's pieces: the runc container id, the config.json builder
+ * (oci_spec.c, pure), and the agent's preparation of a pod's bundles (oci_pod.c).
+ */
+#ifndef FATIA_AGENT_OCI_H
+#define FATIA_AGENT_OCI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The runc container id of a pod's container: "<pod uid>-<name>". */
+void fatia_oci_ctr_id(const char *pod_uid, const char *name, char *buf, size_t n);
+
+/* Ids inside a container's user namespace: 0..FATIA_OCI_IDS-1 map onto host_base... */
+#define FATIA_OCI_IDS 65536u
+
+/* The container runtime's default capability set (containerd's and CRI-O's). */
+extern const char *const fatia_oci_default_caps[];
+
+/* What a container's config.json is made of. Borrowed. */
+struct fatia_oci_in {
+    const json_t *pod;          /* the Pod */
+    const json_t *ctr;          /* its containers[] (or initContainers[]) entry */
+    const json_t *image_config; /* the image config's "config" object, or NULL */
+    const json_t *argv;         /* the command line (fatia_oci_argv) */
+    const json_t *env;          /* ["K=V"...]: the final environment */
+    uint32_t host_base;         /* the namespace's host id range: container id 0 is this */
+    const char *run_dir;        /* DATA/agent/run/<pod uid>: volumes, etc/ files */
+    const char *cgroups_path;   /* runc's cgroupsPath, or NULL */
+    const json_t *devices;      /* CDI containerEdits merged (cdi_apply.c), or NULL */
+    bool host_network;
+};
+
+/* The container's uid and gid: securityContext (container, then pod) runAsUser/runAsGroup, else
+ * the image's numeric User, else 0. -FATIA_E_INVALID with why for a User that names a user
+ * (no passwd lookup yet) or a runAsNonRoot container that would run as 0. */
+int fatia_oci_user(const json_t *pod, const json_t *ctr, const json_t *image_config,
+                   uint32_t *ret_uid, uint32_t *ret_gid, char *why, size_t why_n);
+
+/* Kubernetes' rule for the command line from command/args and the image's Entrypoint/Cmd:
+ * neither: Entrypoint + Cmd; command only: command; args only: Entrypoint + args; both: both.
+ * Returns a copy of ctr with command and args set (new reference), or NULL. */
+json_t *fatia_oci_merge_command(const json_t *ctr, const json_t *image_config);
+
+/* The config.json template of one container (the sandbox's namespaces marked
+ * "fatiaSandbox": true, filled by the shim). 0, -FATIA_E_INVALID with why (the field path),
+ * -ENOMEM. */
+int fatia_oci_spec_build(const struct fatia_oci_in *in, json_t **ret, char *why, size_t why_n);
+
+#endif

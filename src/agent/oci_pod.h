@@ -1,0 +1,52 @@
+/*
+ * agent/oci_pod.h: the agent's preparation of a pod for the OCI runtime (oci_pod.c).
+ */
+#ifndef FATIA_AGENT_OCI_POD_H
+#define FATIA_AGENT_OCI_POD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fatia_env;
+struct fatia_image_store;
+
+struct fatia_oci_pod {
+    const json_t *pod;
+    const char *ns;
+    const char *pod_dir; /* DATA/agent/pods/<uid> */
+    const char *run_dir; /* POD_DIR/run/<uid> */
+    uint32_t host_base;  /* the namespace's host id range */
+    const struct fatia_image_store *images;
+    const char *host_path_namespaces; /* comma-separated, "*": all; NULL: none */
+    bool host_network;
+    const struct fatia_pod_devices *devs; /* the pod's devices (podspec.h) */
+    const char *cdi_dir;                  /* the CDI specs of the node's slices */
+    /* pulls: the node's auth file (--agent registry-auth), the registries reached without TLS
+     * verification (--agent insecure-registries, "host:port,..."), and the hook that gives
+     * the credentials of the pod's imagePullSecrets (an auth file written for this pull) once
+     * Secrets are served: NULL until then; 0 with ret_path empty: none, use the node's */
+    const char *auth_file;
+    const char *insecure_registries;
+    int (*pull_secrets_auth)(void *arg, const json_t *pod, char *ret_path, size_t n);
+    void *pull_secrets_arg;
+};
+
+/* Whether ns is in a comma-separated list ("*": every namespace; NULL: none). */
+bool fatia_oci_ns_listed(const char *list, const char *ns);
+
+/* The pod's etc/ files and volume directories. *ret_tmpfs: [{"path","size","uid"}] of the
+ * medium: Memory emptyDirs for the shim to mount. 0, -FATIA_E_INVALID (why: the field path),
+ * -errno. */
+int fatia_oci_pod_prepare(const struct fatia_oci_pod *op, json_t **ret_tmpfs, char *why,
+                          size_t why_n);
+
+/* One container: its argv (*ret_argv), its bundle template, and its spec.json "oci" object
+ * (*ret_oci: image, imageID, lowerdir, rootUid, rootGid). env is what the agent computed for it.
+ * -ENOENT (the image is not in the store), -FATIA_E_INVALID, -errno; why set. */
+int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
+                          const struct fatia_env *env, json_t **ret_argv, json_t **ret_oci,
+                          char *why, size_t why_n);
+
+#endif

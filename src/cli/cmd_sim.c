@@ -40,7 +40,15 @@ static const char usage[] =
     "      --trace-format F       fatia (default; docs/sim.md) or alibaba2023\n"
     "      --nodes FILE           alibaba2023: the node list (openb_node_list_gpu_node.csv) as\n"
     "                             the fleet: one NodePool per node shape, GPUs fractional\n"
-    "      --placement POLICY     binpack (default), bestfit, spread or fragmentation\n"
+    "      --placement POLICY     binpack (default), bestfit, spread, fragmentation or fgd (the\n"
+    "                             FGD artifact's scheduler: fragmentation with --fgd all and\n"
+    "                             --typical-coverage 95)\n"
+    "      --fgd LIST             the artifact's choices one by one (the ablation of "
+    "docs/sim.md):\n"
+    "                             score (integer sigmoid), ties (random among equal nodes), cpu\n"
+    "                             (CPU-only pods in the mix), upfront (the mix of the whole "
+    "draw),\n"
+    "                             all, none; comma-separated\n"
     "      --dynamic-mig MODE     off (default), free or evict\n"
     "      --fill PCT             the FGD experiment: draw pods at random with replacement, no\n"
     "                             departures, until the GPUs asked for reach PCT% of the fleet's\n"
@@ -58,6 +66,37 @@ static const char usage[] =
     "  -o, --output FORMAT        table (default), json or yaml\n"
     "\n"
     "Exit status: 0 done, 1 invalid input, 2 usage.\n";
+
+/* --fgd LIST: score, ties, cpu, upfront, all, none (comma-separated). */
+static int parse_fgd(const char *arg, unsigned *ret)
+{
+    static const struct {
+        const char *name;
+        unsigned bits;
+    } names[] = {{"score", FATIA_SIM_FGD_SCORE}, {"ties", FATIA_SIM_FGD_TIES},
+                 {"cpu", FATIA_SIM_FGD_CPU},     {"upfront", FATIA_SIM_FGD_UPFRONT},
+                 {"all", FATIA_SIM_FGD_ALL},     {"none", 0}};
+
+    unsigned bits = 0;
+
+    while (*arg) {
+        size_t n = strcspn(arg, ","), i;
+        for (i = 0; i < FATIA_ARRAY_SIZE(names); i++)
+            if (strlen(names[i].name) == n && !strncmp(arg, names[i].name, n))
+                break;
+        if (i == FATIA_ARRAY_SIZE(names)) {
+            fatia_cli_usage_error(&fatia_cmd_sim,
+                                  "--fgd: unknown choice '%.*s': expected score, ties, cpu, "
+                                  "upfront, all or none",
+                                  (int)n, arg);
+            return -EINVAL;
+        }
+        bits |= names[i].bits;
+        arg += n + (arg[n] == ',');
+    }
+    *ret = bits;
+    return 0;
+}
 
 /* CPU time of this process, usec: the simulation's cost on a machine others share too. */
 static int64_t cpu_usec(void)
@@ -246,6 +285,13 @@ static int sim_value(struct sim_args *a, int c, const char *arg)
         }
         return 0;
     case 1303:
+        if (!strcmp(arg, "fgd")) {
+            so->policy = FATIA_PLACE_FRAGMENTATION;
+            so->fgd = FATIA_SIM_FGD_ALL;
+            if (!so->mix_coverage)
+                so->mix_coverage = 95;
+            return 0;
+        }
         if (fatia_place_policy_parse(arg, &so->policy) < 0) {
             fatia_cli_usage_error(&fatia_cmd_sim,
                                   "unknown placement policy '%s': expected binpack, bestfit, "
@@ -278,6 +324,8 @@ static int sim_value(struct sim_args *a, int c, const char *arg)
             return -EINVAL;
         so->mix_coverage = (unsigned)v;
         return 0;
+    case 1314:
+        return parse_fgd(arg, &so->fgd);
     case 1309:
         return fatia_parse_duration_usec(arg, &so->until) < 0 || so->until <= 0 ? -EINVAL : 0;
     case 1310:
@@ -316,6 +364,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
                                          {"max-wait", required_argument, NULL, 1311},
                                          {"max-slowdown", required_argument, NULL, 1312},
                                          {"catalog", required_argument, NULL, 1313},
+                                         {"fgd", required_argument, NULL, 1314},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c, r;

@@ -35,6 +35,8 @@
  */
 #include "base/compat.h"
 
+#include <math.h>
+
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/hash.h"
@@ -83,6 +85,10 @@ struct pl_ctx {
     enum fatia_place_policy policy;
     enum fatia_place_mig mig;
     struct fatia_place_mix *mix;
+    unsigned flags;  /* FATIA_PLACE_FGD_SCORE */
+    uint64_t *ties;  /* opts->ties */
+    uint32_t n_ties; /* nodes with the best score so far */
+    double frag0;    /* F_n of the node being evaluated, before the pod (fgd) */
     const struct fatia_place_pod *pod;
     FATIA_VEC(struct pl_item) items;
     FATIA_VEC(struct pl_item) best;
@@ -236,6 +242,23 @@ static bool fgd(const struct pl_ctx *c)
     return c->policy == FATIA_PLACE_FRAGMENTATION && c->mix;
 }
 
+/* The key (lower is better) of a node or GPU whose F_n goes from c->frag0 to f: the growth, or
+ * with FATIA_PLACE_FGD_SCORE minus the artifact's score, int(100 x sigmoid(-growth / 1000)). */
+static double frag_key(const struct pl_ctx *c, double f)
+{
+    if (!(c->flags & FATIA_PLACE_FGD_SCORE))
+        return f - c->frag0;
+    return -floor(100.0 / (1.0 + exp((f - c->frag0) / 1000.0)));
+}
+
+static uint64_t tie_draw(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 static int64_t pod_scalar(const struct fatia_place_state *st, const struct fatia_place_pod *pod,
                           uint16_t res)
 {
@@ -339,7 +362,7 @@ static int choose_fraction(struct pl_ctx *c, const struct pl_node *nd, uint32_t 
             if (fgd(c)) {
                 struct pl_item it = frac_item(g, gi, f);
                 key[0] = frag_with(c, node, &it);
-                key[1] = 0;
+                key[1] = frag_key(c, key[0]);
                 break;
             }
             FATIA_FALLTHROUGH; /* no mix: best-fit */
@@ -347,7 +370,16 @@ static int choose_fraction(struct pl_ctx *c, const struct pl_node *nd, uint32_t 
             key[0] = g->milli_free;
             key[1] = 0;
         }
-        if (best < 0 || key[0] < best_key[0] || (key[0] == best_key[0] && key[1] < best_key[1])) {
+        if (fgd(c) && (c->flags & FATIA_PLACE_FGD_SCORE)) {
+            /* the artifact's GPU choice: the highest score, ties to the GPU listed first */
+            if (best < 0 || key[1] < best_key[1]) {
+                best = gi;
+                best_key[0] = key[0];
+                best_key[1] = key[1];
+                best_frag = key[0];
+            }
+        } else if (best < 0 || key[0] < best_key[0] ||
+                   (key[0] == best_key[0] && key[1] < best_key[1])) {
             best = gi;
             best_key[0] = key[0];
             best_key[1] = key[1];
@@ -761,6 +793,7 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
     /* the fragmentation measure reads the node's scalars: apply them while choosing */
     if (fgd(c)) {
         frag0 = fatia_pl_frag_node(c->mix, node);
+        c->frag0 = frag0;
         fatia_pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, +1);
     }
     for (uint16_t ct = 0; r > 0 && ct < pod->n_containers; ct++) {
@@ -820,7 +853,7 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
         case FATIA_PLACE_FRAGMENTATION:
             if (fgd(c)) {
                 double f1 = c->one_frag_valid ? c->one_frag : fatia_pl_frag_node_now(c->mix, node);
-                c->score[0] = f1 - frag0;
+                c->score[0] = frag_key(c, f1);
                 c->score[1] = 0;
                 c->score[2] = 0;
                 break;
@@ -1087,11 +1120,18 @@ static int place_pod(struct pl_ctx *c)
             continue;
         }
         if (c->best_node < 0 || better(c->score, c->best_score)) {
-            c->best_node = n;
-            memcpy(c->best_score, c->score, sizeof(c->score));
-            if ((r = take_best(c)) < 0)
-                return r;
+            c->n_ties = 1;
+        } else if (c->ties && !better(c->best_score, c->score)) {
+            /* an equal score: kube-scheduler's reservoir sample over the nodes tied at the top */
+            if (tie_draw(c->ties) % ++c->n_ties != 0)
+                continue;
+        } else {
+            continue;
         }
+        c->best_node = n;
+        memcpy(c->best_score, c->score, sizeof(c->score));
+        if ((r = take_best(c)) < 0)
+            return r;
     }
     if (c->best_node >= 0)
         return 1;
@@ -1256,6 +1296,8 @@ int fatia_place_workload(struct fatia_place_state *st0, struct fatia_place_pod *
     c.policy = opts ? opts->policy : FATIA_PLACE_BINPACK;
     c.mig = opts ? opts->mig : FATIA_PLACE_MIG_OFF;
     c.mix = opts && st == st0 && c.policy == FATIA_PLACE_FRAGMENTATION ? opts->mix : NULL;
+    c.flags = opts ? opts->flags : 0;
+    c.ties = opts && st == st0 ? opts->ties : NULL;
     if (c.mix && (r = fatia_pl_mix_prepare(c.mix)) < 0)
         goto out;
     for (size_t i = 0; i < n_pods; i++) {

@@ -23,8 +23,11 @@
  *
  * The mix. Types are recorded as pods arrive (fatia_place_mix_add); the measure uses the most
  * popular ones, taken one at a time until they at least coverage_pct of the pods seen, with probabilities renormalised over that set.
- * CPU-only pods are not recorded: for them F_n(m) is R_n on every node, a constant that changes no
- * decision.
+ * CPU-only pods are not recorded: for them F_n(m) is R_n on every node, which adds p_m x (GPUs the
+ * pod takes) to every candidate's growth alike and changes no exact decision. The FGD artifact
+ * records them (FATIA_PLACE_MIX_CPU, its isInvolvedCpuPods): they then take part of the typical
+ * coverage (fewer GPU types are typical) and shift the growth that its integer sigmoid score
+ * rounds (place.c, FATIA_PLACE_FGD_SCORE); both change decisions, so both are kept, switchable.
  *
  * The measure uses every type seen (coverage 100, the default): the mix is then the paper's M,
  * the distribution of the workload's requests; the artifact's "typical pods" cut (the most popular
@@ -52,6 +55,8 @@
 #include "base/error.h"
 #include "demand/place_internal.h"
 
+#define NO_GROUP UINT32_MAX
+
 enum mtype_kind {
     MT_FRAC,  /* one fraction of `milli` (and `memory`) */
     MT_WHOLE, /* `units` whole GPUs of a fraction pool */
@@ -62,7 +67,7 @@ struct mtype {
     uint64_t key;
     uint64_t count;
     uint32_t order; /* first seen */
-    uint32_t group;
+    uint32_t group; /* NO_GROUP: a CPU-only type (FATIA_PLACE_MIX_CPU) */
     int64_t cpu;
 };
 
@@ -95,6 +100,9 @@ struct fatia_place_mix {
     uint32_t *typ; /* types by popularity; the first n_typ are typical */
     size_t n_typ;
     bool dirty;
+    unsigned flags; /* FATIA_PLACE_MIX_* */
+    bool frozen;    /* fatia_place_mix_freeze */
+    double p_cpu;   /* typical CPU-only types (FATIA_PLACE_MIX_CPU): each counts all of R_n */
     /* per node cache */
     uint64_t *gen; /* node gen at caching; UINT64_MAX = invalid */
     int64_t *free_total, *cpu_free;
@@ -224,10 +232,11 @@ static int group_of(struct fatia_place_mix *mix, const struct fatia_place_pod *p
 int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_pod *pod)
 {
     struct mtype *t;
-    uint32_t g;
+    uint32_t g = NO_GROUP;
+    bool cpu_only = !pod->n_fracs && !pod->n_reqs; /* or devices through claims only */
     int r;
 
-    if (!pod->n_fracs && !pod->n_reqs) /* CPU only, or devices through claims only */
+    if (mix->frozen || (cpu_only && !(mix->flags & FATIA_PLACE_MIX_CPU)))
         return 0;
     for (size_t i = 0; i < mix->n; i++)
         if (mix->t[i].key == pod->shape_hash) {
@@ -236,7 +245,7 @@ int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_po
             mix->dirty = true;
             return 0;
         }
-    if ((r = group_of(mix, pod, &g)) < 0)
+    if (!cpu_only && (r = group_of(mix, pod, &g)) < 0)
         return r;
     if (mix->n == mix->cap) {
         size_t nc = mix->cap ? mix->cap * 2 : 16;
@@ -262,6 +271,17 @@ int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_po
     mix->total++;
     mix->dirty = true;
     return 0;
+}
+
+void fatia_place_mix_set_flags(struct fatia_place_mix *mix, unsigned flags)
+{
+    mix->flags = flags;
+    mix->dirty = true;
+}
+
+void fatia_place_mix_freeze(struct fatia_place_mix *mix)
+{
+    mix->frozen = true;
 }
 
 size_t fatia_place_mix_types(const struct fatia_place_mix *mix)
@@ -377,10 +397,16 @@ int fatia_pl_mix_prepare(struct fatia_place_mix *mix)
         mix->g[k].n_mem = 0;
         mix->g[k].p = 0;
     }
+    mix->p_cpu = 0;
     for (size_t i = 0; i < n_sel; i++) {
         const struct mtype *t = &mix->t[sel[i]];
-        struct mgroup *g = &mix->g[t->group];
+        struct mgroup *g;
         double p = cum ? (double)t->count / (double)cum : 0;
+        if (t->group == NO_GROUP) {
+            mix->p_cpu += p;
+            continue;
+        }
+        g = &mix->g[t->group];
         if ((r = push_member(g, t->cpu, p)) < 0) {
             fatia_free(sel);
             return r;
@@ -445,6 +471,7 @@ double fatia_pl_frag_node(struct fatia_place_mix *mix, uint32_t n)
         node_cache(mix, n);
     if (!mix->free_total[n])
         return 0;
+    f = mix->p_cpu * (double)mix->free_total[n];
     for (size_t k = 0; k < mix->n_g; k++) {
         const struct mgroup *g = &mix->g[k];
         if (g->in_typ)
@@ -467,6 +494,7 @@ double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
     if (!total)
         return 0;
     cpu = (size_t)cs < nd->n_scalar ? nd->alloc[cs] - nd->used[cs] : 0;
+    f = mix->p_cpu * (double)total;
     for (size_t k = 0; k < mix->n_g; k++) {
         const struct mgroup *g = &mix->g[k];
         int64_t usable = 0, unusable = 0;
@@ -500,6 +528,7 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t 
     if (!total)
         return 0;
     cpu = mix->cpu_free[n] - d_cpu;
+    f = mix->p_cpu * (double)total;
     for (size_t k = 0; k < mix->n_g; k++) {
         const struct mgroup *g = &mix->g[k];
         uint32_t ub, ua;

@@ -22,7 +22,7 @@ import os
 import statistics
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LOADS = [80, 90, 100, 110, 120, 130]
+LOADS = list(range(0, 131, 10))
 AT130 = {
     "02-DotProd": [90.54, 90.84, 91.03, 90.89, 90.74, 90.75, 91.28, 90.93, 90.76, 90.73],
     "03-GpuClustering": [91.53, 91.97, 91.88, 92.96, 90.81, 91.42, 92.60, 92.34, 91.56, 91.71],

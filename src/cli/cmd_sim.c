@@ -40,15 +40,16 @@ static const char usage[] =
     "      --trace-format F       fatia (default; docs/sim.md) or alibaba2023\n"
     "      --nodes FILE           alibaba2023: the node list (openb_node_list_gpu_node.csv) as\n"
     "                             the fleet: one NodePool per node shape, GPUs fractional\n"
-    "      --placement POLICY     binpack (default), bestfit, spread, fragmentation or fgd (the\n"
-    "                             FGD artifact's scheduler: fragmentation with --fgd all and\n"
-    "                             --typical-coverage 95)\n"
-    "      --fgd LIST             the artifact's choices one by one (the ablation of "
-    "docs/sim.md):\n"
-    "                             score (integer sigmoid), ties (random among equal nodes), cpu\n"
-    "                             (CPU-only pods in the mix), upfront (the mix of the whole "
-    "draw),\n"
-    "                             all, none; comma-separated\n"
+    "      --placement POLICY     binpack (default), bestfit, spread, fragmentation, fgd (the\n"
+    "                             FGD artifact's scheduler: fragmentation with --fgd all; its\n"
+    "                             typical-pod cut is --typical-coverage 95) or fgdpack (fgd,\n"
+    "                             ties packed: --fgd all,pack)\n"
+    "      --fgd LIST             the FGD artifact's choices one by one (docs/sim.md,\n"
+    "                             the ablation), comma-separated: score (its integer\n"
+    "                             sigmoid score), ties (random among equal nodes), cpu\n"
+    "                             (CPU-only pods in the mix), upfront (the mix of the\n"
+    "                             whole draw), types (types without memory), pack\n"
+    "                             (fatia's: ties to the fullest node), all, none\n"
     "      --dynamic-mig MODE     off (default), free or evict\n"
     "      --fill PCT             the FGD experiment: draw pods at random with replacement, no\n"
     "                             departures, until the GPUs asked for reach PCT% of the fleet's\n"
@@ -73,9 +74,13 @@ static int parse_fgd(const char *arg, unsigned *ret)
     static const struct {
         const char *name;
         unsigned bits;
-    } names[] = {{"score", FATIA_SIM_FGD_SCORE}, {"ties", FATIA_SIM_FGD_TIES},
-                 {"cpu", FATIA_SIM_FGD_CPU},     {"upfront", FATIA_SIM_FGD_UPFRONT},
-                 {"all", FATIA_SIM_FGD_ALL},     {"none", 0}};
+    } names[] = {{"score", FATIA_SIM_FGD_SCORE},
+                 {"ties", FATIA_SIM_FGD_TIES},
+                 {"cpu", FATIA_SIM_FGD_CPU},
+                 {"upfront", FATIA_SIM_FGD_UPFRONT},
+                 {"all", FATIA_SIM_FGD_ALL},
+                 {"pack", FATIA_SIM_FGD_PACK},
+                 {"none", 0}};
 
     unsigned bits = 0;
 
@@ -87,7 +92,7 @@ static int parse_fgd(const char *arg, unsigned *ret)
         if (i == FATIA_ARRAY_SIZE(names)) {
             fatia_cli_usage_error(&fatia_cmd_sim,
                                   "--fgd: unknown choice '%.*s': expected score, ties, cpu, "
-                                  "upfront, all or none",
+                                  "upfront, pack, all or none",
                                   (int)n, arg);
             return -EINVAL;
         }
@@ -285,11 +290,9 @@ static int sim_value(struct sim_args *a, int c, const char *arg)
         }
         return 0;
     case 1303:
-        if (!strcmp(arg, "fgd")) {
+        if (!strcmp(arg, "fgd") || !strcmp(arg, "fgdpack")) {
             so->policy = FATIA_PLACE_FRAGMENTATION;
-            so->fgd = FATIA_SIM_FGD_ALL;
-            if (!so->mix_coverage)
-                so->mix_coverage = 95;
+            so->fgd = FATIA_SIM_FGD_ALL | (!strcmp(arg, "fgdpack") ? FATIA_SIM_FGD_PACK : 0);
             return 0;
         }
         if (fatia_place_policy_parse(arg, &so->policy) < 0) {

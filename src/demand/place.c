@@ -24,7 +24,10 @@
  *   bestfit        free capacity left on the chosen GPUs, then (free CPU / largest node CPU +
  *                  free GPU / largest node GPU) / 2 of the node after;
  *   spread         -(free GPU capacity after), -(free CPU after);
- *   fragmentation  growth of the node's F_n(M) (place_frag.c).
+ *   fragmentation  growth of the node's F_n(M) (place_frag.c), or the FGD artifact's integer
+ *                  score of it (FATIA_PLACE_FGD_SCORE); with FATIA_PLACE_FGD_PACK then the free
+ *                  GPU capacity after, the free CPU after (fatia's improvement).
+ * Ties: the node listed first, or with opts.ties one drawn at random among the tied nodes.
  *
  * Dynamic MIG: when no node fits and the pod asks for MIG instances, nodes that pass the filters
  * and scalars are asked for a new layout (place_mig.c); the node with the fewest victims, then the
@@ -853,9 +856,10 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
         case FATIA_PLACE_FRAGMENTATION:
             if (fgd(c)) {
                 double f1 = c->one_frag_valid ? c->one_frag : fatia_pl_frag_node_now(c->mix, node);
+                bool pack = c->flags & FATIA_PLACE_FGD_PACK;
                 c->score[0] = frag_key(c, f1);
-                c->score[1] = 0;
-                c->score[2] = 0;
+                c->score[1] = pack ? gfree : 0;
+                c->score[2] = pack && st->max_cpu_milli ? cpu / (double)st->max_cpu_milli : 0;
                 break;
             }
             FATIA_FALLTHROUGH;

@@ -194,6 +194,11 @@ size_t fatia_place_mix_typical(struct fatia_place_mix *mix);
  * p x R_n to F_n. fatia_place_mix_freeze: later fatia_place_mix_add calls change nothing (the
  * artifact computes its typical pods once, from the whole pod list, before placing any). */
 #define FATIA_PLACE_MIX_CPU (1u << 0)
+/* FATIA_PLACE_MIX_TYPES: a request type is what the artifact's PodResource keeps (CPU, GPU request
+ * and GPU-model constraint, no memory), not the pod's whole shape: pods that differ only in memory
+ * are one type, so the typical cut keeps types (multi-GPU ones among them) that memory would split
+ * into many rare ones. */
+#define FATIA_PLACE_MIX_TYPES (1u << 1)
 void fatia_place_mix_set_flags(struct fatia_place_mix *mix, unsigned flags);
 void fatia_place_mix_freeze(struct fatia_place_mix *mix);
 
@@ -214,6 +219,12 @@ double fatia_place_frag_total(struct fatia_place_mix *mix);
  * growths within about 40 milli-GPUs of each other tie; the highest wins, a GPU tie going to the
  * GPU listed first. */
 #define FATIA_PLACE_FGD_SCORE (1u << 1)
+/* fatia's improvement on FGD (docs/sim.md, "Beyond FGD"): candidates the fragmentation key ties
+ * are ordered by the node's free GPU capacity after the pod, then its free CPU after (least
+ * first: pack), before any random draw. A CPU-only pod, which FGD sees as costless on every node
+ * where it crosses no type's CPU threshold, then goes where the fewest GPUs are left free: the CPU
+ * it takes there could serve no GPU pod anyway. */
+#define FATIA_PLACE_FGD_PACK (1u << 2)
 
 enum fatia_place_mig {
     FATIA_PLACE_MIG_OFF,   /* MIG layouts stay as they are */

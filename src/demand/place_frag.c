@@ -236,16 +236,25 @@ int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_po
     bool cpu_only = !pod->n_fracs && !pod->n_reqs; /* or devices through claims only */
     int r;
 
+    uint64_t key = pod->shape_hash;
+
     if (mix->frozen || (cpu_only && !(mix->flags & FATIA_PLACE_MIX_CPU)))
         return 0;
+    if (mix->flags & FATIA_PLACE_MIX_TYPES) {
+        /* the artifact's PodResource: the GPU part (its group) and the CPU, not the memory */
+        if (!cpu_only && (r = group_of(mix, pod, &g)) < 0)
+            return r;
+        key = ((uint64_t)(g + 1u) << 40) |
+              ((uint64_t)pod_scalar(pod, mix->st->r_cpu) & ((1ull << 40) - 1));
+    }
     for (size_t i = 0; i < mix->n; i++)
-        if (mix->t[i].key == pod->shape_hash) {
+        if (mix->t[i].key == key) {
             mix->t[i].count++;
             mix->total++;
             mix->dirty = true;
             return 0;
         }
-    if (!cpu_only && (r = group_of(mix, pod, &g)) < 0)
+    if (!cpu_only && g == NO_GROUP && (r = group_of(mix, pod, &g)) < 0)
         return r;
     if (mix->n == mix->cap) {
         size_t nc = mix->cap ? mix->cap * 2 : 16;
@@ -262,7 +271,7 @@ int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_po
     }
     t = &mix->t[mix->n];
     memset(t, 0, sizeof(*t));
-    t->key = pod->shape_hash;
+    t->key = key;
     t->count = 1;
     t->order = (uint32_t)mix->n;
     t->group = g;

@@ -404,7 +404,8 @@ static void unplace(struct sim *s, uint32_t wi)
 
 static unsigned place_flags(const struct sim *s)
 {
-    return s->o->fgd & FATIA_SIM_FGD_SCORE ? FATIA_PLACE_FGD_SCORE : 0;
+    return (s->o->fgd & FATIA_SIM_FGD_SCORE ? FATIA_PLACE_FGD_SCORE : 0) |
+           (s->o->fgd & FATIA_SIM_FGD_PACK ? FATIA_PLACE_FGD_PACK : 0);
 }
 
 static int try_place(struct sim *s, uint32_t wi, bool *ret_placed)
@@ -1171,8 +1172,9 @@ int fatia_sim_run(const struct fatia_plan *plan, const struct fatia_objset *set,
     r = -ENOMEM;
     if (fatia_place_mix_new(s.st, opts->mix_coverage, &s.mix) < 0)
         goto out;
-    if (opts->fgd & FATIA_SIM_FGD_CPU)
-        fatia_place_mix_set_flags(s.mix, FATIA_PLACE_MIX_CPU);
+    fatia_place_mix_set_flags(s.mix,
+                              (opts->fgd & FATIA_SIM_FGD_CPU ? FATIA_PLACE_MIX_CPU : 0) |
+                                  (opts->fgd & FATIA_SIM_FGD_TYPES ? FATIA_PLACE_MIX_TYPES : 0));
     s.ties = opts->seed ^ 0x5851f42d4c957f2dull;
     n_gpus = fatia_place_gpu_count(s.st);
     s.gpu_strat = fatia_calloc(n_gpus ? n_gpus : 1, 1);

@@ -6,7 +6,7 @@
  *     F = 600; with too little CPU left for either type F is all that is free (900); a node with
  *     nothing free shows 0; the typical-type rule (steps of ten, 60 % coverage);
  *   - the FGD artifact's variants: CPU-only pods as types of the mix (each shows all of R_n:
- *     700 on the worked example), a frozen mix ignores later pods, and random tie-breaking
+ *     700 on the worked example), types that ignore memory, a frozen mix ignores later pods, and random tie-breaking
  *     spreads equal candidates over the tied nodes where the deterministic rule always takes the
  *     first (and the same seed gives the same choices);
  *   - a gang that does not fit leaves the state exactly as it was, and says why;
@@ -514,6 +514,34 @@ static void test_fgd_artifact(void **state)
     /* an empty node: every type fits; the CPU type still counts its 2000 free: 2000 / 3 */
     assert_true(fatia_place_frag_node(mix, 1) > 2000.0 / 3 - 1e-9);
     assert_true(fatia_place_frag_node(mix, 1) < 2000.0 / 3 + 1e-9);
+
+    /* types without memory: two pods that differ in memory only are one type */
+    {
+        struct fatia_place_mix *m2;
+        struct fatia_place_pod *m_a = pod(f.st, "default",
+                                          "{\"containers\":[{\"name\":\"c\",\"resources\":{"
+                                          "\"requests\":{\"fatia.dev/gpu-milli\":\"500\","
+                                          "\"cpu\":\"4\",\"memory\":\"1Gi\"}}}]}");
+        struct fatia_place_pod *m_b = pod(f.st, "default",
+                                          "{\"containers\":[{\"name\":\"c\",\"resources\":{"
+                                          "\"requests\":{\"fatia.dev/gpu-milli\":\"500\","
+                                          "\"cpu\":\"4\",\"memory\":\"2Gi\"}}}]}");
+        assert_int_equal(fatia_place_mix_new(f.st, 100, &m2), 0);
+        assert_int_equal(fatia_place_mix_add(m2, m_a), 0);
+        assert_int_equal(fatia_place_mix_add(m2, m_b), 0);
+        assert_int_equal(fatia_place_mix_types(m2), 2);
+        fatia_place_mix_free(m2);
+        assert_int_equal(fatia_place_mix_new(f.st, 100, &m2), 0);
+        fatia_place_mix_set_flags(m2, FATIA_PLACE_MIX_TYPES | FATIA_PLACE_MIX_CPU);
+        assert_int_equal(fatia_place_mix_add(m2, m_a), 0);
+        assert_int_equal(fatia_place_mix_add(m2, m_b), 0);
+        assert_int_equal(fatia_place_mix_add(m2, x), 0); /* x: 500 milli, 4 CPUs, no memory */
+        assert_int_equal(fatia_place_mix_add(m2, c), 0);
+        assert_int_equal(fatia_place_mix_types(m2), 2);
+        fatia_place_mix_free(m2);
+        fatia_place_pod_free(m_a);
+        fatia_place_pod_free(m_b);
+    }
 
     /* frozen: later pods change nothing */
     fatia_place_mix_freeze(mix);

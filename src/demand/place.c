@@ -1078,8 +1078,13 @@ static int place_pod(struct pl_ctx *c)
     c->best_node = -1;
     st->memo_epoch++;
     pod_key = mix64(c->pod->shape_hash ^ mix64((uint64_t)c->pod->ns << 8 | c->policy));
-    if (fgd(c))
+    /* the measure changes with every pod recorded, so answers are kept for this pod only; a
+     * frozen mix does not change: answers are kept across pods like the other policies' (the
+     * flags, which change the keys, are part of the pod's key) */
+    if (fgd(c) && !fatia_pl_mix_frozen(c->mix))
         pod_key = mix64(pod_key ^ st->memo_epoch);
+    if (fgd(c))
+        pod_key = mix64(pod_key ^ c->flags);
     if (memo && !st->memo && !(st->memo = fatia_calloc(MEMO_CAP, sizeof(struct memo))))
         return -ENOMEM;
     tab = memo ? st->memo : NULL;

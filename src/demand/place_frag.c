@@ -293,6 +293,11 @@ void fatia_place_mix_freeze(struct fatia_place_mix *mix)
     mix->frozen = true;
 }
 
+bool fatia_pl_mix_frozen(const struct fatia_place_mix *mix)
+{
+    return mix->frozen;
+}
+
 size_t fatia_place_mix_types(const struct fatia_place_mix *mix)
 {
     return mix->n;

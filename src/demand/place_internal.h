@@ -300,6 +300,9 @@ const char *fatia_pl_node_mismatch(const struct fatia_place_state *st,
 /* place_frag.c */
 /* Makes the typical types current and every node's cached figures valid. 0 or -ENOMEM. */
 int fatia_pl_mix_prepare(struct fatia_place_mix *mix);
+/* True once fatia_place_mix_freeze was called: the measure no longer changes between pods, so
+ * placement's per-node answers stay valid across pods (keyed by the node's state only). */
+bool fatia_pl_mix_frozen(const struct fatia_place_mix *mix);
 /* The node's measure (cached). */
 double fatia_pl_frag_node(struct fatia_place_mix *mix, uint32_t node);
 /* The node's measure with the current counters (nothing cached): after tentative changes. */

@@ -88,10 +88,11 @@ struct pl_ctx {
     enum fatia_place_policy policy;
     enum fatia_place_mig mig;
     struct fatia_place_mix *mix;
-    unsigned flags;  /* FATIA_PLACE_FGD_SCORE */
-    uint64_t *ties;  /* opts->ties */
-    uint32_t n_ties; /* nodes with the best score so far */
-    double frag0;    /* F_n of the node being evaluated, before the pod (fgd) */
+    unsigned flags;            /* FATIA_PLACE_FGD_SCORE */
+    uint64_t *ties;            /* opts->ties */
+    uint32_t n_ties;           /* nodes with the best score so far */
+    double frag0;              /* F_n of the node being evaluated, before the pod (fgd) */
+    const struct pl_gpu *snap; /* its GPUs before the pod (fraction pools only), or NULL */
     const struct fatia_place_pod *pod;
     FATIA_VEC(struct pl_item) items;
     FATIA_VEC(struct pl_item) best;
@@ -291,6 +292,9 @@ static struct pl_item frac_item(const struct pl_gpu *g, uint32_t gi, const struc
     return it;
 }
 
+static double frag_items(struct pl_ctx *c, uint32_t node, const struct pl_gpu *snap,
+                         const struct pl_item *extra);
+
 /* The fragmentation the node would show with `it` applied on top of the current items. */
 static double frag_with(struct pl_ctx *c, uint32_t node, const struct pl_item *it)
 {
@@ -309,9 +313,41 @@ static double frag_with(struct pl_ctx *c, uint32_t node, const struct pl_item *i
         return f;
     }
     fatia_pl_apply_items(st, node, it, 1, c->pod->ns, +1);
-    f = fatia_pl_frag_node_now(c->mix, node);
+    f = c->snap ? frag_items(c, node, c->snap, it) : fatia_pl_frag_node_now(c->mix, node);
     fatia_pl_apply_items(st, node, it, 1, c->pod->ns, -1);
     return f;
+}
+
+/* F_n with c->items (and extra, when not NULL) applied, every item a fraction (or whole GPUs) of
+ * the node's fraction pools, snap the node's GPUs before them: O(groups x GPUs touched) from the cache, where
+ * fatia_pl_frag_node_now is O(groups x GPUs) without it. */
+static double frag_items(struct pl_ctx *c, uint32_t node, const struct pl_gpu *snap,
+                         const struct pl_item *extra)
+{
+    const struct pl_node *nd = &c->st->nodes[node];
+    uint32_t gis[16];
+    struct pl_gpu before[16];
+    size_t k = 0;
+
+    for (size_t i = 0; i < c->items.n + (extra != NULL); i++) {
+        const struct pl_item *it = i < c->items.n ? &c->items.v[i] : extra;
+        uint32_t gi = it->gpu;
+        bool seen = false;
+        if (it->slice != FATIA_PLACE_FRACTION || gi < nd->first_gpu ||
+            gi >= nd->first_gpu + nd->n_gpus)
+            return fatia_pl_frag_node_now(c->mix, node);
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = gis[j] == gi;
+        if (seen)
+            continue;
+        if (k == FATIA_ARRAY_SIZE(gis))
+            return fatia_pl_frag_node_now(c->mix, node);
+        gis[k] = gi;
+        before[k] = snap[gi - nd->first_gpu];
+        k++;
+    }
+    return fatia_pl_frag_node_many(c->mix, node, gis, before, k,
+                                   pod_scalar(c->st, c->pod, c->st->r_cpu));
 }
 
 /* Two GPUs whose choice cannot differ in outcome (same counters, no slices): skip the second. */
@@ -476,7 +512,17 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
             break;
         case FATIA_PLACE_FRAGMENTATION:
             if (fgd(c)) {
-                struct pl_item it = unit_item(c, gi, res, slice, container);
+                struct pl_item it;
+                bool dup = false;
+                /* whole GPUs of a fraction pool in the same state measure the same: the first */
+                for (uint32_t j = 0; res == UINT16_MAX && j < i && !dup; j++) {
+                    const struct pl_gpu *h = &st->gpus[nd->first_gpu + j];
+                    int32_t s2;
+                    dup = same_frac_state(h, g) && gpu_units(c, h, res, &s2);
+                }
+                if (dup)
+                    continue;
+                it = unit_item(c, gi, res, slice, container);
                 key[0] = frag_with(c, node, &it);
                 key[1] = 0;
                 break;
@@ -497,6 +543,12 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
         return -FATIA_E_NOFIT;
     {
         struct pl_item it = unit_item(c, (uint32_t)best, res, best_slice, container);
+        /* the pod's only device: its measure is the node's (as choose_fraction keeps it) */
+        if (fgd(c) && !c->items.n && c->pod->n_fracs + c->pod->n_reqs == 1 &&
+            (c->pod->n_fracs ? c->pod->fracs[0].milli == 1000 : c->pod->reqs[0].count == 1)) {
+            c->one_frag_valid = true;
+            c->one_frag = best_key[0];
+        }
         return push_apply(c, &it);
     }
 }
@@ -794,10 +846,21 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
     c->items.n = 0;
     c->one_frag_valid = false;
     /* the fragmentation measure reads the node's scalars: apply them while choosing */
+    struct pl_gpu snap[16]; /* the node's GPUs before the pod, for the measure's fast path */
+    bool snapped = false;
+
     if (fgd(c)) {
         frag0 = fatia_pl_frag_node(c->mix, node);
         c->frag0 = frag0;
         fatia_pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, +1);
+        if (nd->n_gpus <= FATIA_ARRAY_SIZE(snap) && !pod->n_reqs && !pod->n_claims) {
+            snapped = true;
+            for (uint32_t i = 0; i < nd->n_gpus; i++) {
+                snap[i] = st->gpus[nd->first_gpu + i];
+                snapped &= snap[i].fractional;
+            }
+        }
+        c->snap = snapped ? snap : NULL;
     }
     for (uint16_t ct = 0; r > 0 && ct < pod->n_containers; ct++) {
         for (size_t i = 0; r > 0 && i < pod->n_fracs; i++) {
@@ -855,7 +918,9 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
             break;
         case FATIA_PLACE_FRAGMENTATION:
             if (fgd(c)) {
-                double f1 = c->one_frag_valid ? c->one_frag : fatia_pl_frag_node_now(c->mix, node);
+                double f1 = c->one_frag_valid ? c->one_frag
+                            : snapped         ? frag_items(c, node, snap, NULL)
+                                              : fatia_pl_frag_node_now(c->mix, node);
                 bool pack = c->flags & FATIA_PLACE_FGD_PACK;
                 c->score[0] = frag_key(c, f1);
                 c->score[1] = pack ? gfree : 0;
@@ -871,6 +936,7 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
         }
     }
     revert_items(c);
+    c->snap = NULL;
     if (fgd(c))
         fatia_pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, -1);
     return r;

@@ -556,6 +556,41 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t 
     return f;
 }
 
+double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t n, const uint32_t *gis,
+                               const struct pl_gpu *before, size_t k, int64_t d_cpu)
+{
+    int64_t total, cpu;
+    double f = 0;
+
+    if (mix->gen[n] != mix->st->nodes[n].gen)
+        node_cache(mix, n);
+    total = mix->free_total[n];
+    for (size_t i = 0; i < k; i++)
+        total += (int64_t)fatia_pl_gpu_free_milli(&mix->st->gpus[gis[i]]) -
+                 (int64_t)fatia_pl_gpu_free_milli(&before[i]);
+    if (!total)
+        return 0;
+    cpu = mix->cpu_free[n] - d_cpu;
+    f = mix->p_cpu * (double)total;
+    for (size_t j = 0; j < mix->n_g; j++) {
+        const struct mgroup *g = &mix->g[j];
+        int64_t usable, unusable;
+        if (!g->in_typ)
+            continue;
+        usable = g->usable[n];
+        unusable = g->unusable[n];
+        for (size_t i = 0; i < k; i++) {
+            const struct pl_gpu *now = &mix->st->gpus[gis[i]];
+            uint32_t ub = units(&before[i], g), ua = units(now, g);
+            usable += (int64_t)ua - (int64_t)ub;
+            unusable += (ua ? 0 : (int64_t)fatia_pl_gpu_free_milli(now)) -
+                        (ub ? 0 : (int64_t)fatia_pl_gpu_free_milli(&before[i]));
+        }
+        f += group_frag(g, n, total, cpu, usable, unusable);
+    }
+    return f;
+}
+
 double fatia_place_frag_node(struct fatia_place_mix *mix, size_t node)
 {
     if (fatia_pl_mix_prepare(mix) < 0 || node >= mix->st->n_nodes)

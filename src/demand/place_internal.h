@@ -312,6 +312,10 @@ double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t node);
  * only for one change on a node whose cache is current. */
 double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t node, uint32_t g,
                               const struct pl_gpu *before, int64_t d_cpu, int64_t d_mem);
+/* The same for k GPUs gis[0..k) of the node, distinct, changed from before[0..k), and the node's
+ * cpu use by d_cpu: O(groups x k) from the cache, valid under the same conditions. */
+double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t node, const uint32_t *gis,
+                               const struct pl_gpu *before, size_t k, int64_t d_cpu);
 
 /* place_claims.c */
 int fatia_pl_dra_map(struct fatia_place_state *st);

@@ -17,20 +17,31 @@ for p in 05-BestFit 06-FGD; do
     awk -F, -v p="$p" '$1 == p { print $2, $4, $5 }' "$paper" >"$tmp/paper-$p.dat"
 done
 gnuplot <<GP
-set terminal svg size 900,560 dynamic font "sans,12"
+set terminal svg size 1200,560 dynamic font "sans,12"
 set output "$out"
-set title "FGD experiment, openb default pod list: 10 seeds, mean and 95 % interval"
+set multiplot layout 1,2 title "FGD experiment, openb default pod list: 10 seeds (42-51), mean and 95 % interval"
 set xlabel "arrived workload (% of the fleet's GPUs asked for)"
 set ylabel "unallocated GPUs (% of 6,212)"
-set xrange [0:132]
-set yrange [0:*]
-set key top right
 set grid
+set key top right
+set xrange [0:132]
+set yrange [0:100]
 plot "$tmp/binpack.dat" u 1:2:3 w yerrorlines lw 1.5 t "fatia binpack", \
      "$tmp/bestfit.dat" u 1:2:3 w yerrorlines lw 1.5 t "fatia bestfit", \
      "$tmp/fragmentation.dat" u 1:2:3 w yerrorlines lw 1.5 t "fatia fragmentation (before)", \
-     "$tmp/fgd.dat" u 1:2:3 w yerrorlines lw 2 t "fatia fgd (the artifact's scheduler)", \
+     "$tmp/fgd.dat" u 1:2:3 w yerrorlines lw 2 t "fatia fgd", \
      "$tmp/fgdpack.dat" u 1:2:3 w yerrorlines lw 2 t "fatia fgdpack (improvement)", \
-     "$tmp/paper-06-FGD.dat" u 1:2:3 w yerrorbars pt 7 ps 1.2 t "paper FGD (artifact results)", \
-     "$tmp/paper-05-BestFit.dat" u 1:2:3 w yerrorbars pt 5 ps 1.2 t "paper BestFit (artifact results)"
+     "$tmp/paper-06-FGD.dat" u 1:2:3 w yerrorbars pt 7 ps 1.2 t "paper FGD", \
+     "$tmp/paper-05-BestFit.dat" u 1:2:3 w yerrorbars pt 5 ps 1.2 t "paper BestFit"
+set title "80-130 %"
+set xrange [88:132]
+set yrange [3.5:9.5]
+plot "$tmp/binpack.dat" u 1:2:3 w yerrorlines lw 1.5 t "fatia binpack", \
+     "$tmp/bestfit.dat" u 1:2:3 w yerrorlines lw 1.5 t "fatia bestfit", \
+     "$tmp/fragmentation.dat" u 1:2:3 w yerrorlines lw 1.5 t "fatia fragmentation (before)", \
+     "$tmp/fgd.dat" u 1:2:3 w yerrorlines lw 2 t "fatia fgd", \
+     "$tmp/fgdpack.dat" u 1:2:3 w yerrorlines lw 2 t "fatia fgdpack (improvement)", \
+     "$tmp/paper-06-FGD.dat" u 1:2:3 w yerrorbars pt 7 ps 1.2 t "paper FGD", \
+     "$tmp/paper-05-BestFit.dat" u 1:2:3 w yerrorbars pt 5 ps 1.2 t "paper BestFit"
+unset multiplot
 GP

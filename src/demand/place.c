@@ -125,10 +125,13 @@ struct pl_ctx {
  * (empty nodes of one pool) or unchanged since the last pod of that shape. The node state is
  * its class and every counter (node_sig, cached per node until it changes); the fragmentation
  * policy's answers also depend on the request mix, so they are keyed by the pod too (an epoch)
- * and only deduplicate equal nodes within one pod. Direct-mapped, MEMO_CAP entries, in the state
- * (st->memo); a colliding entry is overwritten. */
+ * and only deduplicate equal nodes within one pod (unless the mix is frozen). Direct-mapped, 64
+ * entries per node between MEMO_MIN and MEMO_MAX, in the state (st->memo); a colliding entry is
+ * overwritten; a later node's entry is prefetched (the table outgrows the caches). */
 #define MEMO_ITEMS 4
-#define MEMO_CAP   32768
+#define MEMO_MIN   32768 /* entries; 64 per node up to MEMO_MAX (28 MiB at about 216 bytes) */
+#define MEMO_MAX   131072
+#define MEMO_AHEAD 8 /* nodes ahead whose entry is prefetched */
 
 struct memo {
     uint64_t key;
@@ -1151,15 +1154,26 @@ static int place_pod(struct pl_ctx *c)
         pod_key = mix64(pod_key ^ st->memo_epoch);
     if (fgd(c))
         pod_key = mix64(pod_key ^ c->flags);
-    if (memo && !st->memo && !(st->memo = fatia_calloc(MEMO_CAP, sizeof(struct memo))))
-        return -ENOMEM;
+    if (memo && !st->memo) {
+        size_t cap = MEMO_MIN;
+        while (cap < MEMO_MAX && cap < (size_t)st->n_nodes * 64)
+            cap *= 2;
+        if (!(st->memo = fatia_calloc(cap, sizeof(struct memo))))
+            return -ENOMEM;
+        st->memo_cap = cap;
+    }
     tab = memo ? st->memo : NULL;
     for (uint32_t n = 0; n < st->n_nodes; n++) {
         struct memo *m = NULL;
         uint64_t key = 0;
         if (tab) {
             key = mix64(node_sig(st, &st->nodes[n]) ^ pod_key) | 1; /* 0 = empty */
-            m = &tab[key & (MEMO_CAP - 1)];
+            m = &tab[key & (st->memo_cap - 1)];
+            /* the table is larger than the caches: ask for a later node's entry now */
+            if (n + MEMO_AHEAD < st->n_nodes)
+                __builtin_prefetch(
+                    &tab[(mix64(node_sig(st, &st->nodes[n + MEMO_AHEAD]) ^ pod_key) | 1) &
+                         (st->memo_cap - 1)]);
         }
         if (m && m->key == key) {
             uint32_t first = st->nodes[n].first_gpu;

@@ -162,8 +162,10 @@ struct fatia_place_state {
     /* the empty twin for FATIA_PLACE_TEST, rebuilt when layout_gen moved */
     struct fatia_place_state *twin;
     uint64_t twin_gen;
-    /* place.c's memo of node evaluations (struct memo, MEMO_CAP entries), NULL until used */
+    /* place.c's memo of node evaluations (struct memo, memo_cap entries: a power of two), NULL
+     * until used */
     void *memo;
+    size_t memo_cap;
     uint64_t memo_epoch;
     /* DRA (place_claims.c): the inventory of the plan's ResourceSlices, its used flags (kept equal
      * to the slices' owners by fatia_pl_apply_items) and device -> slice */

@@ -74,13 +74,10 @@ static int parse_fgd(const char *arg, unsigned *ret)
     static const struct {
         const char *name;
         unsigned bits;
-    } names[] = {{"score", FATIA_SIM_FGD_SCORE},
-                 {"ties", FATIA_SIM_FGD_TIES},
-                 {"cpu", FATIA_SIM_FGD_CPU},
-                 {"upfront", FATIA_SIM_FGD_UPFRONT},
-                 {"all", FATIA_SIM_FGD_ALL},
-                 {"pack", FATIA_SIM_FGD_PACK},
-                 {"none", 0}};
+    } names[] = {{"score", FATIA_SIM_FGD_SCORE},      {"ties", FATIA_SIM_FGD_TIES},
+                 {"cpu", FATIA_SIM_FGD_CPU},          {"upfront", FATIA_SIM_FGD_UPFRONT},
+                 {"all", FATIA_SIM_FGD_ALL},          {"pack", FATIA_SIM_FGD_PACK},
+                 {"packcpu", FATIA_SIM_FGD_PACK_CPU}, {"none", 0}};
 
     unsigned bits = 0;
 

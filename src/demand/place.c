@@ -924,7 +924,9 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
                 double f1 = c->one_frag_valid ? c->one_frag
                             : snapped         ? frag_items(c, node, snap, NULL)
                                               : fatia_pl_frag_node_now(c->mix, node);
-                bool pack = c->flags & FATIA_PLACE_FGD_PACK;
+                bool pack = (c->flags & FATIA_PLACE_FGD_PACK) ||
+                            ((c->flags & FATIA_PLACE_FGD_PACK_CPU) && !pod->n_fracs &&
+                             !pod->n_reqs && !pod->n_claims);
                 c->score[0] = frag_key(c, f1);
                 c->score[1] = pack ? gfree : 0;
                 c->score[2] = pack && st->max_cpu_milli ? cpu / (double)st->max_cpu_milli : 0;

@@ -225,6 +225,8 @@ double fatia_place_frag_total(struct fatia_place_mix *mix);
  * where it crosses no type's CPU threshold, then goes where the fewest GPUs are left free: the CPU
  * it takes there could serve no GPU pod anyway. */
 #define FATIA_PLACE_FGD_PACK (1u << 2)
+/* The same for CPU-only pods only (GPU pods' ties stay as they are). */
+#define FATIA_PLACE_FGD_PACK_CPU (1u << 3)
 
 enum fatia_place_mig {
     FATIA_PLACE_MIG_OFF,   /* MIG layouts stay as they are */

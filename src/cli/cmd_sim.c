@@ -49,7 +49,8 @@ static const char usage[] =
     "                             sigmoid score), ties (random among equal nodes), cpu\n"
     "                             (CPU-only pods in the mix), upfront (the mix of the\n"
     "                             whole draw), types (types without memory), pack\n"
-    "                             (fatia's: ties to the fullest node), all, none\n"
+    "                             (fatia's: ties to the fullest node), packcpu (the same for\n"
+    "                             CPU-only pods only), all, none\n"
     "      --dynamic-mig MODE     off (default), free or evict\n"
     "      --fill PCT             the FGD experiment: draw pods at random with replacement, no\n"
     "                             departures, until the GPUs asked for reach PCT% of the fleet's\n"
@@ -57,8 +58,8 @@ static const char usage[] =
     "      --checkpoints LIST     requested loads to report at, in % (default\n"
     "                             80,90,100,110,120,130)\n"
     "      --typical-coverage PCT the fragmentation measure's typical request types cover this\n"
-    "                             share of pods (default 100: every type; the FGD artifact uses "
-    "60)\n"
+    "                             share of pods (default 100: every type; the FGD artifact's\n"
+    "                             experiments use 95)\n"
     "      --until DURATION       stop at this virtual time (e.g. 24h)\n"
     "      --sample-every DURATION  time between samples of the series (default: 200 samples)\n"
     "      --max-wait SECONDS     a user waiting longer is not served (slowdown model)\n"
@@ -74,10 +75,15 @@ static int parse_fgd(const char *arg, unsigned *ret)
     static const struct {
         const char *name;
         unsigned bits;
-    } names[] = {{"score", FATIA_SIM_FGD_SCORE},      {"ties", FATIA_SIM_FGD_TIES},
-                 {"cpu", FATIA_SIM_FGD_CPU},          {"upfront", FATIA_SIM_FGD_UPFRONT},
-                 {"all", FATIA_SIM_FGD_ALL},          {"pack", FATIA_SIM_FGD_PACK},
-                 {"packcpu", FATIA_SIM_FGD_PACK_CPU}, {"none", 0}};
+    } names[] = {{"score", FATIA_SIM_FGD_SCORE},
+                 {"ties", FATIA_SIM_FGD_TIES},
+                 {"cpu", FATIA_SIM_FGD_CPU},
+                 {"upfront", FATIA_SIM_FGD_UPFRONT},
+                 {"types", FATIA_SIM_FGD_TYPES},
+                 {"all", FATIA_SIM_FGD_ALL},
+                 {"pack", FATIA_SIM_FGD_PACK},
+                 {"packcpu", FATIA_SIM_FGD_PACK_CPU},
+                 {"none", 0}};
 
     unsigned bits = 0;
 
@@ -89,7 +95,7 @@ static int parse_fgd(const char *arg, unsigned *ret)
         if (i == FATIA_ARRAY_SIZE(names)) {
             fatia_cli_usage_error(&fatia_cmd_sim,
                                   "--fgd: unknown choice '%.*s': expected score, ties, cpu, "
-                                  "upfront, pack, all or none",
+                                  "upfront, types, pack, packcpu, all or none",
                                   (int)n, arg);
             return -EINVAL;
         }

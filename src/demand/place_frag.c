@@ -40,8 +40,9 @@
  * free capacity of unusable GPUs (recomputed when the node changes, its gen); per group the
  * typical members are sorted by CPU with prefix sums of their probabilities, so the members a
  * node has CPU for are a binary search away. F_n(M) is O(groups x log members), and so is the
- * effect of changing one GPU of a fraction pool (fatia_pl_frag_node_one): the Alibaba trace has 24
- * groups for 126 types.
+ * effect of changing one GPU of a fraction pool (fatia_pl_frag_node_one), or k of them from a
+ * snapshot (fatia_pl_frag_node_many, O(groups x k): a whole-GPU request's GPUs): the Alibaba trace
+ * has 24 groups for 126 types.
  *
  * Worked example (tests/unit/test_place.c): a node with two fraction-pool GPUs left with 600 and
  * 300 milli-GPUs and 8 free CPUs, against a mix of 1/2 "500 milli-GPUs, 4 CPUs" and 1/2 "one whole

@@ -40,7 +40,17 @@ static const char usage[] =
     "      --trace-format F       fatia (default; docs/sim.md) or alibaba2023\n"
     "      --nodes FILE           alibaba2023: the node list (openb_node_list_gpu_node.csv) as\n"
     "                             the fleet: one NodePool per node shape, GPUs fractional\n"
-    "      --placement POLICY     binpack (default), bestfit, spread or fragmentation\n"
+    "      --placement POLICY     binpack (default), bestfit, spread, fragmentation, fgd (the\n"
+    "                             FGD artifact's scheduler: fragmentation with --fgd all; its\n"
+    "                             typical-pod cut is --typical-coverage 95) or fgdpack (fgd,\n"
+    "                             ties packed: --fgd all,pack)\n"
+    "      --fgd LIST             the FGD artifact's choices one by one (docs/sim.md,\n"
+    "                             the ablation), comma-separated: score (its integer\n"
+    "                             sigmoid score), ties (random among equal nodes), cpu\n"
+    "                             (CPU-only pods in the mix), upfront (the mix of the\n"
+    "                             whole draw), types (types without memory), pack\n"
+    "                             (fatia's: ties to the fullest node), packcpu (the same for\n"
+    "                             CPU-only pods only), all, none\n"
     "      --dynamic-mig MODE     off (default), free or evict\n"
     "      --fill PCT             the FGD experiment: draw pods at random with replacement, no\n"
     "                             departures, until the GPUs asked for reach PCT% of the fleet's\n"
@@ -48,8 +58,8 @@ static const char usage[] =
     "      --checkpoints LIST     requested loads to report at, in % (default\n"
     "                             80,90,100,110,120,130)\n"
     "      --typical-coverage PCT the fragmentation measure's typical request types cover this\n"
-    "                             share of pods (default 100: every type; the FGD artifact uses "
-    "60)\n"
+    "                             share of pods (default 100: every type; the FGD artifact's\n"
+    "                             experiments use 95)\n"
     "      --until DURATION       stop at this virtual time (e.g. 24h)\n"
     "      --sample-every DURATION  time between samples of the series (default: 200 samples)\n"
     "      --max-wait SECONDS     a user waiting longer is not served (slowdown model)\n"
@@ -58,6 +68,43 @@ static const char usage[] =
     "  -o, --output FORMAT        table (default), json or yaml\n"
     "\n"
     "Exit status: 0 done, 1 invalid input, 2 usage.\n";
+
+/* --fgd LIST: score, ties, cpu, upfront, all, none (comma-separated). */
+static int parse_fgd(const char *arg, unsigned *ret)
+{
+    static const struct {
+        const char *name;
+        unsigned bits;
+    } names[] = {{"score", FATIA_SIM_FGD_SCORE},
+                 {"ties", FATIA_SIM_FGD_TIES},
+                 {"cpu", FATIA_SIM_FGD_CPU},
+                 {"upfront", FATIA_SIM_FGD_UPFRONT},
+                 {"types", FATIA_SIM_FGD_TYPES},
+                 {"all", FATIA_SIM_FGD_ALL},
+                 {"pack", FATIA_SIM_FGD_PACK},
+                 {"packcpu", FATIA_SIM_FGD_PACK_CPU},
+                 {"none", 0}};
+
+    unsigned bits = 0;
+
+    while (*arg) {
+        size_t n = strcspn(arg, ","), i;
+        for (i = 0; i < FATIA_ARRAY_SIZE(names); i++)
+            if (strlen(names[i].name) == n && !strncmp(arg, names[i].name, n))
+                break;
+        if (i == FATIA_ARRAY_SIZE(names)) {
+            fatia_cli_usage_error(&fatia_cmd_sim,
+                                  "--fgd: unknown choice '%.*s': expected score, ties, cpu, "
+                                  "upfront, types, pack, packcpu, all or none",
+                                  (int)n, arg);
+            return -EINVAL;
+        }
+        bits |= names[i].bits;
+        arg += n + (arg[n] == ',');
+    }
+    *ret = bits;
+    return 0;
+}
 
 /* CPU time of this process, usec: the simulation's cost on a machine others share too. */
 static int64_t cpu_usec(void)
@@ -246,6 +293,11 @@ static int sim_value(struct sim_args *a, int c, const char *arg)
         }
         return 0;
     case 1303:
+        if (!strcmp(arg, "fgd") || !strcmp(arg, "fgdpack")) {
+            so->policy = FATIA_PLACE_FRAGMENTATION;
+            so->fgd = FATIA_SIM_FGD_ALL | (!strcmp(arg, "fgdpack") ? FATIA_SIM_FGD_PACK : 0);
+            return 0;
+        }
         if (fatia_place_policy_parse(arg, &so->policy) < 0) {
             fatia_cli_usage_error(&fatia_cmd_sim,
                                   "unknown placement policy '%s': expected binpack, bestfit, "
@@ -278,6 +330,8 @@ static int sim_value(struct sim_args *a, int c, const char *arg)
             return -EINVAL;
         so->mix_coverage = (unsigned)v;
         return 0;
+    case 1314:
+        return parse_fgd(arg, &so->fgd);
     case 1309:
         return fatia_parse_duration_usec(arg, &so->until) < 0 || so->until <= 0 ? -EINVAL : 0;
     case 1310:
@@ -316,6 +370,7 @@ static int parse_args(int argc, char **argv, struct sim_args *a)
                                          {"max-wait", required_argument, NULL, 1311},
                                          {"max-slowdown", required_argument, NULL, 1312},
                                          {"catalog", required_argument, NULL, 1313},
+                                         {"fgd", required_argument, NULL, 1314},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c, r;

@@ -24,7 +24,10 @@
  *   bestfit        free capacity left on the chosen GPUs, then (free CPU / largest node CPU +
  *                  free GPU / largest node GPU) / 2 of the node after;
  *   spread         -(free GPU capacity after), -(free CPU after);
- *   fragmentation  growth of the node's F_n(M) (place_frag.c).
+ *   fragmentation  growth of the node's F_n(M) (place_frag.c), or the FGD artifact's integer
+ *                  score of it (FATIA_PLACE_FGD_SCORE); with FATIA_PLACE_FGD_PACK then the free
+ *                  GPU capacity after, the free CPU after (fatia's improvement).
+ * Ties: the node listed first, or with opts.ties one drawn at random among the tied nodes.
  *
  * Dynamic MIG: when no node fits and the pod asks for MIG instances, nodes that pass the filters
  * and scalars are asked for a new layout (place_mig.c); the node with the fewest victims, then the
@@ -34,6 +37,8 @@
  * pass over nodes before scoring (it would walk every node twice on a large fleet).
  */
 #include "base/compat.h"
+
+#include <math.h>
 
 #include "base/alloc.h"
 #include "base/error.h"
@@ -83,6 +88,11 @@ struct pl_ctx {
     enum fatia_place_policy policy;
     enum fatia_place_mig mig;
     struct fatia_place_mix *mix;
+    unsigned flags;            /* FATIA_PLACE_FGD_SCORE */
+    uint64_t *ties;            /* opts->ties */
+    uint32_t n_ties;           /* nodes with the best score so far */
+    double frag0;              /* F_n of the node being evaluated, before the pod (fgd) */
+    const struct pl_gpu *snap; /* its GPUs before the pod (fraction pools only), or NULL */
     const struct fatia_place_pod *pod;
     FATIA_VEC(struct pl_item) items;
     FATIA_VEC(struct pl_item) best;
@@ -115,10 +125,13 @@ struct pl_ctx {
  * (empty nodes of one pool) or unchanged since the last pod of that shape. The node state is
  * its class and every counter (node_sig, cached per node until it changes); the fragmentation
  * policy's answers also depend on the request mix, so they are keyed by the pod too (an epoch)
- * and only deduplicate equal nodes within one pod. Direct-mapped, MEMO_CAP entries, in the state
- * (st->memo); a colliding entry is overwritten. */
+ * and only deduplicate equal nodes within one pod (unless the mix is frozen). Direct-mapped, 64
+ * entries per node between MEMO_MIN and MEMO_MAX, in the state (st->memo); a colliding entry is
+ * overwritten; a later node's entry is prefetched (the table outgrows the caches). */
 #define MEMO_ITEMS 4
-#define MEMO_CAP   32768
+#define MEMO_MIN   32768 /* entries; 64 per node up to MEMO_MAX (28 MiB at about 216 bytes) */
+#define MEMO_MAX   131072
+#define MEMO_AHEAD 8 /* nodes ahead whose entry is prefetched */
 
 struct memo {
     uint64_t key;
@@ -236,6 +249,23 @@ static bool fgd(const struct pl_ctx *c)
     return c->policy == FATIA_PLACE_FRAGMENTATION && c->mix;
 }
 
+/* The key (lower is better) of a node or GPU whose F_n goes from c->frag0 to f: the growth, or
+ * with FATIA_PLACE_FGD_SCORE minus the artifact's score, int(100 x sigmoid(-growth / 1000)). */
+static double frag_key(const struct pl_ctx *c, double f)
+{
+    if (!(c->flags & FATIA_PLACE_FGD_SCORE))
+        return f - c->frag0;
+    return -floor(100.0 / (1.0 + exp((f - c->frag0) / 1000.0)));
+}
+
+static uint64_t tie_draw(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 static int64_t pod_scalar(const struct fatia_place_state *st, const struct fatia_place_pod *pod,
                           uint16_t res)
 {
@@ -265,6 +295,9 @@ static struct pl_item frac_item(const struct pl_gpu *g, uint32_t gi, const struc
     return it;
 }
 
+static double frag_items(struct pl_ctx *c, uint32_t node, const struct pl_gpu *snap,
+                         const struct pl_item *extra);
+
 /* The fragmentation the node would show with `it` applied on top of the current items. */
 static double frag_with(struct pl_ctx *c, uint32_t node, const struct pl_item *it)
 {
@@ -283,9 +316,41 @@ static double frag_with(struct pl_ctx *c, uint32_t node, const struct pl_item *i
         return f;
     }
     fatia_pl_apply_items(st, node, it, 1, c->pod->ns, +1);
-    f = fatia_pl_frag_node_now(c->mix, node);
+    f = c->snap ? frag_items(c, node, c->snap, it) : fatia_pl_frag_node_now(c->mix, node);
     fatia_pl_apply_items(st, node, it, 1, c->pod->ns, -1);
     return f;
+}
+
+/* F_n with c->items (and extra, when not NULL) applied, every item a fraction (or whole GPUs) of
+ * the node's fraction pools, snap the node's GPUs before them: O(groups x GPUs touched) from the cache, where
+ * fatia_pl_frag_node_now is O(groups x GPUs) without it. */
+static double frag_items(struct pl_ctx *c, uint32_t node, const struct pl_gpu *snap,
+                         const struct pl_item *extra)
+{
+    const struct pl_node *nd = &c->st->nodes[node];
+    uint32_t gis[16];
+    struct pl_gpu before[16];
+    size_t k = 0;
+
+    for (size_t i = 0; i < c->items.n + (extra != NULL); i++) {
+        const struct pl_item *it = i < c->items.n ? &c->items.v[i] : extra;
+        uint32_t gi = it->gpu;
+        bool seen = false;
+        if (it->slice != FATIA_PLACE_FRACTION || gi < nd->first_gpu ||
+            gi >= nd->first_gpu + nd->n_gpus)
+            return fatia_pl_frag_node_now(c->mix, node);
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = gis[j] == gi;
+        if (seen)
+            continue;
+        if (k == FATIA_ARRAY_SIZE(gis))
+            return fatia_pl_frag_node_now(c->mix, node);
+        gis[k] = gi;
+        before[k] = snap[gi - nd->first_gpu];
+        k++;
+    }
+    return fatia_pl_frag_node_many(c->mix, node, gis, before, k,
+                                   pod_scalar(c->st, c->pod, c->st->r_cpu));
 }
 
 /* Two GPUs whose choice cannot differ in outcome (same counters, no slices): skip the second. */
@@ -339,7 +404,7 @@ static int choose_fraction(struct pl_ctx *c, const struct pl_node *nd, uint32_t 
             if (fgd(c)) {
                 struct pl_item it = frac_item(g, gi, f);
                 key[0] = frag_with(c, node, &it);
-                key[1] = 0;
+                key[1] = frag_key(c, key[0]);
                 break;
             }
             FATIA_FALLTHROUGH; /* no mix: best-fit */
@@ -347,7 +412,16 @@ static int choose_fraction(struct pl_ctx *c, const struct pl_node *nd, uint32_t 
             key[0] = g->milli_free;
             key[1] = 0;
         }
-        if (best < 0 || key[0] < best_key[0] || (key[0] == best_key[0] && key[1] < best_key[1])) {
+        if (fgd(c) && (c->flags & FATIA_PLACE_FGD_SCORE)) {
+            /* the artifact's GPU choice: the highest score, ties to the GPU listed first */
+            if (best < 0 || key[1] < best_key[1]) {
+                best = gi;
+                best_key[0] = key[0];
+                best_key[1] = key[1];
+                best_frag = key[0];
+            }
+        } else if (best < 0 || key[0] < best_key[0] ||
+                   (key[0] == best_key[0] && key[1] < best_key[1])) {
             best = gi;
             best_key[0] = key[0];
             best_key[1] = key[1];
@@ -441,7 +515,17 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
             break;
         case FATIA_PLACE_FRAGMENTATION:
             if (fgd(c)) {
-                struct pl_item it = unit_item(c, gi, res, slice, container);
+                struct pl_item it;
+                bool dup = false;
+                /* whole GPUs of a fraction pool in the same state measure the same: the first */
+                for (uint32_t j = 0; res == UINT16_MAX && j < i && !dup; j++) {
+                    const struct pl_gpu *h = &st->gpus[nd->first_gpu + j];
+                    int32_t s2;
+                    dup = same_frac_state(h, g) && gpu_units(c, h, res, &s2);
+                }
+                if (dup)
+                    continue;
+                it = unit_item(c, gi, res, slice, container);
                 key[0] = frag_with(c, node, &it);
                 key[1] = 0;
                 break;
@@ -462,6 +546,12 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
         return -FATIA_E_NOFIT;
     {
         struct pl_item it = unit_item(c, (uint32_t)best, res, best_slice, container);
+        /* the pod's only device: its measure is the node's (as choose_fraction keeps it) */
+        if (fgd(c) && !c->items.n && c->pod->n_fracs + c->pod->n_reqs == 1 &&
+            (c->pod->n_fracs ? c->pod->fracs[0].milli == 1000 : c->pod->reqs[0].count == 1)) {
+            c->one_frag_valid = true;
+            c->one_frag = best_key[0];
+        }
         return push_apply(c, &it);
     }
 }
@@ -759,9 +849,21 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
     c->items.n = 0;
     c->one_frag_valid = false;
     /* the fragmentation measure reads the node's scalars: apply them while choosing */
+    struct pl_gpu snap[16]; /* the node's GPUs before the pod, for the measure's fast path */
+    bool snapped = false;
+
     if (fgd(c)) {
         frag0 = fatia_pl_frag_node(c->mix, node);
+        c->frag0 = frag0;
         fatia_pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, +1);
+        if (nd->n_gpus <= FATIA_ARRAY_SIZE(snap) && !pod->n_reqs && !pod->n_claims) {
+            snapped = true;
+            for (uint32_t i = 0; i < nd->n_gpus; i++) {
+                snap[i] = st->gpus[nd->first_gpu + i];
+                snapped &= snap[i].fractional;
+            }
+        }
+        c->snap = snapped ? snap : NULL;
     }
     for (uint16_t ct = 0; r > 0 && ct < pod->n_containers; ct++) {
         for (size_t i = 0; r > 0 && i < pod->n_fracs; i++) {
@@ -819,10 +921,15 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
             break;
         case FATIA_PLACE_FRAGMENTATION:
             if (fgd(c)) {
-                double f1 = c->one_frag_valid ? c->one_frag : fatia_pl_frag_node_now(c->mix, node);
-                c->score[0] = f1 - frag0;
-                c->score[1] = 0;
-                c->score[2] = 0;
+                double f1 = c->one_frag_valid ? c->one_frag
+                            : snapped         ? frag_items(c, node, snap, NULL)
+                                              : fatia_pl_frag_node_now(c->mix, node);
+                bool pack = (c->flags & FATIA_PLACE_FGD_PACK) ||
+                            ((c->flags & FATIA_PLACE_FGD_PACK_CPU) && !pod->n_fracs &&
+                             !pod->n_reqs && !pod->n_claims);
+                c->score[0] = frag_key(c, f1);
+                c->score[1] = pack ? gfree : 0;
+                c->score[2] = pack && st->max_cpu_milli ? cpu / (double)st->max_cpu_milli : 0;
                 break;
             }
             FATIA_FALLTHROUGH;
@@ -834,6 +941,7 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
         }
     }
     revert_items(c);
+    c->snap = NULL;
     if (fgd(c))
         fatia_pl_apply_scalars(st, node, pod->scalars, pod->n_scalars, -1);
     return r;
@@ -1041,17 +1149,33 @@ static int place_pod(struct pl_ctx *c)
     c->best_node = -1;
     st->memo_epoch++;
     pod_key = mix64(c->pod->shape_hash ^ mix64((uint64_t)c->pod->ns << 8 | c->policy));
-    if (fgd(c))
+    /* the measure changes with every pod recorded, so answers are kept for this pod only; a
+     * frozen mix does not change: answers are kept across pods like the other policies' (the
+     * flags, which change the keys, are part of the pod's key) */
+    if (fgd(c) && !fatia_pl_mix_frozen(c->mix))
         pod_key = mix64(pod_key ^ st->memo_epoch);
-    if (memo && !st->memo && !(st->memo = fatia_calloc(MEMO_CAP, sizeof(struct memo))))
-        return -ENOMEM;
+    if (fgd(c))
+        pod_key = mix64(pod_key ^ c->flags);
+    if (memo && !st->memo) {
+        size_t cap = MEMO_MIN;
+        while (cap < MEMO_MAX && cap < (size_t)st->n_nodes * 64)
+            cap *= 2;
+        if (!(st->memo = fatia_calloc(cap, sizeof(struct memo))))
+            return -ENOMEM;
+        st->memo_cap = cap;
+    }
     tab = memo ? st->memo : NULL;
     for (uint32_t n = 0; n < st->n_nodes; n++) {
         struct memo *m = NULL;
         uint64_t key = 0;
         if (tab) {
             key = mix64(node_sig(st, &st->nodes[n]) ^ pod_key) | 1; /* 0 = empty */
-            m = &tab[key & (MEMO_CAP - 1)];
+            m = &tab[key & (st->memo_cap - 1)];
+            /* the table is larger than the caches: ask for a later node's entry now */
+            if (n + MEMO_AHEAD < st->n_nodes)
+                __builtin_prefetch(
+                    &tab[(mix64(node_sig(st, &st->nodes[n + MEMO_AHEAD]) ^ pod_key) | 1) &
+                         (st->memo_cap - 1)]);
         }
         if (m && m->key == key) {
             uint32_t first = st->nodes[n].first_gpu;
@@ -1087,11 +1211,18 @@ static int place_pod(struct pl_ctx *c)
             continue;
         }
         if (c->best_node < 0 || better(c->score, c->best_score)) {
-            c->best_node = n;
-            memcpy(c->best_score, c->score, sizeof(c->score));
-            if ((r = take_best(c)) < 0)
-                return r;
+            c->n_ties = 1;
+        } else if (c->ties && !better(c->best_score, c->score)) {
+            /* an equal score: kube-scheduler's reservoir sample over the nodes tied at the top */
+            if (tie_draw(c->ties) % ++c->n_ties != 0)
+                continue;
+        } else {
+            continue;
         }
+        c->best_node = n;
+        memcpy(c->best_score, c->score, sizeof(c->score));
+        if ((r = take_best(c)) < 0)
+            return r;
     }
     if (c->best_node >= 0)
         return 1;
@@ -1256,6 +1387,8 @@ int fatia_place_workload(struct fatia_place_state *st0, struct fatia_place_pod *
     c.policy = opts ? opts->policy : FATIA_PLACE_BINPACK;
     c.mig = opts ? opts->mig : FATIA_PLACE_MIG_OFF;
     c.mix = opts && st == st0 && c.policy == FATIA_PLACE_FRAGMENTATION ? opts->mix : NULL;
+    c.flags = opts ? opts->flags : 0;
+    c.ties = opts && st == st0 ? opts->ties : NULL;
     if (c.mix && (r = fatia_pl_mix_prepare(c.mix)) < 0)
         goto out;
     for (size_t i = 0; i < n_pods; i++) {

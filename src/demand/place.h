@@ -180,12 +180,27 @@ uint64_t fatia_place_pod_gpu_milli(const struct fatia_place_state *st,
 int fatia_place_mix_new(const struct fatia_place_state *st, unsigned coverage_pct,
                         struct fatia_place_mix **ret);
 void fatia_place_mix_free(struct fatia_place_mix *mix);
-/* Records one pod of this shape (CPU-only pods are not recorded: they leave GPUs as they are, so
- * they change no placement's score). 0 or -ENOMEM. */
+/* Records one pod of this shape (CPU-only pods are not recorded, unless FATIA_PLACE_MIX_CPU: they
+ * leave GPUs as they are, so they change no exact placement score; nothing is recorded once the
+ * mix is frozen). 0 or -ENOMEM. */
 int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_pod *pod);
 /* Distinct request types recorded, and those the measure uses now. */
 size_t fatia_place_mix_types(const struct fatia_place_mix *mix);
 size_t fatia_place_mix_typical(struct fatia_place_mix *mix);
+/* The FGD artifact's variants of the mix (kubernetes-scheduler-simulator, GetTypicalPods):
+ * FATIA_PLACE_MIX_CPU records CPU-only pods as request types too (its isInvolvedCpuPods: true);
+ * such a type shows every node all of its free GPU capacity as fragmented (the artifact's
+ * XLSatisfied and XRLackCPU both count), so it takes a share of the typical coverage and adds
+ * p x R_n to F_n. fatia_place_mix_freeze: later fatia_place_mix_add calls change nothing (the
+ * artifact computes its typical pods once, from the whole pod list, before placing any). */
+#define FATIA_PLACE_MIX_CPU (1u << 0)
+/* FATIA_PLACE_MIX_TYPES: a request type is what the artifact's PodResource keeps (CPU, GPU request
+ * and GPU-model constraint, no memory), not the pod's whole shape: pods that differ only in memory
+ * are one type, so the typical cut keeps types (multi-GPU ones among them) that memory would split
+ * into many rare ones. */
+#define FATIA_PLACE_MIX_TYPES (1u << 1)
+void fatia_place_mix_set_flags(struct fatia_place_mix *mix, unsigned flags);
+void fatia_place_mix_freeze(struct fatia_place_mix *mix);
 
 /* The fragmentation of a node against the mix, in milli-GPUs (place_frag.c): the expected
  * amount of the node's free GPU capacity that a pod drawn from the mix could not use. For a
@@ -199,6 +214,19 @@ double fatia_place_frag_total(struct fatia_place_mix *mix);
 /* ---- placing ---- */
 
 #define FATIA_PLACE_TEST (1u << 0) /* ignore allocations: could it ever fit, and where */
+/* The fragmentation policy scores as the FGD artifact's plugin does (fgd_score.go): a node (and a
+ * fraction's GPU) gets int(100 x sigmoid((F_before - F_after) / 1000)), F in milli-GPUs, so
+ * growths within about 40 milli-GPUs of each other tie; the highest wins, a GPU tie going to the
+ * GPU listed first. */
+#define FATIA_PLACE_FGD_SCORE (1u << 1)
+/* fatia's improvement on FGD (docs/sim.md, "Beyond FGD"): candidates the fragmentation key ties
+ * are ordered by the node's free GPU capacity after the pod, then its free CPU after (least
+ * first: pack), before any random draw. A CPU-only pod, which FGD sees as costless on every node
+ * where it crosses no type's CPU threshold, then goes where the fewest GPUs are left free: the CPU
+ * it takes there could serve no GPU pod anyway. */
+#define FATIA_PLACE_FGD_PACK (1u << 2)
+/* The same for CPU-only pods only (GPU pods' ties stay as they are). */
+#define FATIA_PLACE_FGD_PACK_CPU (1u << 3)
 
 enum fatia_place_mig {
     FATIA_PLACE_MIG_OFF,   /* MIG layouts stay as they are */
@@ -212,6 +240,10 @@ struct fatia_place_opts {
     enum fatia_place_mig mig;    /* dynamic MIG */
     struct fatia_place_mix *mix; /* for the fragmentation policy (of this state); NULL: the
                                     policy falls back to bestfit */
+    /* non-NULL: nodes with equal scores are drawn at random, each with the same chance (kube-
+     * scheduler's selectHost, a reservoir sample), from this SplitMix64 state; NULL: the node
+     * listed first wins (reproducible without a seed) */
+    uint64_t *ties;
 };
 
 #define FATIA_PLACE_FRACTION 0xffffu /* fatia_place_device.slice of a fraction */

@@ -23,8 +23,11 @@
  *
  * The mix. Types are recorded as pods arrive (fatia_place_mix_add); the measure uses the most
  * popular ones, taken one at a time until they at least coverage_pct of the pods seen, with probabilities renormalised over that set.
- * CPU-only pods are not recorded: for them F_n(m) is R_n on every node, a constant that changes no
- * decision.
+ * CPU-only pods are not recorded: for them F_n(m) is R_n on every node, which adds p_m x (GPUs the
+ * pod takes) to every candidate's growth alike and changes no exact decision. The FGD artifact
+ * records them (FATIA_PLACE_MIX_CPU, its isInvolvedCpuPods): they then take part of the typical
+ * coverage (fewer GPU types are typical) and shift the growth that its integer sigmoid score
+ * rounds (place.c, FATIA_PLACE_FGD_SCORE); both change decisions, so both are kept, switchable.
  *
  * The measure uses every type seen (coverage 100, the default): the mix is then the paper's M,
  * the distribution of the workload's requests; the artifact's "typical pods" cut (the most popular
@@ -37,8 +40,9 @@
  * free capacity of unusable GPUs (recomputed when the node changes, its gen); per group the
  * typical members are sorted by CPU with prefix sums of their probabilities, so the members a
  * node has CPU for are a binary search away. F_n(M) is O(groups x log members), and so is the
- * effect of changing one GPU of a fraction pool (fatia_pl_frag_node_one): the Alibaba trace has 24
- * groups for 126 types.
+ * effect of changing one GPU of a fraction pool (fatia_pl_frag_node_one), or k of them from a
+ * snapshot (fatia_pl_frag_node_many, O(groups x k): a whole-GPU request's GPUs): the Alibaba trace
+ * has 24 groups for 126 types.
  *
  * Worked example (tests/unit/test_place.c): a node with two fraction-pool GPUs left with 600 and
  * 300 milli-GPUs and 8 free CPUs, against a mix of 1/2 "500 milli-GPUs, 4 CPUs" and 1/2 "one whole
@@ -52,6 +56,8 @@
 #include "base/error.h"
 #include "demand/place_internal.h"
 
+#define NO_GROUP UINT32_MAX
+
 enum mtype_kind {
     MT_FRAC,  /* one fraction of `milli` (and `memory`) */
     MT_WHOLE, /* `units` whole GPUs of a fraction pool */
@@ -62,7 +68,7 @@ struct mtype {
     uint64_t key;
     uint64_t count;
     uint32_t order; /* first seen */
-    uint32_t group;
+    uint32_t group; /* NO_GROUP: a CPU-only type (FATIA_PLACE_MIX_CPU) */
     int64_t cpu;
 };
 
@@ -95,6 +101,9 @@ struct fatia_place_mix {
     uint32_t *typ; /* types by popularity; the first n_typ are typical */
     size_t n_typ;
     bool dirty;
+    unsigned flags; /* FATIA_PLACE_MIX_* */
+    bool frozen;    /* fatia_place_mix_freeze */
+    double p_cpu;   /* typical CPU-only types (FATIA_PLACE_MIX_CPU): each counts all of R_n */
     /* per node cache */
     uint64_t *gen; /* node gen at caching; UINT64_MAX = invalid */
     int64_t *free_total, *cpu_free;
@@ -224,19 +233,29 @@ static int group_of(struct fatia_place_mix *mix, const struct fatia_place_pod *p
 int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_pod *pod)
 {
     struct mtype *t;
-    uint32_t g;
+    uint32_t g = NO_GROUP;
+    bool cpu_only = !pod->n_fracs && !pod->n_reqs; /* or devices through claims only */
     int r;
 
-    if (!pod->n_fracs && !pod->n_reqs) /* CPU only, or devices through claims only */
+    uint64_t key = pod->shape_hash;
+
+    if (mix->frozen || (cpu_only && !(mix->flags & FATIA_PLACE_MIX_CPU)))
         return 0;
+    if (mix->flags & FATIA_PLACE_MIX_TYPES) {
+        /* the artifact's PodResource: the GPU part (its group) and the CPU, not the memory */
+        if (!cpu_only && (r = group_of(mix, pod, &g)) < 0)
+            return r;
+        key = ((uint64_t)(g + 1u) << 40) |
+              ((uint64_t)pod_scalar(pod, mix->st->r_cpu) & ((1ull << 40) - 1));
+    }
     for (size_t i = 0; i < mix->n; i++)
-        if (mix->t[i].key == pod->shape_hash) {
+        if (mix->t[i].key == key) {
             mix->t[i].count++;
             mix->total++;
             mix->dirty = true;
             return 0;
         }
-    if ((r = group_of(mix, pod, &g)) < 0)
+    if (!cpu_only && g == NO_GROUP && (r = group_of(mix, pod, &g)) < 0)
         return r;
     if (mix->n == mix->cap) {
         size_t nc = mix->cap ? mix->cap * 2 : 16;
@@ -253,7 +272,7 @@ int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_po
     }
     t = &mix->t[mix->n];
     memset(t, 0, sizeof(*t));
-    t->key = pod->shape_hash;
+    t->key = key;
     t->count = 1;
     t->order = (uint32_t)mix->n;
     t->group = g;
@@ -262,6 +281,22 @@ int fatia_place_mix_add(struct fatia_place_mix *mix, const struct fatia_place_po
     mix->total++;
     mix->dirty = true;
     return 0;
+}
+
+void fatia_place_mix_set_flags(struct fatia_place_mix *mix, unsigned flags)
+{
+    mix->flags = flags;
+    mix->dirty = true;
+}
+
+void fatia_place_mix_freeze(struct fatia_place_mix *mix)
+{
+    mix->frozen = true;
+}
+
+bool fatia_pl_mix_frozen(const struct fatia_place_mix *mix)
+{
+    return mix->frozen;
 }
 
 size_t fatia_place_mix_types(const struct fatia_place_mix *mix)
@@ -377,10 +412,16 @@ int fatia_pl_mix_prepare(struct fatia_place_mix *mix)
         mix->g[k].n_mem = 0;
         mix->g[k].p = 0;
     }
+    mix->p_cpu = 0;
     for (size_t i = 0; i < n_sel; i++) {
         const struct mtype *t = &mix->t[sel[i]];
-        struct mgroup *g = &mix->g[t->group];
+        struct mgroup *g;
         double p = cum ? (double)t->count / (double)cum : 0;
+        if (t->group == NO_GROUP) {
+            mix->p_cpu += p;
+            continue;
+        }
+        g = &mix->g[t->group];
         if ((r = push_member(g, t->cpu, p)) < 0) {
             fatia_free(sel);
             return r;
@@ -445,6 +486,7 @@ double fatia_pl_frag_node(struct fatia_place_mix *mix, uint32_t n)
         node_cache(mix, n);
     if (!mix->free_total[n])
         return 0;
+    f = mix->p_cpu * (double)mix->free_total[n];
     for (size_t k = 0; k < mix->n_g; k++) {
         const struct mgroup *g = &mix->g[k];
         if (g->in_typ)
@@ -467,6 +509,7 @@ double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
     if (!total)
         return 0;
     cpu = (size_t)cs < nd->n_scalar ? nd->alloc[cs] - nd->used[cs] : 0;
+    f = mix->p_cpu * (double)total;
     for (size_t k = 0; k < mix->n_g; k++) {
         const struct mgroup *g = &mix->g[k];
         int64_t usable = 0, unusable = 0;
@@ -500,6 +543,7 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t 
     if (!total)
         return 0;
     cpu = mix->cpu_free[n] - d_cpu;
+    f = mix->p_cpu * (double)total;
     for (size_t k = 0; k < mix->n_g; k++) {
         const struct mgroup *g = &mix->g[k];
         uint32_t ub, ua;
@@ -509,6 +553,41 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t 
         ua = units(now, g);
         f += group_frag(g, n, total, cpu, g->usable[n] - (int64_t)ub + (int64_t)ua,
                         g->unusable[n] - (ub ? 0 : a) + (ua ? 0 : a2));
+    }
+    return f;
+}
+
+double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t n, const uint32_t *gis,
+                               const struct pl_gpu *before, size_t k, int64_t d_cpu)
+{
+    int64_t total, cpu;
+    double f = 0;
+
+    if (mix->gen[n] != mix->st->nodes[n].gen)
+        node_cache(mix, n);
+    total = mix->free_total[n];
+    for (size_t i = 0; i < k; i++)
+        total += (int64_t)fatia_pl_gpu_free_milli(&mix->st->gpus[gis[i]]) -
+                 (int64_t)fatia_pl_gpu_free_milli(&before[i]);
+    if (!total)
+        return 0;
+    cpu = mix->cpu_free[n] - d_cpu;
+    f = mix->p_cpu * (double)total;
+    for (size_t j = 0; j < mix->n_g; j++) {
+        const struct mgroup *g = &mix->g[j];
+        int64_t usable, unusable;
+        if (!g->in_typ)
+            continue;
+        usable = g->usable[n];
+        unusable = g->unusable[n];
+        for (size_t i = 0; i < k; i++) {
+            const struct pl_gpu *now = &mix->st->gpus[gis[i]];
+            uint32_t ub = units(&before[i], g), ua = units(now, g);
+            usable += (int64_t)ua - (int64_t)ub;
+            unusable += (ua ? 0 : (int64_t)fatia_pl_gpu_free_milli(now)) -
+                        (ub ? 0 : (int64_t)fatia_pl_gpu_free_milli(&before[i]));
+        }
+        f += group_frag(g, n, total, cpu, usable, unusable);
     }
     return f;
 }

@@ -162,8 +162,10 @@ struct fatia_place_state {
     /* the empty twin for FATIA_PLACE_TEST, rebuilt when layout_gen moved */
     struct fatia_place_state *twin;
     uint64_t twin_gen;
-    /* place.c's memo of node evaluations (struct memo, MEMO_CAP entries), NULL until used */
+    /* place.c's memo of node evaluations (struct memo, memo_cap entries: a power of two), NULL
+     * until used */
     void *memo;
+    size_t memo_cap;
     uint64_t memo_epoch;
     /* DRA (place_claims.c): the inventory of the plan's ResourceSlices, its used flags (kept equal
      * to the slices' owners by fatia_pl_apply_items) and device -> slice */
@@ -300,6 +302,9 @@ const char *fatia_pl_node_mismatch(const struct fatia_place_state *st,
 /* place_frag.c */
 /* Makes the typical types current and every node's cached figures valid. 0 or -ENOMEM. */
 int fatia_pl_mix_prepare(struct fatia_place_mix *mix);
+/* True once fatia_place_mix_freeze was called: the measure no longer changes between pods, so
+ * placement's per-node answers stay valid across pods (keyed by the node's state only). */
+bool fatia_pl_mix_frozen(const struct fatia_place_mix *mix);
 /* The node's measure (cached). */
 double fatia_pl_frag_node(struct fatia_place_mix *mix, uint32_t node);
 /* The node's measure with the current counters (nothing cached): after tentative changes. */
@@ -309,6 +314,10 @@ double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t node);
  * only for one change on a node whose cache is current. */
 double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t node, uint32_t g,
                               const struct pl_gpu *before, int64_t d_cpu, int64_t d_mem);
+/* The same for k GPUs gis[0..k) of the node, distinct, changed from before[0..k), and the node's
+ * cpu use by d_cpu: O(groups x k) from the cache, valid under the same conditions. */
+double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t node, const uint32_t *gis,
+                               const struct pl_gpu *before, size_t k, int64_t d_cpu);
 
 /* place_claims.c */
 int fatia_pl_dra_map(struct fatia_place_state *st);

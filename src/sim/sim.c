@@ -128,6 +128,7 @@ struct sim {
     const struct fatia_sim_trace *tr;
     struct fatia_place_state *st;
     struct fatia_place_mix *mix;
+    uint64_t ties; /* SplitMix64 state of random tie-breaking (FATIA_SIM_FGD_TIES) */
     struct fatia_control *ctl;
     struct fatia_place_pod **shapes; /* per shape, compiled */
     struct wl *w;
@@ -401,10 +402,18 @@ static void unplace(struct sim *s, uint32_t wi)
     s->freed = true;
 }
 
+static unsigned place_flags(const struct sim *s)
+{
+    return (s->o->fgd & FATIA_SIM_FGD_SCORE ? FATIA_PLACE_FGD_SCORE : 0) |
+           (s->o->fgd & FATIA_SIM_FGD_PACK ? FATIA_PLACE_FGD_PACK : 0) |
+           (s->o->fgd & FATIA_SIM_FGD_PACK_CPU ? FATIA_PLACE_FGD_PACK_CPU : 0);
+}
+
 static int try_place(struct sim *s, uint32_t wi, bool *ret_placed)
 {
     struct wl *w = &s->w[wi];
-    struct fatia_place_opts po = {s->o->policy, 0, s->o->mig, s->mix};
+    struct fatia_place_opts po = {s->o->policy, place_flags(s), s->o->mig, s->mix,
+                                  s->o->fgd & FATIA_SIM_FGD_TIES ? &s->ties : NULL};
     struct fatia_place_result *r = NULL;
     size_t nd = 0;
     int x;
@@ -934,7 +943,8 @@ static int run_fill(struct sim *s, json_t **ret)
 {
     struct fatia_place_stats st;
     uint64_t rng = s->o->seed, requested = 0, total, drawn = 0;
-    struct fatia_place_opts po = {s->o->policy, 0, s->o->mig, s->mix};
+    struct fatia_place_opts po = {s->o->policy, place_flags(s), s->o->mig, s->mix,
+                                  s->o->fgd & FATIA_SIM_FGD_TIES ? &s->ties : NULL};
     json_t *cps = json_array(), *j;
     size_t ci = 0;
     int r = 0;
@@ -943,6 +953,20 @@ static int run_fill(struct sim *s, json_t **ret)
     total = st.gpu_milli_total;
     if (!cps || !s->tr->n)
         return -ENOMEM;
+    if (s->o->fgd & FATIA_SIM_FGD_UPFRONT) {
+        /* the artifact's typical pods: from the whole pod list, before the first placement (the
+         * draws do not depend on placement, so a first pass over the same sequence gives it) */
+        uint64_t x = rng, req = 0;
+        while (req * 100 < (uint64_t)s->o->fill_pct * total) {
+            struct fatia_place_pod *pod = s->shapes[s->tr->v[splitmix(&x) % s->tr->n].shape];
+            req += fatia_place_pod_gpu_milli(s->st, pod);
+            if ((r = fatia_place_mix_add(s->mix, pod)) < 0) {
+                json_decref(cps);
+                return r;
+            }
+        }
+        fatia_place_mix_freeze(s->mix);
+    }
     while (requested * 100 < (uint64_t)s->o->fill_pct * total) {
         uint32_t i = (uint32_t)(splitmix(&rng) % s->tr->n);
         const struct fatia_sim_sub *sub = &s->tr->v[i];
@@ -1149,6 +1173,10 @@ int fatia_sim_run(const struct fatia_plan *plan, const struct fatia_objset *set,
     r = -ENOMEM;
     if (fatia_place_mix_new(s.st, opts->mix_coverage, &s.mix) < 0)
         goto out;
+    fatia_place_mix_set_flags(s.mix,
+                              (opts->fgd & FATIA_SIM_FGD_CPU ? FATIA_PLACE_MIX_CPU : 0) |
+                                  (opts->fgd & FATIA_SIM_FGD_TYPES ? FATIA_PLACE_MIX_TYPES : 0));
+    s.ties = opts->seed ^ 0x5851f42d4c957f2dull;
     n_gpus = fatia_place_gpu_count(s.st);
     s.gpu_strat = fatia_calloc(n_gpus ? n_gpus : 1, 1);
     s.on_gpu = fatia_calloc(n_gpus ? n_gpus : 1, sizeof(*s.on_gpu));

@@ -91,6 +91,18 @@ int fatia_sim_alibaba_fleet(const char *file, const char *buf, size_t n, json_t 
 
 /* ---- running ---- */
 
+/* The pieces of the FGD artifact's scheduler (kubernetes-scheduler-simulator) that fatia's
+ * fragmentation policy does differently, each on its own for the ablation (docs/sim.md);
+ * FATIA_SIM_FGD_ALL is `--placement fgd` (every type; the artifact cuts at coverage 95). */
+#define FATIA_SIM_FGD_SCORE    (1u << 0) /* the integer sigmoid score (FATIA_PLACE_FGD_SCORE) */
+#define FATIA_SIM_FGD_TIES     (1u << 1) /* equal scores: a node drawn at random (opts.ties) */
+#define FATIA_SIM_FGD_CPU      (1u << 2) /* CPU-only pods are types of the mix */
+#define FATIA_SIM_FGD_UPFRONT  (1u << 3) /* fill: the mix of the whole draw, before placing */
+#define FATIA_SIM_FGD_TYPES    (1u << 5) /* request types without memory (FATIA_PLACE_MIX_TYPES) */
+#define FATIA_SIM_FGD_ALL      0x2fu     /* the five above */
+#define FATIA_SIM_FGD_PACK     (1u << 4) /* fatia's improvement: ties packed (FATIA_PLACE_FGD_PACK) */
+#define FATIA_SIM_FGD_PACK_CPU (1u << 6) /* the same, CPU-only pods only */
+
 struct fatia_sim_opts {
     enum fatia_place_policy policy;
     enum fatia_place_mig mig;
@@ -100,6 +112,7 @@ struct fatia_sim_opts {
     const unsigned *checkpoints; /* % of requested load to report at (fill mode) */
     size_t n_checkpoints;
     unsigned mix_coverage; /* fatia_place_mix_new's; 0 = 100 (every request type) */
+    unsigned fgd;          /* FATIA_SIM_FGD_*: the FGD artifact's choices, one by one */
     int64_t sample_every;  /* usec between samples of the time series; 0 = 200 samples */
     int64_t until;         /* stop at this virtual time (usec); 0 = when everything is done */
     /* the slowdown model and the service bounds (density experiment; docs/sim.md) */

@@ -46,7 +46,7 @@ q "$TMP/out" 'd["totalGpus"], d["placedPods"], sorted(d["concurrency"])' "(20, 6
 # the T4-only pod waits for the T4 node, where binpack put the 2-GPU pod until t=300
 q "$TMP/out" 'd["queues"]["alibaba"]["waitSeconds"]["p99"]' "250.0"
 
-for p in binpack bestfit spread fragmentation; do
+for p in binpack bestfit spread fragmentation fgd fgdpack; do
     expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement $p -o json
     cp "$TMP/out" "$TMP/fill-$p.json"
     q "$TMP/out" '[c["loadPct"] for c in d["checkpoints"]]' "[80, 90, 100, 110, 120, 130]"
@@ -54,6 +54,15 @@ for p in binpack bestfit spread fragmentation; do
     expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement $p -o json
     cmp -s "$TMP/out" "$TMP/fill-$p.json" || fail "fill mode with $p is not reproducible"
 done
+# fgd is fragmentation with every artifact piece; its random ties come from the seed alone
+expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fragmentation --fgd score,ties,cpu,upfront,types -o json
+cmp -s "$TMP/out" "$TMP/fill-fgd.json" || fail "--placement fgd is not fragmentation with --fgd all"
+expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fgd --fgd all,pack -o json
+cmp -s "$TMP/out" "$TMP/fill-fgdpack.json" || fail "--placement fgdpack is not fgd with --fgd all,pack"
+# the CPU-only pod of the list is a request type of fgd's mix, not of fragmentation's
+q "$TMP/fill-fgd.json" 'd["requestTypes"]' "6"
+expect_rc 2 "$FATIA" sim --trace $D/fifo.csv --fgd score,bogus
+expect_line "$TMP/err" "--fgd: unknown choice 'bogus': expected score, ties, cpu, upfront, types, pack, packcpu, all or none"
 # --typical-coverage defaults to 100 (every request type), as the help says (it once said 60)
 q "$TMP/fill-fragmentation.json" 'd["typicalTypes"], d["requestTypes"]' "(5, 5)"
 expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fragmentation --typical-coverage 100 -o json
@@ -61,7 +70,7 @@ cmp -s "$TMP/out" "$TMP/fill-fragmentation.json" || fail "--typical-coverage 100
 expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fragmentation --typical-coverage 60 -o json
 q "$TMP/out" 'd["typicalTypes"], d["requestTypes"]' "(3, 5)"
 expect_rc 0 "$FATIA" sim --help
-expect_line "$TMP/out" "(default 100: every type; the FGD artifact uses 60)"
+expect_line "$TMP/out" "experiments use 95)"
 expect_rc 2 "$FATIA" sim --trace $D/fifo.csv --typical-coverage 0
 
 # below 100 % requested load an unplaced pod is the policy's doing, never the fleet's size

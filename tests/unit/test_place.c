@@ -5,6 +5,10 @@
  *     with 600 and 300 milli-GPUs, a mix of "500 milli, 4 CPUs" and "one whole GPU, 4 CPUs"):
  *     F = 600; with too little CPU left for either type F is all that is free (900); a node with
  *     nothing free shows 0; the typical-type rule (steps of ten, 60 % coverage);
+ *   - the FGD artifact's variants: CPU-only pods as types of the mix (each shows all of R_n:
+ *     700 on the worked example), types that ignore memory, a frozen mix ignores later pods, and random tie-breaking
+ *     spreads equal candidates over the tied nodes where the deterministic rule always takes the
+ *     first (and the same seed gives the same choices);
  *   - a gang that does not fit leaves the state exactly as it was, and says why;
  *   - FATIA_PLACE_TEST answers on the empty fleet and changes nothing;
  *   - MPS: pods of another namespace never share an MPS GPU;
@@ -440,6 +444,159 @@ static void test_random_invariants(void **state)
     fleet_close(&f);
 }
 
+static const char frac_fleet4[] = "apiVersion: fatia.dev/v1alpha1\n"
+                                  "kind: NodePool\n"
+                                  "metadata: {name: pool}\n"
+                                  "spec:\n"
+                                  "  count: 4\n"
+                                  "  resources: {cpu: '16', memory: 64Gi, pods: '110'}\n"
+                                  "  gpus: [{product: T4, count: 2}]\n"
+                                  "---\n"
+                                  "apiVersion: fatia.dev/v1alpha1\n"
+                                  "kind: GPUSharingPolicy\n"
+                                  "metadata: {name: frac}\n"
+                                  "spec: {fractional: {}}\n";
+
+/* Places p with o, unbinds it, and returns the node it went to (-1: not placed). */
+static int probe_node(struct fatia_place_state *st, struct fatia_place_pod *p,
+                      const struct fatia_place_opts *o)
+{
+    struct fatia_place_result *r = NULL;
+    int node = -1;
+
+    assert_int_equal(fatia_place_workload(st, &p, 1, o, &r), 0);
+    if (r->placed)
+        node = (int)r->pods[0].node;
+    fatia_place_result_free(r);
+    return node;
+}
+
+static void test_fgd_artifact(void **state)
+{
+    struct fleet f;
+    struct fatia_place_opts o = {.policy = FATIA_PLACE_BINPACK};
+    struct fatia_place_pod *a, *b, *x, *y, *c, *small;
+    struct fatia_place_mix *mix, *plain;
+    uint64_t rng = 7, rng2 = 7;
+    int seen[4] = {0}, first = -1, distinct = 0;
+
+    (void)state;
+    fleet_open(&f, frac_fleet4);
+    a = frac_pod(f.st, 400, 1);
+    b = frac_pod(f.st, 700, 1);
+    assert_true(place1(f.st, a, "default/a", &o));
+    assert_true(place1(f.st, b, "default/b", &o));
+    assert_int_equal(fatia_place_gpu_free_milli(f.st, 0), 600);
+    assert_int_equal(fatia_place_gpu_free_milli(f.st, 1), 300);
+    x = frac_pod(f.st, 500, 4);
+    y = frac_pod(f.st, 1000, 4);
+    c = pod(f.st, "default",
+            "{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"2\"}}}]}");
+
+    /* without CPU types the CPU-only pod is not a type: F = 600 (the worked example) */
+    assert_int_equal(fatia_place_mix_new(f.st, 100, &plain), 0);
+    assert_int_equal(fatia_place_mix_add(plain, x), 0);
+    assert_int_equal(fatia_place_mix_add(plain, y), 0);
+    assert_int_equal(fatia_place_mix_add(plain, c), 0);
+    assert_int_equal(fatia_place_mix_types(plain), 2);
+    assert_true(fatia_place_frag_node(plain, 0) > 600 - 1e-9);
+    assert_true(fatia_place_frag_node(plain, 0) < 600 + 1e-9);
+
+    /* with them: 1/3 x 300 + 1/3 x 900 + 1/3 x 900 (a CPU-only type counts all that is free) */
+    assert_int_equal(fatia_place_mix_new(f.st, 100, &mix), 0);
+    fatia_place_mix_set_flags(mix, FATIA_PLACE_MIX_CPU);
+    assert_int_equal(fatia_place_mix_add(mix, x), 0);
+    assert_int_equal(fatia_place_mix_add(mix, y), 0);
+    assert_int_equal(fatia_place_mix_add(mix, c), 0);
+    assert_int_equal(fatia_place_mix_types(mix), 3);
+    assert_true(fatia_place_frag_node(mix, 0) > 700 - 1e-9);
+    assert_true(fatia_place_frag_node(mix, 0) < 700 + 1e-9);
+    /* an empty node: every type fits; the CPU type still counts its 2000 free: 2000 / 3 */
+    assert_true(fatia_place_frag_node(mix, 1) > 2000.0 / 3 - 1e-9);
+    assert_true(fatia_place_frag_node(mix, 1) < 2000.0 / 3 + 1e-9);
+
+    /* types without memory: two pods that differ in memory only are one type */
+    {
+        struct fatia_place_mix *m2;
+        struct fatia_place_pod *m_a = pod(f.st, "default",
+                                          "{\"containers\":[{\"name\":\"c\",\"resources\":{"
+                                          "\"requests\":{\"fatia.dev/gpu-milli\":\"500\","
+                                          "\"cpu\":\"4\",\"memory\":\"1Gi\"}}}]}");
+        struct fatia_place_pod *m_b = pod(f.st, "default",
+                                          "{\"containers\":[{\"name\":\"c\",\"resources\":{"
+                                          "\"requests\":{\"fatia.dev/gpu-milli\":\"500\","
+                                          "\"cpu\":\"4\",\"memory\":\"2Gi\"}}}]}");
+        assert_int_equal(fatia_place_mix_new(f.st, 100, &m2), 0);
+        assert_int_equal(fatia_place_mix_add(m2, m_a), 0);
+        assert_int_equal(fatia_place_mix_add(m2, m_b), 0);
+        assert_int_equal(fatia_place_mix_types(m2), 2);
+        fatia_place_mix_free(m2);
+        assert_int_equal(fatia_place_mix_new(f.st, 100, &m2), 0);
+        fatia_place_mix_set_flags(m2, FATIA_PLACE_MIX_TYPES | FATIA_PLACE_MIX_CPU);
+        assert_int_equal(fatia_place_mix_add(m2, m_a), 0);
+        assert_int_equal(fatia_place_mix_add(m2, m_b), 0);
+        assert_int_equal(fatia_place_mix_add(m2, x), 0); /* x: 500 milli, 4 CPUs, no memory */
+        assert_int_equal(fatia_place_mix_add(m2, c), 0);
+        assert_int_equal(fatia_place_mix_types(m2), 2);
+        fatia_place_mix_free(m2);
+        fatia_place_pod_free(m_a);
+        fatia_place_pod_free(m_b);
+    }
+
+    /* frozen: later pods change nothing */
+    fatia_place_mix_freeze(mix);
+    assert_int_equal(fatia_place_mix_add(mix, x), 0);
+    assert_int_equal(fatia_place_mix_add(mix, x), 0);
+    assert_true(fatia_place_frag_node(mix, 0) > 700 - 1e-9);
+    assert_true(fatia_place_frag_node(mix, 0) < 700 + 1e-9);
+
+    /* a whole GPU: node 0 has none free, nodes 1-3 are empty and tie. The first listed without
+     * ties... */
+    small = frac_pod(f.st, 1000, 1);
+    o.policy = FATIA_PLACE_FRAGMENTATION;
+    o.flags = FATIA_PLACE_FGD_SCORE;
+    o.mix = mix;
+    for (int i = 0; i < 20; i++) {
+        int n = probe_node(f.st, small, &o);
+        assert_int_equal(n, 1);
+        if (first < 0)
+            first = n;
+        assert_int_equal(n, first);
+    }
+    /* ... drawn among the tied nodes with them, every tied node about as often */
+    o.ties = &rng;
+    for (int i = 0; i < 300; i++) {
+        int n = probe_node(f.st, small, &o);
+        assert_true(n >= 1 && n < 4);
+        seen[n]++;
+    }
+    for (int n = 0; n < 4; n++)
+        distinct += seen[n] > 0;
+    assert_int_equal(distinct, 3);
+    for (int n = 1; n < 4; n++)
+        assert_true(seen[n] > 70); /* 100 expected each; a skewed draw (the last tied node
+                                    * winning half the time, say) fails */
+    /* the same seed, the same choices */
+    rng = 7;
+    o.ties = &rng;
+    for (int i = 0; i < 50; i++) {
+        struct fatia_place_opts o2 = o;
+        o2.ties = &rng2;
+        assert_int_equal(probe_node(f.st, small, &o), probe_node(f.st, small, &o2));
+    }
+    check(f.st);
+
+    fatia_place_mix_free(mix);
+    fatia_place_mix_free(plain);
+    fatia_place_pod_free(a);
+    fatia_place_pod_free(b);
+    fatia_place_pod_free(x);
+    fatia_place_pod_free(y);
+    fatia_place_pod_free(c);
+    fatia_place_pod_free(small);
+    fleet_close(&f);
+}
+
 static void test_compile_errors(void **state)
 {
     struct fleet f;
@@ -467,7 +624,7 @@ int main(void)
         cmocka_unit_test(test_frag_worked_example), cmocka_unit_test(test_typical_types),
         cmocka_unit_test(test_gang_rollback),       cmocka_unit_test(test_test_mode),
         cmocka_unit_test(test_mps_namespaces),      cmocka_unit_test(test_random_invariants),
-        cmocka_unit_test(test_compile_errors),
+        cmocka_unit_test(test_compile_errors),      cmocka_unit_test(test_fgd_artifact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,6 +183,7 @@ struct job_ctl;
 struct admission_ctl;
 struct placement_ctl;
 struct gc_ctl;
+struct replicaset_ctl;
 
 int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret);
 void fatia_ctlr_device_ctl_free(struct device_ctl *d);
@@ -196,6 +197,8 @@ int fatia_ctlr_placement_ctl_new(struct ctl *c, struct device_ctl *dev, struct p
 void fatia_ctlr_placement_ctl_free(struct placement_ctl *p);
 int fatia_ctlr_gc_ctl_new(struct ctl *c, struct gc_ctl **ret);
 void fatia_ctlr_gc_ctl_free(struct gc_ctl *g);
+int fatia_ctlr_replicaset_ctl_new(struct ctl *c, struct replicaset_ctl **ret);
+void fatia_ctlr_replicaset_ctl_free(struct replicaset_ctl *r);
 
 struct device_ctl *fatia_ctlr_device(struct ctl *c);
 struct admission_ctl *fatia_ctlr_admission(struct ctl *c);

@@ -44,6 +44,7 @@ struct ctl {
     struct admission_ctl *admission;
     struct placement_ctl *placement;
     struct gc_ctl *gc;
+    struct replicaset_ctl *replicaset;
 };
 
 struct fatia_controllers {
@@ -217,6 +218,7 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
     }
     if ((r = fatia_ctlr_device_ctl_new(c, &c->device)) < 0 ||
         (r = fatia_ctlr_gc_ctl_new(c, &c->gc)) < 0 ||
+        (r = fatia_ctlr_replicaset_ctl_new(c, &c->replicaset)) < 0 ||
         (r = fatia_ctlr_workload_ctl_new(c, &c->workload)) < 0 ||
         (r = fatia_ctlr_job_ctl_new(c, &c->job)) < 0 ||
         (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
@@ -287,6 +289,7 @@ void fatia_controllers_free(struct fatia_controllers *fc)
         fatia_ctlr_admission_ctl_free(c->admission);
         fatia_ctlr_job_ctl_free(c->job);
         fatia_ctlr_workload_ctl_free(c->workload);
+        fatia_ctlr_replicaset_ctl_free(c->replicaset);
         fatia_ctlr_gc_ctl_free(c->gc);
         fatia_ctlr_device_ctl_free(c->device);
         for (size_t i = 0; i < c->informers.n; i++)

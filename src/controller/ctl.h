@@ -184,6 +184,7 @@ struct admission_ctl;
 struct placement_ctl;
 struct gc_ctl;
 struct replicaset_ctl;
+struct deployment_ctl;
 
 int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret);
 void fatia_ctlr_device_ctl_free(struct device_ctl *d);
@@ -199,6 +200,8 @@ int fatia_ctlr_gc_ctl_new(struct ctl *c, struct gc_ctl **ret);
 void fatia_ctlr_gc_ctl_free(struct gc_ctl *g);
 int fatia_ctlr_replicaset_ctl_new(struct ctl *c, struct replicaset_ctl **ret);
 void fatia_ctlr_replicaset_ctl_free(struct replicaset_ctl *r);
+int fatia_ctlr_deployment_ctl_new(struct ctl *c, struct deployment_ctl **ret);
+void fatia_ctlr_deployment_ctl_free(struct deployment_ctl *d);
 
 struct device_ctl *fatia_ctlr_device(struct ctl *c);
 struct admission_ctl *fatia_ctlr_admission(struct ctl *c);

@@ -45,6 +45,7 @@ struct ctl {
     struct placement_ctl *placement;
     struct gc_ctl *gc;
     struct replicaset_ctl *replicaset;
+    struct deployment_ctl *deployment;
 };
 
 struct fatia_controllers {
@@ -219,6 +220,7 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
     if ((r = fatia_ctlr_device_ctl_new(c, &c->device)) < 0 ||
         (r = fatia_ctlr_gc_ctl_new(c, &c->gc)) < 0 ||
         (r = fatia_ctlr_replicaset_ctl_new(c, &c->replicaset)) < 0 ||
+        (r = fatia_ctlr_deployment_ctl_new(c, &c->deployment)) < 0 ||
         (r = fatia_ctlr_workload_ctl_new(c, &c->workload)) < 0 ||
         (r = fatia_ctlr_job_ctl_new(c, &c->job)) < 0 ||
         (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
@@ -289,6 +291,7 @@ void fatia_controllers_free(struct fatia_controllers *fc)
         fatia_ctlr_admission_ctl_free(c->admission);
         fatia_ctlr_job_ctl_free(c->job);
         fatia_ctlr_workload_ctl_free(c->workload);
+        fatia_ctlr_deployment_ctl_free(c->deployment);
         fatia_ctlr_replicaset_ctl_free(c->replicaset);
         fatia_ctlr_gc_ctl_free(c->gc);
         fatia_ctlr_device_ctl_free(c->device);

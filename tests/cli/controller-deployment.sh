@@ -11,7 +11,8 @@
 #     first ReplicaSet itself (revision 3), not a new one;
 #   - `kubectl rollout restart` rolls to a new ReplicaSet; revisionHistoryLimit 1 leaves one
 #     idle old set;
-#   - replicas patched to 2 (what `kubectl scale` changes) and back to 3;
+#   - `kubectl scale` to 2 and to 3 (the scale subresource: PATCH, and GET + PUT with
+#     --current-replicas, refused when the count differs), the Scale object read back;
 #   - a Recreate Deployment: every old pod gone before a new one is created;
 #   - deleting a Deployment deletes its ReplicaSets and pods.
 . "$(dirname "$0")/lib.bash"
@@ -99,12 +100,18 @@ YAML
     wait_for "kubectl $v: one idle old set kept (revisionHistoryLimit 1)" idle
     [ "$("$k" get rs -n dp-t -l "app=$d" -o name | wc -l)" = 2 ] || fail "kubectl $v: sets: $("$k" get rs -n dp-t -l app=$d)"
 
-    # scale (spec.replicas)
-    expect_rc 0 "$k" patch deploy "$d" -n dp-t --type merge -p '{"spec":{"replicas":2}}'
+    # kubectl scale: the scale subresource (a PATCH; with --current-replicas a GET and a PUT)
+    expect_rc 0 "$k" scale "deploy/$d" -n dp-t --replicas=2
+    expect_line "$TMP/out" "scaled"
     ready_is() { [ "$("$k" get deploy "$d" -n dp-t -o jsonpath='{.status.replicas}/{.status.readyReplicas}')" = "$1" ]; }
     wait_for "kubectl $v: scaled to 2" ready_is 2/2
-    expect_rc 0 "$k" patch deploy "$d" -n dp-t --type merge -p '{"spec":{"replicas":3}}'
+    expect_rc 1 "$k" scale "deploy/$d" -n dp-t --replicas=3 --current-replicas=7
+    expect_line "$TMP/err" "Expected replicas to be 7, was 2"
+    expect_rc 0 "$k" scale "deploy/$d" -n dp-t --replicas=3 --current-replicas=2
     wait_for "kubectl $v: scaled to 3" ready_is 3/3
+    expect_rc 0 "$k" get --raw "/apis/apps/v1/namespaces/dp-t/deployments/$d/scale"
+    python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert s['kind']=='Scale' and s['apiVersion']=='autoscaling/v1' and s['spec']['replicas']==3 and s['status']['selector']=='app=$d', s" "$TMP/out" ||
+        fail "kubectl $v: the Scale: $(cat "$TMP/out")"
 
     # delete: its sets and pods go
     expect_rc 0 "$k" delete deploy "$d" -n dp-t
@@ -112,6 +119,10 @@ YAML
     wait_for "kubectl $v: the deployment's sets and pods deleted" gone
 done
 
+# the scale subresource refuses what is not a count, and changes nothing then
+api PUT /apis/apps/v1/namespaces/dp-t/deployments/rec/scale -H 'Content-Type: application/json' \
+    -d '{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"rec","namespace":"dp-t"},"spec":{"replicas":-2}}'
+[ "$CODE" = 404 ] || fail "scale of a missing deployment: $CODE"
 # Recreate: no new pod while an old one lives
 k="$KUBECTL_DIR/kubectl.1.33"
 cat >"$TMP/rec.yaml" <<'YAML'
@@ -137,6 +148,13 @@ expect_rc 0 "$k" set image deploy/rec c=busybox:1.36 -n dp-t
 expect_rc 0 timeout 60 "$k" rollout status deploy/rec -n dp-t
 touch "$TMP/stop"
 wait "$wpid"
+api PUT /apis/apps/v1/namespaces/dp-t/deployments/rec/scale -H 'Content-Type: application/json' \
+    -d '{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"rec","namespace":"dp-t"},"spec":{"replicas":-2}}'
+[ "$CODE" = 422 ] || fail "a negative scale: $CODE $(cat "$TMP/body")"
+api PATCH /apis/apps/v1/namespaces/dp-t/deployments/rec/scale -H 'Content-Type: application/merge-patch+json' \
+    -d '{"spec":{"replicas":"many"}}'
+[ "$CODE" = 422 ] || fail "a scale of a string: $CODE $(cat "$TMP/body")"
+[ "$("$k" get deploy rec -n dp-t -o jsonpath='{.spec.replicas}')" = 2 ] || fail "a refused scale changed the deployment"
 read -r min_ready max_live polls <"$TMP/watch"
 echo "Recreate: fewest ready $min_ready, most live $max_live ($polls polls)"
 [ "$max_live" -le 2 ] || fail "Recreate: $max_live live pods (old and new together)"

@@ -185,6 +185,8 @@ struct placement_ctl;
 struct gc_ctl;
 struct replicaset_ctl;
 struct deployment_ctl;
+struct sa_ctl;
+struct endpoints_ctl;
 
 int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret);
 void fatia_ctlr_device_ctl_free(struct device_ctl *d);
@@ -202,6 +204,10 @@ int fatia_ctlr_replicaset_ctl_new(struct ctl *c, struct replicaset_ctl **ret);
 void fatia_ctlr_replicaset_ctl_free(struct replicaset_ctl *r);
 int fatia_ctlr_deployment_ctl_new(struct ctl *c, struct deployment_ctl **ret);
 void fatia_ctlr_deployment_ctl_free(struct deployment_ctl *d);
+int fatia_ctlr_sa_ctl_new(struct ctl *c, struct sa_ctl **ret);
+void fatia_ctlr_sa_ctl_free(struct sa_ctl *a);
+int fatia_ctlr_endpoints_ctl_new(struct ctl *c, struct endpoints_ctl **ret);
+void fatia_ctlr_endpoints_ctl_free(struct endpoints_ctl *e);
 
 struct device_ctl *fatia_ctlr_device(struct ctl *c);
 struct admission_ctl *fatia_ctlr_admission(struct ctl *c);

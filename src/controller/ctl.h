@@ -187,6 +187,9 @@ struct replicaset_ctl;
 struct deployment_ctl;
 struct sa_ctl;
 struct endpoints_ctl;
+struct cronjob_ctl;
+struct statefulset_ctl;
+struct daemonset_ctl;
 
 int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret);
 void fatia_ctlr_device_ctl_free(struct device_ctl *d);
@@ -208,6 +211,12 @@ int fatia_ctlr_sa_ctl_new(struct ctl *c, struct sa_ctl **ret);
 void fatia_ctlr_sa_ctl_free(struct sa_ctl *a);
 int fatia_ctlr_endpoints_ctl_new(struct ctl *c, struct endpoints_ctl **ret);
 void fatia_ctlr_endpoints_ctl_free(struct endpoints_ctl *e);
+int fatia_ctlr_cronjob_ctl_new(struct ctl *c, struct cronjob_ctl **ret);
+void fatia_ctlr_cronjob_ctl_free(struct cronjob_ctl *cj);
+int fatia_ctlr_statefulset_ctl_new(struct ctl *c, struct statefulset_ctl **ret);
+void fatia_ctlr_statefulset_ctl_free(struct statefulset_ctl *s);
+int fatia_ctlr_daemonset_ctl_new(struct ctl *c, struct daemonset_ctl **ret);
+void fatia_ctlr_daemonset_ctl_free(struct daemonset_ctl *d);
 
 struct device_ctl *fatia_ctlr_device(struct ctl *c);
 struct admission_ctl *fatia_ctlr_admission(struct ctl *c);

@@ -225,3 +225,40 @@ int64_t fatia_cron_next(const struct fatia_cron *c, int64_t t)
     }
     return -1;
 }
+
+int64_t fatia_cron_most_recent(const struct fatia_cron *c, int64_t earliest, int64_t now,
+                               int64_t *ret_missed)
+{
+    int64_t t = earliest, last = -1, missed = 0;
+
+    for (;;) {
+        int64_t n = fatia_cron_next(c, t);
+        if (n < 0 || n > now)
+            break;
+        last = n;
+        t = n;
+        /* past a thousand, count the rest by the minute-period of the last two fires: enough
+         * to say "too many" without walking years of minutes */
+        if (++missed >= 1000)
+            break;
+    }
+    if (ret_missed)
+        *ret_missed = missed;
+    if (missed >= 1000) {
+        /* the latest fire time at or before now: walk back a day at a time */
+        int64_t from = now - 86400;
+        int64_t latest = -1;
+        for (int i = 0; i < 366 * 5 && latest < 0; i++, from -= 86400) {
+            int64_t x = from;
+            for (;;) {
+                int64_t n = fatia_cron_next(c, x);
+                if (n < 0 || n > now)
+                    break;
+                latest = n;
+                x = n;
+            }
+        }
+        return latest >= 0 ? latest : last;
+    }
+    return last;
+}

@@ -36,4 +36,10 @@ int fatia_cron_parse(const char *s, struct fatia_cron *ret, char *why, size_t wh
  * (a schedule like "0 0 30 2 *" never fires). */
 int64_t fatia_cron_next(const struct fatia_cron *c, int64_t t);
 
+/* The latest fire time in (earliest, now], or -1 when none; *ret_missed (may be NULL) gets how
+ * many fire times lie in that interval (upstream mostRecentScheduleTime: the controller warns
+ * past 100). Pure. */
+int64_t fatia_cron_most_recent(const struct fatia_cron *c, int64_t earliest, int64_t now,
+                               int64_t *ret_missed);
+
 #endif

@@ -155,13 +155,67 @@ static void test_names(void **state)
     assert_int_equal(a.dow, (1u << 0) | (1u << 3));
 }
 
+/* kubernetes/kubernetes pkg/controller/cronjob/utils_test.go TestMostRecentScheduleTime: the
+ * earliest time is given as upstream's expectedEarliestTime (the controller computes it from
+ * lastScheduleTime, creationTimestamp and startingDeadlineSeconds). Upstream's "@every" case is
+ * left out (no @every here), and "another complex schedule" differs on purpose: upstream
+ * estimates the most recent time from the first two fire times' interval and answers nil for
+ * "30 10,11,12 * * 1-5"; the exact answer, Friday 12:30, is what fatia gives. */
+#define TOP 1463652000 /* 2016-05-19T10:00:00Z, a Thursday */
+
+static void test_most_recent(void **state)
+{
+    static const struct {
+        const char *name, *spec;
+        int64_t earliest, now, want; /* want -1: none */
+        int64_t missed;              /* -1: not checked */
+    } t[] = {
+        {"now before next schedule", "0 * * * *", TOP, TOP + 30, -1, 0},
+        {"now just after next schedule", "0 * * * *", TOP, TOP + 61 * 60, TOP + 60 * 60, 1},
+        {"missed 5 schedules", "0 * * * *", TOP + 10, TOP + 301 * 60, TOP + 300 * 60, 5},
+        {"complex schedule", "30 6-16/4 * * 1-5", TOP + 30 * 60, TOP + 24 * 3600 + 31 * 60,
+         TOP + 24 * 3600 + 30 * 60, 3},
+        {"another complex schedule (exact)", "30 10,11,12 * * 1-5", TOP + 30 * 60,
+         TOP + 30 * 3600 + 30 * 60, TOP + 26 * 3600 + 30 * 60, 5},
+        {"longer diff between executions", "30 6-16/4 * * 1-5", TOP + 30 * 60,
+         TOP + 96 * 3600 + 31 * 60, TOP + 96 * 3600 + 30 * 60, -1},
+        {"shorter diff between executions", "30 6-16/4 * * 1-5", TOP, TOP + 24 * 3600 + 31 * 60,
+         TOP + 24 * 3600 + 30 * 60, -1},
+        {"rogue cronjob", "59 23 31 2 *", TOP + 10, TOP + 3600, -1, 0},
+        {"earliest = creation = last schedule", "0 * * * *", TOP, TOP + 30, -1, 0},
+        {"earliest = last schedule", "*/5 * * * *", TOP + 30 * 60, TOP + 31 * 60, -1, 0},
+        {"outside startingDeadlineSeconds", "*/5 * * * *", TOP + 31 * 60, TOP + 32 * 60, -1, 0},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        struct fatia_cron c;
+        char why[200];
+        int64_t missed = 0;
+        assert_int_equal(fatia_cron_parse(t[i].spec, &c, why, sizeof(why)), 0);
+        int64_t got = fatia_cron_most_recent(&c, t[i].earliest, t[i].now, &missed);
+        if (got != t[i].want || (t[i].missed >= 0 && missed != t[i].missed))
+            fail_msg("%s: %lld (%lld missed), want %lld (%lld)", t[i].name, (long long)got,
+                     (long long)missed, (long long)t[i].want, (long long)t[i].missed);
+    }
+    /* a minute schedule not run for a year: "too many missed", and still the latest minute */
+    {
+        struct fatia_cron c;
+        char why[200];
+        int64_t missed = 0;
+        assert_int_equal(fatia_cron_parse("* * * * *", &c, why, sizeof(why)), 0);
+        assert_int_equal(fatia_cron_most_recent(&c, TOP, TOP + 365 * 86400 + 90, &missed),
+                         TOP + 365 * 86400 + 60);
+        assert_true(missed > 100);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_activation),
-        cmocka_unit_test(test_next),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_activation),  cmocka_unit_test(test_next),
+        cmocka_unit_test(test_errors),      cmocka_unit_test(test_names),
+        cmocka_unit_test(test_most_recent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

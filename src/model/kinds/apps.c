@@ -445,7 +445,7 @@ static const struct fatia_field cronjob_fields[] = {
     {0}};
 static const struct fatia_column cronjob_columns[] = {
     {"Schedule", "string", ".spec.schedule", 0, "The cron schedule"},
-    {"Timezone", "string", ".spec.timeZone", 0, "Time zone of the schedule"},
+    {"Timezone", "string", NULL, 0, "Time zone of the schedule", fatia_print_cronjob_timezone},
     {"Suspend", "boolean", ".spec.suspend", 0, "Whether new runs are suspended"},
     {"Active", "integer", NULL, 0, "Active jobs", fatia_print_cronjob_active},
     {"Last Schedule", "date", ".status.lastScheduleTime", 0, "When a job was last scheduled"},

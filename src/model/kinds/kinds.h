@@ -81,6 +81,7 @@ json_t *fatia_print_template_containers(const json_t *obj, int64_t now);
 json_t *fatia_print_template_images(const json_t *obj, int64_t now);
 json_t *fatia_print_selector(const json_t *obj, int64_t now);
 json_t *fatia_print_cronjob_active(const json_t *cj, int64_t now);
+json_t *fatia_print_cronjob_timezone(const json_t *cj, int64_t now);
 json_t *fatia_print_binding_role(const json_t *rb, int64_t now);
 json_t *fatia_print_binding_users(const json_t *rb, int64_t now);
 json_t *fatia_print_binding_groups(const json_t *rb, int64_t now);

@@ -449,3 +449,12 @@ STATUS_COUNT(fatia_print_st_number_ready, "numberReady")
 STATUS_COUNT(fatia_print_st_updated_scheduled, "updatedNumberScheduled")
 STATUS_COUNT(fatia_print_st_number_available, "numberAvailable")
 STATUS_COUNT(fatia_print_st_disruptions_allowed, "disruptionsAllowed")
+
+/* CronJob TIMEZONE and LAST SCHEDULE: "<none>" when unset (printCronJob) */
+json_t *fatia_print_cronjob_timezone(const json_t *cj, int64_t now)
+{
+    const char *tz = fatia_json_str(json_object_get(cj, "spec"), "timeZone");
+
+    (void)now;
+    return json_string(tz ? tz : "<none>");
+}

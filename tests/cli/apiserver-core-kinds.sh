@@ -116,6 +116,11 @@ PY
     expect_rc 0 "$k" get deploy web -n core-t -o wide
     tr -s ' ' <"$TMP/out" | grep -q "^web 0/3 0 0 [0-9a-z]* srv nginx:1.25 app=web$" ||
         fail "kubectl $v: deployment -o wide: $(cat "$TMP/out")"
+    # kubectl cluster-info lists Services (it failed with "the server doesn't have a resource
+    # type services" before they were served)
+    expect_rc 0 "$k" cluster-info
+    expect_line "$TMP/out" "is running at"
+    expect_line "$TMP/out" "$URL" # 1.27 colours the words and the address apart
     # every kind is discoverable
     expect_rc 0 "$k" api-resources
     for r in configmaps secrets serviceaccounts services endpoints endpointslices persistentvolumeclaims \

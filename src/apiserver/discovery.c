@@ -82,6 +82,13 @@ json_t *fatia_api_discovery_resources(const char *group, const char *version)
                                             "singularName", "", "namespaced", k->namespaced, "kind",
                                             k->kind, "verbs", "get", "patch", "update"));
         }
+        if (fatia_api_kind_has_scale(k)) {
+            snprintf(sub, sizeof(sub), "%s/scale", k->plural);
+            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[s,s,s]}", "name", sub,
+                                                 "singularName", "", "namespaced", k->namespaced,
+                                                 "group", "autoscaling", "version", "v1", "kind",
+                                                 "Scale", "verbs", "get", "patch", "update"));
+        }
         if (!k->group[0] && !strcmp(k->kind, "Pod")) {
             json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name", "pods/log",
                                                  "singularName", "", "namespaced", true, "kind",

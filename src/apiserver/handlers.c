@@ -13,6 +13,7 @@
 #include <event2/buffer.h>
 
 #include "apiserver/internal.h"
+#include "apiserver/patch.h"
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -380,6 +381,112 @@ static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
     json_decref(body);
 }
 
+/* ---- the scale subresource (scale.c builds and applies the Scale) ---- */
+
+static void http_scale_done(void *arg, struct opres *r)
+{
+    struct http_wait *w = arg;
+
+    fatia_api_audit_end(w->s, w->audit, r,
+                        r->ver ? fatia_json_str(json_object_get(r->ver->tree, "metadata"), "name")
+                               : NULL);
+    if (r->code >= 200 && r->code < 300 && r->ver) {
+        json_t *scale = fatia_api_scale_of(r->ver->tree, r->ver->rv);
+        reply_json(w->req, r->code, scale);
+        json_decref(scale);
+    } else {
+        reply_opres(w->req, w->t, w->ver, r);
+    }
+    fatia_free(w);
+}
+
+static void handle_scale(struct fatia_apiserver *s, const struct fatia_user *u,
+                         struct fatia_api_http_req *req, const struct fatia_api_route *rt,
+                         struct opctx *c, const char *method)
+{
+    const struct fatia_http_head *h = fatia_api_http_req_head(req);
+    struct opres r = {0};
+    struct entry *e;
+    json_t *scale = NULL, *next = NULL, *obj = NULL;
+    struct http_wait *w;
+    char key[600], why[256];
+    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+
+    c->subresource = NULL; /* the write is an update of the object's spec */
+    if (fatia_api_authorize(c, get ? "get" : "update", &r) < 0)
+        goto reply;
+    fatia_api_entry_key(c->t, rt->ns, rt->name, key, sizeof(key));
+    e = fatia_api_rtable_find(c->t, key);
+    if (!e || !e->committed) {
+        fatia_api_opres_not_found(&r, c->t, rt->name);
+        goto reply;
+    }
+    scale = fatia_api_scale_of(e->committed->tree, e->committed->rv);
+    if (get) {
+        reply_json(req, 200, scale);
+        json_decref(scale);
+        return;
+    }
+    if (!strcmp(method, "PUT")) {
+        if (!(next = read_body(s, req, true)))
+            goto out;
+    } else if (!strcmp(method, "PATCH")) {
+        size_t n;
+        const char *p = fatia_api_http_req_body(req, &n);
+        json_error_t jerr;
+        json_t *patch = p && n ? json_loadb(p, n, 0, &jerr) : NULL;
+        int pr = -EINVAL;
+        why[0] = '\0';
+        if (patch && header_contains(h, "Content-Type", "application/json-patch+json"))
+            pr = fatia_patch_json(scale, patch, &next, why, sizeof(why));
+        else if (patch && header_contains(h, "Content-Type", "application/merge-patch+json"))
+            pr = fatia_patch_merge(scale, patch, &next, why, sizeof(why));
+        else if (patch &&
+                 header_contains(h, "Content-Type", "application/strategic-merge-patch+json"))
+            pr = fatia_patch_strategic(scale, patch, NULL, &next, why, sizeof(why));
+        json_decref(patch);
+        if (pr < 0) {
+            fatia_api_opres_fail(&r, patch ? 422 : 400, patch ? "Invalid" : "BadRequest",
+                                 "the patch of the Scale of %s \"%s\" failed: %s",
+                                 c->t->kind->singular, rt->name, why[0] ? why : "not a patch");
+            goto reply;
+        }
+    } else {
+        reply_status(req, 405, "MethodNotAllowed",
+                     "the server does not allow this method on the requested resource");
+        goto out;
+    }
+    if (fatia_api_scale_apply(e->committed->tree, e->committed->rv, next, &obj, why, sizeof(why)) <
+        0) {
+        fatia_api_opres_fail(&r, 422, "Invalid", "Scale.autoscaling \"%s\" is invalid: %s",
+                             rt->name, why);
+        goto reply;
+    }
+    w = fatia_calloc(1, sizeof(*w));
+    if (!w) {
+        reply_status(req, 500, "InternalError", "out of memory");
+        goto out;
+    }
+    *w = (struct http_wait){req, c->t, c->ver, s, NULL};
+    if (s->audit) {
+        struct fatia_str ua = {0};
+        (void)head_get(h, "User-Agent", &ua);
+        w->audit =
+            fatia_api_audit_begin(s, u, !strcmp(method, "PUT") ? "update" : "patch", h->target.p,
+                                  h->target.n, fatia_api_http_req_peer(req), ua.p, ua.n, c->t->kind,
+                                  rt->version, rt->ns, rt->name, rt->sub);
+    }
+    fatia_api_op_update(c, obj, http_scale_done, w);
+    goto out;
+reply:
+    reply_opres(req, c->t, c->ver, &r);
+    fatia_api_opres_release(&r);
+out:
+    json_decref(scale);
+    json_decref(next);
+    json_decref(obj);
+}
+
 static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *u,
                             struct fatia_api_http_req *req, const struct fatia_api_route *rt,
                             const struct fatia_api_query *q, const char *method)
@@ -417,11 +524,6 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
         reply_status(req, 404, "NotFound", "the server could not find the requested resource");
         return;
     }
-    if (rt->sub && !(!strcmp(rt->sub, "status") && t->kind->has_status) &&
-        !(!strcmp(rt->sub, "log") && !strcmp(t->kind->kind, "Pod") && !t->kind->group[0])) {
-        reply_status(req, 404, "NotFound", "the server could not find the requested resource");
-        return;
-    }
     c = (struct opctx){.s = s,
                        .user = u,
                        .t = t,
@@ -444,6 +546,15 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
             ua_manager[n] = '\0';
             c.manager = ua_manager;
         }
+    }
+    if (rt->sub && !strcmp(rt->sub, "scale") && fatia_api_kind_has_scale(t->kind)) {
+        handle_scale(s, u, req, rt, &c, method);
+        return;
+    }
+    if (rt->sub && !(!strcmp(rt->sub, "status") && t->kind->has_status) &&
+        !(!strcmp(rt->sub, "log") && !strcmp(t->kind->kind, "Pod") && !t->kind->group[0])) {
+        reply_status(req, 404, "NotFound", "the server could not find the requested resource");
+        return;
     }
 
     if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) {

@@ -395,6 +395,26 @@ static const struct smp root_namespace[] = {
     {"metadata", NULL, false, object_meta}, {"status", NULL, false, conditions_only}, END};
 static const struct smp root_default[] = {{"metadata", NULL, false, object_meta}, END};
 
+/* the workload kinds of apps/v1 and CronJob: their pod templates merge like a Pod's */
+static const struct smp workload_spec[] = {{"template", NULL, false, pod_template}, END};
+static const struct smp root_workload[] = {{"metadata", NULL, false, object_meta},
+                                           {"spec", NULL, false, workload_spec},
+                                           {"status", NULL, false, conditions_only},
+                                           END};
+static const struct smp job_template[] = {{"spec", NULL, false, job_spec}, END};
+static const struct smp cronjob_spec[] = {{"jobTemplate", NULL, false, job_template}, END};
+static const struct smp root_cronjob[] = {
+    {"metadata", NULL, false, object_meta}, {"spec", NULL, false, cronjob_spec}, END};
+static const struct smp service_spec[] = {{"ports", "port", false, NULL}, END};
+static const struct smp root_service[] = {{"metadata", NULL, false, object_meta},
+                                          {"spec", NULL, false, service_spec},
+                                          {"status", NULL, false, conditions_only},
+                                          END};
+static const struct smp root_serviceaccount[] = {{"metadata", NULL, false, object_meta},
+                                                 {"secrets", "name", false, NULL},
+                                                 {"imagePullSecrets", "name", false, NULL},
+                                                 END};
+
 static const struct smp *root_for(const struct fatia_kind *k)
 {
     if (!k)
@@ -407,6 +427,14 @@ static const struct smp *root_for(const struct fatia_kind *k)
         return root_node;
     if (!k->group[0] && !strcmp(k->kind, "Namespace"))
         return root_namespace;
+    if (!strcmp(k->group, "apps"))
+        return root_workload; /* Deployment, ReplicaSet, StatefulSet, DaemonSet */
+    if (!strcmp(k->group, "batch") && !strcmp(k->kind, "CronJob"))
+        return root_cronjob;
+    if (!k->group[0] && !strcmp(k->kind, "Service"))
+        return root_service;
+    if (!k->group[0] && !strcmp(k->kind, "ServiceAccount"))
+        return root_serviceaccount;
     return root_default;
 }
 

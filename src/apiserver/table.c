@@ -4,7 +4,8 @@
  *
  * `kubectl get` asks for a Table; the server answers with column definitions and one row of
  * cells per object, which kubectl prints as is. Columns are those of the kind's upstream CRD
- * (model/kind.h columns): Name first, the kind's columns, Age last. Cells follow the CRD table
+ * (model/kind.h columns): Name first, the kind's columns, Age last (unless the kind places Age
+ * itself, or has "Created At" instead, as kubectl's built-in printers do). Cells follow the CRD table
  * convertor of kube-apiserver: the first JSONPath result; strings printed like Go's fmt (a map
  * is "map[k:v]"), integers and numbers as JSON numbers, dates as a human age ("5m", "3d4h"),
  * missing values as null (kubectl shows <none>).
@@ -420,6 +421,17 @@ static json_t *cell(const struct fatia_column *col, const json_t *obj, fatia_use
     }
 }
 
+/* A kind whose columns include "Age" (kubectl's built-in printers put wide columns after it, and
+ * ResourceQuota's REQUEST and LIMIT) or "Created At" (Role, ClusterRole, LimitRange: no Age at
+ * all) places them itself; every other kind gets Age last. */
+static bool kind_places_age(const struct fatia_kind *k)
+{
+    for (const struct fatia_column *c = k->columns; c && c->name; c++)
+        if (!strcmp(c->name, "Age") || !strcmp(c->name, "Created At"))
+            return true;
+    return false;
+}
+
 json_t *fatia_api_table_columns(const struct fatia_kind *k)
 {
     json_t *cols = json_array();
@@ -431,11 +443,12 @@ json_t *fatia_api_table_columns(const struct fatia_kind *k)
         json_array_append_new(cols, json_pack("{s:s,s:s,s:s,s:s,s:i}", "name", c->name, "type",
                                               c->type, "format", "", "description",
                                               c->desc ? c->desc : "", "priority", c->priority));
-    json_array_append_new(cols, json_pack("{s:s,s:s,s:s,s:s,s:i}", "name", "Age", "type", "date",
-                                          "format", "", "description",
-                                          "CreationTimestamp is a timestamp representing the "
-                                          "server time when this object was created.",
-                                          "priority", 0));
+    if (!kind_places_age(k))
+        json_array_append_new(cols, json_pack("{s:s,s:s,s:s,s:s,s:i}", "name", "Age", "type",
+                                              "date", "format", "", "description",
+                                              "CreationTimestamp is a timestamp representing the "
+                                              "server time when this object was created.",
+                                              "priority", 0));
     return cols;
 }
 
@@ -448,7 +461,8 @@ json_t *fatia_api_table_row(const struct rtable *t, const struct fatia_kind_vers
     json_array_append_new(cells, json_string(nz(fatia_json_str(meta, "name"))));
     for (const struct fatia_column *c = t->kind->columns; c && c->name; c++)
         json_array_append_new(cells, cell(c, v->tree, now));
-    json_array_append_new(cells, date_cell(json_object_get(meta, "creationTimestamp"), now));
+    if (!kind_places_age(t->kind))
+        json_array_append_new(cells, date_cell(json_object_get(meta, "creationTimestamp"), now));
     row = json_pack("{s:o}", "cells", cells);
     if (include == 1) {
         obj = json_pack("{s:s,s:s,s:O}", "kind", "PartialObjectMetadata", "apiVersion",

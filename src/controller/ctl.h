@@ -184,6 +184,13 @@ struct admission_ctl;
 struct placement_ctl;
 struct gc_ctl;
 struct nodelifecycle_ctl;
+struct replicaset_ctl;
+struct deployment_ctl;
+struct sa_ctl;
+struct endpoints_ctl;
+struct cronjob_ctl;
+struct statefulset_ctl;
+struct daemonset_ctl;
 
 int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret);
 void fatia_ctlr_device_ctl_free(struct device_ctl *d);
@@ -207,6 +214,20 @@ json_t *fatia_ctlr_node_runtime_taints(const json_t *node);
 /* The taints to publish on Node have: want_taints without node.kubernetes.io/ ones, then have's
  * lifecycle taints, then the cordon taint if have is unschedulable. A new array. */
 json_t *fatia_ctlr_node_taints_merge(const json_t *have, const json_t *want_taints);
+int fatia_ctlr_replicaset_ctl_new(struct ctl *c, struct replicaset_ctl **ret);
+void fatia_ctlr_replicaset_ctl_free(struct replicaset_ctl *r);
+int fatia_ctlr_deployment_ctl_new(struct ctl *c, struct deployment_ctl **ret);
+void fatia_ctlr_deployment_ctl_free(struct deployment_ctl *d);
+int fatia_ctlr_sa_ctl_new(struct ctl *c, struct sa_ctl **ret);
+void fatia_ctlr_sa_ctl_free(struct sa_ctl *a);
+int fatia_ctlr_endpoints_ctl_new(struct ctl *c, struct endpoints_ctl **ret);
+void fatia_ctlr_endpoints_ctl_free(struct endpoints_ctl *e);
+int fatia_ctlr_cronjob_ctl_new(struct ctl *c, struct cronjob_ctl **ret);
+void fatia_ctlr_cronjob_ctl_free(struct cronjob_ctl *cj);
+int fatia_ctlr_statefulset_ctl_new(struct ctl *c, struct statefulset_ctl **ret);
+void fatia_ctlr_statefulset_ctl_free(struct statefulset_ctl *s);
+int fatia_ctlr_daemonset_ctl_new(struct ctl *c, struct daemonset_ctl **ret);
+void fatia_ctlr_daemonset_ctl_free(struct daemonset_ctl *d);
 
 struct device_ctl *fatia_ctlr_device(struct ctl *c);
 struct admission_ctl *fatia_ctlr_admission(struct ctl *c);

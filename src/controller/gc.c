@@ -1,7 +1,9 @@
 /*
  * controller/gc.c: the garbage collector of ownerReferences, for the kinds fatiad's controllers
- * create: the Pods of a Job, the Pod of a Notebook, the Workload of a Job or of a Pod, the ResourceClaims made from a
- * Pod's templates.
+ * create: the Pods of a Job or of a ReplicaSet, the Pod of a Notebook, the Jobs of a CronJob, the
+ * ReplicaSets of a Deployment, the Pods of a DaemonSet, the Pods (and, by its retention policy,
+ * the claims) of a StatefulSet, the Endpoints and EndpointSlices of a Service, the Workload of a
+ * Job or of a Pod, the ResourceClaims made from a Pod's templates.
  *
  * Model (Kubernetes' garbage collector, background propagation): a dependent whose every owner is
  * gone is deleted. "Gone" is decided against the informers' caches, which are complete once
@@ -30,7 +32,7 @@
 #include "controller/ctl_internal.h"
 #include "controller/kueue.h"
 
-#define GC_MAX_KINDS 8
+#define GC_MAX_KINDS 16
 
 struct gc_ctl {
     struct ctl *ctl;
@@ -236,7 +238,15 @@ int fatia_ctlr_gc_ctl_new(struct ctl *c, struct gc_ctl **ret)
     }
     if ((r = add_owner(g, "batch/v1", "Job")) < 0 || (r = add_owner(g, "v1", "Pod")) < 0 ||
         (r = add_owner(g, "kubeflow.org/v1", "Notebook")) < 0 ||
-        (r = add_dep(g, "v1", "Pod")) < 0 ||
+        (r = add_owner(g, "apps/v1", "ReplicaSet")) < 0 ||
+        (r = add_owner(g, "apps/v1", "Deployment")) < 0 ||
+        (r = add_dep(g, "apps/v1", "ReplicaSet")) < 0 || (r = add_owner(g, "v1", "Service")) < 0 ||
+        (r = add_dep(g, "v1", "Endpoints")) < 0 ||
+        (r = add_dep(g, "discovery.k8s.io/v1", "EndpointSlice")) < 0 ||
+        (r = add_owner(g, "batch/v1", "CronJob")) < 0 || (r = add_dep(g, "batch/v1", "Job")) < 0 ||
+        (r = add_owner(g, "apps/v1", "StatefulSet")) < 0 ||
+        (r = add_owner(g, "apps/v1", "DaemonSet")) < 0 ||
+        (r = add_dep(g, "v1", "PersistentVolumeClaim")) < 0 || (r = add_dep(g, "v1", "Pod")) < 0 ||
         (r = add_dep(g, "kueue.x-k8s.io/v1beta2", "Workload")) < 0 ||
         (r = add_dep(g, "resource.k8s.io/v1", "ResourceClaim")) < 0 ||
         (r = fatia_ctlr_on_synced(c, on_synced, g)) < 0) {

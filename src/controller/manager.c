@@ -52,6 +52,13 @@ struct ctl {
     struct usage_ctl *usage;
     struct gpuidle *gpuidle;
     struct nodelifecycle_ctl *nodelifecycle;
+    struct replicaset_ctl *replicaset;
+    struct deployment_ctl *deployment;
+    struct sa_ctl *sa;
+    struct endpoints_ctl *endpoints;
+    struct cronjob_ctl *cronjob;
+    struct statefulset_ctl *statefulset;
+    struct daemonset_ctl *daemonset;
 };
 
 struct fatia_controllers {
@@ -226,6 +233,13 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
     if ((r = fatia_ctlr_device_ctl_new(c, &c->device)) < 0 ||
         (r = fatia_ctlr_gc_ctl_new(c, &c->gc)) < 0 ||
         (r = fatia_ctlr_nodelifecycle_ctl_new(c, &c->nodelifecycle)) < 0 ||
+        (r = fatia_ctlr_replicaset_ctl_new(c, &c->replicaset)) < 0 ||
+        (r = fatia_ctlr_deployment_ctl_new(c, &c->deployment)) < 0 ||
+        (r = fatia_ctlr_sa_ctl_new(c, &c->sa)) < 0 ||
+        (r = fatia_ctlr_endpoints_ctl_new(c, &c->endpoints)) < 0 ||
+        (r = fatia_ctlr_cronjob_ctl_new(c, &c->cronjob)) < 0 ||
+        (r = fatia_ctlr_statefulset_ctl_new(c, &c->statefulset)) < 0 ||
+        (r = fatia_ctlr_daemonset_ctl_new(c, &c->daemonset)) < 0 ||
         (r = fatia_ctlr_workload_ctl_new(c, &c->workload)) < 0 ||
         (r = fatia_ctlr_job_ctl_new(c, &c->job)) < 0 ||
         (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
@@ -304,6 +318,13 @@ void fatia_controllers_free(struct fatia_controllers *fc)
         fatia_ctlr_admission_ctl_free(c->admission);
         fatia_ctlr_job_ctl_free(c->job);
         fatia_ctlr_workload_ctl_free(c->workload);
+        fatia_ctlr_daemonset_ctl_free(c->daemonset);
+        fatia_ctlr_statefulset_ctl_free(c->statefulset);
+        fatia_ctlr_cronjob_ctl_free(c->cronjob);
+        fatia_ctlr_endpoints_ctl_free(c->endpoints);
+        fatia_ctlr_sa_ctl_free(c->sa);
+        fatia_ctlr_deployment_ctl_free(c->deployment);
+        fatia_ctlr_replicaset_ctl_free(c->replicaset);
         fatia_ctlr_gc_ctl_free(c->gc);
         fatia_ctlr_nodelifecycle_ctl_free(c->nodelifecycle);
         fatia_ctlr_device_ctl_free(c->device);

@@ -404,14 +404,12 @@ static const struct fatia_field job_spec_fields[] = {
     ANY("podReplacementPolicy"),
     ANY("managedBy"),
     {0}};
-static const struct fatia_field job_fields[] = {
-    FATIA_OBJECT_FIELDS,
-    {"spec",
-     &(const struct fatia_schema){FATIA_T_OBJECT, .fields = job_spec_fields,
-                                  .check = check_job_spec},
-     FATIA_F_REQUIRED, NULL},
-    {"status", &fatia_s_status_any, 0, NULL},
-    {0}};
+const struct fatia_schema fatia_s_job_spec = {FATIA_T_OBJECT, "Specification of a job",
+                                              .fields = job_spec_fields, .check = check_job_spec};
+static const struct fatia_field job_fields[] = {FATIA_OBJECT_FIELDS,
+                                                {"spec", &fatia_s_job_spec, FATIA_F_REQUIRED, NULL},
+                                                {"status", &fatia_s_status_any, 0, NULL},
+                                                {0}};
 static const struct fatia_column job_columns[] = {
     {"Status", "string", NULL, 0, "Running, Complete, Failed or Suspended", fatia_print_job_status},
     {"Completions", "string", NULL, 0, "Succeeded pods / completions", fatia_print_job_completions},

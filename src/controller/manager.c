@@ -48,6 +48,7 @@ struct ctl {
     struct deployment_ctl *deployment;
     struct sa_ctl *sa;
     struct endpoints_ctl *endpoints;
+    struct isvc_ctl *isvc;
 };
 
 struct fatia_controllers {
@@ -225,6 +226,7 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
         (r = fatia_ctlr_deployment_ctl_new(c, &c->deployment)) < 0 ||
         (r = fatia_ctlr_sa_ctl_new(c, &c->sa)) < 0 ||
         (r = fatia_ctlr_endpoints_ctl_new(c, &c->endpoints)) < 0 ||
+        (r = fatia_ctlr_isvc_ctl_new(c, &c->isvc)) < 0 ||
         (r = fatia_ctlr_workload_ctl_new(c, &c->workload)) < 0 ||
         (r = fatia_ctlr_job_ctl_new(c, &c->job)) < 0 ||
         (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
@@ -295,6 +297,7 @@ void fatia_controllers_free(struct fatia_controllers *fc)
         fatia_ctlr_admission_ctl_free(c->admission);
         fatia_ctlr_job_ctl_free(c->job);
         fatia_ctlr_workload_ctl_free(c->workload);
+        fatia_ctlr_isvc_ctl_free(c->isvc);
         fatia_ctlr_endpoints_ctl_free(c->endpoints);
         fatia_ctlr_sa_ctl_free(c->sa);
         fatia_ctlr_deployment_ctl_free(c->deployment);

@@ -1,0 +1,174 @@
+#!/bin/bash
+# tests/e2e/serving.sh: a KServe InferenceService end to end (src/controller/inferenceservice.c,
+# src/model/kinds/kserve.c), with a real fatiad (controllers and node agent: the model servers are
+# real `fatia engine-sim` processes) and the real kubectl:
+#   1. bad InferenceServices are refused naming the field (maxReplicas < minReplicas, a framework
+#      shortcut without predictor.model, an unknown scaleMetric), and nothing is stored;
+#   2. one `kubectl apply -f examples/serving/llama-isvc.yaml`: the Deployment llama-predictor
+#      (engine-sim, the served model name, --reuse-port, the hf:// shape), the InferencePool
+#      llama, the InferenceService READY True with status.url and modelStatus as KServe's;
+#   3. a completion with "model": "llama" through `fatia gateway --inference-pool serving/llama`;
+#   4. spec.predictor.minReplicas 1 -> 2: two Ready pods, the Deployment follows, the gateway
+#      still answers; back to 1;
+#   5. the queue label and hardware-profile annotation of the InferenceService reach the pods'
+#      template (Kueue admission and profile injection then treat them as any pod);
+#   6. delete: Deployment, pods and pool go.
+. "$(dirname "$0")/../cli/lib.bash"
+. "$(dirname "$0")/../cli/fatiad.bash"
+find_kubectl
+PIDS=""
+trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done
+      if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
+export HOME=$TMP/home
+mkdir -p "$HOME"
+chmod 711 "$TMP" # pods run under a uid of their namespace (docs/agent.md)
+FATIAD_CONTROLLERS=1 start_fatiad "$TMP/data" || exit 1
+export KUBECONFIG=$KCFG
+k="$KUBECTL_DIR/kubectl.1.33"
+EX=examples/serving/llama-isvc.yaml
+
+wait_for() {
+    local desc=$1
+    shift
+    for _ in $(seq 300); do
+        "$@" && return 0
+        sleep 0.2
+    done
+    fail "$desc (60 s): $("$k" get isvc,deploy,pods,inferencepool -n serving 2>&1 | head -20)"
+    grep -i "error\|warn" "$TMP/data.log" | tail -20 >&2
+    exit 1
+}
+
+# 1. refusals
+echo '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"serving"}}' >"$TMP/ns.json"
+expect_rc 0 "$k" apply -f "$TMP/ns.json"
+bad() {
+    cat >"$TMP/bad.yaml"
+    expect_rc 1 "$k" apply -f "$TMP/bad.yaml"
+    expect_line "$TMP/err" "$1"
+}
+bad "MaxReplicas cannot be less than MinReplicas" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: bad, namespace: serving}
+spec: {predictor: {minReplicas: 3, maxReplicas: 2, model: {modelFormat: {name: vLLM}}}}
+EOF
+bad "spec.predictor.sklearn" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: bad, namespace: serving}
+spec: {predictor: {sklearn: {storageUri: "gs://x"}}}
+EOF
+bad "spec.predictor.scaleMetric" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: bad, namespace: serving}
+spec: {predictor: {scaleMetric: gpu, model: {modelFormat: {name: vLLM}}}}
+EOF
+bad "spec.predictor.model.modelFormat.name" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: bad, namespace: serving}
+spec: {predictor: {model: {modelFormat: {}}}}
+EOF
+expect_rc 0 "$k" get isvc -n serving -o name
+[ -s "$TMP/out" ] && fail "a refused InferenceService was stored: $(cat "$TMP/out")"
+
+# 2. one apply
+expect_rc 0 "$k" apply -f "$EX"
+ready() { [ "$("$k" get isvc llama -n serving -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+wait_for "InferenceService llama Ready" ready
+expect_rc 0 "$k" get isvc llama -n serving
+tr -s ' ' <"$TMP/out" | grep -q "^llama http://llama.serving.svc.cluster.local True" ||
+    fail "isvc columns: $(cat "$TMP/out")"
+expect_rc 0 "$k" get isvc llama -n serving -o json
+python3 - "$TMP/out" <<'EOF' || fail "isvc status: $(cat "$TMP/out")"
+import json, sys
+s = json.load(open(sys.argv[1]))["status"]
+conds = {c["type"]: c["status"] for c in s["conditions"]}
+assert conds == {"PredictorReady": "True", "Ready": "True"}, conds
+m = s["modelStatus"]
+assert m["transitionStatus"] == "UpToDate", m
+assert m["states"] == {"activeModelState": "Loaded", "targetModelState": "Loaded"}, m
+assert m["copies"]["totalCopies"] == 1, m
+assert s["address"]["url"] == s["url"]
+EOF
+expect_rc 0 "$k" get deploy llama-predictor -n serving -o json
+python3 - "$TMP/out" <<'EOF' || fail "deployment: $(cat "$TMP/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["metadata"]["ownerReferences"][0]["kind"] == "InferenceService"
+c = d["spec"]["template"]["spec"]["containers"][0]["command"]
+assert c[0].endswith("/fatia") and c[1] == "engine-sim", c
+for a, b in [("--listen", "127.0.0.1:28080"), ("--served-model-name", "llama"),
+             ("--model", "meta-llama/Llama-3.1-8B-Instruct"), ("--speed", "50")]:
+    assert c[c.index(a) + 1] == b, (a, c)
+assert "--reuse-port" in c
+EOF
+expect_rc 0 "$k" get inferencepool llama -n serving -o jsonpath='{.spec.selector.matchLabels.serving\.kserve\.io/inferenceservice} {.spec.targetPorts[0].number}'
+[ "$(cat "$TMP/out")" = "llama 28080" ] || fail "pool: $(cat "$TMP/out")"
+
+# 3. a completion through the gateway
+"$FATIA" gateway --listen 127.0.0.1:0 --health-interval 50ms --metrics-interval 20ms \
+    --inference-pool serving/llama --kubeconfig "$KCFG" --port-file "$TMP/gw.port" \
+    >"$TMP/gw.log" 2>&1 &
+PIDS="$PIDS $!"
+disown $!
+for _ in $(seq 250); do [ -s "$TMP/gw.port" ] && break; sleep 0.02; done
+G=$(cat "$TMP/gw.port")
+complete() {
+    curl -sf "localhost:$G/v1/completions" \
+        -d '{"model":"llama","prompt":"hello there","max_tokens":3}' >"$TMP/c" 2>/dev/null &&
+        python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["model"]=="llama" and r["choices"][0]["text"]' "$TMP/c" 2>/dev/null
+}
+wait_for "a completion through the gateway" complete
+echo "completion through the gateway: $(cat "$TMP/c")"
+
+# 4. scale minReplicas
+expect_rc 0 "$k" patch isvc llama -n serving --type merge -p '{"spec":{"predictor":{"minReplicas":2}}}'
+two() { [ "$("$k" get deploy llama-predictor -n serving -o jsonpath='{.spec.replicas}/{.status.readyReplicas}')" = 2/2 ] &&
+    [ "$("$k" get isvc llama -n serving -o jsonpath='{.status.modelStatus.copies.totalCopies}')" = 2 ]; }
+wait_for "two replicas" two
+[ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=llama -o name | wc -l)" = 2 ] ||
+    fail "pods: $("$k" get pods -n serving)"
+wait_for "a completion with two replicas" complete
+expect_rc 0 "$k" patch isvc llama -n serving --type merge -p '{"spec":{"predictor":{"minReplicas":1}}}'
+one() { [ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=llama -o name | wc -l)" = 1 ]; }
+wait_for "back to one replica" one
+
+# 5. queue label and profile annotation on the pod template
+cat >"$TMP/q.yaml" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: queued
+  namespace: serving
+  labels: {kueue.x-k8s.io/queue-name: team-a}
+  annotations: {opendatahub.io/hardware-profile-name: small-gpu}
+spec: {predictor: {minReplicas: 0, model: {modelFormat: {name: vLLM}, resources: {limits: {nvidia.com/mig-1g.18gb: 1}}}}}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/q.yaml"
+tmpl() { "$k" get deploy queued-predictor -n serving -o json >"$TMP/q.json" 2>/dev/null; }
+wait_for "Deployment queued-predictor" tmpl
+python3 - "$TMP/q.json" <<'EOF' || fail "queued template: $(cat "$TMP/q.json")"
+import json, sys
+t = json.load(open(sys.argv[1]))["spec"]["template"]
+assert t["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a", t
+assert t["metadata"]["annotations"]["opendatahub.io/hardware-profile-name"] == "small-gpu", t
+c = t["spec"]["containers"][0]["command"]
+assert c[c.index("--slice") + 1] == "1g.18gb", c
+EOF
+notready() { [ "$("$k" get isvc queued -n serving -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = False ]; }
+wait_for "queued (minReplicas 0) not Ready" notready
+
+# 6. delete: everything goes (the InferenceService alone: the namespace stays)
+expect_rc 0 "$k" delete isvc llama -n serving
+gone() { [ -z "$("$k" get deploy,pods,inferencepool -n serving -l serving.kserve.io/inferenceservice=llama -o name 2>/dev/null)" ] &&
+    ! "$k" get deploy llama-predictor -n serving >/dev/null 2>&1; }
+wait_for "llama's Deployment, pods and pool deleted" gone
+expect_rc 0 "$k" delete isvc queued -n serving
+qgone() { ! "$k" get deploy queued-predictor -n serving >/dev/null 2>&1 &&
+    ! "$k" get inferencepool queued -n serving >/dev/null 2>&1; }
+wait_for "queued's Deployment and pool deleted" qgone
+stop_fatiad
+finish

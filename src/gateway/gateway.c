@@ -25,6 +25,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/str.h"
 #include "gateway/hist.h"
@@ -110,6 +111,7 @@ struct gw_req {
     struct fatia_upx *x;
     struct fatia_buf uphead; /* rebuilt request head, when the raw one cannot go as is */
     struct fatia_reqbody rb;
+    const char *tenant; /* with API keys: the key's tenant (borrowed from the tenants table) */
     uint64_t *hashes;
     size_t n_hashes;
     uint64_t tokens;
@@ -824,6 +826,27 @@ static int start_upx(struct gw_req *q, unsigned flags)
     return fatia_upx_start(&q->ep->up, iov, 2, flags, &ops, q, &q->x);
 }
 
+/* route_by_model: whether ep serves the request's model (its pool's name), for its tenant. */
+static bool serves_model(const struct fatia_gateway *g, const struct gw_req *q,
+                         const struct gw_endpoint *ep)
+{
+    const char *m, *p;
+
+    if (!g->cfg.route_by_model)
+        return true;
+    if (!q->rb.has_model)
+        return false;
+    m = fatia_json_str(ep->labels, FATIA_GATEWAY_MODEL_LABEL);
+    p = fatia_json_str(ep->labels, FATIA_GATEWAY_POOL_LABEL);
+    if (q->tenant) {
+        /* with API keys a tenant reaches the pools of its own namespace only (tenant = namespace) */
+        size_t tl = strlen(q->tenant);
+        if (!p || strncmp(p, q->tenant, tl) || p[tl] != '/')
+            return false;
+    }
+    return m && fatia_str_eqz(q->rb.model, m);
+}
+
 /* Picks an endpoint for q and starts the upstream exchange. */
 static void forward(struct gw_req *q)
 {
@@ -838,6 +861,19 @@ static void forward(struct gw_req *q)
 
     if (!q->infer && sc.policy == FATIA_POLICY_CACHE_AWARE)
         sc.w.prefix = 0;
+    if (g->cfg.route_by_model) {
+        bool known = false;
+        for (size_t i = 0; i < g->n_eps && !known; i++)
+            known = serves_model(g, q, g->eps[i]);
+        if (!known) {
+            char msg[400];
+            snprintf(msg, sizeof(msg), "The model `%.*s` does not exist.",
+                     q->rb.has_model ? (int)FATIA_MIN(q->rb.model.n, 256) : 0,
+                     q->rb.has_model ? q->rb.model.p : "");
+            respond_error(q, 404, -1, "NotFoundError", msg);
+            return;
+        }
+    }
     if (!q->infer && sc.policy == FATIA_POLICY_ORACLE)
         sc.policy = FATIA_POLICY_LEAST_REQUEST;
     if (grow_scratch(g) < 0) {
@@ -863,7 +899,7 @@ static void forward(struct gw_req *q)
     for (size_t i = 0; i < g->n_eps; i++) {
         struct gw_endpoint *e = g->eps[i];
         struct fatia_sched_endpoint *s = &g->snap[i];
-        s->ready = ep_routable(e) && e != q->failed && in_subset(q, e);
+        s->ready = ep_routable(e) && e != q->failed && in_subset(q, e) && serves_model(g, q, e);
         s->fresh = fresh(e, now);
         s->waiting = e->m.waiting;
         s->kv_usage = e->m.kv_usage;
@@ -1191,6 +1227,7 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
     const char *qm = memchr(path.p, '?', path.n);
     bool get = fatia_str_eqz(h->method, "GET"), post = fatia_str_eqz(h->method, "POST");
     struct gw_req *q;
+    const char *tenant = NULL;
     char why[128];
 
     if (qm)
@@ -1223,6 +1260,7 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
                                       g->cfg.tenants->v[t].name, g->cfg.tenants->rate);
             return;
         }
+        tenant = g->cfg.tenants->v[t].name;
     }
     if (get && fatia_str_eqz(path, "/metrics")) {
         write_metrics(g, c);
@@ -1242,6 +1280,7 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
     q->kind = CTX_REQ;
     q->g = g;
     q->c = c;
+    q->tenant = tenant;
     q->head = h;
     q->body = r->body;
     q->body_len = r->body_len;

@@ -7,7 +7,10 @@
 #   2. one `kubectl apply -f examples/serving/llama-isvc.yaml`: the Deployment llama-predictor
 #      (engine-sim, the served model name, --reuse-port, the hf:// shape), the InferencePool
 #      llama, the InferenceService READY True with status.url and modelStatus as KServe's;
-#   3. a completion with "model": "llama" through `fatia gateway --inference-pool serving/llama`;
+#   3. one `fatia gateway --all-inference-pools --api-keys` for every pool: a completion with
+#      "model": "llama"; a hostile tenant's InferenceService in another namespace cannot be
+#      reached with the first tenant's key (404, as an unknown model), nor the first's with its
+#      key; unknown models are 404 naming them; a deleted InferenceService leaves the gateway;
 #   4. spec.predictor.minReplicas 1 -> 2: two Ready pods, the Deployment follows, the gateway
 #      still answers; back to 1;
 #   5. the queue label and hardware-profile annotation of the InferenceService reach the pods'
@@ -108,21 +111,58 @@ EOF
 expect_rc 0 "$k" get inferencepool llama -n serving -o jsonpath='{.spec.selector.matchLabels.serving\.kserve\.io/inferenceservice} {.spec.targetPorts[0].number}'
 [ "$(cat "$TMP/out")" = "llama 28080" ] || fail "pool: $(cat "$TMP/out")"
 
-# 3. a completion through the gateway
+# 3. one gateway for every pool, keys per tenant (tenant = namespace): completions routed by
+#    "model"; a hostile tenant's InferenceService in another namespace is out of reach of the
+#    first tenant's key and the other way round; an unknown model is 404 naming it
+cat >"$TMP/hostile.yaml" <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata: {name: hostile}
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: evil, namespace: hostile}
+spec: {predictor: {model: {modelFormat: {name: vLLM}, args: ["--speed", "50"]}}}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/hostile.yaml"
+KA=serving-key-0123456789abcdef
+KB=hostile-key-0123456789abcdef
+printf '%s serving\n%s hostile\n' "$KA" "$KB" >"$TMP/keys"
 "$FATIA" gateway --listen 127.0.0.1:0 --health-interval 50ms --metrics-interval 20ms \
-    --inference-pool serving/llama --kubeconfig "$KCFG" --port-file "$TMP/gw.port" \
+    --all-inference-pools --api-keys "$TMP/keys" --kubeconfig "$KCFG" --port-file "$TMP/gw.port" \
     >"$TMP/gw.log" 2>&1 &
 PIDS="$PIDS $!"
 disown $!
 for _ in $(seq 250); do [ -s "$TMP/gw.port" ] && break; sleep 0.02; done
 G=$(cat "$TMP/gw.port")
+# ask KEY MODEL: HTTP status into $TMP/code, body into $TMP/c
+ask() {
+    curl -s -o "$TMP/c" -w '%{http_code}' -H "Authorization: Bearer $1" "localhost:$G/v1/completions" \
+        -d "{\"model\":\"$2\",\"prompt\":\"hello there\",\"max_tokens\":3}" >"$TMP/code" 2>/dev/null
+}
 complete() {
-    curl -sf "localhost:$G/v1/completions" \
-        -d '{"model":"llama","prompt":"hello there","max_tokens":3}' >"$TMP/c" 2>/dev/null &&
+    ask "$KA" llama && [ "$(cat "$TMP/code")" = 200 ] &&
         python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["model"]=="llama" and r["choices"][0]["text"]' "$TMP/c" 2>/dev/null
 }
 wait_for "a completion through the gateway" complete
 echo "completion through the gateway: $(cat "$TMP/c")"
+evil_ready() { ask "$KB" evil && [ "$(cat "$TMP/code")" = 200 ]; }
+wait_for "the hostile tenant's own model" evil_ready
+expect_code() { # WANT KEY MODEL [TEXT]
+    ask "$2" "$3"
+    [ "$(cat "$TMP/code")" = "$1" ] || fail "key $2, model $3: HTTP $(cat "$TMP/code"), want $1: $(cat "$TMP/c")"
+    [ -z "${4:-}" ] || grep -qF -- "$4" "$TMP/c" || fail "key $2, model $3: body lacks $4: $(cat "$TMP/c")"
+}
+expect_code 404 "$KA" serving/llama 'The model `serving/llama` does not exist.'
+expect_code 404 "$KA" evil 'The model `evil` does not exist.'
+expect_code 404 "$KA" hostile/evil 'The model `hostile/evil` does not exist.'
+expect_code 404 "$KB" llama 'The model `llama` does not exist.'
+expect_code 404 "$KB" serving/llama
+expect_code 404 "$KA" nope 'The model `nope` does not exist.'
+expect_code 401 wrong-key-0123456789abcdef llama
+expect_rc 0 "$k" delete isvc evil -n hostile
+evil_gone() { ask "$KB" evil && [ "$(cat "$TMP/code")" = 404 ]; }
+wait_for "the hostile model leaves the gateway with its InferenceService" evil_gone
 
 # 4. scale minReplicas
 expect_rc 0 "$k" patch isvc llama -n serving --type merge -p '{"spec":{"predictor":{"minReplicas":2}}}'

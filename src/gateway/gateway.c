@@ -826,24 +826,32 @@ static int start_upx(struct gw_req *q, unsigned flags)
     return fatia_upx_start(&q->ep->up, iov, 2, flags, &ops, q, &q->x);
 }
 
+/* route_by_model with API keys: a tenant reaches the pools of its own namespace only (tenant =
+ * namespace; the pool label is "namespace/name"). */
+static bool tenant_reaches(const struct fatia_gateway *g, const char *tenant,
+                           const struct gw_endpoint *ep)
+{
+    const char *p;
+    size_t tl;
+
+    if (!g->cfg.route_by_model || !tenant)
+        return true;
+    p = fatia_json_str(ep->labels, FATIA_GATEWAY_POOL_LABEL);
+    tl = strlen(tenant);
+    return p && !strncmp(p, tenant, tl) && p[tl] == '/';
+}
+
 /* route_by_model: whether ep serves the request's model (its pool's name), for its tenant. */
 static bool serves_model(const struct fatia_gateway *g, const struct gw_req *q,
                          const struct gw_endpoint *ep)
 {
-    const char *m, *p;
+    const char *m;
 
     if (!g->cfg.route_by_model)
         return true;
-    if (!q->rb.has_model)
+    if (!q->rb.has_model || !tenant_reaches(g, q->tenant, ep))
         return false;
     m = fatia_json_str(ep->labels, FATIA_GATEWAY_MODEL_LABEL);
-    p = fatia_json_str(ep->labels, FATIA_GATEWAY_POOL_LABEL);
-    if (q->tenant) {
-        /* with API keys a tenant reaches the pools of its own namespace only (tenant = namespace) */
-        size_t tl = strlen(q->tenant);
-        if (!p || strncmp(p, q->tenant, tl) || p[tl] != '/')
-            return false;
-    }
     return m && fatia_str_eqz(q->rb.model, m);
 }
 
@@ -1168,7 +1176,7 @@ static void models_done(struct gw_fetch *f, int err)
     }
 }
 
-static void serve_models(struct fatia_gateway *g, struct fatia_httpd_conn *c)
+static void serve_models(struct fatia_gateway *g, struct fatia_httpd_conn *c, const char *tenant)
 {
     struct models_fanout *m = fatia_calloc(1, sizeof(*m));
 
@@ -1186,7 +1194,7 @@ static void serve_models(struct fatia_gateway *g, struct fatia_httpd_conn *c)
     /* the fan-out is the request's context so that a client that leaves cancels it */
     fatia_httpd_set_ctx(c, NULL);
     for (size_t i = 0; i < g->n_eps; i++) {
-        if (!ep_routable(g->eps[i]))
+        if (!ep_routable(g->eps[i]) || !tenant_reaches(g, tenant, g->eps[i]))
             continue;
         if (fetch(g->eps[i], "GET", "/v1/models", NULL, 0, 2 * FATIA_USEC_PER_SEC, models_done, m,
                   &m->fetches[i]) == 0) {
@@ -1267,7 +1275,7 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
         return;
     }
     if (get && fatia_str_eqz(path, "/v1/models")) {
-        serve_models(g, c);
+        serve_models(g, c, tenant);
         return;
     }
     q = fatia_calloc(1, sizeof(*q));

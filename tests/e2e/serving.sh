@@ -160,6 +160,11 @@ expect_code 404 "$KB" llama 'The model `llama` does not exist.'
 expect_code 404 "$KB" serving/llama
 expect_code 404 "$KA" nope 'The model `nope` does not exist.'
 expect_code 401 wrong-key-0123456789abcdef llama
+# /v1/models lists a tenant's own models only
+models() { curl -s -H "Authorization: Bearer $1" "localhost:$G/v1/models" |
+    python3 -c 'import json,sys; print(" ".join(sorted(m["id"] for m in json.load(sys.stdin)["data"])))'; }
+[ "$(models "$KA")" = llama ] || fail "models of tenant serving: $(models "$KA")"
+[ "$(models "$KB")" = evil ] || fail "models of tenant hostile: $(models "$KB")"
 expect_rc 0 "$k" delete isvc evil -n hostile
 evil_gone() { ask "$KB" evil && [ "$(cat "$TMP/code")" = 404 ]; }
 wait_for "the hostile model leaves the gateway with its InferenceService" evil_gone

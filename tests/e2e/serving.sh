@@ -13,8 +13,10 @@
 #      key; unknown models are 404 naming them; a deleted InferenceService leaves the gateway;
 #   4. spec.predictor.minReplicas 1 -> 2: two Ready pods, the Deployment follows, the gateway
 #      still answers; back to 1;
-#   5. the queue label and hardware-profile annotation of the InferenceService reach the pods'
-#      template (Kueue admission and profile injection then treat them as any pod);
+#   5. through Kueue: the queue label and hardware-profile annotation reach the pods (the
+#      profile's default CPU is injected into them); with a
+#      ClusterQueue of 1 CPU one replica of 600m is admitted and the second waits (Workloads: one
+#      admitted of two, the InferenceService not Ready), admitted once the quota grows;
 #   6. delete: Deployment, pods and pool go.
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
@@ -181,16 +183,54 @@ expect_rc 0 "$k" patch isvc llama -n serving --type merge -p '{"spec":{"predicto
 one() { [ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=llama -o name | wc -l)" = 1 ]; }
 wait_for "back to one replica" one
 
-# 5. queue label and profile annotation on the pod template
+# 5. through Kueue: the queue label and hardware-profile annotation reach the pods' template; a
+#    ClusterQueue of 1 CPU admits one replica of 600m, a second waits behind the scheduling gate
+#    (bounded by quota), and is admitted once the quota grows
 cat >"$TMP/q.yaml" <<'EOF'
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default-flavor}
+spec: {}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: serving-cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default-flavor
+      resources: [{name: cpu, nominalQuota: 1}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: team-a, namespace: serving}
+spec: {clusterQueue: serving-cq}
+---
+apiVersion: infrastructure.opendatahub.io/v1
+kind: HardwareProfile
+metadata: {name: small-gpu, namespace: serving}
+spec:
+  identifiers:
+  - {displayName: CPU, identifier: cpu, resourceType: CPU, minCount: 500m, defaultCount: 600m, maxCount: 1}
+  scheduling:
+    type: Queue
+    kueue: {localQueueName: team-a}
+---
 apiVersion: serving.kserve.io/v1beta1
 kind: InferenceService
 metadata:
   name: queued
   namespace: serving
   labels: {kueue.x-k8s.io/queue-name: team-a}
-  annotations: {opendatahub.io/hardware-profile-name: small-gpu}
-spec: {predictor: {minReplicas: 0, model: {modelFormat: {name: vLLM}, resources: {limits: {nvidia.com/mig-1g.18gb: 1}}}}}
+  annotations: {opendatahub.io/hardware-profile-name: small-gpu, serving.fatia.io/port: "28090"}
+spec:
+  predictor:
+    minReplicas: 2
+    model:
+      modelFormat: {name: vLLM}
+      args: ["--speed", "50"]
 EOF
 expect_rc 0 "$k" apply -f "$TMP/q.yaml"
 tmpl() { "$k" get deploy queued-predictor -n serving -o json >"$TMP/q.json" 2>/dev/null; }
@@ -200,11 +240,28 @@ import json, sys
 t = json.load(open(sys.argv[1]))["spec"]["template"]
 assert t["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a", t
 assert t["metadata"]["annotations"]["opendatahub.io/hardware-profile-name"] == "small-gpu", t
-c = t["spec"]["containers"][0]["command"]
-assert c[c.index("--slice") + 1] == "1g.18gb", c
+EOF
+# the profile's default CPU was injected into the pods (the InferenceService names none)
+injected() { [ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=queued -o jsonpath='{.items[0].spec.containers[0].resources.requests.cpu}')" = 600m ]; }
+wait_for "the hardware profile's CPU injected into a replica" injected
+qready() { [ "$("$k" get deploy queued-predictor -n serving -o jsonpath='{.status.readyReplicas}')" = "$1" ]; }
+wait_for "one queued replica admitted and ready" qready 1
+sleep 2
+[ "$("$k" get deploy queued-predictor -n serving -o jsonpath='{.status.readyReplicas}')" = 1 ] ||
+    fail "a replica beyond the ClusterQueue's quota runs"
+expect_rc 0 "$k" get workloads -n serving -o json
+python3 - "$TMP/out" <<'EOF' || fail "workloads: $(cat "$TMP/out")"
+import json, sys
+ws = json.load(open(sys.argv[1]))["items"]
+adm = [w for w in ws if any(c["type"] == "Admitted" and c["status"] == "True" for c in w.get("status", {}).get("conditions", []))]
+assert len(ws) == 2 and len(adm) == 1, [(w["metadata"]["name"], w.get("status", {}).get("conditions")) for w in ws]
 EOF
 notready() { [ "$("$k" get isvc queued -n serving -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = False ]; }
-wait_for "queued (minReplicas 0) not Ready" notready
+wait_for "queued not Ready with 1 of 2 replicas" notready
+expect_rc 0 "$k" patch clusterqueue serving-cq --type merge -p '{"spec":{"resourceGroups":[{"coveredResources":["cpu"],"flavors":[{"name":"default-flavor","resources":[{"name":"cpu","nominalQuota":2}]}]}]}}'
+wait_for "the second replica admitted once the quota grows" qready 2
+qisready() { [ "$("$k" get isvc queued -n serving -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+wait_for "queued Ready" qisready
 
 # 6. delete: everything goes (the InferenceService alone: the namespace stays)
 expect_rc 0 "$k" delete isvc llama -n serving

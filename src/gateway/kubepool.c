@@ -440,9 +440,17 @@ static json_t *get_list(struct fatia_kubepool *kp, const char *path)
     return o;
 }
 
+/* The namespace of "ns/name" equals ns. */
+static bool same_ns(const char *key, const char *ns)
+{
+    size_t n = strlen(ns);
+    return !strncmp(key, ns, n) && key[n] == '/';
+}
+
 json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
 {
-    json_t *out = json_array(), *pool, *byns = json_object(), *pod;
+    json_t *out = json_array(), *pool, *byns = json_object(), *pod, *cand = json_array();
+    json_t *owner = json_object(), *c;
     size_t i, j;
 
     json_array_foreach(pods, i, pod)
@@ -458,6 +466,7 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
         }
         json_array_append(l, pod);
     }
+    /* candidates: every pool's endpoints, from the pods of the pool's own namespace only */
     json_array_foreach(pools, i, pool)
     {
         const char *name = json_string_value(fatia_json_path(pool, "metadata.name"));
@@ -470,27 +479,42 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
         eps = fatia_kubepool_endpoints(pool, json_object_get(byns, ns));
         json_array_foreach(eps, j, ep)
         {
-            json_t *labels = json_deep_copy(json_object_get(ep, "labels"));
             const char *url = fatia_json_str(ep, "url");
-            bool dup = false;
-            size_t k;
-            json_t *o;
-            if (!labels || !url) {
-                json_decref(labels);
+            const char *first;
+            if (!url)
                 continue;
-            }
-            /* one endpoint serves one pool: the first pool that names it keeps it */
-            json_array_foreach(out, k, o) dup = dup || !strcmp(fatia_json_str(o, "url"), url);
-            if (dup) {
-                json_decref(labels);
-                continue;
-            }
-            json_object_set_new(labels, FATIA_GATEWAY_POOL_LABEL, json_string(key));
-            json_object_set_new(labels, FATIA_GATEWAY_MODEL_LABEL, json_string(name));
-            json_array_append_new(out, json_pack("{s:s,s:o}", "url", url, "labels", labels));
+            first = fatia_json_str(owner, url);
+            /* an address two namespaces claim belongs to neither: on a shared network (processes
+             * on 127.0.0.1) a tenant could otherwise point its pool at another's model server */
+            if (!first)
+                json_object_set_new(owner, url, json_string(key));
+            else if (!same_ns(first, ns))
+                json_object_set_new(owner, url, json_string(""));
+            json_array_append_new(cand,
+                                  json_pack("{s:s,s:s,s:s,s:O}", "url", url, "pool", key, "name",
+                                            name, "labels", json_object_get(ep, "labels")));
         }
         json_decref(eps);
     }
+    json_array_foreach(cand, i, c)
+    {
+        const char *url = fatia_json_str(c, "url"), *key = fatia_json_str(c, "pool");
+        const char *own = fatia_json_str(owner, url);
+        json_t *labels;
+        /* one endpoint serves one pool: the first pool that names it keeps it */
+        if (!own || strcmp(own, key))
+            continue;
+        labels = json_deep_copy(json_object_get(c, "labels"));
+        if (!labels)
+            continue;
+        json_object_set_new(labels, FATIA_GATEWAY_POOL_LABEL, json_string(key));
+        json_object_set_new(labels, FATIA_GATEWAY_MODEL_LABEL,
+                            json_string(fatia_json_str(c, "name")));
+        json_array_append_new(out, json_pack("{s:s,s:o}", "url", url, "labels", labels));
+        json_object_set_new(owner, url, json_string("")); /* once */
+    }
+    json_decref(cand);
+    json_decref(owner);
     json_decref(byns);
     return out;
 }

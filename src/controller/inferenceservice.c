@@ -30,6 +30,12 @@
  * (--reuse-port) and the kernel spreads connections between them; the pool's endpoint is that one
  * port. The port: annotation serving.fatia.io/port, else 20000 + FNV-1a("ns/name") mod 20000.
  *
+ * predictor.model.runtime is checked as KServe does (a ServingRuntime of the namespace, else a
+ * ClusterServingRuntime; missing: RuntimeNotRecognized, spec.disabled: RuntimeDisabled, the
+ * model's format not in supportedModelFormats: NoSupportingRuntime): such a spec deploys nothing
+ * and says why in PredictorReady and modelStatus.lastFailureInfo. The runtime's containers are not
+ * run: the model server is engine-sim whatever the runtime (no vLLM image here).
+ *
  * Replicas: predictor.minReplicas (KServe's default 1). maxReplicas, scaleMetric and scaleTarget
  * are validated and kept; no autoscaler acts on them yet, and minReplicas 0 means no replica
  * (scale to zero is not done: Ready stays False).
@@ -65,7 +71,7 @@
 struct isvc_ctl {
     struct ctl *ctl;
     struct wq *q;
-    struct informer *isvcs, *deploys, *pools;
+    struct informer *isvcs, *deploys, *pools, *runtimes, *cluster_runtimes;
     char bin[4096];
 };
 
@@ -315,7 +321,7 @@ static void sync_pool(struct isvc_ctl *ic, const char *key, const json_t *isvc, 
 }
 
 static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isvc,
-                         const json_t *dep, const char *blocked)
+                         const json_t *dep, const char *reason, const char *blocked)
 {
     const char *name = fatia_ctlr_meta_str(isvc, "name"),
                *ns = fatia_ctlr_meta_str(isvc, "namespace");
@@ -346,7 +352,9 @@ static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isv
         conds = json_array();
     }
     fatia_ctlr_cond_set(conds, "PredictorReady", is_ready ? "True" : "False",
-                        is_ready ? "MinimumReplicasAvailable" : "MinimumReplicasUnavailable",
+                        is_ready  ? "MinimumReplicasAvailable"
+                        : blocked ? reason
+                                  : "MinimumReplicasUnavailable",
                         is_ready ? "" : msg, now);
     fatia_ctlr_cond_set(conds, "Ready", is_ready ? "True" : "False",
                         is_ready ? "PredictorReady" : "PredictorNotReady", is_ready ? "" : msg,
@@ -360,6 +368,9 @@ static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isv
                               : "InProgress",
                    "states", "activeModelState", is_ready ? "Loaded" : "Pending",
                    "targetModelState", "Loaded", "copies", "totalCopies", (json_int_t)ready);
+    if (st && blocked)
+        json_object_set_new(json_object_get(st, "modelStatus"), "lastFailureInfo",
+                            json_pack("{s:s,s:s}", "reason", reason, "message", blocked));
     if (!st || (old && json_equal(st, old))) {
         json_decref(st);
         return;
@@ -379,6 +390,45 @@ static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isv
     json_decref(obj);
 }
 
+/* KServe's runtime checks for predictor.model.runtime: a ServingRuntime of the namespace or a
+ * ClusterServingRuntime of that name, not disabled, listing the model's format. 0, or a reason
+ * (KServe's) with why in buf. The model server stays engine-sim either way (file comment). */
+static const char *check_runtime(struct isvc_ctl *ic, const json_t *isvc, const char *ns, char *buf,
+                                 size_t n)
+{
+    const json_t *model = fatia_json_path(isvc, "spec.predictor.model");
+    const char *rt = fatia_json_str(model, "runtime");
+    const char *format = fatia_json_str(json_object_get(model, "modelFormat"), "name");
+    const json_t *r, *f;
+    bool supported = false;
+    size_t i;
+
+    if (!rt)
+        return NULL;
+    r = fatia_ctlr_informer_get(ic->runtimes, ns, rt);
+    if (!r)
+        r = fatia_ctlr_informer_get(ic->cluster_runtimes, NULL, rt);
+    if (!r) {
+        snprintf(buf, n, "specified runtime %.200s does not exist", rt);
+        return "RuntimeNotRecognized";
+    }
+    if (json_is_true(fatia_json_path(r, "spec.disabled"))) {
+        snprintf(buf, n, "specified runtime %.200s is disabled", rt);
+        return "RuntimeDisabled";
+    }
+    json_array_foreach(fatia_json_path(r, "spec.supportedModelFormats"), i, f)
+    {
+        const char *fn = fatia_json_str(f, "name");
+        supported = supported || (fn && format && !strcasecmp(fn, format));
+    }
+    if (!supported) {
+        snprintf(buf, n, "specified runtime %.200s does not support model format %.100s", rt,
+                 format ? format : "");
+        return "NoSupportingRuntime";
+    }
+    return NULL;
+}
+
 static void reconcile(void *arg, const char *key)
 {
     struct isvc_ctl *ic = arg;
@@ -386,6 +436,7 @@ static void reconcile(void *arg, const char *key)
     char ns[300], dname[300], blocked[700] = "";
     const char *name;
     const json_t *dep, *pool;
+    const char *reason;
     bool fd = false, fp = false;
     int port;
 
@@ -395,6 +446,11 @@ static void reconcile(void *arg, const char *key)
     snprintf(dname, sizeof(dname), "%.200s-predictor", name);
     dep = fatia_ctlr_informer_get(ic->deploys, ns, dname);
     pool = fatia_ctlr_informer_get(ic->pools, ns, name);
+    if ((reason = check_runtime(ic, isvc, ns, blocked, sizeof(blocked)))) {
+        /* as KServe: nothing is deployed for a spec it cannot serve */
+        write_status(ic, key, isvc, NULL, reason, blocked);
+        return;
+    }
     port = isvc_port(isvc);
     sync_deployment(ic, key, isvc, dep, port, &fd);
     sync_pool(ic, key, isvc, pool, port, &fp);
@@ -402,7 +458,7 @@ static void reconcile(void *arg, const char *key)
         snprintf(blocked, sizeof(blocked),
                  "%s %.300s exists and is not owned by this InferenceService",
                  fd ? "Deployment" : "InferencePool", fd ? dname : name);
-    write_status(ic, key, isvc, fd ? NULL : dep, blocked[0] ? blocked : NULL);
+    write_status(ic, key, isvc, fd ? NULL : dep, "ResourceConflict", blocked[0] ? blocked : NULL);
 }
 
 static void on_isvc(void *arg, const json_t *old, const json_t *obj)
@@ -427,6 +483,23 @@ static void on_owned(void *arg, const json_t *old, const json_t *obj)
         return;
     fatia_ctlr_make_key(fatia_ctlr_meta_str(s, "namespace"), name, key, sizeof(key));
     fatia_ctlr_wq_add(ic->q, key);
+}
+
+/* A runtime changed: the InferenceServices that name it (few; a scan of the cache). */
+static void on_runtime(void *arg, const json_t *old, const json_t *obj)
+{
+    struct isvc_ctl *ic = arg;
+    const json_t *r = obj ? obj : old;
+    const char *rname = fatia_ctlr_meta_str(r, "name"), *rns = fatia_ctlr_meta_str(r, "namespace");
+
+    INFORMER_FOREACH(ic->isvcs, it)
+    {
+        const char *want =
+            fatia_json_str(fatia_json_path(it->obj, "spec.predictor.model"), "runtime");
+        const char *ns = fatia_ctlr_meta_str(it->obj, "namespace");
+        if (want && rname && !strcmp(want, rname) && (!rns || (ns && !strcmp(ns, rns))))
+            fatia_ctlr_wq_add(ic->q, it->key);
+    }
 }
 
 static void find_bin(char *buf, size_t n)
@@ -461,13 +534,20 @@ int fatia_ctlr_isvc_ctl_new(struct ctl *c, struct isvc_ctl **ret)
     ic->deploys = fatia_ctlr_informer(c, fatia_kind_find("apps/v1", "Deployment", NULL));
     ic->pools = fatia_ctlr_informer(
         c, fatia_kind_find("inference.networking.k8s.io/v1", "InferencePool", NULL));
-    if (!ic->q || !ic->isvcs || !ic->deploys || !ic->pools) {
+    ic->runtimes = fatia_ctlr_informer(
+        c, fatia_kind_find("serving.kserve.io/v1alpha1", "ServingRuntime", NULL));
+    ic->cluster_runtimes = fatia_ctlr_informer(
+        c, fatia_kind_find("serving.kserve.io/v1alpha1", "ClusterServingRuntime", NULL));
+    if (!ic->q || !ic->isvcs || !ic->deploys || !ic->pools || !ic->runtimes ||
+        !ic->cluster_runtimes) {
         fatia_ctlr_isvc_ctl_free(ic);
         return -ENOMEM;
     }
     if ((rc = fatia_ctlr_informer_on(ic->isvcs, on_isvc, ic)) < 0 ||
         (rc = fatia_ctlr_informer_on(ic->deploys, on_owned, ic)) < 0 ||
-        (rc = fatia_ctlr_informer_on(ic->pools, on_owned, ic)) < 0) {
+        (rc = fatia_ctlr_informer_on(ic->pools, on_owned, ic)) < 0 ||
+        (rc = fatia_ctlr_informer_on(ic->runtimes, on_runtime, ic)) < 0 ||
+        (rc = fatia_ctlr_informer_on(ic->cluster_runtimes, on_runtime, ic)) < 0) {
         fatia_ctlr_isvc_ctl_free(ic);
         return rc;
     }

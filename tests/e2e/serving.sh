@@ -17,6 +17,8 @@
 #      profile's default CPU is injected into them); with a
 #      ClusterQueue of 1 CPU one replica of 600m is admitted and the second waits (Workloads: one
 #      admitted of two, the InferenceService not Ready), admitted once the quota grows;
+#   5b. predictor.model.runtime as KServe checks it: missing (RuntimeNotRecognized) or disabled
+#      (RuntimeDisabled) deploys nothing; a ClusterServingRuntime that serves the format does;
 #   6. delete: Deployment, pods and pool go.
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
@@ -262,6 +264,32 @@ expect_rc 0 "$k" patch clusterqueue serving-cq --type merge -p '{"spec":{"resour
 wait_for "the second replica admitted once the quota grows" qready 2
 qisready() { [ "$("$k" get isvc queued -n serving -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
 wait_for "queued Ready" qisready
+
+# 5b. predictor.model.runtime: a missing runtime deploys nothing (RuntimeNotRecognized), a
+#     disabled one neither (RuntimeDisabled), one that serves the format is used
+cat >"$TMP/rt.yaml" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: rt, namespace: serving}
+spec: {predictor: {minReplicas: 0, model: {modelFormat: {name: vLLM}, runtime: vllm-runtime}}}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/rt.yaml"
+reason_is() { [ "$("$k" get isvc rt -n serving -o jsonpath='{.status.conditions[?(@.type=="PredictorReady")].reason} {.status.modelStatus.transitionStatus}')" = "$1 InvalidSpec" ]; }
+wait_for "runtime not recognized" reason_is RuntimeNotRecognized
+"$k" get deploy rt-predictor -n serving >/dev/null 2>&1 && fail "a Deployment for an unknown runtime"
+cat >"$TMP/sr.yaml" <<EOF
+apiVersion: serving.kserve.io/v1alpha1
+kind: ClusterServingRuntime
+metadata: {name: vllm-runtime}
+spec: {disabled: true, supportedModelFormats: [{name: vLLM, autoSelect: true}], containers: [{name: kserve-container, image: vllm/vllm-openai}]}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/sr.yaml"
+wait_for "runtime disabled" reason_is RuntimeDisabled
+sed -i 's/disabled: true/disabled: false/' "$TMP/sr.yaml"
+expect_rc 0 "$k" apply -f "$TMP/sr.yaml"
+rtdep() { "$k" get deploy rt-predictor -n serving >/dev/null 2>&1; }
+wait_for "a Deployment once the runtime serves vLLM" rtdep
+expect_rc 0 "$k" delete isvc rt -n serving
 
 # 6. delete: everything goes (the InferenceService alone: the namespace stays)
 expect_rc 0 "$k" delete isvc llama -n serving

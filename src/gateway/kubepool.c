@@ -440,18 +440,29 @@ static json_t *get_list(struct fatia_kubepool *kp, const char *path)
     return o;
 }
 
-/* The namespace of "ns/name" equals ns. */
-static bool same_ns(const char *key, const char *ns)
+/* Oldest pool first (creationTimestamp, RFC 3339 in UTC sorts as text), then namespace/name. */
+static int cmp_pools(const void *x, const void *y)
 {
-    size_t n = strlen(ns);
-    return !strncmp(key, ns, n) && key[n] == '/';
+    const json_t *a = *(const json_t *const *)x, *b = *(const json_t *const *)y;
+    const char *ta = json_string_value(fatia_json_path(a, "metadata.creationTimestamp"));
+    const char *tb = json_string_value(fatia_json_path(b, "metadata.creationTimestamp"));
+    const char *na = json_string_value(fatia_json_path(a, "metadata.namespace"));
+    const char *nb = json_string_value(fatia_json_path(b, "metadata.namespace"));
+    const char *ma = json_string_value(fatia_json_path(a, "metadata.name"));
+    const char *mb = json_string_value(fatia_json_path(b, "metadata.name"));
+    int c = strcmp(ta ? ta : "", tb ? tb : "");
+
+    if (!c)
+        c = strcmp(na ? na : "", nb ? nb : "");
+    return c ? c : strcmp(ma ? ma : "", mb ? mb : "");
 }
 
 json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
 {
     json_t *out = json_array(), *pool, *byns = json_object(), *pod, *cand = json_array();
     json_t *owner = json_object(), *c;
-    size_t i, j;
+    size_t i, j, np = json_array_size(pools);
+    const json_t **order = fatia_calloc(np ? np : 1, sizeof(*order));
 
     json_array_foreach(pods, i, pod)
     {
@@ -466,9 +477,20 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
         }
         json_array_append(l, pod);
     }
-    /* candidates: every pool's endpoints, from the pods of the pool's own namespace only */
-    json_array_foreach(pools, i, pool)
-    {
+    if (!order) {
+        json_decref(byns);
+        json_decref(cand);
+        json_decref(owner);
+        return out;
+    }
+    for (i = 0; i < np; i++)
+        order[i] = json_array_get(pools, i);
+    qsort(order, np, sizeof(*order), cmp_pools);
+    /* candidates: every pool's endpoints, from the pods of the pool's own namespace only; an
+     * address belongs to the oldest pool that claims it (a newcomer from another namespace
+     * cannot take a model server's address from its pool, nor share it) */
+    for (size_t pi = 0; pi < np; pi++) {
+        pool = (json_t *)order[pi];
         const char *name = json_string_value(fatia_json_path(pool, "metadata.name"));
         const char *ns = json_string_value(fatia_json_path(pool, "metadata.namespace"));
         json_t *eps, *ep;
@@ -484,12 +506,8 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
             if (!url)
                 continue;
             first = fatia_json_str(owner, url);
-            /* an address two namespaces claim belongs to neither: on a shared network (processes
-             * on 127.0.0.1) a tenant could otherwise point its pool at another's model server */
             if (!first)
                 json_object_set_new(owner, url, json_string(key));
-            else if (!same_ns(first, ns))
-                json_object_set_new(owner, url, json_string(""));
             json_array_append_new(cand,
                                   json_pack("{s:s,s:s,s:s,s:O}", "url", url, "pool", key, "name",
                                             name, "labels", json_object_get(ep, "labels")));
@@ -513,6 +531,7 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
         json_array_append_new(out, json_pack("{s:s,s:o}", "url", url, "labels", labels));
         json_object_set_new(owner, url, json_string("")); /* once */
     }
+    fatia_free(order);
     json_decref(cand);
     json_decref(owner);
     json_decref(byns);

@@ -44,9 +44,9 @@ struct fatia_kube_config {
  * watch of both kinds is the way to scale it). Each endpoint is labelled with
  * FATIA_GATEWAY_POOL_LABEL "namespace/name" and FATIA_GATEWAY_MODEL_LABEL "name" (the model
  * name clients send: an InferenceService's served model name is its name). A pool's endpoints come
- * from the pods of its own namespace only; an endpoint two pools of one namespace select serves
- * the first listed, one that pools of two namespaces claim (the same address: processes share
- * 127.0.0.1) serves neither, so that no tenant can point a pool at another's model server. */
+ * from the pods of its own namespace only; an endpoint several pools claim (the same address:
+ * processes share 127.0.0.1) serves the oldest of them (creationTimestamp, then namespace/name),
+ * so that a tenant's newer pool can neither take nor share another's model server. */
 #define FATIA_KUBEPOOL_POLL_MS 500
 
 /* Starts following a pool: pool_obj (an InferencePool object, borrowed) or ns_name

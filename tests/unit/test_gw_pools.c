@@ -3,8 +3,8 @@
  * fatia_kubepool_all_endpoints): each pool's endpoints from the Ready pods of its own namespace,
  * labelled with the pool ("namespace/name") and the model (its name); the attacks of a hostile
  * tenant: pods in its namespace labelled like another namespace's pool (they never join it), and
- * a pool of its own aimed at another tenant's model server (the same address on the shared
- * 127.0.0.1: that address then serves neither).
+ * a newer pool of its own aimed at another tenant's model server (the same address on the shared
+ * 127.0.0.1: the older pool keeps it).
  */
 #include "base/compat.h"
 
@@ -21,11 +21,17 @@
 #include "gateway/gateway.h"
 #include "gateway/kubepool.h"
 
+static json_t *pool_at(const char *ns, const char *name, const char *app, int port,
+                       const char *created)
+{
+    return json_pack("{s:{s:s,s:s,s:s},s:{s:{s:{s:s}},s:[{s:i}]}}", "metadata", "namespace", ns,
+                     "name", name, "creationTimestamp", created, "spec", "selector", "matchLabels",
+                     "app", app, "targetPorts", "number", port);
+}
+
 static json_t *pool(const char *ns, const char *name, const char *app, int port)
 {
-    return json_pack("{s:{s:s,s:s},s:{s:{s:{s:s}},s:[{s:i}]}}", "metadata", "namespace", ns, "name",
-                     name, "spec", "selector", "matchLabels", "app", app, "targetPorts", "number",
-                     port);
+    return pool_at(ns, name, app, port, "2026-01-01T00:00:00Z");
 }
 
 static json_t *pod(const char *ns, const char *name, const char *app, const char *ip, bool ready)
@@ -79,24 +85,26 @@ static void test_shared_address(void **state)
     char got[1024];
 
     (void)state;
-    /* processes share 127.0.0.1: tenant b aims a pool of its own at a's port 8000 */
-    json_array_append_new(pools, pool("b", "steal", "x", 8000));
-    json_array_append_new(pools, pool("a", "llama", "llama", 8000));
-    json_array_append_new(pools, pool("a", "llama2", "llama", 8000)); /* same namespace */
-    json_array_append_new(pools, pool("a", "other", "other", 8001));
+    /* processes share 127.0.0.1: tenant b aims a newer pool of its own at a's port 8000, listed
+     * first; a's older pool keeps the address, b's gets nothing */
+    json_array_append_new(pools, pool_at("b", "steal", "x", 8000, "2026-01-02T00:00:00Z"));
+    json_array_append_new(pools, pool_at("a", "llama", "llama", 8000, "2026-01-01T00:00:00Z"));
+    json_array_append_new(pools, pool_at("a", "llama2", "llama", 8000, "2026-01-01T00:00:00Z"));
+    json_array_append_new(pools, pool_at("a", "other", "other", 8001, "2026-01-03T00:00:00Z"));
     json_array_append_new(pods, pod("b", "p1", "x", "127.0.0.1", true));
     json_array_append_new(pods, pod("a", "p2", "llama", "127.0.0.1", true));
     json_array_append_new(pods, pod("a", "p3", "other", "127.0.0.1", true));
     eps = fatia_kubepool_all_endpoints(pools, pods);
     render(eps, got, sizeof(got));
-    /* :8000 serves neither namespace; a's other pool is untouched */
-    assert_string_equal(got, "http://127.0.0.1:8001 a/other other;");
+    assert_string_equal(got, "http://127.0.0.1:8000 a/llama llama;"
+                             "http://127.0.0.1:8001 a/other other;");
     json_decref(eps);
-    /* without b's pool, :8000 is a's, and the first of a's two pools keeps it */
+    /* an older pool of b's would have it (first come): the rule is age, not the namespace */
     json_array_remove(pools, 0);
+    json_array_append_new(pools, pool_at("b", "steal", "x", 8000, "2025-12-31T00:00:00Z"));
     eps = fatia_kubepool_all_endpoints(pools, pods);
     render(eps, got, sizeof(got));
-    assert_string_equal(got, "http://127.0.0.1:8000 a/llama llama;"
+    assert_string_equal(got, "http://127.0.0.1:8000 b/steal steal;"
                              "http://127.0.0.1:8001 a/other other;");
     json_decref(eps);
     json_decref(pools);

@@ -10,7 +10,9 @@
 #   3. one `fatia gateway --all-inference-pools --api-keys` for every pool: a completion with
 #      "model": "llama"; a hostile tenant's InferenceService in another namespace cannot be
 #      reached with the first tenant's key (404, as an unknown model), nor the first's with its
-#      key; unknown models are 404 naming them; a deleted InferenceService leaves the gateway;
+#      key; unknown models are 404 naming them; a hostile InferenceService on the first's port
+#      neither shares the port nor takes the address; a deleted InferenceService leaves the
+#      gateway;
 #   4. spec.predictor.minReplicas 1 -> 2: two Ready pods, the Deployment follows, the gateway
 #      still answers; back to 1;
 #   5. through Kueue: the queue label and hardware-profile annotation reach the pods (the
@@ -169,6 +171,24 @@ models() { curl -s -H "Authorization: Bearer $1" "localhost:$G/v1/models" |
     python3 -c 'import json,sys; print(" ".join(sorted(m["id"] for m in json.load(sys.stdin)["data"])))'; }
 [ "$(models "$KA")" = llama ] || fail "models of tenant serving: $(models "$KA")"
 [ "$(models "$KB")" = evil ] || fail "models of tenant hostile: $(models "$KB")"
+# the hostile tenant aims an InferenceService at the first tenant's port: its replica cannot
+# share the port (SO_REUSEPORT needs the same uid; each namespace's pods run under their own), its
+# pool gets no address of the older pool, and the first tenant's model keeps answering
+cat >"$TMP/thief.yaml" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: thief, namespace: hostile, annotations: {serving.fatia.io/port: "28080"}}
+spec: {predictor: {model: {modelFormat: {name: vLLM}, args: ["--speed", "50"]}}}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/thief.yaml"
+sleep 3
+for _ in 1 2 3 4 5 6; do
+    ask "$KB" thief
+    [ "$(cat "$TMP/code")" != 200 ] || fail "the hostile tenant reached a model server on the first tenant's port: $(cat "$TMP/c")"
+    complete || fail "the first tenant's model stopped answering: HTTP $(cat "$TMP/code") $(cat "$TMP/c")"
+done
+expect_rc 0 "$k" delete isvc thief -n hostile
+
 expect_rc 0 "$k" delete isvc evil -n hostile
 evil_gone() { ask "$KB" evil && [ "$(cat "$TMP/code")" = 404 ]; }
 wait_for "the hostile model leaves the gateway with its InferenceService" evil_gone

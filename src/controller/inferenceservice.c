@@ -11,8 +11,8 @@
  *
  * both owned by the InferenceService (the garbage collector deletes them with it), and the
  * InferenceService's status as KServe reports it: url, address.url, observedGeneration,
- * conditions PredictorReady and Ready (True once the Deployment is Available with at least one
- * ready replica), modelStatus {transitionStatus, states {activeModelState, targetModelState},
+ * conditions PredictorReady and Ready (True once the Deployment is Available with minReplicas
+ * ready replicas, at least one), modelStatus {transitionStatus, states {activeModelState, targetModelState},
  * copies.totalCopies}.
  *
  * The model server's command line: <fatiad's directory>/fatia engine-sim --listen

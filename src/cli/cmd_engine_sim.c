@@ -58,6 +58,8 @@ static const char usage[] =
     "                              (\"engine_arrival\", \"engine_time\"; for benchmarks)\n"
     "  --models-file PATH          another models.yaml\n"
     "  --port-file PATH            write the port listened on (for --listen ADDR:0)\n"
+    "  --reuse-port                share the port with other replicas (SO_REUSEPORT: model\n"
+    "                              servers of one InferenceService on the host's network)\n"
     "  --api-keys FILE             require Authorization: Bearer KEY on /v1/ (KEY TENANT per\n"
     "                              line); without it, listening beyond loopback warns\n"
     "  --print-config              print the effective configuration as JSON and exit\n"
@@ -105,6 +107,7 @@ enum {
     O_STAMPS,
     O_SINT,
     O_KEYS,
+    O_REUSE,
 };
 static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTEN},
                                      {"model", required_argument, NULL, 'm'},
@@ -133,6 +136,7 @@ static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTE
                                      {"stream-interval", required_argument, NULL, O_SINT},
                                      {"port-file", required_argument, NULL, 'P'},
                                      {"api-keys", required_argument, NULL, O_KEYS},
+                                     {"reuse-port", no_argument, NULL, O_REUSE},
                                      {"help", no_argument, NULL, 'h'},
                                      {NULL, 0, NULL, 0}};
 
@@ -244,6 +248,9 @@ static int parse_opts(int argc, char **argv, struct es_opts *o)
             break;
         case O_KEYS:
             o->keys_file = optarg;
+            break;
+        case O_REUSE:
+            o->cfg.reuse_port = true;
             break;
         case 'h':
             return fatia_cli_help(self());

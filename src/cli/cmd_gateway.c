@@ -32,7 +32,8 @@
 
 static const char usage[] =
     "Usage: fatia gateway --listen ADDR:PORT (--endpoints URL,... | -f POOL.yaml |\n"
-    "                     --inference-pool NAMESPACE/NAME) [--policy POLICY] [options]\n"
+    "                     --inference-pool NAMESPACE/NAME | --all-inference-pools)\n"
+    "                     [--policy POLICY] [options]\n"
     "\n"
     "An OpenAI-compatible HTTP/1.1 reverse proxy for /v1/completions, /v1/chat/completions,\n"
     "/v1/embeddings and /v1/models (merged over the pool), that sends each request to the model\n"
@@ -43,6 +44,10 @@ static const char usage[] =
     "  --endpoints URL,...         static endpoints; labels after '#': http://h:8000#zone=a&x=y\n"
     "  -f, --filename POOL.yaml    a static pool file or an InferencePool manifest\n"
     "  --inference-pool NS/NAME    an InferencePool read from the Kubernetes API\n"
+    "  --all-inference-pools       every InferencePool of the cluster under one listener,\n"
+    "                              routed by the request's \"model\" (the pool's name); with\n"
+    "                              --api-keys a tenant reaches the pools of the namespace of\n"
+    "                              its name only; an unknown model is 404\n"
     "  --selector SELECTOR         only endpoints whose labels match (static pools)\n"
     "Kubernetes API (InferencePool pools; fatiad or a kube-apiserver):\n"
     "  --server URL                API server (default: the kubeconfig's)\n"
@@ -123,6 +128,7 @@ enum {
     O_LISTEN = 256,
     O_ENDPOINTS,
     O_IPOOL,
+    O_ALLPOOLS,
     O_SELECTOR,
     O_SERVER,
     O_KUBECONFIG,
@@ -151,6 +157,7 @@ static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTE
                                      {"endpoints", required_argument, NULL, O_ENDPOINTS},
                                      {"filename", required_argument, NULL, 'f'},
                                      {"inference-pool", required_argument, NULL, O_IPOOL},
+                                     {"all-inference-pools", no_argument, NULL, O_ALLPOOLS},
                                      {"selector", required_argument, NULL, O_SELECTOR},
                                      {"server", required_argument, NULL, O_SERVER},
                                      {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
@@ -213,6 +220,9 @@ static int parse_opts(int argc, char **argv, struct gw_opts *o)
             break;
         case O_IPOOL:
             o->ipool = optarg;
+            break;
+        case O_ALLPOOLS:
+            o->ipool = "*";
             break;
         case O_SELECTOR:
             o->over.selector = optarg;
@@ -316,8 +326,11 @@ static int parse_opts(int argc, char **argv, struct gw_opts *o)
     if (!o->cfg.listen)
         return fatia_cli_usage_error(self(), "give --listen ADDR:PORT");
     if (!!o->endpoints + !!o->file + !!o->ipool != 1)
-        return fatia_cli_usage_error(self(), "give one of --endpoints, -f POOL.yaml or "
-                                             "--inference-pool NAMESPACE/NAME");
+        return fatia_cli_usage_error(self(), "give one of --endpoints, -f POOL.yaml, "
+                                             "--inference-pool NAMESPACE/NAME or "
+                                             "--all-inference-pools");
+    if (o->ipool && !strcmp(o->ipool, "*"))
+        o->cfg.route_by_model = true; /* one gateway for every pool routes by model */
     if (o->tenant_rate > 0 && !o->keys_file)
         return fatia_cli_usage_error(self(), "--tenant-rate needs --api-keys (tenants come from "
                                              "their keys)");

@@ -191,7 +191,11 @@ struct endpoints_ctl;
 struct cronjob_ctl;
 struct statefulset_ctl;
 struct daemonset_ctl;
+struct isvc_ctl;
 
+/* inferenceservice.c: KServe InferenceService -> Deployment + InferencePool + status. */
+int fatia_ctlr_isvc_ctl_new(struct ctl *c, struct isvc_ctl **ret);
+void fatia_ctlr_isvc_ctl_free(struct isvc_ctl *ic);
 int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret);
 void fatia_ctlr_device_ctl_free(struct device_ctl *d);
 int fatia_ctlr_workload_ctl_new(struct ctl *c, struct workload_ctl **ret);

@@ -3,7 +3,8 @@
  * create: the Pods of a Job or of a ReplicaSet, the Pod of a Notebook, the Jobs of a CronJob, the
  * ReplicaSets of a Deployment, the Pods of a DaemonSet, the Pods (and, by its retention policy,
  * the claims) of a StatefulSet, the Endpoints and EndpointSlices of a Service, the Workload of a
- * Job or of a Pod, the ResourceClaims made from a Pod's templates.
+ * Job or of a Pod, the ResourceClaims made from a Pod's templates, the Deployment and
+ * InferencePool of an InferenceService.
  *
  * Model (Kubernetes' garbage collector, background propagation): a dependent whose every owner is
  * gone is deleted. "Gone" is decided against the informers' caches, which are complete once
@@ -249,6 +250,9 @@ int fatia_ctlr_gc_ctl_new(struct ctl *c, struct gc_ctl **ret)
         (r = add_dep(g, "v1", "PersistentVolumeClaim")) < 0 || (r = add_dep(g, "v1", "Pod")) < 0 ||
         (r = add_dep(g, "kueue.x-k8s.io/v1beta2", "Workload")) < 0 ||
         (r = add_dep(g, "resource.k8s.io/v1", "ResourceClaim")) < 0 ||
+        (r = add_owner(g, "serving.kserve.io/v1beta1", "InferenceService")) < 0 ||
+        (r = add_dep(g, "apps/v1", "Deployment")) < 0 ||
+        (r = add_dep(g, "inference.networking.k8s.io/v1", "InferencePool")) < 0 ||
         (r = fatia_ctlr_on_synced(c, on_synced, g)) < 0) {
         fatia_ctlr_gc_ctl_free(g);
         return r;

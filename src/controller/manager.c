@@ -59,6 +59,7 @@ struct ctl {
     struct cronjob_ctl *cronjob;
     struct statefulset_ctl *statefulset;
     struct daemonset_ctl *daemonset;
+    struct isvc_ctl *isvc;
 };
 
 struct fatia_controllers {
@@ -240,6 +241,7 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
         (r = fatia_ctlr_cronjob_ctl_new(c, &c->cronjob)) < 0 ||
         (r = fatia_ctlr_statefulset_ctl_new(c, &c->statefulset)) < 0 ||
         (r = fatia_ctlr_daemonset_ctl_new(c, &c->daemonset)) < 0 ||
+        (r = fatia_ctlr_isvc_ctl_new(c, &c->isvc)) < 0 ||
         (r = fatia_ctlr_workload_ctl_new(c, &c->workload)) < 0 ||
         (r = fatia_ctlr_job_ctl_new(c, &c->job)) < 0 ||
         (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
@@ -321,6 +323,7 @@ void fatia_controllers_free(struct fatia_controllers *fc)
         fatia_ctlr_daemonset_ctl_free(c->daemonset);
         fatia_ctlr_statefulset_ctl_free(c->statefulset);
         fatia_ctlr_cronjob_ctl_free(c->cronjob);
+        fatia_ctlr_isvc_ctl_free(c->isvc);
         fatia_ctlr_endpoints_ctl_free(c->endpoints);
         fatia_ctlr_sa_ctl_free(c->sa);
         fatia_ctlr_deployment_ctl_free(c->deployment);

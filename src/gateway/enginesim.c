@@ -729,7 +729,8 @@ int fatia_enginesim_new(struct event_base *base, const struct fatia_enginesim_co
         r = -ENOMEM;
         goto fail;
     }
-    r = fatia_httpd_new(base, cfg->listen, &ops, s, NULL, &s->httpd);
+    r = fatia_httpd_new(base, cfg->listen, &ops, s,
+                        &(struct fatia_httpd_limits){.reuse_port = cfg->reuse_port}, &s->httpd);
     if (r < 0)
         goto fail;
     *ret = s;

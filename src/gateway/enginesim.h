@@ -36,6 +36,7 @@ struct fatia_enginesim_config {
     double gpu_memory_utilization; /* reported in cache_config_info */
     bool timestamps;          /* add "engine_arrival", "engine_time" and "engine_times" to chunks */
     uint32_t stream_interval; /* tokens per streamed chunk after the first (vLLM's option) */
+    bool reuse_port;          /* SO_REUSEPORT: replicas sharing the host's network share a port */
     /* API keys (gateway/tenants.h), borrowed; NULL = none. With keys, the /v1/ paths need
      * Authorization: Bearer KEY (401); /health and /metrics stay open for the gateway's probes. */
     struct fatia_gateway_tenants *tenants;

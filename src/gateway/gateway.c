@@ -25,6 +25,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/str.h"
 #include "gateway/hist.h"
@@ -110,6 +111,7 @@ struct gw_req {
     struct fatia_upx *x;
     struct fatia_buf uphead; /* rebuilt request head, when the raw one cannot go as is */
     struct fatia_reqbody rb;
+    const char *tenant; /* with API keys: the key's tenant (borrowed from the tenants table) */
     uint64_t *hashes;
     size_t n_hashes;
     uint64_t tokens;
@@ -824,6 +826,35 @@ static int start_upx(struct gw_req *q, unsigned flags)
     return fatia_upx_start(&q->ep->up, iov, 2, flags, &ops, q, &q->x);
 }
 
+/* route_by_model with API keys: a tenant reaches the pools of its own namespace only (tenant =
+ * namespace; the pool label is "namespace/name"). */
+static bool tenant_reaches(const struct fatia_gateway *g, const char *tenant,
+                           const struct gw_endpoint *ep)
+{
+    const char *p;
+    size_t tl;
+
+    if (!g->cfg.route_by_model || !tenant)
+        return true;
+    p = fatia_json_str(ep->labels, FATIA_GATEWAY_POOL_LABEL);
+    tl = strlen(tenant);
+    return p && !strncmp(p, tenant, tl) && p[tl] == '/';
+}
+
+/* route_by_model: whether ep serves the request's model (its pool's name), for its tenant. */
+static bool serves_model(const struct fatia_gateway *g, const struct gw_req *q,
+                         const struct gw_endpoint *ep)
+{
+    const char *m;
+
+    if (!g->cfg.route_by_model)
+        return true;
+    if (!q->rb.has_model || !tenant_reaches(g, q->tenant, ep))
+        return false;
+    m = fatia_json_str(ep->labels, FATIA_GATEWAY_MODEL_LABEL);
+    return m && fatia_str_eqz(q->rb.model, m);
+}
+
 /* Picks an endpoint for q and starts the upstream exchange. */
 static void forward(struct gw_req *q)
 {
@@ -838,6 +869,19 @@ static void forward(struct gw_req *q)
 
     if (!q->infer && sc.policy == FATIA_POLICY_CACHE_AWARE)
         sc.w.prefix = 0;
+    if (g->cfg.route_by_model) {
+        bool known = false;
+        for (size_t i = 0; i < g->n_eps && !known; i++)
+            known = serves_model(g, q, g->eps[i]);
+        if (!known) {
+            char msg[400];
+            snprintf(msg, sizeof(msg), "The model `%.*s` does not exist.",
+                     q->rb.has_model ? (int)FATIA_MIN(q->rb.model.n, 256) : 0,
+                     q->rb.has_model ? q->rb.model.p : "");
+            respond_error(q, 404, -1, "NotFoundError", msg);
+            return;
+        }
+    }
     if (!q->infer && sc.policy == FATIA_POLICY_ORACLE)
         sc.policy = FATIA_POLICY_LEAST_REQUEST;
     if (grow_scratch(g) < 0) {
@@ -863,7 +907,7 @@ static void forward(struct gw_req *q)
     for (size_t i = 0; i < g->n_eps; i++) {
         struct gw_endpoint *e = g->eps[i];
         struct fatia_sched_endpoint *s = &g->snap[i];
-        s->ready = ep_routable(e) && e != q->failed && in_subset(q, e);
+        s->ready = ep_routable(e) && e != q->failed && in_subset(q, e) && serves_model(g, q, e);
         s->fresh = fresh(e, now);
         s->waiting = e->m.waiting;
         s->kv_usage = e->m.kv_usage;
@@ -1132,7 +1176,7 @@ static void models_done(struct gw_fetch *f, int err)
     }
 }
 
-static void serve_models(struct fatia_gateway *g, struct fatia_httpd_conn *c)
+static void serve_models(struct fatia_gateway *g, struct fatia_httpd_conn *c, const char *tenant)
 {
     struct models_fanout *m = fatia_calloc(1, sizeof(*m));
 
@@ -1150,7 +1194,7 @@ static void serve_models(struct fatia_gateway *g, struct fatia_httpd_conn *c)
     /* the fan-out is the request's context so that a client that leaves cancels it */
     fatia_httpd_set_ctx(c, NULL);
     for (size_t i = 0; i < g->n_eps; i++) {
-        if (!ep_routable(g->eps[i]))
+        if (!ep_routable(g->eps[i]) || !tenant_reaches(g, tenant, g->eps[i]))
             continue;
         if (fetch(g->eps[i], "GET", "/v1/models", NULL, 0, 2 * FATIA_USEC_PER_SEC, models_done, m,
                   &m->fetches[i]) == 0) {
@@ -1191,6 +1235,7 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
     const char *qm = memchr(path.p, '?', path.n);
     bool get = fatia_str_eqz(h->method, "GET"), post = fatia_str_eqz(h->method, "POST");
     struct gw_req *q;
+    const char *tenant = NULL;
     char why[128];
 
     if (qm)
@@ -1223,13 +1268,14 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
                                       g->cfg.tenants->v[t].name, g->cfg.tenants->rate);
             return;
         }
+        tenant = g->cfg.tenants->v[t].name;
     }
     if (get && fatia_str_eqz(path, "/metrics")) {
         write_metrics(g, c);
         return;
     }
     if (get && fatia_str_eqz(path, "/v1/models")) {
-        serve_models(g, c);
+        serve_models(g, c, tenant);
         return;
     }
     q = fatia_calloc(1, sizeof(*q));
@@ -1242,6 +1288,7 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
     q->kind = CTX_REQ;
     q->g = g;
     q->c = c;
+    q->tenant = tenant;
     q->head = h;
     q->body = r->body;
     q->body_len = r->body_len;

@@ -51,7 +51,16 @@ struct fatia_gateway_config {
     const char *selector;              /* only endpoints whose labels match (label selector text) */
     struct fatia_gateway_tenants
         *tenants; /* API keys and rates (tenants.h), borrowed; NULL = none */
+    /* One gateway for many pools: a request goes only to endpoints whose label
+     * FATIA_GATEWAY_MODEL_LABEL equals its "model" and, with API keys, whose
+     * FATIA_GATEWAY_POOL_LABEL ("namespace/name") is in the namespace named as the key's tenant
+     * (tenant = namespace); a model no such endpoint serves is answered 404 naming it, so a
+     * tenant cannot tell another tenant's model from one that does not exist. */
+    bool route_by_model;
 };
+
+#define FATIA_GATEWAY_MODEL_LABEL "serving.fatia.io/model" /* the pool's name */
+#define FATIA_GATEWAY_POOL_LABEL  "serving.fatia.io/pool"  /* "namespace/name" */
 
 void fatia_gateway_config_default(struct fatia_gateway_config *c);
 

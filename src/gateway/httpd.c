@@ -635,9 +635,11 @@ int fatia_httpd_new(struct event_base *base, const char *addr, const struct fati
         h->lim.idle_timeout = 60 * FATIA_USEC_PER_SEC;
     if (!h->lim.max_conns)
         h->lim.max_conns = 16384;
-    h->lis = evconnlistener_new_bind(
-        base, on_accept, h, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 1024,
-        (struct sockaddr *)&ss, (int)sslen);
+    h->lis =
+        evconnlistener_new_bind(base, on_accept, h,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC |
+                                    (h->lim.reuse_port ? LEV_OPT_REUSEABLE_PORT : 0),
+                                1024, (struct sockaddr *)&ss, (int)sslen);
     if (!h->lis) {
         r = -errno ? -errno : -EADDRINUSE;
         fatia_free(h);

@@ -70,6 +70,7 @@ struct fatia_httpd_limits {
     size_t out_max;            /* hard limit of queued output; default 16 MiB */
     fatia_usec_t idle_timeout; /* keep-alive idle and request read timeout; default 60 s */
     unsigned max_conns;        /* default 16384 */
+    bool reuse_port;           /* SO_REUSEPORT: replicas of one server share a port */
 };
 
 /* Listens on addr ("127.0.0.1:8000", "[::1]:8000", ":8000" for every address). */

@@ -62,6 +62,7 @@ struct fatia_kubepool {
     bool relist; /* the watch said 410 Gone */
     json_t *published;
     struct fatia_buf line;
+    bool all; /* every InferencePool of the cluster, polled (kubepool.h) */
 };
 
 /* ---- small helpers ---- */
@@ -385,15 +386,11 @@ json_t *fatia_kubepool_endpoints(const json_t *pool, const json_t *pods)
     return out;
 }
 
-static void publish(struct fatia_kubepool *kp)
+/* Hands eps (a new reference, taken) to the loop thread when it differs from the last set. */
+static void publish_eps(struct fatia_kubepool *kp, json_t *eps)
 {
-    json_t *list = json_array(), *eps;
-    const char *name;
-    json_t *pod;
-
-    json_object_foreach(kp->pods, name, pod) json_array_append(list, pod);
-    eps = fatia_kubepool_endpoints(kp->pool, list);
-    json_decref(list);
+    if (!eps)
+        return;
     if (kp->published && json_equal(eps, kp->published)) {
         json_decref(eps);
         return;
@@ -405,6 +402,158 @@ static void publish(struct fatia_kubepool *kp)
     kp->pending = eps;
     pthread_mutex_unlock(&kp->mu);
     event_active(kp->ev_update, EV_TIMEOUT, 0);
+}
+
+static void publish(struct fatia_kubepool *kp)
+{
+    json_t *list = json_array(), *eps;
+    const char *name;
+    json_t *pod;
+
+    json_object_foreach(kp->pods, name, pod) json_array_append(list, pod);
+    eps = fatia_kubepool_endpoints(kp->pool, list);
+    json_decref(list);
+    publish_eps(kp, eps);
+}
+
+static json_t *get_list(struct fatia_kubepool *kp, const char *path)
+{
+    struct fatia_buf body = FATIA_BUF_INIT;
+    struct xfer x = {kp, &body, NULL};
+    json_t *o;
+    long st;
+
+    fatia_buf_init(&body, 256u << 20);
+    st = api_get(kp, path, &x, 30);
+    if (st != 200) {
+        fatia_log(FATIA_LOG_WARNING, "gateway: GET %s: %s%ld", path, st < 0 ? "error " : "HTTP ",
+                  st);
+        fatia_buf_release(&body);
+        return NULL;
+    }
+    o = json_loadb(body.p, body.len, 0, NULL);
+    fatia_buf_release(&body);
+    if (!json_is_array(json_object_get(o, "items"))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Oldest pool first (creationTimestamp, RFC 3339 in UTC sorts as text), then namespace/name. */
+static int cmp_pools(const void *x, const void *y)
+{
+    const json_t *a = *(const json_t *const *)x, *b = *(const json_t *const *)y;
+    const char *ta = json_string_value(fatia_json_path(a, "metadata.creationTimestamp"));
+    const char *tb = json_string_value(fatia_json_path(b, "metadata.creationTimestamp"));
+    const char *na = json_string_value(fatia_json_path(a, "metadata.namespace"));
+    const char *nb = json_string_value(fatia_json_path(b, "metadata.namespace"));
+    const char *ma = json_string_value(fatia_json_path(a, "metadata.name"));
+    const char *mb = json_string_value(fatia_json_path(b, "metadata.name"));
+    int c = strcmp(ta ? ta : "", tb ? tb : "");
+
+    if (!c)
+        c = strcmp(na ? na : "", nb ? nb : "");
+    return c ? c : strcmp(ma ? ma : "", mb ? mb : "");
+}
+
+json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
+{
+    json_t *out = json_array(), *pool, *byns = json_object(), *pod, *cand = json_array();
+    json_t *owner = json_object(), *c;
+    size_t i, j, np = json_array_size(pools);
+    const json_t **order = fatia_calloc(np ? np : 1, sizeof(*order));
+
+    json_array_foreach(pods, i, pod)
+    {
+        const char *ns = json_string_value(fatia_json_path(pod, "metadata.namespace"));
+        json_t *l;
+        if (!ns)
+            continue;
+        l = json_object_get(byns, ns);
+        if (!l) {
+            l = json_array();
+            json_object_set_new(byns, ns, l);
+        }
+        json_array_append(l, pod);
+    }
+    if (!order) {
+        json_decref(byns);
+        json_decref(cand);
+        json_decref(owner);
+        return out;
+    }
+    for (i = 0; i < np; i++)
+        order[i] = json_array_get(pools, i);
+    qsort(order, np, sizeof(*order), cmp_pools);
+    /* candidates: every pool's endpoints, from the pods of the pool's own namespace only; an
+     * address belongs to the oldest pool that claims it (a newcomer from another namespace
+     * cannot take a model server's address from its pool, nor share it) */
+    for (size_t pi = 0; pi < np; pi++) {
+        pool = (json_t *)order[pi];
+        const char *name = json_string_value(fatia_json_path(pool, "metadata.name"));
+        const char *ns = json_string_value(fatia_json_path(pool, "metadata.namespace"));
+        json_t *eps, *ep;
+        char key[600];
+        if (!name || !ns)
+            continue;
+        snprintf(key, sizeof(key), "%s/%s", ns, name);
+        eps = fatia_kubepool_endpoints(pool, json_object_get(byns, ns));
+        json_array_foreach(eps, j, ep)
+        {
+            const char *url = fatia_json_str(ep, "url");
+            const char *first;
+            if (!url)
+                continue;
+            first = fatia_json_str(owner, url);
+            if (!first)
+                json_object_set_new(owner, url, json_string(key));
+            json_array_append_new(cand,
+                                  json_pack("{s:s,s:s,s:s,s:O}", "url", url, "pool", key, "name",
+                                            name, "labels", json_object_get(ep, "labels")));
+        }
+        json_decref(eps);
+    }
+    json_array_foreach(cand, i, c)
+    {
+        const char *url = fatia_json_str(c, "url"), *key = fatia_json_str(c, "pool");
+        const char *own = fatia_json_str(owner, url);
+        json_t *labels;
+        /* one endpoint serves one pool: the first pool that names it keeps it */
+        if (!own || strcmp(own, key))
+            continue;
+        labels = json_deep_copy(json_object_get(c, "labels"));
+        if (!labels)
+            continue;
+        json_object_set_new(labels, FATIA_GATEWAY_POOL_LABEL, json_string(key));
+        json_object_set_new(labels, FATIA_GATEWAY_MODEL_LABEL,
+                            json_string(fatia_json_str(c, "name")));
+        json_array_append_new(out, json_pack("{s:s,s:o}", "url", url, "labels", labels));
+        json_object_set_new(owner, url, json_string("")); /* once */
+    }
+    fatia_free(order);
+    json_decref(cand);
+    json_decref(owner);
+    json_decref(byns);
+    return out;
+}
+
+/* All-pools mode: one LIST of the InferencePools and one of the Pods. */
+static int poll_all(struct fatia_kubepool *kp)
+{
+    json_t *pools = get_list(kp, "/apis/inference.networking.k8s.io/v1/inferencepools");
+    json_t *pods = pools ? get_list(kp, "/api/v1/pods") : NULL;
+
+    if (!pools || !pods) {
+        json_decref(pools);
+        json_decref(pods);
+        return -EIO;
+    }
+    publish_eps(kp, fatia_kubepool_all_endpoints(json_object_get(pools, "items"),
+                                                 json_object_get(pods, "items")));
+    json_decref(pools);
+    json_decref(pods);
+    return 0;
 }
 
 /* Loop thread: apply the latest endpoint set. */
@@ -434,8 +583,8 @@ static void on_update(evutil_socket_t fd, short what, void *arg)
         if (fatia_gateway_set_endpoints(kp->g, v, n, why, sizeof(why)) < 0)
             fatia_log(FATIA_LOG_WARNING, "gateway: pool update: %s, ignoring", why);
         else
-            fatia_log(FATIA_LOG_INFO, "gateway: inferencepool %s/%s has %zu endpoints", kp->ns,
-                      kp->name, n);
+            fatia_log(FATIA_LOG_INFO, "gateway: inferencepool %s/%s has %zu endpoints",
+                      kp->all ? "(all" : kp->ns, kp->all ? "pools)" : kp->name, n);
     }
     fatia_free(v);
     json_decref(eps);
@@ -529,6 +678,19 @@ static void backoff(struct fatia_kubepool *kp, int *ms)
         pthread_cond_timedwait(&kp->cv, &kp->mu, &ts);
     pthread_mutex_unlock(&kp->mu);
     *ms = *ms * 2 > 8000 ? 8000 : *ms * 2;
+}
+
+static void *api_all_main(void *arg)
+{
+    struct fatia_kubepool *kp = arg;
+
+    while (!atomic_load(&kp->stop)) {
+        int ms = FATIA_KUBEPOOL_POLL_MS;
+        backoff(kp, &ms);
+        if (!atomic_load(&kp->stop))
+            poll_all(kp);
+    }
+    return NULL;
 }
 
 static void *api_main(void *arg)
@@ -643,6 +805,27 @@ int fatia_kubepool_start(struct event_base *base, struct fatia_gateway *g,
         size_t sl = strlen(kp->server);
         while (sl && kp->server[sl - 1] == '/')
             kp->server[--sl] = 0;
+    }
+    if (!pool_obj && ns_name && !strcmp(ns_name, "*")) {
+        kp->all = true;
+        snprintf(kp->ns, sizeof(kp->ns), "*");
+        snprintf(kp->name, sizeof(kp->name), "*");
+        kp->ev_update = event_new(base, -1, 0, on_update, kp);
+        if (!kp->ev_update) {
+            r = -ENOMEM;
+            goto fail;
+        }
+        if ((r = poll_all(kp)) < 0) {
+            snprintf(why, why_n, "cannot list the InferencePools and Pods at %s", kp->server);
+            goto fail;
+        }
+        if (pthread_create(&kp->thread, NULL, api_all_main, kp) != 0) {
+            r = -EAGAIN;
+            goto fail;
+        }
+        kp->started = true;
+        *ret = kp;
+        return 0;
     }
     if (pool_obj) {
         kp->pool = json_incref((json_t *)pool_obj);

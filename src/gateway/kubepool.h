@@ -38,8 +38,19 @@ struct fatia_kube_config {
     bool insecure;
 };
 
+/* All-pools mode (ns_name "*"): every InferencePool of the cluster at once, for one gateway
+ * routing by model (fatia_gateway_config.route_by_model). The pools and the pods are listed
+ * every FATIA_KUBEPOOL_POLL_MS (a poll, not a watch: two LISTs a period, simple and bounded; a
+ * watch of both kinds is the way to scale it). Each endpoint is labelled with
+ * FATIA_GATEWAY_POOL_LABEL "namespace/name" and FATIA_GATEWAY_MODEL_LABEL "name" (the model
+ * name clients send: an InferenceService's served model name is its name). A pool's endpoints come
+ * from the pods of its own namespace only; an endpoint several pools claim (the same address:
+ * processes share 127.0.0.1) serves the oldest of them (creationTimestamp, then namespace/name),
+ * so that a tenant's newer pool can neither take nor share another's model server. */
+#define FATIA_KUBEPOOL_POLL_MS 500
+
 /* Starts following a pool: pool_obj (an InferencePool object, borrowed) or ns_name
- * ("NAMESPACE/NAME", read from the API). Returns 0, or < 0 with why (bad kubeconfig, pool not
+ * ("NAMESPACE/NAME", read from the API; "*": all pools, above). Returns 0, or < 0 with why (bad kubeconfig, pool not
  * found or invalid, API unreachable at start). */
 int fatia_kubepool_start(struct event_base *base, struct fatia_gateway *g,
                          const struct fatia_kube_config *kc, const json_t *pool_obj,
@@ -50,5 +61,7 @@ void fatia_kubepool_stop(struct fatia_kubepool *kp);
 /* The endpoints of a pool for a set of pods (a PodList's items): exposed for tests. Returns a
  * new array of {url, labels}. */
 json_t *fatia_kubepool_endpoints(const json_t *pool, const json_t *pods);
+/* All-pools mode's endpoints for lists of pools and pods (exposed for tests). */
+json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods);
 
 #endif

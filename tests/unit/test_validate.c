@@ -41,6 +41,9 @@ struct vcase {
 #define IP_HEAD                                                         \
     "apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\n" \
     "metadata: {name: pool, namespace: ns}\nspec:\n"
+#define ISVC_HEAD                                                     \
+    "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n" \
+    "metadata: {name: llm, namespace: ns}\nspec:\n"
 #define POD_HEAD "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns}\nspec:\n"
 #define WL_HEAD                                                                                \
     "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: w, namespace: ns}\n" \
@@ -254,6 +257,28 @@ static const struct vcase cases[] = {
      IP_HEAD "  selector: {matchLabels: {app: llm}}\n  targetPorts: [{number: 8000}]\n"
              "  endpointPickerRef: {name: epp, port: {number: 9002}}\n",
      {{NULL}}},
+    {"inference service (kserve.c)",
+     ISVC_HEAD
+     "  predictor:\n    minReplicas: 1\n    maxReplicas: 3\n    scaleMetric: concurrency\n"
+     "    scaleTarget: 4\n    serviceAccountName: sa\n"
+     "    model: {modelFormat: {name: vLLM}, storageUri: hf://x/y, runtime: vllm-rt,\n"
+     "            resources: {limits: {nvidia.com/gpu: 1}}}\n"
+     "---\napiVersion: serving.kserve.io/v1alpha1\nkind: ServingRuntime\n"
+     "metadata: {name: vllm-rt, namespace: ns}\n"
+     "spec: {supportedModelFormats: [{name: vLLM, autoSelect: true}], " CTR_INLINE "}\n"
+     "---\napiVersion: serving.kserve.io/v1alpha1\nkind: ClusterServingRuntime\n"
+     "metadata: {name: vllm-rt}\nspec: {" CTR_INLINE "}\n",
+     {{NULL}}},
+    {"inference service replicas, metric, model",
+     ISVC_HEAD "  predictor:\n    minReplicas: 3\n    maxReplicas: 2\n    scaleMetric: gpu\n"
+               "    scaleTarget: 0\n    model: {modelFormat: {}}\n",
+     {{"error", 10, "spec.predictor.model.modelFormat.name", "required field is missing"},
+      {"error", 8, "spec.predictor.scaleMetric", "gpu"},
+      {"error", 9, "spec.predictor.scaleTarget", "greater than or equal to 1"},
+      {"error", 7, "spec.predictor.maxReplicas", "MaxReplicas cannot be less than MinReplicas"}}},
+    {"inference service framework shortcut",
+     ISVC_HEAD "  predictor: {sklearn: {storageUri: gs://x}}\n",
+     {{"error", 5, "spec.predictor.sklearn", "use predictor.model"}}},
     {"inference pool ports and selector",
      IP_HEAD "  selector: {matchLabels: {\"-bad\": x}}\n"
              "  targetPorts: [{number: 8000}, {number: 70000}, {number: 8000}]\n",

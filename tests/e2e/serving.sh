@@ -1,0 +1,324 @@
+#!/bin/bash
+# tests/e2e/serving.sh: a KServe InferenceService end to end (src/controller/inferenceservice.c,
+# src/model/kinds/kserve.c), with a real fatiad (controllers and node agent: the model servers are
+# real `fatia engine-sim` processes) and the real kubectl:
+#   1. bad InferenceServices are refused naming the field (maxReplicas < minReplicas, a framework
+#      shortcut without predictor.model, an unknown scaleMetric), and nothing is stored;
+#   2. one `kubectl apply -f examples/serving/llama-isvc.yaml`: the Deployment llama-predictor
+#      (engine-sim, the served model name, --reuse-port, the hf:// shape), the InferencePool
+#      llama, the InferenceService READY True with status.url and modelStatus as KServe's;
+#   3. one `fatia gateway --all-inference-pools --api-keys` for every pool: a completion with
+#      "model": "llama"; a hostile tenant's InferenceService in another namespace cannot be
+#      reached with the first tenant's key (404, as an unknown model), nor the first's with its
+#      key; unknown models are 404 naming them; a hostile InferenceService on the first's port
+#      neither shares the port nor takes the address; a deleted InferenceService leaves the
+#      gateway;
+#   4. spec.predictor.minReplicas 1 -> 2: two Ready pods, the Deployment follows, the gateway
+#      still answers; back to 1;
+#   5. through Kueue: the queue label and hardware-profile annotation reach the pods (the
+#      profile's default CPU is injected into them); with a
+#      ClusterQueue of 1 CPU one replica of 600m is admitted and the second waits (Workloads: one
+#      admitted of two, the InferenceService not Ready), admitted once the quota grows;
+#   5b. predictor.model.runtime as KServe checks it: missing (RuntimeNotRecognized) or disabled
+#      (RuntimeDisabled) deploys nothing; a ClusterServingRuntime that serves the format does;
+#   6. delete: Deployment, pods and pool go.
+. "$(dirname "$0")/../cli/lib.bash"
+. "$(dirname "$0")/../cli/fatiad.bash"
+find_kubectl
+PIDS=""
+trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done
+      if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
+export HOME=$TMP/home
+mkdir -p "$HOME"
+chmod 711 "$TMP" # pods run under a uid of their namespace (docs/agent.md)
+FATIAD_CONTROLLERS=1 start_fatiad "$TMP/data" || exit 1
+export KUBECONFIG=$KCFG
+k="$KUBECTL_DIR/kubectl.1.33"
+EX=examples/serving/llama-isvc.yaml
+
+wait_for() {
+    local desc=$1
+    shift
+    for _ in $(seq 300); do
+        "$@" && return 0
+        sleep 0.2
+    done
+    fail "$desc (60 s): $("$k" get isvc,deploy,pods,inferencepool -n serving 2>&1 | head -20)"
+    grep -i "error\|warn" "$TMP/data.log" | tail -20 >&2
+    exit 1
+}
+
+# 1. refusals
+echo '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"serving"}}' >"$TMP/ns.json"
+expect_rc 0 "$k" apply -f "$TMP/ns.json"
+bad() {
+    cat >"$TMP/bad.yaml"
+    expect_rc 1 "$k" apply -f "$TMP/bad.yaml"
+    expect_line "$TMP/err" "$1"
+}
+bad "MaxReplicas cannot be less than MinReplicas" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: bad, namespace: serving}
+spec: {predictor: {minReplicas: 3, maxReplicas: 2, model: {modelFormat: {name: vLLM}}}}
+EOF
+bad "spec.predictor.sklearn" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: bad, namespace: serving}
+spec: {predictor: {sklearn: {storageUri: "gs://x"}}}
+EOF
+bad "spec.predictor.scaleMetric" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: bad, namespace: serving}
+spec: {predictor: {scaleMetric: gpu, model: {modelFormat: {name: vLLM}}}}
+EOF
+bad "spec.predictor.model.modelFormat.name" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: bad, namespace: serving}
+spec: {predictor: {model: {modelFormat: {}}}}
+EOF
+expect_rc 0 "$k" get isvc -n serving -o name
+[ -s "$TMP/out" ] && fail "a refused InferenceService was stored: $(cat "$TMP/out")"
+
+# 2. one apply
+expect_rc 0 "$k" apply -f "$EX"
+ready() { [ "$("$k" get isvc llama -n serving -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+wait_for "InferenceService llama Ready" ready
+expect_rc 0 "$k" get isvc llama -n serving
+tr -s ' ' <"$TMP/out" | grep -q "^llama http://llama.serving.svc.cluster.local True" ||
+    fail "isvc columns: $(cat "$TMP/out")"
+expect_rc 0 "$k" get isvc llama -n serving -o json
+python3 - "$TMP/out" <<'EOF' || fail "isvc status: $(cat "$TMP/out")"
+import json, sys
+s = json.load(open(sys.argv[1]))["status"]
+conds = {c["type"]: c["status"] for c in s["conditions"]}
+assert conds == {"PredictorReady": "True", "Ready": "True"}, conds
+m = s["modelStatus"]
+assert m["transitionStatus"] == "UpToDate", m
+assert m["states"] == {"activeModelState": "Loaded", "targetModelState": "Loaded"}, m
+assert m["copies"]["totalCopies"] == 1, m
+assert s["address"]["url"] == s["url"]
+EOF
+expect_rc 0 "$k" get deploy llama-predictor -n serving -o json
+python3 - "$TMP/out" <<'EOF' || fail "deployment: $(cat "$TMP/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["metadata"]["ownerReferences"][0]["kind"] == "InferenceService"
+c = d["spec"]["template"]["spec"]["containers"][0]["command"]
+assert c[0].endswith("/fatia") and c[1] == "engine-sim", c
+for a, b in [("--listen", "127.0.0.1:28080"), ("--served-model-name", "llama"),
+             ("--model", "meta-llama/Llama-3.1-8B-Instruct"), ("--speed", "50")]:
+    assert c[c.index(a) + 1] == b, (a, c)
+assert "--reuse-port" in c
+EOF
+expect_rc 0 "$k" get inferencepool llama -n serving -o jsonpath='{.spec.selector.matchLabels.serving\.kserve\.io/inferenceservice} {.spec.targetPorts[0].number}'
+[ "$(cat "$TMP/out")" = "llama 28080" ] || fail "pool: $(cat "$TMP/out")"
+
+# 3. one gateway for every pool, keys per tenant (tenant = namespace): completions routed by
+#    "model"; a hostile tenant's InferenceService in another namespace is out of reach of the
+#    first tenant's key and the other way round; an unknown model is 404 naming it
+cat >"$TMP/hostile.yaml" <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata: {name: hostile}
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: evil, namespace: hostile}
+spec: {predictor: {model: {modelFormat: {name: vLLM}, args: ["--speed", "50"]}}}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/hostile.yaml"
+KA=serving-key-0123456789abcdef
+KB=hostile-key-0123456789abcdef
+printf '%s serving\n%s hostile\n' "$KA" "$KB" >"$TMP/keys"
+"$FATIA" gateway --listen 127.0.0.1:0 --health-interval 50ms --metrics-interval 20ms \
+    --all-inference-pools --api-keys "$TMP/keys" --kubeconfig "$KCFG" --port-file "$TMP/gw.port" \
+    >"$TMP/gw.log" 2>&1 &
+PIDS="$PIDS $!"
+disown $!
+for _ in $(seq 250); do [ -s "$TMP/gw.port" ] && break; sleep 0.02; done
+G=$(cat "$TMP/gw.port")
+# ask KEY MODEL: HTTP status into $TMP/code, body into $TMP/c
+ask() {
+    curl -s -o "$TMP/c" -w '%{http_code}' -H "Authorization: Bearer $1" "localhost:$G/v1/completions" \
+        -d "{\"model\":\"$2\",\"prompt\":\"hello there\",\"max_tokens\":3}" >"$TMP/code" 2>/dev/null
+}
+complete() {
+    ask "$KA" llama && [ "$(cat "$TMP/code")" = 200 ] &&
+        python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["model"]=="llama" and r["choices"][0]["text"]' "$TMP/c" 2>/dev/null
+}
+wait_for "a completion through the gateway" complete
+echo "completion through the gateway: $(cat "$TMP/c")"
+evil_ready() { ask "$KB" evil && [ "$(cat "$TMP/code")" = 200 ]; }
+wait_for "the hostile tenant's own model" evil_ready
+expect_code() { # WANT KEY MODEL [TEXT]
+    ask "$2" "$3"
+    [ "$(cat "$TMP/code")" = "$1" ] || fail "key $2, model $3: HTTP $(cat "$TMP/code"), want $1: $(cat "$TMP/c")"
+    [ -z "${4:-}" ] || grep -qF -- "$4" "$TMP/c" || fail "key $2, model $3: body lacks $4: $(cat "$TMP/c")"
+}
+expect_code 404 "$KA" serving/llama 'The model `serving/llama` does not exist.'
+expect_code 404 "$KA" evil 'The model `evil` does not exist.'
+expect_code 404 "$KA" hostile/evil 'The model `hostile/evil` does not exist.'
+expect_code 404 "$KB" llama 'The model `llama` does not exist.'
+expect_code 404 "$KB" serving/llama
+expect_code 404 "$KA" nope 'The model `nope` does not exist.'
+expect_code 401 wrong-key-0123456789abcdef llama
+# /v1/models lists a tenant's own models only
+models() { curl -s -H "Authorization: Bearer $1" "localhost:$G/v1/models" |
+    python3 -c 'import json,sys; print(" ".join(sorted(m["id"] for m in json.load(sys.stdin)["data"])))'; }
+[ "$(models "$KA")" = llama ] || fail "models of tenant serving: $(models "$KA")"
+[ "$(models "$KB")" = evil ] || fail "models of tenant hostile: $(models "$KB")"
+# the hostile tenant aims an InferenceService at the first tenant's port: its replica cannot
+# share the port (SO_REUSEPORT needs the same uid; each namespace's pods run under their own), its
+# pool gets no address of the older pool, and the first tenant's model keeps answering
+cat >"$TMP/thief.yaml" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: thief, namespace: hostile, annotations: {serving.fatia.io/port: "28080"}}
+spec: {predictor: {model: {modelFormat: {name: vLLM}, args: ["--speed", "50"]}}}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/thief.yaml"
+sleep 3
+for _ in 1 2 3 4 5 6; do
+    ask "$KB" thief
+    [ "$(cat "$TMP/code")" != 200 ] || fail "the hostile tenant reached a model server on the first tenant's port: $(cat "$TMP/c")"
+    complete || fail "the first tenant's model stopped answering: HTTP $(cat "$TMP/code") $(cat "$TMP/c")"
+done
+expect_rc 0 "$k" delete isvc thief -n hostile
+
+expect_rc 0 "$k" delete isvc evil -n hostile
+evil_gone() { ask "$KB" evil && [ "$(cat "$TMP/code")" = 404 ]; }
+wait_for "the hostile model leaves the gateway with its InferenceService" evil_gone
+
+# 4. scale minReplicas
+expect_rc 0 "$k" patch isvc llama -n serving --type merge -p '{"spec":{"predictor":{"minReplicas":2}}}'
+two() { [ "$("$k" get deploy llama-predictor -n serving -o jsonpath='{.spec.replicas}/{.status.readyReplicas}')" = 2/2 ] &&
+    [ "$("$k" get isvc llama -n serving -o jsonpath='{.status.modelStatus.copies.totalCopies}')" = 2 ]; }
+wait_for "two replicas" two
+[ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=llama -o name | wc -l)" = 2 ] ||
+    fail "pods: $("$k" get pods -n serving)"
+wait_for "a completion with two replicas" complete
+expect_rc 0 "$k" patch isvc llama -n serving --type merge -p '{"spec":{"predictor":{"minReplicas":1}}}'
+one() { [ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=llama -o name | wc -l)" = 1 ]; }
+wait_for "back to one replica" one
+
+# 5. through Kueue: the queue label and hardware-profile annotation reach the pods' template; a
+#    ClusterQueue of 1 CPU admits one replica of 600m, a second waits behind the scheduling gate
+#    (bounded by quota), and is admitted once the quota grows
+cat >"$TMP/q.yaml" <<'EOF'
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: default-flavor}
+spec: {}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: serving-cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default-flavor
+      resources: [{name: cpu, nominalQuota: 1}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: team-a, namespace: serving}
+spec: {clusterQueue: serving-cq}
+---
+apiVersion: infrastructure.opendatahub.io/v1
+kind: HardwareProfile
+metadata: {name: small-gpu, namespace: serving}
+spec:
+  identifiers:
+  - {displayName: CPU, identifier: cpu, resourceType: CPU, minCount: 500m, defaultCount: 600m, maxCount: 1}
+  scheduling:
+    type: Queue
+    kueue: {localQueueName: team-a}
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: queued
+  namespace: serving
+  labels: {kueue.x-k8s.io/queue-name: team-a}
+  annotations: {opendatahub.io/hardware-profile-name: small-gpu, serving.fatia.io/port: "28090"}
+spec:
+  predictor:
+    minReplicas: 2
+    model:
+      modelFormat: {name: vLLM}
+      args: ["--speed", "50"]
+EOF
+expect_rc 0 "$k" apply -f "$TMP/q.yaml"
+tmpl() { "$k" get deploy queued-predictor -n serving -o json >"$TMP/q.json" 2>/dev/null; }
+wait_for "Deployment queued-predictor" tmpl
+python3 - "$TMP/q.json" <<'EOF' || fail "queued template: $(cat "$TMP/q.json")"
+import json, sys
+t = json.load(open(sys.argv[1]))["spec"]["template"]
+assert t["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a", t
+assert t["metadata"]["annotations"]["opendatahub.io/hardware-profile-name"] == "small-gpu", t
+EOF
+# the profile's default CPU was injected into the pods (the InferenceService names none)
+injected() { [ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=queued -o jsonpath='{.items[0].spec.containers[0].resources.requests.cpu}')" = 600m ]; }
+wait_for "the hardware profile's CPU injected into a replica" injected
+qready() { [ "$("$k" get deploy queued-predictor -n serving -o jsonpath='{.status.readyReplicas}')" = "$1" ]; }
+wait_for "one queued replica admitted and ready" qready 1
+sleep 2
+[ "$("$k" get deploy queued-predictor -n serving -o jsonpath='{.status.readyReplicas}')" = 1 ] ||
+    fail "a replica beyond the ClusterQueue's quota runs"
+expect_rc 0 "$k" get workloads -n serving -o json
+python3 - "$TMP/out" <<'EOF' || fail "workloads: $(cat "$TMP/out")"
+import json, sys
+ws = json.load(open(sys.argv[1]))["items"]
+adm = [w for w in ws if any(c["type"] == "Admitted" and c["status"] == "True" for c in w.get("status", {}).get("conditions", []))]
+assert len(ws) == 2 and len(adm) == 1, [(w["metadata"]["name"], w.get("status", {}).get("conditions")) for w in ws]
+EOF
+notready() { [ "$("$k" get isvc queued -n serving -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = False ]; }
+wait_for "queued not Ready with 1 of 2 replicas" notready
+expect_rc 0 "$k" patch clusterqueue serving-cq --type merge -p '{"spec":{"resourceGroups":[{"coveredResources":["cpu"],"flavors":[{"name":"default-flavor","resources":[{"name":"cpu","nominalQuota":2}]}]}]}}'
+wait_for "the second replica admitted once the quota grows" qready 2
+qisready() { [ "$("$k" get isvc queued -n serving -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+wait_for "queued Ready" qisready
+
+# 5b. predictor.model.runtime: a missing runtime deploys nothing (RuntimeNotRecognized), a
+#     disabled one neither (RuntimeDisabled), one that serves the format is used
+cat >"$TMP/rt.yaml" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: rt, namespace: serving}
+spec: {predictor: {minReplicas: 0, model: {modelFormat: {name: vLLM}, runtime: vllm-runtime}}}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/rt.yaml"
+reason_is() { [ "$("$k" get isvc rt -n serving -o jsonpath='{.status.conditions[?(@.type=="PredictorReady")].reason} {.status.modelStatus.transitionStatus}')" = "$1 InvalidSpec" ]; }
+wait_for "runtime not recognized" reason_is RuntimeNotRecognized
+"$k" get deploy rt-predictor -n serving >/dev/null 2>&1 && fail "a Deployment for an unknown runtime"
+cat >"$TMP/sr.yaml" <<EOF
+apiVersion: serving.kserve.io/v1alpha1
+kind: ClusterServingRuntime
+metadata: {name: vllm-runtime}
+spec: {disabled: true, supportedModelFormats: [{name: vLLM, autoSelect: true}], containers: [{name: kserve-container, image: vllm/vllm-openai}]}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/sr.yaml"
+wait_for "runtime disabled" reason_is RuntimeDisabled
+sed -i 's/disabled: true/disabled: false/' "$TMP/sr.yaml"
+expect_rc 0 "$k" apply -f "$TMP/sr.yaml"
+rtdep() { "$k" get deploy rt-predictor -n serving >/dev/null 2>&1; }
+wait_for "a Deployment once the runtime serves vLLM" rtdep
+expect_rc 0 "$k" delete isvc rt -n serving
+
+# 6. delete: everything goes (the InferenceService alone: the namespace stays)
+expect_rc 0 "$k" delete isvc llama -n serving
+gone() { [ -z "$("$k" get deploy,pods,inferencepool -n serving -l serving.kserve.io/inferenceservice=llama -o name 2>/dev/null)" ] &&
+    ! "$k" get deploy llama-predictor -n serving >/dev/null 2>&1; }
+wait_for "llama's Deployment, pods and pool deleted" gone
+expect_rc 0 "$k" delete isvc queued -n serving
+qgone() { ! "$k" get deploy queued-predictor -n serving >/dev/null 2>&1 &&
+    ! "$k" get inferencepool queued -n serving >/dev/null 2>&1; }
+wait_for "queued's Deployment and pool deleted" qgone
+stop_fatiad
+finish

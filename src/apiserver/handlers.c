@@ -38,6 +38,33 @@ static void add_warnings(struct fatia_api_http_req *req, const struct opres *r)
     }
 }
 
+/* The answer's JSON in out, sent as protobuf instead when the request's Accept chooses it
+ * and the object has a message (protobuf.c); otherwise as it is. */
+static void reply_evbuf(struct fatia_api_http_req *req, int code, struct evbuffer *out)
+{
+    const struct fatia_str *acc = fatia_http_header_get(fatia_api_http_req_head(req), "Accept");
+    struct fatia_buf pb = FATIA_BUF_INIT;
+    json_t *v = NULL;
+    size_t n;
+    const char *text;
+
+    if (!acc || !fatia_api_pb_accepted(acc->p, acc->n))
+        goto json;
+    n = evbuffer_get_length(out);
+    text = (const char *)evbuffer_pullup(out, -1);
+    v = text ? json_loadb(text, n, 0, NULL) : NULL;
+    if (!v || fatia_api_pb_wrap(v, &pb) < 0)
+        goto json;
+    json_decref(v);
+    fatia_api_http_reply(req, code, FATIA_API_PB_MEDIA, pb.p, pb.len);
+    fatia_buf_release(&pb);
+    return;
+json:
+    json_decref(v);
+    fatia_buf_release(&pb);
+    fatia_api_http_reply_evbuf(req, code, "application/json", out);
+}
+
 static void reply_json(struct fatia_api_http_req *req, int code, const json_t *v)
 {
     struct evbuffer *out = evbuffer_new();
@@ -48,7 +75,7 @@ static void reply_json(struct fatia_api_http_req *req, int code, const json_t *v
         fatia_api_http_reply(req, 500, "text/plain", "out of memory\n", 14);
         return;
     }
-    fatia_api_http_reply_evbuf(req, code, "application/json", out);
+    reply_evbuf(req, code, out);
     evbuffer_free(out);
 }
 
@@ -92,7 +119,7 @@ static void reply_opres(struct fatia_api_http_req *req, const struct rtable *t,
         reply_status(req, 500, "InternalError", "out of memory");
         return;
     }
-    fatia_api_http_reply_evbuf(req, r->code, "application/json", out);
+    reply_evbuf(req, r->code, out);
     evbuffer_free(out);
 }
 
@@ -531,7 +558,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 fatia_api_opres_release(&r);
                 return;
             }
-            fatia_api_http_reply_evbuf(req, 200, "application/json", out);
+            reply_evbuf(req, 200, out);
             evbuffer_free(out);
             return;
         }
@@ -701,10 +728,12 @@ void fatia_api_handle_http(void *arg, struct fatia_api_http_req *req)
         fatia_buf_release(&out);
         return;
     }
-    if (!accepts_json(h) && rt.type != FATIA_ROUTE_OPENAPI_V2) {
+    if (!accepts_json(h) && !header_contains(h, "Accept", FATIA_API_PB_MEDIA) &&
+        rt.type != FATIA_ROUTE_OPENAPI_V2) {
         fatia_api_target_release(&tgt);
         reply_status(req, 406, "NotAcceptable",
-                     "only the following media types are accepted: application/json");
+                     "only the following media types are accepted: application/json, "
+                     "application/yaml, " FATIA_API_PB_MEDIA);
         return;
     }
     r = fatia_api_query_parse(&tgt, &q, why, sizeof(why));

@@ -10,9 +10,13 @@
  *
  * Rule: a member the kind's schema does not know is dropped when its value is a zero (0, false,
  * "", an empty or all-zero object or list); a member the schema knows keeps its value, 0 or
- * false included, since for a field fatia reads an explicit zero may mean something
- * (replicas: 0, ttlSecondsAfterFinished: 0). Open objects and ANY are not descended into. A
- * non-zero unknown member stays, and validation reports it as it would in JSON.
+ * false included, since for a pointer field an explicit zero means something (replicas: 0,
+ * ttlSecondsAfterFinished: 0, automountServiceAccountToken: false), except the few known
+ * non-pointer omitempty scalars below (Go writes them always, JSON never when zero): those
+ * are dropped at zero too, so a protobuf `kubectl create job` stores what the JSON one does.
+ * Other non-pointer zeros fatia's schema knows stay (`"x": false` for absent: same meaning).
+ * Open objects and ANY are not descended into. A non-zero unknown member stays, and
+ * validation reports it as it would in JSON.
  */
 #include "base/compat.h"
 
@@ -46,6 +50,18 @@ static bool is_zero(const json_t *v)
     }
 }
 
+/* core/v1 Container (and EphemeralContainerCommon), PodSpec and meta/v1 ObjectMeta: plain
+ * bool / int64 fields with omitempty (k8s.io/api types.go) */
+static bool plain_omitempty(const char *k)
+{
+    static const char *const names[] = {"stdin",   "stdinOnce", "tty",        "hostNetwork",
+                                        "hostPID", "hostIPC",   "generation", NULL};
+    for (const char *const *n = names; *n; n++)
+        if (!strcmp(*n, k))
+            return true;
+    return false;
+}
+
 static void prune(json_t *v, const struct fatia_schema *s, int depth)
 {
     const char *k;
@@ -64,7 +80,7 @@ static void prune(json_t *v, const struct fatia_schema *s, int depth)
             const struct fatia_field *f = s->fields;
             while (f && f->name && strcmp(f->name, k))
                 f++;
-            if (f && f->name)
+            if (f && f->name && !(plain_omitempty(k) && is_zero(e)))
                 prune(e, f->schema, depth + 1);
             else if (is_zero(e))
                 json_object_del(v, k);

@@ -641,11 +641,11 @@ static const struct fatia_pb_field F108[] = {
     {4, FATIA_PB_BOOL, FATIA_PB_ONE, -1, "immutable"},
 };
 static const struct fatia_pb_field F109[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 174, "localObjectReference"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 174, "localObjectReference"},
     {2, FATIA_PB_BOOL, FATIA_PB_ONE, -1, "optional"},
 };
 static const struct fatia_pb_field F110[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 174, "localObjectReference"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 174, "localObjectReference"},
     {2, FATIA_PB_STRING, FATIA_PB_ONE, -1, "key"},
     {3, FATIA_PB_BOOL, FATIA_PB_ONE, -1, "optional"},
 };
@@ -661,12 +661,12 @@ static const struct fatia_pb_field F112[] = {
     {5, FATIA_PB_STRING, FATIA_PB_ONE, -1, "kubeletConfigKey"},
 };
 static const struct fatia_pb_field F113[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 174, "localObjectReference"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 174, "localObjectReference"},
     {2, FATIA_PB_MESSAGE, FATIA_PB_REPEATED, 163, "items"},
     {4, FATIA_PB_BOOL, FATIA_PB_ONE, -1, "optional"},
 };
 static const struct fatia_pb_field F114[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 174, "localObjectReference"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 174, "localObjectReference"},
     {2, FATIA_PB_MESSAGE, FATIA_PB_REPEATED, 163, "items"},
     {3, FATIA_PB_INT32, FATIA_PB_ONE, -1, "defaultMode"},
     {4, FATIA_PB_BOOL, FATIA_PB_ONE, -1, "optional"},
@@ -815,7 +815,7 @@ static const struct fatia_pb_field F137[] = {
     {4, FATIA_PB_MESSAGE, FATIA_PB_ONE, 278, "secretKeyRef"},
 };
 static const struct fatia_pb_field F138[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 139, "ephemeralContainerCommon"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 139, "ephemeralContainerCommon"},
     {2, FATIA_PB_STRING, FATIA_PB_ONE, -1, "targetContainerName"},
 };
 static const struct fatia_pb_field F139[] = {
@@ -1272,7 +1272,7 @@ static const struct fatia_pb_field F213[] = {
 };
 static const struct fatia_pb_field F214[] = {
     {1, FATIA_PB_MESSAGE, FATIA_PB_MAP, 482, "capacity"},
-    {2, FATIA_PB_MESSAGE, FATIA_PB_ONE, 213, "persistentVolumeSource"},
+    {2, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 213, "persistentVolumeSource"},
     {3, FATIA_PB_STRING, FATIA_PB_REPEATED, -1, "accessModes"},
     {4, FATIA_PB_MESSAGE, FATIA_PB_ONE, 203, "claimRef"},
     {5, FATIA_PB_STRING, FATIA_PB_ONE, -1, "persistentVolumeReclaimPolicy"},
@@ -1510,7 +1510,7 @@ static const struct fatia_pb_field F248[] = {
     {2, FATIA_PB_MESSAGE, FATIA_PB_ONE, 197, "preference"},
 };
 static const struct fatia_pb_field F249[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 250, "handler"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 250, "handler"},
     {2, FATIA_PB_INT32, FATIA_PB_ONE, -1, "initialDelaySeconds"},
     {3, FATIA_PB_INT32, FATIA_PB_ONE, -1, "timeoutSeconds"},
     {4, FATIA_PB_INT32, FATIA_PB_ONE, -1, "periodSeconds"},
@@ -1681,11 +1681,11 @@ static const struct fatia_pb_field F276[] = {
     {5, FATIA_PB_BOOL, FATIA_PB_ONE, -1, "immutable"},
 };
 static const struct fatia_pb_field F277[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 174, "localObjectReference"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 174, "localObjectReference"},
     {2, FATIA_PB_BOOL, FATIA_PB_ONE, -1, "optional"},
 };
 static const struct fatia_pb_field F278[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 174, "localObjectReference"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 174, "localObjectReference"},
     {2, FATIA_PB_STRING, FATIA_PB_ONE, -1, "key"},
     {3, FATIA_PB_BOOL, FATIA_PB_ONE, -1, "optional"},
 };
@@ -1694,7 +1694,7 @@ static const struct fatia_pb_field F279[] = {
     {2, FATIA_PB_MESSAGE, FATIA_PB_REPEATED, 276, "items"},
 };
 static const struct fatia_pb_field F280[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 174, "localObjectReference"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 174, "localObjectReference"},
     {2, FATIA_PB_MESSAGE, FATIA_PB_REPEATED, 163, "items"},
     {4, FATIA_PB_BOOL, FATIA_PB_ONE, -1, "optional"},
 };
@@ -1857,7 +1857,7 @@ static const struct fatia_pb_field F306[] = {
 };
 static const struct fatia_pb_field F307[] = {
     {1, FATIA_PB_STRING, FATIA_PB_ONE, -1, "name"},
-    {2, FATIA_PB_MESSAGE, FATIA_PB_ONE, 314, "volumeSource"},
+    {2, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 314, "volumeSource"},
 };
 static const struct fatia_pb_field F308[] = {
     {1, FATIA_PB_STRING, FATIA_PB_ONE, -1, "name"},
@@ -2076,7 +2076,7 @@ static const struct fatia_pb_field F344[] = {
 };
 static const struct fatia_pb_field F345[] = {
     {1, FATIA_PB_STRING, FATIA_PB_ONE, -1, "host"},
-    {2, FATIA_PB_MESSAGE, FATIA_PB_ONE, 346, "ingressRuleValue"},
+    {2, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 346, "ingressRuleValue"},
 };
 static const struct fatia_pb_field F346[] = {
     {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 330, "http"},
@@ -2277,7 +2277,7 @@ static const struct fatia_pb_field F387[] = {
 static const struct fatia_pb_field F388[] = {
     {1, FATIA_PB_STRING, FATIA_PB_ONE, -1, "source"},
     {2, FATIA_PB_STRING, FATIA_PB_REPEATED, -1, "requests"},
-    {3, FATIA_PB_MESSAGE, FATIA_PB_ONE, 398, "deviceConfiguration"},
+    {3, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 398, "deviceConfiguration"},
 };
 static const struct fatia_pb_field F389[] = {
     {1, FATIA_PB_MESSAGE, FATIA_PB_REPEATED, 402, "results"},
@@ -2299,14 +2299,14 @@ static const struct fatia_pb_field F392[] = {
 };
 static const struct fatia_pb_field F393[] = {
     {1, FATIA_PB_STRING, FATIA_PB_REPEATED, -1, "requests"},
-    {2, FATIA_PB_MESSAGE, FATIA_PB_ONE, 398, "deviceConfiguration"},
+    {2, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 398, "deviceConfiguration"},
 };
 static const struct fatia_pb_field F394[] = {
     {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 510, "metadata"},
     {2, FATIA_PB_MESSAGE, FATIA_PB_ONE, 397, "spec"},
 };
 static const struct fatia_pb_field F395[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 398, "deviceConfiguration"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 398, "deviceConfiguration"},
 };
 static const struct fatia_pb_field F396[] = {
     {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 506, "metadata"},
@@ -2471,7 +2471,7 @@ static const struct fatia_pb_field F426[] = {
 static const struct fatia_pb_field F427[] = {
     {1, FATIA_PB_STRING, FATIA_PB_ONE, -1, "source"},
     {2, FATIA_PB_STRING, FATIA_PB_REPEATED, -1, "requests"},
-    {3, FATIA_PB_MESSAGE, FATIA_PB_ONE, 437, "deviceConfiguration"},
+    {3, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 437, "deviceConfiguration"},
 };
 static const struct fatia_pb_field F428[] = {
     {1, FATIA_PB_MESSAGE, FATIA_PB_REPEATED, 441, "results"},
@@ -2493,14 +2493,14 @@ static const struct fatia_pb_field F431[] = {
 };
 static const struct fatia_pb_field F432[] = {
     {1, FATIA_PB_STRING, FATIA_PB_REPEATED, -1, "requests"},
-    {2, FATIA_PB_MESSAGE, FATIA_PB_ONE, 437, "deviceConfiguration"},
+    {2, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 437, "deviceConfiguration"},
 };
 static const struct fatia_pb_field F433[] = {
     {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 510, "metadata"},
     {2, FATIA_PB_MESSAGE, FATIA_PB_ONE, 436, "spec"},
 };
 static const struct fatia_pb_field F434[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 437, "deviceConfiguration"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 437, "deviceConfiguration"},
 };
 static const struct fatia_pb_field F435[] = {
     {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 506, "metadata"},
@@ -2991,7 +2991,7 @@ static const struct fatia_pb_field F530[] = {
     {2, FATIA_PB_STRING, FATIA_PB_ONE, -1, "kind"},
 };
 static const struct fatia_pb_field F531[] = {
-    {1, FATIA_PB_MESSAGE, FATIA_PB_ONE, 530, "typeMeta"},
+    {1, FATIA_PB_MESSAGE, FATIA_PB_INLINE, 530, "typeMeta"},
     {2, FATIA_PB_BYTES, FATIA_PB_ONE, -1, "raw"},
     {3, FATIA_PB_STRING, FATIA_PB_ONE, -1, "contentEncoding"},
     {4, FATIA_PB_STRING, FATIA_PB_ONE, -1, "contentType"},

@@ -28,7 +28,8 @@ enum fatia_pb_kind {
 enum fatia_pb_label {
     FATIA_PB_ONE,
     FATIA_PB_REPEATED,
-    FATIA_PB_MAP /* map<string, kind> */
+    FATIA_PB_MAP,    /* map<string, kind> */
+    FATIA_PB_INLINE, /* a message whose members are the parent's in JSON (Go's ",inline") */
 };
 
 /* Messages whose JSON form is not an object of their fields (apimachinery's own marshalers). */

@@ -31,6 +31,7 @@
 
 #include "apiserver/protobuf.h"
 
+#include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,7 +112,7 @@ static const struct fatia_pb_field *field_by_num(const struct fatia_pb_msg *m, u
 static const struct fatia_pb_field *field_by_name(const struct fatia_pb_msg *m, const char *name)
 {
     for (size_t i = 0; i < m->n_fields; i++)
-        if (!strcmp(m->fields[i].name, name))
+        if (m->fields[i].label != FATIA_PB_INLINE && !strcmp(m->fields[i].name, name))
             return &m->fields[i];
     return NULL;
 }
@@ -252,7 +253,8 @@ static json_t *time_json(int64_t sec, int64_t nanos, bool micro)
 
     if (!gmtime_r(&t, &tm))
         return NULL;
-    n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+    n = (size_t)snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     if (micro)
         snprintf(buf + n, sizeof(buf) - n, ".%06dZ", (int)((nanos / 1000) % 1000000));
     else
@@ -309,16 +311,22 @@ static json_t *duration_json(int64_t d)
     }
 }
 
-/* Go's time.ParseDuration, for the units Kubernetes writes; -EINVAL otherwise. */
+/* Go's time.ParseDuration, exactly (integers, no floating point), for the units Go writes;
+ * -EINVAL otherwise or past the int64 range. */
 static int duration_parse(const char *s, int64_t *ret)
 {
     static const struct {
         const char *u;
-        double ns;
-    } units[] = {{"ns", 1},  {"us", 1e3}, {"\u00b5s", 1e3}, {"ms", 1e6},
-                 {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
+        uint64_t ns;
+    } units[] = {{"ns", 1},
+                 {"us", 1000},
+                 {"\u00b5s", 1000},
+                 {"ms", 1000000},
+                 {"s", 1000000000ull},
+                 {"m", 60000000000ull},
+                 {"h", 3600000000000ull}};
 
-    double total = 0;
+    uint64_t total = 0;
     bool neg = false;
 
     if (*s == '-' || *s == '+')
@@ -330,12 +338,22 @@ static int duration_parse(const char *s, int64_t *ret)
     if (!*s)
         return -EINVAL;
     while (*s) {
-        char *end;
-        double v = strtod(s, &end);
+        uint64_t whole = 0, frac = 0, scale = 1, v;
         size_t best = 0, bi = 0;
-        if (end == s || v < 0)
+        bool digits = false;
+        for (; *s >= '0' && *s <= '9'; s++, digits = true) {
+            if (whole > (UINT64_MAX - 9) / 10)
+                return -EINVAL;
+            whole = whole * 10 + (uint64_t)(*s - '0');
+        }
+        if (*s == '.')
+            for (s++; *s >= '0' && *s <= '9'; s++, digits = true)
+                if (scale < 1000000000ull) { /* 9 digits: below a nanosecond of a second */
+                    frac = frac * 10 + (uint64_t)(*s - '0');
+                    scale *= 10;
+                }
+        if (!digits)
             return -EINVAL;
-        s = end;
         for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
             size_t l = strlen(units[i].u);
             if (!strncmp(s, units[i].u, l) && l > best) {
@@ -345,11 +363,17 @@ static int duration_parse(const char *s, int64_t *ret)
         }
         if (!best)
             return -EINVAL;
-        total += v * units[bi].ns;
+        if (whole && units[bi].ns > (uint64_t)INT64_MAX / whole)
+            return -EINVAL;
+        /* frac/scale of a unit, exactly: frac < scale <= 1e9, so frac * (unit / scale) < unit
+         * and frac * (unit % scale) < 1e18 */
+        v = whole * units[bi].ns + frac * (units[bi].ns / scale) +
+            frac * (units[bi].ns % scale) / scale;
+        if (v > (uint64_t)INT64_MAX - total)
+            return -EINVAL;
+        total += v;
         s += best;
     }
-    if (total > 9.2e18)
-        return -EINVAL;
     *ret = neg ? -(int64_t)total : (int64_t)total;
     return 0;
 }
@@ -553,6 +577,8 @@ static int decode_value(const struct fatia_pb_msg *m, const struct fatia_pb_fiel
     case FATIA_PB_DOUBLE: {
         double d;
         memcpy(&d, &f->u, sizeof(d));
+        if (!isfinite(d))
+            return derr(c, "not a finite number", m->name, fd->name);
         *ret = json_real(d);
         break;
     }
@@ -560,6 +586,8 @@ static int decode_value(const struct fatia_pb_msg *m, const struct fatia_pb_fiel
         float fl;
         uint32_t u = (uint32_t)f->u;
         memcpy(&fl, &u, sizeof(fl));
+        if (!isfinite(fl))
+            return derr(c, "not a finite number", m->name, fd->name);
         *ret = json_real(fl);
         break;
     }
@@ -712,6 +740,17 @@ static int decode_msg(const struct fatia_pb_msg *m, const unsigned char *p, size
                 rc = -ENOMEM;
                 break;
             }
+            continue;
+        }
+        if (fd->label == FATIA_PB_INLINE) {
+            if ((rc = decode_value(m, fd, &f, depth, c, &v)) < 0)
+                break;
+            if (json_is_object(v) && json_object_update(obj, v)) {
+                json_decref(v);
+                rc = -ENOMEM;
+                break;
+            }
+            json_decref(v);
             continue;
         }
         if (empty_scalar(fd, &f)) {
@@ -939,6 +978,22 @@ static int encode_msg(const struct fatia_pb_msg *m, const json_t *v, int depth, 
     const json_t *val;
     int rc;
 
+    /* inline members first: the embedded message is made of this object's members */
+    for (size_t i = 0; i < m->n_fields; i++) {
+        const struct fatia_pb_field *fd = &m->fields[i];
+        size_t mark, start = b->len;
+        if (fd->label != FATIA_PB_INLINE)
+            continue;
+        if (depth >= PB_MAX_DEPTH)
+            return -ELOOP;
+        if ((rc = open_len(b, fd->num, &mark)) ||
+            (rc = encode_msg(&fatia_api_pb_msgs[fd->msg], v, depth + 1, b)))
+            return rc;
+        if (b->len == mark + 5) /* nothing of it here */
+            fatia_buf_truncate(b, start);
+        else
+            close_len(b, mark);
+    }
     json_object_foreach((json_t *)v, key, val)
     {
         const struct fatia_pb_field *fd = field_by_name(m, key);

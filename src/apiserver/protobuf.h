@@ -6,6 +6,7 @@
 #define FATIA_APISERVER_PROTOBUF_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "apiserver/pb_schema.h"
@@ -32,6 +33,9 @@ int fatia_api_pb_encode(const struct fatia_pb_msg *m, const json_t *v, struct fa
 int fatia_api_pb_unwrap(const void *p, size_t n, json_t **ret, char *why, size_t why_n);
 /* obj (with apiVersion and kind) -> the envelope, appended to out; -ENOENT if no message. */
 int fatia_api_pb_wrap(const json_t *obj, struct fatia_buf *out);
+
+/* Whether an Accept header's choice is protobuf (pb_negotiate.c); false for JSON/YAML/any. */
+bool fatia_api_pb_accepted(const char *accept, size_t n);
 
 /* Drops the zero-valued members of a decoded body that schema does not know (pb_prune.c). */
 struct fatia_schema;

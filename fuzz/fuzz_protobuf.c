@@ -7,12 +7,21 @@
  */
 #include "base/compat.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "apiserver/protobuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void unstable(const json_t *a, const json_t *b)
+{
+    char *x = json_dumps(a, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+    char *y = b ? json_dumps(b, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    fprintf(stderr, "fuzz_protobuf: not stable:\n first  %s\n again  %s\n", x, y ? y : "(failed)");
+    abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -36,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fatia_api_pb_encode(m, v, &b) < 0 ||
             fatia_api_pb_decode(m, b.p, b.len, &again, why, sizeof(why)) < 0 ||
             !json_equal(v, again))
-            abort();
+            unstable(v, again);
     }
     json_decref(v);
     json_decref(again);

@@ -481,6 +481,9 @@ static int decode_special(const struct fatia_pb_msg *m, const unsigned char *p, 
         return 0;
     case FATIA_PB_SP_TIME:
     case FATIA_PB_SP_MICROTIME:
+        /* what the JSON form can say: whole seconds, or microseconds; then (0, 0) is the zero
+         * Time, as apimachinery's Time.Unmarshal takes it (the epoch included) */
+        b = m->special == FATIA_PB_SP_TIME ? 0 : b / 1000 * 1000;
         if (a == 0 && b == 0)
             return 0;
         if (a < -62135596800LL || a > 253402300799LL || b < 0 || b > 999999999)

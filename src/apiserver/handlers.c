@@ -445,7 +445,8 @@ static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
 
 static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *u,
                             struct fatia_api_http_req *req, const struct fatia_api_route *rt,
-                            const struct fatia_api_query *q, const char *method)
+                            const struct fatia_api_query *q, const char *method,
+                            const struct fatia_api_target *tgt)
 {
     const struct fatia_http_head *h = fatia_api_http_req_head(req);
     struct rtable *t = fatia_api_server_table_by_resource(s, rt->group, rt->resource);
@@ -480,7 +481,8 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
         return;
     }
     if (rt->sub && !(!strcmp(rt->sub, "status") && t->kind->has_status) &&
-        !(!strcmp(rt->sub, "log") && !strcmp(t->kind->kind, "Pod") && !t->kind->group[0])) {
+        !((!strcmp(rt->sub, "log") || !strcmp(rt->sub, "exec")) && !strcmp(t->kind->kind, "Pod") &&
+          !t->kind->group[0])) {
         reply_status(req, 404, "NotFound", "the server could not find the requested resource");
         return;
     }
@@ -494,6 +496,15 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                        .dry_run = q->dry_run,
                        .fv = q->fv};
 
+    if (rt->sub && !strcmp(rt->sub, "exec") &&
+        (!strcmp(method, "GET") || !strcmp(method, "POST"))) {
+        /* GET with Upgrade: websocket; POST is SPDY's (refused there with a reason) */
+        fatia_api_exec_start(&c, tgt, req, &r);
+        if (r.code)
+            reply_opres(req, t, ver, &r);
+        fatia_api_opres_release(&r);
+        return;
+    }
     if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) {
         if (rt->sub && !strcmp(rt->sub, "log")) {
             fatia_api_logs_start(&c, q, req, &r);
@@ -809,7 +820,7 @@ void fatia_api_handle_http(void *arg, struct fatia_api_http_req *req)
         break;
     }
     case FATIA_ROUTE_RESOURCE:
-        handle_resource(s, u, req, &rt, &q, method);
+        handle_resource(s, u, req, &rt, &q, method, &tgt);
         break;
     default:
         reply_status(req, 404, "NotFound", "the server could not find the requested resource");

@@ -645,10 +645,16 @@ static int decode_map_entry(const struct fatia_pb_msg *m, const struct fatia_pb_
         rc = derr(c, "malformed map entry", m->name, fd->name);
         goto out;
     }
-    if (!val) /* the value's zero */
+    if (!val && fd->kind == FATIA_PB_MESSAGE) { /* the value's zero: its empty message */
+        struct wf empty = {.num = 2, .wt = 2, .b = (const unsigned char *)"", .n = 0};
+        if ((rc = decode_value(m, fd, &empty, depth, c, &val)) < 0)
+            goto out;
+        if (!val)
+            val = json_null(); /* a zero Time */
+    } else if (!val) {
         val = fd->kind == FATIA_PB_STRING || fd->kind == FATIA_PB_BYTES ? json_string("")
-              : fd->kind == FATIA_PB_MESSAGE                            ? json_object()
                                                                         : json_integer(0);
+    }
     if (!val) {
         rc = -ENOMEM;
         goto out;

@@ -737,6 +737,8 @@ static int decode_msg(const struct fatia_pb_msg *m, const unsigned char *p, size
                         goto out;
                     json_array_append_new(arr, v);
                 }
+                if (!json_array_size(arr)) /* an empty packed run says nothing */
+                    json_object_del(obj, fd->name);
                 continue;
             }
             if ((rc = decode_value(m, fd, &f, depth, c, &v)) < 0)

@@ -4,6 +4,7 @@
 #   - stdin in, stdout and stderr apart, the exit code out;
 #   - the process is one of the pod's: its uid, its container's environment, its cgroup;
 #   - -it through a real pty (tests/cli/exec_tty.py): a terminal, its size (resize), the code;
+#   - kubectl cp both ways (exec of tar);
 #   - a command that does not exist: 127 and kubelet's message;
 #   - a hostile tenant: another namespace's token, a read-only token, a missing pod: refused;
 #   - kubectl 1.27 speaks only SPDY, which is not served: it fails with the reason (documented).
@@ -75,6 +76,17 @@ expect_rc 0 "$K33" exec box -n shell -- sh -c 'echo "$(id -u) $GREETING"; grep ^
 # a big output through the flow control, intact
 "$K33" exec box -n shell -- sh -c 'seq 1 300000' >"$TMP/seq" 2>"$TMP/e" || fail "exec seq: $(cat "$TMP/e")"
 [ "$(seq 1 300000 | cksum)" = "$(cksum <"$TMP/seq")" ] || fail "300,000 lines came back altered ($(wc -l <"$TMP/seq"))"
+
+# kubectl cp (exec of tar), both ways, a directory of files, into the pod's working directory
+mkdir -p "$TMP/tree/sub"
+seq 1 20000 >"$TMP/tree/numbers"
+printf 'caf\xc3\xa9\n' >"$TMP/tree/sub/utf8"
+( cd "$TMP" && "$K33" cp tree shell/box:copied ) >"$TMP/cp.out" 2>&1 || fail "cp in: $(cat "$TMP/cp.out")"
+expect_rc 0 "$K33" exec box -n shell -- sh -c 'cksum copied/numbers copied/sub/utf8'
+[ "$(awk '{print $1, $2}' "$TMP/out")" = "$(cd "$TMP/tree" && cksum numbers sub/utf8 | awk '{print $1, $2}')" ] ||
+    fail "cp in: $(cat "$TMP/out")"
+( cd "$TMP" && "$K33" cp shell/box:copied back ) >"$TMP/cp.out" 2>&1 || fail "cp out: $(cat "$TMP/cp.out")"
+diff -r "$TMP/tree" "$TMP/back" >"$TMP/diff" || fail "cp out differs: $(cat "$TMP/diff")"
 
 # a terminal
 python3 "$HERE/exec_tty.py" "$K33" "$KCFG" shell box >"$TMP/tty" 2>&1 || fail "$(cat "$TMP/tty")"

@@ -26,8 +26,14 @@
  * Authorization is the API server's: `create` on pods/exec in the pod's namespace (a read-only
  * or another namespace's token is 403, with upstream's message), checked before the upgrade.
  *
- * Not here (docs/apiserver.md): SPDY/3.1 (kubectl 1.27's only protocol; 1.33 falls back to it
- * only if the WebSocket upgrade fails), attach, port-forward, the base64 subprotocols.
+ * SPDY/3.1 (kubectl 1.27 to 1.29; 1.30+ after a failed WebSocket upgrade): POST with
+ * `Upgrade: SPDY/3.1` and X-Stream-Protocol-Version v4.channel.k8s.io; the client opens one
+ * stream per channel (SYN_STREAM with its "streamtype": error, stdin, stdout, stderr, resize),
+ * answered with SYN_REPLY; output made before its stream exists waits for it; at the end the
+ * status is written on the error stream and every stream of ours ends (FIN), then the
+ * connection closes. Framing: stream_spdy.c.
+ *
+ * Not here (docs/apiserver.md): attach, port-forward, the base64 subprotocols.
  */
 #include "base/compat.h"
 
@@ -44,6 +50,7 @@
 #include <unistd.h>
 
 #include "apiserver/internal.h"
+#include "apiserver/stream_spdy.h"
 #include "apiserver/stream_ws.h"
 #include "base/alloc.h"
 #include "base/error.h"
@@ -62,11 +69,18 @@
 
 static const char *const protocols[] = {"v5.channel.k8s.io", "v4.channel.k8s.io", "channel.k8s.io",
                                         NULL};
+/* SPDY: v4 only (the status as a metav1.Status), which kubectl 1.27 offers first */
+static const char *const spdy_protocols[] = {"v4.channel.k8s.io", NULL};
 
 struct exec_sess {
     struct event_base *base;
     struct bufferevent *conn; /* the client */
-    struct fatia_ws *ws;
+    struct fatia_ws *ws;      /* WebSocket, or: */
+    struct fatia_spdy *sp;    /* SPDY/3.1 */
+    uint32_t sid[5];          /* SPDY: each channel's stream (3: the "error" stream) */
+    struct evbuffer *pend[3]; /* SPDY: output waiting for its stream */
+    struct fatia_buf resize;  /* SPDY: the resize stream's partial line */
+    bool spdy_done;
     int version; /* 5, 4 or 1 */
     bool tty;
     struct bufferevent *in, *out, *err; /* to and from the process; NULL once closed */
@@ -74,7 +88,7 @@ struct exec_sess {
     pid_t pid;
     int pidfd;
     struct event *exit_ev;
-    bool exited, status_sent, closing, conn_gone, in_eof;
+    bool exited, status_sent, closing, conn_gone, in_eof, want_in;
     int wstatus;
 };
 
@@ -87,6 +101,8 @@ void fatia_apiserver_set_exec_provider(struct fatia_apiserver *s, fatia_exec_pro
 
 static void sess_maybe_free(struct exec_sess *x)
 {
+    /* SPDY: the client ends the connection once it read the status (closing it first would
+     * fail its last writes: its streams' FINs) */
     if (!x->exited || !(x->conn_gone || (x->ws && fatia_api_ws_done(x->ws))))
         return;
     if (x->conn && !x->conn_gone &&
@@ -101,6 +117,11 @@ static void sess_maybe_free(struct exec_sess *x)
     if (x->conn)
         bufferevent_free(x->conn);
     fatia_api_ws_free(x->ws);
+    fatia_api_spdy_free(x->sp);
+    for (int i = 0; i < 3; i++)
+        if (x->pend[i])
+            evbuffer_free(x->pend[i]);
+    fatia_buf_release(&x->resize);
     if (x->exit_ev)
         event_free(x->exit_ev);
     if (x->pidfd >= 0)
@@ -114,11 +135,27 @@ static void flush_conn(struct exec_sess *x)
         bufferevent_enable(x->conn, EV_WRITE);
 }
 
+/* Output on a channel: a WebSocket message, or data on the channel's SPDY stream (kept until
+ * the client opened that stream). */
+static int send_ch(struct exec_sess *x, uint8_t ch, const void *p, size_t n)
+{
+    if (x->ws)
+        return fatia_api_ws_send_channel(x->ws, ch, p, n);
+    if (!x->sp)
+        return -EPIPE;
+    if (!x->sid[ch])
+        return ch <= CH_STDERR && x->pend[ch] ? evbuffer_add(x->pend[ch], p, n) : 0;
+    return fatia_api_spdy_data(x->sp, x->sid[ch], p, n, false);
+}
+
 /* The exit status on channel 3 (v4+), then the close; once out and err are drained. */
 static void maybe_finish(struct exec_sess *x)
 {
     if (!x->exited || x->out || x->err || x->status_sent || x->conn_gone)
         return;
+    if (x->sp && (!x->sid[CH_STATUS] || (x->want_in && !x->sid[CH_STDIN]) || !x->sid[CH_STDOUT] ||
+                  (!x->tty && !x->sid[CH_STDERR]) || (x->tty && !x->sid[CH_RESIZE])))
+        return; /* the client has not opened all its streams yet: it waits for their replies */
     x->status_sent = true;
     if (x->version >= 4) {
         int code = WIFEXITED(x->wstatus)     ? WEXITSTATUS(x->wstatus)
@@ -134,9 +171,21 @@ static void maybe_finish(struct exec_sess *x)
                      "\"reason\":\"NonZeroExitCode\",\"details\":{\"causes\":[{\"reason\":"
                      "\"ExitCode\",\"message\":\"%d\"}]}}",
                      code, code);
-        (void)fatia_api_ws_send_channel(x->ws, CH_STATUS, msg, strlen(msg));
+        (void)send_ch(x, CH_STATUS, msg, strlen(msg));
     }
-    (void)fatia_api_ws_close(x->ws, 1000);
+    if (x->sp) {
+        /* end every stream of ours; the connection closes once that is written */
+        for (int ch = CH_STDOUT; ch <= CH_STATUS; ch++)
+            if (x->sid[ch])
+                (void)fatia_api_spdy_data(x->sp, x->sid[ch], NULL, 0, true);
+        x->spdy_done = true;
+        if (!x->conn_gone) { /* a client that never closes is dropped after 30 s */
+            struct timeval tv = {30, 0};
+            bufferevent_set_timeouts(x->conn, &tv, NULL);
+        }
+    } else {
+        (void)fatia_api_ws_close(x->ws, 1000);
+    }
     flush_conn(x);
 }
 
@@ -163,7 +212,7 @@ static void pump_output(struct exec_sess *x, struct bufferevent *b, uint8_t ch)
     int n;
 
     while ((n = evbuffer_remove(src, chunk, sizeof(chunk))) > 0) {
-        if (x->conn_gone || fatia_api_ws_send_channel(x->ws, ch, chunk, (size_t)n) < 0)
+        if (x->conn_gone || send_ch(x, ch, chunk, (size_t)n) < 0)
             continue; /* drained and dropped */
     }
     flush_conn(x);
@@ -304,7 +353,7 @@ static void conn_read_cb(struct bufferevent *b, void *arg)
     struct exec_sess *x = arg;
 
     (void)b;
-    if (fatia_api_ws_read(x->ws) < 0) {
+    if (x->ws ? fatia_api_ws_read(x->ws) < 0 : fatia_api_spdy_read(x->sp) < 0) {
         conn_lost(x);
         return;
     }
@@ -330,6 +379,93 @@ static void conn_event_cb(struct bufferevent *b, short what, void *arg)
     (void)b;
     (void)what;
     conn_lost(arg);
+}
+
+/* ---- SPDY streams ---- */
+
+static void stdin_data(struct exec_sess *x, const uint8_t *p, size_t n, bool eof)
+{
+    if (x->in && n) {
+        bufferevent_write(x->in, p, n);
+        bufferevent_enable(x->in, EV_WRITE);
+    }
+    if (eof && x->in) {
+        if (x->master >= 0) {
+            bufferevent_write(x->in, "\x04", 1);
+        } else {
+            x->in_eof = true;
+            in_write_cb(x->in, x);
+        }
+    }
+}
+
+static void resize_to(struct exec_sess *x, const uint8_t *p, size_t n)
+{
+    json_t *j = json_loadb((const char *)p, n, 0, NULL);
+    json_int_t w = json_integer_value(json_object_get(j, "Width"));
+    json_int_t h = json_integer_value(json_object_get(j, "Height"));
+
+    if (x->master >= 0 && w > 0 && h > 0 && w < 65536 && h < 65536) {
+        struct winsize ws = {.ws_row = (unsigned short)h, .ws_col = (unsigned short)w};
+        (void)ioctl(x->master, TIOCSWINSZ, &ws);
+    }
+    json_decref(j);
+}
+
+static void spdy_on_stream(void *arg, uint32_t id, const char *type, bool fin)
+{
+    struct exec_sess *x = arg;
+    int ch = !strcmp(type, "stdin")    ? CH_STDIN
+             : !strcmp(type, "stdout") ? CH_STDOUT
+             : !strcmp(type, "stderr") ? CH_STDERR
+             : !strcmp(type, "error")  ? CH_STATUS
+             : !strcmp(type, "resize") ? CH_RESIZE
+                                       : -1;
+
+    if (ch < 0 || x->sid[ch] || fatia_api_spdy_reply(x->sp, id) < 0)
+        return;
+    x->sid[ch] = id;
+    if ((ch == CH_STDOUT || ch == CH_STDERR) && x->pend[ch] && evbuffer_get_length(x->pend[ch])) {
+        size_t n = evbuffer_get_length(x->pend[ch]);
+        (void)fatia_api_spdy_data(x->sp, id, evbuffer_pullup(x->pend[ch], -1), n, false);
+        evbuffer_drain(x->pend[ch], n);
+    }
+    if (ch == CH_STDIN && fin)
+        stdin_data(x, NULL, 0, true);
+    maybe_finish(x);
+    flush_conn(x);
+}
+
+static void spdy_on_data(void *arg, uint32_t id, const uint8_t *p, size_t n, bool fin)
+{
+    struct exec_sess *x = arg;
+
+    if (!id)
+        return;
+    if (id == x->sid[CH_STDIN]) {
+        stdin_data(x, p, n, fin);
+    } else if (id == x->sid[CH_RESIZE]) {
+        /* a stream of JSON objects, one per line (Go's json.Encoder) */
+        const char *nl;
+        if (fatia_buf_append(&x->resize, p, n) < 0) {
+            fatia_buf_reset(&x->resize);
+            return;
+        }
+        while ((nl = memchr(x->resize.p, '\n', x->resize.len))) {
+            size_t k = (size_t)(nl - x->resize.p) + 1;
+            resize_to(x, (const uint8_t *)x->resize.p, k);
+            memmove(x->resize.p, x->resize.p + k, x->resize.len - k);
+            fatia_buf_truncate(&x->resize, x->resize.len - k);
+        }
+    }
+}
+
+static void spdy_on_reset(void *arg, uint32_t id)
+{
+    struct exec_sess *x = arg;
+
+    if (id == 0 || id == x->sid[CH_STATUS]) /* GOAWAY, or the client gave up on the status */
+        on_close(x);
 }
 
 /* ---- the request ---- */
@@ -375,7 +511,7 @@ void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *
     const struct fatia_str *offered = fatia_http_header_get(h, "Sec-WebSocket-Protocol");
     char *argv[EXEC_MAX_ARGS + 1];
     const char *container = NULL, *proto;
-    bool want_in = false, want_out = true, want_err = true, tty = false;
+    bool want_in = false, want_out = true, want_err = true, tty = false, spdy;
     size_t argc = 0;
     int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1}, master = -1, slave = -1;
     char accept[29], why[512] = "";
@@ -436,23 +572,41 @@ void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *
             return;
         }
     }
-    if (!upgrade || upgrade->n != 9 || strncasecmp(upgrade->p, "websocket", 9)) {
-        fatia_api_opres_fail(err, 400, "BadRequest",
-                             "exec: only WebSocket streams (Upgrade: websocket, "
-                             "v5.channel.k8s.io or v4.channel.k8s.io) are served; SPDY is not "
-                             "(kubectl 1.30 and later use WebSocket)");
-        return;
-    }
-    if (!key || fatia_api_ws_accept(key->p, key->n, accept) < 0) {
-        fatia_api_opres_fail(err, 400, "BadRequest", "exec: a missing or bad Sec-WebSocket-Key");
-        return;
-    }
-    proto = offered ? fatia_api_ws_pick(offered->p, offered->n, protocols) : NULL;
-    if (!proto) {
-        fatia_api_opres_fail(err, 400, "BadRequest",
-                             "exec: none of the offered subprotocols is served (v5.channel.k8s.io, "
-                             "v4.channel.k8s.io, channel.k8s.io)");
-        return;
+    spdy = upgrade && upgrade->n == 8 && !strncasecmp(upgrade->p, "SPDY/3.1", 8);
+    if (spdy) {
+        /* X-Stream-Protocol-Version, repeatable: the first of ours that is offered */
+        proto = NULL;
+        for (size_t i = 0; i < h->n_headers && !proto; i++)
+            if (h->headers[i].name.n == 25 &&
+                !strncasecmp(h->headers[i].name.p, "X-Stream-Protocol-Version", 25))
+                proto =
+                    fatia_api_ws_pick(h->headers[i].value.p, h->headers[i].value.n, spdy_protocols);
+        if (!proto) {
+            fatia_api_http_add_header(req, "X-Accepted-Stream-Protocol-Versions",
+                                      "v4.channel.k8s.io");
+            fatia_api_opres_fail(err, 403, "Forbidden",
+                                 "exec: none of the offered stream protocols is served over SPDY "
+                                 "(v4.channel.k8s.io)");
+            return;
+        }
+    } else {
+        if (!upgrade || upgrade->n != 9 || strncasecmp(upgrade->p, "websocket", 9)) {
+            fatia_api_opres_fail(err, 400, "BadRequest",
+                                 "exec: a stream is needed (Upgrade: websocket or SPDY/3.1)");
+            return;
+        }
+        if (!key || fatia_api_ws_accept(key->p, key->n, accept) < 0) {
+            fatia_api_opres_fail(err, 400, "BadRequest",
+                                 "exec: a missing or bad Sec-WebSocket-Key");
+            return;
+        }
+        proto = offered ? fatia_api_ws_pick(offered->p, offered->n, protocols) : NULL;
+        if (!proto) {
+            fatia_api_opres_fail(err, 400, "BadRequest",
+                                 "exec: none of the offered subprotocols is served "
+                                 "(v5.channel.k8s.io, v4.channel.k8s.io, channel.k8s.io)");
+            return;
+        }
     }
     if (!c->s->exec_provider) {
         fatia_api_opres_fail(err, 503, "ServiceUnavailable",
@@ -518,6 +672,7 @@ void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *
     x->base = c->s->base;
     x->version = proto[0] == 'v' ? proto[1] - '0' : 1;
     x->tty = tty;
+    x->want_in = want_in;
     x->master = -1;
     x->pid = pid;
     x->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -554,19 +709,31 @@ void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *
         (void)want_err;
     }
 
-    fatia_api_http_add_header(req, "Upgrade", "websocket");
-    fatia_api_http_add_header(req, "Connection", "Upgrade");
-    fatia_api_http_add_header(req, "Sec-WebSocket-Accept", accept);
-    fatia_api_http_add_header(req, "Sec-WebSocket-Protocol", proto);
+    if (spdy) {
+        fatia_api_http_add_header(req, "Connection", "Upgrade");
+        fatia_api_http_add_header(req, "Upgrade", "SPDY/3.1");
+        fatia_api_http_add_header(req, "X-Stream-Protocol-Version", proto);
+    } else {
+        fatia_api_http_add_header(req, "Upgrade", "websocket");
+        fatia_api_http_add_header(req, "Connection", "Upgrade");
+        fatia_api_http_add_header(req, "Sec-WebSocket-Accept", accept);
+        fatia_api_http_add_header(req, "Sec-WebSocket-Protocol", proto);
+    }
+    fatia_buf_init(&x->resize, 4096);
+    if (spdy && (!(x->pend[CH_STDOUT] = evbuffer_new()) || !(x->pend[CH_STDERR] = evbuffer_new())))
+        goto kill_fail;
     x->conn = fatia_api_http_upgrade(req);
     if (!x->conn) {
         x->conn_gone = true;
         kill(pid, SIGKILL);
         return; /* the pidfd reaps it and frees the session */
     }
-    if (fatia_api_ws_new(&(struct fatia_ws_cbs){on_message, on_close}, x,
-                         bufferevent_get_input(x->conn), bufferevent_get_output(x->conn),
-                         EXEC_MAX_MSG, &x->ws) < 0) {
+    if (spdy ? fatia_api_spdy_new(
+                   &(struct fatia_spdy_cbs){spdy_on_stream, spdy_on_data, spdy_on_reset}, x,
+                   bufferevent_get_input(x->conn), bufferevent_get_output(x->conn), &x->sp) < 0
+             : fatia_api_ws_new(&(struct fatia_ws_cbs){on_message, on_close}, x,
+                                bufferevent_get_input(x->conn), bufferevent_get_output(x->conn),
+                                EXEC_MAX_MSG, &x->ws) < 0) {
         bufferevent_free(x->conn);
         x->conn = NULL;
         conn_lost(x);
@@ -596,6 +763,10 @@ kill_fail:
             event_free(x->exit_ev);
         if (x->pidfd >= 0)
             close(x->pidfd);
+        for (int i = 0; i < 3; i++)
+            if (x->pend[i])
+                evbuffer_free(x->pend[i]);
+        fatia_buf_release(&x->resize);
         fatia_free(x);
     }
     fatia_api_opres_from_errno(err, -ENOMEM, "exec");

@@ -16,10 +16,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct fatia_spdy *cur;
 
-static void on_stream(void *arg, uint32_t id, const char *type, bool fin)
+static void on_stream(void *arg, uint32_t id, const struct fatia_spdy_hdrs *hd, bool fin)
 {
     (void)arg;
-    (void)type;
+    (void)hd;
     (void)fin;
     (void)fatia_api_spdy_reply(cur, id);
 }

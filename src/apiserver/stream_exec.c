@@ -412,9 +412,10 @@ static void resize_to(struct exec_sess *x, const uint8_t *p, size_t n)
     json_decref(j);
 }
 
-static void spdy_on_stream(void *arg, uint32_t id, const char *type, bool fin)
+static void spdy_on_stream(void *arg, uint32_t id, const struct fatia_spdy_hdrs *hd, bool fin)
 {
     struct exec_sess *x = arg;
+    const char *type = hd->type;
     int ch = !strcmp(type, "stdin")    ? CH_STDIN
              : !strcmp(type, "stdout") ? CH_STDOUT
              : !strcmp(type, "stderr") ? CH_STDERR

@@ -170,7 +170,7 @@ static int control_frame(struct fatia_spdy *s, unsigned type, unsigned flags, co
     switch (type) {
     case SYN_STREAM: {
         struct fatia_buf hb;
-        char st[64];
+        struct fatia_spdy_hdrs hd;
         uint32_t id;
         int rc;
         if (n < 10)
@@ -181,12 +181,18 @@ static int control_frame(struct fatia_spdy *s, unsigned type, unsigned flags, co
         fatia_buf_init(&hb, SPDY_MAX_HEADERS);
         rc = inflate_block(s, p + 10, n - 10, &hb);
         if (!rc)
-            rc = header_value((const uint8_t *)hb.p, hb.len, "streamtype", st, sizeof(st));
+            rc =
+                header_value((const uint8_t *)hb.p, hb.len, "streamtype", hd.type, sizeof(hd.type));
+        if (!rc)
+            rc = header_value((const uint8_t *)hb.p, hb.len, "port", hd.port, sizeof(hd.port));
+        if (!rc)
+            rc = header_value((const uint8_t *)hb.p, hb.len, "requestid", hd.request_id,
+                              sizeof(hd.request_id));
         fatia_buf_release(&hb);
         if (rc < 0)
             return rc;
         if (s->cb.on_stream)
-            s->cb.on_stream(s->arg, id, st, flags & FLAG_FIN);
+            s->cb.on_stream(s->arg, id, &hd, flags & FLAG_FIN);
         return 0;
     }
     case RST_STREAM:

@@ -16,10 +16,16 @@ struct fatia_spdy;
 extern const unsigned char fatia_api_spdy_dict[];
 extern const size_t fatia_api_spdy_dict_len;
 
+struct fatia_spdy_hdrs {
+    char type[32];       /* streamtype: error, stdin, stdout, stderr, resize, data */
+    char port[16];       /* port-forward */
+    char request_id[32]; /* port-forward: pairs a connection's error and data streams */
+};
+
 struct fatia_spdy_cbs {
-    /* a new stream from the client; stream_type is its "streamtype" header ("" if none),
-     * fin: the client sends nothing on it */
-    void (*on_stream)(void *arg, uint32_t id, const char *stream_type, bool fin);
+    /* a new stream from the client; hd: its headers that Kubernetes streams use ("" where
+     * absent); fin: the client sends nothing on it */
+    void (*on_stream)(void *arg, uint32_t id, const struct fatia_spdy_hdrs *hd, bool fin);
     /* data on a stream; fin: the client's half is closed */
     void (*on_data)(void *arg, uint32_t id, const uint8_t *p, size_t n, bool fin);
     /* the client reset a stream, or went away (id 0: GOAWAY) */

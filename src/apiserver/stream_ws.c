@@ -165,6 +165,19 @@ int fatia_api_ws_send_channel(struct fatia_ws *w, uint8_t channel, const void *p
     return flush(w);
 }
 
+int fatia_api_ws_send(struct fatia_ws *w, const void *p, size_t n)
+{
+    struct wslay_event_msg m = {WSLAY_BINARY_FRAME, p, n};
+
+    if (w->failed || wslay_event_get_close_sent(w->ctx))
+        return -EPIPE;
+    if (wslay_event_queue_msg(w->ctx, &m) != 0) {
+        w->failed = true;
+        return -EPROTO;
+    }
+    return flush(w);
+}
+
 int fatia_api_ws_close(struct fatia_ws *w, uint16_t code)
 {
     if (w->failed)

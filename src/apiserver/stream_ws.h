@@ -28,6 +28,8 @@ void fatia_api_ws_free(struct fatia_ws *w);
 int fatia_api_ws_read(struct fatia_ws *w);
 /* One binary message of a channel byte and n bytes (n may be 0), framed into out. */
 int fatia_api_ws_send_channel(struct fatia_ws *w, uint8_t channel, const void *p, size_t n);
+/* One binary message of n bytes, as they are (the port-forward tunnel's SPDY bytes). */
+int fatia_api_ws_send(struct fatia_ws *w, const void *p, size_t n);
 /* A close frame with that status code (1000: normal). */
 int fatia_api_ws_close(struct fatia_ws *w, uint16_t code);
 /* Both sides closed, or an error: nothing more will be read or written. */

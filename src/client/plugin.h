@@ -134,6 +134,13 @@ struct fatia_exec_req {
 typedef int (*fatia_exec_provider_fn)(void *arg, const struct fatia_exec_req *req, int *ret_pid,
                                       char *why, size_t why_n);
 
+/* kubectl port-forward: a connection to a port a pod of this node listens on (the port-forward
+ * provider, which fatiad registers: the node agent's). *ret_fd: a connected TCP socket (the
+ * caller owns it). -ENOENT: no process of the pod listens on that port (connecting anyway
+ * could reach another pod's or the host's service); -EAGAIN: the pod is not running. */
+typedef int (*fatia_portforward_provider_fn)(void *arg, const json_t *pod, int port, int *ret_fd,
+                                             char *why, size_t why_n);
+
 /* The stream a provider writes to, implemented by the API server. */
 struct fatia_log_stream_ops {
     int (*write)(struct fatia_log_stream *st, const void *data, size_t n);

@@ -30,13 +30,13 @@ struct seen {
     bool fin;
 };
 
-static void on_stream(void *arg, uint32_t id, const char *type, bool fin)
+static void on_stream(void *arg, uint32_t id, const struct fatia_spdy_hdrs *hd, bool fin)
 {
     struct seen *s = arg;
     (void)fin;
     if (s->n < 8) {
         s->id[s->n] = id;
-        snprintf(s->type[s->n++], 32, "%s", type);
+        snprintf(s->type[s->n++], 32, "%s", hd->type);
     }
 }
 

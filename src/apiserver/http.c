@@ -252,7 +252,7 @@ struct bufferevent *fatia_api_http_upgrade(struct fatia_api_http_req *r)
         evbuffer_add(out, r->out_headers.p, r->out_headers.len);
     evbuffer_add_printf(out, "\r\n");
     /* the connection forgets the socket: its new owner frees the bufferevent */
-        bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(bev, NULL, NULL);
     bufferevent_setwatermark(bev, EV_READ, 0, 0); /* the new owner bounds what it buffers */
     conn_unlink(c);

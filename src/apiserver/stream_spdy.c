@@ -11,9 +11,11 @@
  *
  * Frames: control frames `1 | version 3 | type | flags | length(24)`; data frames `0 | stream
  * id(31) | flags | length(24)`. Handled: SYN_STREAM (a new stream: its headers are inflated and
- * its "streamtype" reported), DATA, RST_STREAM, PING (echoed), GOAWAY; SETTINGS, HEADERS and
- * WINDOW_UPDATE are read and ignored. Sent: SYN_REPLY, DATA, PING. Flow control: moby/spdystream,
- * kubectl's side, neither sends nor waits for WINDOW_UPDATE, so none is sent or enforced.
+ * its streamtype, port and requestid reported), DATA, RST_STREAM, PING (echoed), GOAWAY;
+ * SETTINGS, HEADERS and WINDOW_UPDATE are read and ignored. Sent: SYN_REPLY, DATA, PING.
+ * Flow control: none is enforced and no WINDOW_UPDATE is sent; kubectl's side
+ * (moby/spdystream) does not wait for one (the tests move 2 MB of exec output and 1 MiB of
+ * port-forward data each way).
  *
  * Invariants: a frame is parsed only once it is whole; a control frame is at most 1 MiB and an
  * inflated header block at most 64 KiB with at most 100 pairs (else the connection is dropped),

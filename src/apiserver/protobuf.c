@@ -1125,6 +1125,38 @@ int fatia_api_pb_unwrap(const void *p, size_t n, json_t **ret, char *why, size_t
     return 0;
 }
 
+int fatia_api_pb_watch_frame(const char *type, const json_t *obj, struct fatia_buf *out)
+{
+    struct fatia_buf env = FATIA_BUF_INIT;
+    size_t start = out->len, mark;
+    int rc = fatia_api_pb_wrap(obj, &env);
+
+    /* the frame's length first (4 bytes, big-endian), filled in at the end */
+    if (!rc)
+        rc = fatia_buf_append(out, "\0\0\0\0", 4);
+    if (!rc)
+        rc = put_lenbytes(out, 1, type, strlen(type));
+    if (!rc && !(rc = open_len(out, 2, &mark))) { /* object: RawExtension{1 raw} */
+        rc = put_lenbytes(out, 1, env.p, env.len);
+        if (!rc)
+            close_len(out, mark);
+    }
+    fatia_buf_release(&env);
+    if (rc) {
+        fatia_buf_truncate(out, start);
+        return rc;
+    }
+    {
+        size_t n = out->len - start - 4;
+        unsigned char *p = (unsigned char *)out->p + start;
+        p[0] = (unsigned char)(n >> 24);
+        p[1] = (unsigned char)(n >> 16);
+        p[2] = (unsigned char)(n >> 8);
+        p[3] = (unsigned char)n;
+    }
+    return 0;
+}
+
 int fatia_api_pb_wrap(const json_t *obj, struct fatia_buf *out)
 {
     const char *av = json_string_value(json_object_get(obj, "apiVersion"));

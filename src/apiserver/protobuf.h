@@ -34,6 +34,11 @@ int fatia_api_pb_unwrap(const void *p, size_t n, json_t **ret, char *why, size_t
 /* obj (with apiVersion and kind) -> the envelope, appended to out; -ENOENT if no message. */
 int fatia_api_pb_wrap(const json_t *obj, struct fatia_buf *out);
 
+/* One watch event as a protobuf watch stream carries it: a 4-byte big-endian length, then a
+ * meta/v1 WatchEvent {1 type, 2 object: RawExtension {1 raw: the enveloped object}}; appended
+ * to out. -ENOENT if the object's kind has no message. */
+int fatia_api_pb_watch_frame(const char *type, const json_t *obj, struct fatia_buf *out);
+
 /* Whether an Accept header's choice is protobuf (pb_negotiate.c); false for JSON/YAML/any. */
 bool fatia_api_pb_accepted(const char *accept, size_t n);
 

@@ -5,6 +5,7 @@
 #     same objects with `create namespace`, `create job` and `run`; errors come back as Status;
 #   - bodies made by hand from the wire rules (tests/cli/pbbody.py): decoded (an inline field
 #     included), answered in protobuf when Accept says so, in JSON when Accept prefers JSON;
+#   - a watch in protobuf: length-prefixed WatchEvent frames read by hand (tests/cli/pbwatch.py);
 #   - a hostile client: a truncated body is 400, a custom resource in protobuf 415, a body of
 #     20,000 labels is held to the JSON limits (422), a tenant's protobuf write meets the same
 #     tenant rules as JSON (403).
@@ -102,6 +103,17 @@ c = json.load(open(sys.argv[1]))["spec"]["containers"][0]
 p = c["readinessProbe"]
 assert p == {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 7}, p' "$TMP/body" ||
     fail "the inline probe handler: $(cat "$TMP/body")"
+
+# ---- a watch in protobuf: length-prefixed WatchEvent frames ----
+api GET "/api/v1/namespaces?watch=1&timeoutSeconds=2&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan" \
+    -H "Accept: $PB, application/json" -D "$TMP/hdr"
+grep -qi "^content-type: $PB;stream=watch" "$TMP/hdr" || fail "protobuf watch: $(grep -i content-type "$TMP/hdr")"
+python3 "$HERE/pbwatch.py" "$TMP/body" >"$TMP/events" || fail "protobuf watch frames: $(cat "$TMP/events")"
+grep -qx "ADDED Namespace by-hand" "$TMP/events" || fail "protobuf watch: $(cat "$TMP/events")"
+grep -q "^BOOKMARK Namespace" "$TMP/events" || fail "protobuf watch, the initial-events bookmark: $(cat "$TMP/events")"
+# a watch that prefers JSON stays JSON
+api GET "/api/v1/namespaces?watch=1&timeoutSeconds=1" -H "Accept: application/json, $PB"
+grep -q '"type":"ADDED"' "$TMP/body" || fail "JSON watch: $(head -c 200 "$TMP/body")"
 
 # ---- hostile bodies ----
 python3 "$HERE/pbbody.py" truncated >"$TMP/cut.pb"

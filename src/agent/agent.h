@@ -14,6 +14,7 @@
 #ifndef FATIA_AGENT_AGENT_H
 #define FATIA_AGENT_AGENT_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -81,6 +82,17 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
 int fatia_agent_logs(void *agent, const struct fatia_log_req *req, struct fatia_log_stream *stream);
 
 /* Starts watching Pods. 0 or the client's error. */
+/* The exec provider (client/plugin.h's fatia_exec_provider_fn; arg is the agent): `kubectl exec`
+ * into a running pod of this agent, in the process mode (agent/exec.c). */
+struct fatia_exec_req;
+int fatia_agent_exec(void *agent, const struct fatia_exec_req *req, int *ret_pid, char *why,
+                     size_t why_n);
+
+/* The port-forward provider (client/plugin.h's fatia_portforward_provider_fn): a connection to
+ * a port a process of the pod listens on (agent/portforward.c). */
+int fatia_agent_portforward(void *agent, const json_t *pod, int port, int *ret_fd, char *why,
+                            size_t why_n);
+
 int fatia_agent_start(struct fatia_agent *a);
 
 /* Stops watching and ends log streams; pods keep running under their shims. done(arg) runs from

@@ -105,4 +105,12 @@ void fatia_apiserver_set_metrics_provider(struct fatia_apiserver *s, fatia_metri
 void fatia_apiserver_set_log_provider(struct fatia_apiserver *s, fatia_log_provider_fn fn,
                                       void *arg);
 
+/* pods/NAME/portforward (client/plugin.h; stream_portforward.c): without a provider, 503. */
+void fatia_apiserver_set_portforward_provider(struct fatia_apiserver *s,
+                                              fatia_portforward_provider_fn fn, void *arg);
+
+/* pods/NAME/exec (client/plugin.h; stream_exec.c): without a provider, 503. */
+void fatia_apiserver_set_exec_provider(struct fatia_apiserver *s, fatia_exec_provider_fn fn,
+                                       void *arg);
+
 #endif

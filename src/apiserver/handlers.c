@@ -14,6 +14,7 @@
 
 #include "apiserver/internal.h"
 #include "apiserver/patch.h"
+#include "apiserver/protobuf.h"
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -38,6 +39,33 @@ static void add_warnings(struct fatia_api_http_req *req, const struct opres *r)
     }
 }
 
+/* The answer's JSON in out, sent as protobuf instead when the request's Accept chooses it
+ * and the object has a message (protobuf.c); otherwise as it is. */
+static void reply_evbuf(struct fatia_api_http_req *req, int code, struct evbuffer *out)
+{
+    const struct fatia_str *acc = fatia_http_header_get(fatia_api_http_req_head(req), "Accept");
+    struct fatia_buf pb = FATIA_BUF_INIT;
+    json_t *v = NULL;
+    size_t n;
+    const char *text;
+
+    if (!acc || !fatia_api_pb_accepted(acc->p, acc->n))
+        goto json;
+    n = evbuffer_get_length(out);
+    text = (const char *)evbuffer_pullup(out, -1);
+    v = text ? json_loadb(text, n, 0, NULL) : NULL;
+    if (!v || fatia_api_pb_wrap(v, &pb) < 0)
+        goto json;
+    json_decref(v);
+    fatia_api_http_reply(req, code, FATIA_API_PB_MEDIA, pb.p, pb.len);
+    fatia_buf_release(&pb);
+    return;
+json:
+    json_decref(v);
+    fatia_buf_release(&pb);
+    fatia_api_http_reply_evbuf(req, code, "application/json", out);
+}
+
 static void reply_json(struct fatia_api_http_req *req, int code, const json_t *v)
 {
     struct evbuffer *out = evbuffer_new();
@@ -48,7 +76,7 @@ static void reply_json(struct fatia_api_http_req *req, int code, const json_t *v
         fatia_api_http_reply(req, 500, "text/plain", "out of memory\n", 14);
         return;
     }
-    fatia_api_http_reply_evbuf(req, code, "application/json", out);
+    reply_evbuf(req, code, out);
     evbuffer_free(out);
 }
 
@@ -92,7 +120,7 @@ static void reply_opres(struct fatia_api_http_req *req, const struct rtable *t,
         reply_status(req, 500, "InternalError", "out of memory");
         return;
     }
-    fatia_api_http_reply_evbuf(req, r->code, "application/json", out);
+    reply_evbuf(req, r->code, out);
     evbuffer_free(out);
 }
 
@@ -176,6 +204,46 @@ static bool body_refused(struct fatia_apiserver *s, struct fatia_api_http_req *r
     return true;
 }
 
+/* A protobuf body (protobuf.c) -> the JSON tree a JSON body would give, held to the same
+ * limits (the tree's JSON text goes through the look before parsing). A kind without a
+ * message (a custom resource) is 415, as kube-apiserver answers. */
+static json_t *read_pb_body(struct fatia_apiserver *s, struct fatia_api_http_req *req,
+                            const char *body, size_t n)
+{
+    struct fatia_buf text = FATIA_BUF_INIT;
+    char why[300];
+    json_t *v;
+    int rc = fatia_api_pb_unwrap(body, n, &v, why, sizeof(why));
+
+    if (rc == -ENOENT) {
+        reply_status(req, 415, "UnsupportedMediaType",
+                     "the body of the request was in an unknown format - accepted media types "
+                     "include: application/json, application/yaml (%s)",
+                     why);
+        return NULL;
+    }
+    if (rc < 0) {
+        reply_status(req, rc == -ENOMEM ? 500 : 400, rc == -ENOMEM ? "InternalError" : "BadRequest",
+                     "error decoding protobuf body: %s", why);
+        return NULL;
+    }
+    {
+        const struct fatia_kind *k =
+            fatia_kind_find(fatia_json_str(v, "apiVersion"), fatia_json_str(v, "kind"), NULL);
+        if (k)
+            fatia_api_pb_prune_zeros(v, k->schema);
+    }
+    if (fatia_json_dump_buf(v, &text, JSON_COMPACT) < 0 || body_refused(s, req, text.p, text.len)) {
+        if (!text.len)
+            reply_status(req, 500, "InternalError", "out of memory");
+        fatia_buf_release(&text);
+        json_decref(v);
+        return NULL;
+    }
+    fatia_buf_release(&text);
+    return v;
+}
+
 /* Parses the request body as JSON or YAML. NULL with a failure answered. */
 static json_t *read_body(struct fatia_apiserver *s, struct fatia_api_http_req *req, bool allow_yaml)
 {
@@ -189,13 +257,8 @@ static json_t *read_body(struct fatia_apiserver *s, struct fatia_api_http_req *r
         reply_status(req, 400, "BadRequest", "the request has no body");
         return NULL;
     }
-    if (header_contains(h, "Content-Type", "protobuf")) {
-        /* client-go falls back to JSON on 415 */
-        reply_status(req, 415, "UnsupportedMediaType",
-                     "the body of the request was in an unknown format - accepted media types "
-                     "include: application/json, application/yaml");
-        return NULL;
-    }
+    if (header_contains(h, "Content-Type", "protobuf"))
+        return read_pb_body(s, req, body, n);
     if (body_refused(s, req, body, n))
         return NULL;
     if (allow_yaml && header_contains(h, "Content-Type", "yaml")) {
@@ -489,7 +552,8 @@ out:
 
 static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *u,
                             struct fatia_api_http_req *req, const struct fatia_api_route *rt,
-                            const struct fatia_api_query *q, const char *method)
+                            const struct fatia_api_query *q, const char *method,
+                            const struct fatia_api_target *tgt)
 {
     const struct fatia_http_head *h = fatia_api_http_req_head(req);
     struct rtable *t = fatia_api_server_table_by_resource(s, rt->group, rt->resource);
@@ -552,11 +616,30 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
         return;
     }
     if (rt->sub && !(!strcmp(rt->sub, "status") && t->kind->has_status) &&
-        !(!strcmp(rt->sub, "log") && !strcmp(t->kind->kind, "Pod") && !t->kind->group[0])) {
+        !((!strcmp(rt->sub, "log") || !strcmp(rt->sub, "exec") ||
+           !strcmp(rt->sub, "portforward")) &&
+          !strcmp(t->kind->kind, "Pod") && !t->kind->group[0])) {
         reply_status(req, 404, "NotFound", "the server could not find the requested resource");
         return;
     }
 
+    if (rt->sub && !strcmp(rt->sub, "exec") &&
+        (!strcmp(method, "GET") || !strcmp(method, "POST"))) {
+        /* GET with Upgrade: websocket; POST is SPDY's (refused there with a reason) */
+        fatia_api_exec_start(&c, tgt, req, &r);
+        if (r.code)
+            reply_opres(req, t, ver, &r);
+        fatia_api_opres_release(&r);
+        return;
+    }
+    if (rt->sub && !strcmp(rt->sub, "portforward") &&
+        (!strcmp(method, "GET") || !strcmp(method, "POST"))) {
+        fatia_api_portforward_start(&c, tgt, req, &r);
+        if (r.code)
+            reply_opres(req, t, ver, &r);
+        fatia_api_opres_release(&r);
+        return;
+    }
     if (!strcmp(method, "GET") || !strcmp(method, "HEAD")) {
         if (rt->sub && !strcmp(rt->sub, "log")) {
             fatia_api_logs_start(&c, q, req, &r);
@@ -621,7 +704,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 fatia_api_opres_release(&r);
                 return;
             }
-            fatia_api_http_reply_evbuf(req, 200, "application/json", out);
+            reply_evbuf(req, 200, out);
             evbuffer_free(out);
             return;
         }
@@ -798,10 +881,12 @@ void fatia_api_handle_http(void *arg, struct fatia_api_http_req *req)
         fatia_buf_release(&out);
         return;
     }
-    if (!accepts_json(h) && rt.type != FATIA_ROUTE_OPENAPI_V2) {
+    if (!accepts_json(h) && !header_contains(h, "Accept", FATIA_API_PB_MEDIA) &&
+        rt.type != FATIA_ROUTE_OPENAPI_V2) {
         fatia_api_target_release(&tgt);
         reply_status(req, 406, "NotAcceptable",
-                     "only the following media types are accepted: application/json");
+                     "only the following media types are accepted: application/json, "
+                     "application/yaml, " FATIA_API_PB_MEDIA);
         return;
     }
     r = fatia_api_query_parse(&tgt, &q, why, sizeof(why));
@@ -877,7 +962,7 @@ void fatia_api_handle_http(void *arg, struct fatia_api_http_req *req)
         break;
     }
     case FATIA_ROUTE_RESOURCE:
-        handle_resource(s, u, req, &rt, &q, method);
+        handle_resource(s, u, req, &rt, &q, method, &tgt);
         break;
     default:
         reply_status(req, 404, "NotFound", "the server could not find the requested resource");

@@ -95,6 +95,7 @@ struct fatia_api_http_server {
 };
 
 static void conn_free(struct conn *c);
+static void conn_unlink(struct conn *c);
 static void process_input(struct conn *c);
 
 static struct timeval to_tv(fatia_usec_t us)
@@ -231,6 +232,35 @@ void fatia_api_http_reply(struct fatia_api_http_req *r, int status, const char *
             evbuffer_add(out, body, n);
     }
     finish_request(r);
+}
+
+struct bufferevent *fatia_api_http_upgrade(struct fatia_api_http_req *r)
+{
+    struct conn *c = r->conn;
+    struct bufferevent *bev;
+    struct evbuffer *out;
+
+    FATIA_ASSERT(!r->streaming);
+    if (!c) {
+        req_free(r);
+        return NULL;
+    }
+    bev = c->bev;
+    out = bufferevent_get_output(bev);
+    evbuffer_add_printf(out, "HTTP/1.1 101 Switching Protocols\r\n");
+    if (r->out_headers.len)
+        evbuffer_add(out, r->out_headers.p, r->out_headers.len);
+    evbuffer_add_printf(out, "\r\n");
+    /* the connection forgets the socket: its new owner frees the bufferevent */
+    bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+    bufferevent_set_timeouts(bev, NULL, NULL);
+    bufferevent_setwatermark(bev, EV_READ, 0, 0); /* the new owner bounds what it buffers */
+    conn_unlink(c);
+    event_free(c->deadline);
+    c->req = NULL;
+    fatia_free(c);
+    req_free(r);
+    return bev;
 }
 
 void fatia_api_http_stream_start(struct fatia_api_http_req *r, int status, const char *content_type)

@@ -95,6 +95,13 @@ int fatia_api_http_add_header(struct fatia_api_http_req *r, const char *name, co
 void fatia_api_http_reply(struct fatia_api_http_req *r, int status, const char *content_type,
                           const void *body, size_t n);
 
+/* Answers 101 Switching Protocols (with the headers added so far) and hands the connection
+ * over: the request is finished, and the returned bufferevent (TLS or not; input that followed
+ * the head is in its input buffer) belongs to the caller, which sets its callbacks and frees
+ * it. The server counts it no more. NULL when the client is gone already. */
+struct bufferevent;
+struct bufferevent *fatia_api_http_upgrade(struct fatia_api_http_req *r);
+
 /* Same, taking the body from an evbuffer (moved, not copied; evbuf is left empty). */
 struct evbuffer;
 void fatia_api_http_reply_evbuf(struct fatia_api_http_req *r, int status, const char *content_type,

@@ -176,6 +176,10 @@ struct fatia_apiserver {
     FATIA_VEC(struct admission_entry) admission;
     fatia_log_provider_fn log_provider;
     void *log_arg;
+    fatia_exec_provider_fn exec_provider;
+    void *exec_arg;
+    fatia_portforward_provider_fn pf_provider;
+    void *pf_arg;
     fatia_metrics_provider_fn metrics_provider;
     void *metrics_arg;
 
@@ -430,6 +434,14 @@ int fatia_api_watch_start_local(struct fatia_apiserver *s, struct rtable *t, con
                                 void *arg, struct watcher **ret, struct opres *err);
 
 /* `kubectl logs`: the pod log stream of the log provider (logs.c). */
+/* pods/NAME/portforward over SPDY or WebSocket-tunnelled SPDY (stream_portforward.c). */
+void fatia_api_portforward_start(const struct opctx *c, const struct fatia_api_target *tgt,
+                                 struct fatia_api_http_req *req, struct opres *err);
+
+/* pods/NAME/exec over WebSocket (stream_exec.c): answers req itself (101, or a Status). */
+void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *tgt,
+                          struct fatia_api_http_req *req, struct opres *err);
+
 void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q,
                           struct fatia_api_http_req *req, struct opres *err);
 

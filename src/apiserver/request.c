@@ -6,6 +6,8 @@
 
 #include "apiserver/request.h"
 
+#include <strings.h>
+
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/str.h"
@@ -238,17 +240,12 @@ int fatia_api_route_parse(const struct fatia_api_target *t, struct fatia_api_rou
     return 0;
 }
 
-static int parse_bool(const char *v, bool *ret)
+/* kube-apiserver's runtime.Convert_Slice_string_To_bool: "0" or any-case "false" is false,
+ * anything else (the empty value, "True", "TRUE", "yes", even "no") is true; not strconv's
+ * ParseBool. The first of repeated values counts (the caller keeps it). */
+static bool parse_bool(const char *v)
 {
-    if (!*v || !strcmp(v, "true") || !strcmp(v, "1")) {
-        *ret = true;
-        return 0;
-    }
-    if (!strcmp(v, "false") || !strcmp(v, "0")) {
-        *ret = false;
-        return 0;
-    }
-    return -EINVAL;
+    return strcmp(v, "0") && strcasecmp(v, "false");
 }
 
 int fatia_api_query_parse(const struct fatia_api_target *t, struct fatia_api_query *ret, char *why,
@@ -263,6 +260,8 @@ int fatia_api_query_parse(const struct fatia_api_target *t, struct fatia_api_que
         .include_object = 1,
         .fv = FATIA_FV_WARN,
     };
+    bool *seen[8]; /* the boolean parameters met so far (there are 6) */
+    size_t n_seen = 0;
 
     for (size_t i = 0; i < t->n_params; i++) {
         const char *k = t->params[i].key, *v = t->params[i].val;
@@ -354,9 +353,14 @@ int fatia_api_query_parse(const struct fatia_api_target *t, struct fatia_api_que
                          v, min);
                 return -EINVAL;
             }
-        } else if (flag && parse_bool(v, flag) < 0) {
-            snprintf(why, why_n, "%s: invalid value \"%s\": must be true or false", k, v);
-            return -EINVAL;
+        } else if (flag) {
+            size_t j = 0;
+            while (j < n_seen && seen[j] != flag)
+                j++;
+            if (j == n_seen) { /* the first value counts */
+                seen[n_seen++] = flag;
+                *flag = parse_bool(v);
+            }
         }
     }
     *ret = q;

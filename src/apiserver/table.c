@@ -5,7 +5,9 @@
  * `kubectl get` asks for a Table; the server answers with column definitions and one row of
  * cells per object, which kubectl prints as is. Columns are those of the kind's upstream CRD
  * (model/kind.h columns): Name first, the kind's columns, Age last (unless the kind places Age
- * itself, or has "Created At" instead, as kubectl's built-in printers do). Cells follow the CRD table
+ * itself, or has "Created At" instead, as kubectl's built-in printers do); or, for a kind whose
+ * columns are the whole row (columns_whole: Event, as kubectl's built-in printer), those columns
+ * alone. Cells follow the CRD table
  * convertor of kube-apiserver: the first JSONPath result; strings printed like Go's fmt (a map
  * is "map[k:v]"), integers and numbers as JSON numbers, dates as a human age ("5m", "3d4h"),
  * missing values as null (kubectl shows <none>).
@@ -386,7 +388,12 @@ static json_t *cell(const struct fatia_column *col, const json_t *obj, fatia_use
     int n;
 
     if (col->compute) {
-        json_t *c = col->compute(obj, now);
+        json_t *c = col->compute(obj, now), *age;
+        /* a computed date is a timestamp, printed as an age; other text ("<unknown>") as is */
+        if (c && !strcmp(col->type, "date") && (age = date_cell(c, now)) && !json_is_null(age)) {
+            json_decref(c);
+            return age;
+        }
         return c ? c : json_null();
     }
     n = fatia_jsonpath_eval(col->json_path, obj, res, 1);
@@ -436,6 +443,15 @@ json_t *fatia_api_table_columns(const struct fatia_kind *k)
 {
     json_t *cols = json_array();
 
+    if (k->columns_whole) {
+        for (const struct fatia_column *c = k->columns; c && c->name; c++)
+            json_array_append_new(cols,
+                                  json_pack("{s:s,s:s,s:s,s:s,s:i}", "name", c->name, "type",
+                                            strcmp(c->type, "date") ? c->type : "string", "format",
+                                            strcmp(c->name, "Name") ? "" : "name", "description",
+                                            c->desc ? c->desc : "", "priority", c->priority));
+        return cols;
+    }
     json_array_append_new(
         cols, json_pack("{s:s,s:s,s:s,s:s,s:i}", "name", "Name", "type", "string", "format", "name",
                         "description", "Name must be unique within a namespace.", "priority", 0));
@@ -458,10 +474,11 @@ json_t *fatia_api_table_row(const struct rtable *t, const struct fatia_kind_vers
     const json_t *meta = json_object_get(v->tree, "metadata");
     json_t *cells = json_array(), *row, *obj = NULL;
 
-    json_array_append_new(cells, json_string(nz(fatia_json_str(meta, "name"))));
+    if (!t->kind->columns_whole)
+        json_array_append_new(cells, json_string(nz(fatia_json_str(meta, "name"))));
     for (const struct fatia_column *c = t->kind->columns; c && c->name; c++)
         json_array_append_new(cells, cell(c, v->tree, now));
-    if (!kind_places_age(t->kind))
+    if (!kind_places_age(t->kind) && !t->kind->columns_whole)
         json_array_append_new(cells, date_cell(json_object_get(meta, "creationTimestamp"), now));
     row = json_pack("{s:o}", "cells", cells);
     if (include == 1) {

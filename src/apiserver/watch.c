@@ -36,6 +36,7 @@
 #include <malloc.h>
 
 #include "apiserver/internal.h"
+#include "apiserver/protobuf.h"
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -54,6 +55,7 @@ struct watcher {
     struct filter f;
     const struct fatia_kind_version *ver;
     bool table;
+    bool pb; /* the stream is protobuf watch frames (protobuf.h); never with table */
     int include_object;
     bool bookmarks;
     uint64_t rv; /* the newest rv this watcher has been offered */
@@ -145,9 +147,34 @@ void fatia_api_history_release(struct fatia_apiserver *s)
 
 /* ---- encoding ---- */
 
+/* A JSON event line -> its protobuf watch frame (the object as the JSON form renders it). */
+static int pb_reencode(const char *type, struct evbuffer *json_obj, struct evbuffer *out)
+{
+    struct fatia_buf b = FATIA_BUF_INIT;
+    size_t n = evbuffer_get_length(json_obj);
+    json_t *obj = json_loadb((const char *)evbuffer_pullup(json_obj, -1), n, 0, NULL);
+    int r = obj ? fatia_api_pb_watch_frame(type, obj, &b) : -ENOMEM;
+
+    if (!r)
+        r = evbuffer_add(out, b.p, b.len) < 0 ? -ENOMEM : 0;
+    json_decref(obj);
+    fatia_buf_release(&b);
+    return r;
+}
+
 static int encode(struct watcher *w, const char *type, const struct objver *v, struct evbuffer *out)
 {
     int r;
+
+    if (w->pb) {
+        struct evbuffer *obj = evbuffer_new();
+        r = obj ? fatia_api_render_object(w->t, w->ver, v, obj) : -ENOMEM;
+        if (r >= 0)
+            r = pb_reencode(type, obj, out);
+        if (obj)
+            evbuffer_free(obj);
+        return r < 0 ? r : 0;
+    }
 
     evbuffer_add_printf(out, "{\"type\":\"%s\",\"object\":", type);
     if (w->table) {
@@ -181,6 +208,21 @@ static int encode_bookmark(struct watcher *w, uint64_t rv, bool initial_end, str
                  w->ver->version);
     else
         fatia_kind_api_version(w->t->kind, av, sizeof(av));
+    if (w->pb) {
+        struct evbuffer *obj = evbuffer_new();
+        int r;
+        if (!obj)
+            return -ENOMEM;
+        evbuffer_add_printf(
+            obj,
+            "{\"kind\":\"%s\",\"apiVersion\":\"%s\",\"metadata\":{"
+            "\"resourceVersion\":\"%" PRIu64 "\"%s}}",
+            w->t->kind->kind, av, rv,
+            initial_end ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}" : "");
+        r = pb_reencode("BOOKMARK", obj, out);
+        evbuffer_free(obj);
+        return r;
+    }
     evbuffer_add_printf(out,
                         "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"%s\","
                         "\"metadata\":{\"resourceVersion\":\"%" PRIu64 "\"%s}}}\n",
@@ -339,7 +381,7 @@ static bool deliver(struct watcher *w, enum fatia_watch_event type, struct objve
     if (w->dead)
         return false;
     if (w->req) {
-        bool common = ev && (int)type == (int)ev->type && !w->table && !w->ver;
+        bool common = ev && (int)type == (int)ev->type && !w->table && !w->ver && !w->pb;
         int r = 0;
         if (common && !ev->line) {
             struct evbuffer *out = evbuffer_new();
@@ -611,7 +653,19 @@ void fatia_api_watch_start_http(const struct opctx *c, const struct fatia_api_qu
         return;
     }
     fatia_api_http_req_set_close_cb(req, http_close_cb, w);
-    fatia_api_http_add_header(req, "Content-Type", "application/json");
+    {
+        const struct fatia_str *acc = fatia_http_header_get(fatia_api_http_req_head(req), "Accept");
+        char av[128];
+        if (c->ver)
+            snprintf(av, sizeof(av), "%s%s%s", c->t->kind->group, c->t->kind->group[0] ? "/" : "",
+                     c->ver->version);
+        else
+            fatia_kind_api_version(c->t->kind, av, sizeof(av));
+        w->pb = !table && acc && fatia_api_pb_accepted(acc->p, acc->n) &&
+                fatia_api_pb_for_kind(av, c->t->kind->kind);
+    }
+    fatia_api_http_add_header(req, "Content-Type",
+                              w->pb ? FATIA_API_PB_MEDIA ";stream=watch" : "application/json");
     fatia_api_http_stream_start(req, 200, NULL);
     initial = rv == 0;
     w->rv = initial ? s->rv_committed : rv;

@@ -119,6 +119,28 @@ struct fatia_log_req {
 typedef int (*fatia_log_provider_fn)(void *arg, const struct fatia_log_req *req,
                                      struct fatia_log_stream *stream);
 
+/* kubectl exec: run argv in a container of a pod this node runs (the exec provider, which
+ * fatiad registers: the node agent's). */
+struct fatia_exec_req {
+    const json_t *pod;     /* the Pod as stored (borrowed for the call) */
+    const char *container; /* NULL: the pod's first container */
+    char *const *argv;     /* at least one element */
+    bool tty;              /* in, out and err are a terminal's slave: make it the controlling one */
+    int in, out, err; /* the descriptors the process gets as 0, 1, 2 (the caller closes them) */
+};
+
+/* Starts the process; *ret_pid is a child of the caller, whose wait status is the command's.
+ * -ENOENT: no such container; -EAGAIN: the container is not running; other: 500. why says. */
+typedef int (*fatia_exec_provider_fn)(void *arg, const struct fatia_exec_req *req, int *ret_pid,
+                                      char *why, size_t why_n);
+
+/* kubectl port-forward: a connection to a port a pod of this node listens on (the port-forward
+ * provider, which fatiad registers: the node agent's). *ret_fd: a connected TCP socket (the
+ * caller owns it). -ENOENT: no process of the pod listens on that port (connecting anyway
+ * could reach another pod's or the host's service); -EAGAIN: the pod is not running. */
+typedef int (*fatia_portforward_provider_fn)(void *arg, const json_t *pod, int port, int *ret_fd,
+                                             char *why, size_t why_n);
+
 /* The stream a provider writes to, implemented by the API server. */
 struct fatia_log_stream_ops {
     int (*write)(struct fatia_log_stream *st, const void *data, size_t n);

@@ -40,6 +40,7 @@
 #include "base/str.h"
 #include "controller/ctl_internal.h"
 #include "controller/metrics.h"
+#include "controller/nodeinfo.h"
 #include "demand/demand.h"
 #include "model/object.h"
 #include "model/objset.h"
@@ -356,15 +357,13 @@ static json_t *node_object(const struct fatia_plan *plan, size_t i)
         return NULL;
     }
     node = json_pack(
-        "{s:s,s:s,s:{s:s,s:O},s:{},s:{s:O,s:O,s:[{s:s,s:s,s:s,s:s}],s:{s:s,s:s,s:s,s:s},"
-        "s:[{s:s,s:s}]}}",
+        "{s:s,s:s,s:{s:s,s:O},s:{},s:{s:O,s:O,s:[{s:s,s:s,s:s,s:s}],s:o*,s:[{s:s,s:s}]}}",
         "apiVersion", "v1", "kind", "Node", "metadata", "name", name, "labels",
         json_object_get(nj, "labels"), "spec", "status", "capacity",
         json_object_get(nj, "capacity"), "allocatable", json_object_get(nj, "allocatable"),
         "conditions", "type", "Ready", "status", "True", "reason", "KubeletReady", "message",
-        "fatia's node agent runs the pods of this node", "nodeInfo", "architecture", "amd64",
-        "operatingSystem", "linux", "kubeletVersion", "v1.33.0-fatia", "containerRuntimeVersion",
-        "fatia://process", "addresses", "type", "Hostname", "address", name);
+        "fatia's node agent runs the pods of this node", "nodeInfo", fatia_ctlr_nodeinfo_json(),
+        "addresses", "type", "Hostname", "address", name);
     if (node && json_array_size(json_object_get(nj, "taints")))
         json_object_set(json_object_get(node, "spec"), "taints", json_object_get(nj, "taints"));
     json_decref(nj);

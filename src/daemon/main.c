@@ -418,6 +418,8 @@ static void stop_all(struct daemon *d)
     if (d->agent) {
         /* no new `kubectl logs` for an agent that is ending its streams */
         fatia_apiserver_set_log_provider(d->api, NULL, NULL);
+        fatia_apiserver_set_exec_provider(d->api, NULL, NULL);
+        fatia_apiserver_set_portforward_provider(d->api, NULL, NULL);
         fatia_agent_stop(d->agent, agent_stopped, d);
     } else
         fatia_apiserver_shutdown(d->api, shutdown_done, d);
@@ -1064,6 +1066,8 @@ static int start_agent(struct daemon *d)
     r = fatia_agent_new(d->base, d->client, &d->agent_opts, &d->agent);
     if (r == 0) {
         fatia_apiserver_set_log_provider(d->api, fatia_agent_logs, d->agent);
+        fatia_apiserver_set_exec_provider(d->api, fatia_agent_exec, d->agent);
+        fatia_apiserver_set_portforward_provider(d->api, fatia_agent_portforward, d->agent);
         r = fatia_agent_start(d->agent);
     }
     if (r == 0)

@@ -60,6 +60,8 @@ struct fatia_kind {
     enum fatia_name_rule name_rule;
     const struct fatia_schema *schema;  /* the whole object (apiVersion, kind, metadata, ...) */
     const struct fatia_column *columns; /* terminated by {NULL}; NULL = name and age only */
+    /* columns are the whole row, as kubectl's Event printer: no Name first, no Age last */
+    bool columns_whole;
     const struct fatia_kind_version *others; /* terminated by {NULL}; may be NULL */
     /* The only verbs served ("get", "list", "watch": CustomResourceDefinition), NULL-terminated;
      * NULL = every verb. Others answer 405 MethodNotAllowed. */

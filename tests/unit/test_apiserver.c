@@ -111,6 +111,45 @@ static void test_query(void **state)
     fatia_api_target_release(&t);
 }
 
+/* Booleans as kube-apiserver's Convert_Slice_string_To_bool: only "0" and any-case "false" are
+ * false; the first of repeated values counts; nothing is refused. */
+static void test_query_bool(void **state)
+{
+    static const struct {
+        const char *q;
+        bool watch;
+    } cases[] = {
+        {"/x?watch=True", true},       {"/x?watch=TRUE", true},
+        {"/x?watch=1", true},          {"/x?watch=true", true},
+        {"/x?watch=", true},           {"/x?watch", true},
+        {"/x?watch=yes", true},        {"/x?watch=no", true},
+        {"/x?watch=f", true},          {"/x?watch=0", false},
+        {"/x?watch=false", false},     {"/x?watch=FALSE", false},
+        {"/x?watch=False", false},     {"/x", false},
+        {"/x?watch=0&watch=1", false}, {"/x?watch=1&watch=false", true},
+        {"/x?watch=%46alse", false},
+    };
+    struct fatia_api_target t;
+    struct fatia_api_query q;
+    char why[256];
+    (void)state;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_int_equal(fatia_api_target_parse(cases[i].q, strlen(cases[i].q), &t), 0);
+        assert_int_equal(fatia_api_query_parse(&t, &q, why, sizeof(why)), 0);
+        if (q.watch != cases[i].watch)
+            fail_msg("%s: watch %d, want %d", cases[i].q, q.watch, cases[i].watch);
+        fatia_api_target_release(&t);
+    }
+    const char *s = "/x?allowWatchBookmarks=True&sendInitialEvents=TRUE&follow=1&timestamps=no"
+                    "&previous=false";
+    assert_int_equal(fatia_api_target_parse(s, strlen(s), &t), 0);
+    assert_int_equal(fatia_api_query_parse(&t, &q, why, sizeof(why)), 0);
+    assert_true(q.allow_bookmarks && q.send_initial_events && q.follow && q.timestamps);
+    assert_false(q.previous);
+    fatia_api_target_release(&t);
+}
+
 /* ---- patches ---- */
 
 static json_t *J(const char *s)
@@ -376,6 +415,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routes),          cmocka_unit_test(test_query),
+        cmocka_unit_test(test_query_bool),
 
         cmocka_unit_test(test_merge_patch),     cmocka_unit_test(test_json_patch),
         cmocka_unit_test(test_strategic_patch), cmocka_unit_test(test_tokens),

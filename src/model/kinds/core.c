@@ -351,13 +351,6 @@ static const struct fatia_field event_fields[] = {FATIA_OBJECT_FIELDS,
                                                   {"related", &fatia_s_any, 0, NULL},
                                                   {"series", &fatia_s_any, 0, NULL},
                                                   {0}};
-static const struct fatia_column event_columns[] = {
-    {"Last Seen", "date", ".lastTimestamp", 0, NULL},
-    {"Type", "string", ".type", 0, NULL},
-    {"Reason", "string", ".reason", 0, NULL},
-    {"Object", "string", ".involvedObject.name", 0, NULL},
-    {"Message", "string", ".message", 0, NULL},
-    {NULL}};
 const struct fatia_kind fatia_kind_event = {
     .group = "",
     .version = "v1",
@@ -368,7 +361,8 @@ const struct fatia_kind fatia_kind_event = {
     .namespaced = true,
     .name_rule = FATIA_NAME_PATH_SEGMENT,
     .schema = &(const struct fatia_schema){FATIA_T_OBJECT, .fields = event_fields},
-    .columns = event_columns};
+    .columns = fatia_kind_event_columns,
+    .columns_whole = true};
 
 /* ---- batch/v1 Job ---- */
 

@@ -37,6 +37,8 @@ json_t *fatia_print_pod_restarts(const json_t *pod, int64_t now);
 json_t *fatia_print_job_status(const json_t *job, int64_t now);
 json_t *fatia_print_job_completions(const json_t *job, int64_t now);
 json_t *fatia_print_job_duration(const json_t *job, int64_t now);
+/* kubectl's Event printer, the whole row (printers_event.c). */
+extern const struct fatia_column fatia_kind_event_columns[];
 
 extern const struct fatia_kind fatia_kind_namespace;
 extern const struct fatia_kind fatia_kind_node;

@@ -63,7 +63,7 @@ before() {
 # no_shared_slices MIN: over the live processes of this fatiad's pods (their HOME is in its data
 # directory), no slice id of FATIA_SLICES belongs to two pods (HOSTNAME) at once; at least MIN
 # pods were found
-no_shared_slices() {
+live_slices() {
     local f
     for f in /proc/[0-9]*/environ; do
         tr '\0' '\n' 2>/dev/null <"$f" | awk -v d="HOME=$TMP/data/" '
@@ -71,6 +71,17 @@ no_shared_slices() {
             /^FATIA_SLICES=/ {s = substr($0, 14)}
             END {if (ours && h != "" && s != "") {n = split(s, a, ","); for (i = 1; i <= n; i++) print a[i], h}}'
     done | sort -u >"$TMP/live-slices"
+}
+# (a pod reads Running once its supervisor started it: its process may exec a moment later, so
+# the count is retried for a few seconds; a shared slice fails at once)
+no_shared_slices() {
+    local i
+    for i in $(seq 50); do
+        live_slices
+        [ "$(awk '{print $2}' "$TMP/live-slices" | sort -u | wc -l)" -ge "$1" ] && break
+        awk '{n[$1]++} END {for (s in n) if (n[s] > 1) exit 1}' "$TMP/live-slices" || break
+        sleep 0.2
+    done
     awk '{n[$1]++; p[$1] = p[$1] " " $2} END {for (s in n) if (n[s] > 1) print s ":" p[s]}' \
         "$TMP/live-slices" >"$TMP/shared-slices"
     [ -s "$TMP/shared-slices" ] && fail "slices held by two running pods: $(cat "$TMP/shared-slices")"

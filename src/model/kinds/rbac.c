@@ -4,7 +4,8 @@
  *
  * Rules taken from upstream (pkg/apis/rbac/validation): a PolicyRule has verbs, and either
  * apiGroups + resources (resource rules) or nonResourceURLs (ClusterRole only), not both;
- * roleRef names apiGroup rbac.authorization.k8s.io, kind Role or ClusterRole (a
+ * roleRef names apiGroup rbac.authorization.k8s.io (defaulted when absent, as upstream's
+ * SetDefaults_RoleBinding does), kind Role or ClusterRole (a
  * ClusterRoleBinding only ClusterRole) and a name, and is immutable (checked by the write path:
  * not here); subjects are User, Group (apiGroup rbac.authorization.k8s.io) or ServiceAccount (a
  * namespace, given or the binding's own).
@@ -143,15 +144,15 @@ static const char *const role_kinds[] = {"Role", "ClusterRole", NULL};
 static const char *const cluster_role_kinds[] = {"ClusterRole", NULL};
 static const char *const rbac_group[] = {"rbac.authorization.k8s.io", NULL};
 static const struct fatia_field role_ref_fields[] = {
-    {"apiGroup", &(const struct fatia_schema){FATIA_T_STRING, .enums = rbac_group},
-     FATIA_F_REQUIRED, NULL},
+    {"apiGroup", &(const struct fatia_schema){FATIA_T_STRING, .enums = rbac_group}, 0,
+     "\"rbac.authorization.k8s.io\""},
     {"kind", &(const struct fatia_schema){FATIA_T_STRING, .enums = role_kinds}, FATIA_F_REQUIRED,
      NULL},
     {"name", &fatia_s_nonempty_string, FATIA_F_REQUIRED, NULL},
     {0}};
 static const struct fatia_field cluster_role_ref_fields[] = {
-    {"apiGroup", &(const struct fatia_schema){FATIA_T_STRING, .enums = rbac_group},
-     FATIA_F_REQUIRED, NULL},
+    {"apiGroup", &(const struct fatia_schema){FATIA_T_STRING, .enums = rbac_group}, 0,
+     "\"rbac.authorization.k8s.io\""},
     {"kind", &(const struct fatia_schema){FATIA_T_STRING, .enums = cluster_role_kinds},
      FATIA_F_REQUIRED, NULL},
     {"name", &fatia_s_nonempty_string, FATIA_F_REQUIRED, NULL},

@@ -49,8 +49,8 @@ struct fatia_agent_opts {
     const char *cdi_root;    /* where the CDI spec's host discovery looks (tests); NULL: / */
     bool gpu_compute_manage; /* gpu-compute-mode=manage: EXCLUSIVE_PROCESS under MPS daemons */
     bool no_vgpu_namespace;  /* vgpu-namespace=off: no read-only /etc layer in the process mode */
-    const char *runtime; /* "process" (NULL), "oci" or "auto" (oci when runc is installed) */
-    const char *runc;    /* runc; NULL: on the default PATH */
+    const char *runtime;     /* "process" (NULL), "oci" or "auto" (oci when runc is installed) */
+    const char *runc;        /* runc; NULL: on the default PATH */
     const char *host_path_namespaces;     /* namespaces whose pods may mount hostPath (oci) */
     const char *host_network_namespaces;  /* namespaces whose pods may use hostNetwork (oci) */
     int64_t pod_pids_max;                 /* pids.max of a pod in containers; 0: 4096 */

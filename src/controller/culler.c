@@ -158,7 +158,8 @@ static void send_request(struct probe *p)
 {
     bufferevent_write(p->bev, "GET /notebook/", 14);
     evbuffer_add_printf(bufferevent_get_output(p->bev),
-                        "%s/%s/api/%s?no_track_activity=1 HTTP/1.0\r\nHost: localhost\r\nAccept: application/json\r\n"
+                        "%s/%s/api/%s?no_track_activity=1 HTTP/1.0\r\nHost: localhost\r\nAccept: "
+                        "application/json\r\n"
                         "\r\n",
                         p->ns, p->name, p->step == 0 ? "kernels" : "status");
 }

@@ -124,6 +124,9 @@ int fatia_controllers_webhooks(struct fatia_client *client,
  * namespaced kind), reading LimitRanges, ResourceQuotas and the objects counted from client's
  * cache (controller/quota.c). 0 or -EINVAL. */
 int fatia_controller_quota_plugins(struct fatia_client *client, struct fatia_admission out[2]);
+/* What quota's namespace uses of each resource in spec.hard, counted from client's cache as the
+ * admission plugin counts: {"requests.cpu": "250m", "pods": "2", ...}, new reference. */
+int fatia_controller_quota_used(struct fatia_client *client, const json_t *quota, json_t **ret);
 int fatia_controllers_tenant_webhooks(
     struct fatia_admission out[FATIA_CONTROLLERS_N_TENANT_WEBHOOKS], size_t *ret_n);
 

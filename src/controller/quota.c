@@ -24,8 +24,9 @@
  * Update counts the difference with the old object: an update or patch that raises a pod's
  * requests is refused the same way (every verb goes through admission).
  *
- * Not done (docs/apiserver.md): status.used is not maintained (kubectl describe quota shows
- * hard only); scopes and scopeSelector (a quota with either is not enforced); requests.storage
+ * status.used is written by quotastatus.c from fatia_controller_quota_used, the same count.
+ *
+ * Not done (docs/apiserver.md): scopes and scopeSelector (a quota with either is not enforced); requests.storage
  * and LimitRange items of type Pod and PersistentVolumeClaim, maxLimitRequestRatio.
  *
  * Rejected: keeping used counters in the quota's status and admitting against them, as upstream
@@ -518,6 +519,74 @@ static int limits_admit(void *arg, struct fatia_admit_attrs *a)
 out:
     json_decref(lrs);
     return r;
+}
+
+/* ---- status.used (quotastatus.c writes it) ---- */
+
+static const struct fatia_kind *kind_of_res(const char *rn)
+{
+    static const char *const legacy[] = {
+        "services", "configmaps", "secrets", "persistentvolumeclaims", "resourcequotas", NULL};
+    char plural[200];
+    const char *dot;
+
+    if (compute_res(rn) || !strcmp(rn, "pods"))
+        return fatia_kind_by_resource("", "pods");
+    for (size_t i = 0; legacy[i]; i++)
+        if (!strcmp(rn, legacy[i]))
+            return fatia_kind_by_resource("", rn);
+    if (strncmp(rn, "count/", 6))
+        return NULL;
+    rn += 6;
+    dot = strchr(rn, '.');
+    snprintf(plural, sizeof(plural), "%.*s", dot ? (int)(dot - rn) : 190, rn);
+    return fatia_kind_by_resource(dot ? dot + 1 : "", plural);
+}
+
+int fatia_controller_quota_used(struct fatia_client *c, const json_t *quota, json_t **ret)
+{
+    const json_t *hard = json_object_get(json_object_get(quota, "spec"), "hard");
+    const char *ns = fatia_json_str(json_object_get(quota, "metadata"), "namespace");
+    json_t *used = json_object(), *hv, *done = json_object();
+    const char *rn;
+    int r = 0;
+
+    if (!used || !done) {
+        json_decref(used);
+        json_decref(done);
+        return -ENOMEM;
+    }
+    json_object_foreach((json_t *)hard, rn, hv)
+    {
+        const struct fatia_kind *k = kind_of_res(rn);
+        if (!k || json_object_get(done, k->plural))
+            continue;
+        struct sum_ctx sc = {.k = k, .skip = NULL, .used = json_object()};
+        r = fatia_client_cached_each(c, k, ns, sum_one, &sc);
+        json_object_update(used, sc.used);
+        json_decref(sc.used);
+        json_object_set_new(done, k->plural, json_true());
+        if (r < 0)
+            break;
+    }
+    /* only the resources the quota names, "0" for none used */
+    {
+        json_t *out = json_object();
+        json_object_foreach((json_t *)hard, rn, hv)
+        {
+            const json_t *v = json_object_get(used, rn);
+            json_object_set_new(out, rn, v ? json_deep_copy(v) : json_string("0"));
+        }
+        json_decref(used);
+        used = out;
+    }
+    json_decref(done);
+    if (r < 0) {
+        json_decref(used);
+        return r;
+    }
+    *ret = used;
+    return 0;
 }
 
 int fatia_controller_quota_plugins(struct fatia_client *client, struct fatia_admission out[2])

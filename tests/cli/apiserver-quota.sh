@@ -68,6 +68,12 @@ expect_line "$TMP/err" 'pods "p3" is forbidden: exceeded quota: q, requested: re
 k -n team-a get pod p3 >/dev/null 2>&1 && fail "a pod over the quota was stored"
 # limits.memory: 128Mi each by default, 400Mi: a third pod at 50m fits cpu, and memory
 pod p3 50m | k create -f - >/dev/null || fail "create p3 (cpu 300m of 300m)"
+# status.used, as the resourcequota controller keeps it (kubectl describe quota shows it)
+used() { k -n team-a get quota q -o jsonpath='{.status.used.pods} {.status.used.requests\.cpu} {.status.used.limits\.memory} {.status.used.count/configmaps}'; }
+for _ in $(seq 100); do [ "$(used)" = "3 300m 384Mi 0" ] && break; sleep 0.1; done
+[ "$(used)" = "3 300m 384Mi 0" ] || fail "status.used: '$(used)', want '3 300m 384Mi 0'"
+"$K27" --kubeconfig "$KCFG" -n team-a describe quota q >"$TMP/describe" 2>&1
+grep -Eq '^requests.cpu +300m +300m' "$TMP/describe" || fail "kubectl 1.27 describe quota: $(cat "$TMP/describe")"
 # pods=3 now reached (p1 p2 p3), and the cpu too: both are named
 mk p4 50m
 expect_rc 1 k create -f "$TMP/p4.yaml"

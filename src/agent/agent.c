@@ -64,9 +64,11 @@
 #include "agent/nbhome.h"
 #include "agent/oci.h"
 #include "agent/oci_pod.h"
+#include "agent/podrefs.h"
 #include "agent/podspec.h"
 #include "agent/podstatus.h"
 #include "agent/proc.h"
+#include "agent/refvol.h"
 #include "agent/runtime.h"
 #include "agent/shim.h"
 #include "agent/vgpu_files.h"
@@ -1394,7 +1396,10 @@ static void fail_before_start(struct fatia_agent *a, struct apod *p, const char 
                               const char *why)
 {
     p->config_error = true;
-    if (!strcmp(reason, "ErrImagePull")) {
+    /* a missing ConfigMap or Secret (p->ref_wait) is waited for on the same back-off: kubelet
+     * retries the pod's sync until it appears */
+    if (!strcmp(reason, "ErrImagePull") ||
+        (!strcmp(reason, "CreateContainerConfigError") && p->ref_wait)) {
         /* kubelet's image back-off: tried again after the restart back-off (10 s doubling to
          * 5 min), ImagePullBackOff meanwhile */
         int64_t ms = a->o.backoff_initial_ms ? a->o.backoff_initial_ms : 10000;
@@ -1417,6 +1422,21 @@ static int chown_path(struct fatia_agent *a, const char *path, uid_t uid, gid_t 
     if (!a->switch_user)
         return 0;
     return lchown(path, uid, gid) < 0 ? -errno : 0;
+}
+
+/* A ConfigMap or Secret of the pod's own namespace from the client's cache (agent/podrefs.h):
+ * the namespace is the pod's, never one the pod names. */
+struct ref_ctx {
+    struct fatia_agent *a;
+    const struct apod *p;
+};
+
+static const json_t *ref_get(void *ctx, bool secret, const char *name)
+{
+    struct ref_ctx *rc = ctx;
+    const struct fatia_kind *k = fatia_kind_by_resource("", secret ? "secrets" : "configmaps");
+
+    return k ? fatia_client_cached(rc->a->client, k, rc->p->ns, name) : NULL;
 }
 
 static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *list,
@@ -1515,7 +1535,13 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
             break;
         }
         dopt.mps_pipe_dir = pipe_dir[0] ? pipe_dir : NULL;
-        r = fatia_podspec_env(p->pod, c, work, &env, why, why_n);
+        {
+            struct ref_ctx rc = {a, p};
+            struct fatia_podrefs refs = {.get = ref_get, .ctx = &rc, .ns = p->ns};
+            r = fatia_podspec_env_refs(p->pod, c, work, &refs, &env, why, why_n);
+            /* a missing ConfigMap or Secret: the pod waits for it, tried again as kubelet */
+            p->ref_wait = r == -ESRCH;
+        }
         if (r == 0)
             r = fatia_pod_devices_env(devs, name, &dopt, &env, why, why_n);
         if (r == 0 && op)
@@ -1656,6 +1682,8 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     bool oci = a->oci && !(rtc && !strcmp(rtc, FATIA_RUNTIME_CLASS_PROCESS));
     bool host_net = fatia_json_bool(spec, "hostNetwork", false);
     struct fatia_oci_pod op = {0};
+    struct ref_ctx rc = {a, p};
+    struct fatia_podrefs refs = {.get = ref_get, .ctx = &rc, .ns = p->ns};
     uint32_t host_base = 0;
     int64_t v;
     char *text;
@@ -1742,10 +1770,12 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                     .devs = &devs,
                                     .cdi_dir = a->cdi_dir,
                                     .auth_file = a->o.registry_auth,
-                                    .insecure_registries = a->o.insecure_registries};
+                                    .insecure_registries = a->o.insecure_registries,
+                                    .refs = &refs};
         r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));
+        p->ref_wait = r == -ESRCH;
         if (r < 0) {
-            err = r == -FATIA_E_INVALID ? r : -EIO;
+            err = r == -FATIA_E_INVALID || r == -ESRCH ? -FATIA_E_INVALID : -EIO;
             goto fail;
         }
     }
@@ -2369,6 +2399,37 @@ static void check_caps(struct fatia_agent *a, struct apod *p)
     }
 }
 
+/* A running pod's configMap, secret and projected volumes follow their objects (refvol.h), as
+ * kubelet's periodic sync does: rewritten atomically when the payload changed. A volume whose
+ * object went away keeps its last files (kubelet's too); only OCI pods have the directories. */
+static void refresh_refvols(struct fatia_agent *a, struct apod *p)
+{
+    struct ref_ctx rc = {a, p};
+    struct fatia_podrefs refs = {.get = ref_get, .ctx = &rc, .ns = p->ns};
+    size_t i;
+    json_t *v;
+
+    json_array_foreach(json_object_get(json_object_get(p->pod, "spec"), "volumes"), i, v)
+    {
+        const char *vn = fatia_json_str(v, "name");
+        char dir[4600], why[512];
+        json_t *files = NULL;
+        bool changed = false;
+        struct stat st;
+        if (!vn || !fatia_pod_vol_is_ref(v) || strchr(vn, '/') || vn[0] == '.')
+            continue;
+        snprintf(dir, sizeof(dir), "%s/%s/volumes/%s", a->run_dir, p->uid, vn);
+        if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+            fatia_pod_vol_files(v, i, &refs, &files, why, sizeof(why)) < 0)
+            continue;
+        if (fatia_pod_vol_sync(dir, files, st.st_uid, st.st_gid, &changed, why, sizeof(why)) < 0)
+            agent_warn(a, "agent: pod %s/%s: %s", p->ns, p->name, why);
+        else if (changed)
+            fatia_info("agent: pod %s/%s: volume %s updated", p->ns, p->name, vn);
+        json_decref(files);
+    }
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct fatia_agent *a = arg;
@@ -2395,6 +2456,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             check_caps(a, p);
             if (storage && p->st == AP_ACTIVE && p->pod)
                 check_storage(a, p);
+            if (storage && p->st == AP_ACTIVE && p->pod)
+                refresh_refvols(a, p);
         }
         if (p->st == AP_DONE && p->shim_child)
             (void)shim_alive(a, p); /* reaps it */

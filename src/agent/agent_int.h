@@ -65,6 +65,7 @@ struct apod {
     /* image pulls that failed (ErrImagePull): tried again at pull_retry_at (monotonic) */
     unsigned pull_failures;
     fatia_usec_t pull_failed_at, pull_retry_at;
+    bool ref_wait;     /* waits for a ConfigMap or Secret (CreateContainerConfigError) */
     struct apod *next; /* in the agent's list */
 };
 

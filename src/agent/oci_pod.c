@@ -8,7 +8,9 @@
  * config.json template (oci_spec.c) in POD_DIR/ctr/<name>/config.json.in, and the entry's "oci"
  * object in spec.json (the rootfs below the overlay, the owner of its upper directory). Per pod:
  * RUN_DIR/etc/{hosts,hostname,resolv.conf} and RUN_DIR/volumes/<name> for emptyDir (owned by the
- * range's root, mode 1777 as kubelet's are world-writable) and downwardAPI (files written now).
+ * range's root, mode 1777 as kubelet's are world-writable), downwardAPI (files written now) and
+ * configMap, secret and projected (refvol.c: kubelet's ..data layout, updated by the agent's
+ * tick while the pod runs).
  *
  * Invariants: a hostPath volume is refused unless the namespace is in the admin's list
  * (--agent host-path-namespaces); a container's root is host_base, never host root; what the
@@ -31,6 +33,7 @@
 #include "agent/image.h"
 #include "agent/oci.h"
 #include "agent/podspec.h"
+#include "agent/refvol.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "model/quantity.h"
@@ -198,6 +201,18 @@ int fatia_oci_pod_prepare(const struct fatia_oci_pod *op, json_t **ret_tmpfs, ch
                     snprintf(size, sizeof(size), "%llu", (unsigned long long)bytes);
                 json_array_append_new(tmpfs, json_pack("{s:s,s:s,s:I}", "path", p, "size", size,
                                                        "uid", (json_int_t)root));
+            }
+        } else if (fatia_pod_vol_is_ref(v)) {
+            /* kubelet's atomic writer layout, kept current by the agent's tick (refvol.h) */
+            json_t *files = NULL;
+            bool changed;
+            r = fatia_pod_vol_files(v, i, op->refs, &files, why, why_n);
+            if (r == 0)
+                r = fatia_pod_vol_sync(p, files, root, root, &changed, why, why_n);
+            json_decref(files);
+            if (r < 0) {
+                json_decref(tmpfs);
+                return r;
             }
         } else if (json_object_get(v, "downwardAPI")) {
             if ((r = mkdir_own(p, 0755, root, root)) < 0)

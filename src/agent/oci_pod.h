@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct fatia_podrefs;
+
 struct fatia_env;
 struct fatia_image_store;
 
@@ -31,6 +33,8 @@ struct fatia_oci_pod {
     const char *insecure_registries;
     int (*pull_secrets_auth)(void *arg, const json_t *pod, char *ret_path, size_t n);
     void *pull_secrets_arg;
+    /* the pod's ConfigMaps and Secrets, for configMap, secret and projected volumes */
+    const struct fatia_podrefs *refs;
 };
 
 /* Whether ns is in a comma-separated list ("*": every namespace; NULL: none). */

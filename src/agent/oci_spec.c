@@ -28,6 +28,7 @@
 #include <stdlib.h>
 
 #include "agent/oci.h"
+#include "agent/refvol.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "model/quantity.h"
@@ -325,10 +326,11 @@ static int volume_mounts(const struct fatia_oci_in *in, json_t *mounts, char *wh
                      cname, i);
             return -FATIA_E_INVALID;
         }
-        if (json_object_get(vol, "emptyDir") || json_object_get(vol, "downwardAPI")) {
+        if (json_object_get(vol, "emptyDir") || json_object_get(vol, "downwardAPI") ||
+            fatia_pod_vol_is_ref(vol)) {
             snprintf(src, sizeof(src), "%s/volumes/%s", in->run_dir, name);
-            if (json_object_get(vol, "downwardAPI"))
-                ro = true;
+            if (!json_object_get(vol, "emptyDir"))
+                ro = true; /* as kubelet's: read-only whatever the mount says */
         } else if (json_object_get(vol, "hostPath")) {
             const char *hp = fatia_json_str(json_object_get(vol, "hostPath"), "path");
             if (!path_ok(hp, true)) {
@@ -341,8 +343,8 @@ static int volume_mounts(const struct fatia_oci_in *in, json_t *mounts, char *wh
             snprintf(src, sizeof(src), "%s", hp);
         } else {
             snprintf(why, why_n,
-                     "spec.volumes[%zu]: only emptyDir, hostPath and downwardAPI volumes are "
-                     "served in containers",
+                     "spec.volumes[%zu]: only emptyDir, hostPath, downwardAPI, configMap, "
+                     "secret and projected volumes are served in containers",
                      vi);
             return -FATIA_E_INVALID;
         }

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 
+#include "agent/podrefs.h"
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/error.h"
@@ -500,6 +501,93 @@ static int resource_ref(const json_t *pod, const json_t *self, const json_t *ref
 int fatia_podspec_env(const json_t *pod, const json_t *container, const char *home,
                       struct fatia_env *env, char *why, size_t why_n)
 {
+    return fatia_podspec_env_refs(pod, container, home, NULL, env, why, why_n);
+}
+
+/* kubelet's messages (pkg/kubelet/kubelet_pods.go, makeEnvironmentVariables): the object's
+ * NotFound error, or "couldn't find key K in ConfigMap ns/name"; never a value */
+static int ref_missing(const struct fatia_podrefs *refs, bool secret, const char *name, char *why,
+                       size_t why_n)
+{
+    (void)refs;
+    (void)why_n;
+    snprintf(why, why_n, "%s \"%s\" not found", secret ? "secret" : "configmap", name);
+    return -ESRCH;
+}
+
+/* A configMapKeyRef / secretKeyRef: *ret a new value, or NULL when optional and absent. */
+static int key_ref(const struct fatia_podrefs *refs, const json_t *ref, bool secret, char **ret,
+                   char *why, size_t why_n)
+{
+    const char *name = fatia_json_str(ref, "name"), *key = fatia_json_str(ref, "key");
+    bool optional = fatia_json_bool(ref, "optional", false);
+    const json_t *obj = refs && name && name[0] ? refs->get(refs->ctx, secret, name) : NULL;
+    int r;
+
+    *ret = NULL;
+    if (!obj)
+        return optional ? 0 : ref_missing(refs, secret, name ? name : "", why, why_n);
+    r = fatia_pod_ref_value(obj, secret, key ? key : "", ret, NULL);
+    if (r == -ENODATA) {
+        if (optional)
+            return 0;
+        snprintf(why, why_n, "couldn't find key %s in %s %s/%s", key ? key : "",
+                 secret ? "Secret" : "ConfigMap", refs->ns ? refs->ns : "", name);
+        return -ESRCH;
+    }
+    if (r == -FATIA_E_INVALID)
+        snprintf(why, why_n, "%s %s/%s: key %s: illegal base64 data",
+                 secret ? "Secret" : "ConfigMap", refs->ns ? refs->ns : "", name, key);
+    return r;
+}
+
+/* One envFrom source: every key of the object, prefixed; keys that are no environment variable
+ * name (empty, or with '=') are skipped, as kubelet does (it reports them in an Event). */
+static int env_from(const struct fatia_podrefs *refs, const json_t *src, bool secret,
+                    const char *prefix, struct fatia_env *env, char *why, size_t why_n)
+{
+    const char *name = fatia_json_str(src, "name"), *key;
+    const json_t *obj = refs && name && name[0] ? refs->get(refs->ctx, secret, name) : NULL;
+    json_t *v;
+    int r = 0;
+
+    if (!obj)
+        return fatia_json_bool(src, "optional", false)
+                   ? 0
+                   : ref_missing(refs, secret, name ? name : "", why, why_n);
+    /* kubelet sets data keys only: a ConfigMap's binaryData is not in envFrom */
+    {
+        json_object_foreach(json_object_get(obj, "data"), key, v)
+        {
+            char *val = NULL, *full;
+            size_t pl = strlen(prefix), kl = strlen(key);
+            if (!kl || strchr(key, '='))
+                continue;
+            r = fatia_pod_ref_value(obj, secret, key, &val, NULL);
+            if (r == -FATIA_E_INVALID)
+                snprintf(why, why_n, "%s %s/%s: key %s: illegal base64 data",
+                         secret ? "Secret" : "ConfigMap", refs->ns ? refs->ns : "", name, key);
+            if (r < 0)
+                break;
+            full = fatia_malloc(pl + kl + 1);
+            if (!full) {
+                fatia_free(val);
+                return -ENOMEM;
+            }
+            memcpy(full, prefix, pl);
+            memcpy(full + pl, key, kl + 1);
+            r = fatia_env_set(env, full, val);
+            fatia_free(full);
+            fatia_free(val);
+        }
+    }
+    return r;
+}
+
+int fatia_podspec_env_refs(const json_t *pod, const json_t *container, const char *home,
+                           const struct fatia_podrefs *refs, struct fatia_env *env, char *why,
+                           size_t why_n)
+{
     const char *cname = fatia_json_str(container, "name");
     const json_t *list = json_object_get(container, "env");
     const json_t *from = json_object_get(container, "envFrom");
@@ -515,25 +603,21 @@ int fatia_podspec_env(const json_t *pod, const json_t *container, const char *ho
     json_array_foreach(from, i, e)
     {
         const json_t *src = json_object_get(e, "configMapRef");
-        const char *kind = "ConfigMap";
+        const char *prefix = fatia_json_str(e, "prefix");
+        bool secret = false;
         if (!src) {
             src = json_object_get(e, "secretRef");
-            kind = "Secret";
+            secret = true;
         }
-        if (fatia_json_bool(src, "optional", false))
-            continue;
-        snprintf(why, why_n,
-                 "container '%s': envFrom[%zu]: %s \"%s\" not found (fatiad serves no "
-                 "%ss)",
-                 cname, i, kind, src ? fatia_json_str(src, "name") : "?", kind);
-        return -FATIA_E_INVALID;
+        if ((r = env_from(refs, src, secret, prefix ? prefix : "", env, why, why_n)) < 0)
+            return r;
     }
     json_array_foreach(list, i, e)
     {
         const char *name = fatia_json_str(e, "name"), *value = fatia_json_str(e, "value");
         const json_t *vf = json_object_get(e, "valueFrom");
         char buf[64];
-        char *x;
+        char *x, *owned = NULL;
 
         if (!name)
             continue;
@@ -561,22 +645,19 @@ int fatia_podspec_env(const json_t *pod, const json_t *container, const char *ho
                 }
                 value = buf;
             } else if (cm || sk) {
-                const json_t *ref = cm ? cm : sk;
-                if (fatia_json_bool(ref, "optional", false))
-                    continue;
-                snprintf(why, why_n,
-                         "container '%s': env[%zu] (%s): %s \"%s\" not found (fatiad "
-                         "serves no %ss)",
-                         cname, i, name, cm ? "configmap" : "secret",
-                         fatia_json_str(ref, "name") ? fatia_json_str(ref, "name") : "?",
-                         cm ? "ConfigMap" : "Secret");
-                return -FATIA_E_INVALID;
+                r = key_ref(refs, cm ? cm : sk, sk != NULL, &owned, why, why_n);
+                if (r < 0)
+                    return r;
+                if (!owned)
+                    continue; /* optional and absent: not set, as kubelet */
+                value = owned;
             } else {
                 snprintf(why, why_n, "container '%s': env[%zu] (%s): unsupported valueFrom", cname,
                          i, name);
                 return -FATIA_E_INVALID;
             }
             r = fatia_env_set(env, name, value);
+            fatia_free(owned);
         } else {
             x = fatia_env_expand(value ? value : "", env);
             if (!x)

@@ -102,12 +102,22 @@ int fatia_pod_devices_env(const struct fatia_pod_devices *d, const char *contain
 
 /* ---- containers ---- */
 
+struct fatia_podrefs;
+
 /* The container's environment: PATH (a default unless the pod sets it), HOSTNAME, HOME (home),
- * then spec env in order with $(VAR) expansion and the downward API (valueFrom.fieldRef:
- * metadata.name, .namespace, .uid, .labels['k'], .annotations['k'], spec.nodeName,
- * spec.serviceAccountName, status.hostIP, status.podIP; valueFrom.resourceFieldRef of cpu and
- * memory). ConfigMaps and Secrets are not served by fatiad: a reference to one is an error unless
- * optional. -FATIA_E_INVALID with why (kubelet's CreateContainerConfigError), -ENOMEM. */
+ * then envFrom (each ConfigMap's or Secret's data keys, with the source's prefix), then spec env
+ * in order with $(VAR) expansion and the downward API (valueFrom.fieldRef: metadata.name,
+ * .namespace, .uid, .labels['k'], .annotations['k'], spec.nodeName, spec.serviceAccountName,
+ * status.hostIP, status.podIP; valueFrom.resourceFieldRef of cpu and memory;
+ * valueFrom.configMapKeyRef and secretKeyRef). ConfigMaps and Secrets come from refs (NULL: there
+ * are none), only of the pod's namespace (agent/podrefs.h); a missing one, or a missing key, is
+ * skipped when `optional` and otherwise -ESRCH with kubelet's message in why (`configmap "x" not
+ * found`, `couldn't find key k in Secret ns/x`): the pod waits with CreateContainerConfigError
+ * until it appears. Other errors -FATIA_E_INVALID with why, -ENOMEM. Values are never in why. */
+int fatia_podspec_env_refs(const json_t *pod, const json_t *container, const char *home,
+                           const struct fatia_podrefs *refs, struct fatia_env *env, char *why,
+                           size_t why_n);
+/* fatia_podspec_env_refs with no ConfigMaps or Secrets. */
 int fatia_podspec_env(const json_t *pod, const json_t *container, const char *home,
                       struct fatia_env *env, char *why, size_t why_n);
 

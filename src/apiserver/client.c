@@ -342,6 +342,25 @@ static const json_t *l_cached(struct fatia_client *c, const struct fatia_kind *k
     return e && e->committed ? e->committed->tree : NULL;
 }
 
+static int l_cached_each(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
+                         void (*fn)(void *arg, const json_t *obj), void *arg)
+{
+    struct local_client *lc = (struct local_client *)c;
+    struct rtable *t = fatia_api_server_table_for(lc->s, k);
+    size_t lo, hi;
+
+    if (!t)
+        return -ENOENT;
+    fatia_api_rtable_range(t, k->namespaced ? ns : NULL, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) {
+        const struct entry *e = t->entries.v[i];
+        const struct objver *v = e->pending ? e->latest : e->committed;
+        if (v && v->tree)
+            fn(arg, v->tree);
+    }
+    return 0;
+}
+
 static void l_free(struct fatia_client *c)
 {
     fatia_free(c);
@@ -356,6 +375,7 @@ static const struct fatia_client_ops local_ops = {
     .watch = l_watch,
     .watch_stop = l_watch_stop,
     .cached = l_cached,
+    .cached_each = l_cached_each,
     .free = l_free,
 };
 

@@ -223,6 +223,13 @@ static int run_plugins(const struct opctx *c, enum fatia_admit_phase phase, enum
             fatia_diag_release(&diag);
             return -FATIA_E_INVALID;
         }
+        if (rc == -FATIA_E_FORBIDDEN && p->bare_message) {
+            fatia_api_opres_fail(r, 403, "Forbidden", "%s \"%s\" is forbidden: %s", c->t->resource,
+                                 nz(name_of(src)),
+                                 diag.n ? diag.v[0].msg : "rejected by admission");
+            fatia_diag_release(&diag);
+            return rc;
+        }
         if (rc == -FATIA_E_FORBIDDEN) {
             fatia_api_opres_fail(r, 403, "Forbidden", "%s \"%s\" is forbidden: %s: %s",
                                  c->t->resource, nz(name_of(src)), p->name,

@@ -26,6 +26,7 @@
 #ifndef FATIA_CLIENT_CLIENT_H
 #define FATIA_CLIENT_CLIENT_H
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -115,6 +116,11 @@ struct fatia_client_ops {
      * when absent (or when the implementation keeps no cache). */
     const json_t *(*cached)(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
                             const char *name);
+    /* Calls fn for every object of kind k in namespace ns (NULL: all) from the local cache, each
+     * as it will be once the writes already admitted are committed (so that admission counting
+     * objects sees the writes before it); borrowed for the call. -ENOTSUP without a cache. */
+    int (*cached_each)(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
+                       void (*fn)(void *arg, const json_t *obj), void *arg);
     void (*free)(struct fatia_client *c);
 };
 
@@ -191,6 +197,13 @@ static inline const json_t *fatia_client_cached(struct fatia_client *c, const st
                                                 const char *ns, const char *name)
 {
     return c->ops->cached ? c->ops->cached(c, k, ns, name) : NULL;
+}
+
+static inline int fatia_client_cached_each(struct fatia_client *c, const struct fatia_kind *k,
+                                           const char *ns, void (*fn)(void *arg, const json_t *obj),
+                                           void *arg)
+{
+    return c->ops->cached_each ? c->ops->cached_each(c, k, ns, fn, arg) : -ENOTSUP;
 }
 
 static inline void fatia_client_free(struct fatia_client *c)

@@ -87,6 +87,9 @@ struct fatia_admission {
     bool subresources;                     /* also for status writes (default: main resource) */
     int (*admit)(void *arg, struct fatia_admit_attrs *a);
     void *arg;
+    /* a 403's message without the plugin's name (`pods "p" is forbidden: exceeded quota: ...`),
+     * as kube-apiserver's own plugins word theirs */
+    bool bare_message;
 };
 
 /* ---- metrics: GET /metrics (any authenticated user, as kube-apiserver's nonResourceURL) ---- */

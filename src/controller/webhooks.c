@@ -140,6 +140,9 @@ int fatia_controllers_webhooks(struct fatia_client *client,
                                       .kinds = kueue_kinds,
                                       .admit = kueue_defaults,
                                       .arg = NULL};
+    r = fatia_controller_quota_plugins(client, &out[5]);
+    if (r < 0)
+        return r;
     *ret_n = FATIA_CONTROLLERS_N_WEBHOOKS;
     return 0;
 }

@@ -137,8 +137,8 @@ static void test_spec(void **state)
 {
     const char *pod = "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"volumes\":["
                       "{\"name\":\"e\",\"emptyDir\":{}},{\"name\":\"h\",\"hostPath\":{\"path\":"
-                      "\"/etc\"}},{\"name\":\"d\",\"downwardAPI\":{}},{\"name\":\"s\",\"secret\":"
-                      "{}}]}}";
+                      "\"/etc\"}},{\"name\":\"d\",\"downwardAPI\":{}},{\"name\":\"s\",\"iscsi\":"
+                      "{}},{\"name\":\"c\",\"secret\":{}}]}}";
     char why[512], *s;
     int r;
     json_t *cfg = build(pod,
@@ -211,6 +211,19 @@ static void test_spec(void **state)
         if (!strstr(why, bad[i].want))
             fail_msg("case %zu: '%s' lacks '%s'", i, why, bad[i].want);
     }
+    /* a secret volume is bound from the pod's volumes directory, read-only whatever the mount
+     * says (as kubelet's) */
+    cfg = build(pod,
+                "{\"name\":\"m\",\"volumeMounts\":[{\"name\":\"c\",\"mountPath\":\"/c\","
+                "\"readOnly\":false}]}",
+                &r, why, sizeof(why));
+    assert_int_equal(r, 0);
+    s = dump(json_object_get(cfg, "mounts"));
+    assert_non_null(strstr(s, "\"destination\":\"/c\""));
+    assert_non_null(strstr(s, "/volumes/c\""));
+    assert_non_null(strstr(s, "\"rbind\",\"ro\""));
+    free(s);
+    json_decref(cfg);
 }
 
 static void write_spec(const char *dir, const char *name, const char *text)

@@ -115,7 +115,7 @@ static void test_env_refused(void **state)
                         json_loads("[{\"name\":\"S\",\"valueFrom\":{\"secretKeyRef\":{\"name\":"
                                    "\"db\",\"key\":\"pw\"}}}]",
                                    0, &je));
-    assert_int_equal(fatia_podspec_env(pod, c, NULL, &env, why, sizeof(why)), -FATIA_E_INVALID);
+    assert_int_equal(fatia_podspec_env(pod, c, NULL, &env, why, sizeof(why)), -ESRCH);
     assert_non_null(strstr(why, "secret \"db\" not found"));
     fatia_env_release(&env);
     json_object_set_new(c, "env",

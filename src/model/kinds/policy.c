@@ -42,9 +42,35 @@ static const struct fatia_field pdb_fields[] = {
      0, "{}"},
     {"status", &fatia_s_status_any, 0, NULL},
     {0}};
+
+/* kubectl's printer: the value as written, "N/A" when the budget does not set it */
+static json_t *int_or_na(const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(json_object_get(obj, "spec"), key);
+    char b[32];
+
+    if (json_is_integer(v)) {
+        snprintf(b, sizeof(b), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return json_string(b);
+    }
+    return json_string(json_is_string(v) ? json_string_value(v) : "N/A");
+}
+
+static json_t *pdb_min(const json_t *obj, int64_t now)
+{
+    (void)now;
+    return int_or_na(obj, "minAvailable");
+}
+
+static json_t *pdb_max(const json_t *obj, int64_t now)
+{
+    (void)now;
+    return int_or_na(obj, "maxUnavailable");
+}
+
 static const struct fatia_column pdb_columns[] = {
-    {"Min Available", "string", ".spec.minAvailable", 0, "Pods that must stay available"},
-    {"Max Unavailable", "string", ".spec.maxUnavailable", 0, "Pods that may be unavailable"},
+    {"Min Available", "string", NULL, 0, "Pods that must stay available", pdb_min},
+    {"Max Unavailable", "string", NULL, 0, "Pods that may be unavailable", pdb_max},
     {"Allowed Disruptions", "integer", NULL, 0, "Evictions allowed now",
      fatia_print_st_disruptions_allowed},
     {NULL}};

@@ -1,0 +1,35 @@
+/*
+ * agent/podrefs.h: the ConfigMaps and Secrets a pod's containers refer to (env valueFrom
+ * configMapKeyRef / secretKeyRef, envFrom), resolved through a lookup the caller gives, as pure
+ * functions (no I/O).
+ */
+#ifndef FATIA_AGENT_PODREFS_H
+#define FATIA_AGENT_PODREFS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The current ConfigMap (secret false) or Secret (secret true) called name in the pod's own
+ * namespace, borrowed, or NULL when there is none. The lookup has no namespace argument: a pod
+ * cannot name another namespace's object. */
+typedef const json_t *(*fatia_pod_ref_get_fn)(void *ctx, bool secret, const char *name);
+
+struct fatia_podrefs {
+    fatia_pod_ref_get_fn get;
+    void *ctx;
+    const char *ns; /* for messages */
+};
+
+/* The value of key in obj: a ConfigMap's data (or binaryData, decoded), a Secret's data
+ * (decoded from base64). A new NUL-terminated string in *ret_value (fatia_free), its length in
+ * *ret_n when ret_n is not NULL. 0, -ENODATA when the key is absent, -FATIA_E_INVALID when the
+ * stored value is not base64, -ENOMEM. */
+int fatia_pod_ref_value(const json_t *obj, bool secret, const char *key, char **ret_value,
+                        size_t *ret_n);
+
+/* Standard base64 with padding into a new buffer (NUL-terminated, fatia_free); the decoded
+ * length in *ret_n. -FATIA_E_INVALID, -ENOMEM. */
+int fatia_pod_ref_b64_decode(const char *s, char **ret, size_t *ret_n);
+
+#endif

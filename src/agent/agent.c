@@ -1559,6 +1559,13 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         fatia_env_release(&env);
         json_array_append_new(out, json_pack("{s:s,s:o,s:o,s:s}", "name", name, "argv", argv, "env",
                                              envj, "workingDir", cwd && cwd[0] ? cwd : work));
+        if (json_is_true(json_object_get(c, "stdin"))) /* kubectl attach -i (shim_attach.c) */
+        {
+            json_t *si = json_pack("{s:b,s:b}", "stdin", 1, "stdinOnce",
+                                   json_is_true(json_object_get(c, "stdinOnce")));
+            json_object_update(json_array_get(out, json_array_size(out) - 1), si);
+            json_decref(si);
+        }
         if (layer[0])
             json_object_set_new(json_array_get(out, json_array_size(out) - 1), "vgpuLayer",
                                 json_string(layer));

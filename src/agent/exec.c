@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -61,6 +62,38 @@ static const json_t *by_name(const json_t *arr, const char *name)
             return c;
     }
     return NULL;
+}
+
+/* kubectl attach: the shim's relay (`fatia-shim attach POD_DIR CONTAINER [-i]`,
+ * shim_attach.c) with the stream's descriptors as 0, 1 and 2; it ends when the container's
+ * output does. Run as the agent (root): the attach socket is root's, in the pod's directory. */
+static int attach_relay(struct fatia_agent *a, const char *uid, const char *name,
+                        const struct fatia_exec_req *req, int *ret_pid, char *why, size_t why_n)
+{
+    char dir[1400];
+    static char attach_arg[] = "attach", in_arg[] = "-i";
+    char *argv[] = {a->shim, attach_arg, dir, (char *)name, req->attach_stdin ? in_arg : NULL,
+                    NULL};
+    static char path_env[] = "PATH=" FATIA_AGENT_DEFAULT_PATH;
+    char *envp[] = {path_env, NULL};
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    int r;
+
+    snprintf(dir, sizeof(dir), "%s/%s", a->pods_dir, uid);
+    if (posix_spawn_file_actions_init(&fa))
+        return -ENOMEM;
+    posix_spawn_file_actions_adddup2(&fa, req->in, 0);
+    posix_spawn_file_actions_adddup2(&fa, req->out, 1);
+    posix_spawn_file_actions_adddup2(&fa, req->err, 2);
+    r = posix_spawn(&pid, a->shim, &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    if (r) {
+        snprintf(why, why_n, "attach: cannot start %s: %s", a->shim, fatia_strerror(-r));
+        return -r;
+    }
+    *ret_pid = (int)pid;
+    return 0;
 }
 
 int fatia_agent_exec(void *agent, const struct fatia_exec_req *req, int *ret_pid, char *why,
@@ -100,6 +133,8 @@ int fatia_agent_exec(void *agent, const struct fatia_exec_req *req, int *ret_pid
         snprintf(why, why_n, "container %s of pod %s is not running", name, pname);
         return -EAGAIN;
     }
+    if (req->attach)
+        return attach_relay(a, uid, name, req, ret_pid, why, why_n);
     (void)fatia_json_int(p->shim, "pgid", &pgid);
     snprintf(path, sizeof(path), "%s/%s/spec.json", a->pods_dir, uid);
     spec = json_load_file(path, 0, NULL);

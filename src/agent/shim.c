@@ -30,7 +30,10 @@
  * Invariants: the status file is written after every change, durably, before the shim acts on
  * the next event, so what it says happened did happen; the pause process is reaped last, so the
  * process group P exists (and its id is not reused) for as long as the shim signals it; every
- * descriptor is close-on-exec, so containers inherit only stdin (/dev/null), stdout and stderr.
+ * descriptor is close-on-exec, so containers inherit only stdin (/dev/null, or a pipe the shim
+ * writes attached clients' input to when the spec says stdin: true), stdout and stderr. Each
+ * container also has an attach socket (shim_attach.c) whose clients get its output as the log
+ * does.
  *
  * Rejected: one supervisor per container (conmon's shape). The pod's processes must share one
  * process group, and a group can only be joined from within its session, so one session leader
@@ -60,6 +63,7 @@
 #include "agent/crilog.h"
 #include "agent/proc.h"
 #include "agent/runtime.h"
+#include "agent/shim_attach.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/error.h"
@@ -102,6 +106,9 @@ struct ctr {
     json_t *last_state;      /* {"terminated": ...} of the previous instance, or NULL */
     fatia_usec_t restart_at; /* monotonic; 0: no restart pending */
     int out_fd, err_fd;
+    int in_fd;                    /* stdin's write end (spec stdin: true), else -1 */
+    bool want_stdin, stdin_once;  /* spec */
+    struct fatia_shim_attach att; /* kubectl attach (shim_attach.c) */
     struct fatia_linebuf out_lb, err_lb;
     struct fatia_crilog log;
     uint64_t oom_before;
@@ -368,7 +375,7 @@ static void on_terminated(struct shim *s, struct ctr *c);
  * exit code 128, as containerd reports it) and goes through the restart policy like an exit. */
 static void start_ctr(struct shim *s, struct ctr *c)
 {
-    int out[2] = {-1, -1}, err[2] = {-1, -1};
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
     char path[4200];
     pid_t pid = 0;
     int r;
@@ -392,7 +399,17 @@ static void start_ctr(struct shim *s, struct ctr *c)
         c->log.fd = -1;
     }
     c->out_lb.len = c->err_lb.len = 0;
-    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+    if (c->att.lsock < 0) {
+        int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        r = dfd < 0 ? -errno : fatia_shim_attach_listen(&c->att, dfd, c->name);
+        if (r < 0)
+            fatia_log_errno(FATIA_LOG_WARNING, r, "pod %s/%s: container '%s': no attach socket",
+                            s->ns, s->name, c->name);
+        if (dfd >= 0)
+            close(dfd);
+    }
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+        (c->want_stdin && pipe2(in, O_CLOEXEC) < 0)) {
         snprintf(c->term_msg, sizeof(c->term_msg), "cannot make the output pipes: %s",
                  fatia_strerror(-errno));
         goto fail;
@@ -405,18 +422,24 @@ static void start_ctr(struct shim *s, struct ctr *c)
                                   .cwd = c->cwd,
                                   .spec = c->spec,
                                   .instance = c->restarts};
-        struct fatia_rt_stdio io = {.in = s->null_fd, .out = out[1], .err = err[1]};
+        struct fatia_rt_stdio io = {
+            .in = in[0] >= 0 ? in[0] : s->null_fd, .out = out[1], .err = err[1]};
         r = s->rt->create(&s->pod, &rc, &io, &pid, c->term_msg, sizeof(c->term_msg));
     }
     close(out[1]);
     close(err[1]);
-    out[1] = err[1] = -1;
+    if (in[0] >= 0)
+        close(in[0]);
+    out[1] = err[1] = in[0] = -1;
     if (r < 0)
         goto fail;
     c->pid = pid;
     (void)fatia_proc_start_time(pid, &c->pid_start);
     c->out_fd = out[0];
     c->err_fd = err[0];
+    c->in_fd = in[1];
+    if (c->in_fd >= 0)
+        set_nonblock(c->in_fd);
     set_nonblock(c->out_fd);
     set_nonblock(c->err_fd);
     c->st = C_RUNNING;
@@ -431,6 +454,8 @@ fail:
             close(out[i]);
         if (err[i] >= 0)
             close(err[i]);
+        if (in[i] >= 0)
+            close(in[i]);
     }
     c->out_fd = c->err_fd = -1;
     if (c->log.fd >= 0) {
@@ -457,6 +482,7 @@ static bool pump(struct ctr *c, int fd, struct fatia_linebuf *lb, const char *st
     for (int i = 0; i < 16; i++) {
         ssize_t n = read(fd, buf, sizeof(buf));
         if (n > 0) {
+            fatia_shim_attach_output(&c->att, stream[3] == 'o' ? 1 : 2, buf, (size_t)n);
             if (c->log.fd >= 0)
                 (void)fatia_linebuf_feed(lb, &c->log, stream, fatia_now_real_usec(), buf,
                                          (size_t)n);
@@ -478,6 +504,10 @@ static void close_output(struct ctr *c)
     if (c->err_fd >= 0)
         close(c->err_fd);
     c->out_fd = c->err_fd = -1;
+    if (c->in_fd >= 0)
+        close(c->in_fd);
+    c->in_fd = -1;
+    fatia_shim_attach_hangup(&c->att); /* the instance ended: so do its attaches */
     if (c->log.fd >= 0) {
         (void)fatia_linebuf_flush(&c->out_lb, &c->log, "stdout", now);
         (void)fatia_linebuf_flush(&c->err_lb, &c->log, "stderr", now);
@@ -756,7 +786,10 @@ static int load_ctrs(struct shim *s, json_t *arr, bool init, size_t *at)
         x->spec = c;
         x->init = init;
         x->st = C_WAITING;
-        x->out_fd = x->err_fd = -1;
+        x->out_fd = x->err_fd = x->in_fd = -1;
+        x->att.lsock = -1;
+        x->want_stdin = json_is_true(json_object_get(c, "stdin"));
+        x->stdin_once = json_is_true(json_object_get(c, "stdinOnce"));
         x->log.fd = -1;
         snprintf(x->wait_reason, sizeof(x->wait_reason), "%s",
                  init ? "PodInitializing" : "ContainerCreating");
@@ -936,7 +969,7 @@ static void handle_signals(struct shim *s)
 
 static void run(struct shim *s)
 {
-    struct pollfd *pfd = fatia_xcalloc(1 + 2 * s->n_ctrs, sizeof(*pfd));
+    struct pollfd *pfd = fatia_xcalloc(1 + (3 + FATIA_SHIM_ATTACH_MAX) * s->n_ctrs, sizeof(*pfd));
 
     start_next(s);
     for (;;) {
@@ -986,6 +1019,7 @@ static void run(struct shim *s)
                 pfd[n++] = (struct pollfd){.fd = c->out_fd, .events = POLLIN};
             if (c->err_fd >= 0)
                 pfd[n++] = (struct pollfd){.fd = c->err_fd, .events = POLLIN};
+            n += fatia_shim_attach_pollfds(&c->att, pfd + n);
         }
         timeout = (int)((next - now + 999) / 1000);
         r = poll(pfd, (nfds_t)n, timeout < 0 ? 0 : timeout);
@@ -999,6 +1033,9 @@ static void run(struct shim *s)
             struct ctr *c = &s->ctrs[i];
             for (size_t k = 1; k < n; k++) {
                 if (!pfd[k].revents)
+                    continue;
+                if (fatia_shim_attach_handle(&c->att, pfd[k].fd, pfd[k].revents, &c->in_fd,
+                                             c->stdin_once))
                     continue;
                 if (pfd[k].fd == c->out_fd && c->out_fd >= 0 &&
                     !pump(c, c->out_fd, &c->out_lb, "stdout")) {
@@ -1058,6 +1095,8 @@ int fatia_shim_main(int argc, char **argv)
 
     if (argc >= 2 && !strcmp(argv[1], "exec"))
         return exec_main(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "attach"))
+        return fatia_shim_attach_relay_main(argc, argv);
 
     fatia_log_set_ident("fatia-shim");
     fatia_log_set_timestamps(true);

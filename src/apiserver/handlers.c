@@ -616,7 +616,7 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
         return;
     }
     if (rt->sub && !(!strcmp(rt->sub, "status") && t->kind->has_status) &&
-        !((!strcmp(rt->sub, "log") || !strcmp(rt->sub, "exec") ||
+        !((!strcmp(rt->sub, "log") || !strcmp(rt->sub, "exec") || !strcmp(rt->sub, "attach") ||
            !strcmp(rt->sub, "portforward")) &&
           !strcmp(t->kind->kind, "Pod") && !t->kind->group[0])) {
         reply_status(req, 404, "NotFound", "the server could not find the requested resource");
@@ -627,6 +627,14 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
         (!strcmp(method, "GET") || !strcmp(method, "POST"))) {
         /* GET with Upgrade: websocket; POST is SPDY's (refused there with a reason) */
         fatia_api_exec_start(&c, tgt, req, &r);
+        if (r.code)
+            reply_opres(req, t, ver, &r);
+        fatia_api_opres_release(&r);
+        return;
+    }
+    if (rt->sub && !strcmp(rt->sub, "attach") &&
+        (!strcmp(method, "GET") || !strcmp(method, "POST"))) {
+        fatia_api_attach_start(&c, tgt, req, &r);
         if (r.code)
             reply_opres(req, t, ver, &r);
         fatia_api_opres_release(&r);

@@ -441,6 +441,9 @@ void fatia_api_portforward_start(const struct opctx *c, const struct fatia_api_t
 /* pods/NAME/exec over WebSocket (stream_exec.c): answers req itself (101, or a Status). */
 void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *tgt,
                           struct fatia_api_http_req *req, struct opres *err);
+/* kubectl attach (pods/NAME/attach): exec's session, its process a relay to the container's stdio */
+void fatia_api_attach_start(const struct opctx *c, const struct fatia_api_target *tgt,
+                            struct fatia_api_http_req *req, struct opres *err);
 
 void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q,
                           struct fatia_api_http_req *req, struct opres *err);

@@ -13,12 +13,23 @@
  * strategic patches for the built-in kinds from its compiled-in types (the same merge keys as
  * patch.c) and merge patches for the others, as it does against a real cluster's CRDs.
  *
+ * Descriptions: a field of a built-in kind carries upstream's description, from the table
+ * scripts/explain-gen extracts from python3-kubernetes's models (openapi_desc.c: rows of model,
+ * field, the field's model); the walk follows the kind's schema and the models side by side from
+ * the kind's root model (V1Pod), so a field fatia has and upstream's 1.22 document lacks keeps
+ * its schema's own line. Inlined rather than $ref'd per model: fatia's schemas are one tree per
+ * kind, and kubectl explain reads either.
+ *
  * Documents are built once (the registry is static) and served from memory; the v3 root lists
  * each with a content hash, which clients use as a cache key.
  */
 #include "base/compat.h"
 
+#include <ctype.h>
+#include <stdlib.h>
+
 #include "apiserver/internal.h"
+#include "apiserver/openapi_desc.h"
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/hash.h"
@@ -31,12 +42,122 @@ struct gvdoc {
     char hash[20];
 };
 
-static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth);
+static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth, const char *model);
 
 static void set_desc(json_t *o, const struct fatia_schema *s)
 {
     if (s->desc)
         json_object_set_new(o, "description", json_string(s->desc));
+}
+
+static int desc_cmp(const void *key, const void *elem)
+{
+    const struct fatia_api_desc *a = key, *b = elem;
+    int c = strcmp(a->model, b->model);
+    return c ? c : strcmp(a->field, b->field);
+}
+
+/* Upstream's row for field `field` of model `model` (NULL: none, or no model). */
+static const struct fatia_api_desc *desc_find(const char *model, const char *field)
+{
+    struct fatia_api_desc key = {.model = model, .field = field};
+
+    if (!model || !model[0])
+        return NULL;
+    return bsearch(&key, fatia_api_descs, fatia_api_ndescs, sizeof(key), desc_cmp);
+}
+
+/* The first row of model (NULL: none). */
+static const struct fatia_api_desc *model_rows(const char *model)
+{
+    size_t lo = 0, hi = fatia_api_ndescs;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(fatia_api_descs[mid].model, model) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < fatia_api_ndescs && !strcmp(fatia_api_descs[lo].model, model) ? &fatia_api_descs[lo]
+                                                                              : NULL;
+}
+
+/* The models being drawn, innermost first: a model is not drawn inside itself (JSONSchemaProps
+ * holds JSONSchemaProps in ten fields: drawing it out would be exponential). */
+struct model_chain {
+    const char *model;
+    const struct model_chain *up;
+};
+
+static json_t *model_json(const char *model, bool v3, int depth, const struct model_chain *up);
+
+/* The schema of a value of python type t ("str", "list[V1Container]", "dict(str, str)"). */
+static json_t *ptype_json(const char *t, size_t n, bool v3, int depth, const struct model_chain *up)
+{
+    char name[160];
+
+    if (n > 5 && !strncmp(t, "list[", 5) && t[n - 1] == ']')
+        return json_pack("{s:s,s:o}", "type", "array", "items",
+                         ptype_json(t + 5, n - 6, v3, depth + 1, up));
+    if (n > 10 && !strncmp(t, "dict(str, ", 10) && t[n - 1] == ')')
+        return json_pack("{s:s,s:o}", "type", "object", "additionalProperties",
+                         ptype_json(t + 10, n - 11, v3, depth + 1, up));
+#define IS(lit) (n == sizeof(lit) - 1 && !strncmp(t, lit, n))
+    if (IS("str"))
+        return json_pack("{s:s}", "type", "string");
+    if (IS("int"))
+        return json_pack("{s:s,s:s}", "type", "integer", "format", "int64");
+    if (IS("float"))
+        return json_pack("{s:s}", "type", "number");
+    if (IS("bool"))
+        return json_pack("{s:s}", "type", "boolean");
+    if (IS("datetime"))
+        return json_pack("{s:s,s:s}", "type", "string", "format", "date-time");
+#undef IS
+    snprintf(name, sizeof(name), "%.*s", (int)n, t);
+    if (n < sizeof(name) && model_rows(name))
+        return model_json(name, v3, depth + 1, up);
+    return v3 ? json_pack("{s:b}", "x-kubernetes-preserve-unknown-fields", true) : json_object();
+}
+
+/* The schema of a part fatia keeps open (a status), drawn from upstream's model: its properties
+ * typed and described, unknown members still kept (fatia validates none of them). */
+static json_t *model_json(const char *model, bool v3, int depth, const struct model_chain *up)
+{
+    const struct fatia_api_desc *d = model_rows(model);
+    const struct model_chain me = {model, up};
+    json_t *o, *props;
+
+    for (const struct model_chain *c = up; c && d; c = c->up)
+        if (!strcmp(c->model, model))
+            d = NULL;
+    if (depth > 24 || !d)
+        return v3 ? json_pack("{s:b}", "x-kubernetes-preserve-unknown-fields", true)
+                  : json_object();
+    o = json_pack("{s:s}", "type", "object");
+    props = json_object();
+    for (; d < fatia_api_descs + fatia_api_ndescs && !strcmp(d->model, model); d++) {
+        json_t *p = ptype_json(d->type, strlen(d->type), v3, depth + 1, &me);
+        if (d->desc[0])
+            json_object_set_new(p, "description", json_string(d->desc));
+        json_object_set_new(props, d->field, p);
+    }
+    json_object_set_new(o, "properties", props);
+    json_object_set_new(o, "x-kubernetes-preserve-unknown-fields", json_true());
+    return o;
+}
+
+/* The python3-kubernetes model of kind k at version: "V1Pod", "CoreV1Event", "EventsV1Event";
+ * NULL when the kind is not upstream's (its fields keep the one line of their schema). */
+static const char *root_model(const struct fatia_kind *k, const char *version, char *buf, size_t n)
+{
+    const char *prefix = "";
+
+    if (!strcmp(k->kind, "Event"))
+        prefix = !k->group[0] ? "Core" : !strcmp(k->group, "events.k8s.io") ? "Events" : "";
+    snprintf(buf, n, "%s%c%s%s", prefix, toupper((unsigned char)version[0]), version + 1, k->kind);
+    return desc_find(buf, "metadata") ? buf : NULL;
 }
 
 static json_t *int_or_string(bool v3)
@@ -47,7 +168,7 @@ static json_t *int_or_string(bool v3)
     return json_pack("{s:s,s:s}", "type", "string", "format", "int-or-string");
 }
 
-static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth)
+static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth, const char *model)
 {
     json_t *o;
 
@@ -55,7 +176,11 @@ static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth)
         return json_pack("{s:b}", "x-kubernetes-preserve-unknown-fields", true);
     switch (s->type) {
     case FATIA_T_ANY:
-        o = v3 ? json_pack("{s:b}", "x-kubernetes-preserve-unknown-fields", true) : json_object();
+        if (model && model[0] && model_rows(model))
+            o = model_json(model, v3, depth, NULL);
+        else
+            o = v3 ? json_pack("{s:b}", "x-kubernetes-preserve-unknown-fields", true)
+                   : json_object();
         break;
     case FATIA_T_STRING:
         o = json_pack("{s:s}", "type", "string");
@@ -94,7 +219,11 @@ static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth)
         json_t *props = json_object(), *req = json_array();
         o = json_pack("{s:s}", "type", "object");
         for (const struct fatia_field *f = s->fields; f && f->name; f++) {
-            json_object_set_new(props, f->name, schema_json(f->schema, v3, depth + 1));
+            const struct fatia_api_desc *d = desc_find(model, f->name);
+            json_t *p = schema_json(f->schema, v3, depth + 1, d ? d->child : NULL);
+            if (d && d->desc[0])
+                json_object_set_new(p, "description", json_string(d->desc));
+            json_object_set_new(props, f->name, p);
             if (f->flags & FATIA_F_REQUIRED)
                 json_array_append_new(req, json_string(f->name));
         }
@@ -112,7 +241,7 @@ static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth)
     }
     case FATIA_T_ARRAY:
         o = json_pack("{s:s,s:o}", "type", "array", "items",
-                      s->items ? schema_json(s->items, v3, depth + 1) : json_object());
+                      s->items ? schema_json(s->items, v3, depth + 1, model) : json_object());
         if (s->list_key) {
             json_object_set_new(o, "x-kubernetes-list-type", json_string("map"));
             json_object_set_new(o, "x-kubernetes-list-map-keys", json_pack("[s]", s->list_key));
@@ -124,7 +253,7 @@ static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth)
         break;
     case FATIA_T_MAP:
         o = json_pack("{s:s,s:o}", "type", "object", "additionalProperties",
-                      s->items ? schema_json(s->items, v3, depth + 1) : json_object());
+                      s->items ? schema_json(s->items, v3, depth + 1, model) : json_object());
         break;
     default:
         o = json_object();
@@ -138,7 +267,7 @@ static json_t *schema_json(const struct fatia_schema *s, bool v3, int depth)
 
 json_t *fatia_api_openapi_schema(const struct fatia_schema *s, bool v3)
 {
-    return schema_json(s, v3, 0);
+    return schema_json(s, v3, 0, NULL);
 }
 
 /* "io.x-k8s.kueue.v1beta2.ClusterQueue", "io.k8s.api.core.v1.Pod" */
@@ -315,9 +444,10 @@ static bool serves_version(const struct fatia_kind *k, const char *v, bool *stor
 static json_t *kind_schema(const struct fatia_kind *k, const char *version, bool storage, bool v3)
 {
     json_t *sch;
+    char model[160];
 
     if (storage) {
-        sch = schema_json(k->schema, v3, 0);
+        sch = schema_json(k->schema, v3, 0, root_model(k, version, model, sizeof(model)));
     } else {
         sch =
             json_pack("{s:s,s:b}", "type", "object", "x-kubernetes-preserve-unknown-fields", true);

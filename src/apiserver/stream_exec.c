@@ -33,7 +33,12 @@
  * status is written on the error stream and every stream of ours ends (FIN), then the
  * connection closes. Framing: stream_spdy.c.
  *
- * Not here (docs/apiserver.md): attach, port-forward, the base64 subprotocols.
+ * attach (pods/NAME/attach) is the same session with the provider's attach flag: its process is
+ * a relay to the container's own stdio (agent/shim_attach.c), so the protocols, authorization
+ * (create in the namespace, as pods/attach upstream), output pacing and the end (the relay
+ * exits when the container's output ends) are exec's. No TTY: attach -t is refused.
+ *
+ * Not here (docs/apiserver.md): port-forward (stream_portforward.c), the base64 subprotocols.
  */
 #include "base/compat.h"
 
@@ -503,8 +508,8 @@ static struct bufferevent *fd_bev(struct exec_sess *x, int fd, bool reading)
     return b;
 }
 
-void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *tgt,
-                          struct fatia_api_http_req *req, struct opres *err)
+static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt,
+                       struct fatia_api_http_req *req, struct opres *err, bool attach)
 {
     const struct fatia_http_head *h = fatia_api_http_req_head(req);
     const struct fatia_str *upgrade = fatia_http_header_get(h, "Upgrade");
@@ -552,6 +557,18 @@ void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *
         }
     }
     argv[argc] = NULL;
+    if (attach) {
+        /* the container's own process: argv is the relay's business (agent/exec.c) */
+        static char attach_arg[] = "attach";
+        argv[0] = attach_arg;
+        argv[argc = 1] = NULL;
+        if (tty) {
+            fatia_api_opres_fail(err, 400, "BadRequest",
+                                 "attach: a TTY is not supported: fatia's containers do not "
+                                 "allocate one (attach without -t)");
+            return;
+        }
+    }
     if (!argc) {
         fatia_api_opres_fail(err, 400, "BadRequest", "you must specify at least 1 command");
         return;
@@ -634,6 +651,8 @@ void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *
             .container = container,
             .argv = argv,
             .tty = tty,
+            .attach = attach,
+            .attach_stdin = attach && want_in,
             .in = tty       ? slave
                   : want_in ? pin[0]
                             : devnull,
@@ -779,4 +798,16 @@ close_fds:
          *fd != -2; fd++)
         if (*fd >= 0)
             close(*fd);
+}
+
+void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *tgt,
+                          struct fatia_api_http_req *req, struct opres *err)
+{
+    exec_start(c, tgt, req, err, false);
+}
+
+void fatia_api_attach_start(const struct opctx *c, const struct fatia_api_target *tgt,
+                            struct fatia_api_http_req *req, struct opres *err)
+{
+    exec_start(c, tgt, req, err, true);
 }

@@ -130,6 +130,9 @@ struct fatia_exec_req {
     char *const *argv;     /* at least one element */
     bool tty;              /* in, out and err are a terminal's slave: make it the controlling one */
     int in, out, err; /* the descriptors the process gets as 0, 1, 2 (the caller closes them) */
+    bool attach;      /* kubectl attach: argv is ignored; the process relays the container's own
+                         stdio (output from now on; in to its stdin when attach_stdin) */
+    bool attach_stdin;
 };
 
 /* Starts the process; *ret_pid is a child of the caller, whose wait status is the command's.

@@ -20,7 +20,8 @@
  * then clamped to [min, max]. The stable window is the anti-flapping rule: a burst raises the
  * count at once through the panic window, a lull lowers it only once the 60 s average has fallen,
  * at most halving per step. Zero replicas come only from a stable window of zero load with
- * min 0 (KPA's scale to zero, its grace period being the window itself here).
+ * min 0, and only once the samples span a whole stable window (KPA's scale to zero, its grace
+ * period being the window itself here).
  *
  * No sample in the stable window (a fresh controller, a scrape that failed throughout): no data,
  * the caller keeps the count (KPA returns "no data" and does not scale).
@@ -124,6 +125,10 @@ void fatia_ctlr_as_decide(const struct fatia_as_spec *s, struct fatia_as_state *
         desired = st->max_panic;
         ret->panic = true;
     }
+    /* zero only once a whole stable window has been observed (a fresh or restarted autoscaler
+     * has not seen the load before it: KPA's scale-to-zero grace) */
+    if (desired == 0 && (!st->n || now - st->s[st->head].at < s->stable_window))
+        desired = 1;
     if (desired < s->min)
         desired = s->min;
     if (desired > s->max)

@@ -3,7 +3,7 @@
  * (Knative KPA's Scale). The cases follow knative/serving pkg/autoscaler/scaling/autoscaler_test.go
  * (stable mode at the target, panic on a burst at twice the ready count, no scale-down in panic,
  * the scale-down rate limit, no data keeps the count, scale to zero only after a whole stable
- * window without load), with target utilization 1 unless said, plus flapping: a load that
+ * window without load, and only once the samples span a window), with target utilization 1 unless said, plus flapping: a load that
  * oscillates around the target every tick never moves the count.
  */
 #include "base/compat.h"
@@ -151,11 +151,11 @@ static void test_scale_down_rate(void **state)
     struct fatia_as_spec s = spec(0, 20, 10);
     static struct fatia_as_state st;
     (void)state;
-    feed(&st, 0, 60 * S, 0);
-    assert_int_equal(decide(&s, &st, 60 * S, 10), 5);
-    assert_int_equal(decide(&s, &st, 60 * S, 5), 2);
-    assert_int_equal(decide(&s, &st, 60 * S, 2), 1);
-    assert_int_equal(decide(&s, &st, 60 * S, 1), 0);
+    feed(&st, 0, 61 * S, 0);
+    assert_int_equal(decide(&s, &st, 61 * S, 10), 5);
+    assert_int_equal(decide(&s, &st, 61 * S, 5), 2);
+    assert_int_equal(decide(&s, &st, 61 * S, 2), 1);
+    assert_int_equal(decide(&s, &st, 61 * S, 1), 0);
 }
 
 /* Scale to zero only after a whole stable window of zero load, and only with min 0. */
@@ -171,6 +171,22 @@ static void test_scale_to_zero(void **state)
     feed(&st, 60 * S, 91 * S, 0);
     assert_int_equal(decide(&s, &st, 91 * S, 1), 0);
     assert_int_equal(decide(&s1, &st, 91 * S, 1), 1);
+}
+
+/* A fresh autoscaler (or one after a restart) that has seen less than a stable window of zero
+ * load keeps one replica: it has not watched the load long enough to drop the last. */
+static void test_zero_needs_a_full_window(void **state)
+{
+    struct fatia_as_spec s = spec(0, 3, 1);
+    static struct fatia_as_state st;
+    (void)state;
+    feed(&st, 100 * S, 101 * S, 0);
+    assert_int_equal(decide(&s, &st, 101 * S, 1), 1);
+    feed(&st, 101 * S, 160 * S, 0);
+    assert_int_equal(decide(&s, &st, 160 * S, 1), 1); /* samples span 59 s */
+    feed(&st, 160 * S, 161 * S, 0);
+    assert_int_equal(decide(&s, &st, 161 * S, 1), 0);
+    assert_int_equal(decide(&s, &st, 161 * S, 0), 0); /* stays at zero */
 }
 
 /* Flapping: a load alternating 15 / 25 every second around 2 replicas of 10 never moves the count
@@ -214,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_no_data),
         cmocka_unit_test(test_scale_down_rate),
         cmocka_unit_test(test_scale_to_zero),
+        cmocka_unit_test(test_zero_needs_a_full_window),
         cmocka_unit_test(test_no_flapping),
         cmocka_unit_test(test_bounds_and_ring),
     };

@@ -13,13 +13,19 @@
 #   4. scale to zero: minReplicas 0 and no load: the Deployment goes to 0 replicas (Event
 #      ScaledToZero; the InferenceService Ready, reason ScaledToZero); a demand
 #      (serving.fatia.io/demand, what the gateway writes) brings one replica back, and once the
-#      demand is older than the window, zero again.
+#      demand is older than the window, zero again;
+#   5. `fatia gateway --all-inference-pools --hold-timeout`: a request for the scaled-to-zero
+#      model is held, the gateway writes the demand, a replica starts, the request is answered
+#      (200); one whose replica cannot be admitted (no quota) is 503 after the hold timeout; an
+#      unknown model is 404 at once.
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
 find_kubectl
 need_python3
 LOADPID=""
+GWPID=""
 trap '[ -n "$LOADPID" ] && kill $LOADPID 2>/dev/null
+      [ -n "$GWPID" ] && kill $GWPID 2>/dev/null
       if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
 export HOME=$TMP/home
 mkdir -p "$HOME"
@@ -213,5 +219,86 @@ events zero ScaledFromZero
 expect_line "$TMP/ev" "Scaled from 0 to 1 replicas: the gateway holds a request"
 # the demand ages out: zero again
 wait_for "zero: back to zero once the demand is older than the window" zero_reps
+
+# 5. through the gateway: a request for zero is held, the gateway signals the demand, a replica
+#    starts and the request is answered; one for an InferenceService whose replica cannot be
+#    admitted (a ClusterQueue without quota) is 503 after the hold timeout; an unknown model is
+#    404 at once
+cat >"$TMP/s.yaml" <<'YAML'
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: empty-cq}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default-flavor
+      resources: [{name: cpu, nominalQuota: 0}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: starved, namespace: scale}
+spec: {clusterQueue: empty-cq}
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: starved
+  namespace: scale
+  labels: {kueue.x-k8s.io/queue-name: starved}
+  annotations:
+    serving.fatia.io/port: "28113"
+    autoscaling.knative.dev/window: "2s"
+spec:
+  predictor:
+    minReplicas: 0
+    maxReplicas: 1
+    model:
+      modelFormat: {name: vLLM}
+      resources: {requests: {cpu: 600m}}
+YAML
+expect_rc 0 "$k" apply -f "$TMP/s.yaml"
+"$FATIA" gateway --listen 127.0.0.1:0 --health-interval 50ms --all-inference-pools \
+    --hold-timeout 40s --kubeconfig "$KCFG" --port-file "$TMP/gw.port" >"$TMP/gw.log" 2>&1 &
+GWPID=$!
+for _ in $(seq 250); do [ -s "$TMP/gw.port" ] && break; sleep 0.02; done
+G=$(cat "$TMP/gw.port")
+sleep 1 # the gateway's first poll of the pools
+ask() {
+    curl -s -o "$TMP/c" -w '%{http_code}' --max-time 60 "localhost:$G/v1/completions" \
+        -d "{\"model\":\"$1\",\"prompt\":\"hello there\",\"max_tokens\":3}" 2>/dev/null
+}
+expect_rc 0 "$k" annotate isvc zero -n scale serving.fatia.io/demand-
+wait_for "zero: at zero before the gateway's request" zero_reps
+t0=$(date +%s)
+code=$(ask zero)
+[ "$code" = 200 ] || fail "a request for a scaled-to-zero model: $code $(cat "$TMP/c"); $(tail -5 "$TMP/gw.log")"
+echo "scale from zero through the gateway: $code in $(($(date +%s) - t0)) s"
+expect_rc 0 "$k" get isvc zero -n scale -o jsonpath='{.metadata.annotations.serving\.fatia\.io/demand}'
+[ -s "$TMP/out" ] || fail "the gateway did not write the demand: $(tail -5 "$TMP/gw.log")"
+events zero ScaledFromZero
+[ "$(grep -c "the gateway holds a request" "$TMP/ev")" -ge 2 ] ||
+    fail "no second ScaledFromZero Event: $(cat "$TMP/ev")"
+code=$(ask nosuchmodel)
+[ "$code" = 404 ] || fail "an unknown model: $code, want 404 at once"
+kill "$GWPID"
+wait "$GWPID" 2>/dev/null
+starved_zero() { case "$(reps starved)" in 0/ | 0/0) return 0 ;; esac; return 1; }
+wait_for "starved: at zero" starved_zero
+"$FATIA" gateway --listen 127.0.0.1:0 --health-interval 50ms --all-inference-pools \
+    --hold-timeout 3s --kubeconfig "$KCFG" --port-file "$TMP/gw2.port" >"$TMP/gw2.log" 2>&1 &
+GWPID=$!
+for _ in $(seq 250); do [ -s "$TMP/gw2.port" ] && break; sleep 0.02; done
+G=$(cat "$TMP/gw2.port")
+sleep 1
+t0=$(date +%s)
+code=$(ask starved)
+dt=$(($(date +%s) - t0))
+[ "$code" = 503 ] || fail "a model whose replica waits for quota: $code, want 503"
+grep -q "within the hold timeout" "$TMP/c" || fail "503 body: $(cat "$TMP/c")"
+[ "$dt" -ge 2 ] && [ "$dt" -le 10 ] || fail "503 after $dt s, want about the 3 s hold timeout"
+kill "$GWPID"
+wait "$GWPID" 2>/dev/null
 stop_fatiad
 finish

@@ -24,9 +24,22 @@ find_kubectl
 need_python3
 LOADPID=""
 GWPID=""
-trap '[ -n "$LOADPID" ] && kill $LOADPID 2>/dev/null
-      [ -n "$GWPID" ] && kill $GWPID 2>/dev/null
-      if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
+# the node agent keeps pods running across fatiad restarts: delete the replicas before fatiad
+# goes, or their engine-sims outlive the test (and hold its ports)
+cleanup() {
+    [ -n "$LOADPID" ] && kill $LOADPID 2>/dev/null
+    [ -n "$GWPID" ] && kill $GWPID 2>/dev/null
+    if [ -n "$FATIAD_PID" ] && kill -0 "$FATIAD_PID" 2>/dev/null; then
+        "$k" delete isvc --all -n scale --wait=false >/dev/null 2>&1
+        for _ in $(seq 100); do
+            [ -z "$("$k" get pods -n scale -o name 2>/dev/null)" ] && break
+            sleep 0.2
+        done
+        kill -9 "$FATIAD_PID" 2>/dev/null
+    fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
 export HOME=$TMP/home
 mkdir -p "$HOME"
 chmod 711 "$TMP" # pods run under a uid of their namespace (docs/agent.md)
@@ -300,5 +313,9 @@ grep -q "within the hold timeout" "$TMP/c" || fail "503 body: $(cat "$TMP/c")"
 [ "$dt" -ge 2 ] && [ "$dt" -le 10 ] || fail "503 after $dt s, want about the 3 s hold timeout"
 kill "$GWPID"
 wait "$GWPID" 2>/dev/null
+GWPID=""
+expect_rc 0 "$k" delete isvc --all -n scale
+nopods() { [ -z "$("$k" get pods -n scale -o name 2>/dev/null)" ]; }
+wait_for "every replica gone with its InferenceService" nopods
 stop_fatiad
 finish

@@ -16,8 +16,9 @@
 #      demand is older than the window, zero again;
 #   5. `fatia gateway --all-inference-pools --hold-timeout`: a request for the scaled-to-zero
 #      model is held, the gateway writes the demand, a replica starts, the request is answered
-#      (200); one whose replica cannot be admitted (no quota) is 503 after the hold timeout; an
-#      unknown model is 404 at once.
+#      (200); another tenant's key (--api-keys) gets 404 at once and wakes nothing; one whose
+#      replica cannot be admitted (no quota) is 503 after the hold timeout; an unknown model is
+#      404 at once.
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
 find_kubectl
@@ -272,18 +273,34 @@ spec:
       resources: {requests: {cpu: 600m}}
 YAML
 expect_rc 0 "$k" apply -f "$TMP/s.yaml"
+KS=scale-key-0123456789abcdef
+KO=other-key-0123456789abcdef
+printf '%s scale\n%s other\n' "$KS" "$KO" >"$TMP/keys"
 "$FATIA" gateway --listen 127.0.0.1:0 --health-interval 50ms --all-inference-pools \
-    --hold-timeout 40s --kubeconfig "$KCFG" --port-file "$TMP/gw.port" >"$TMP/gw.log" 2>&1 &
+    --api-keys "$TMP/keys" --hold-timeout 40s --kubeconfig "$KCFG" --port-file "$TMP/gw.port" \
+    >"$TMP/gw.log" 2>&1 &
 GWPID=$!
 for _ in $(seq 250); do [ -s "$TMP/gw.port" ] && break; sleep 0.02; done
 G=$(cat "$TMP/gw.port")
 sleep 1 # the gateway's first poll of the pools
+KEY=$KS
 ask() {
-    curl -s -o "$TMP/c" -w '%{http_code}' --max-time 60 "localhost:$G/v1/completions" \
+    curl -s -o "$TMP/c" -w '%{http_code}' --max-time 60 -H "Authorization: Bearer $KEY" \
+        "localhost:$G/v1/completions" \
         -d "{\"model\":\"$1\",\"prompt\":\"hello there\",\"max_tokens\":3}" 2>/dev/null
 }
 expect_rc 0 "$k" annotate isvc zero -n scale serving.fatia.io/demand-
 wait_for "zero: at zero before the gateway's request" zero_reps
+# another tenant cannot wake the model (nor tell it from a model that does not exist): 404 at
+# once, no demand written
+KEY=$KO
+code=$(ask zero)
+[ "$code" = 404 ] || fail "another tenant's request for zero: $code, want 404"
+sleep 1.5
+expect_rc 0 "$k" get isvc zero -n scale -o jsonpath='{.metadata.annotations.serving\.fatia\.io/demand}'
+[ -s "$TMP/out" ] && fail "another tenant's request wrote a demand: $(cat "$TMP/out")"
+zero_reps || fail "another tenant's request woke zero: $(reps zero)"
+KEY=$KS
 t0=$(date +%s)
 code=$(ask zero)
 [ "$code" = 200 ] || fail "a request for a scaled-to-zero model: $code $(cat "$TMP/c"); $(tail -5 "$TMP/gw.log")"
@@ -299,6 +316,7 @@ kill "$GWPID"
 wait "$GWPID" 2>/dev/null
 starved_zero() { case "$(reps starved)" in 0/ | 0/0) return 0 ;; esac; return 1; }
 wait_for "starved: at zero" starved_zero
+KEY=
 "$FATIA" gateway --listen 127.0.0.1:0 --health-interval 50ms --all-inference-pools \
     --hold-timeout 3s --kubeconfig "$KCFG" --port-file "$TMP/gw2.port" >"$TMP/gw2.log" 2>&1 &
 GWPID=$!

@@ -1165,6 +1165,13 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
                      "fatia_gateway_requests_total{code=\"502\"} %" PRIu64 "\n"
                      "fatia_gateway_requests_total{code=\"503\"} %" PRIu64 "\n",
                      g->codes_400, g->codes_502, g->codes_503);
+    fatia_buf_printf(&b,
+                     "# HELP fatia_gateway_held_requests_total Requests held for a pool scaled "
+                     "to zero (--hold-timeout).\n# TYPE fatia_gateway_held_requests_total "
+                     "counter\nfatia_gateway_held_requests_total %" PRIu64 "\n"
+                     "# TYPE fatia_gateway_hold_timeouts_total counter\n"
+                     "fatia_gateway_hold_timeouts_total %" PRIu64 "\n",
+                     g->held_total, g->held_expired);
     fatia_buf_puts(&b, "# HELP fatia_gateway_errors_total Failed requests by reason.\n"
                        "# TYPE fatia_gateway_errors_total counter\n");
     for (int i = 0; i < ERR_N; i++)

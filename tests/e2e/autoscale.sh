@@ -312,6 +312,9 @@ events zero ScaledFromZero
     fail "no second ScaledFromZero Event: $(cat "$TMP/ev")"
 code=$(ask nosuchmodel)
 [ "$code" = 404 ] || fail "an unknown model: $code, want 404 at once"
+curl -s -H "Authorization: Bearer $KS" "localhost:$G/metrics" >"$TMP/gm"
+expect_line "$TMP/gm" "fatia_gateway_held_requests_total 1"
+expect_line "$TMP/gm" "fatia_gateway_hold_timeouts_total 0"
 kill "$GWPID"
 wait "$GWPID" 2>/dev/null
 starved_zero() { case "$(reps starved)" in 0/ | 0/0) return 0 ;; esac; return 1; }

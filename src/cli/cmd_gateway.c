@@ -48,6 +48,10 @@ static const char usage[] =
     "                              routed by the request's \"model\" (the pool's name); with\n"
     "                              --api-keys a tenant reaches the pools of the namespace of\n"
     "                              its name only; an unknown model is 404\n"
+    "  --hold-timeout D            with --all-inference-pools: hold a request for an\n"
+    "                              InferenceService scaled to zero up to D while it asks for a\n"
+    "                              replica (the annotation serving.fatia.io/demand), then 503\n"
+    "                              (default 0: no holding)\n"
     "  --selector SELECTOR         only endpoints whose labels match (static pools)\n"
     "Kubernetes API (InferencePool pools; fatiad or a kube-apiserver):\n"
     "  --server URL                API server (default: the kubeconfig's)\n"
@@ -129,6 +133,7 @@ enum {
     O_ENDPOINTS,
     O_IPOOL,
     O_ALLPOOLS,
+    O_HOLD,
     O_SELECTOR,
     O_SERVER,
     O_KUBECONFIG,
@@ -158,6 +163,7 @@ static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTE
                                      {"filename", required_argument, NULL, 'f'},
                                      {"inference-pool", required_argument, NULL, O_IPOOL},
                                      {"all-inference-pools", no_argument, NULL, O_ALLPOOLS},
+                                     {"hold-timeout", required_argument, NULL, O_HOLD},
                                      {"selector", required_argument, NULL, O_SELECTOR},
                                      {"server", required_argument, NULL, O_SERVER},
                                      {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
@@ -286,6 +292,7 @@ static int parse_opts(int argc, char **argv, struct gw_opts *o)
         case O_HINT:
         case O_HTO:
         case O_CTO:
+        case O_HOLD:
         case O_UTO: {
             fatia_usec_t d;
             if (duration_opt(optarg, &d) < 0)
@@ -301,6 +308,8 @@ static int parse_opts(int argc, char **argv, struct gw_opts *o)
                 o->cfg.health_timeout = d;
             else if (c == O_CTO)
                 o->cfg.connect_timeout = d;
+            else if (c == O_HOLD)
+                o->cfg.hold_timeout = d;
             else
                 o->cfg.upstream_timeout = d;
             break;

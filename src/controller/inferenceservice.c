@@ -36,9 +36,13 @@
  * and says why in PredictorReady and modelStatus.lastFailureInfo. The runtime's containers are not
  * run: the model server is engine-sim whatever the runtime (no vLLM image here).
  *
- * Replicas: predictor.minReplicas (KServe's default 1). maxReplicas, scaleMetric and scaleTarget
- * are validated and kept; no autoscaler acts on them yet, and minReplicas 0 means no replica
- * (scale to zero is not done: Ready stays False).
+ * Replicas: predictor.minReplicas (KServe's default 1) when not autoscaled. With maxReplicas >
+ * minReplicas or minReplicas 0 the autoscaler (isvc_scale.c, its decision autoscale.c: Knative's
+ * KPA on concurrency, queue depth or KV-cache use) sets the count within the bounds; the status
+ * then carries autoscaling {desiredReplicas, readyReplicas, pendingAdmission} and the condition
+ * ReplicasAdmitted (False, PendingAdmission, while replicas wait in Kueue for quota). Scaled to
+ * zero (minReplicas 0, Deployment at 0) is Ready with reason ScaledToZero: the gateway holds a
+ * request and asks for a replica (serving.fatia.io/demand).
  *
  * Change detection: the Deployment carries serving.fatia.io/spec-hash, the FNV-1a of the desired
  * replicas and template; a differing hash rewrites spec.replicas and spec.template (the server's
@@ -57,6 +61,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "controller/ctl_internal.h"
+#include "controller/isvc_scale.h"
 
 #define COMPONENT     "inferenceservice-controller"
 #define ISVC_LABEL    "serving.kserve.io/inferenceservice"
@@ -71,7 +76,8 @@
 struct isvc_ctl {
     struct ctl *ctl;
     struct wq *q;
-    struct informer *isvcs, *deploys, *pools, *runtimes, *cluster_runtimes;
+    struct informer *isvcs, *deploys, *pools, *runtimes, *cluster_runtimes, *pods;
+    struct isvc_scaler *scaler; /* isvc_scale.c */
     char bin[4096];
 };
 
@@ -82,7 +88,7 @@ static uint32_t fnv1a(const char *s, uint32_t h)
     return h;
 }
 
-static int isvc_port(const json_t *isvc)
+int fatia_ctlr_isvc_port(const json_t *isvc)
 {
     const char *a = fatia_ctlr_obj_annotation(isvc, PORT_ANN);
     char key[600];
@@ -236,6 +242,8 @@ static void sync_deployment(struct isvc_ctl *ic, const char *key, const json_t *
     if (!tmpl)
         return;
     fatia_json_int(fatia_json_path(isvc, "spec.predictor"), "minReplicas", &replicas);
+    if (fatia_ctlr_isvc_autoscaled(isvc))
+        replicas = fatia_ctlr_isvc_scale_replicas(ic->scaler, key, isvc, have);
     text = json_dumps(tmpl, JSON_SORT_KEYS | JSON_COMPACT);
     snprintf(hash, sizeof(hash), "%08x-%" PRId64, text ? fnv1a(text, 2166136261u) : 0u, replicas);
     snprintf(dname, sizeof(dname), "%.200s-predictor", name);
@@ -327,9 +335,10 @@ static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isv
                *ns = fatia_ctlr_meta_str(isvc, "namespace");
     const json_t *old = json_object_get(isvc, "status");
     const json_t *ds = json_object_get(dep, "status");
-    int64_t gen = 0, ready = 0, want = 1, dgen = 0, dobs = -1;
+    int64_t gen = 0, ready = 0, want = 1, dgen = 0, dobs = -1, desired = -1;
     json_t *st, *conds, *obj;
-    bool avail, is_ready;
+    bool avail, is_ready, zero;
+    int gated = fatia_ctlr_isvc_scale_gated(ic->scaler, key);
     char url[600], msg[800];
     fatia_usec_t now = fatia_ctlr_now(ic->ctl);
 
@@ -338,12 +347,15 @@ static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isv
     fatia_json_int(ds, "readyReplicas", &ready);
     fatia_json_int(json_object_get(dep, "metadata"), "generation", &dgen);
     fatia_json_int(ds, "observedGeneration", &dobs);
+    fatia_json_int(json_object_get(dep, "spec"), "replicas", &desired);
     avail = dep && fatia_ctlr_cond_true(dep, "Available") && dobs >= dgen;
-    is_ready = !blocked && avail && ready >= 1 && ready >= want;
+    /* scaled to zero is ready: the gateway holds a request and wakes a replica (isvc_scale.c) */
+    zero = !blocked && dep && want == 0 && desired == 0 && dobs >= dgen;
+    is_ready = zero || (!blocked && avail && ready >= 1 && ready >= want);
     if (blocked)
         snprintf(msg, sizeof(msg), "%s", blocked);
-    else if (want == 0)
-        snprintf(msg, sizeof(msg), "minReplicas is 0: no replica runs (scale to zero is not done)");
+    else if (want == 0 && !dep)
+        snprintf(msg, sizeof(msg), "minReplicas is 0: no replica yet");
     else
         snprintf(msg, sizeof(msg), "%" PRId64 " of %" PRId64 " replicas ready", ready, want);
     conds = json_deep_copy(json_object_get(old, "conditions"));
@@ -352,13 +364,24 @@ static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isv
         conds = json_array();
     }
     fatia_ctlr_cond_set(conds, "PredictorReady", is_ready ? "True" : "False",
-                        is_ready  ? "MinimumReplicasAvailable"
-                        : blocked ? reason
-                                  : "MinimumReplicasUnavailable",
+                        zero       ? "ScaledToZero"
+                        : is_ready ? "MinimumReplicasAvailable"
+                        : blocked  ? reason
+                                   : "MinimumReplicasUnavailable",
                         is_ready ? "" : msg, now);
     fatia_ctlr_cond_set(conds, "Ready", is_ready ? "True" : "False",
                         is_ready ? "PredictorReady" : "PredictorNotReady", is_ready ? "" : msg,
                         now);
+    if (fatia_ctlr_isvc_autoscaled(isvc) && dep) {
+        const char *queue = fatia_ctlr_obj_label(isvc, QUEUE_LABEL);
+        char amsg[300];
+        snprintf(amsg, sizeof(amsg),
+                 "%d of %" PRId64 " replicas wait for Kueue admission (queue %s): the scale-up "
+                 "waits for quota",
+                 gated, desired, queue ? queue : "none");
+        fatia_ctlr_cond_set(conds, "ReplicasAdmitted", gated ? "False" : "True",
+                            gated ? "PendingAdmission" : "Admitted", gated ? amsg : "", now);
+    }
     snprintf(url, sizeof(url), "http://%s.%s.svc.cluster.local", name, ns);
     st = json_pack("{s:I,s:s,s:{s:s},s:s,s:o,s:{s:s,s:{s:s,s:s},s:{s:I}}}", "observedGeneration",
                    (json_int_t)gen, "url", url, "address", "url", url, "deploymentMode",
@@ -368,6 +391,11 @@ static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isv
                               : "InProgress",
                    "states", "activeModelState", is_ready ? "Loaded" : "Pending",
                    "targetModelState", "Loaded", "copies", "totalCopies", (json_int_t)ready);
+    if (st && fatia_ctlr_isvc_autoscaled(isvc) && dep)
+        json_object_set_new(st, "autoscaling",
+                            json_pack("{s:I,s:I,s:i}", "desiredReplicas", (json_int_t)desired,
+                                      "readyReplicas", (json_int_t)ready, "pendingAdmission",
+                                      gated));
     if (st && blocked)
         json_object_set_new(json_object_get(st, "modelStatus"), "lastFailureInfo",
                             json_pack("{s:s,s:s}", "reason", reason, "message", blocked));
@@ -451,7 +479,7 @@ static void reconcile(void *arg, const char *key)
         write_status(ic, key, isvc, NULL, reason, blocked);
         return;
     }
-    port = isvc_port(isvc);
+    port = fatia_ctlr_isvc_port(isvc);
     sync_deployment(ic, key, isvc, dep, port, &fd);
     sync_pool(ic, key, isvc, pool, port, &fp);
     if (fd || fp)
@@ -538,8 +566,10 @@ int fatia_ctlr_isvc_ctl_new(struct ctl *c, struct isvc_ctl **ret)
         c, fatia_kind_find("serving.kserve.io/v1alpha1", "ServingRuntime", NULL));
     ic->cluster_runtimes = fatia_ctlr_informer(
         c, fatia_kind_find("serving.kserve.io/v1alpha1", "ClusterServingRuntime", NULL));
+    ic->pods = fatia_ctlr_informer(c, fatia_kind_find("v1", "Pod", NULL));
     if (!ic->q || !ic->isvcs || !ic->deploys || !ic->pools || !ic->runtimes ||
-        !ic->cluster_runtimes) {
+        !ic->cluster_runtimes || !ic->pods ||
+        fatia_ctlr_isvc_scaler_new(c, ic->q, ic->isvcs, ic->deploys, ic->pods, &ic->scaler) < 0) {
         fatia_ctlr_isvc_ctl_free(ic);
         return -ENOMEM;
     }
@@ -559,6 +589,7 @@ void fatia_ctlr_isvc_ctl_free(struct isvc_ctl *ic)
 {
     if (!ic)
         return;
+    fatia_ctlr_isvc_scaler_free(ic->scaler);
     fatia_ctlr_wq_free(ic->q);
     fatia_free(ic);
 }

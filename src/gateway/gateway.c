@@ -130,6 +130,10 @@ struct gw_req {
     struct gw_fetch **probes;
     uint32_t *probe_tokens;
     size_t n_probes, probes_left;
+    /* held for a pool without a ready replica (scale from zero): in g->held until then */
+    bool held, was_held;
+    fatia_usec_t hold_deadline;
+    struct gw_req *held_prev, *held_next;
 };
 
 /* counters of the gateway's own /metrics */
@@ -152,6 +156,12 @@ static const char *const err_names[ERR_N] = {
 struct fatia_gateway {
     struct event_base *base;
     struct fatia_gateway_config cfg;
+    json_t *idle_pools;  /* [{pool: ns/name, name}] without a ready replica */
+    struct gw_req *held; /* requests waiting for one (cfg.hold_timeout) */
+    struct event *hold_timer;
+    uint64_t held_total, held_expired;
+    void (*on_demand)(void *ud, const char *pool);
+    void *on_demand_ud;
     struct fatia_selector *selector;
     struct fatia_httpd *httpd;
     struct fatia_prefix_index *index;
@@ -855,6 +865,122 @@ static bool serves_model(const struct fatia_gateway *g, const struct gw_req *q,
     return m && fatia_str_eqz(q->rb.model, m);
 }
 
+/* ---- scale from zero: requests held for a pool without a ready replica ---- */
+
+/* The idle pool (no ready replica) that serves q's model for its tenant, or NULL. */
+static const char *idle_pool_of(const struct gw_req *q)
+{
+    const struct fatia_gateway *g = q->g;
+    size_t i;
+    json_t *p;
+
+    if (!q->rb.has_model)
+        return NULL;
+    json_array_foreach(g->idle_pools, i, p)
+    {
+        const char *key = fatia_json_str(p, "pool"), *name = fatia_json_str(p, "name");
+        size_t tl = q->tenant ? strlen(q->tenant) : 0;
+        if (!key || !name || !fatia_str_eqz(q->rb.model, name))
+            continue;
+        if (q->tenant && (strncmp(key, q->tenant, tl) || key[tl] != '/'))
+            continue;
+        return key;
+    }
+    return NULL;
+}
+
+static void hold_unlink(struct gw_req *q)
+{
+    if (!q->held)
+        return;
+    if (q->held_prev)
+        q->held_prev->held_next = q->held_next;
+    else
+        q->g->held = q->held_next;
+    if (q->held_next)
+        q->held_next->held_prev = q->held_prev;
+    q->held_prev = q->held_next = NULL;
+    q->held = false;
+}
+
+/* Holds q (returns true) when holding is on, its deadline has not passed, and its model has a
+ * pool that is idle (unknown: the model's pool has no ready replica; the demand is signalled) or
+ * known but not yet routable (a replica just became Ready, its health not yet probed). */
+static bool hold(struct gw_req *q, bool unknown)
+{
+    struct fatia_gateway *g = q->g;
+    fatia_usec_t now = fatia_now_mono_usec();
+    const char *pool = NULL;
+    struct timeval tv = {0, 100000};
+
+    if (g->cfg.hold_timeout <= 0 || q->fail_err)
+        return false;
+    if (unknown && !(pool = idle_pool_of(q)))
+        return false;
+    if (!unknown && !q->was_held && !idle_pool_of(q))
+        return false; /* a pool with replicas none of which is routable: 503 now, as before */
+    if (!q->was_held) {
+        q->was_held = true;
+        q->hold_deadline = now + g->cfg.hold_timeout;
+        g->held_total++;
+    }
+    if (now >= q->hold_deadline) {
+        g->held_expired++;
+        return false;
+    }
+    if (pool && g->on_demand)
+        g->on_demand(g->on_demand_ud, pool);
+    q->held = true;
+    q->held_next = g->held;
+    if (g->held)
+        g->held->held_prev = q;
+    g->held = q;
+    if (g->hold_timer && !evtimer_pending(g->hold_timer, NULL))
+        evtimer_add(g->hold_timer, &tv);
+    return true;
+}
+
+/* Every 100 ms while requests are held: each tries again (and is held again, or answered). */
+static void on_hold_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct fatia_gateway *g = arg;
+    struct gw_req *list = g->held;
+
+    (void)fd;
+    (void)what;
+    g->held = NULL;
+    for (struct gw_req *q = list; q; q = q->held_next)
+        q->held = false;
+    while (list) {
+        struct gw_req *q = list;
+        list = q->held_next;
+        if (list)
+            list->held_prev = NULL;
+        q->held_prev = q->held_next = NULL;
+        forward(q);
+    }
+}
+
+void fatia_gateway_on_demand(struct fatia_gateway *g, void (*fn)(void *ud, const char *pool),
+                             void *ud)
+{
+    g->on_demand = fn;
+    g->on_demand_ud = ud;
+}
+
+int fatia_gateway_set_idle_pools(struct fatia_gateway *g, const json_t *pools)
+{
+    json_t *copy = json_deep_copy(pools);
+
+    if (!copy || !json_is_array(copy)) {
+        json_decref(copy);
+        return -EINVAL;
+    }
+    json_decref(g->idle_pools);
+    g->idle_pools = copy;
+    return 0;
+}
+
 /* Picks an endpoint for q and starts the upstream exchange. */
 static void forward(struct gw_req *q)
 {
@@ -873,6 +999,13 @@ static void forward(struct gw_req *q)
         bool known = false;
         for (size_t i = 0; i < g->n_eps && !known; i++)
             known = serves_model(g, q, g->eps[i]);
+        if (!known && hold(q, true))
+            return;
+        if (!known && q->was_held) {
+            respond_error(q, 503, ERR_NO_ENDPOINT, "ServiceUnavailable",
+                          "no model server became ready within the hold timeout");
+            return;
+        }
         if (!known) {
             char msg[400];
             snprintf(msg, sizeof(msg), "The model `%.*s` does not exist.",
@@ -924,8 +1057,12 @@ static void forward(struct gw_req *q)
         respond_upstream_failure(q);
         return;
     }
+    if (r == -ENOENT && hold(q, false))
+        return;
     if (r == -ENOENT) {
-        respond_error(q, 503, ERR_NO_ENDPOINT, "ServiceUnavailable", "no model server is ready");
+        respond_error(q, 503, ERR_NO_ENDPOINT, "ServiceUnavailable",
+                      q->was_held ? "no model server became ready within the hold timeout"
+                                  : "no model server is ready");
         return;
     }
     if (r == -FATIA_E_LIMIT) {
@@ -1028,6 +1165,13 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
                      "fatia_gateway_requests_total{code=\"502\"} %" PRIu64 "\n"
                      "fatia_gateway_requests_total{code=\"503\"} %" PRIu64 "\n",
                      g->codes_400, g->codes_502, g->codes_503);
+    fatia_buf_printf(&b,
+                     "# HELP fatia_gateway_held_requests_total Requests held for a pool scaled "
+                     "to zero (--hold-timeout).\n# TYPE fatia_gateway_held_requests_total "
+                     "counter\nfatia_gateway_held_requests_total %" PRIu64 "\n"
+                     "# TYPE fatia_gateway_hold_timeouts_total counter\n"
+                     "fatia_gateway_hold_timeouts_total %" PRIu64 "\n",
+                     g->held_total, g->held_expired);
     fatia_buf_puts(&b, "# HELP fatia_gateway_errors_total Failed requests by reason.\n"
                        "# TYPE fatia_gateway_errors_total counter\n");
     for (int i = 0; i < ERR_N; i++)
@@ -1331,6 +1475,8 @@ static void on_abort(void *ud, struct fatia_httpd_conn *c, void *ctx)
     if (!ctx)
         return;
     g->errors[ERR_CLIENT_ABORT]++;
+    if (*(enum ctx_kind *)ctx == CTX_REQ)
+        hold_unlink(q);
     if (*(enum ctx_kind *)ctx == CTX_MODELS) {
         /* a /v1/models fan-out: cancel it */
         struct models_fanout *m = ctx;
@@ -1527,6 +1673,11 @@ int fatia_gateway_new(struct event_base *base, const struct fatia_gateway_config
     r = fatia_httpd_new(base, cfg->listen, &ops, g, &lim, &g->httpd);
     if (r < 0)
         goto fail;
+    g->hold_timer = evtimer_new(base, on_hold_timer, g);
+    if (!g->hold_timer) {
+        r = -ENOMEM;
+        goto fail;
+    }
     *ret = g;
     return 0;
 fail:
@@ -1540,6 +1691,9 @@ void fatia_gateway_free(struct fatia_gateway *g)
         return;
     /* clients first: their requests release their endpoints */
     fatia_httpd_free(g->httpd);
+    if (g->hold_timer)
+        event_free(g->hold_timer);
+    json_decref(g->idle_pools);
     for (size_t i = 0; i < g->n_eps; i++)
         ep_remove(g->eps[i]);
     fatia_free(g->eps);

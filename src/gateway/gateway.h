@@ -57,6 +57,12 @@ struct fatia_gateway_config {
      * (tenant = namespace); a model no such endpoint serves is answered 404 naming it, so a
      * tenant cannot tell another tenant's model from one that does not exist. */
     bool route_by_model;
+    /* Scale from zero: a request for a model whose pool has no ready replica (an idle pool,
+     * fatia_gateway_set_idle_pools) is held up to hold_timeout (0: answered 404/503 at once, as
+     * before) and the demand hook (fatia_gateway_on_demand) is called with the pool
+     * ("namespace/name") each time it is retried (every 100 ms; the hook rate-limits); then
+     * forwarded, or 503 after the timeout. */
+    fatia_usec_t hold_timeout;
 };
 
 #define FATIA_GATEWAY_MODEL_LABEL "serving.fatia.io/model" /* the pool's name */
@@ -77,6 +83,12 @@ int fatia_gateway_port(const struct fatia_gateway *g);
 /* Makes the pool exactly these endpoints (by URL): new ones start probing, missing ones leave.
  * Host names are resolved here (blocking). Returns 0, or -EINVAL with why naming the bad URL
  * (the pool is unchanged). */
+/* The demand hook (above); called on the gateway's loop. */
+void fatia_gateway_on_demand(struct fatia_gateway *g, void (*fn)(void *ud, const char *pool),
+                             void *ud);
+/* The pools without a ready replica, [{"pool": "namespace/name", "name": NAME}] (copied). */
+int fatia_gateway_set_idle_pools(struct fatia_gateway *g, const json_t *pools);
+
 int fatia_gateway_set_endpoints(struct fatia_gateway *g, const struct fatia_gateway_endpoint *v,
                                 size_t n, char *why, size_t why_n);
 

@@ -47,7 +47,11 @@ struct fatia_kubepool {
     atomic_bool stop;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    json_t *pending; /* endpoints for the loop thread, under mu */
+    json_t *pending;      /* endpoints for the loop thread, under mu */
+    json_t *pending_idle; /* idle pools for the loop thread, under mu */
+    json_t *demand;       /* pools ("ns/name") a held request asks a replica for, under mu */
+    json_t *demand_sent;  /* loop thread: pool -> when last signalled (mono usec) */
+    json_t *published_idle;
     /* API thread only */
     char server[512];
     char *token;
@@ -230,6 +234,7 @@ struct xfer {
     struct fatia_kubepool *kp;
     struct fatia_buf *body;                             /* whole body, or */
     void (*on_line)(struct fatia_kubepool *, json_t *); /* one JSON object per line */
+    const char *method, *send, *content_type;           /* a write (PATCH): NULL for a GET */
 };
 
 static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
@@ -279,6 +284,12 @@ static long api_get(struct fatia_kubepool *kp, const char *path, struct xfer *x,
         return -ENOMEM;
     snprintf(url, sizeof(url), "%s%s", kp->server, path);
     curl_easy_setopt(h, CURLOPT_URL, url);
+    if (x->method) {
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, x->method);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, x->send ? x->send : "");
+        if (x->content_type)
+            hdr = curl_slist_append(hdr, x->content_type);
+    }
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -538,21 +549,134 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
     return out;
 }
 
+/* Scale from zero: the pools an InferenceService owns (the pool has its name) that have no
+ * endpoint, handed to the loop thread when they change. */
+static void publish_idle(struct fatia_kubepool *kp, const json_t *pools, const json_t *eps)
+{
+    json_t *idle = json_array(), *served = json_object(), *ep, *pool;
+    size_t i;
+
+    json_array_foreach(eps, i, ep)
+    {
+        const char *k = fatia_json_str(json_object_get(ep, "labels"), FATIA_GATEWAY_POOL_LABEL);
+        if (k)
+            json_object_set_new(served, k, json_true());
+    }
+    json_array_foreach(pools, i, pool)
+    {
+        const char *name = json_string_value(fatia_json_path(pool, "metadata.name"));
+        const char *ns = json_string_value(fatia_json_path(pool, "metadata.namespace"));
+        const json_t *refs = fatia_json_path(pool, "metadata.ownerReferences"), *ref;
+        bool isvc = false;
+        size_t j;
+        char key[600];
+        json_array_foreach(refs, j, ref)
+        {
+            const char *kind = fatia_json_str(ref, "kind"), *rn = fatia_json_str(ref, "name");
+            isvc = isvc || (kind && rn && name && !strcmp(kind, "InferenceService") &&
+                            !strcmp(rn, name) && json_is_true(json_object_get(ref, "controller")));
+        }
+        if (!name || !ns || !isvc)
+            continue;
+        snprintf(key, sizeof(key), "%s/%s", ns, name);
+        if (!json_object_get(served, key))
+            json_array_append_new(idle, json_pack("{s:s,s:s}", "pool", key, "name", name));
+    }
+    json_decref(served);
+    if (kp->published_idle && json_equal(idle, kp->published_idle)) {
+        json_decref(idle);
+        return;
+    }
+    json_decref(kp->published_idle);
+    kp->published_idle = json_incref(idle);
+    pthread_mutex_lock(&kp->mu);
+    json_decref(kp->pending_idle);
+    kp->pending_idle = idle;
+    pthread_mutex_unlock(&kp->mu);
+    event_active(kp->ev_update, EV_TIMEOUT, 0);
+}
+
+/* API thread: the demands the loop thread queued, as the annotation serving.fatia.io/demand on
+ * the InferenceService (a merge patch; the controller wakes a replica, controller/isvc_scale.c). */
+static void send_demand(struct fatia_kubepool *kp)
+{
+    json_t *d;
+    const char *key;
+    json_t *v;
+    char now[40];
+
+    pthread_mutex_lock(&kp->mu);
+    d = kp->demand;
+    kp->demand = NULL;
+    pthread_mutex_unlock(&kp->mu);
+    if (!d)
+        return;
+    fatia_time_format_rfc3339(fatia_now_real_usec(), false, now, sizeof(now));
+    json_object_foreach(d, key, v)
+    {
+        const char *slash = strchr(key, '/');
+        struct fatia_buf body;
+        struct xfer x = {.kp = kp,
+                         .method = "PATCH",
+                         .content_type = "Content-Type: application/merge-patch+json"};
+        char path[800], patch[200];
+        long st;
+        if (!slash)
+            continue;
+        fatia_buf_init(&body, 1u << 20);
+        x.body = &body;
+        snprintf(path, sizeof(path),
+                 "/apis/serving.kserve.io/v1beta1/namespaces/%.*s/inferenceservices/%s",
+                 (int)(slash - key), key, slash + 1);
+        snprintf(patch, sizeof(patch),
+                 "{\"metadata\":{\"annotations\":{\"serving.fatia.io/demand\":\"%s\"}}}", now);
+        x.send = patch;
+        st = api_get(kp, path, &x, 10);
+        if (st != 200)
+            fatia_log(FATIA_LOG_WARNING, "gateway: demand for %s: PATCH answered %ld", key, st);
+        else
+            fatia_log(FATIA_LOG_INFO, "gateway: %s has no ready replica: demand signalled", key);
+        fatia_buf_release(&body);
+    }
+    json_decref(d);
+}
+
+/* Loop thread (the gateway's demand hook): at most one demand a second per pool. */
+static void on_demand(void *ud, const char *pool)
+{
+    struct fatia_kubepool *kp = ud;
+    fatia_usec_t now = fatia_now_mono_usec();
+    json_t *last = json_object_get(kp->demand_sent, pool);
+
+    if (last && now - (fatia_usec_t)json_integer_value(last) < FATIA_USEC_PER_SEC)
+        return;
+    json_object_set_new(kp->demand_sent, pool, json_integer((json_int_t)now));
+    pthread_mutex_lock(&kp->mu);
+    if (!kp->demand)
+        kp->demand = json_object();
+    json_object_set_new(kp->demand, pool, json_true());
+    pthread_mutex_unlock(&kp->mu);
+}
+
 /* All-pools mode: one LIST of the InferencePools and one of the Pods. */
 static int poll_all(struct fatia_kubepool *kp)
 {
     json_t *pools = get_list(kp, "/apis/inference.networking.k8s.io/v1/inferencepools");
     json_t *pods = pools ? get_list(kp, "/api/v1/pods") : NULL;
+    json_t *eps;
 
     if (!pools || !pods) {
         json_decref(pools);
         json_decref(pods);
         return -EIO;
     }
-    publish_eps(kp, fatia_kubepool_all_endpoints(json_object_get(pools, "items"),
-                                                 json_object_get(pods, "items")));
+    eps = fatia_kubepool_all_endpoints(json_object_get(pools, "items"),
+                                       json_object_get(pods, "items"));
+    publish_idle(kp, json_object_get(pools, "items"), eps);
+    publish_eps(kp, eps);
     json_decref(pools);
     json_decref(pods);
+    send_demand(kp);
     return 0;
 }
 
@@ -561,7 +685,7 @@ static void on_update(evutil_socket_t fd, short what, void *arg)
 {
     struct fatia_kubepool *kp = arg;
     struct fatia_gateway_endpoint *v;
-    json_t *eps;
+    json_t *eps, *idle;
     size_t n;
     char why[256];
 
@@ -570,7 +694,12 @@ static void on_update(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_lock(&kp->mu);
     eps = kp->pending;
     kp->pending = NULL;
+    idle = kp->pending_idle;
+    kp->pending_idle = NULL;
     pthread_mutex_unlock(&kp->mu);
+    if (idle)
+        fatia_gateway_set_idle_pools(kp->g, idle);
+    json_decref(idle);
     if (!eps)
         return;
     n = json_array_size(eps);
@@ -782,6 +911,7 @@ int fatia_kubepool_start(struct event_base *base, struct fatia_gateway *g,
     pthread_cond_init(&kp->cv, NULL);
     fatia_buf_init(&kp->line, 64u << 20);
     kp->pods = json_object();
+    kp->demand_sent = json_object();
     if (kc->server)
         snprintf(kp->server, sizeof(kp->server), "%s", kc->server);
     kp->insecure = kc->insecure;
@@ -808,6 +938,7 @@ int fatia_kubepool_start(struct event_base *base, struct fatia_gateway *g,
     }
     if (!pool_obj && ns_name && !strcmp(ns_name, "*")) {
         kp->all = true;
+        fatia_gateway_on_demand(g, on_demand, kp);
         snprintf(kp->ns, sizeof(kp->ns), "*");
         snprintf(kp->name, sizeof(kp->name), "*");
         kp->ev_update = event_new(base, -1, 0, on_update, kp);
@@ -921,9 +1052,15 @@ void fatia_kubepool_stop(struct fatia_kubepool *kp)
     pthread_mutex_unlock(&kp->mu);
     if (kp->started)
         pthread_join(kp->thread, NULL);
+    if (kp->all && kp->g)
+        fatia_gateway_on_demand(kp->g, NULL, NULL);
     if (kp->ev_update)
         event_free(kp->ev_update);
     json_decref(kp->pending);
+    json_decref(kp->pending_idle);
+    json_decref(kp->demand);
+    json_decref(kp->demand_sent);
+    json_decref(kp->published_idle);
     json_decref(kp->pods);
     json_decref(kp->pool);
     json_decref(kp->published);

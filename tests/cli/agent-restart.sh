@@ -20,15 +20,16 @@ bound_pod long "" "  terminationGracePeriodSeconds: 2" <<EOF
 EOF
 bound_pod exits "" "  restartPolicy: Never" <<EOF
   - name: main
-    command: ["sh", "-c", "echo up; sleep 1.5; echo bye; exit 7"]
+    command: ["sh", "-c", "echo up; sleep 3; echo bye; exit 7"]
 EOF
 bound_pod flaky "" "  restartPolicy: OnFailure" <<EOF
   - name: main
-    command: ["sh", "-c", "echo start >> $SHARED/flaky.starts; sleep 1; [ \$(wc -l < $SHARED/flaky.starts) -ge 2 ]"]
+    command: ["sh", "-c", "echo start >> $SHARED/flaky.starts; sleep 2; [ \$(wc -l < $SHARED/flaky.starts) -ge 2 ]"]
 EOF
-wait_for 10 phase_is long Running
-wait_for 10 phase_is exits Running
-wait_for 10 phase_is flaky Running
+wait_for 30 phase_is long Running
+# (long enough lives that a loaded machine still sees them Running before the kill)
+wait_for 30 phase_is exits Running
+wait_for 30 phase_is flaky Running
 wait_for 5 test -s "$SHARED/long.pid"
 LONG_PID=$(cat "$SHARED/long.pid")
 
@@ -40,18 +41,18 @@ EOF
 kill -9 "$FATIAD_PID"
 wait "$FATIAD_PID" 2>/dev/null
 FATIAD_PID=
-sleep 2.5 # exits ends with 7 and flaky restarts while no fatiad runs
+sleep 4.5 # exits ends with 7 and flaky restarts while no fatiad runs
 
 kill -0 "$LONG_PID" || fail "long: the process died with fatiad"
 start_fatiad "$D" "${ARGS[@]}" || exit 1
 wait_for 10 grep -q "agent: found" "$D.log" # logged once the agent has read its pods
-wait_for 10 phase_is exits Failed
+wait_for 30 phase_is exits Failed
 [ "$(jp exits '.status.containerStatuses[0].state.terminated.exitCode')" = 7 ] ||
     fail "exits: exit code $(jp exits '.status.containerStatuses[0].state.terminated.exitCode')"
 expect_rc 0 k logs exits
 [ "$(cat "$TMP/out")" = "up
 bye" ] || fail "exits: logs: $(cat "$TMP/out")"
-wait_for 10 phase_is flaky Succeeded
+wait_for 30 phase_is flaky Succeeded
 [ "$(jp flaky '.status.containerStatuses[0].restartCount')" = 1 ] ||
     fail "flaky: restartCount $(jp flaky '.status.containerStatuses[0].restartCount')"
 wait_for 10 phase_is race Succeeded

@@ -95,7 +95,8 @@ python3 - "$TMP/out" <<'EOF' || fail "isvc status: $(cat "$TMP/out")"
 import json, sys
 s = json.load(open(sys.argv[1]))["status"]
 conds = {c["type"]: c["status"] for c in s["conditions"]}
-assert conds == {"PredictorReady": "True", "Ready": "True"}, conds
+# llama is autoscaled (maxReplicas 4): ReplicasAdmitted too (tests/e2e/autoscale.sh)
+assert conds == {"PredictorReady": "True", "Ready": "True", "ReplicasAdmitted": "True"}, conds
 m = s["modelStatus"]
 assert m["transitionStatus"] == "UpToDate", m
 assert m["states"] == {"activeModelState": "Loaded", "targetModelState": "Loaded"}, m

@@ -1433,7 +1433,8 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         const char *name = fatia_json_str(c, "name"), *cwd = fatia_json_str(c, "workingDir");
         struct fatia_env env = {0};
         struct fatia_devenv_opts dopt = {.vgpu_lib = a->have_vgpu ? a->vgpu_lib : NULL,
-                                         .vgpu_log = a->o.vgpu_log};
+                                         .vgpu_log = a->o.vgpu_log,
+                                         .in_container = op != NULL};
         char acct_name[512], acct[4800], pipe_dir[4400] = "", layer[1500] = "";
         json_t *argv = NULL, *envj, *oci = NULL;
         int r;
@@ -1520,7 +1521,21 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
             r = fatia_pod_devices_env(devs, name, &dopt, &env, why, why_n);
         if (r == 0 && op)
             r = fatia_oci_ctr_prepare(op, c, &env, &argv, &oci, why, why_n);
-        else if (r == 0)
+        if (r == 0 && oci && acct_name[0]) {
+            /* the accounting file is the container's user's (its host id), as in the process
+             * mode it is the pod's uid's: the interposer opens it read-write */
+            json_int_t hu = json_integer_value(json_object_get(oci, "hostUid"));
+            json_int_t hg = json_integer_value(json_object_get(oci, "hostGid"));
+            if (lchown(acct, (uid_t)hu, (gid_t)hg) < 0) {
+                r = -errno;
+                snprintf(why, why_n, "container '%s': cannot give its accounting file to uid %lld",
+                         name, (long long)hu);
+                json_decref(oci);
+                json_decref(argv);
+                oci = argv = NULL;
+                r = -EIO;
+            }
+        } else if (r == 0)
             r = fatia_podspec_argv(c, &env, &argv, why, why_n);
         if (r < 0) {
             fatia_env_release(&env);
@@ -1656,6 +1671,7 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     bool oci = a->oci && !(rtc && !strcmp(rtc, FATIA_RUNTIME_CLASS_PROCESS));
     bool host_net = fatia_json_bool(spec, "hostNetwork", false);
     struct fatia_oci_pod op = {0};
+    char cdi_node[1600];
     uint32_t host_base = 0;
     int64_t v;
     char *text;
@@ -1731,6 +1747,12 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     json_decref(p->mps_gpus);
     p->mps_gpus = json_array();
     if (oci) {
+        const char *node = fatia_json_str(spec, "nodeName");
+
+        /* the node's slices as CDI devices (cdi_agent.c), current before the pod reads them */
+        snprintf(cdi_node, sizeof(cdi_node), "%s/%s", a->cdi_dir, node ? node : "");
+        if (devs.n && node)
+            (void)fatia_agent_cdi_node(a, node);
         op = (struct fatia_oci_pod){.pod = p->pod,
                                     .ns = p->ns,
                                     .pod_dir = pod_dir,
@@ -1740,7 +1762,7 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                     .host_path_namespaces = a->o.host_path_namespaces,
                                     .host_network = host_net,
                                     .devs = &devs,
-                                    .cdi_dir = a->cdi_dir,
+                                    .cdi_dir = cdi_node,
                                     .auth_file = a->o.registry_auth,
                                     .insecure_registries = a->o.insecure_registries};
         r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));

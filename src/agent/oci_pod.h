@@ -43,7 +43,7 @@ int fatia_oci_pod_prepare(const struct fatia_oci_pod *op, json_t **ret_tmpfs, ch
                           size_t why_n);
 
 /* One container: its argv (*ret_argv), its bundle template, and its spec.json "oci" object
- * (*ret_oci: image, imageID, lowerdir, rootUid, rootGid). env is what the agent computed for it.
+ * (*ret_oci: image, imageID, lowerdir, rootUid, rootGid; hostUid, hostGid: its user's host ids). env is what the agent computed for it.
  * -ENOENT (the image is not in the store), -FATIA_E_INVALID, -errno; why set. */
 int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
                           const struct fatia_env *env, json_t **ret_argv, json_t **ret_oci,

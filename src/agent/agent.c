@@ -1521,13 +1521,14 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
             r = fatia_pod_devices_env(devs, name, &dopt, &env, why, why_n);
         if (r == 0 && op)
             r = fatia_oci_ctr_prepare(op, c, &env, &argv, &oci, why, why_n);
+        else if (r == 0)
+            r = fatia_podspec_argv(c, &env, &argv, why, why_n);
         if (r == 0 && oci && acct_name[0]) {
             /* the accounting file is the container's user's (its host id), as in the process
              * mode it is the pod's uid's: the interposer opens it read-write */
             json_int_t hu = json_integer_value(json_object_get(oci, "hostUid"));
             json_int_t hg = json_integer_value(json_object_get(oci, "hostGid"));
             if (lchown(acct, (uid_t)hu, (gid_t)hg) < 0) {
-                r = -errno;
                 snprintf(why, why_n, "container '%s': cannot give its accounting file to uid %lld",
                          name, (long long)hu);
                 json_decref(oci);
@@ -1535,8 +1536,7 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                 oci = argv = NULL;
                 r = -EIO;
             }
-        } else if (r == 0)
-            r = fatia_podspec_argv(c, &env, &argv, why, why_n);
+        }
         if (r < 0) {
             fatia_env_release(&env);
             *err = r == -ENOMEM || r == -ENOENT || r == -EIO ? r : -FATIA_E_INVALID;
@@ -1762,7 +1762,8 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                     .host_path_namespaces = a->o.host_path_namespaces,
                                     .host_network = host_net,
                                     .devs = &devs,
-                                    .cdi_dir = cdi_node,
+                                    .cdi_dir = a->cdi_dir,
+                                    .cdi_node_dir = cdi_node,
                                     .auth_file = a->o.registry_auth,
                                     .insecure_registries = a->o.insecure_registries};
         r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));

@@ -287,8 +287,8 @@ static void drop_overridden(json_t *edits, const json_t *over)
     }
 }
 
-/* The container's slices through CDI (kind fatia.dev/gpu, one device per slice id, from the
- * node's spec), then the slice side's own edits for it (POD_DIR's vgpu/<container>.edits.json,
+/* The container's slices through CDI (kind fatia.dev/gpu, one device per slice id: from the
+ * admin's specs when they name them all, else from the agent's spec of the node), then the slice side's own edits for it (POD_DIR's vgpu/<container>.edits.json,
  * when written): where both mount one container path (a capped slice's vgpu.conf and accounting
  * file), the container's own wins, since its caps and accounting file are the pod's. */
 static int apply_devices(const struct fatia_oci_pod *op, const char *cname, json_t *cfg, char *why,
@@ -306,7 +306,10 @@ static int apply_devices(const struct fatia_oci_pod *op, const char *cname, json
     }
     snprintf(path, sizeof(path), "%.3000s/vgpu/%.300s.edits.json", op->pod_dir, cname);
     extra = json_load_file(path, 0, NULL);
+    /* the admin's specs first (all of the container's devices there), else the node's */
     r = fatia_cdi_edits(op->cdi_dir, FATIA_CDI_KIND, names, n, &edits, why, why_n);
+    if (r == -ENOENT && op->cdi_node_dir)
+        r = fatia_cdi_edits(op->cdi_node_dir, FATIA_CDI_KIND, names, n, &edits, why, why_n);
     if (r == 0 && edits && extra)
         drop_overridden(edits, extra);
     if (r == 0 && edits)

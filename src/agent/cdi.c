@@ -4,7 +4,8 @@
  * Model: discovery looks at fixed places (nvidia-ctk's: /dev, the distribution's library
  * directories and /usr/local/nvidia, PATH-like bin directories) and keeps what exists; the spec
  * is built from the ResourceSlice's devices, so it names exactly the slices placement can give,
- * by the same ids; the slice's minor comes from its id (gpu-<minor>...), as trust_devices reads it.
+ * by the same ids, of the GPUs whose /dev/nvidia<minor> the host has (a simulated GPU has none:
+ * a container of its slice fails with "no spec", not with runc's missing mount source); the slice's minor comes from its id (gpu-<minor>...), as trust_devices reads it.
  *
  * Invariants: every device name is a slice id and unique; every path in the spec is absolute;
  * the spec is written whole and renamed into place; the capped slices' files are root's and
@@ -124,6 +125,15 @@ static json_t *ro_mount(const char *host, const char *ctr, const char *type)
                      type, "options", "ro", "nosuid", "nodev", "rbind");
 }
 
+static bool node_exists(const char *root, const char *path)
+{
+    char host[1100];
+    struct stat st;
+
+    snprintf(host, sizeof(host), "%s%s", root ? root : "", path);
+    return stat(host, &st) == 0 && S_ISCHR(st.st_mode);
+}
+
 /* A device node of the host at root (a fake host in the tests): hostPath says where it is. */
 static json_t *dev_node(const char *root, const char *path, unsigned major, unsigned minor)
 {
@@ -219,6 +229,8 @@ int fatia_agent_cdi_spec(const struct fatia_cdi_host *h, const char *root, const
         if (!name_ok(name) || !uuid || minor < 0 || !type)
             continue;
         snprintf(node, sizeof(node), "/dev/nvidia%d", minor);
+        if (!node_exists(root, node))
+            continue; /* a simulated GPU, or one gone: no spec, so no container starts on it */
         snprintf(v1, sizeof(v1), "NVIDIA_VISIBLE_DEVICES=%s", uuid);
         snprintf(v2, sizeof(v2), "CUDA_VISIBLE_DEVICES=%s", uuid);
         edits = json_pack("{s:[o],s:[s,s]}", "deviceNodes",

@@ -27,6 +27,7 @@ R=$TMP/host
 mkdir -p "$R/dev" "$R/usr/lib/x86_64-linux-gnu" "$R/usr/bin"
 mknod "$R/dev/nvidiactl" c 195 255
 mknod "$R/dev/nvidia-uvm" c 238 0
+for m in 0 1 3; do mknod "$R/dev/nvidia$m" c 195 $m; done # the GPUs' nodes (a slice of another has no spec)
 for l in libcuda.so.580.159.04 libnvidia-ml.so.580.159.04 libnvidia-ptxjitcompiler.so.580.159.04; do
     : >"$R/usr/lib/x86_64-linux-gnu/$l"
 done

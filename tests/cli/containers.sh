@@ -299,8 +299,8 @@ cat >"$D/agent/cdi/fatia-test.json" <<EOF
  "containerEdits": {"env": ["FATIA_CDI_COMMON=1"]}}
 EOF
 DEV0='[{"slice":"gpu-0","kind":"whole","uuid":"GPU-00000000-0000-0000-0000-000000000000"}]'
-# a slice in no CDI spec (the agent's spec of the node names slices gpu-<minor>... only)
-DEV1='[{"slice":"gpu-none","kind":"whole","uuid":"GPU-11111111-1111-1111-1111-111111111111"}]'
+# a slice in no CDI spec (the agent's spec of the node has only GPUs whose node the host has)
+DEV1='[{"slice":"gpu-1","kind":"whole","uuid":"GPU-11111111-1111-1111-1111-111111111111"}]'
 bound_pod gpu "$DEV0" "" <<EOF
   - name: main
     image: $IMG
@@ -340,7 +340,7 @@ else
 fi
 [ "$(jp gpuless '.status.containerStatuses[0].state.waiting.reason')" = CreateContainerError ] ||
     fail "a slice with no CDI spec: $(jp gpuless '.status.containerStatuses[0].state')"
-jp gpuless '.status.containerStatuses[0].state.waiting.message' | grep -q "fatia.dev/gpu=gpu-none" ||
+jp gpuless '.status.containerStatuses[0].state.waiting.message' | grep -q "fatia.dev/gpu=gpu-1" ||
     fail "CDI message: $(jp gpuless '.status.containerStatuses[0].state.waiting.message')"
 
 # ---- the fatia-process RuntimeClass: a process on the host ----

@@ -1453,7 +1453,8 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         const char *name = fatia_json_str(c, "name"), *cwd = fatia_json_str(c, "workingDir");
         struct fatia_env env = {0};
         struct fatia_devenv_opts dopt = {.vgpu_lib = a->have_vgpu ? a->vgpu_lib : NULL,
-                                         .vgpu_log = a->o.vgpu_log};
+                                         .vgpu_log = a->o.vgpu_log,
+                                         .in_container = op != NULL};
         char acct_name[512], acct[4800], pipe_dir[4400] = "", layer[1500] = "";
         json_t *argv = NULL, *envj, *oci = NULL;
         int r;
@@ -1548,6 +1549,20 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
             r = fatia_oci_ctr_prepare(op, c, &env, &argv, &oci, why, why_n);
         else if (r == 0)
             r = fatia_podspec_argv(c, &env, &argv, why, why_n);
+        if (r == 0 && oci && acct_name[0]) {
+            /* the accounting file is the container's user's (its host id), as in the process
+             * mode it is the pod's uid's: the interposer opens it read-write */
+            json_int_t hu = json_integer_value(json_object_get(oci, "hostUid"));
+            json_int_t hg = json_integer_value(json_object_get(oci, "hostGid"));
+            if (lchown(acct, (uid_t)hu, (gid_t)hg) < 0) {
+                snprintf(why, why_n, "container '%s': cannot give its accounting file to uid %lld",
+                         name, (long long)hu);
+                json_decref(oci);
+                json_decref(argv);
+                oci = argv = NULL;
+                r = -EIO;
+            }
+        }
         if (r < 0) {
             fatia_env_release(&env);
             *err = r == -ENOMEM || r == -ENOENT || r == -EIO ? r : -FATIA_E_INVALID;
@@ -1691,6 +1706,7 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     struct fatia_oci_pod op = {0};
     struct ref_ctx rc = {a, p};
     struct fatia_podrefs refs = {.get = ref_get, .ctx = &rc, .ns = p->ns};
+    char cdi_node[1600];
     uint32_t host_base = 0;
     int64_t v;
     char *text;
@@ -1766,6 +1782,12 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     json_decref(p->mps_gpus);
     p->mps_gpus = json_array();
     if (oci) {
+        const char *node = fatia_json_str(spec, "nodeName");
+
+        /* the node's slices as CDI devices (cdi_agent.c), current before the pod reads them */
+        snprintf(cdi_node, sizeof(cdi_node), "%s/%s", a->cdi_dir, node ? node : "");
+        if (devs.n && node)
+            (void)fatia_agent_cdi_node(a, node);
         op = (struct fatia_oci_pod){.pod = p->pod,
                                     .ns = p->ns,
                                     .pod_dir = pod_dir,
@@ -1776,6 +1798,7 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                     .host_network = host_net,
                                     .devs = &devs,
                                     .cdi_dir = a->cdi_dir,
+                                    .cdi_node_dir = cdi_node,
                                     .auth_file = a->o.registry_auth,
                                     .insecure_registries = a->o.insecure_registries,
                                     .refs = &refs};

@@ -117,6 +117,8 @@ struct fatia_agent {
 
 /* cdi_agent.c: keeps <pod dir>/cdi/<node>/fatia.dev-gpu.json current (called every tick). */
 void fatia_agent_cdi_tick(struct fatia_agent *a);
+/* Brings node's CDI spec (POD_DIR/cdi/<node>/fatia.dev-gpu.json) up to date now. 0 or -errno. */
+int fatia_agent_cdi_node(struct fatia_agent *a, const char *node);
 void fatia_agent_cdi_free(struct fatia_agent *a);
 
 /* The pod of that uid, or NULL. */

@@ -4,7 +4,8 @@
  * Model: discovery looks at fixed places (nvidia-ctk's: /dev, the distribution's library
  * directories and /usr/local/nvidia, PATH-like bin directories) and keeps what exists; the spec
  * is built from the ResourceSlice's devices, so it names exactly the slices placement can give,
- * by the same ids; the slice's minor comes from its id (gpu-<minor>...), as trust_devices reads it.
+ * by the same ids, of the GPUs whose /dev/nvidia<minor> the host has (a simulated GPU has none:
+ * a container of its slice fails with "no spec", not with runc's missing mount source); the slice's minor comes from its id (gpu-<minor>...), as trust_devices reads it.
  *
  * Invariants: every device name is a slice id and unique; every path in the spec is absolute;
  * the spec is written whole and renamed into place; the capped slices' files are root's and
@@ -124,6 +125,29 @@ static json_t *ro_mount(const char *host, const char *ctr, const char *type)
                      type, "options", "ro", "nosuid", "nodev", "rbind");
 }
 
+static bool node_exists(const char *root, const char *path)
+{
+    char host[1100];
+    struct stat st;
+
+    snprintf(host, sizeof(host), "%s%s", root ? root : "", path);
+    return stat(host, &st) == 0 && S_ISCHR(st.st_mode);
+}
+
+/* A device node of the host at root (a fake host in the tests): hostPath says where it is. */
+static json_t *dev_node(const char *root, const char *path, unsigned major, unsigned minor)
+{
+    json_t *n = json_pack("{s:s,s:s,s:i,s:i,s:s}", "path", path, "type", "c", "major", (int)major,
+                          "minor", (int)minor, "permissions", "rw");
+    char host[1100];
+
+    if (n && root && root[0]) {
+        snprintf(host, sizeof(host), "%s%s", root, path);
+        json_object_set_new(n, "hostPath", json_string(host));
+    }
+    return n;
+}
+
 static const char *attr(const json_t *dev, const char *name)
 {
     return fatia_json_str(json_object_get(json_object_get(dev, "attributes"), name), "string");
@@ -176,19 +200,19 @@ int fatia_agent_cdi_spec(const struct fatia_cdi_host *h, const char *root, const
     const json_t *dev;
     size_t i;
 
-    (void)root;
     if (!spec)
         return -ENOMEM;
     common = json_object_get(spec, "containerEdits");
     list = json_object_get(spec, "devices");
     for (i = 0; i < h->n_nodes; i++)
         json_array_append_new(json_object_get(common, "deviceNodes"),
-                              json_pack("{s:s,s:s,s:i,s:i,s:s}", "path", h->nodes[i], "type", "c",
-                                        "major", (int)h->node_major[i], "minor",
-                                        (int)h->node_minor[i], "permissions", "rw"));
-    for (i = 0; i < h->n_files; i++)
+                              dev_node(root, h->nodes[i], h->node_major[i], h->node_minor[i]));
+    for (i = 0; i < h->n_files; i++) {
+        char host[1100];
+        snprintf(host, sizeof(host), "%s%s", root ? root : "", h->files[i]);
         json_array_append_new(json_object_get(common, "mounts"),
-                              ro_mount(h->files[i], h->files[i], "bind"));
+                              ro_mount(host, h->files[i], "bind"));
+    }
     if (h->n_files && access("/sbin/ldconfig", X_OK) == 0)
         json_array_append_new(json_object_get(common, "hooks"),
                               json_pack("{s:s,s:s,s:[s]}", "hookName", "createContainer", "path",
@@ -205,11 +229,12 @@ int fatia_agent_cdi_spec(const struct fatia_cdi_host *h, const char *root, const
         if (!name_ok(name) || !uuid || minor < 0 || !type)
             continue;
         snprintf(node, sizeof(node), "/dev/nvidia%d", minor);
+        if (!node_exists(root, node))
+            continue; /* a simulated GPU, or one gone: no spec, so no container starts on it */
         snprintf(v1, sizeof(v1), "NVIDIA_VISIBLE_DEVICES=%s", uuid);
         snprintf(v2, sizeof(v2), "CUDA_VISIBLE_DEVICES=%s", uuid);
-        edits = json_pack("{s:[{s:s,s:s,s:i,s:i,s:s}],s:[s,s]}", "deviceNodes", "path", node,
-                          "type", "c", "major", (int)h->gpu_major, "minor", minor, "permissions",
-                          "rw", "env", v1, v2);
+        edits = json_pack("{s:[o],s:[s,s]}", "deviceNodes",
+                          dev_node(root, node, h->gpu_major, (unsigned)minor), "env", v1, v2);
         cap = cap_of(dev);
         if (edits && cap && lib) {
             char conf[700], preload[700], acct[700];

@@ -40,8 +40,9 @@ void fatia_agent_cdi_discover(const char *root, struct fatia_cdi_host *h);
 
 /* The spec for the devices of a ResourceSlice's spec.devices (gpu.nvidia.com's, as the device
  * controller publishes them). files_dir/<slice>/ holds a capped slice's vgpu.conf, ld.so.preload
- * and slice.acct (written by fatia_agent_cdi_write); lib is the interposer. root is stripped from
- * the host's paths' container side. 0 or -ENOMEM. */
+ * and slice.acct (written by fatia_agent_cdi_write); lib is the interposer. root ("" for the
+ * host) is where the host's files are: the hostPath of its device nodes and mounts is root's
+ * path, the container's the host's own. 0 or -ENOMEM. */
 int fatia_agent_cdi_spec(const struct fatia_cdi_host *h, const char *root, const json_t *devices,
                          const char *files_dir, const char *lib, json_t **ret);
 

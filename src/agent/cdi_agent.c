@@ -8,6 +8,10 @@
  * this agent runs (an agent serving every node runs on the one host those pods share). The host
  * is looked at once, at the first write (--agent cdi-root moves it, for the tests).
  *
+ * A container's devices are read from that spec (oci_pod.c): a pod about to start has its node's
+ * spec brought up to date first (fatia_agent_cdi_node), so a slice published a moment ago is
+ * there; --agent cdi-root is then also where the spec's hostPaths point.
+ *
  * Rejected: writing on every ResourceSlice event (the agent does not watch them; the client's
  * cache is read instead, and a second of lag changes nothing for a runtime).
  */
@@ -62,21 +66,71 @@ static json_t *devices_of(struct fatia_agent *a, const char *node)
     return all;
 }
 
+static struct fatia_agent_cdi *cdi_of(struct fatia_agent *a)
+{
+    if (!a->cdi) {
+        a->cdi = fatia_calloc(1, sizeof(*a->cdi));
+        if (!a->cdi)
+            return NULL;
+        a->cdi->last = json_object();
+        a->cdi->ticks = CDI_TICKS - 1; /* the first tick writes */
+    }
+    return a->cdi;
+}
+
+int fatia_agent_cdi_node(struct fatia_agent *a, const char *node)
+{
+    struct fatia_agent_cdi *c = cdi_of(a);
+    const char *root = a->o.cdi_root ? a->o.cdi_root : "";
+    json_t *devs, *spec = NULL;
+    char dir[1500], files[1600];
+    const char *old;
+    char *text = NULL;
+    int r = 0;
+
+    if (!c)
+        return -ENOMEM;
+    if (!node || !node[0] || strlen(node) >= 250 || strchr(node, '/'))
+        return -EINVAL;
+    if (!c->discovered) {
+        fatia_agent_cdi_discover(root, &c->host);
+        c->discovered = true;
+    }
+    devs = devices_of(a, node);
+    snprintf(dir, sizeof(dir), "%s/cdi/%s", a->pod_dir, node);
+    snprintf(files, sizeof(files), "%s/slices", dir);
+    if (fatia_agent_cdi_spec(&c->host, root, devs, files, a->have_vgpu ? a->vgpu_lib : NULL,
+                             &spec) == 0)
+        text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    old = json_string_value(json_object_get(c->last, node));
+    if (text && (!old || strcmp(old, text))) {
+        char parent[1300];
+
+        snprintf(parent, sizeof(parent), "%s/cdi", a->pod_dir);
+        (void)mkdir(parent, 0755);
+        r = fatia_agent_cdi_write(dir, &c->host, root, devs, a->have_vgpu ? a->vgpu_lib : NULL);
+        if (r == 0)
+            json_object_set_new(c->last, node, json_string(text));
+        else
+            fatia_warn("agent: cannot write the CDI spec of node %s in '%s': %s", node, dir,
+                       fatia_strerror(r));
+    } else if (!text) {
+        r = -ENOMEM;
+    }
+    free(text);
+    json_decref(spec);
+    json_decref(devs);
+    return r;
+}
+
 void fatia_agent_cdi_tick(struct fatia_agent *a)
 {
-    struct fatia_agent_cdi *c = a->cdi;
+    struct fatia_agent_cdi *c = cdi_of(a);
     json_t *nodes;
     const char *node;
     json_t *v;
 
-    if (!c) {
-        c = a->cdi = fatia_calloc(1, sizeof(*c));
-        if (!c)
-            return;
-        c->last = json_object();
-        c->ticks = CDI_TICKS - 1; /* the first tick writes */
-    }
-    if (++c->ticks < CDI_TICKS)
+    if (!c || ++c->ticks < CDI_TICKS)
         return;
     c->ticks = 0;
     nodes = json_object();
@@ -93,40 +147,7 @@ void fatia_agent_cdi_tick(struct fatia_agent *a)
         for (struct apod *p = a->pods; p; p = p->next)
             add_node(nodes, fatia_json_str(json_object_get(p->pod, "spec"), "nodeName"));
     }
-    json_object_foreach(nodes, node, v)
-    {
-        json_t *devs = devices_of(a, node), *spec = NULL;
-        char dir[1500], files[1600];
-        const char *old;
-        char *text = NULL;
-
-        if (!c->discovered) {
-            fatia_agent_cdi_discover(a->o.cdi_root ? a->o.cdi_root : "", &c->host);
-            c->discovered = true;
-        }
-        snprintf(dir, sizeof(dir), "%s/cdi/%s", a->pod_dir, node);
-        snprintf(files, sizeof(files), "%s/slices", dir);
-        if (fatia_agent_cdi_spec(&c->host, "", devs, files, a->have_vgpu ? a->vgpu_lib : NULL,
-                                 &spec) == 0)
-            text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
-        old = json_string_value(json_object_get(c->last, node));
-        if (text && (!old || strcmp(old, text))) {
-            char parent[1300];
-            int r;
-
-            snprintf(parent, sizeof(parent), "%s/cdi", a->pod_dir);
-            (void)mkdir(parent, 0755);
-            r = fatia_agent_cdi_write(dir, &c->host, "", devs, a->have_vgpu ? a->vgpu_lib : NULL);
-            if (r == 0)
-                json_object_set_new(c->last, node, json_string(text));
-            else
-                fatia_warn("agent: cannot write the CDI spec of node %s in '%s': %s", node, dir,
-                           fatia_strerror(r));
-        }
-        free(text);
-        json_decref(spec);
-        json_decref(devs);
-    }
+    json_object_foreach(nodes, node, v)(void) fatia_agent_cdi_node(a, node);
     json_decref(nodes);
 }
 

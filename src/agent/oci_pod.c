@@ -280,8 +280,32 @@ static json_t *merge_env(const json_t *ctr, const json_t *icfg, const struct fat
     return out;
 }
 
-/* The container's slices through CDI (kind fatia.dev/gpu, one device per slice id), then the
- * slice side's own edits for it (POD_DIR's vgpu/<container>.edits.json, when written). */
+/* Drops from edits the mounts whose containerPath a mount of over also has. */
+static void drop_overridden(json_t *edits, const json_t *over)
+{
+    json_t *m = json_object_get(edits, "mounts");
+    size_t i = json_array_size(m);
+
+    while (i-- > 0) {
+        const char *cp = fatia_json_str(json_array_get(m, i), "containerPath");
+        size_t k;
+        json_t *x;
+
+        json_array_foreach(json_object_get(over, "mounts"), k, x)
+        {
+            const char *ocp = fatia_json_str(x, "containerPath");
+            if (cp && ocp && !strcmp(cp, ocp)) {
+                json_array_remove(m, i);
+                break;
+            }
+        }
+    }
+}
+
+/* The container's slices through CDI (kind fatia.dev/gpu, one device per slice id: from the
+ * admin's specs when they name them all, else from the agent's spec of the node), then the slice side's own edits for it (POD_DIR's vgpu/<container>.edits.json,
+ * when written): where both mount one container path (a capped slice's vgpu.conf and accounting
+ * file), the container's own wins, since its caps and accounting file are the pod's. */
 static int apply_devices(const struct fatia_oci_pod *op, const char *cname, json_t *cfg, char *why,
                          size_t why_n)
 {
@@ -295,19 +319,21 @@ static int apply_devices(const struct fatia_oci_pod *op, const char *cname, json
         if (!strcmp(op->devs->v[k].container, cname))
             names[n++] = op->devs->v[k].slice;
     }
+    snprintf(path, sizeof(path), "%.3000s/vgpu/%.300s.edits.json", op->pod_dir, cname);
+    extra = json_load_file(path, 0, NULL);
+    /* the admin's specs first (all of the container's devices there), else the node's */
     r = fatia_cdi_edits(op->cdi_dir, FATIA_CDI_KIND, names, n, &edits, why, why_n);
+    if (r == -ENOENT && op->cdi_node_dir)
+        r = fatia_cdi_edits(op->cdi_node_dir, FATIA_CDI_KIND, names, n, &edits, why, why_n);
+    if (r == 0 && edits && extra)
+        drop_overridden(edits, extra);
     if (r == 0 && edits)
         r = fatia_cdi_apply(cfg, edits, why, why_n);
     json_decref(edits);
-    if (r < 0)
-        return r == -ENOENT ? -EIO : r;
-    snprintf(path, sizeof(path), "%.3000s/vgpu/%.300s.edits.json", op->pod_dir, cname);
-    extra = json_load_file(path, 0, NULL);
-    if (extra) {
+    if (r == 0 && extra)
         r = fatia_cdi_apply(cfg, extra, why, why_n);
-        json_decref(extra);
-    }
-    return r;
+    json_decref(extra);
+    return r == -ENOENT ? -EIO : r;
 }
 
 /* kubelet's imagePullPolicy: as set, else Always for ":latest" or no tag, IfNotPresent for
@@ -462,9 +488,10 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
         snprintf(why, why_n, "cannot write '%.300s': %s", path, fatia_strerror(r));
         goto out;
     }
-    *ret_oci = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I}", "image", image, "imageID", digest, "lowerdir",
-                         rootfs, "dir", rootdir, "rootUid", (json_int_t)op->host_base, "rootGid",
-                         (json_int_t)op->host_base);
+    *ret_oci = json_pack(
+        "{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "image", image, "imageID", digest, "lowerdir", rootfs,
+        "dir", rootdir, "rootUid", (json_int_t)op->host_base, "rootGid", (json_int_t)op->host_base,
+        "hostUid", (json_int_t)op->host_base + uid, "hostGid", (json_int_t)op->host_base + gid);
     *ret_argv = argv;
     argv = NULL;
 out:

@@ -24,7 +24,8 @@ struct fatia_oci_pod {
     const char *host_path_namespaces; /* comma-separated, "*": all; NULL: none */
     bool host_network;
     const struct fatia_pod_devices *devs; /* the pod's devices (podspec.h) */
-    const char *cdi_dir;                  /* the CDI specs of the node's slices */
+    const char *cdi_dir;                  /* the admin's CDI specs (POD_DIR/cdi, *.json): they win */
+    const char *cdi_node_dir; /* the agent's spec of the node's slices (POD_DIR/cdi/<node>) */
     /* pulls: the node's auth file (--agent registry-auth), the registries reached without TLS
      * verification (--agent insecure-registries, "host:port,..."), and the hook that gives
      * the credentials of the pod's imagePullSecrets (an auth file written for this pull) once
@@ -47,7 +48,7 @@ int fatia_oci_pod_prepare(const struct fatia_oci_pod *op, json_t **ret_tmpfs, ch
                           size_t why_n);
 
 /* One container: its argv (*ret_argv), its bundle template, and its spec.json "oci" object
- * (*ret_oci: image, imageID, lowerdir, rootUid, rootGid). env is what the agent computed for it.
+ * (*ret_oci: image, imageID, lowerdir, rootUid, rootGid; hostUid, hostGid: its user's host ids). env is what the agent computed for it.
  * -ENOENT (the image is not in the store), -FATIA_E_INVALID, -errno; why set. */
 int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
                           const struct fatia_env *env, json_t **ret_argv, json_t **ret_oci,

@@ -341,7 +341,7 @@ int fatia_pod_devices_env(const struct fatia_pod_devices *d, const char *contain
         (r = fatia_env_set(env, "NVIDIA_VISIBLE_DEVICES", list.p)) < 0 ||
         (r = fatia_env_set(env, "FATIA_SLICES", slices.p)) < 0)
         goto out;
-    if (n_capped) {
+    if (n_capped && !(o && o->in_container)) {
         const char *own = fatia_env_get(env, "LD_PRELOAD");
         char preload[8192], name[48], value[32];
 

@@ -87,13 +87,15 @@ struct fatia_devenv_opts {
     const char *acct_file;    /* the accounting file (fatia_pod_devices_acct_name) */
     const char *mps_pipe_dir; /* the MPS daemon's pipe directory of the container's GPU */
     const char *vgpu_log;     /* FATIA_VGPU_LOG, or NULL */
+    bool in_container;        /* an OCI container: the caps come from its read-only files */
 };
 
 /* Sets a container's device variables in env (after the pod's own, which they override):
  * CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES (GPU or MIG UUIDs, in the annotation's order;
  * "" and "void" for a container with no device, so that it sees no GPU), FATIA_SLICES; for capped
  * devices the interposer's variables (LD_PRELOAD first, the pod's own LD_PRELOAD kept after it);
- * for MPS devices CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and
+ * none of these in a container (in_container: ld.so.preload and vgpu.conf are mounted, and the
+ * host's paths mean nothing there); for MPS devices CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and
  * CUDA_MPS_PINNED_DEVICE_MEM_LIMIT ("<ordinal>=<MiB>M" per MPS device). -EINVAL with why (a
  * capped device without vgpu_lib or acct_file, too many devices), -ENOMEM. */
 int fatia_pod_devices_env(const struct fatia_pod_devices *d, const char *container,

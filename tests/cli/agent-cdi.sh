@@ -27,6 +27,7 @@ R=$TMP/host
 mkdir -p "$R/dev" "$R/usr/lib/x86_64-linux-gnu" "$R/usr/bin"
 mknod "$R/dev/nvidiactl" c 195 255
 mknod "$R/dev/nvidia-uvm" c 238 0
+for m in 0 1 3; do mknod "$R/dev/nvidia$m" c 195 $m; done # the GPUs' nodes (a slice of another has no spec)
 for l in libcuda.so.580.159.04 libnvidia-ml.so.580.159.04 libnvidia-ptxjitcompiler.so.580.159.04; do
     : >"$R/usr/lib/x86_64-linux-gnu/$l"
 done
@@ -49,13 +50,14 @@ YAML
 SPEC=$D/agent/cdi/node-0/fatia.dev-gpu.json
 wait_for 10 test -s "$SPEC"
 python3 "$CHECK" "$SPEC" || fail "the spec breaks CDI's rules: $(cat "$SPEC")"
-python3 - "$SPEC" "$GA" "$GB" "$D/agent/cdi/node-0/slices" <<'PY' || fail "spec content: $(cat "$SPEC")"
+python3 - "$SPEC" "$GA" "$GB" "$D/agent/cdi/node-0/slices" "$R" <<'PY' || fail "spec content: $(cat "$SPEC")"
 import json, os, stat, sys
-spec, ga, gb, files = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4]
+spec, ga, gb, files, root = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 assert spec["kind"] == "fatia.dev/gpu", spec["kind"]
 dev = {d["name"]: d["containerEdits"] for d in spec["devices"]}
 assert set(dev) == {"gpu-0", "gpu-1-ts0", "gpu-1-ts1"}, sorted(dev)
-assert dev["gpu-0"]["deviceNodes"] == [{"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0, "permissions": "rw"}], dev["gpu-0"]
+# the host is the fake root (--agent cdi-root): its nodes and files are there
+assert dev["gpu-0"]["deviceNodes"] == [{"path": "/dev/nvidia0", "hostPath": root + "/dev/nvidia0", "type": "c", "major": 195, "minor": 0, "permissions": "rw"}], dev["gpu-0"]
 assert f"CUDA_VISIBLE_DEVICES={ga}" in dev["gpu-0"]["env"], dev["gpu-0"]["env"]
 assert "mounts" not in dev["gpu-0"], "a whole GPU gets no interposer"
 ts = dev["gpu-1-ts0"]
@@ -70,7 +72,9 @@ assert stat.S_IMODE(os.stat(files + "/gpu-1-ts0/vgpu.conf").st_mode) == 0o444
 assert os.path.getsize(files + "/gpu-1-ts0/slice.acct") > 0, "no accounting file"
 c = spec["containerEdits"]
 assert {(n["path"], n["major"], n["minor"]) for n in c["deviceNodes"]} == {("/dev/nvidiactl", 195, 255), ("/dev/nvidia-uvm", 238, 0)}, c["deviceNodes"]
-paths = {x["hostPath"] for x in c["mounts"]}
+assert all(n["hostPath"] == root + n["path"] for n in c["deviceNodes"]), c["deviceNodes"]
+assert all(x["hostPath"] == root + x["containerPath"] for x in c["mounts"]), c["mounts"]
+paths = {x["containerPath"] for x in c["mounts"]}
 want = {"/usr/lib/x86_64-linux-gnu/" + l for l in ("libcuda.so.580.159.04", "libnvidia-ml.so.580.159.04", "libnvidia-ptxjitcompiler.so.580.159.04")} | {"/usr/bin/nvidia-smi"}
 assert paths == want, paths
 PY

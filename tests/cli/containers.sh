@@ -84,7 +84,7 @@ bound_pod nonroot "" "  restartPolicy: Never" <<EOF
     command: ["true"]
     securityContext: {runAsNonRoot: true}
 EOF
-wait_for 20 phase_is imgcmd Succeeded
+wait_for 20 phase_is imgcmd Succeeded || fail "imgcmd: $(jp imgcmd '.status.containerStatuses[0].state')"
 wait_for 20 running root
 wait_for 20 running user
 wait_for 20 phase_is nonroot Pending
@@ -299,6 +299,7 @@ cat >"$D/agent/cdi/fatia-test.json" <<EOF
  "containerEdits": {"env": ["FATIA_CDI_COMMON=1"]}}
 EOF
 DEV0='[{"slice":"gpu-0","kind":"whole","uuid":"GPU-00000000-0000-0000-0000-000000000000"}]'
+# a slice in no CDI spec (the agent's spec of the node has only GPUs whose node the host has)
 DEV1='[{"slice":"gpu-1","kind":"whole","uuid":"GPU-11111111-1111-1111-1111-111111111111"}]'
 bound_pod gpu "$DEV0" "" <<EOF
   - name: main

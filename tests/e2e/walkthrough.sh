@@ -108,7 +108,7 @@ expect_line "$TMP/env-a1" "CUDA_VISIBLE_DEVICES=$(uuids_of team-a "$(pod_of_job 
 expect_line "$TMP/env-a1" "NVIDIA_VISIBLE_DEVICES=$(uuids_of team-a "$(pod_of_job team-a train-a1)")"
 $K get events -n team-a >"$TMP/events"
 expect_line "$TMP/events" "ImageNotPulled"
-expect_line "$TMP/events" "image pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime recorded, not pulled"
+expect_line "$TMP/events" "image fatia.dev/python3:1 recorded, not pulled"
 
 # 2. a second job of team-a borrows team-b's idle GPUs
 job 11-team-a-train-2.yaml train-a2 150

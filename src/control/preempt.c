@@ -148,20 +148,45 @@ static bool workload_fits(const struct pctx *p, bool allow_borrowing);
  * candidate is gone? Removing usage never lowers what is available, and every search removes a
  * subset of the candidates, so when this fails no search can succeed and the sorting and the
  * share computations are skipped. */
+static bool req_has_fr(const struct pctx *p, uint32_t fr)
+{
+    for (size_t i = 0; i < p->n_req; i++)
+        if (p->req[i].fr == fr)
+            return true;
+    return false;
+}
+
+/* Takes off (sign < 0) or puts back (sign > 0) only the uses of w on the flavor-resources the
+ * preemptor requests: workload_fits reads nothing else, and each flavor-resource's slots are
+ * updated independently of the others', so the test sees exactly the state a full removal
+ * gives, for a third of the tree walks (a workload uses three flavor-resources, the oracle's
+ * searches request one). */
+static void move_requested(const struct pctx *p, const struct ctl_wl *w, int sign)
+{
+    for (size_t i = 0; i < w->n_use; i++) {
+        if (!req_has_fr(p, w->use[i].fr))
+            continue;
+        if (sign < 0)
+            fatia_control_remove_usage(&w->cq->node, w->use[i].fr, w->use[i].v);
+        else
+            fatia_control_add_usage(&w->cq->node, w->use[i].fr, w->use[i].v);
+    }
+}
+
 static bool fits_without_all(const struct pctx *p, struct ctl_wl *const *v, size_t n,
                              const struct cand *cv, size_t cn)
 {
     bool fits;
 
     for (size_t i = 0; i < n; i++)
-        fatia_control_snapshot_remove(p->c, v[i]);
+        move_requested(p, v[i], -1);
     for (size_t i = 0; i < cn; i++)
-        fatia_control_snapshot_remove(p->c, cv[i].wl);
+        move_requested(p, cv[i].wl, -1);
     fits = workload_fits(p, true);
     for (size_t i = 0; i < cn; i++)
-        fatia_control_snapshot_add(p->c, cv[i].wl);
+        move_requested(p, cv[i].wl, 1);
     for (size_t i = 0; i < n; i++)
-        fatia_control_snapshot_add(p->c, v[i]);
+        move_requested(p, v[i], 1);
     return fits;
 }
 

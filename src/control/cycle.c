@@ -258,8 +258,7 @@ static int admit(struct fatia_control *c, struct entry *e)
         w->q = CTL_Q_NONE;
     }
     /* the node usage was charged by the caller; record the admission */
-    w->adm_idx = cq->admitted.n;
-    if (FATIA_VEC_PUSH(&cq->admitted, w) < 0) {
+    if (fatia_control_admitted_push(cq, w) < 0) {
         fatia_control_remove_uses(&cq->node, w->use, w->n_use);
         w->state = CTL_WL_PENDING;
         fatia_control_wl_drop_admission(w);

@@ -349,7 +349,11 @@ struct ctl_cq {
     size_t n_grouped, n_parked, n_inflight;
 
     FATIA_VEC(struct ctl_wl *) admitted; /* ADMITTED and EVICTING */
-    int32_t min_prio;                    /* lowest priority in admitted, when min_prio_valid */
+    /* adm_bits[i] == admitted.v[i]->fr_bits: the preemption searches test the filter in this
+     * dense array and dereference only the workloads that pass it */
+    uint64_t *adm_bits;
+    size_t adm_bits_cap;
+    int32_t min_prio; /* lowest priority in admitted, when min_prio_valid */
     bool min_prio_valid;
     FATIA_VEC(struct ctl_lq *) lqs;
 
@@ -559,6 +563,8 @@ void fatia_control_wl_free(struct ctl_wl *w);
 void fatia_control_wl_charge(struct fatia_control *c,
                              struct ctl_wl *w); /* add usage to its CQ and LQ */
 /* Keeps the admitted-list summaries (slot users, lowest priority) of w's ClusterQueue. */
+/* Appends w to cq's admitted list (and its filter to adm_bits). 0 or -ENOMEM (nothing changed). */
+int fatia_control_admitted_push(struct ctl_cq *cq, struct ctl_wl *w);
 void fatia_control_admitted_note(struct ctl_cq *cq, const struct ctl_wl *w, bool added);
 int32_t fatia_control_cq_min_prio(struct ctl_cq *cq); /* INT32_MAX when nothing is admitted */
 void fatia_control_wl_uncharge(struct fatia_control *c, struct ctl_wl *w);

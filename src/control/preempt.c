@@ -378,7 +378,10 @@ static int cands_from_cq(const struct pctx *p, struct ctl_cq *cq, const struct c
     if (!cq_may_hold(p, cq))
         return 0;
     for (size_t i = 0; i < cq->admitted.n; i++) {
-        enum variant v = classify(p, cq->admitted.v[i], adv);
+        enum variant v;
+        if (!(cq->adm_bits[i] & p->fr_bits))
+            continue;
+        v = classify(p, cq->admitted.v[i], adv);
         if (v == V_NEVER)
             continue;
         if (cands_push(out, (struct cand){cq->admitted.v[i], lca, v}) < 0)
@@ -899,7 +902,10 @@ static int collect_fair_tree(const struct pctx *p, struct ctl_cohort *co, struct
         if (cq == p->cq || !cq_is_borrowing(cq, p->frs, p->n_frs) || !cq_may_hold(p, cq))
             continue;
         for (size_t j = 0; j < cq->admitted.n; j++) {
-            struct ctl_wl *x = cq->admitted.v[j];
+            struct ctl_wl *x;
+            if (!(cq->adm_bits[j] & p->fr_bits))
+                continue;
+            x = cq->admitted.v[j];
             if (!uses_frs(p, x) || !satisfies_policy(p, x))
                 continue;
             if (*n == *cap) {
@@ -934,7 +940,10 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
     ret->n = 0;
     if (p->cq->within != CTL_NEVER && cq_may_hold(p, p->cq)) {
         for (size_t j = 0; j < p->cq->admitted.n; j++) {
-            struct ctl_wl *x = p->cq->admitted.v[j];
+            struct ctl_wl *x;
+            if (!(p->cq->adm_bits[j] & p->fr_bits))
+                continue;
+            x = p->cq->admitted.v[j];
             if (!uses_frs(p, x) || !satisfies_policy(p, x))
                 continue;
             if (n == cap) {

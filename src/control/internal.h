@@ -380,6 +380,7 @@ struct ctl_cohort {
     size_t n_subtree_cqs;
     uint64_t stamp; /* scratch marks of one preemption search */
     bool pruned;
+    uint64_t cand_stamp;  /* == the search's stamp: some ClusterQueue below holds a candidate */
     uint64_t cycle_stamp; /* cycle_rank is valid when this equals the engine's cycle_no */
     size_t cycle_rank;
 };

@@ -652,6 +652,9 @@ static int fs_groups(struct fs_state *s, struct ctl_wl **list, size_t n)
             cq->pruned = false;
             cq->grp_n = 0;
             cq->grp_pos = 0;
+            for (struct ctl_cohort *co = cq->cohort; co && co->cand_stamp != s->stamp;
+                 co = co->parent)
+                co->cand_stamp = s->stamp;
         }
         cq->grp_n++;
     }
@@ -701,8 +704,13 @@ static struct ctl_cq *next_target(struct fs_state *s, struct ctl_cohort *co, int
         struct fatia_control_drs d;
         if (cq_pruned(s, cq))
             continue;
+        /* without a candidate it is pruned whatever its share: skip computing the share */
+        if (!cq_has_workload(s, cq)) {
+            cq_prune(s, cq);
+            continue;
+        }
         d = fatia_control_drs_of(c, &cq->node);
-        if ((d.ratio == 0 && cq != p->cq) || !cq_has_workload(s, cq))
+        if (d.ratio == 0 && cq != p->cq)
             cq_prune(s, cq);
         else if (!best_cq || fatia_control_drs_cmp(d, cq_drs) >= 0) {
             best_cq = cq;
@@ -714,6 +722,12 @@ static struct ctl_cq *next_target(struct fs_state *s, struct ctl_cohort *co, int
         struct fatia_control_drs d;
         if (co_pruned(s, ch))
             continue;
+        /* A subtree without candidates would be chosen, descended into, find nothing and be
+         * pruned, and the search would pick again: pruning it now gives the same targets. */
+        if (ch->cand_stamp != s->stamp) {
+            co_prune(s, ch);
+            continue;
+        }
         d = fatia_control_drs_of(c, &ch->node);
         if (d.ratio == 0 && !on_preemptor_path(p, ch))
             co_prune(s, ch);

@@ -822,6 +822,7 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
 
     /* 2. nominate */
     PHASE(FATIA_CONTROL_PHASE_NOMINATE);
+    fatia_control_nominate_begin(c);
     for (size_t i = 0; i < n; i++) {
         struct entry *e = &entries[i];
         c->phases.nominate++;
@@ -851,6 +852,7 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
         if (r < 0)
             goto out;
     }
+    fatia_control_nominate_end(c);
 
     /* 3. order and 4. process */
     PHASE(FATIA_CONTROL_PHASE_PROCESS);
@@ -909,6 +911,7 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
     if (c->res_adm.n || c->res_ev.n)
         c->result.quiet = false;
 out:
+    fatia_control_nominate_end(c);
     for (size_t i = 0; entries && i < n; i++) {
         entries[i].cq->cycle_entry = NULL;
         if (r < 0 && entries[i].reserved) {

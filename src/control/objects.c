@@ -348,6 +348,7 @@ void fatia_control_free(struct fatia_control *c)
     if (!c)
         return;
     fatia_free(c->amt_fmt);
+    fatia_control_memo_release(c);
     for (size_t i = 0; i < c->wls.n; i++)
         fatia_control_wl_free(c->wls.v[i]);
     FATIA_VEC_RELEASE(&c->wls);

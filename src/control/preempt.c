@@ -942,6 +942,139 @@ static int collect_fair_tree(const struct pctx *p, struct ctl_cohort *co, struct
     return 0;
 }
 
+/* ---- the nomination memo of cohort-tree candidates ---- */
+
+#define CTL_FS_MEMO_N 256
+
+void fatia_control_nominate_begin(struct fatia_control *c)
+{
+    c->nom_gen = ++c->nom_gen_next;
+}
+
+void fatia_control_nominate_end(struct fatia_control *c)
+{
+    c->nom_gen = 0;
+}
+
+void fatia_control_memo_release(struct fatia_control *c)
+{
+    for (size_t i = 0; c->fs_memo && i < CTL_FS_MEMO_N; i++)
+        fatia_free(c->fs_memo[i].v);
+    fatia_free(c->fs_memo);
+    c->fs_memo = NULL;
+}
+
+/* What collect_fair_tree finds for one flavor-resource before the preemptor's own filters:
+ * the admitted workloads that use fr in every ClusterQueue of the tree that borrows on fr, in
+ * the same order. */
+static int memo_fill(const struct pctx *p, const struct ctl_cohort *co, struct ctl_fs_memo *m,
+                     int depth)
+{
+    uint32_t fr = p->frs[0];
+    uint64_t bit = ctl_fr_bits(&fr, 1);
+
+    if (depth > 100000)
+        return 0;
+    for (size_t i = 0; i < co->child_cqs.n; i++) {
+        struct ctl_cq *cq = co->child_cqs.v[i];
+        if (!cq->node.slot[fr].users || !cq_is_borrowing(cq, &fr, 1))
+            continue;
+        for (size_t j = 0; j < cq->admitted.n; j++) {
+            struct ctl_wl *x;
+            if (!(cq->adm_bits[j] & bit))
+                continue;
+            x = cq->admitted.v[j];
+            if (!fatia_control_wl_uses_frs(x, &fr, 1))
+                continue;
+            if (m->n == m->cap) {
+                size_t nc = m->cap ? m->cap * 2 : 64;
+                struct ctl_fs_memo_wl *q = fatia_reallocarray(m->v, nc, sizeof(*q));
+                if (!q)
+                    return -ENOMEM;
+                m->v = q;
+                m->cap = nc;
+            }
+            m->v[m->n++] = (struct ctl_fs_memo_wl){x, cq, x->created, x->priority};
+        }
+    }
+    for (size_t i = 0; i < co->child_cohorts.n; i++) {
+        int r = memo_fill(p, co->child_cohorts.v[i], m, depth + 1);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* collect_fair_tree for a search of one flavor-resource during nomination, from the memo: the
+ * tree part does not depend on the preemptor but for its own ClusterQueue (skipped) and its
+ * policy (satisfies_policy, applied here per workload from the memo's copies of priority and
+ * creation time: neither changes during a nomination phase). cq_may_hold is a shortcut of those
+ * same per-workload filters, so leaving it out changes nothing but the time. Returns 1 when it
+ * did the collection, 0 when the caller must (memo off or not nominating). */
+static int collect_from_memo(const struct pctx *p, const struct ctl_cohort *root,
+                             struct ctl_wl ***v, size_t *n, size_t *cap)
+{
+    struct fatia_control *c = p->c;
+    struct ctl_fs_memo *m;
+    const enum ctl_policy pol = p->cq->reclaim;
+    const int32_t in = p->w->priority;
+    const int64_t in_created = p->w->created;
+    size_t h;
+    int r;
+
+    if (p->n_frs != 1 || !c->nom_gen || c->caches_off)
+        return 0;
+    if (!c->fs_memo) {
+        c->fs_memo = fatia_calloc(CTL_FS_MEMO_N, sizeof(*c->fs_memo));
+        if (!c->fs_memo)
+            return -ENOMEM;
+    }
+    h = (((uintptr_t)root >> 4) * 31u + p->frs[0]) % CTL_FS_MEMO_N;
+    m = &c->fs_memo[h];
+    if (m->gen != c->nom_gen || m->root != root || m->fr != p->frs[0]) {
+        m->gen = 0;
+        m->root = root;
+        m->fr = p->frs[0];
+        m->n = 0;
+        r = memo_fill(p, root, m, 0);
+        if (r < 0)
+            return r;
+        m->gen = c->nom_gen;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        const struct ctl_fs_memo_wl *x = &m->v[i];
+        bool ok = false;
+        if (x->cq == p->cq)
+            continue;
+        switch (pol) {
+        case CTL_NEVER:
+            break;
+        case CTL_LOWER:
+            ok = in > x->priority;
+            break;
+        case CTL_LOWER_OR_NEWER_EQUAL:
+            ok = in > x->priority || (in == x->priority && in_created < x->created);
+            break;
+        case CTL_ANY:
+            ok = true;
+            break;
+        }
+        if (!ok)
+            continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 16;
+            struct ctl_wl **q = fatia_reallocarray(*v, nc, sizeof(*q));
+            if (!q)
+                return -ENOMEM;
+            *v = q;
+            *cap = nc;
+        }
+        (*v)[(*n)++] = x->wl;
+    }
+    c->phases.preempt_candidates += m->n;
+    return 1;
+}
+
 static int fair(const struct pctx *p, struct ctl_targets *ret)
 {
     struct fatia_control *c = p->c;
@@ -974,9 +1107,12 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
         }
     }
     if (p->cq->node.parent && p->cq->reclaim != CTL_NEVER) {
-        r = collect_fair_tree(p, root_of(p->cq), &cands, &n, &cap, 0);
+        r = collect_from_memo(p, root_of(p->cq), &cands, &n, &cap);
+        if (r == 0)
+            r = collect_fair_tree(p, root_of(p->cq), &cands, &n, &cap, 0);
         if (r < 0)
             goto out;
+        r = 0;
     }
     c->phases.preempt_collected += n;
     if (!n)

@@ -1005,39 +1005,12 @@ static int memo_fill(const struct pctx *p, const struct ctl_cohort *co, struct c
     return 0;
 }
 
-static int memo_qsort_cmp(const void *x, const void *y, void *arg)
-{
-    return cand_cmp(((const struct ctl_fs_memo_wl *)x)->wl, ((const struct ctl_fs_memo_wl *)y)->wl,
-                    arg);
-}
-
-/* Merges the sorted runs v[0, k) and v[k, n) (cand_cmp order) in place. */
-static int merge_runs(struct ctl_wl **v, size_t k, size_t n, const struct order_ctx *o)
-{
-    struct ctl_wl **a;
-    size_t i = 0, j = k, out = 0;
-
-    if (k == 0 || k == n || cand_cmp(v[k - 1], v[k], o) < 0)
-        return 0;
-    a = fatia_reallocarray(NULL, k, sizeof(*a));
-    if (!a)
-        return -ENOMEM;
-    memcpy(a, v, k * sizeof(*a));
-    while (i < k && j < n)
-        v[out++] = cand_cmp(a[i], v[j], o) < 0 ? a[i++] : v[j++];
-    while (i < k)
-        v[out++] = a[i++];
-    fatia_free(a);
-    return 0;
-}
-
 /* collect_fair_tree for a search of one flavor-resource during nomination, from the memo: the
  * tree part does not depend on the preemptor but for its own ClusterQueue (skipped) and its
  * policy (satisfies_policy, applied here per workload from the memo's copies of priority and
  * creation time: neither changes during a nomination phase). cq_may_hold is a shortcut of those
  * same per-workload filters, so leaving it out changes nothing but the time. Returns 1 when it
- * did the collection, appending a run sorted in candidate order, 0 when the caller must (memo
- * off or not nominating). */
+ * did the collection, 0 when the caller must (memo off or not nominating). */
 static int collect_from_memo(const struct pctx *p, const struct ctl_cohort *root,
                              struct ctl_wl ***v, size_t *n, size_t *cap)
 {
@@ -1066,13 +1039,6 @@ static int collect_from_memo(const struct pctx *p, const struct ctl_cohort *root
         r = memo_fill(p, root, m, 0);
         if (r < 0)
             return r;
-        /* sorted once in candidate order: no workload of the memo is in the preemptor's
-         * ClusterQueue, so their relative order is the same for every preemptor (order_ctx's
-         * cq only tells the preemptor's own workloads apart) */
-        if (m->n > 1) {
-            struct order_ctx o = {NULL, c->now};
-            qsort_r(m->v, m->n, sizeof(*m->v), memo_qsort_cmp, &o);
-        }
         m->gen = c->nom_gen;
     }
     for (size_t i = 0; i < m->n; i++) {
@@ -1113,8 +1079,7 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
 {
     struct fatia_control *c = p->c;
     struct ctl_wl **cands = NULL, **retry = NULL;
-    size_t n = 0, cap = 0, n_retry = 0, n_own;
-    bool tree_sorted = false;
+    size_t n = 0, cap = 0, n_retry = 0;
     struct order_ctx o = {p->cq, c->now};
     struct fs_state s = {.p = p, .t = ret};
     int r = 0;
@@ -1141,10 +1106,8 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
             cands[n++] = x;
         }
     }
-    n_own = n;
     if (p->cq->node.parent && p->cq->reclaim != CTL_NEVER) {
         r = collect_from_memo(p, root_of(p->cq), &cands, &n, &cap);
-        tree_sorted = r == 1;
         if (r == 0)
             r = collect_fair_tree(p, root_of(p->cq), &cands, &n, &cap, 0);
         if (r < 0)
@@ -1158,16 +1121,8 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
         c->phases.preempt_hopeless++;
         goto out;
     }
-    if (tree_sorted) {
-        /* the preemptor's own run sorted, then merged with the memo's sorted run: the same
-         * order as sorting the whole (cand_cmp is total) */
-        sort_wls(cands, n_own, &o);
-        r = merge_runs(cands, n_own, n, &o);
-        if (r < 0)
-            goto out;
-    } else if (n > 1) {
+    if (n > 1)
         sort_wls(cands, n, &o);
-    }
     fatia_control_add_uses(&p->cq->node, p->req, p->n_req);
     r = fs_groups(&s, cands, n);
     if (r == 0)

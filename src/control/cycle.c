@@ -258,8 +258,7 @@ static int admit(struct fatia_control *c, struct entry *e)
         w->q = CTL_Q_NONE;
     }
     /* the node usage was charged by the caller; record the admission */
-    w->adm_idx = cq->admitted.n;
-    if (FATIA_VEC_PUSH(&cq->admitted, w) < 0) {
+    if (fatia_control_admitted_push(cq, w) < 0) {
         fatia_control_remove_uses(&cq->node, w->use, w->n_use);
         w->state = CTL_WL_PENDING;
         fatia_control_wl_drop_admission(w);
@@ -823,6 +822,7 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
 
     /* 2. nominate */
     PHASE(FATIA_CONTROL_PHASE_NOMINATE);
+    fatia_control_nominate_begin(c);
     for (size_t i = 0; i < n; i++) {
         struct entry *e = &entries[i];
         c->phases.nominate++;
@@ -852,6 +852,7 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
         if (r < 0)
             goto out;
     }
+    fatia_control_nominate_end(c);
 
     /* 3. order and 4. process */
     PHASE(FATIA_CONTROL_PHASE_PROCESS);
@@ -910,6 +911,7 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
     if (c->res_adm.n || c->res_ev.n)
         c->result.quiet = false;
 out:
+    fatia_control_nominate_end(c);
     for (size_t i = 0; entries && i < n; i++) {
         entries[i].cq->cycle_entry = NULL;
         if (r < 0 && entries[i].reserved) {

@@ -349,7 +349,11 @@ struct ctl_cq {
     size_t n_grouped, n_parked, n_inflight;
 
     FATIA_VEC(struct ctl_wl *) admitted; /* ADMITTED and EVICTING */
-    int32_t min_prio;                    /* lowest priority in admitted, when min_prio_valid */
+    /* adm_bits[i] == admitted.v[i]->fr_bits: the preemption searches test the filter in this
+     * dense array and dereference only the workloads that pass it */
+    uint64_t *adm_bits;
+    size_t adm_bits_cap;
+    int32_t min_prio; /* lowest priority in admitted, when min_prio_valid */
     bool min_prio_valid;
     FATIA_VEC(struct ctl_lq *) lqs;
 
@@ -376,6 +380,7 @@ struct ctl_cohort {
     size_t n_subtree_cqs;
     uint64_t stamp; /* scratch marks of one preemption search */
     bool pruned;
+    uint64_t cand_stamp;  /* == the search's stamp: some ClusterQueue below holds a candidate */
     uint64_t cycle_stamp; /* cycle_rank is valid when this equals the engine's cycle_no */
     size_t cycle_rank;
 };
@@ -477,6 +482,26 @@ struct fatia_control {
 
     bool caches_off; /* fatia_control_set_caches(c, false) */
 
+    /* preempt.c: per (root cohort, flavor-resource), the cohort-tree candidates of one
+     * nomination phase (the quota tree does not change while heads are nominated); an entry is
+     * valid while its gen equals nom_gen, and nom_gen is 0 outside nomination */
+    uint64_t nom_gen, nom_gen_next;
+
+    struct ctl_fs_memo {
+        const struct ctl_cohort *root;
+        uint32_t fr;
+        uint64_t gen;
+
+        struct ctl_fs_memo_wl {
+            struct ctl_wl *wl;
+            const struct ctl_cq *cq;
+            int64_t created;
+            int32_t priority;
+        } * v;
+
+        size_t n, cap;
+    } * fs_memo; /* CTL_FS_MEMO_N entries, allocated on first use */
+
     /* amounts already formatted for messages (assign.c ctl_format_amount), direct-mapped */
     struct ctl_amt_fmt {
         uint32_t res; /* resource id + 1; 0: empty */
@@ -559,6 +584,12 @@ void fatia_control_wl_free(struct ctl_wl *w);
 void fatia_control_wl_charge(struct fatia_control *c,
                              struct ctl_wl *w); /* add usage to its CQ and LQ */
 /* Keeps the admitted-list summaries (slot users, lowest priority) of w's ClusterQueue. */
+/* Appends w to cq's admitted list (and its filter to adm_bits). 0 or -ENOMEM (nothing changed). */
+int fatia_control_admitted_push(struct ctl_cq *cq, struct ctl_wl *w);
+/* Brackets a nomination phase for the preemption searches' memo (preempt.c). */
+void fatia_control_nominate_begin(struct fatia_control *c);
+void fatia_control_nominate_end(struct fatia_control *c);
+void fatia_control_memo_release(struct fatia_control *c);
 void fatia_control_admitted_note(struct ctl_cq *cq, const struct ctl_wl *w, bool added);
 int32_t fatia_control_cq_min_prio(struct ctl_cq *cq); /* INT32_MAX when nothing is admitted */
 void fatia_control_wl_uncharge(struct fatia_control *c, struct ctl_wl *w);

@@ -286,6 +286,7 @@ static void cq_free(struct ctl_cq *cq)
     json_decref(cq->spec);
     fatia_control_queue_release(cq);
     FATIA_VEC_RELEASE(&cq->admitted);
+    fatia_free(cq->adm_bits);
     FATIA_VEC_RELEASE(&cq->lqs);
     fatia_free(cq->node.slot);
     fatia_free(cq->node.frs);
@@ -347,6 +348,7 @@ void fatia_control_free(struct fatia_control *c)
     if (!c)
         return;
     fatia_free(c->amt_fmt);
+    fatia_control_memo_release(c);
     for (size_t i = 0; i < c->wls.n; i++)
         fatia_control_wl_free(c->wls.v[i]);
     FATIA_VEC_RELEASE(&c->wls);
@@ -606,6 +608,18 @@ bool fatia_control_ns_matches(const struct fatia_control *c, const struct ctl_cq
 
 /* ---- charging ---- */
 
+int fatia_control_admitted_push(struct ctl_cq *cq, struct ctl_wl *w)
+{
+    if (fatia_vec_reserve_raw((void **)&cq->adm_bits, &cq->adm_bits_cap, cq->admitted.n + 1,
+                              sizeof(*cq->adm_bits)) < 0)
+        return -ENOMEM;
+    if (FATIA_VEC_PUSH(&cq->admitted, w) < 0)
+        return -ENOMEM;
+    w->adm_idx = cq->admitted.n - 1;
+    cq->adm_bits[w->adm_idx] = w->fr_bits;
+    return 0;
+}
+
 void fatia_control_admitted_note(struct ctl_cq *cq, const struct ctl_wl *w, bool added)
 {
     for (size_t i = 0; i < w->n_use; i++) {
@@ -638,8 +652,7 @@ void fatia_control_wl_charge(struct fatia_control *c, struct ctl_wl *w)
 {
     struct ctl_cq *cq = w->cq;
 
-    w->adm_idx = cq->admitted.n;
-    if (FATIA_VEC_PUSH(&cq->admitted, w) < 0) {
+    if (fatia_control_admitted_push(cq, w) < 0) {
         /* cannot record it: force a rebuild, which will not count it either; the workload
          * is then reported pending. */
         c->tree_dirty = true;
@@ -661,6 +674,7 @@ void fatia_control_wl_uncharge(struct fatia_control *c, struct ctl_wl *w)
     if (i >= cq->admitted.n || cq->admitted.v[i] != w)
         return;
     cq->admitted.v[i] = cq->admitted.v[--cq->admitted.n];
+    cq->adm_bits[i] = cq->adm_bits[cq->admitted.n];
     cq->admitted.v[i]->adm_idx = i;
     fatia_control_admitted_note(cq, w, false);
     if (!c->tree_dirty)

@@ -148,20 +148,45 @@ static bool workload_fits(const struct pctx *p, bool allow_borrowing);
  * candidate is gone? Removing usage never lowers what is available, and every search removes a
  * subset of the candidates, so when this fails no search can succeed and the sorting and the
  * share computations are skipped. */
+static bool req_has_fr(const struct pctx *p, uint32_t fr)
+{
+    for (size_t i = 0; i < p->n_req; i++)
+        if (p->req[i].fr == fr)
+            return true;
+    return false;
+}
+
+/* Takes off (sign < 0) or puts back (sign > 0) only the uses of w on the flavor-resources the
+ * preemptor requests: workload_fits reads nothing else, and each flavor-resource's slots are
+ * updated independently of the others', so the test sees exactly the state a full removal
+ * gives, for a third of the tree walks (a workload uses three flavor-resources, the oracle's
+ * searches request one). */
+static void move_requested(const struct pctx *p, const struct ctl_wl *w, int sign)
+{
+    for (size_t i = 0; i < w->n_use; i++) {
+        if (!req_has_fr(p, w->use[i].fr))
+            continue;
+        if (sign < 0)
+            fatia_control_remove_usage(&w->cq->node, w->use[i].fr, w->use[i].v);
+        else
+            fatia_control_add_usage(&w->cq->node, w->use[i].fr, w->use[i].v);
+    }
+}
+
 static bool fits_without_all(const struct pctx *p, struct ctl_wl *const *v, size_t n,
                              const struct cand *cv, size_t cn)
 {
     bool fits;
 
     for (size_t i = 0; i < n; i++)
-        fatia_control_snapshot_remove(p->c, v[i]);
+        move_requested(p, v[i], -1);
     for (size_t i = 0; i < cn; i++)
-        fatia_control_snapshot_remove(p->c, cv[i].wl);
+        move_requested(p, cv[i].wl, -1);
     fits = workload_fits(p, true);
     for (size_t i = 0; i < cn; i++)
-        fatia_control_snapshot_add(p->c, cv[i].wl);
+        move_requested(p, cv[i].wl, 1);
     for (size_t i = 0; i < n; i++)
-        fatia_control_snapshot_add(p->c, v[i]);
+        move_requested(p, v[i], 1);
     return fits;
 }
 
@@ -353,7 +378,10 @@ static int cands_from_cq(const struct pctx *p, struct ctl_cq *cq, const struct c
     if (!cq_may_hold(p, cq))
         return 0;
     for (size_t i = 0; i < cq->admitted.n; i++) {
-        enum variant v = classify(p, cq->admitted.v[i], adv);
+        enum variant v;
+        if (!(cq->adm_bits[i] & p->fr_bits))
+            continue;
+        v = classify(p, cq->admitted.v[i], adv);
         if (v == V_NEVER)
             continue;
         if (cands_push(out, (struct cand){cq->admitted.v[i], lca, v}) < 0)
@@ -624,6 +652,9 @@ static int fs_groups(struct fs_state *s, struct ctl_wl **list, size_t n)
             cq->pruned = false;
             cq->grp_n = 0;
             cq->grp_pos = 0;
+            for (struct ctl_cohort *co = cq->cohort; co && co->cand_stamp != s->stamp;
+                 co = co->parent)
+                co->cand_stamp = s->stamp;
         }
         cq->grp_n++;
     }
@@ -673,8 +704,13 @@ static struct ctl_cq *next_target(struct fs_state *s, struct ctl_cohort *co, int
         struct fatia_control_drs d;
         if (cq_pruned(s, cq))
             continue;
+        /* without a candidate it is pruned whatever its share: skip computing the share */
+        if (!cq_has_workload(s, cq)) {
+            cq_prune(s, cq);
+            continue;
+        }
         d = fatia_control_drs_of(c, &cq->node);
-        if ((d.ratio == 0 && cq != p->cq) || !cq_has_workload(s, cq))
+        if (d.ratio == 0 && cq != p->cq)
             cq_prune(s, cq);
         else if (!best_cq || fatia_control_drs_cmp(d, cq_drs) >= 0) {
             best_cq = cq;
@@ -686,6 +722,12 @@ static struct ctl_cq *next_target(struct fs_state *s, struct ctl_cohort *co, int
         struct fatia_control_drs d;
         if (co_pruned(s, ch))
             continue;
+        /* A subtree without candidates would be chosen, descended into, find nothing and be
+         * pruned, and the search would pick again: pruning it now gives the same targets. */
+        if (ch->cand_stamp != s->stamp) {
+            co_prune(s, ch);
+            continue;
+        }
         d = fatia_control_drs_of(c, &ch->node);
         if (d.ratio == 0 && !on_preemptor_path(p, ch))
             co_prune(s, ch);
@@ -874,7 +916,10 @@ static int collect_fair_tree(const struct pctx *p, struct ctl_cohort *co, struct
         if (cq == p->cq || !cq_is_borrowing(cq, p->frs, p->n_frs) || !cq_may_hold(p, cq))
             continue;
         for (size_t j = 0; j < cq->admitted.n; j++) {
-            struct ctl_wl *x = cq->admitted.v[j];
+            struct ctl_wl *x;
+            if (!(cq->adm_bits[j] & p->fr_bits))
+                continue;
+            x = cq->admitted.v[j];
             if (!uses_frs(p, x) || !satisfies_policy(p, x))
                 continue;
             if (*n == *cap) {
@@ -897,6 +942,139 @@ static int collect_fair_tree(const struct pctx *p, struct ctl_cohort *co, struct
     return 0;
 }
 
+/* ---- the nomination memo of cohort-tree candidates ---- */
+
+#define CTL_FS_MEMO_N 256
+
+void fatia_control_nominate_begin(struct fatia_control *c)
+{
+    c->nom_gen = ++c->nom_gen_next;
+}
+
+void fatia_control_nominate_end(struct fatia_control *c)
+{
+    c->nom_gen = 0;
+}
+
+void fatia_control_memo_release(struct fatia_control *c)
+{
+    for (size_t i = 0; c->fs_memo && i < CTL_FS_MEMO_N; i++)
+        fatia_free(c->fs_memo[i].v);
+    fatia_free(c->fs_memo);
+    c->fs_memo = NULL;
+}
+
+/* What collect_fair_tree finds for one flavor-resource before the preemptor's own filters:
+ * the admitted workloads that use fr in every ClusterQueue of the tree that borrows on fr, in
+ * the same order. */
+static int memo_fill(const struct pctx *p, const struct ctl_cohort *co, struct ctl_fs_memo *m,
+                     int depth)
+{
+    uint32_t fr = p->frs[0];
+    uint64_t bit = ctl_fr_bits(&fr, 1);
+
+    if (depth > 100000)
+        return 0;
+    for (size_t i = 0; i < co->child_cqs.n; i++) {
+        struct ctl_cq *cq = co->child_cqs.v[i];
+        if (!cq->node.slot[fr].users || !cq_is_borrowing(cq, &fr, 1))
+            continue;
+        for (size_t j = 0; j < cq->admitted.n; j++) {
+            struct ctl_wl *x;
+            if (!(cq->adm_bits[j] & bit))
+                continue;
+            x = cq->admitted.v[j];
+            if (!fatia_control_wl_uses_frs(x, &fr, 1))
+                continue;
+            if (m->n == m->cap) {
+                size_t nc = m->cap ? m->cap * 2 : 64;
+                struct ctl_fs_memo_wl *q = fatia_reallocarray(m->v, nc, sizeof(*q));
+                if (!q)
+                    return -ENOMEM;
+                m->v = q;
+                m->cap = nc;
+            }
+            m->v[m->n++] = (struct ctl_fs_memo_wl){x, cq, x->created, x->priority};
+        }
+    }
+    for (size_t i = 0; i < co->child_cohorts.n; i++) {
+        int r = memo_fill(p, co->child_cohorts.v[i], m, depth + 1);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* collect_fair_tree for a search of one flavor-resource during nomination, from the memo: the
+ * tree part does not depend on the preemptor but for its own ClusterQueue (skipped) and its
+ * policy (satisfies_policy, applied here per workload from the memo's copies of priority and
+ * creation time: neither changes during a nomination phase). cq_may_hold is a shortcut of those
+ * same per-workload filters, so leaving it out changes nothing but the time. Returns 1 when it
+ * did the collection, 0 when the caller must (memo off or not nominating). */
+static int collect_from_memo(const struct pctx *p, const struct ctl_cohort *root,
+                             struct ctl_wl ***v, size_t *n, size_t *cap)
+{
+    struct fatia_control *c = p->c;
+    struct ctl_fs_memo *m;
+    const enum ctl_policy pol = p->cq->reclaim;
+    const int32_t in = p->w->priority;
+    const int64_t in_created = p->w->created;
+    size_t h;
+    int r;
+
+    if (p->n_frs != 1 || !c->nom_gen || c->caches_off)
+        return 0;
+    if (!c->fs_memo) {
+        c->fs_memo = fatia_calloc(CTL_FS_MEMO_N, sizeof(*c->fs_memo));
+        if (!c->fs_memo)
+            return -ENOMEM;
+    }
+    h = (((uintptr_t)root >> 4) * 31u + p->frs[0]) % CTL_FS_MEMO_N;
+    m = &c->fs_memo[h];
+    if (m->gen != c->nom_gen || m->root != root || m->fr != p->frs[0]) {
+        m->gen = 0;
+        m->root = root;
+        m->fr = p->frs[0];
+        m->n = 0;
+        r = memo_fill(p, root, m, 0);
+        if (r < 0)
+            return r;
+        m->gen = c->nom_gen;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        const struct ctl_fs_memo_wl *x = &m->v[i];
+        bool ok = false;
+        if (x->cq == p->cq)
+            continue;
+        switch (pol) {
+        case CTL_NEVER:
+            break;
+        case CTL_LOWER:
+            ok = in > x->priority;
+            break;
+        case CTL_LOWER_OR_NEWER_EQUAL:
+            ok = in > x->priority || (in == x->priority && in_created < x->created);
+            break;
+        case CTL_ANY:
+            ok = true;
+            break;
+        }
+        if (!ok)
+            continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 16;
+            struct ctl_wl **q = fatia_reallocarray(*v, nc, sizeof(*q));
+            if (!q)
+                return -ENOMEM;
+            *v = q;
+            *cap = nc;
+        }
+        (*v)[(*n)++] = x->wl;
+    }
+    c->phases.preempt_candidates += m->n;
+    return 1;
+}
+
 static int fair(const struct pctx *p, struct ctl_targets *ret)
 {
     struct fatia_control *c = p->c;
@@ -909,7 +1087,10 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
     ret->n = 0;
     if (p->cq->within != CTL_NEVER && cq_may_hold(p, p->cq)) {
         for (size_t j = 0; j < p->cq->admitted.n; j++) {
-            struct ctl_wl *x = p->cq->admitted.v[j];
+            struct ctl_wl *x;
+            if (!(p->cq->adm_bits[j] & p->fr_bits))
+                continue;
+            x = p->cq->admitted.v[j];
             if (!uses_frs(p, x) || !satisfies_policy(p, x))
                 continue;
             if (n == cap) {
@@ -926,9 +1107,12 @@ static int fair(const struct pctx *p, struct ctl_targets *ret)
         }
     }
     if (p->cq->node.parent && p->cq->reclaim != CTL_NEVER) {
-        r = collect_fair_tree(p, root_of(p->cq), &cands, &n, &cap, 0);
+        r = collect_from_memo(p, root_of(p->cq), &cands, &n, &cap);
+        if (r == 0)
+            r = collect_fair_tree(p, root_of(p->cq), &cands, &n, &cap, 0);
         if (r < 0)
             goto out;
+        r = 0;
     }
     c->phases.preempt_collected += n;
     if (!n)

@@ -429,6 +429,8 @@ int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why
             FAIL("workload %s holds quota without a ClusterQueue", w->key);
         if (w->adm_idx >= w->cq->admitted.n || w->cq->admitted.v[w->adm_idx] != w)
             FAIL("workload %s is not in the admitted list of %s", w->key, w->cq->name);
+        if (w->cq->adm_bits[w->adm_idx] != w->fr_bits)
+            FAIL("workload %s: stale flavor-resource filter in %s", w->key, w->cq->name);
         if (w->q != CTL_Q_NONE)
             FAIL("workload %s holds quota and is queued", w->key);
         /* usage equals its assignment */

@@ -24,7 +24,7 @@ struct fatia_oci_pod {
     const char *host_path_namespaces; /* comma-separated, "*": all; NULL: none */
     bool host_network;
     const struct fatia_pod_devices *devs; /* the pod's devices (podspec.h) */
-    const char *cdi_dir;                  /* the admin's CDI specs (POD_DIR/cdi, *.json): they win */
+    const char *cdi_dir;      /* the admin's CDI specs (POD_DIR/cdi, *.json): they win */
     const char *cdi_node_dir; /* the agent's spec of the node's slices (POD_DIR/cdi/<node>) */
     /* pulls: the node's auth file (--agent registry-auth), the registries reached without TLS
      * verification (--agent insecure-registries, "host:port,..."), and the hook that gives

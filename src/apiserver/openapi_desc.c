@@ -5,6 +5,7 @@
 
 #include "apiserver/openapi_desc.h"
 
+/* clang-format off */
 const struct fatia_api_desc fatia_api_descs[] = {
     {"ApiextensionsV1ServiceReference", "name", "", "str",
      "name is the name of the service. Required"},
@@ -2407,3 +2408,4 @@ const struct fatia_api_desc fatia_api_descs[] = {
 };
 
 const size_t fatia_api_ndescs = sizeof(fatia_api_descs) / sizeof(fatia_api_descs[0]);
+/* clang-format on */

@@ -943,7 +943,7 @@ static int setup(struct shim *s)
             /* said in the status (kubelet's reason), so the agent reports it rather than a
              * lost supervisor; nothing of the pod ran */
             snprintf(s->reason, sizeof(s->reason), "FailedCreatePodSandBox");
-            snprintf(s->message, sizeof(s->message), "%s", why);
+            snprintf(s->message, sizeof(s->message), "%.*s", (int)sizeof(s->message) - 1, why);
             s->init_failed = true;
             (void)write_status(s, true);
             return r;

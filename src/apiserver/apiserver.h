@@ -93,6 +93,19 @@ extern const struct fatia_user fatia_user_system;
  * the order they were added. 0 or -ENOMEM. */
 int fatia_apiserver_add_admission(struct fatia_apiserver *s, const struct fatia_admission *plugin);
 
+/* ---- the dashboard ---- */
+
+/* Serves the built dashboard (web/, scripts/dashboard-build) from dir at `/` (index.html,
+ * assets/), without authentication: the pages hold no secret and call the API with the user's
+ * token (dashboard.c); notebook_origin (NULL: none) is told to the pages in /config.json. dir
+ * NULL: none (404). 0, -ENOMEM or the error of opening dir. */
+int fatia_apiserver_set_dashboard(struct fatia_apiserver *s, const char *dir,
+                                  const char *notebook_origin);
+
+/* Every authenticated user may read (get, list, watch) the HardwareProfiles of namespace ns, the
+ * catalog (NULL: none, the default). 0 or -ENOMEM. */
+int fatia_apiserver_set_catalog_namespace(struct fatia_apiserver *s, const char *ns);
+
 /* ---- metrics ---- */
 
 /* GET /metrics (client/plugin.h): without a provider, 404. */

@@ -738,7 +738,7 @@ int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r
     const char *ns = k->namespaced ? c->ns : NULL;
     char what[400];
 
-    if (fatia_user_may(c->user, verb, k->namespaced, ns)) {
+    if (fatia_user_may(c->user, verb, k->namespaced, ns) || fatia_api_catalog_readable(c, verb)) {
         if (fatia_kind_serves_verb(k, verb))
             return 0;
         fatia_api_opres_fail(r, 405, "MethodNotAllowed",

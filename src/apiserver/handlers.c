@@ -834,7 +834,10 @@ void fatia_api_handle_http(void *arg, struct fatia_api_http_req *req)
         return;
     }
     if (fatia_api_route_parse(&tgt, &rt) < 0) {
+        bool served = fatia_api_dashboard_serve(s, req, method, &tgt);
         fatia_api_target_release(&tgt);
+        if (served)
+            return;
         reply_status(req, 404, "NotFound", "the server could not find the requested resource");
         return;
     }

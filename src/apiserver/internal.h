@@ -153,7 +153,9 @@ struct fatia_apiserver {
     struct event *store_ev;
     struct event *bookmark_ev;
     struct fatia_auth *auth;
-    struct fatia_audit *audit; /* NULL: no audit log */
+    struct fatia_audit *audit;             /* NULL: no audit log */
+    struct fatia_api_dashboard *dashboard; /* NULL: no dashboard at / (dashboard.c) */
+    char *catalog_ns; /* tenants read its HardwareProfiles (dashboard.c); NULL: none */
 
     struct rtable *tables; /* one per kind, in fatia_kinds[] order */
     size_t n_tables;
@@ -447,5 +449,18 @@ void fatia_api_attach_start(const struct opctx *c, const struct fatia_api_target
 
 void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q,
                           struct fatia_api_http_req *req, struct opres *err);
+
+/* ---- the dashboard's static files (dashboard.c) ---- */
+
+struct fatia_api_dashboard;
+void fatia_api_dashboard_free(struct fatia_api_dashboard *d);
+/* Answers a GET the router refused with a dashboard file: true when it answered (the request is
+ * finished), false when the target is not a dashboard file (the caller answers 404). */
+bool fatia_api_dashboard_serve(struct fatia_apiserver *s, struct fatia_api_http_req *req,
+                               const char *method, const struct fatia_api_target *t);
+/* Whether verb on c's object is a read of the catalog namespace's HardwareProfiles, which every
+ * authenticated user may do. */
+struct opctx;
+bool fatia_api_catalog_readable(const struct opctx *c, const char *verb);
 
 #endif

@@ -321,6 +321,8 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
     if (s->http)
         fatia_api_watch_shutdown_all(s);
     fatia_api_http_server_free(s->http);
+    fatia_api_dashboard_free(s->dashboard);
+    fatia_free(s->catalog_ns);
     if (s->store_ev)
         event_free(s->store_ev);
     if (s->bookmark_ev)

@@ -126,6 +126,8 @@ static const char usage_more[] =
     "      --notebook-listen HOST:PORT\n"
     "                              the workbench (Jupyter) proxy's own origin (default\n"
     "                              127.0.0.1:0, a free port; 'off': none; docs/selfservice.md)\n"
+    "      --dashboard DIR         the built dashboard served at / (default: BINDIR/../dashboard\n"
+    "                              when it holds index.html; 'off': none; docs/dashboard.md)\n"
     "      --cull-idle-time DURATION\n"
     "                              stop a workbench whose Jupyter was idle this long (default:\n"
     "                              never)\n"
@@ -194,6 +196,8 @@ struct daemon {
     /* the workbench proxy (apiserver/nbproxy.h) */
     struct fatia_nbproxy *nbproxy;
     const char *nb_listen; /* --notebook-listen; NULL: 127.0.0.1:0; "off": none */
+    const char *dashboard; /* --dashboard; NULL: BINDIR/../dashboard if built; "off": none */
+    char nb_origin[160];   /* the workbench proxy's origin, for the dashboard; "" when none */
 };
 
 static bool is_loopback(const char *host)
@@ -519,6 +523,40 @@ static int start_nbproxy(struct daemon *d)
                                host, port);
     fatia_info("serving workbenches at %s://%s:%u/notebook/<namespace>/<name>/",
                d->tls ? "https" : "http", host, port);
+    snprintf(d->nb_origin, sizeof(d->nb_origin), "%s://%s:%u", d->tls ? "https" : "http", host,
+             port);
+    return 0;
+}
+
+/* The dashboard's files (apiserver/dashboard.c): --dashboard DIR, else the build's
+ * BINDIR/../dashboard (scripts/dashboard-build writes build/dashboard beside build/bin) when it
+ * was built. 0 or a negative code (only for a --dashboard that cannot be opened). */
+static int start_dashboard(struct daemon *d)
+{
+    char exe[4096], dir[4200], index[4300];
+    const char *use = d->dashboard;
+    ssize_t n;
+    int r;
+
+    if (use && !strcmp(use, "off"))
+        return 0;
+    if (!use) {
+        n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n <= 0)
+            return 0;
+        exe[n] = 0;
+        if (strrchr(exe, '/'))
+            *strrchr(exe, '/') = 0;
+        snprintf(dir, sizeof(dir), "%s/../dashboard", exe);
+        snprintf(index, sizeof(index), "%s/index.html", dir);
+        if (access(index, R_OK) < 0)
+            return 0;
+        use = dir;
+    }
+    r = fatia_apiserver_set_dashboard(d->api, use, d->nb_origin[0] ? d->nb_origin : NULL);
+    if (r < 0)
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "--dashboard: cannot open '%s'", use);
+    fatia_info("serving the dashboard at / from %s", use);
     return 0;
 }
 
@@ -566,7 +604,7 @@ static void start_serving(struct daemon *d)
         return;
     }
     fatia_free(ca);
-    if (start_nbproxy(d) < 0) {
+    if (start_nbproxy(d) < 0 || start_dashboard(d) < 0) {
         d->exit_code = 1;
         stop_all(d);
         return;
@@ -686,6 +724,7 @@ static const struct option long_opts[] = {
     {"no-agent", no_argument, NULL, 'G'},
     {"notebook-listen", required_argument, NULL, 0x101},
     {"cull-idle-time", required_argument, NULL, 0x102},
+    {"dashboard", required_argument, NULL, 0x106},
     {"cull-check-period", required_argument, NULL, 0x103},
     {"gpu-idle-after", required_argument, NULL, 0x104},
     {"gpu-idle-priority-below", required_argument, NULL, 0x105},
@@ -842,6 +881,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
             break;
         case 0x101:
             d->nb_listen = optarg;
+            break;
+        case 0x106:
+            d->dashboard = optarg;
             break;
         case 0x102:
         case 0x103:
@@ -1027,6 +1069,10 @@ static int open_api(struct daemon *d)
     /* the store's gauges always; the controllers' metrics once they run (--no-controllers:
      * none) */
     fatia_apiserver_set_metrics_provider(d->api, metrics, d);
+    /* the examples' catalog namespace: tenants read its HardwareProfiles (the dashboard's
+     * catalog, apiserver/dashboard.c) */
+    if (fatia_apiserver_set_catalog_namespace(d->api, "gpu-catalog") < 0)
+        fatia_warn("the catalog namespace is not readable by tenants: out of memory");
     d->client = fatia_client_new_local(d->api, &fatia_user_system);
     return 0;
 }

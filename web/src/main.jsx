@@ -1,0 +1,145 @@
+// The dashboard's shell: login gate, masthead (who, namespace), navigation by the URL's
+// fragment (#/catalog; the server serves only `/`, apiserver/dashboard.c), one page at a time
+// (a page's live lists close their watches when it goes).
+import React, { useEffect, useState } from 'react';
+import { createRoot } from 'react-dom/client';
+import '@patternfly/react-core/dist/styles/base.css';
+import './style.css';
+import {
+  Masthead,
+  MastheadBrand,
+  MastheadContent,
+  MastheadMain,
+  Nav,
+  NavItem,
+  NavList,
+  Page,
+  PageSidebar,
+  PageSidebarBody,
+  Button,
+  FormSelect,
+  FormSelectOption,
+  Toolbar,
+  ToolbarContent,
+  ToolbarItem,
+  Content,
+} from '@patternfly/react-core';
+import { getToken, setToken, whoami } from './api.js';
+import Login from './pages/Login.jsx';
+import Catalog from './pages/Catalog.jsx';
+import Workloads from './pages/Workloads.jsx';
+import Gpus from './pages/Gpus.jsx';
+import Queues from './pages/Queues.jsx';
+import Usage from './pages/Usage.jsx';
+import Profiles from './pages/Profiles.jsx';
+
+const PAGES = [
+  ['catalog', 'Catalog', Catalog],
+  ['workloads', 'My workloads', Workloads],
+  ['gpus', 'GPUs', Gpus],
+  ['queues', 'Queues', Queues],
+  ['usage', 'Usage', Usage],
+  ['profiles', 'Hardware profiles', Profiles],
+];
+
+const route = () => (window.location.hash.replace(/^#\/?/, '') || 'catalog').split('?')[0];
+
+function App() {
+  const [me, setMe] = useState(null);
+  const [error, setError] = useState(null);
+  const [page, setPage] = useState(route());
+  const [ns, setNs] = useState('');
+
+  const login = async (token) => {
+    setToken(token);
+    try {
+      const who = await whoami();
+      setMe(who);
+      setNs(who.admin ? '' : who.namespaces[0] || '');
+      setError(null);
+    } catch (e) {
+      setToken(null);
+      setMe(null);
+      setError(e.status === 401 ? 'This token is not valid (401).' : String(e.message));
+    }
+  };
+  useEffect(() => {
+    const t = getToken();
+    if (t) login(t);
+    const onHash = () => setPage(route());
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+
+  if (!me) return <Login onLogin={login} error={error} />;
+
+  const Cur = (PAGES.find((p) => p[0] === page) || PAGES[0])[2];
+  const masthead = (
+    <Masthead>
+      <MastheadMain>
+        <MastheadBrand>
+          <Content component="h1" style={{ margin: 0 }}>
+            fatia
+          </Content>
+        </MastheadBrand>
+      </MastheadMain>
+      <MastheadContent>
+        <Toolbar>
+          <ToolbarContent>
+            <ToolbarItem>
+              <FormSelect
+                aria-label="namespace"
+                id="ns-select"
+                value={ns}
+                onChange={(_e, v) => setNs(v)}
+              >
+                {me.admin && <FormSelectOption value="" label="all namespaces" />}
+                {me.namespaces.map((n) => (
+                  <FormSelectOption key={n} value={n} label={n} />
+                ))}
+              </FormSelect>
+            </ToolbarItem>
+            <ToolbarItem>
+              <span id="whoami">
+                {me.admin ? 'platform admin' : `tenant of ${me.namespaces.join(', ') || 'no namespace'}`}
+              </span>
+            </ToolbarItem>
+            <ToolbarItem>
+              <Button
+                variant="secondary"
+                onClick={() => {
+                  setToken(null);
+                  setMe(null);
+                }}
+              >
+                Log out
+              </Button>
+            </ToolbarItem>
+          </ToolbarContent>
+        </Toolbar>
+      </MastheadContent>
+    </Masthead>
+  );
+  const sidebar = (
+    <PageSidebar>
+      <PageSidebarBody>
+        <Nav>
+          <NavList>
+            {PAGES.map(([id, title]) => (
+              <NavItem key={id} itemId={id} isActive={id === page} to={`#/${id}`}>
+                {title}
+              </NavItem>
+            ))}
+          </NavList>
+        </Nav>
+      </PageSidebarBody>
+    </PageSidebar>
+  );
+  return (
+    <Page masthead={masthead} sidebar={sidebar}>
+      <Cur me={me} ns={ns} />
+    </Page>
+  );
+}
+
+createRoot(document.getElementById('root')).render(<App />);

@@ -1,0 +1,54 @@
+// What the browser tests share: Debian's Chromium driven by playwright-core (no browser
+// download: the executable is /usr/bin/chromium, or $CHROMIUM), a context that accepts
+// fatiad's self-signed certificate, the login through the dashboard's form, and checks that
+// fail the test with a message.
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+
+export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+
+export async function browser() {
+  if (!fs.existsSync(CHROMIUM)) {
+    console.log(`SKIP: no chromium at ${CHROMIUM}`);
+    process.exit(77);
+  }
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+  });
+}
+
+export async function page(b, url) {
+  const ctx = await b.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1400, height: 900 } });
+  const p = await ctx.newPage();
+  p.on('pageerror', (e) => console.log(`page error: ${e.message}`));
+  await p.goto(url);
+  return p;
+}
+
+export async function login(p, token) {
+  await p.fill('#token', token);
+  await p.click('#login');
+  await p.waitForSelector('#whoami', { timeout: 10000 });
+}
+
+let failures = 0;
+export function check(cond, what) {
+  if (cond) {
+    console.log(`ok: ${what}`);
+  } else {
+    failures++;
+    console.log(`FAIL: ${what}`);
+  }
+}
+export const failed = () => failures;
+
+// Waits until fn() (in the page) is truthy; returns its value or null after ms.
+export async function until(p, fn, arg, ms = 15000) {
+  try {
+    const h = await p.waitForFunction(fn, arg, { timeout: ms, polling: 100 });
+    return await h.jsonValue();
+  } catch {
+    return null;
+  }
+}

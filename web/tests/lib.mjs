@@ -22,8 +22,17 @@ export async function page(b, url) {
   const ctx = await b.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1400, height: 900 } });
   const p = await ctx.newPage();
   p.on('pageerror', (e) => console.log(`page error: ${e.message}`));
-  await p.goto(url);
-  return p;
+  // Chromium drops a navigation when the host's interfaces change (ERR_NETWORK_CHANGED), as
+  // they do when the node agent makes a pod's network: try again
+  for (let i = 0; ; i++) {
+    try {
+      await p.goto(url);
+      return p;
+    } catch (e) {
+      if (i >= 5 || !String(e.message).includes('ERR_NETWORK_CHANGED')) throw e;
+      await p.waitForTimeout(500);
+    }
+  }
 }
 
 export async function login(p, token) {
@@ -43,12 +52,18 @@ export function check(cond, what) {
 }
 export const failed = () => failures;
 
-// Waits until fn() (in the page) is truthy; returns its value or null after ms.
+// Waits until fn() (in the page) is truthy; returns its value or null after ms. Polls with
+// page.evaluate (waitForFunction's polling evaluates a string, which the dashboard's CSP forbids).
 export async function until(p, fn, arg, ms = 15000) {
-  try {
-    const h = await p.waitForFunction(fn, arg, { timeout: ms, polling: 100 });
-    return await h.jsonValue();
-  } catch {
-    return null;
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    try {
+      const v = await p.evaluate(fn, arg);
+      if (v) return v;
+    } catch (e) {
+      if (!String(e.message).includes('context was destroyed')) console.log(`until: ${e.message.split('\n')[0]}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
+  return null;
 }

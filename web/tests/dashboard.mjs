@@ -1,0 +1,219 @@
+// The dashboard against a live fatiad (tests/browser/dashboard.sh starts it with the
+// walkthrough's fleet and examples): login, every page with what the API holds, a Job launched
+// from the catalog, live updates, a profile disabled, and a tenant that must not see or touch
+// another namespace. With SHOTS=DIR, a screenshot of each page lands in DIR.
+//   node web/tests/dashboard.mjs URL ADMIN_TOKEN TENANT_TOKEN(team-a)
+import { browser, page, login, check, failed, until } from './lib.mjs';
+
+const [URL, ADMIN, ALICE] = process.argv.slice(2);
+const SHOTS = process.env.SHOTS || '';
+
+async function apiFetch(method, path, body, token = ADMIN, ctype = 'application/json') {
+  const res = await fetch(URL + path, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': ctype, Accept: 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : null };
+}
+const shot = async (p, name) => SHOTS && p.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: true });
+const go = async (p, hash) => {
+  await p.evaluate((h) => (window.location.hash = h), hash);
+};
+const job = (ns, name, profile, cmd) => ({
+  apiVersion: 'batch/v1',
+  kind: 'Job',
+  metadata: {
+    name,
+    namespace: ns,
+    labels: { 'kueue.x-k8s.io/queue-name': 'gpu' },
+    annotations: {
+      'opendatahub.io/hardware-profile-name': profile,
+      'opendatahub.io/hardware-profile-namespace': 'gpu-catalog',
+    },
+  },
+  spec: {
+    suspend: true,
+    template: {
+      spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: 'fatia.dev/python3:1', command: ['sh', '-c', cmd] }] },
+    },
+  },
+});
+
+const b = await browser();
+
+// ---- login ----
+const p = await page(b, URL);
+await shot(p, 'login');
+await p.fill('#token', 'not-a-token');
+await p.click('#login');
+const err = await until(p, () => document.querySelector('#login-error')?.textContent);
+check(err && err.includes('401'), `a wrong token is refused on the login page (${err})`);
+await login(p, ADMIN);
+check((await p.textContent('#whoami')).includes('platform admin'), 'the admin logs in');
+
+// ---- catalog ----
+const profs = (await apiFetch('GET', '/apis/infrastructure.opendatahub.io/v1/namespaces/gpu-catalog/hardwareprofiles')).json.items;
+const names = profs.map((x) => x.metadata.annotations['opendatahub.io/display-name']).sort();
+await go(p, '#/catalog');
+const cards = await until(
+  p,
+  (n) => {
+    const t = Array.from(document.querySelectorAll('.fatia-profile .pf-v6-c-card__title')).map((e) => e.textContent.trim()).sort();
+    return t.length === n ? t : null;
+  },
+  names.length,
+);
+check(JSON.stringify(cards) === JSON.stringify(names), `the catalog shows the API's ${names.length} profiles: ${cards}`);
+check((await p.textContent('#profile-training-2gpu .fatia-queue')).includes('gpu, priority batch'), 'a card names its queue and priority');
+
+// launch a Job from the catalog, as the admin in team-a
+await p.selectOption('#ns-select', 'team-a');
+await p.click('#launch-training-2gpu');
+await p.click('#kind-job');
+await p.fill('#launch-name', 'dash-train');
+await p.fill('#launch-command', 'echo step 1; sleep 120');
+await p.click('#launch-submit');
+const j = await until(p, () => document.querySelector('#workloads tr[data-name="dash-train"] .fatia-state')?.textContent);
+check(j, `the launched Job shows in My workloads (${j})`);
+const made = (await apiFetch('GET', '/apis/batch/v1/namespaces/team-a/jobs/dash-train')).json;
+check(made && made.metadata.annotations['opendatahub.io/hardware-profile-name'] === 'training-2gpu', 'the Job carries the profile');
+const running = await until(p, () => document.querySelector('#workloads tr[data-name="dash-train"] .fatia-state')?.textContent === 'Running', null, 30000);
+check(running, 'the launched Job runs (admitted, placed, started)');
+await shot(p, 'catalog-launch');
+
+// two more: team-a's 2 GPUs + 2 borrowed hold two of the three; the third waits
+for (const n of ['dash-x', 'dash-y'])
+  check((await apiFetch('POST', '/apis/batch/v1/namespaces/team-a/jobs', job('team-a', n, 'training-2gpu', 'sleep 120'))).status === 201, `job ${n} created`);
+const why = await until(
+  p,
+  () => {
+    for (const r of document.querySelectorAll('#workloads tr[data-name]')) {
+      const t = r.querySelector('.fatia-why')?.textContent || '';
+      if (t.includes('waiting for quota')) return `${r.dataset.name}|${t}|${r.querySelector('.fatia-position').textContent}`;
+    }
+    return null;
+  },
+  null,
+  30000,
+);
+check(why && why.includes('2 more nvidia.com/gpu') && why.includes('(#1)'), `a pending Job says why in plain words, with its place (${why})`);
+await shot(p, 'workloads');
+// logs
+await p.click('#workloads tr[data-name="dash-train"] .fatia-logs');
+const logs = await until(p, () => document.querySelector('#logs-text')?.textContent.includes('step 1'), null, 10000);
+check(logs, "the Job's log shows in the page");
+await p.keyboard.press('Escape');
+
+// ---- GPUs, live ----
+await go(p, '#/gpus');
+const gpus = await until(p, () => Number(document.querySelector('#gpus')?.dataset.gpuCount || 0) || null);
+check(gpus === 8, `the GPU page draws box-0's 8 GPUs (${gpus})`);
+const slices = await p.$$eval('.fatia-slice', (e) => e.length);
+check(slices === 20, `... with its 20 slices (${slices})`);
+const heldA = await until(p, () => document.querySelectorAll('.fatia-slice[data-tenant="team-a"]').length >= 4 || null, null, 20000);
+check(heldA, 'two running Jobs of team-a hold 4 whole GPUs, coloured as team-a');
+const nb = {
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'nb-live', namespace: 'team-b', labels: { 'kueue.x-k8s.io/queue-name': 'gpu' }, annotations: { 'opendatahub.io/hardware-profile-name': 'notebook-shared', 'opendatahub.io/hardware-profile-namespace': 'gpu-catalog' } },
+  spec: { containers: [{ name: 'lab', image: 'fatia.dev/python3:1', command: ['sleep', '300'] }] },
+};
+check((await apiFetch('POST', '/api/v1/namespaces/team-b/pods', nb)).status === 201, 'a team-b notebook pod created');
+const liveB = await until(p, () => document.querySelector('.fatia-slice[data-tenant="team-b"]')?.dataset.slice, null, 20000);
+check(liveB && liveB.includes('-ts'), `the GPU page shows team-b's new time-slice without a reload (${liveB})`);
+await shot(p, 'gpus');
+
+// ---- queues ----
+await go(p, '#/queues');
+const used = await until(p, () => document.querySelector('#queues tr[data-cq="team-a"][data-resource="nvidia.com/gpu"] .fatia-used')?.textContent);
+const borrowed = await p.textContent('#queues tr[data-cq="team-a"][data-resource="nvidia.com/gpu"] .fatia-borrowed');
+check(used === '4 of 2' && borrowed === '2', `team-a uses 4 GPUs of its nominal 2, 2 borrowed (${used}, ${borrowed})`);
+const pend = await until(p, () => document.querySelector('#pending tbody')?.textContent.includes('waiting for quota'));
+check(pend, 'the pending work is listed with its reason');
+await shot(p, 'queues');
+
+// ---- usage ----
+await go(p, '#/usage');
+await p.selectOption('#usage-window', 'all');
+const u = await until(p, () => document.querySelector('#usage-table tr[data-ns="team-a"]')?.textContent, null, 20000);
+check(u, `usage has a row for team-a (${u})`);
+await shot(p, 'usage');
+
+// ---- profiles: disable, and the catalog hides it ----
+await go(p, '#/profiles');
+await p.waitForSelector('#enable-inference-mig-3g');
+await p.click('#enable-inference-mig-3g', { force: true });
+let dis = null;
+for (let i = 0; i < 50 && dis !== 'true'; i++) {
+  dis = (await apiFetch('GET', '/apis/infrastructure.opendatahub.io/v1/namespaces/gpu-catalog/hardwareprofiles/inference-mig-3g')).json.metadata.annotations['opendatahub.io/disabled'];
+  await new Promise((r) => setTimeout(r, 100));
+}
+check(dis === 'true', `the admin disables a profile (annotation ${dis})`);
+await shot(p, 'profiles');
+await go(p, '#/catalog');
+const hidden = await until(p, () => document.querySelectorAll('.fatia-profile').length === 2 && !document.querySelector('#profile-inference-mig-3g'));
+check(hidden, 'a disabled profile leaves the catalog');
+await shot(p, 'catalog');
+
+// ---- a tenant of team-a ----
+const t = await page(b, URL);
+await login(t, ALICE);
+check((await t.textContent('#whoami')).includes('tenant of team-a'), 'alice logs in as a tenant of team-a');
+const opts = await t.$$eval('#ns-select option', (o) => o.map((x) => x.value));
+check(JSON.stringify(opts) === '["team-a"]', `alice's namespaces: ${opts}`);
+const tcards = await until(t, () => document.querySelectorAll('.fatia-profile').length || null);
+check(tcards === 2, `alice reads the catalog (${tcards} enabled profiles)`);
+await go(t, '#/workloads');
+const rowsA = await until(t, () => {
+  const r = Array.from(document.querySelectorAll('#workloads tr[data-name]'));
+  return r.length >= 3 ? r.map((x) => x.children[2].textContent) : null;
+});
+check(rowsA && rowsA.every((n) => n === 'team-a'), `alice's workloads are team-a's only (${rowsA})`);
+await go(t, '#/gpus');
+await until(t, () => Number(document.querySelector('#gpus')?.dataset.gpuCount || 0) === 8);
+const seenB = await t.$$eval('.fatia-slice[data-tenant="team-b"]', (e) => e.length);
+const seenA = await t.$$eval('.fatia-slice[data-tenant="team-a"]', (e) => e.length);
+check(seenB === 0 && seenA >= 4, `alice's GPU page shows her slices (${seenA}) and none of team-b's (${seenB})`);
+// what a hostile page script with alice's token gets
+const hostile = await t.evaluate(async () => {
+  const tok = localStorage.getItem('fatia.token');
+  const h = { Authorization: `Bearer ${tok}`, Accept: 'application/json' };
+  const get = async (u) => (await fetch(u, { headers: h })).status;
+  return {
+    podsB: await get('/api/v1/namespaces/team-b/pods'),
+    allPods: await get('/api/v1/pods'),
+    wlsB: await get('/apis/kueue.x-k8s.io/v1beta2/namespaces/team-b/workloads'),
+    usageB: await get('/apis/fatia.dev/v1alpha1/namespaces/team-b/usagerecords'),
+    catalogCm: await get('/api/v1/namespaces/gpu-catalog/configmaps'),
+    watchB: await get('/api/v1/namespaces/team-b/pods?watch=1'),
+    patchProfile: (
+      await fetch('/apis/infrastructure.opendatahub.io/v1/namespaces/gpu-catalog/hardwareprofiles/notebook-shared', {
+        method: 'PATCH',
+        headers: { ...h, 'Content-Type': 'application/merge-patch+json' },
+        body: '{"metadata":{"annotations":{"opendatahub.io/disabled":"true"}}}',
+      })
+    ).status,
+    deleteB: (await fetch('/apis/batch/v1/namespaces/team-b/jobs/x', { method: 'DELETE', headers: h })).status,
+  };
+});
+check(
+  Object.values(hostile).every((s) => s === 403),
+  `alice's token reads and writes nothing of team-b nor the catalog's other objects: ${JSON.stringify(hostile)}`,
+);
+await go(t, '#/profiles');
+await t.waitForSelector('#enable-notebook-shared');
+check(await t.isDisabled('#enable-notebook-shared'), "alice's profile switches are read-only");
+
+// the static files: nothing but the dashboard's own (dot-segments: tests/browser/dashboard.sh)
+for (const path of ['/.gitignore', '/tokens', '/assets/x/y.js', '/assets/.hidden', '/notebook/'])
+  check((await fetch(URL + path)).status === 404, `${path} is 404`);
+const idx = await fetch(URL + '/');
+check((idx.headers.get('content-security-policy') || '').includes("frame-ancestors 'none'"), 'the page forbids framing (CSP)');
+
+// put the profile back for whoever runs next
+await apiFetch('PATCH', '/apis/infrastructure.opendatahub.io/v1/namespaces/gpu-catalog/hardwareprofiles/inference-mig-3g', { metadata: { annotations: { 'opendatahub.io/disabled': 'false' } } }, ADMIN, 'application/merge-patch+json');
+await b.close();
+console.log(`${failed() ? 'FAILED' : 'passed'}: ${failed()} failure(s)`);
+process.exit(failed() ? 1 : 0);

@@ -9,6 +9,7 @@
 . "$(dirname "$0")/lib.bash"
 browser_start || { finish; exit 1; }
 "$FATIA" token create --data-dir "$TMP/data" --user alice --namespace team-a >/dev/null 2>&1 || fail "token alice"
+$K create -f tests/data/usage/records.yaml >/dev/null || fail "the usage fixtures"
 ALICE=$(awk '$2 == "alice" {print $1; exit}' "$TMP/data/tokens")
 # the static files: dot-segments, encoded or not, never leave the dashboard's directory; a link
 # planted in it is not followed; the API's own paths still need a token

@@ -136,9 +136,16 @@ await shot(p, 'queues');
 
 // ---- usage ----
 await go(p, '#/usage');
+await p.selectOption('#ns-select', '');
 await p.selectOption('#usage-window', 'all');
 const u = await until(p, () => document.querySelector('#usage-table tr[data-ns="team-a"]')?.textContent, null, 20000);
 check(u, `usage has a row for team-a (${u})`);
+// the hand-computed fixtures (tests/data/usage/records.yaml, applied by dashboard.sh): team-b's
+// only MIG use is mig-b, two 3g instances for 45 min = 1.5 MIG-h; team-a's train-a 3 GPU-h
+const migB = await until(p, () => document.querySelector('#usage-table tr[data-ns="team-b"]')?.children[2].textContent);
+check(migB === '1.5000', `team-b's MIG-hours match the fixture: 1.5 (${migB})`);
+const gpuA = Number(await p.evaluate(() => document.querySelector('#usage-table tr[data-ns="team-a"]').children[1].textContent));
+check(gpuA >= 3, `team-a's GPU-hours include the fixture's 3 (${gpuA})`);
 await shot(p, 'usage');
 
 // ---- profiles: disable, and the catalog hides it ----

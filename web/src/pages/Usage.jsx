@@ -46,7 +46,7 @@ function Chart({ rows, id }) {
             })}
             <text x={`${31 + x}%`} y="17" fontSize="12">
               {KINDS.filter((k) => r[k] > 0)
-                .map((k) => `${r[k].toFixed(2)} ${k}`)
+                .map((k) => `${r[k].toFixed(3)} ${k}`)
                 .join(', ')}
             </text>
           </g>
@@ -68,17 +68,13 @@ export default function Usage({ ns }) {
     <PageSection>
       <Content component="h1">Usage</Content>
       {recs.error && <Alert variant="danger" isInline title={recs.error.message} />}
-      <FormSelect
-        id="usage-window"
-        aria-label="window"
-        value={win}
-        onChange={(_e, v) => setWin(v)}
-        style={{ maxWidth: 200 }}
-      >
-        {WINDOWS.map(([w]) => (
-          <FormSelectOption key={w} value={w} label={`last ${w}`} />
-        ))}
-      </FormSelect>
+      <div style={{ maxWidth: 220 }}>
+        <FormSelect id="usage-window" aria-label="window" value={win} onChange={(_e, v) => setWin(v)}>
+          {WINDOWS.map(([w]) => (
+            <FormSelectOption key={w} value={w} label={w === 'all' ? 'all time' : `last ${w}`} />
+          ))}
+        </FormSelect>
+      </div>
       <Content component="p">
         {recs.items.length} usage records; legend:{' '}
         {KINDS.map((k, j) => (

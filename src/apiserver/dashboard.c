@@ -23,8 +23,9 @@
  *   - a path the API routes (api, apis, version, healthz, ...) never reaches this file: the hook
  *     in handlers.c runs only for targets the router refused;
  *   - every answer carries a Content-Security-Policy that allows scripts and connections to this
- *     origin only, and forbids framing (the notebook proxy's origin cannot frame the dashboard),
- *     with nosniff and no-referrer.
+ *     origin only, forms to the notebook proxy's login only ("Open" posts the token there, so
+ *     that the proxy sets its own cookie), and forbids framing (the notebook proxy's origin
+ *     cannot frame the dashboard), with nosniff and no-referrer.
  *
  * Choices rejected: embedding the built files in the binary (the build would need node for every
  * C build, and a rebuild of fatiad for a change of a page); a fallback to index.html for every
@@ -50,12 +51,13 @@ struct fatia_api_dashboard {
     int dirfd;
     char *config; /* config.json: {"notebookOrigin": ...} */
     size_t config_n;
+    char csp[800]; /* CSP, with form-action naming the notebook origin ("Open" posts there) */
 };
 
 static const char CSP[] = "default-src 'self'; script-src 'self'; connect-src 'self'; "
                           "img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
                           "font-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; "
-                          "form-action 'none'; object-src 'none'";
+                          "object-src 'none'; form-action";
 
 int fatia_apiserver_set_dashboard(struct fatia_apiserver *s, const char *dir,
                                   const char *notebook_origin)
@@ -85,6 +87,12 @@ int fatia_apiserver_set_dashboard(struct fatia_apiserver *s, const char *dir,
         return -ENOMEM;
     }
     d->config_n = strlen(d->config);
+    /* an origin is scheme://host:port, no quote or semicolon: it cannot end the directive */
+    if (notebook_origin && strpbrk(notebook_origin, "'; \"")) {
+        fatia_api_dashboard_free(d);
+        return -EINVAL;
+    }
+    snprintf(d->csp, sizeof(d->csp), "%s %s", CSP, notebook_origin ? notebook_origin : "'none'");
     s->dashboard = d;
     return 0;
 }
@@ -182,9 +190,9 @@ out:
     return r;
 }
 
-static void add_headers(struct fatia_api_http_req *req)
+static void add_headers(const struct fatia_api_dashboard *d, struct fatia_api_http_req *req)
 {
-    fatia_api_http_add_header(req, "Content-Security-Policy", CSP);
+    fatia_api_http_add_header(req, "Content-Security-Policy", d->csp);
     fatia_api_http_add_header(req, "X-Content-Type-Options", "nosniff");
     fatia_api_http_add_header(req, "Referrer-Policy", "no-referrer");
     fatia_api_http_add_header(req, "X-Frame-Options", "DENY");
@@ -215,7 +223,7 @@ bool fatia_api_dashboard_serve(struct fatia_apiserver *s, struct fatia_api_http_
     if (!name_ok(name))
         return false;
     if (!in_assets && !strcmp(name, "config.json")) {
-        add_headers(req);
+        add_headers(d, req);
         fatia_api_http_add_header(req, "Cache-Control", "no-cache");
         fatia_api_http_reply(req, 200, "application/json", d->config, d->config_n);
         return true;
@@ -223,7 +231,7 @@ bool fatia_api_dashboard_serve(struct fatia_apiserver *s, struct fatia_api_http_
     r = read_file(d, in_assets, name, &body, &n);
     if (r == -ENOENT)
         return false;
-    add_headers(req);
+    add_headers(d, req);
     if (r < 0) {
         fatia_warn("dashboard: %s: %s", name, fatia_strerror(r));
         fatia_api_http_reply(req, 500, "text/plain; charset=utf-8", "dashboard file unreadable\n",

@@ -87,6 +87,7 @@ export function useList(path) {
         let rv;
         try {
           const l = await api('GET', path);
+          performance.mark(`fatia-listed ${path}`); // for bench/dashboard-gpus.sh MARKS=1
           map.clear();
           for (const o of l.items || []) map.set(key(o), o);
           rv = l.metadata.resourceVersion;

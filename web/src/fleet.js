@@ -86,8 +86,11 @@ export function fleet(resourceSlices, pods) {
 }
 
 const PALETTE = ['#0066cc', '#3e8635', '#c9190b', '#8476d1', '#f0ab00', '#009596', '#ec7a08', '#6753ac', '#4cb140', '#a30000'];
+const colors = new Map();
 export function tenantColor(ns) {
+  if (colors.has(ns)) return colors.get(ns);
   let h = 0;
   for (const c of ns) h = (h * 31 + c.charCodeAt(0)) >>> 0;
-  return PALETTE[h % PALETTE.length];
+  colors.set(ns, PALETTE[h % PALETTE.length]);
+  return colors.get(ns);
 }

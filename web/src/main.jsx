@@ -42,6 +42,7 @@ const PAGES = [
   ['profiles', 'Hardware profiles', Profiles],
 ];
 
+const ME = 'fatia.me';
 const route = () => (window.location.hash.replace(/^#\/?/, '') || 'catalog').split('?')[0];
 
 function App() {
@@ -54,17 +55,27 @@ function App() {
     setToken(token);
     try {
       const who = await whoami();
+      localStorage.setItem(ME, JSON.stringify(who));
       setMe(who);
-      setNs(who.admin ? '' : who.namespaces[0] || '');
+      setNs((cur) => (who.admin || who.namespaces.includes(cur) ? cur : who.namespaces[0] || ''));
       setError(null);
     } catch (e) {
       setToken(null);
+      localStorage.removeItem(ME);
       setMe(null);
       setError(e.status === 401 ? 'This token is not valid (401).' : String(e.message));
     }
   };
   useEffect(() => {
     const t = getToken();
+    // a reload shows the pages at once with who the token was, and checks it again meanwhile
+    // (the API decides every request anyway: this only chooses what the pages ask for)
+    const cached = t && localStorage.getItem(ME);
+    if (cached) {
+      const who = JSON.parse(cached);
+      setMe(who);
+      setNs(who.admin ? '' : who.namespaces[0] || '');
+    }
     if (t) login(t);
     const onHash = () => setPage(route());
     window.addEventListener('hashchange', onHash);
@@ -109,6 +120,7 @@ function App() {
                 variant="secondary"
                 onClick={() => {
                   setToken(null);
+                  localStorage.removeItem(ME);
                   setMe(null);
                 }}
               >

@@ -24,11 +24,11 @@ import {
   ToolbarItem,
   Content,
 } from '@patternfly/react-core';
-import { getToken, setToken, whoami } from './api.js';
+import { getToken, prefetch, setToken, whoami } from './api.js';
 import Login from './pages/Login.jsx';
 import Catalog from './pages/Catalog.jsx';
 import Workloads from './pages/Workloads.jsx';
-import Gpus from './pages/Gpus.jsx';
+import Gpus, { gpuLists } from './pages/Gpus.jsx';
 import Queues from './pages/Queues.jsx';
 import Usage from './pages/Usage.jsx';
 import Profiles from './pages/Profiles.jsx';
@@ -152,6 +152,14 @@ function App() {
       <Cur me={me} ns={ns} />
     </Page>
   );
+}
+
+// a returning user on the GPU page: its lists are asked for before React draws anything
+try {
+  const me = getToken() && JSON.parse(localStorage.getItem(ME) || 'null');
+  if (me && route() === 'gpus') gpuLists(me).forEach(prefetch);
+} catch {
+  /* a stale cache: the page asks itself */
 }
 
 createRoot(document.getElementById('root')).render(<App />);

@@ -113,6 +113,7 @@ for (let i = 0; i < 5; i++) {
     );
   loads.push(ms);
   console.log(`load ${i + 1}: ${ms.toFixed(0)} ms to the last of ${cells} GPU cells`);
+  if (i === 0 && process.env.SHOTS) await p.screenshot({ path: `${process.env.SHOTS}/gpus-${NODES}x8.png` });
   if (i < 4) await ctx.close();
   else globalThis.live = { ctx, p };
 }

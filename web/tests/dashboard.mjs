@@ -67,6 +67,7 @@ const cards = await until(
 );
 check(JSON.stringify(cards) === JSON.stringify(names), `the catalog shows the API's ${names.length} profiles: ${cards}`);
 check((await p.textContent('#profile-training-2gpu .fatia-queue')).includes('gpu, priority batch'), 'a card names its queue and priority');
+await shot(p, 'catalog');
 
 // launch a Job from the catalog, as the admin in team-a
 await p.selectOption('#ns-select', 'team-a');
@@ -74,6 +75,7 @@ await p.click('#launch-training-2gpu');
 await p.click('#kind-job');
 await p.fill('#launch-name', 'dash-train');
 await p.fill('#launch-command', 'echo step 1; sleep 120');
+await shot(p, 'launch');
 await p.click('#launch-submit');
 const j = await until(p, () => document.querySelector('#workloads tr[data-name="dash-train"] .fatia-state')?.textContent);
 check(j, `the launched Job shows in My workloads (${j})`);
@@ -81,7 +83,6 @@ const made = (await apiFetch('GET', '/apis/batch/v1/namespaces/team-a/jobs/dash-
 check(made && made.metadata.annotations['opendatahub.io/hardware-profile-name'] === 'training-2gpu', 'the Job carries the profile');
 const running = await until(p, () => document.querySelector('#workloads tr[data-name="dash-train"] .fatia-state')?.textContent === 'Running', null, 30000);
 check(running, 'the launched Job runs (admitted, placed, started)');
-await shot(p, 'catalog-launch');
 
 // two more: team-a's 2 GPUs + 2 borrowed hold two of the three; the third waits
 for (const n of ['dash-x', 'dash-y'])
@@ -162,7 +163,6 @@ await shot(p, 'profiles');
 await go(p, '#/catalog');
 const hidden = await until(p, () => document.querySelectorAll('.fatia-profile').length === 2 && !document.querySelector('#profile-inference-mig-3g'));
 check(hidden, 'a disabled profile leaves the catalog');
-await shot(p, 'catalog');
 
 // ---- a tenant of team-a ----
 const t = await page(b, URL);

@@ -3,7 +3,7 @@
 // tenant (namespace) holding them; free slices are white and dashed. Plain divs, one memoized
 // row per node: 100 nodes x 8 GPUs redraw only the nodes that changed (bench/dashboard-gpus).
 import React, { memo, useEffect, useMemo } from 'react';
-import { Alert, Content, Label, PageSection } from '@patternfly/react-core';
+import { Alert, Content, PageSection } from '@patternfly/react-core';
 import { paths, useList } from '../api.js';
 import { fleet, tenantColor } from '../fleet.js';
 
@@ -93,11 +93,11 @@ export default function Gpus({ me }) {
       </Content>
       <div id="gpu-legend" style={{ marginBottom: 12 }}>
         {stats.tenants.map((t) => (
-          <Label key={t} style={{ background: tenantColor(t), color: 'white', marginRight: 6 }}>
+          <span key={t} className="fatia-legend" style={{ background: tenantColor(t) }}>
             {t}
-          </Label>
+          </span>
         ))}
-        <Label variant="outline">free</Label>
+        <span className="fatia-legend fatia-slice fatia-free">free</span>
       </div>
       <div id="gpus" data-gpu-count={ngpus}>
         {nodes.map((n) => (

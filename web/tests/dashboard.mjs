@@ -111,7 +111,7 @@ await p.keyboard.press('Escape');
 await go(p, '#/gpus');
 const gpus = await until(p, () => Number(document.querySelector('#gpus')?.dataset.gpuCount || 0) || null);
 check(gpus === 8, `the GPU page draws box-0's 8 GPUs (${gpus})`);
-const slices = await p.$$eval('.fatia-slice', (e) => e.length);
+const slices = await p.$$eval('#gpus .fatia-slice', (e) => e.length);
 check(slices === 20, `... with its 20 slices (${slices})`);
 const heldA = await until(p, () => document.querySelectorAll('.fatia-slice[data-tenant="team-a"]').length >= 4 || null, null, 20000);
 check(heldA, 'two running Jobs of team-a hold 4 whole GPUs, coloured as team-a');

@@ -97,7 +97,7 @@ export default function Gpus({ me }) {
             {t}
           </span>
         ))}
-        <span className="fatia-legend fatia-slice fatia-free">free</span>
+        <span className="fatia-legend fatia-legend-free">free</span>
       </div>
       <div id="gpus" data-gpu-count={ngpus}>
         {nodes.map((n) => (

@@ -1,0 +1,104 @@
+// The dashboard's pure parts (node's test runner, `node --test`; CTest web_unit): Kueue's
+// messages in plain words and queue order, the GPU page's fleet from ResourceSlices and pods,
+// usage arithmetic against hand-computed values, quantities.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { plainWords, pendingMessage, queuePosition, workloadState } from '../src/kueue.js';
+import { fleet, holders } from '../src/fleet.js';
+import { usageBy } from '../src/usage.js';
+import { quantity } from '../src/quantity.js';
+
+const wl = (name, prio, created, conds, extra = {}) => ({
+  metadata: { name, namespace: 'team-a', uid: name, creationTimestamp: created },
+  spec: { queueName: 'gpu', priority: prio, ...extra },
+  status: { conditions: conds },
+});
+const pending = [{ type: 'QuotaReserved', status: 'False', message: "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor h200, 2 more needed" }];
+
+test('plain words for Kueue messages', () => {
+  assert.equal(plainWords(pending[0].message), 'waiting for quota: 2 more nvidia.com/gpu (h200) must free up in its queue');
+  assert.equal(
+    plainWords('Preempted to accommodate a workload (UID: x) due to reclamation within the cohort'),
+    'stopped: another team took back its lent GPUs',
+  );
+  assert.equal(plainWords('something new'), 'something new');
+  assert.equal(plainWords(''), '');
+});
+
+test('state and position: priority first, then age; admitted and deactivated are not queued', () => {
+  const a = wl('a', 100, '2026-12-01T10:00:00Z', pending);
+  const b = wl('b', 100, '2026-12-01T09:00:00Z', pending);
+  const c = wl('c', 1000, '2026-12-01T11:00:00Z', pending);
+  const d = wl('d', 5000, '2026-12-01T08:00:00Z', [{ type: 'Admitted', status: 'True' }]);
+  const e = wl('e', 9000, '2026-12-01T08:00:00Z', pending, { active: false });
+  const all = [a, b, c, d, e];
+  assert.deepEqual([c, b, a].map((w) => queuePosition(w, all)), [1, 2, 3]);
+  assert.equal(queuePosition(d, all), null);
+  assert.equal(workloadState(e), 'Deactivated');
+  assert.equal(queuePosition(e, all), null);
+  assert.match(pendingMessage(a), /^waiting for quota/);
+  assert.equal(pendingMessage(d), '');
+});
+
+const dev = (name, type, extra = {}, cap = {}) => ({
+  name,
+  attributes: { type: { string: type }, 'resource.kubernetes.io/pciBusID': { string: extra.pci }, ...(extra.attrs || {}) },
+  capacity: cap,
+});
+const rs = {
+  spec: {
+    nodeName: 'n1',
+    devices: [
+      dev('gpu-1-ts1', 'timeslice', { pci: 'b', attrs: { 'fatia.dev/replica': { int: 1 } } }),
+      dev('gpu-1-ts0', 'timeslice', { pci: 'b', attrs: { 'fatia.dev/replica': { int: 0 } } }),
+      dev('gpu-0', 'gpu', { pci: 'a' }),
+      dev('gpu-2-mig-3g71gb-4', 'mig', { pci: 'c', attrs: { profile: { string: '3g.71gb' } } }, { memorySlice4: { value: '1' }, memorySlice5: { value: '1' }, memorySlice6: { value: '1' }, memorySlice7: { value: '1' } }),
+      dev('gpu-2-mig-1g18gb-2', 'mig', { pci: 'c', attrs: { profile: { string: '1g.18gb' } } }, { memorySlice2: { value: '1' } }),
+    ],
+  },
+};
+const pod = (ns, name, slices, phase = 'Running') => ({
+  metadata: { namespace: ns, name, annotations: { 'fatia.dev/slices': slices } },
+  spec: { nodeName: 'n1' },
+  status: { phase },
+});
+
+test('fleet: GPUs by PCI address, slices at their places, holders from fatia.dev/slices', () => {
+  const f = fleet([rs], [pod('team-a', 'p', 'gpu-1-ts1,gpu-2-mig-3g71gb-4'), pod('team-b', 'done', 'gpu-0', 'Succeeded')]);
+  assert.equal(f.length, 1);
+  const [g0, g1, g2] = f[0].gpus;
+  assert.deepEqual([g0.index, g1.index, g2.index], [0, 1, 2]);
+  assert.equal(g0.slices[0].holder, null, 'an ended pod holds nothing');
+  assert.deepEqual(g1.slices.map((s) => [s.name, s.start, s.holder && s.holder.ns]), [['gpu-1-ts0', 0, null], ['gpu-1-ts1', 1, 'team-a']]);
+  assert.equal(g2.kind, 'mig');
+  assert.deepEqual(g2.slices.map((s) => [s.label, s.start, s.size]), [['1g.18gb', 2, 1], ['3g.71gb', 4, 4]]);
+  assert.equal(holders([pod('x', 'y', 'a, b')]).get('n1/b').pod, 'y');
+});
+
+test('usage: the fixtures of tests/data/usage/records.yaml, hand-computed', () => {
+  const rec = (ns, start, end, resources, profile) => ({ metadata: { namespace: ns }, spec: { start, end, resources, profile } });
+  const recs = [
+    rec('team-a', '2026-12-01T10:00:00Z', '2026-12-01T11:30:00Z', { 'nvidia.com/gpu': '2', cpu: '500m', memory: '1Gi' }, 'gpu-catalog/training-2gpu'),
+    rec('team-a', '2026-12-01T11:00:00Z', undefined, { 'nvidia.com/gpu': '1' }),
+    rec('team-b', '2026-12-01T09:00:00Z', '2026-12-01T09:00:20Z', { 'nvidia.com/gpu.shared': '1' }, 'gpu-catalog/notebook-shared'),
+    rec('team-b', '2026-12-01T09:30:00Z', '2026-12-01T10:15:00Z', { 'nvidia.com/mig-3g.71gb': '2' }, 'gpu-catalog/inference-mig-3g'),
+  ];
+  const now = Date.parse('2026-12-01T12:00:00Z');
+  const [a, b] = usageBy(recs, 'namespace', 0, now, now);
+  assert.equal(a['GPU-h'], 4); // 3 + 1 (serve-a from 11:00, open)
+  assert.equal(a['CPU-h'], 0.75);
+  assert.equal(b['MIG-h'], 1.5);
+  assert.equal(b['slice-h'].toFixed(6), '0.005556');
+  // window [11:00, 11:15): train-a 0.5 GPU-h, serve-a 0.25, mig-b 0
+  const w = usageBy(recs, 'namespace', Date.parse('2026-12-01T11:00:00Z'), Date.parse('2026-12-01T11:15:00Z'), now);
+  assert.deepEqual(w.map((r) => [r.key, r['GPU-h'], r['MIG-h']]), [['team-a', 0.75, 0]]);
+  assert.deepEqual(usageBy(recs, 'profile', 0, now, now).map((r) => r.key), ['(none)', 'gpu-catalog/inference-mig-3g', 'gpu-catalog/notebook-shared', 'gpu-catalog/training-2gpu']);
+});
+
+test('quantities', () => {
+  assert.equal(quantity('500m'), 0.5);
+  assert.equal(quantity('16Gi'), 16 * 2 ** 30);
+  assert.equal(quantity('2'), 2);
+  assert.equal(quantity(undefined), 0);
+  assert.equal(quantity('12x'), 0);
+});

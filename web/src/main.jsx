@@ -1,7 +1,7 @@
 // The dashboard's shell: login gate, masthead (who, namespace), navigation by the URL's
 // fragment (#/catalog; the server serves only `/`, apiserver/dashboard.c), one page at a time
 // (a page's live lists close their watches when it goes).
-import React, { useEffect, useState } from 'react';
+import React, { Suspense, lazy, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import '@patternfly/react-core/dist/styles/base.css';
 import './style.css';
@@ -26,12 +26,15 @@ import {
 } from '@patternfly/react-core';
 import { getToken, prefetch, setToken, whoami } from './api.js';
 import Login from './pages/Login.jsx';
-import Catalog from './pages/Catalog.jsx';
-import Workloads from './pages/Workloads.jsx';
 import Gpus, { gpuLists } from './pages/Gpus.jsx';
-import Queues from './pages/Queues.jsx';
-import Usage from './pages/Usage.jsx';
-import Profiles from './pages/Profiles.jsx';
+
+// the other pages load when first shown (their components and styles are most of the bundle:
+// tables, forms, modals); the GPU page, the heaviest to draw, comes with the shell
+const Catalog = lazy(() => import('./pages/Catalog.jsx'));
+const Workloads = lazy(() => import('./pages/Workloads.jsx'));
+const Queues = lazy(() => import('./pages/Queues.jsx'));
+const Usage = lazy(() => import('./pages/Usage.jsx'));
+const Profiles = lazy(() => import('./pages/Profiles.jsx'));
 
 const PAGES = [
   ['catalog', 'Catalog', Catalog],
@@ -149,7 +152,9 @@ function App() {
   );
   return (
     <Page masthead={masthead} sidebar={sidebar}>
-      <Cur me={me} ns={ns} />
+      <Suspense fallback={null}>
+        <Cur me={me} ns={ns} />
+      </Suspense>
     </Page>
   );
 }

@@ -67,6 +67,7 @@
 #include "agent/podrefs.h"
 #include "agent/podspec.h"
 #include "agent/podstatus.h"
+#include "agent/probe.h"
 #include "agent/proc.h"
 #include "agent/refvol.h"
 #include "agent/runtime.h"
@@ -941,6 +942,36 @@ static void ended_events(struct fatia_agent *a, struct apod *p, const char *name
                    name);
 }
 
+/* kubelet's probe Events: Unhealthy at each failed run, Killing when a probe killed it. */
+static void probe_events(struct fatia_agent *a, struct apod *p, const char *name, const json_t *o,
+                         const json_t *c)
+{
+    static const char *const keys[] = {"startup", "liveness", "readiness"};
+    const char *killed = fatia_json_str(c, "probeKilled");
+    int64_t rc = 0, orc = -1;
+
+    (void)fatia_json_int(c, "restartCount", &rc);
+    (void)fatia_json_int(o, "restartCount", &orc);
+    if (rc != orc)
+        o = NULL; /* a new instance: its counts start again */
+
+    for (int k = 0; k < 3; k++) {
+        const json_t *n = json_object_get(json_object_get(c, "probes"), keys[k]);
+        const json_t *b = json_object_get(json_object_get(o, "probes"), keys[k]);
+        int64_t nf = 0, bf = 0;
+        (void)fatia_json_int(n, "failures", &nf);
+        (void)fatia_json_int(b, "failures", &bf);
+        if (nf > bf)
+            emit_event(a, p, "Warning", "Unhealthy", name, "%s probe failed: %s",
+                       fatia_agent_probe_kind_name((enum fatia_agent_probe_kind)k),
+                       fatia_json_str(n, "message") ? fatia_json_str(n, "message") : "");
+    }
+    if (killed && !fatia_json_str(o, "probeKilled"))
+        emit_event(a, p, "Normal", "Killing", name,
+                   "Container %s failed %s probe, will be restarted", name,
+                   !strcmp(killed, "Startup") ? "startup" : "liveness");
+}
+
 /* Events for what changed between two shim statuses of a pod (old NULL: the first one). */
 static void diff_events(struct fatia_agent *a, struct apod *p, const json_t *old, const json_t *st)
 {
@@ -979,6 +1010,7 @@ static void diff_events(struct fatia_agent *a, struct apod *p, const json_t *old
                            fatia_json_str(wait, "message")
                                ? fatia_json_str(wait, "message")
                                : "Back-off restarting failed container");
+            probe_events(a, p, name, o, c);
         }
     }
     if (fatia_json_str(st, "reason") && !fatia_json_str(old, "reason") &&
@@ -1456,7 +1488,7 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                                          .vgpu_log = a->o.vgpu_log,
                                          .in_container = op != NULL};
         char acct_name[512], acct[4800], pipe_dir[4400] = "", layer[1500] = "";
-        json_t *argv = NULL, *envj, *oci = NULL;
+        json_t *argv = NULL, *envj, *oci = NULL, *probes = NULL;
         int r;
 
         fatia_pod_devices_acct_name(devs, name, acct_name, sizeof(acct_name));
@@ -1563,7 +1595,11 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                 r = -EIO;
             }
         }
+        if (r == 0 && list == json_object_get(json_object_get(p->pod, "spec"), "containers"))
+            r = fatia_agent_probe_spec(c, i, &probes, why, why_n); /* probe.h: the shim runs them */
         if (r < 0) {
+            json_decref(oci);
+            json_decref(argv);
             fatia_env_release(&env);
             *err = r == -ENOMEM || r == -ENOENT || r == -EIO ? r : -FATIA_E_INVALID;
             goto fail;
@@ -1586,6 +1622,8 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                                 json_string(layer));
         if (oci)
             json_object_set_new(json_array_get(out, json_array_size(out) - 1), "oci", oci);
+        if (probes)
+            json_object_set_new(json_array_get(out, json_array_size(out) - 1), "probes", probes);
     }
     return out;
 fail:

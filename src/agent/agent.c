@@ -60,6 +60,7 @@
 #include "agent/computemode.h"
 #include "agent/devfilter.h"
 #include "agent/gpuwatch_agent.h"
+#include "agent/localpath.h"
 #include "agent/mps.h"
 #include "agent/nbhome.h"
 #include "agent/oci.h"
@@ -1471,6 +1472,14 @@ static const json_t *ref_get(void *ctx, bool secret, const char *name)
     return k ? fatia_client_cached(rc->a->client, k, rc->p->ns, name) : NULL;
 }
 
+/* oci_pod.h's claim_path: a claim of the pod's own namespace (localpath.h). */
+static int claim_path(void *ctx, const char *claim, char *ret, size_t n, char *why, size_t why_n)
+{
+    struct ref_ctx *rc = ctx;
+
+    return fatia_agent_claim_path(rc->a, rc->p->ns, claim, ret, n, why, why_n);
+}
+
 static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *list,
                           const struct fatia_pod_devices *devs, const char *work,
                           const char *run_dir, bool real, uid_t uid, gid_t gid,
@@ -1839,7 +1848,9 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                     .cdi_node_dir = cdi_node,
                                     .auth_file = a->o.registry_auth,
                                     .insecure_registries = a->o.insecure_registries,
-                                    .refs = &refs};
+                                    .refs = &refs,
+                                    .claim_path = claim_path,
+                                    .claim_arg = &rc};
         r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));
         p->ref_wait = r == -ESRCH;
         if (r < 0) {
@@ -2401,12 +2412,41 @@ static uint64_t storage_limit(const json_t *pod)
     return sum > init_max ? sum : init_max;
 }
 
+/* A claim's requests.storage (its volume's capacity): a pod writing a claim's directory past it
+ * is evicted, as for ephemeral storage (localpath.c). */
+static bool check_claims(struct fatia_agent *a, struct apod *p)
+{
+    json_t *claims = fatia_agent_pod_claims(a, p->pod), *c;
+    char msg[600];
+    size_t i;
+
+    json_array_foreach(claims, i, c)
+    {
+        uint64_t cap = (uint64_t)json_integer_value(json_object_get(c, "capacity"));
+        uint64_t used = du_at(AT_FDCWD, fatia_json_str(c, "path"), 0, cap);
+        if (used <= cap)
+            continue;
+        p->evicted = true;
+        snprintf(msg, sizeof(msg),
+                 "Usage of PersistentVolumeClaim %s exceeds its requests.storage of %" PRIu64
+                 " bytes (uses at least %" PRIu64 ")",
+                 fatia_json_str(c, "claim"), cap, used);
+        emit_event(a, p, "Warning", "Evicted", NULL, "%s", msg);
+        agent_warn(a, "agent: pod %s/%s: evicted: %s", p->ns, p->name, msg);
+        request_stop(a, p, 0, "Evicted", msg);
+        json_decref(claims);
+        return true;
+    }
+    json_decref(claims);
+    return false;
+}
+
 static void check_storage(struct fatia_agent *a, struct apod *p)
 {
     uint64_t limit = storage_limit(p->pod), used;
     char path[4400], msg[300];
 
-    if (!limit || p->evicted || p->stop_sent)
+    if (p->evicted || p->stop_sent || check_claims(a, p) || !limit)
         return;
     snprintf(path, sizeof(path), "%s/%s", a->run_dir, p->uid);
     used = du_at(AT_FDCWD, path, 0, limit);
@@ -2515,8 +2555,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         image_gc(a);
     }
     storage = ++a->storage_ticks >= STORAGE_CHECK_TICKS;
-    if (storage)
+    if (storage) {
         a->storage_ticks = 0;
+        fatia_agent_localpath_gc(a);
+    }
     for (p = a->pods; p; p = next) {
         next = p->next;
         if (p->st == AP_ACTIVE) {

@@ -36,6 +36,9 @@ struct fatia_oci_pod {
     void *pull_secrets_arg;
     /* the pod's ConfigMaps and Secrets, for configMap, secret and projected volumes */
     const struct fatia_podrefs *refs;
+    /* the directory of a persistentVolumeClaim volume's claim (agent/localpath.h) */
+    int (*claim_path)(void *arg, const char *claim, char *ret, size_t n, char *why, size_t why_n);
+    void *claim_arg;
 };
 
 /* Whether ns is in a comma-separated list ("*": every namespace; NULL: none). */

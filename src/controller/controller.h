@@ -75,6 +75,9 @@ struct fatia_controllers_opts {
      * evicted after this many seconds (default 300 unless set) */
     int64_t default_toleration_s;
     bool default_toleration_set;
+    /* the local-path provisioner (localpath.c): the directory of its volumes, the node agent's
+     * pod directory's pv/ (NULL: /var/lib/fatia/pv) */
+    const char *local_path_dir;
 };
 
 /* Builds the controllers on base over client (borrowed; both must outlive the controllers).

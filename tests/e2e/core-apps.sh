@@ -5,12 +5,13 @@
 #   - a Deployment's pods read a ConfigMap (env valueFrom) and a Secret (envFrom) and serve them
 #     over HTTP (busybox httpd) behind a readinessProbe;
 #   - a Service in front of them (kubectl 1.27 expose) is reached with `kubectl port-forward
-#     svc/web` (kubectl picks a ready pod of the Service's selector);
+#     svc/web` (kubectl picks a ready pod of the Service's selector), and a NodePort Service of
+#     the same pods through fatiad's proxy on 127.0.0.1:nodePort reaches both pods round robin;
 #   - a rolling update (kubectl set env) replaces every pod while a watcher fetches the page
 #     from every address of the Service's Endpoints every 0.2 s: at no moment is no endpoint
 #     serving (each new pod starts serving 3 s after it starts: without the readiness probe it
-#     would be listed, and the old ones stopped, before it serves), and the Service then serves
-#     the new version;
+#     would be listed, and the old ones stopped, before it serves), the node port answers all the
+#     while, and the Service then serves the new version only;
 #   - a StatefulSet's claim (volumeClaimTemplates, the local-path provisioner) keeps its data
 #     across its pod's deletion.
 . "$(dirname "$0")/../cli/lib.bash"
@@ -103,11 +104,35 @@ $K27 rollout status deployment/web --timeout=120s >/dev/null || fail "kubectl 1.
 serve_via_service 1.33 "hello-from-configmap from-the-secret v1"
 serve_via_service 1.27 "hello-from-configmap from-the-secret v1"
 
+# ---- the same pods through a NodePort Service: fatiad's proxy on 127.0.0.1, round robin ----
+NP=$(python3 -c 'import random, socket
+for p in random.sample(range(30000, 32768), 2768):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass')
+cat >"$TMP/np.yaml" <<EOF
+apiVersion: v1
+kind: Service
+metadata: {name: web-np}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http, nodePort: $NP}]
+EOF
+$K27 apply -f "$TMP/np.yaml" >/dev/null || fail "kubectl 1.27: apply the NodePort Service"
+wait_for 20 sh -c "python3 -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:$NP/\", timeout=2)'"
+for i in $(seq 8); do fetch "http://127.0.0.1:$NP/"; done >"$TMP/np.out"
+expect_line "$TMP/np.out" "hello-from-configmap from-the-secret v1"
+[ "$(awk '{print $4}' "$TMP/np.out" | sort -u | wc -l)" = 2 ] ||
+    fail "the node port did not reach both pods (round robin): $(cat "$TMP/np.out")"
+
 # ---- a rolling update while the Endpoints are watched serving ----
 cat >"$TMP/watch.py" <<'PY'
 import json, subprocess, sys, time, urllib.request
-kubectl, kcfg, out = sys.argv[1], sys.argv[2], sys.argv[3]
-least, samples, versions = None, 0, set()
+kubectl, kcfg, out, np = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+least, samples, versions, svc_ok, svc_fail = None, 0, set(), 0, 0
 while True:
     try:
         ep = json.loads(subprocess.run([kubectl, "--kubeconfig", kcfg, "get", "endpoints", "web", "-o", "json"],
@@ -123,13 +148,19 @@ while True:
             versions.add(page.split()[2])
         except Exception:
             pass
+    try:
+        urllib.request.urlopen("http://127.0.0.1:%s/" % np, timeout=1).read()
+        svc_ok += 1
+    except Exception:
+        svc_fail += 1
     samples += 1
     least = serving if least is None else min(least, serving)
     with open(out, "w") as f:
-        json.dump({"least": least, "samples": samples, "versions": sorted(versions)}, f)
+        json.dump({"least": least, "samples": samples, "versions": sorted(versions),
+                   "nodePortOk": svc_ok, "nodePortFailed": svc_fail}, f)
     time.sleep(0.2)
 PY
-python3 "$TMP/watch.py" "$KUBECTL" "$KCFG" "$TMP/watch.json" &
+python3 "$TMP/watch.py" "$KUBECTL" "$KCFG" "$TMP/watch.json" "$NP" &
 WPID=$!
 sleep 2
 k set env deployment/web VERSION=v2 >/dev/null || fail "kubectl set env"
@@ -143,6 +174,11 @@ echo "rolling update, Endpoints watched: $W"
 python3 -c 'import json,sys; w=json.loads(sys.argv[1]); sys.exit(0 if w["least"] >= 1 and w["samples"] >= 10 and w["versions"] == ["v1", "v2"] else 1)' "$W" ||
     fail "a moment with no serving endpoint (or too few samples, or a version missing): $W"
 serve_via_service 1.33 "hello-from-configmap from-the-secret v2"
+for i in $(seq 4); do fetch "http://127.0.0.1:$NP/"; done >"$TMP/np2.out"
+expect_line "$TMP/np2.out" "hello-from-configmap from-the-secret v2"
+grep -q " v1 " "$TMP/np2.out" && fail "the node port still reaches an old pod: $(cat "$TMP/np2.out")"
+python3 -c 'import json,sys; w=json.loads(sys.argv[1]); sys.exit(0 if w["nodePortOk"] >= 5 else 1)' "$W" ||
+    fail "the node port served too little during the update: $W"
 [ "$(k get rs -l app=web -o name | wc -l)" -ge 2 ] || fail "no second ReplicaSet"
 [ "$(k get pods -l app=web -o 'jsonpath={range .items[*]}{.status.containerStatuses[0].ready}{"\n"}{end}' | grep -c true)" = 2 ] ||
     fail "not 2 ready pods after the update"

@@ -70,6 +70,7 @@
 #include "agent/podstatus.h"
 #include "agent/probe.h"
 #include "agent/proc.h"
+#include "agent/pullauth.h"
 #include "agent/refvol.h"
 #include "agent/runtime.h"
 #include "agent/shim.h"
@@ -1480,6 +1481,37 @@ static int claim_path(void *ctx, const char *claim, char *ret, size_t n, char *w
     return fatia_agent_claim_path(rc->a, rc->p->ns, claim, ret, n, why, why_n);
 }
 
+/* oci_pod.h's pull_secrets_auth: the pod's imagePullSecrets (its own namespace's) as an auth
+ * file in its directory, 0600 (pullauth.h); ret_path "" when it names none that give one. */
+static int pull_auth(void *ctx, const json_t *pod, char *ret_path, size_t n)
+{
+    struct ref_ctx *rc = ctx;
+    struct fatia_podrefs refs = {.get = ref_get, .ctx = rc, .ns = rc->p->ns};
+    char skipped[512];
+    json_t *doc = fatia_agent_pull_auth(pod, &refs, skipped, sizeof(skipped));
+    char *text;
+    int r;
+
+    if (skipped[0])
+        emit_event(rc->a, rc->p, "Warning", "FailedToRetrieveImagePullSecret", NULL,
+                   "Unable to retrieve some image pull secrets (%s); attempting to pull the "
+                   "image may not succeed.",
+                   skipped);
+    ret_path[0] = '\0';
+    if (!doc)
+        return 0;
+    text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (!text)
+        return -ENOMEM;
+    snprintf(ret_path, n, "%s/%s/pull-auth.json", rc->a->pods_dir, rc->p->uid);
+    r = write_durable(ret_path, text);
+    free(text);
+    if (r < 0)
+        ret_path[0] = '\0';
+    return r;
+}
+
 static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *list,
                           const struct fatia_pod_devices *devs, const char *work,
                           const char *run_dir, bool real, uid_t uid, gid_t gid,
@@ -1850,7 +1882,9 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                     .insecure_registries = a->o.insecure_registries,
                                     .refs = &refs,
                                     .claim_path = claim_path,
-                                    .claim_arg = &rc};
+                                    .claim_arg = &rc,
+                                    .pull_secrets_auth = pull_auth,
+                                    .pull_secrets_arg = &rc};
         r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));
         p->ref_wait = r == -ESRCH;
         if (r < 0) {

@@ -118,6 +118,17 @@ logs_have stealer hello thief && fail "another namespace read the claim's data"
 [ "$(k get pv "$PV" -o 'jsonpath={.spec.claimRef.namespace}')" = default ] || fail "the PV changed hands"
 k -n thief delete pod stealer --grace-period=0 --wait=false >/dev/null 2>&1
 
+# ---- ResourceQuota requests.storage (and per class) at admission ----
+k -n thief create quota storage --hard=requests.storage=3Mi,local-path.storageclass.storage.k8s.io/persistentvolumeclaims=2 >/dev/null ||
+    fail "create quota"
+sleep 1
+claim q1 2Mi local-path thief
+sed 's/name: q1/name: q2/' "$TMP/pvc-q1.yaml" >"$TMP/pvc-q2.yaml"
+$K27 create -f "$TMP/pvc-q2.yaml" 2>&1 | grep -qF 'exceeded quota: storage, requested: requests.storage=2Mi, used: requests.storage=3Mi, limited: requests.storage=3Mi' ||
+    $K27 create -f "$TMP/pvc-q2.yaml" 2>&1 | grep -qF 'exceeded quota: storage' || fail "no quota message: $($K27 create -f "$TMP/pvc-q2.yaml" 2>&1)"
+k -n thief get pvc q2 >/dev/null 2>&1 && fail "a claim past requests.storage was admitted"
+wait_for 10 sh -c "[ \"\$($KUBECTL --kubeconfig $KCFG -n thief get quota storage -o jsonpath='{.status.used.requests\.storage}')\" = 3Mi ]"
+
 # ---- a StatefulSet's claim keeps its data across the pod's deletion ----
 cat >"$TMP/sts.yaml" <<EOF
 apiVersion: apps/v1

@@ -12,10 +12,11 @@
  * can find it); the containers runtime bind-mounts it (oci_pod.c links it as
  * RUN_DIR/volumes/<name>).
  *
- * Reclaim: the provisioner deletes a Delete volume when its claim goes; every storage check the
- * agent removes POD_DIR/pv/pvc-* directories no PersistentVolume names, and only when the cache
- * answered the listing (so an empty cache never removes data). A Retain volume stays, Released,
- * with its directory.
+ * Reclaim: the provisioner deletes a Delete volume when its claim goes; the agent removes a
+ * POD_DIR/pv/pvc-* directory once no PersistentVolume has named it for 30 s of storage checks in
+ * a row, and only when the cache answered the listing: a cache still filling (a replica syncing
+ * from etcd at start, docs/fleet.md) never removes data. A Retain volume stays, Released, with
+ * its directory.
  *
  * Size: requests.storage is the volume's capacity; the storage check (agent.c) measures each
  * mounted claim's directory every 2 s and evicts the pods writing to one over its capacity, as
@@ -35,6 +36,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -162,8 +164,12 @@ static void add_name(void *arg, const json_t *obj)
         json_object_set_new(pn->names, name, json_true());
 }
 
+#define GONE_FOR (30 * FATIA_USEC_PER_SEC)
+
 void fatia_agent_localpath_gc(struct fatia_agent *a)
 {
+    static json_t *missing; /* {pv name: monotonic time first seen without a PV} */
+    fatia_usec_t now = fatia_now_mono_usec();
     const struct fatia_kind *k = fatia_kind_find("v1", "PersistentVolume", NULL);
     struct pv_names pn = {json_object()};
     char root[1300], path[1600];
@@ -180,9 +186,24 @@ void fatia_agent_localpath_gc(struct fatia_agent *a)
         json_decref(pn.names);
         return; /* no answer: remove nothing */
     }
+    if (!missing)
+        missing = json_object();
     while ((e = readdir(d))) {
-        if (strncmp(e->d_name, "pvc-", 4) || json_object_get(pn.names, e->d_name))
+        const json_t *since;
+        if (strncmp(e->d_name, "pvc-", 4))
             continue;
+        if (json_object_get(pn.names, e->d_name)) {
+            json_object_del(missing, e->d_name);
+            continue;
+        }
+        since = json_object_get(missing, e->d_name);
+        if (!since) {
+            json_object_set_new(missing, e->d_name, json_integer((json_int_t)now));
+            continue;
+        }
+        if (now - (fatia_usec_t)json_integer_value(since) < GONE_FOR)
+            continue;
+        json_object_del(missing, e->d_name);
         snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
         fatia_info("agent: volume %s is gone: removing '%s'", e->d_name, path);
         (void)nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);

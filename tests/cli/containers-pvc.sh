@@ -168,7 +168,7 @@ k delete pod --all --grace-period=1 --wait=false >/dev/null 2>&1
 wait_for 60 sh -c "! $KUBECTL --kubeconfig $KCFG get pod reader filler >/dev/null 2>&1"
 k delete pvc data >/dev/null
 wait_for 30 sh -c "! $KUBECTL --kubeconfig $KCFG get pv $PV >/dev/null 2>&1"
-wait_for 30 sh -c "[ ! -e $D/agent/pv/$PV ]"
+wait_for 60 sh -c "[ ! -e $D/agent/pv/$PV ]"
 cat >"$TMP/keep.yaml" <<EOF
 apiVersion: storage.k8s.io/v1
 kind: StorageClass

@@ -410,6 +410,27 @@ int fatia_agent_probe_spec(const json_t *c, size_t index, json_t **ret, char *wh
         }
         if ((r = handler(c, pr, base, p, why, why_n)) < 0)
             goto fail;
+        if (json_object_get(pr, "terminationGracePeriodSeconds") &&
+            !json_is_null(json_object_get(pr, "terminationGracePeriodSeconds"))) {
+            /* the probe's own grace period for the kill it causes (liveness, startup) */
+            const json_t *g = json_object_get(pr, "terminationGracePeriodSeconds");
+            if (k == FATIA_PROBE_READINESS) {
+                snprintf(why, why_n,
+                         "%s.terminationGracePeriodSeconds: Invalid value: must not be set for "
+                         "readinessProbes",
+                         base);
+                r = -FATIA_E_INVALID;
+                goto fail;
+            }
+            if (!json_is_integer(g) || json_integer_value(g) < 1) {
+                snprintf(why, why_n,
+                         "%s.terminationGracePeriodSeconds: Invalid value: must be greater than 0",
+                         base);
+                r = -FATIA_E_INVALID;
+                goto fail;
+            }
+            json_object_set(p, "terminationGracePeriodSeconds", (json_t *)g);
+        }
     }
     *ret = out;
     return 0;

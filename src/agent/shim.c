@@ -698,9 +698,14 @@ static void probe_tick(struct shim *s, fatia_usec_t now, fatia_usec_t *next)
         snprintf(c->probe_killed, sizeof(c->probe_killed), "%s", fatia_agent_probe_kind_name(k));
         fatia_info("pod %s/%s: container '%s' failed its %s probe (%s), killing it", s->ns, s->name,
                    c->name, fatia_agent_probe_field(k), c->probes.msg[k]);
-        (void)s->rt->kill(&s->pod, &rc, c->pid, s->grace_s > 0 ? SIGTERM : SIGKILL);
-        c->probe_kill_at =
-            s->grace_s > 0 ? now + (fatia_usec_t)s->grace_s * FATIA_USEC_PER_SEC : INT64_MAX;
+        {
+            /* the probe's terminationGracePeriodSeconds, else the pod's (kubelet's rule) */
+            int64_t grace = s->grace_s;
+            (void)fatia_json_int(c->probes.spec[k], "terminationGracePeriodSeconds", &grace);
+            (void)s->rt->kill(&s->pod, &rc, c->pid, grace > 0 ? SIGTERM : SIGKILL);
+            c->probe_kill_at =
+                grace > 0 ? now + (fatia_usec_t)grace * FATIA_USEC_PER_SEC : INT64_MAX;
+        }
         *next = FATIA_MIN(*next, c->probe_kill_at);
         (void)write_status(s, false);
     }

@@ -222,7 +222,7 @@ static void test_spec(void **state)
     c = ctr("{\"name\":\"web\",\"ports\":[{\"name\":\"http\",\"containerPort\":8080}],"
             "\"readinessProbe\":{\"httpGet\":{\"port\":\"http\",\"path\":\"/healthz\","
             "\"httpHeaders\":[{\"name\":\"X-A\",\"value\":\"b\"}]},\"periodSeconds\":2},"
-            "\"livenessProbe\":{\"tcpSocket\":{\"port\":8080}},"
+            "\"livenessProbe\":{\"tcpSocket\":{\"port\":8080},\"terminationGracePeriodSeconds\":7},"
             "\"startupProbe\":{\"exec\":{\"command\":[\"cat\",\"/tmp/ok\"]},"
             "\"failureThreshold\":30}}");
     assert_int_equal(fatia_agent_probe_spec(c, 0, &out, why, sizeof(why)), 0);
@@ -238,6 +238,9 @@ static void test_spec(void **state)
         assert_int_equal(cfg.timeout_s, 1);
         assert_int_equal(cfg.failure_threshold, 3);
         assert_int_equal(cfg.success_threshold, 1);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(out, "liveness"),
+                                                            "terminationGracePeriodSeconds")),
+                         7);
         assert_true(fatia_agent_probe_cfg_parse(json_object_get(out, "startup"), &cfg));
         assert_int_equal(cfg.failure_threshold, 30);
         assert_int_equal(cfg.period_s, 10);
@@ -267,6 +270,13 @@ static void test_spec(void **state)
          "spec.containers[1].startupProbe.exec.command: Required value"},
         {"{\"readinessProbe\":{\"exec\":{\"command\":[\"x\"]},\"timeoutSeconds\":-1}}",
          "spec.containers[1].readinessProbe.timeoutSeconds: Invalid value: -1"},
+        {"{\"readinessProbe\":{\"exec\":{\"command\":[\"x\"]},"
+         "\"terminationGracePeriodSeconds\":5}}",
+         "spec.containers[1].readinessProbe.terminationGracePeriodSeconds: Invalid value: must "
+         "not be set for readinessProbes"},
+        {"{\"livenessProbe\":{\"exec\":{\"command\":[\"x\"]},"
+         "\"terminationGracePeriodSeconds\":0}}",
+         "spec.containers[1].livenessProbe.terminationGracePeriodSeconds: Invalid value"},
         {"{\"readinessProbe\":{\"grpc\":{\"port\":9000}}}",
          "spec.containers[1].readinessProbe.grpc: Unsupported value"},
         {"{\"readinessProbe\":{\"httpGet\":{\"port\":80,\"scheme\":\"HTTPS\"}}}",

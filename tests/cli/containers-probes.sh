@@ -7,7 +7,8 @@
 #     it is ready (notReadyAddresses otherwise);
 #   - readinessProbe httpGet on a named port (busybox httpd): 404 is unready, with kubelet's
 #     Unhealthy Event "Readiness probe failed: HTTP probe failed with statuscode: 404"; 200 ready;
-#   - livenessProbe exec failing: the container is killed and restarted (restartCount 1,
+#   - livenessProbe exec failing: the container is killed (after the probe's own
+#     terminationGracePeriodSeconds, not the pod's) and restarted (restartCount 1,
 #     lastState.terminated), Events Unhealthy and Killing; with restartPolicy Never it is not
 #     restarted and the pod fails;
 #   - livenessProbe tcpSocket: a listening port keeps the container, a closed one restarts it;
@@ -56,7 +57,7 @@ mkpod() { # NAME RUNTIME YAML-OF-CONTAINERS (stdin)
         echo "kind: Pod"
         echo "metadata: {name: $1, labels: {app: $1}}"
         echo "spec:"
-        echo "  terminationGracePeriodSeconds: 1"
+        echo "  terminationGracePeriodSeconds: ${GRACE:-1}"
         [ -n "${3:-}" ] && echo "$3"
         [ -n "$extra" ] && echo "$extra"
         echo "  containers:"
@@ -117,7 +118,9 @@ EOF
     wait_for 20 is_ready "http-$rt" true True
 
     # ---- liveness (exec): killed and restarted; Never: not restarted ----
-    mkpod "live-$rt" $rt <<EOF
+    # the probe's own grace period wins over the pod's 120 s (sleep as a container's pid 1
+    # ignores SIGTERM: only the SIGKILL after the grace period ends it)
+    GRACE=120 mkpod "live-$rt" $rt <<EOF
   - name: main
     image: $IMG
     command: ["sh", "-c", "touch $S/alive-$rt; exec sleep 600"]
@@ -125,12 +128,13 @@ EOF
       exec: {command: ["cat", "$S/alive-$rt"]}
       periodSeconds: 1
       failureThreshold: 2
+      terminationGracePeriodSeconds: 1
 EOF
     wait_for 40 sh -c "[ \"\$($KUBECTL --kubeconfig $KCFG get pod live-$rt -o jsonpath='{.status.containerStatuses[0].ready}')\" = true ]"
     sleep 3
     [ "$(cstat "live-$rt" restartCount)" = 0 ] || fail "$rt: a passing liveness probe restarted the container"
     k exec "live-$rt" -- rm -f "$S/alive-$rt"
-    wait_for 30 restarts_at_least "live-$rt" 1
+    wait_for 20 restarts_at_least "live-$rt" 1
     [ -n "$(cstat "live-$rt" lastState.terminated.exitCode)" ] ||
         fail "$rt: no lastState.terminated after the liveness kill: $(cstat "live-$rt" lastState)"
     wait_for 10 event_has "live-$rt" "Killing: Container main failed liveness probe, will be restarted"

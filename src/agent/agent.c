@@ -60,6 +60,7 @@
 #include "agent/computemode.h"
 #include "agent/devfilter.h"
 #include "agent/gpuwatch_agent.h"
+#include "agent/localpath.h"
 #include "agent/mps.h"
 #include "agent/nbhome.h"
 #include "agent/oci.h"
@@ -67,7 +68,9 @@
 #include "agent/podrefs.h"
 #include "agent/podspec.h"
 #include "agent/podstatus.h"
+#include "agent/probe.h"
 #include "agent/proc.h"
+#include "agent/pullauth.h"
 #include "agent/refvol.h"
 #include "agent/runtime.h"
 #include "agent/shim.h"
@@ -941,6 +944,36 @@ static void ended_events(struct fatia_agent *a, struct apod *p, const char *name
                    name);
 }
 
+/* kubelet's probe Events: Unhealthy at each failed run, Killing when a probe killed it. */
+static void probe_events(struct fatia_agent *a, struct apod *p, const char *name, const json_t *o,
+                         const json_t *c)
+{
+    static const char *const keys[] = {"startup", "liveness", "readiness"};
+    const char *killed = fatia_json_str(c, "probeKilled");
+    int64_t rc = 0, orc = -1;
+
+    (void)fatia_json_int(c, "restartCount", &rc);
+    (void)fatia_json_int(o, "restartCount", &orc);
+    if (rc != orc)
+        o = NULL; /* a new instance: its counts start again */
+
+    for (int k = 0; k < 3; k++) {
+        const json_t *n = json_object_get(json_object_get(c, "probes"), keys[k]);
+        const json_t *b = json_object_get(json_object_get(o, "probes"), keys[k]);
+        int64_t nf = 0, bf = 0;
+        (void)fatia_json_int(n, "failures", &nf);
+        (void)fatia_json_int(b, "failures", &bf);
+        if (nf > bf)
+            emit_event(a, p, "Warning", "Unhealthy", name, "%s probe failed: %s",
+                       fatia_agent_probe_kind_name((enum fatia_agent_probe_kind)k),
+                       fatia_json_str(n, "message") ? fatia_json_str(n, "message") : "");
+    }
+    if (killed && !fatia_json_str(o, "probeKilled"))
+        emit_event(a, p, "Normal", "Killing", name,
+                   "Container %s failed %s probe, will be restarted", name,
+                   !strcmp(killed, "Startup") ? "startup" : "liveness");
+}
+
 /* Events for what changed between two shim statuses of a pod (old NULL: the first one). */
 static void diff_events(struct fatia_agent *a, struct apod *p, const json_t *old, const json_t *st)
 {
@@ -979,6 +1012,7 @@ static void diff_events(struct fatia_agent *a, struct apod *p, const json_t *old
                            fatia_json_str(wait, "message")
                                ? fatia_json_str(wait, "message")
                                : "Back-off restarting failed container");
+            probe_events(a, p, name, o, c);
         }
     }
     if (fatia_json_str(st, "reason") && !fatia_json_str(old, "reason") &&
@@ -1439,6 +1473,45 @@ static const json_t *ref_get(void *ctx, bool secret, const char *name)
     return k ? fatia_client_cached(rc->a->client, k, rc->p->ns, name) : NULL;
 }
 
+/* oci_pod.h's claim_path: a claim of the pod's own namespace (localpath.h). */
+static int claim_path(void *ctx, const char *claim, char *ret, size_t n, char *why, size_t why_n)
+{
+    struct ref_ctx *rc = ctx;
+
+    return fatia_agent_claim_path(rc->a, rc->p->ns, claim, ret, n, why, why_n);
+}
+
+/* oci_pod.h's pull_secrets_auth: the pod's imagePullSecrets (its own namespace's) as an auth
+ * file in its directory, 0600 (pullauth.h); ret_path "" when it names none that give one. */
+static int pull_auth(void *ctx, const json_t *pod, char *ret_path, size_t n)
+{
+    struct ref_ctx *rc = ctx;
+    struct fatia_podrefs refs = {.get = ref_get, .ctx = rc, .ns = rc->p->ns};
+    char skipped[512];
+    json_t *doc = fatia_agent_pull_auth(pod, &refs, skipped, sizeof(skipped));
+    char *text;
+    int r;
+
+    if (skipped[0])
+        emit_event(rc->a, rc->p, "Warning", "FailedToRetrieveImagePullSecret", NULL,
+                   "Unable to retrieve some image pull secrets (%s); attempting to pull the "
+                   "image may not succeed.",
+                   skipped);
+    ret_path[0] = '\0';
+    if (!doc)
+        return 0;
+    text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    if (!text)
+        return -ENOMEM;
+    snprintf(ret_path, n, "%s/%s/pull-auth.json", rc->a->pods_dir, rc->p->uid);
+    r = write_durable(ret_path, text);
+    free(text);
+    if (r < 0)
+        ret_path[0] = '\0';
+    return r;
+}
+
 static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *list,
                           const struct fatia_pod_devices *devs, const char *work,
                           const char *run_dir, bool real, uid_t uid, gid_t gid,
@@ -1456,7 +1529,7 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                                          .vgpu_log = a->o.vgpu_log,
                                          .in_container = op != NULL};
         char acct_name[512], acct[4800], pipe_dir[4400] = "", layer[1500] = "";
-        json_t *argv = NULL, *envj, *oci = NULL;
+        json_t *argv = NULL, *envj, *oci = NULL, *probes = NULL;
         int r;
 
         fatia_pod_devices_acct_name(devs, name, acct_name, sizeof(acct_name));
@@ -1563,7 +1636,11 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                 r = -EIO;
             }
         }
+        if (r == 0 && list == json_object_get(json_object_get(p->pod, "spec"), "containers"))
+            r = fatia_agent_probe_spec(c, i, &probes, why, why_n); /* probe.h: the shim runs them */
         if (r < 0) {
+            json_decref(oci);
+            json_decref(argv);
             fatia_env_release(&env);
             *err = r == -ENOMEM || r == -ENOENT || r == -EIO ? r : -FATIA_E_INVALID;
             goto fail;
@@ -1586,6 +1663,8 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                                 json_string(layer));
         if (oci)
             json_object_set_new(json_array_get(out, json_array_size(out) - 1), "oci", oci);
+        if (probes)
+            json_object_set_new(json_array_get(out, json_array_size(out) - 1), "probes", probes);
     }
     return out;
 fail:
@@ -1801,7 +1880,11 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                     .cdi_node_dir = cdi_node,
                                     .auth_file = a->o.registry_auth,
                                     .insecure_registries = a->o.insecure_registries,
-                                    .refs = &refs};
+                                    .refs = &refs,
+                                    .claim_path = claim_path,
+                                    .claim_arg = &rc,
+                                    .pull_secrets_auth = pull_auth,
+                                    .pull_secrets_arg = &rc};
         r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));
         p->ref_wait = r == -ESRCH;
         if (r < 0) {
@@ -2363,12 +2446,41 @@ static uint64_t storage_limit(const json_t *pod)
     return sum > init_max ? sum : init_max;
 }
 
+/* A claim's requests.storage (its volume's capacity): a pod writing a claim's directory past it
+ * is evicted, as for ephemeral storage (localpath.c). */
+static bool check_claims(struct fatia_agent *a, struct apod *p)
+{
+    json_t *claims = fatia_agent_pod_claims(a, p->pod), *c;
+    char msg[600];
+    size_t i;
+
+    json_array_foreach(claims, i, c)
+    {
+        uint64_t cap = (uint64_t)json_integer_value(json_object_get(c, "capacity"));
+        uint64_t used = du_at(AT_FDCWD, fatia_json_str(c, "path"), 0, cap);
+        if (used <= cap)
+            continue;
+        p->evicted = true;
+        snprintf(msg, sizeof(msg),
+                 "Usage of PersistentVolumeClaim %s exceeds its requests.storage of %" PRIu64
+                 " bytes (uses at least %" PRIu64 ")",
+                 fatia_json_str(c, "claim"), cap, used);
+        emit_event(a, p, "Warning", "Evicted", NULL, "%s", msg);
+        agent_warn(a, "agent: pod %s/%s: evicted: %s", p->ns, p->name, msg);
+        request_stop(a, p, 0, "Evicted", msg);
+        json_decref(claims);
+        return true;
+    }
+    json_decref(claims);
+    return false;
+}
+
 static void check_storage(struct fatia_agent *a, struct apod *p)
 {
     uint64_t limit = storage_limit(p->pod), used;
     char path[4400], msg[300];
 
-    if (!limit || p->evicted || p->stop_sent)
+    if (p->evicted || p->stop_sent || check_claims(a, p) || !limit)
         return;
     snprintf(path, sizeof(path), "%s/%s", a->run_dir, p->uid);
     used = du_at(AT_FDCWD, path, 0, limit);
@@ -2477,8 +2589,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         image_gc(a);
     }
     storage = ++a->storage_ticks >= STORAGE_CHECK_TICKS;
-    if (storage)
+    if (storage) {
         a->storage_ticks = 0;
+        fatia_agent_localpath_gc(a);
+    }
     for (p = a->pods; p; p = next) {
         next = p->next;
         if (p->st == AP_ACTIVE) {

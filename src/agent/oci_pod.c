@@ -214,6 +214,28 @@ int fatia_oci_pod_prepare(const struct fatia_oci_pod *op, json_t **ret_tmpfs, ch
                 json_decref(tmpfs);
                 return r;
             }
+        } else if (json_object_get(v, "persistentVolumeClaim")) {
+            /* the claim's directory, linked here: the bind mount follows the link */
+            const char *cn =
+                fatia_json_str(json_object_get(v, "persistentVolumeClaim"), "claimName");
+            char dir[1400];
+            r = op->claim_path && cn
+                    ? op->claim_path(op->claim_arg, cn, dir, sizeof(dir), why, why_n)
+                    : -FATIA_E_INVALID;
+            if (r == -FATIA_E_INVALID && !cn)
+                snprintf(why, why_n,
+                         "spec.volumes[%zu].persistentVolumeClaim.claimName: Required "
+                         "value",
+                         i);
+            if (r < 0) {
+                json_decref(tmpfs);
+                return r;
+            }
+            (void)unlink(p);
+            if (symlink(dir, p) < 0) {
+                r = -errno;
+                goto io;
+            }
         } else if (json_object_get(v, "downwardAPI")) {
             if ((r = mkdir_own(p, 0755, root, root)) < 0)
                 goto io;

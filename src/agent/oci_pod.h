@@ -28,14 +28,17 @@ struct fatia_oci_pod {
     const char *cdi_node_dir; /* the agent's spec of the node's slices (POD_DIR/cdi/<node>) */
     /* pulls: the node's auth file (--agent registry-auth), the registries reached without TLS
      * verification (--agent insecure-registries, "host:port,..."), and the hook that gives
-     * the credentials of the pod's imagePullSecrets (an auth file written for this pull) once
-     * Secrets are served: NULL until then; 0 with ret_path empty: none, use the node's */
+     * the credentials of the pod's imagePullSecrets (an auth file written for this pull; the
+     * agent's: agent/pullauth.h); 0 with ret_path empty: none, use the node's */
     const char *auth_file;
     const char *insecure_registries;
     int (*pull_secrets_auth)(void *arg, const json_t *pod, char *ret_path, size_t n);
     void *pull_secrets_arg;
     /* the pod's ConfigMaps and Secrets, for configMap, secret and projected volumes */
     const struct fatia_podrefs *refs;
+    /* the directory of a persistentVolumeClaim volume's claim (agent/localpath.h) */
+    int (*claim_path)(void *arg, const char *claim, char *ret, size_t n, char *why, size_t why_n);
+    void *claim_arg;
 };
 
 /* Whether ns is in a comma-separated list ("*": every namespace; NULL: none). */

@@ -327,9 +327,12 @@ static int volume_mounts(const struct fatia_oci_in *in, json_t *mounts, char *wh
             return -FATIA_E_INVALID;
         }
         if (json_object_get(vol, "emptyDir") || json_object_get(vol, "downwardAPI") ||
-            fatia_pod_vol_is_ref(vol)) {
+            fatia_pod_vol_is_ref(vol) || json_object_get(vol, "persistentVolumeClaim")) {
             snprintf(src, sizeof(src), "%s/volumes/%s", in->run_dir, name);
-            if (!json_object_get(vol, "emptyDir"))
+            if (json_object_get(vol, "persistentVolumeClaim"))
+                ro = ro || fatia_json_bool(json_object_get(vol, "persistentVolumeClaim"),
+                                           "readOnly", false);
+            else if (!json_object_get(vol, "emptyDir"))
                 ro = true; /* as kubelet's: read-only whatever the mount says */
         } else if (json_object_get(vol, "hostPath")) {
             const char *hp = fatia_json_str(json_object_get(vol, "hostPath"), "path");
@@ -344,7 +347,8 @@ static int volume_mounts(const struct fatia_oci_in *in, json_t *mounts, char *wh
         } else {
             snprintf(why, why_n,
                      "spec.volumes[%zu]: only emptyDir, hostPath, downwardAPI, configMap, "
-                     "secret and projected volumes are served in containers",
+                     "secret, projected and persistentVolumeClaim volumes are served in "
+                     "containers",
                      vi);
             return -FATIA_E_INVALID;
         }

@@ -14,6 +14,12 @@
  *
  * The connection goes to the listener's address family on loopback (127.0.0.1 or ::1), as
  * kubelet's port-forward connects to localhost inside the pod's network namespace.
+ *
+ * A pod in containers with a network namespace of its own (the shim's status says runtime oci
+ * and a podIP) needs no such check: the socket is made inside that namespace (setns(2) of this
+ * thread into the sandbox holder's /proc/PID/ns/net and back; a socket keeps the namespace it
+ * was made in) and connects to its loopback, exactly kubelet's way, so nothing of the host's or
+ * another pod's network is reachable.
  */
 #include "base/compat.h"
 
@@ -24,6 +30,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -33,6 +40,7 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "base/log.h"
 #include "client/plugin.h"
 
 #define PF_MAX_INODES 64
@@ -153,6 +161,51 @@ static bool pod_holds(const char *cgroup, int64_t pgid, const struct listeners *
     return false;
 }
 
+/* A TCP socket connected to 127.0.0.1:port inside the network namespace of process holder. */
+static int connect_in_netns(pid_t holder, int port, int *ret_fd)
+{
+    char path[64];
+    int self, ns, fd, r = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)holder);
+    ns = open(path, O_RDONLY | O_CLOEXEC);
+    if (ns < 0)
+        return -errno;
+    self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (self < 0) {
+        r = -errno;
+        close(ns);
+        return r;
+    }
+    if (setns(ns, CLONE_NEWNET) < 0) {
+        r = -errno;
+        close(ns);
+        close(self);
+        return r;
+    }
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        r = -errno;
+    if (setns(self, CLONE_NEWNET) < 0)
+        fatia_log_errno(FATIA_LOG_ERROR, -errno, "port-forward: cannot return to fatiad's network");
+    close(ns);
+    close(self);
+    if (r < 0)
+        return r;
+    {
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons((uint16_t)port),
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+            r = -errno;
+            close(fd);
+            return r;
+        }
+    }
+    *ret_fd = fd;
+    return 0;
+}
+
 int fatia_agent_portforward(void *agent, const json_t *pod, int port, int *ret_fd, char *why,
                             size_t why_n)
 {
@@ -172,6 +225,16 @@ int fatia_agent_portforward(void *agent, const json_t *pod, int port, int *ret_f
         return -EAGAIN;
     }
     (void)fatia_json_int(p->shim, "pgid", &pgid);
+    if (fatia_json_str(p->shim, "podIP") && fatia_json_str(p->shim, "runtime") &&
+        !strcmp(fatia_json_str(p->shim, "runtime"), "oci") && pgid > 0) {
+        int r = connect_in_netns((pid_t)pgid, port, ret_fd);
+        if (r == -ECONNREFUSED)
+            snprintf(why, why_n, "pod %s does not listen on port %d", name ? name : "", port);
+        else if (r < 0)
+            snprintf(why, why_n, "connecting to port %d of pod %s: %s", port, name ? name : "",
+                     fatia_strerror(r));
+        return r == -ECONNREFUSED ? -ENOENT : r;
+    }
     snprintf(path, sizeof(path), "%s/%s/spec.json", a->pods_dir, uid);
     spec = json_load_file(path, 0, NULL);
     scan_net("/proc/net/tcp", port, false, &l);

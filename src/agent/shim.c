@@ -64,6 +64,7 @@
 #include "agent/proc.h"
 #include "agent/runtime.h"
 #include "agent/shim_attach.h"
+#include "agent/shim_probe.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/error.h"
@@ -112,6 +113,9 @@ struct ctr {
     struct fatia_linebuf out_lb, err_lb;
     struct fatia_crilog log;
     uint64_t oom_before;
+    struct fatia_shim_probes probes; /* shim_probe.c */
+    fatia_usec_t probe_kill_at;      /* killed by a probe: SIGKILL then (monotonic); 0: none */
+    char probe_killed[16];           /* "Liveness" / "Startup": this instance was killed by it */
 };
 
 struct shim {
@@ -230,10 +234,17 @@ static json_t *state_json(struct shim *s, struct ctr *c)
 
 static json_t *ctr_json(struct shim *s, struct ctr *c)
 {
-    json_t *o =
-        json_pack("{s:s,s:i,s:b,s:b,s:o}", "name", c->name, "restartCount", c->restarts, "started",
-                  c->st == C_RUNNING, "ready", c->st == C_RUNNING, "state", state_json(s, c));
+    json_t *o = json_pack(
+        "{s:s,s:i,s:b,s:b,s:o}", "name", c->name, "restartCount", c->restarts, "started",
+        c->st == C_RUNNING && fatia_agent_probes_started(&c->probes.ps), "ready",
+        c->st == C_RUNNING && fatia_agent_probes_ready(&c->probes.ps), "state", state_json(s, c));
+    json_t *pj = fatia_shim_probes_json(&c->probes);
     char id[600];
+
+    if (pj)
+        json_object_set_new(o, "probes", pj);
+    if (c->probe_killed[0])
+        json_object_set_new(o, "probeKilled", json_string(c->probe_killed));
 
     json_object_set_new(o, "lastState",
                         c->last_state ? json_deep_copy(c->last_state) : json_object());
@@ -443,6 +454,9 @@ static void start_ctr(struct shim *s, struct ctr *c)
     set_nonblock(c->out_fd);
     set_nonblock(c->err_fd);
     c->st = C_RUNNING;
+    c->probe_kill_at = 0;
+    c->probe_killed[0] = '\0';
+    fatia_shim_probes_start(&c->probes, c->started_mono);
     fatia_info("pod %s/%s: container '%s' started (pid %d, restart %u)", s->ns, s->name, c->name,
                (int)pid, c->restarts);
     (void)write_status(s, false);
@@ -586,6 +600,8 @@ static void on_exit_status(struct shim *s, struct ctr *c, int status)
 {
     c->finished_at = fatia_now_real_usec();
     close_output(c);
+    fatia_shim_probes_stop(&c->probes);
+    c->probe_kill_at = 0;
     c->pid = 0;
     if (WIFEXITED(status)) {
         c->exit_code = WEXITSTATUS(status);
@@ -638,6 +654,60 @@ static void reap(struct shim *s)
             (void)pump(c, c->err_fd, &c->err_lb, "stderr");
         ctr_cleanup(s, c);
         on_exit_status(s, c, status);
+    }
+    for (size_t i = 0; i < s->n_ctrs; i++) {
+        if (fatia_shim_probes_reap(&s->ctrs[i].probes))
+            (void)write_status(s, false);
+    }
+}
+
+/* Runs the probes due, and kills an instance whose liveness or startup probe failed (SIGTERM,
+ * SIGKILL after the grace period: kubelet's killContainer); its exit then goes through the
+ * restart policy as any other. Lowers *next to the next probe timer. */
+static void probe_tick(struct shim *s, fatia_usec_t now, fatia_usec_t *next)
+{
+    const char *host = s->pod.ip[0] ? s->pod.ip : "127.0.0.1";
+
+    for (size_t i = s->n_init; i < s->n_ctrs; i++) {
+        struct ctr *c = &s->ctrs[i];
+        struct fatia_rt_ctr rc = {.name = c->name,
+                                  .argv = c->argv,
+                                  .envp = c->envp,
+                                  .cwd = c->cwd,
+                                  .spec = c->spec,
+                                  .instance = c->restarts};
+        enum fatia_agent_probe_kind k;
+        if (c->st != C_RUNNING || !fatia_shim_probes_any(&c->probes))
+            continue;
+        if (c->probe_kill_at) {
+            if (now >= c->probe_kill_at) {
+                (void)s->rt->kill(&s->pod, &rc, c->pid, SIGKILL);
+                c->probe_kill_at = INT64_MAX; /* sent; wait for the exit */
+            } else {
+                *next = FATIA_MIN(*next, c->probe_kill_at);
+            }
+            continue;
+        }
+        if (!s->terminating &&
+            fatia_shim_probes_tick(&c->probes, &s->pod, s->rt, &rc, host, now, next))
+            (void)write_status(s, false);
+        k = fatia_agent_probes_failed(&c->probes.ps);
+        if (k == FATIA_PROBE_KINDS || s->terminating)
+            continue;
+        fatia_agent_probes_hold(&c->probes.ps, k);
+        snprintf(c->probe_killed, sizeof(c->probe_killed), "%s", fatia_agent_probe_kind_name(k));
+        fatia_info("pod %s/%s: container '%s' failed its %s probe (%s), killing it", s->ns, s->name,
+                   c->name, fatia_agent_probe_field(k), c->probes.msg[k]);
+        {
+            /* the probe's terminationGracePeriodSeconds, else the pod's (kubelet's rule) */
+            int64_t grace = s->grace_s;
+            (void)fatia_json_int(c->probes.spec[k], "terminationGracePeriodSeconds", &grace);
+            (void)s->rt->kill(&s->pod, &rc, c->pid, grace > 0 ? SIGTERM : SIGKILL);
+            c->probe_kill_at =
+                grace > 0 ? now + (fatia_usec_t)grace * FATIA_USEC_PER_SEC : INT64_MAX;
+        }
+        *next = FATIA_MIN(*next, c->probe_kill_at);
+        (void)write_status(s, false);
     }
 }
 
@@ -793,7 +863,7 @@ static int load_ctrs(struct shim *s, json_t *arr, bool init, size_t *at)
         x->log.fd = -1;
         snprintf(x->wait_reason, sizeof(x->wait_reason), "%s",
                  init ? "PodInitializing" : "ContainerCreating");
-        if (!x->name || !x->argv || !x->envp)
+        if (!x->name || !x->argv || !x->envp || !fatia_shim_probes_load(&x->probes, c))
             return -EINVAL;
     }
     return 0;
@@ -1003,6 +1073,7 @@ static void run(struct shim *s)
             }
             next = FATIA_MIN(next, now + (end - real));
         }
+        probe_tick(s, now, &next);
         if (s->terminating && !s->killed) {
             if (s->kill_at <= now) {
                 fatia_info("pod %s/%s: grace period over, killing", s->ns, s->name);
@@ -1055,6 +1126,7 @@ static void run(struct shim *s)
 static void shim_free(struct shim *s)
 {
     for (size_t i = 0; s->ctrs && i < s->n_ctrs; i++) {
+        fatia_shim_probes_stop(&s->ctrs[i].probes);
         fatia_free(s->ctrs[i].argv);
         fatia_free(s->ctrs[i].envp);
         json_decref(s->ctrs[i].last_state);

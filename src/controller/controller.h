@@ -75,6 +75,9 @@ struct fatia_controllers_opts {
      * evicted after this many seconds (default 300 unless set) */
     int64_t default_toleration_s;
     bool default_toleration_set;
+    /* the local-path provisioner (localpath.c): the directory of its volumes, the node agent's
+     * pod directory's pv/ (NULL: /var/lib/fatia/pv) */
+    const char *local_path_dir;
 };
 
 /* Builds the controllers on base over client (borrowed; both must outlive the controllers).
@@ -104,11 +107,12 @@ bool fatia_controllers_idle(const struct fatia_controllers *c);
  * tenancy-status, validating: controller/tenancy.h), hardware-profile injection
  * (demand/profile.h) for Pods, Jobs and Workloads, the quota door, then Kueue's defaults (a queued Job is created suspended, a queued Pod gets the
  * scheduling gate kueue.x-k8s.io/admission), then LimitRanger and ResourceQuota (quota.c, as
- * kube-apiserver's: LimitRange defaults and min/max, ResourceQuota hard limits). Their admit functions read HardwareProfiles from
+ * kube-apiserver's: LimitRange defaults and min/max, ResourceQuota hard limits), then the Service
+ * ClusterIP and nodePort allocator (svcalloc.c). Their admit functions read HardwareProfiles from
  * client's cache (borrowed: it must outlive the plugins). The daemon registers out[0..*ret_n)
  * with the API server before anything is written. 0, or -EINVAL when a kind they act on is not
  * in the registry. */
-#define FATIA_CONTROLLERS_N_WEBHOOKS 7
+#define FATIA_CONTROLLERS_N_WEBHOOKS 8
 int fatia_controllers_webhooks(struct fatia_client *client,
                                struct fatia_admission out[FATIA_CONTROLLERS_N_WEBHOOKS],
                                size_t *ret_n);
@@ -124,6 +128,9 @@ int fatia_controllers_webhooks(struct fatia_client *client,
  * namespaced kind), reading LimitRanges, ResourceQuotas and the objects counted from client's
  * cache (controller/quota.c). 0 or -EINVAL. */
 int fatia_controller_quota_plugins(struct fatia_client *client, struct fatia_admission out[2]);
+/* service-ip-allocator (mutating, Service create and update): the ClusterIP and nodePorts, free
+ * by client's cache (controller/svcalloc.c). 0 or -EINVAL. */
+int fatia_controller_svcalloc_plugin(struct fatia_client *client, struct fatia_admission *out);
 /* What quota's namespace uses of each resource in spec.hard, counted from client's cache as the
  * admission plugin counts: {"requests.cpu": "250m", "pods": "2", ...}, new reference. */
 int fatia_controller_quota_used(struct fatia_client *client, const json_t *quota, json_t **ret);

@@ -230,6 +230,14 @@ struct pdb_ctl;
 int fatia_ctlr_pdb_ctl_new(struct ctl *c, struct pdb_ctl **ret);
 void fatia_ctlr_pdb_ctl_free(struct pdb_ctl *pc);
 void fatia_ctlr_sa_ctl_free(struct sa_ctl *a);
+/* localpath.c: the local-path provisioner and the default StorageClass. */
+struct localpath_ctl;
+int fatia_ctlr_localpath_ctl_new(struct ctl *c, struct localpath_ctl **ret);
+void fatia_ctlr_localpath_ctl_free(struct localpath_ctl *lc);
+/* svcproxy.c: a Service's nodePorts on 127.0.0.1, forwarded to its ready endpoints. */
+struct svcproxy_ctl;
+int fatia_ctlr_svcproxy_ctl_new(struct ctl *c, struct svcproxy_ctl **ret);
+void fatia_ctlr_svcproxy_ctl_free(struct svcproxy_ctl *sp);
 int fatia_ctlr_endpoints_ctl_new(struct ctl *c, struct endpoints_ctl **ret);
 void fatia_ctlr_endpoints_ctl_free(struct endpoints_ctl *e);
 int fatia_ctlr_cronjob_ctl_new(struct ctl *c, struct cronjob_ctl **ret);

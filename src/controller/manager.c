@@ -55,6 +55,8 @@ struct ctl {
     struct replicaset_ctl *replicaset;
     struct deployment_ctl *deployment;
     struct sa_ctl *sa;
+    struct localpath_ctl *localpath;
+    struct svcproxy_ctl *svcproxy;
     struct quotastatus_ctl *quotastatus;
     struct pdb_ctl *pdb;
     struct endpoints_ctl *endpoints;
@@ -239,6 +241,8 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
         (r = fatia_ctlr_replicaset_ctl_new(c, &c->replicaset)) < 0 ||
         (r = fatia_ctlr_deployment_ctl_new(c, &c->deployment)) < 0 ||
         (r = fatia_ctlr_sa_ctl_new(c, &c->sa)) < 0 ||
+        (r = fatia_ctlr_localpath_ctl_new(c, &c->localpath)) < 0 ||
+        (r = fatia_ctlr_svcproxy_ctl_new(c, &c->svcproxy)) < 0 ||
         (r = fatia_ctlr_quotastatus_ctl_new(c, &c->quotastatus)) < 0 ||
         (r = fatia_ctlr_pdb_ctl_new(c, &c->pdb)) < 0 ||
         (r = fatia_ctlr_endpoints_ctl_new(c, &c->endpoints)) < 0 ||
@@ -330,6 +334,8 @@ void fatia_controllers_free(struct fatia_controllers *fc)
         fatia_ctlr_isvc_ctl_free(c->isvc);
         fatia_ctlr_endpoints_ctl_free(c->endpoints);
         fatia_ctlr_sa_ctl_free(c->sa);
+        fatia_ctlr_localpath_ctl_free(c->localpath);
+        fatia_ctlr_svcproxy_ctl_free(c->svcproxy);
         fatia_ctlr_quotastatus_ctl_free(c->quotastatus);
         fatia_ctlr_pdb_ctl_free(c->pdb);
         fatia_ctlr_deployment_ctl_free(c->deployment);

@@ -26,8 +26,12 @@
  *
  * status.used is written by quotastatus.c from fatia_controller_quota_used, the same count.
  *
- * Not done (docs/apiserver.md): scopes and scopeSelector (a quota with either is not enforced); requests.storage
- * and LimitRange items of type Pod and PersistentVolumeClaim, maxLimitRequestRatio.
+ * PersistentVolumeClaims: `requests.storage` and, per StorageClass,
+ * `<class>.storageclass.storage.k8s.io/requests.storage` and `.../persistentvolumeclaims`
+ * (upstream's pvcEvaluator; a claim without a class counts only in the first).
+ *
+ * Not done (docs/apiserver.md): scopes and scopeSelector (a quota with either is not enforced);
+ * LimitRange items of type Pod and PersistentVolumeClaim, maxLimitRequestRatio.
  *
  * Rejected: keeping used counters in the quota's status and admitting against them, as upstream
  * does: it needs a write of the quota inside every admission, which the plugins here cannot make
@@ -159,6 +163,24 @@ static json_t *usage_of(const struct fatia_kind *k, const json_t *obj)
         if (json_object_get(u, "requests.memory"))
             json_object_set(u, "memory", json_object_get(u, "requests.memory"));
         json_object_set_new(u, "pods", json_string("1"));
+    }
+    if (!strcmp(k->plural, "persistentvolumeclaims") && !k->group[0]) {
+        /* upstream's pvcEvaluator: requests.storage, and per class
+         * <class>.storageclass.storage.k8s.io/requests.storage and .../persistentvolumeclaims */
+        const json_t *spec = json_object_get(obj, "spec");
+        const json_t *st = fatia_json_path(spec, "resources.requests.storage");
+        const char *cls = fatia_json_str(spec, "storageClassName");
+        char ck[400];
+        if (st)
+            json_object_set(u, "requests.storage", (json_t *)st);
+        if (cls && cls[0]) {
+            if (st) {
+                snprintf(ck, sizeof(ck), "%s.storageclass.storage.k8s.io/requests.storage", cls);
+                json_object_set(u, ck, (json_t *)st);
+            }
+            snprintf(ck, sizeof(ck), "%s.storageclass.storage.k8s.io/persistentvolumeclaims", cls);
+            json_object_set_new(u, ck, json_string("1"));
+        }
     }
     json_object_set_new(u, key, json_string("1"));
     for (size_t i = 0; legacy[i]; i++)
@@ -530,6 +552,8 @@ static const struct fatia_kind *kind_of_res(const char *rn)
     char plural[200];
     const char *dot;
 
+    if (!strcmp(rn, "requests.storage") || strstr(rn, ".storageclass.storage.k8s.io/"))
+        return fatia_kind_by_resource("", "persistentvolumeclaims");
     if (compute_res(rn) || !strcmp(rn, "pods"))
         return fatia_kind_by_resource("", "pods");
     for (size_t i = 0; legacy[i]; i++)

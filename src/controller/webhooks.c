@@ -141,6 +141,8 @@ int fatia_controllers_webhooks(struct fatia_client *client,
                                       .admit = kueue_defaults,
                                       .arg = NULL};
     r = fatia_controller_quota_plugins(client, &out[5]);
+    if (r == 0)
+        r = fatia_controller_svcalloc_plugin(client, &out[7]);
     if (r < 0)
         return r;
     *ret_n = FATIA_CONTROLLERS_N_WEBHOOKS;

@@ -1096,6 +1096,16 @@ static int start_controllers(struct daemon *d)
         d->co.nb_upstream = nb_upstream;
         d->co.nb_upstream_arg = d;
     }
+    {
+        /* the local-path provisioner's volumes: the agent's pod directory's pv/ */
+        static char pv_dir[4200];
+        char real[4096];
+        if (d->agent_opts.pod_dir && realpath(d->agent_opts.pod_dir, real))
+            snprintf(pv_dir, sizeof(pv_dir), "%.4000s/pv", real);
+        else if (realpath(d->data_dir, real))
+            snprintf(pv_dir, sizeof(pv_dir), "%.4000s/agent/pv", real);
+        d->co.local_path_dir = pv_dir[0] ? pv_dir : NULL;
+    }
     r = fatia_controllers_new(d->base, d->client, &d->co, &d->ctl);
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the controllers");

@@ -212,11 +212,33 @@ static const struct fatia_field sc_fields[] = {
      "\"Immediate\""},
     {"allowedTopologies", &fatia_s_any, 0, NULL},
     {0}};
+
+/* kubectl's NAME of a StorageClass: " (default)" after the default class's name
+ * (pkg/printers/internalversion printStorageClass, storageutil.IsDefaultAnnotation). */
+static json_t *sc_name(const json_t *obj, int64_t now)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *name = fatia_json_str(meta, "name"), *d;
+    char buf[300];
+
+    (void)now;
+    d = fatia_json_str(json_object_get(meta, "annotations"),
+                       "storageclass.kubernetes.io/is-default-class");
+    if (!d)
+        d = fatia_json_str(json_object_get(meta, "annotations"),
+                           "storageclass.beta.kubernetes.io/is-default-class");
+    snprintf(buf, sizeof(buf), "%s%s", name ? name : "",
+             d && !strcmp(d, "true") ? " (default)" : "");
+    return json_string(buf);
+}
+
 static const struct fatia_column sc_columns[] = {
+    {"Name", "string", NULL, 0, "Name must be unique within a namespace.", sc_name},
     {"Provisioner", "string", ".provisioner", 0, "Who provisions the volumes"},
     {"ReclaimPolicy", "string", ".reclaimPolicy", 0, "Reclaim policy of provisioned volumes"},
     {"VolumeBindingMode", "string", ".volumeBindingMode", 0, "When volumes are bound"},
     {"AllowVolumeExpansion", "boolean", ".allowVolumeExpansion", 0, "Whether claims may grow"},
+    {"Age", "date", ".metadata.creationTimestamp", 0, "Time since creation"},
     {NULL}};
 const struct fatia_kind fatia_kind_storageclass = {
     .group = "storage.k8s.io",
@@ -228,4 +250,5 @@ const struct fatia_kind fatia_kind_storageclass = {
     .namespaced = false,
     .name_rule = FATIA_NAME_SUBDOMAIN,
     .schema = &(const struct fatia_schema){FATIA_T_OBJECT, .fields = sc_fields},
-    .columns = sc_columns};
+    .columns = sc_columns,
+    .columns_whole = true};

@@ -101,6 +101,9 @@ static const char usage[] =
     "      --etcd-prefix PREFIX    the keys' prefix (default /registry)\n"
     "      --etcd-compaction-interval DURATION\n"
     "                              compact etcd's history this often (default 5m)\n"
+    "      --etcd-replica          one of several fatiads on the etcd prefix: resourceVersion\n"
+    "                              = etcd's mod_revision, per-object compare-and-swap, the\n"
+    "                              others' writes from etcd's watch (docs/fleet.md)\n"
     "      --max-namespace-objects N\n"
     "                              objects one namespace may hold (default 50000)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
@@ -696,6 +699,7 @@ static const struct option long_opts[] = {
     {"etcd-keyfile", required_argument, NULL, 5},
     {"etcd-prefix", required_argument, NULL, 6},
     {"etcd-compaction-interval", required_argument, NULL, 7},
+    {"etcd-replica", no_argument, NULL, 0x110},
     {"node-lease-duration", required_argument, NULL, 8},
     {"node-toleration-seconds", required_argument, NULL, 9},
     {"verbose", no_argument, NULL, 'v'},
@@ -904,6 +908,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
             }
             d->so.etcd_compact_usec = (uint64_t)dur;
             break;
+        case 0x110:
+            d->so.etcd_replica = true;
+            break;
         case 8:
             if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 86400) {
                 fprintf(stderr, "fatiad: --node-lease-duration: expected seconds, 1..86400\n");
@@ -937,6 +944,10 @@ static int parse_args(struct daemon *d, int argc, char **argv)
     }
     if (d->store_etcd != (d->so.etcd_endpoints != NULL)) {
         fprintf(stderr, "fatiad: --store etcd and --etcd-endpoints go together\n");
+        return -EINVAL;
+    }
+    if (d->so.etcd_replica && !d->store_etcd) {
+        fprintf(stderr, "fatiad: --etcd-replica needs --store etcd\n");
         return -EINVAL;
     }
     if (parse_listen(listen_at, d->host, sizeof(d->host), &d->port) < 0) {

@@ -133,6 +133,7 @@ struct wtxn {
     wtxn_done_fn done;
     void *arg;
     struct objver *result; /* what to answer with (borrowed from an op) */
+    bool fenced;           /* refused unless the fence Lease is ours (fatia_apiserver_set_fence) */
     struct wtxn *next;     /* in a batch */
 };
 
@@ -171,6 +172,8 @@ struct fatia_apiserver {
     bool replica;
     struct event *changes_ev;
     uint64_t own_rv; /* our revision seen on the watch before its batch was reaped; 0: none */
+    char *fence_ns, *fence_name, *fence_holder; /* fatia_apiserver_set_fence; NULL: none */
+    uint64_t fenced_writes;                     /* refused by the fence */
 
     struct batch *filling;  /* accumulating; NULL when empty */
     struct batch *inflight; /* in the store's writer; NULL when idle */
@@ -258,6 +261,7 @@ struct opctx {
     const char
         *manager; /* the field manager (server-side apply, managedFields); NULL: the user's name */
     bool force;   /* apply: take the conflicting fields */
+    bool fenced;  /* a leader's controllers write: see fatia_apiserver_set_fence */
 };
 
 typedef void (*op_done_fn)(void *arg, struct opres *res);
@@ -378,6 +382,12 @@ void fatia_api_store_after(struct fatia_apiserver *s);
  * revision whose batch is not reaped yet. */
 void fatia_api_replica_drain(struct fatia_apiserver *s);
 void fatia_api_changes_cb(int fd, short what, void *arg);
+/* A fenced transaction may commit: 0, or -FATIA_E_CONFLICT when the cache shows the fence
+ * Lease held by another (or by nobody). */
+int fatia_api_fence_check(struct fatia_apiserver *s);
+/* Replica mode: a batch with fenced transactions compares the Lease's revision too (a
+ * compare-only op appended to b->ops). 0 or -ENOMEM. */
+int fatia_api_fence_op(struct fatia_apiserver *s, struct batch *b);
 
 /* ---- audit (audit.c) ---- */
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "apiserver/internal.h"
+#include "base/alloc.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -149,4 +150,85 @@ void fatia_api_changes_cb(int fd, short what, void *arg)
     (void)fd;
     (void)what;
     fatia_api_replica_drain(arg);
+}
+
+/* ---- fencing of a leader's controllers ---- */
+
+int fatia_apiserver_set_fence(struct fatia_apiserver *s, const char *ns, const char *name,
+                              const char *holder)
+{
+    fatia_free(s->fence_ns);
+    fatia_free(s->fence_name);
+    fatia_free(s->fence_holder);
+    s->fence_ns = fatia_strdup(ns);
+    s->fence_name = fatia_strdup(name);
+    s->fence_holder = fatia_strdup(holder);
+    if (!s->fence_ns || !s->fence_name || !s->fence_holder)
+        return -ENOMEM;
+    return 0;
+}
+
+static const struct objver *fence_lease(struct fatia_apiserver *s)
+{
+    const struct fatia_kind *k = kind_of("coordination.k8s.io", "Lease");
+    struct rtable *t = k ? fatia_api_server_table_for(s, k) : NULL;
+    struct entry *e;
+    char key[600];
+
+    if (!t)
+        return NULL;
+    fatia_api_entry_key(t, s->fence_ns, s->fence_name, key, sizeof(key));
+    e = fatia_api_rtable_find(t, key);
+    return e ? e->committed : NULL;
+}
+
+int fatia_api_fence_check(struct fatia_apiserver *s)
+{
+    const struct objver *v;
+    const char *holder;
+
+    if (!s->fence_holder)
+        return 0;
+    v = fence_lease(s);
+    holder = v ? fatia_json_str(json_object_get(v->tree, "spec"), "holderIdentity") : NULL;
+    if (holder && !strcmp(holder, s->fence_holder))
+        return 0;
+    s->fenced_writes++;
+    if (s->fenced_writes == 1 || s->fenced_writes % 100 == 0)
+        fatia_warn("fence: a controller write refused: the lease %s/%s is held by %s, not by "
+                   "%s (%" PRIu64 " refused so far)",
+                   s->fence_ns, s->fence_name, holder ? holder : "nobody", s->fence_holder,
+                   s->fenced_writes);
+    return -FATIA_E_CONFLICT;
+}
+
+int fatia_api_fence_op(struct fatia_apiserver *s, struct batch *b)
+{
+    const struct objver *v;
+    bool any = false;
+
+    if (!s->fence_holder || !s->replica)
+        return 0;
+    for (struct wtxn *tx = b->txns; tx && !any; tx = tx->next)
+        any = tx->fenced;
+    if (!any)
+        return 0;
+    v = fence_lease(s);
+    if (FATIA_VEC_RESERVE(&b->ops, b->ops.n + 1) < 0)
+        return -ENOMEM;
+    b->ops.v[b->ops.n++] = (struct fatia_store_op){
+        .rv = 0,
+        .type = FATIA_STORE_MODIFIED,
+        .group = "coordination.k8s.io",
+        .kind = "Lease",
+        .ns = s->fence_ns,
+        .name = s->fence_name,
+        .uid = "",
+        .json = NULL,
+        .json_len = 0,
+        .deleting = true, /* compares only: allowed under the NOSPACE alarm */
+        .expect_rv = v ? v->rv : 0,
+        .compare_only = true,
+    };
+    return 0;
 }

@@ -340,6 +340,9 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
         event_free(s->bookmark_ev);
     if (s->changes_ev)
         event_free(s->changes_ev);
+    fatia_free(s->fence_ns);
+    fatia_free(s->fence_name);
+    fatia_free(s->fence_holder);
     fatia_api_history_release(s);
     for (size_t i = 0; i < s->n_tables; i++) {
         struct rtable *t = &s->tables[i];

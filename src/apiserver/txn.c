@@ -144,8 +144,13 @@ static void kick(struct fatia_apiserver *s)
         return;
     s->filling = NULL;
     s->inflight = b;
-    if (s->replica)
+    if (s->replica) {
         set_expected(b);
+        if (fatia_api_fence_op(s, b) < 0) {
+            fail_batch(s, b, -ENOMEM);
+            return;
+        }
+    }
     b->sb.ops = b->ops.v;
     b->sb.n = b->ops.n;
     b->sb.user = b;
@@ -189,7 +194,9 @@ void fatia_api_wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx)
     int err = -ENOMEM;
 
     FATIA_ASSERT(tx->ops.n > 0);
-    err = check_txn(s, tx);
+    err = tx->fenced ? fatia_api_fence_check(s) : 0;
+    if (err == 0)
+        err = check_txn(s, tx);
     if (err < 0)
         goto out_fail;
     err = -ENOMEM;

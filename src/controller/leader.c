@@ -34,6 +34,7 @@
 
 #include <event2/event.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -179,6 +180,11 @@ static void lose(struct fatia_ctlr_leader *l, const char *why)
     l->lost = true;
     l->st.leader = false;
     fatia_error("leader election: lost the lease %s/%s (%s)", l->ns, l->name, why);
+    if (getenv("FATIA_TEST_LEADER_NO_STEPDOWN")) {
+        /* tests of the fence: a deposed leader whose controllers go on */
+        fatia_warn("leader election: FATIA_TEST_LEADER_NO_STEPDOWN: the controllers go on");
+        return;
+    }
     if (l->o.stopped)
         l->o.stopped(l->o.arg);
 }

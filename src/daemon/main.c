@@ -166,6 +166,7 @@ struct daemon {
     struct fatia_client *client;
     struct fatia_controllers *ctl;
     struct fatia_ctlr_leader *leader; /* --leader-elect */
+    struct fatia_client *ctl_client;  /* --leader-elect: the controllers', fenced */
     struct fatia_ctlr_leader_opts leo;
     /* the node agent (agent/agent.h) */
     struct fatia_agent *agent;
@@ -1090,7 +1091,7 @@ static int open_api(struct daemon *d)
 static void leader_started(void *arg)
 {
     struct daemon *d = arg;
-    int r = fatia_controllers_new(d->base, d->client, &d->co, &d->ctl);
+    int r = fatia_controllers_new(d->base, d->ctl_client, &d->co, &d->ctl);
 
     if (r == 0 && d->serving)
         r = fatia_controllers_start(d->ctl); /* else start_serving starts them */
@@ -1114,7 +1115,16 @@ static int start_elector(struct daemon *d)
     d->leo.started = leader_started;
     d->leo.stopped = leader_stopped;
     d->leo.arg = d;
+    /* the controllers write through a client of their own, fenced: refused unless the
+     * Lease is ours (in the cache, and in etcd on replicas) */
+    d->ctl_client = fatia_client_new_local_fenced(d->api, &fatia_user_system);
+    if (!d->ctl_client)
+        return -ENOMEM;
     r = fatia_ctlr_leader_new(d->base, d->client, &d->leo, &d->leader);
+    if (r == 0)
+        r = fatia_apiserver_set_fence(d->api, d->leo.ns ? d->leo.ns : "kube-system",
+                                      d->leo.name ? d->leo.name : "fatia-controller-manager",
+                                      fatia_ctlr_leader_identity(d->leader));
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the leader election");
     return 0;
@@ -1192,6 +1202,7 @@ static void daemon_free(struct daemon *d)
     fatia_api_nbproxy_free(d->nbproxy);
     fatia_ctlr_leader_free(d->leader);
     fatia_controllers_free(d->ctl);
+    fatia_client_free(d->ctl_client);
     fatia_agent_lease_free(d->lease);
     fatia_agent_free(d->agent);
     fatia_client_free(d->client);

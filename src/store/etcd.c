@@ -1022,7 +1022,8 @@ static int build_txn_replica(struct fatia_store_etcd *e, struct fatia_store_batc
                 fatia_buf_release(&k);
         }
     for (size_t i = 0; i < keys.n && r == 0; i++) {
-        r = fatia_strmap_put(&last, keys.v[i].key, &keys.v[i]);
+        if (!keys.v[i].op->compare_only)
+            r = fatia_strmap_put(&last, keys.v[i].key, &keys.v[i]);
         if (r == 0 && !fatia_strmap_get(&firsts, keys.v[i].key))
             r = fatia_strmap_put(&firsts, keys.v[i].key, &keys.v[i]);
     }

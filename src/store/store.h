@@ -98,6 +98,9 @@ struct fatia_store_op {
      * that one) and fails with -FATIA_E_CONFLICT, writing nothing, if another replica changed the
      * object meanwhile. On success the store sets every op's rv to the batch's revision. */
     uint64_t expect_rv;
+    /* Replica mode only: an op that only compares expect_rv (a fence on a Lease) and writes
+     * nothing; json may be NULL. */
+    bool compare_only;
 };
 
 /* A batch of changes committed atomically. The caller owns the memory; between submit and reap

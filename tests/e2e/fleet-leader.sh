@@ -1,10 +1,13 @@
 #!/bin/bash
-# tests/e2e/fleet-leader.sh: two fatiad control replicas on one etcd prefix (--etcd-replica)
-# elect the controllers' leader with a Lease (--leader-elect, short timings: lease 3 s, renew
-# deadline 2 s, retry 0.5 s); during a soak of 40 Jobs the leader is killed with kill -9:
+# tests/e2e/fleet-leader.sh: two fatiad control replicas on one three-member etcd (on loopback,
+# one prefix, --etcd-replica) elect the controllers' leader with a Lease (--leader-elect, short
+# timings: lease 3 s, renew deadline 2 s, retry 0.5 s); during a soak of 40 Jobs the leader is
+# killed with kill -9, and so is the etcd member the replicas talk to first (their writes and
+# their watch streams go on on the other two):
 #   - exactly one replica holds kube-system/fatia-controller-manager, and only its controllers
 #     act (the other logs no "leads");
-#   - after the kill the other takes the Lease over within lease + retry + 2 s (5.5 s), with
+#   - after the kill the other takes the Lease over within 10 s (lease 3 s + retry 0.5 s, plus
+#     etcd's own recovery from the member's loss and the clients' failover), with
 #     leaseTransitions counted;
 #   - every Job completes, exactly once: succeeded 1 and one pod per Job;
 #   - no GPU slice is ever held by two pods (slicecheck.py over the survivor's pod watch, which
@@ -20,7 +23,7 @@ export HOME=$TMP/home
 mkdir -p "$HOME"
 N=${FLEET_JOBS:-40}
 
-start_etcd fleet || finish
+start_etcd fleet 3 || finish
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; etcd_cleanup; rm -rf "$TMP"' EXIT
 
@@ -86,13 +89,14 @@ $K apply -f "$TMP/jobs1.yaml" >/dev/null || fail "creating the first jobs"
 sleep 1
 kill -9 "$LPID"
 t0=$(date +%s.%N)
+kill -9 "$ETCD_PID_fleet_1" # the first endpoint of both replicas
 $K apply -f "$TMP/jobs2.yaml" >/dev/null || fail "creating the jobs after the kill"
 took_over() { h2=$(holder) && [ -n "$h2" ] && [ "$h2" != "$h" ]; }
-wait_until 10 took_over
+wait_until 15 took_over
 t1=$(date +%s.%N)
 handover=$(python3 -c "print(round($t1 - $t0, 1))")
 echo "handover: $handover s after kill -9 of the leader (lease 3 s, retry 0.5 s)"
-python3 -c "import sys; sys.exit(0 if $handover <= 5.5 else 1)" || fail "handover took $handover s"
+python3 -c "import sys; sys.exit(0 if $handover <= 10 else 1)" || fail "handover took $handover s"
 grep -q "leads (lease" "$TMP/$FOLLOWER.log" || fail "the survivor does not say it leads"
 transitions1=$($K get lease -n kube-system fatia-controller-manager -o jsonpath='{.spec.leaseTransitions}')
 [ "$transitions1" -gt "$transitions0" ] || fail "leaseTransitions $transitions0 -> $transitions1"

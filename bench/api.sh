@@ -56,7 +56,8 @@ for _ in $(seq 200); do
     grep -q "serving the Kubernetes API" "$D/log" 2>/dev/null && break
     sleep 0.05
 done
-URL=$(grep -o 'http://127.0.0.1:[0-9]*' "$D/log" | head -1)
+# the API's line (the workbench proxy prints its own URL first)
+URL=$(grep "serving the Kubernetes API at" "$D/log" | grep -o 'http://127.0.0.1:[0-9]*' | head -1)
 PORT=${URL##*:}
 export FATIA_TOKEN=$(awk '$2 == "admin" {print $1; exit}' "$D/data/tokens")
 for ns in bench bench-list; do

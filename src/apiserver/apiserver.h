@@ -109,6 +109,13 @@ int fatia_apiserver_set_catalog_namespace(struct fatia_apiserver *s, const char 
 /* ---- metrics ---- */
 
 /* GET /metrics (client/plugin.h): without a provider, 404. */
+/* Fencing of a leader's controllers (--leader-elect): a write of a fenced client
+ * (fatia_client_new_local_fenced) is refused (409) unless the Lease ns/name in the cache names
+ * holder; in replica mode its commit also compares the Lease's mod_revision in etcd, so a write
+ * of a deposed leader whose cache has not yet seen the takeover is refused too. 0 or -ENOMEM. */
+int fatia_apiserver_set_fence(struct fatia_apiserver *s, const char *ns, const char *name,
+                              const char *holder);
+
 void fatia_apiserver_set_metrics_provider(struct fatia_apiserver *s, fatia_metrics_provider_fn fn,
                                           void *arg);
 

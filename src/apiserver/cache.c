@@ -90,6 +90,27 @@ out_fail:
     return NULL;
 }
 
+int fatia_api_objver_set_rv(struct objver *v, uint64_t rv)
+{
+    json_t *meta = json_object_get(v->tree, "metadata");
+    struct fatia_buf b;
+    char rvs[24];
+
+    snprintf(rvs, sizeof(rvs), "%" PRIu64, rv);
+    if (!json_is_object(meta) || json_object_set_new(meta, "resourceVersion", json_string(rvs)))
+        return -ENOMEM;
+    fatia_buf_init(&b, 0);
+    if (fatia_buf_putc(&b, ',') < 0 || fatia_json_dump_buf(v->tree, &b, DUMP_FLAGS) < 0) {
+        fatia_buf_release(&b);
+        return -ENOMEM;
+    }
+    fatia_free(v->text - 1);
+    v->len = b.len - 1;
+    v->text = fatia_buf_steal(&b) + 1;
+    v->rv = rv;
+    return 0;
+}
+
 struct objver *fatia_api_objver_ref(struct objver *v)
 {
     if (v)

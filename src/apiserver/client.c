@@ -20,6 +20,7 @@ struct local_client {
     struct fatia_client base;
     struct fatia_apiserver *s;
     const struct fatia_user *u;
+    bool fenced;
 };
 
 struct fatia_client_watch {
@@ -110,7 +111,8 @@ static struct opctx ctx_for(struct local_client *lc, const struct fatia_kind *k,
                           .t = fatia_api_server_table_for(lc->s, k),
                           .ns = k->namespaced ? ns : NULL,
                           .name = name,
-                          .fv = FATIA_FV_WARN};
+                          .fv = FATIA_FV_WARN,
+                          .fenced = lc->fenced};
 }
 
 static void fail_deferred(struct local_client *lc, fatia_client_done_fn done, void *arg,
@@ -389,4 +391,14 @@ struct fatia_client *fatia_client_new_local(struct fatia_apiserver *s, const str
     lc->s = s;
     lc->u = u;
     return &lc->base;
+}
+
+struct fatia_client *fatia_client_new_local_fenced(struct fatia_apiserver *s,
+                                                   const struct fatia_user *u)
+{
+    struct fatia_client *c = fatia_client_new_local(s, u);
+
+    if (c)
+        ((struct local_client *)c)->fenced = true;
+    return c;
 }

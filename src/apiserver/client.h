@@ -16,5 +16,8 @@
 /* The in-process client of server s acting as user u (borrowed; &fatia_user_system for
  * fatiad's own controllers). NULL on OOM. */
 struct fatia_client *fatia_client_new_local(struct fatia_apiserver *s, const struct fatia_user *u);
+/* The same, for a leader's controllers: every write is fenced (fatia_apiserver_set_fence). */
+struct fatia_client *fatia_client_new_local_fenced(struct fatia_apiserver *s,
+                                                   const struct fatia_user *u);
 
 #endif

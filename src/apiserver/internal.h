@@ -54,6 +54,10 @@ struct objver {
  * (tree is released). */
 struct objver *fatia_api_objver_new(json_t *tree, uint64_t rv);
 struct objver *fatia_api_objver_ref(struct objver *v);
+/* Replica mode: gives a version its committed resourceVersion (etcd's revision), rewriting
+ * metadata.resourceVersion and the text. Only for a version nothing has served yet (a write's,
+ * between its commit and its publication). 0 or -ENOMEM (the version unchanged). */
+int fatia_api_objver_set_rv(struct objver *v, uint64_t rv);
 void fatia_api_objver_unref(struct objver *v);
 
 struct entry {
@@ -129,11 +133,13 @@ struct wtxn {
     wtxn_done_fn done;
     void *arg;
     struct objver *result; /* what to answer with (borrowed from an op) */
+    bool fenced;           /* refused unless the fence Lease is ours (fatia_apiserver_set_fence) */
     struct wtxn *next;     /* in a batch */
 };
 
 struct batch {
     struct fatia_store_batch sb;
+    bool reaped; /* replica mode: committed, waiting for its revision on the watch */
     FATIA_VEC(struct fatia_store_op) ops;
     struct wtxn *txns, **txns_tail;
 };
@@ -163,6 +169,13 @@ struct fatia_apiserver {
 
     uint64_t rv_next;      /* the last resourceVersion handed out */
     uint64_t rv_committed; /* the last one readers see */
+
+    /* replica mode (replica.c): several fatiads on one etcd prefix */
+    bool replica;
+    struct event *changes_ev;
+    uint64_t own_rv; /* our revision seen on the watch before its batch was reaped; 0: none */
+    char *fence_ns, *fence_name, *fence_holder; /* fatia_apiserver_set_fence; NULL: none */
+    uint64_t fenced_writes;                     /* refused by the fence */
 
     struct batch *filling;  /* accumulating; NULL when empty */
     struct batch *inflight; /* in the store's writer; NULL when idle */
@@ -250,6 +263,7 @@ struct opctx {
     const char
         *manager; /* the field manager (server-side apply, managedFields); NULL: the user's name */
     bool force;   /* apply: take the conflicting fields */
+    bool fenced;  /* a leader's controllers write: see fatia_apiserver_set_fence */
 };
 
 typedef void (*op_done_fn)(void *arg, struct opres *res);
@@ -355,6 +369,27 @@ void fatia_api_wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx);
 void fatia_api_wtxn_abort(struct fatia_apiserver *s, struct wtxn *tx);
 void fatia_api_store_event_cb(int fd, short what, void *arg);
 bool fatia_api_server_idle(const struct fatia_apiserver *s);
+/* The inflight batch is durable (and, in replica mode, in revision order): its ops become
+ * committed, watch events go out, its transactions are answered. Then: the next batch goes to
+ * the store, and a shutdown waiting for idle completes. */
+void fatia_api_batch_finish(struct fatia_apiserver *s, struct batch *b);
+void fatia_api_store_after(struct fatia_apiserver *s);
+
+/* ---- replica mode (replica.c) ---- */
+
+/* Placeholder resourceVersions of writes not yet committed start here in replica mode, far
+ * above any etcd revision, so that no client's precondition can ever match one. */
+#define FATIA_API_RV_PLACEHOLDER (UINT64_C(1) << 62)
+/* Applies the changes etcd's watch has brought, in revision order, up to our own next
+ * revision whose batch is not reaped yet. */
+void fatia_api_replica_drain(struct fatia_apiserver *s);
+void fatia_api_changes_cb(int fd, short what, void *arg);
+/* A fenced transaction may commit: 0, or -FATIA_E_CONFLICT when the cache shows the fence
+ * Lease held by another (or by nobody). */
+int fatia_api_fence_check(struct fatia_apiserver *s);
+/* Replica mode: a batch with fenced transactions compares the Lease's revision too (a
+ * compare-only op appended to b->ops). 0 or -ENOMEM. */
+int fatia_api_fence_op(struct fatia_apiserver *s, struct batch *b);
 
 /* ---- audit (audit.c) ---- */
 

@@ -363,7 +363,8 @@ static void txn_done(struct fatia_apiserver *s, struct wtxn *tx, int err)
 }
 
 /* Starts a transaction that answers with code; warnings move from r. NULL on OOM (r answered). */
-static struct wtxn *begin(struct opres *r, int code, op_done_fn done, void *arg)
+static struct wtxn *begin(const struct opctx *c, struct opres *r, int code, op_done_fn done,
+                          void *arg)
 {
     struct pending *p = fatia_calloc(1, sizeof(*p));
     struct wtxn *tx;
@@ -378,6 +379,7 @@ static struct wtxn *begin(struct opres *r, int code, op_done_fn done, void *arg)
         fatia_api_opres_from_errno(r, -ENOMEM, "write");
         return NULL;
     }
+    tx->fenced = c->fenced;
     p->done = done;
     p->arg = arg;
     p->code = code;
@@ -604,7 +606,7 @@ void fatia_api_op_create(const struct opctx *c, json_t *body, op_done_fn done, v
         fatia_api_rtable_maybe_remove(c->t, e);
         goto out_answer;
     }
-    tx = begin(&r, 201, done, arg);
+    tx = begin(c, &r, 201, done, arg);
     if (!tx) {
         fatia_api_rtable_maybe_remove(c->t, e);
         goto out_answer;
@@ -809,7 +811,7 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
             fatia_api_opres_from_errno(&r, -ENOMEM, "update");
         goto out_answer;
     }
-    tx = begin(&r, 200, done, arg);
+    tx = begin(c, &r, 200, done, arg);
     if (!tx)
         goto out_answer;
     if (is_deleting(old) && !has_finalizers(tree)) {
@@ -1123,7 +1125,7 @@ void fatia_api_op_delete(const struct opctx *c, const json_t *options, op_done_f
         r.ver = fatia_api_objver_ref(e->latest);
         goto out_answer;
     }
-    tx = begin(&r, 200, done, arg);
+    tx = begin(c, &r, 200, done, arg);
     if (!tx)
         goto out_answer;
     rc = is_ns ? delete_namespace(s, tx, c->t, e)
@@ -1200,7 +1202,7 @@ void fatia_api_op_delete_collection(const struct opctx *c, const struct fatia_ap
         r.status = fatia_api_status_success();
         goto out_answer;
     }
-    tx = begin(&r, 200, done, arg);
+    tx = begin(c, &r, 200, done, arg);
     if (!tx) {
         FATIA_VEC_RELEASE(&victims);
         goto out_answer;

@@ -106,7 +106,8 @@ static int load_row(void *arg, const struct fatia_store_row *row)
         json_decref(tree);
         return -ENOMEM;
     }
-    e->committed = fatia_api_objver_new(tree, 0);
+    /* replica mode: the row's rv is etcd's mod_revision, not the stored metadata's */
+    e->committed = fatia_api_objver_new(tree, s->replica ? row->rv : 0);
     if (!e->committed)
         return -ENOMEM;
     e->committed->rv = row->rv;
@@ -207,6 +208,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         }
     }
     fatia_api_history_init(s);
+    s->replica = fatia_store_changes_fd(store) >= 0;
 
     r = fatia_store_load(store, load_row, &lc);
     if (r < 0)
@@ -215,6 +217,8 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         fatia_warn("store: %zu objects of kinds fatia no longer serves, ignoring", lc.skipped);
     rv = fatia_store_rv(store);
     s->rv_next = s->rv_committed = rv;
+    if (s->replica)
+        s->rv_next = FATIA_API_RV_PLACEHOLDER;
     first = fatia_store_log_first(store);
     s->history_floor = rv > s->o.watch_history ? rv - s->o.watch_history : 0;
     if (first && first - 1 > s->history_floor)
@@ -260,6 +264,15 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         goto out_free;
     }
     event_add(s->store_ev, NULL);
+    if (s->replica) {
+        s->changes_ev = event_new(base, fatia_store_changes_fd(store), EV_READ | EV_PERSIST,
+                                  fatia_api_changes_cb, s);
+        if (!s->changes_ev) {
+            r = -ENOMEM;
+            goto out_free;
+        }
+        event_add(s->changes_ev, NULL);
+    }
     r = fatia_api_crd_sync(s); /* the first write: before any client's */
     if (r < 0)
         goto out_free;
@@ -327,6 +340,11 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
         event_free(s->store_ev);
     if (s->bookmark_ev)
         event_free(s->bookmark_ev);
+    if (s->changes_ev)
+        event_free(s->changes_ev);
+    fatia_free(s->fence_ns);
+    fatia_free(s->fence_name);
+    fatia_free(s->fence_holder);
     fatia_api_history_release(s);
     for (size_t i = 0; i < s->n_tables; i++) {
         struct rtable *t = &s->tables[i];

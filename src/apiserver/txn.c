@@ -124,6 +124,17 @@ bool fatia_api_server_idle(const struct fatia_apiserver *s)
 
 static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err);
 
+/* Replica mode: the revision each object had in the version its first op here was built on
+ * (the store compares it). Those versions are committed by now, their revisions etcd's. */
+static void set_expected(struct batch *b)
+{
+    size_t j = 0;
+
+    for (struct wtxn *tx = b->txns; tx; tx = tx->next)
+        for (size_t i = 0; i < tx->ops.n; i++, j++)
+            b->ops.v[j].expect_rv = tx->ops.v[i].prev ? tx->ops.v[i].prev->rv : 0;
+}
+
 static void kick(struct fatia_apiserver *s)
 {
     struct batch *b = s->filling;
@@ -133,6 +144,13 @@ static void kick(struct fatia_apiserver *s)
         return;
     s->filling = NULL;
     s->inflight = b;
+    if (s->replica) {
+        set_expected(b);
+        if (fatia_api_fence_op(s, b) < 0) {
+            fail_batch(s, b, -ENOMEM);
+            return;
+        }
+    }
     b->sb.ops = b->ops.v;
     b->sb.n = b->ops.n;
     b->sb.user = b;
@@ -176,7 +194,9 @@ void fatia_api_wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx)
     int err = -ENOMEM;
 
     FATIA_ASSERT(tx->ops.n > 0);
-    err = check_txn(s, tx);
+    err = tx->fenced ? fatia_api_fence_check(s) : 0;
+    if (err == 0)
+        err = check_txn(s, tx);
     if (err < 0)
         goto out_fail;
     err = -ENOMEM;
@@ -264,7 +284,7 @@ static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err)
         if (i == 0 || touched.v[i].e != touched.v[i - 1].e)
             fatia_api_rtable_maybe_remove(touched.v[i].t, touched.v[i].e);
     FATIA_VEC_RELEASE(&touched);
-    s->rv_next = s->rv_committed;
+    s->rv_next = s->replica ? FATIA_API_RV_PLACEHOLDER : s->rv_committed;
     for (int k = 0; k < 2; k++) {
         struct wtxn *tx = txns[k], *next;
         for (; tx; tx = next) {
@@ -284,7 +304,7 @@ static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err)
     batch_free(also);
 }
 
-static void finish_batch(struct fatia_apiserver *s, struct batch *b)
+void fatia_api_batch_finish(struct fatia_apiserver *s, struct batch *b)
 {
     struct wtxn *tx, *next;
 
@@ -293,6 +313,12 @@ static void finish_batch(struct fatia_apiserver *s, struct batch *b)
         fail_batch(s, b, b->sb.result);
         return;
     }
+    if (s->replica)
+        /* the versions get etcd's revision before anyone sees them */
+        for (tx = b->txns; tx; tx = tx->next)
+            for (size_t i = 0; i < tx->ops.n; i++)
+                if (fatia_api_objver_set_rv(tx->ops.v[i].ver, b->sb.revision) < 0)
+                    FATIA_ASSERT(!"out of memory giving a version its revision");
     for (tx = b->txns; tx; tx = tx->next) {
         for (size_t i = 0; i < tx->ops.n; i++) {
             struct wop *op = &tx->ops.v[i];
@@ -330,6 +356,16 @@ static void finish_batch(struct fatia_apiserver *s, struct batch *b)
     batch_free(b);
 }
 
+void fatia_api_store_after(struct fatia_apiserver *s)
+{
+    kick(s);
+    if (s->shutting_down && fatia_api_server_idle(s) && s->shutdown_done) {
+        void (*done)(void *) = s->shutdown_done;
+        s->shutdown_done = NULL;
+        done(s->shutdown_arg);
+    }
+}
+
 void fatia_api_store_event_cb(int fd, short what, void *arg)
 {
     struct fatia_apiserver *s = arg;
@@ -337,8 +373,23 @@ void fatia_api_store_event_cb(int fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    while ((sb = fatia_store_reap(s->store)))
-        finish_batch(s, sb->user);
+    while ((sb = fatia_store_reap(s->store))) {
+        struct batch *b = sb->user;
+        if (!s->replica || sb->result < 0) {
+            fatia_api_batch_finish(s, b);
+            continue;
+        }
+        /* replica mode: published once the watch has brought every revision before it */
+        b->reaped = true;
+        if (s->own_rv == sb->revision) {
+            s->own_rv = 0;
+            fatia_api_batch_finish(s, b);
+        }
+    }
+    if (s->replica) {
+        fatia_api_replica_drain(s);
+        return; /* the drain ran fatia_api_store_after */
+    }
     kick(s);
     if (s->shutting_down && fatia_api_server_idle(s) && s->shutdown_done) {
         void (*done)(void *) = s->shutdown_done;

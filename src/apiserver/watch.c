@@ -455,7 +455,9 @@ static bool offer(struct watcher *w, struct wevent *ev)
     const json_t *nt = ev->obj->tree;
     bool nm, om;
 
-    if (ev->rv <= w->rv)
+    /* replica mode: the ops of one batch share its etcd revision, so an event at the
+     * watcher's rv is the next op of the batch being published, not one it has had */
+    if (ev->rv < w->rv || (ev->rv == w->rv && !w->s->replica))
         return true;
     w->rv = ev->rv;
     if (w->ns && w->t->kind->namespaced &&

@@ -288,7 +288,9 @@ static void upsert(struct informer *inf, const json_t *obj, uint64_t rv)
 
     fatia_ctlr_obj_key(obj, key, sizeof(key));
     it = fatia_strmap_get(&inf->items, key);
-    if (it && it->rv >= rv)
+    /* an equal rv with other content: the later op of one batch on etcd replicas (every op of
+     * a batch has the batch's revision) */
+    if (it && (it->rv > rv || (it->rv == rv && json_equal(it->obj, obj))))
         return;
     if (!it) {
         it = fatia_calloc(1, sizeof(*it));

@@ -66,6 +66,7 @@
 #include "base/log.h"
 #include "base/str.h"
 #include "controller/controller.h"
+#include "controller/leader.h"
 #include "demand/demand.h"
 #include "model/doc.h"
 #include "model/kind.h"
@@ -101,6 +102,14 @@ static const char usage[] =
     "      --etcd-prefix PREFIX    the keys' prefix (default /registry)\n"
     "      --etcd-compaction-interval DURATION\n"
     "                              compact etcd's history this often (default 5m)\n"
+    "      --leader-elect          run the controllers only while holding the Lease\n"
+    "                              kube-system/fatia-controller-manager (docs/fleet.md)\n"
+    "      --leader-elect-lease-duration, --leader-elect-renew-deadline,\n"
+    "      --leader-elect-retry-period DURATION   15s, 10s, 2s (kube-controller-manager's)\n"
+    "      --leader-elect-resource-namespace NS, --leader-elect-resource-name NAME\n"
+    "      --etcd-replica          one of several fatiads on the etcd prefix: resourceVersion\n"
+    "                              = etcd's mod_revision, per-object compare-and-swap, the\n"
+    "                              others' writes from etcd's watch (docs/fleet.md)\n"
     "      --max-namespace-objects N\n"
     "                              objects one namespace may hold (default 50000)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
@@ -158,6 +167,9 @@ struct daemon {
     struct fatia_apiserver *api;
     struct fatia_client *client;
     struct fatia_controllers *ctl;
+    struct fatia_ctlr_leader *leader; /* --leader-elect */
+    struct fatia_client *ctl_client;  /* --leader-elect: the controllers', fenced */
+    struct fatia_ctlr_leader_opts leo;
     /* the node agent (agent/agent.h) */
     struct fatia_agent *agent;
     struct fatia_agent_opts agent_opts;
@@ -183,6 +195,7 @@ struct daemon {
     char **fleet; /* --fleet paths, or the default fleet */
     size_t n_fleet;
     bool controllers;                /* false: --no-controllers */
+    bool leader_elect;               /* --leader-elect: controllers once elected */
     bool reserve_set;                /* --store-reserve given (else 64 MiB) */
     bool store_etcd;                 /* --store etcd (so.etcd_endpoints) */
     struct fatia_agent_lease *lease; /* the agent's node leases (agent/lease.h) */
@@ -735,6 +748,13 @@ static const struct option long_opts[] = {
     {"etcd-keyfile", required_argument, NULL, 5},
     {"etcd-prefix", required_argument, NULL, 6},
     {"etcd-compaction-interval", required_argument, NULL, 7},
+    {"etcd-replica", no_argument, NULL, 0x110},
+    {"leader-elect", no_argument, NULL, 0x111},
+    {"leader-elect-lease-duration", required_argument, NULL, 0x112},
+    {"leader-elect-renew-deadline", required_argument, NULL, 0x113},
+    {"leader-elect-retry-period", required_argument, NULL, 0x114},
+    {"leader-elect-resource-namespace", required_argument, NULL, 0x115},
+    {"leader-elect-resource-name", required_argument, NULL, 0x116},
     {"node-lease-duration", required_argument, NULL, 8},
     {"node-toleration-seconds", required_argument, NULL, 9},
     {"verbose", no_argument, NULL, 'v'},
@@ -946,6 +966,30 @@ static int parse_args(struct daemon *d, int argc, char **argv)
             }
             d->so.etcd_compact_usec = (uint64_t)dur;
             break;
+        case 0x110:
+            d->so.etcd_replica = true;
+            break;
+        case 0x111:
+            d->leader_elect = true;
+            break;
+        case 0x112:
+        case 0x113:
+        case 0x114:
+            if (fatia_parse_duration_usec(optarg, &dur) < 0 || dur <= 0) {
+                fprintf(stderr, "fatiad: --leader-elect-*: expected a duration, got '%s'\n",
+                        optarg);
+                return -EINVAL;
+            }
+            *(c == 0x112   ? &d->leo.timing.lease
+              : c == 0x113 ? &d->leo.timing.renew_deadline
+                           : &d->leo.timing.retry) = dur;
+            break;
+        case 0x115:
+            d->leo.ns = optarg;
+            break;
+        case 0x116:
+            d->leo.name = optarg;
+            break;
         case 8:
             if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 86400) {
                 fprintf(stderr, "fatiad: --node-lease-duration: expected seconds, 1..86400\n");
@@ -979,6 +1023,17 @@ static int parse_args(struct daemon *d, int argc, char **argv)
     }
     if (d->store_etcd != (d->so.etcd_endpoints != NULL)) {
         fprintf(stderr, "fatiad: --store etcd and --etcd-endpoints go together\n");
+        return -EINVAL;
+    }
+    {
+        char why[200];
+        if (fatia_ctlr_leader_timing_check(&d->leo.timing, why, sizeof(why)) < 0) {
+            fprintf(stderr, "fatiad: %s\n", why);
+            return -EINVAL;
+        }
+    }
+    if (d->so.etcd_replica && !d->store_etcd) {
+        fprintf(stderr, "fatiad: --etcd-replica needs --store etcd\n");
         return -EINVAL;
     }
     if (parse_listen(listen_at, d->host, sizeof(d->host), &d->port) < 0) {
@@ -1077,6 +1132,50 @@ static int open_api(struct daemon *d)
     return 0;
 }
 
+/* --leader-elect: elected, the controllers start; deposed, fatiad exits at once (as
+ * kube-controller-manager does), so that no controller acts on a lease it no longer holds. */
+static void leader_started(void *arg)
+{
+    struct daemon *d = arg;
+    int r = fatia_controllers_new(d->base, d->ctl_client, &d->co, &d->ctl);
+
+    if (r == 0 && d->serving)
+        r = fatia_controllers_start(d->ctl); /* else start_serving starts them */
+    if (r < 0) {
+        fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the controllers");
+        _exit(1);
+    }
+}
+
+static void leader_stopped(void *arg)
+{
+    (void)arg;
+    fatia_error("leader election lost: exiting");
+    _exit(1);
+}
+
+static int start_elector(struct daemon *d)
+{
+    int r;
+
+    d->leo.started = leader_started;
+    d->leo.stopped = leader_stopped;
+    d->leo.arg = d;
+    /* the controllers write through a client of their own, fenced: refused unless the
+     * Lease is ours (in the cache, and in etcd on replicas) */
+    d->ctl_client = fatia_client_new_local_fenced(d->api, &fatia_user_system);
+    if (!d->ctl_client)
+        return -ENOMEM;
+    r = fatia_ctlr_leader_new(d->base, d->client, &d->leo, &d->leader);
+    if (r == 0)
+        r = fatia_apiserver_set_fence(d->api, d->leo.ns ? d->leo.ns : "kube-system",
+                                      d->leo.name ? d->leo.name : "fatia-controller-manager",
+                                      fatia_ctlr_leader_identity(d->leader));
+    if (r < 0)
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the leader election");
+    return 0;
+}
+
 /* Step 6's first half: the fleet goes first among the files to apply (so that the manifests
  * of -f see the GPUs' resources), the controllers are made (add_webhooks ran before).
  * 0 or a negative code (logged). */
@@ -1106,6 +1205,8 @@ static int start_controllers(struct daemon *d)
             snprintf(pv_dir, sizeof(pv_dir), "%.4000s/agent/pv", real);
         d->co.local_path_dir = pv_dir[0] ? pv_dir : NULL;
     }
+    if (d->leader_elect)
+        return start_elector(d); /* the controllers come once elected */
     r = fatia_controllers_new(d->base, d->client, &d->co, &d->ctl);
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the controllers");
@@ -1155,7 +1256,9 @@ static void apply_at_start(struct daemon *d)
 static void daemon_free(struct daemon *d)
 {
     fatia_api_nbproxy_free(d->nbproxy);
+    fatia_ctlr_leader_free(d->leader);
     fatia_controllers_free(d->ctl);
+    fatia_client_free(d->ctl_client);
     fatia_agent_lease_free(d->lease);
     fatia_agent_free(d->agent);
     fatia_client_free(d->client);
@@ -1175,7 +1278,13 @@ static void daemon_free(struct daemon *d)
 
 int main(int argc, char **argv)
 {
-    struct daemon d = {.exit_code = 0, .tls = true, .controllers = true, .lock_fd = -1};
+    struct daemon d = {.exit_code = 0,
+                       .tls = true,
+                       .controllers = true,
+                       .lock_fd = -1,
+                       .leo.timing = {.lease = 15 * FATIA_USEC_PER_SEC,
+                                      .renew_deadline = 10 * FATIA_USEC_PER_SEC,
+                                      .retry = 2 * FATIA_USEC_PER_SEC}};
 
     umask(077);
     fatia_log_set_ident("fatiad");

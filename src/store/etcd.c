@@ -40,10 +40,25 @@
  * (--max-txn-ops, 128 default; fatia's tests run etcd with 10240). A refused batch fails
  * (-EFBIG); nothing is split, because a split batch could leave half of one API transaction.
  *
- * Rejected: resourceVersion = etcd's mod_revision (kube-apiserver's way): the API server hands
- * out rvs when an operation joins a batch, before the store commits, and a batch is one etcd
- * revision; adopting etcd's revisions needs the API server to learn them at commit (the
- * multi-replica step, not done yet). Storing the log as one key per op (n more operations and a
+ * Replicas (opts->etcd_replica): several fatiads on one prefix, each with its own cache. Then
+ * resourceVersion is etcd's mod_revision, as kube-apiserver has it: a batch commits at one
+ * etcd revision and the store sets every op's rv to it (the API server rewrites its versions).
+ * There is no rv key and no log: each transaction compares the mod_revision of every object it
+ * writes (the first op on each names the revision its writer built on, 0 = absent) instead of
+ * a store-wide fence, so replicas writing different objects never refuse each other, and one
+ * that lost a race gets -FATIA_E_CONFLICT with nothing written. Each transaction also writes
+ * this process's marker key, <prefix>_fatia/writer/<host>-<pid>-<start usec> (its value a
+ * sequence number), compared too: it resolves unsure outcomes (the marker holds our number if
+ * the request applied; otherwise a "fence-N" write moves its mod_revision so the lost request
+ * never applies), and it tells our own revisions apart in the watch. A watch on the whole
+ * prefix from the revision loaded + 1 (etcd_watch.c) brings every change; a revision with our
+ * marker is handed out as a bare revision (type 0: the API server publishes its own batch
+ * then, in revision order with the others), the others as changes with their JSON (a delete's
+ * last state from prev_kv). History starts at the revision loaded (a watch from before gets
+ * 410, as from a fresh kube-apiserver's cache). Markers of crashed processes stay behind (one
+ * small key each). A replica and a single-writer fatiad must not share a prefix.
+ *
+ * Rejected: storing the log as one key per op (n more operations and a
  * second copy of every object in the request); deriving the log from etcd's history (lost at
  * compaction, and a delete's last state is not the DELETED row the API server wrote).
  */
@@ -66,6 +81,7 @@
 #include "base/vec.h"
 #include "model/kind.h"
 #include "store/etcd_client.h"
+#include "store/etcd_watch.h"
 
 #define PAGE            500
 #define PRUNE_EVERY     1024
@@ -94,6 +110,19 @@ struct fatia_store_etcd {
     struct layout *layouts;
     size_t n_layouts;
     struct fatia_buf req, tmp, val;
+
+    /* replica mode ("Replicas" above); the writer thread's: */
+    bool replica;
+    char marker_key[400];
+    uint64_t marker_mod; /* the marker's mod_revision as we last wrote it; 0: absent */
+    uint64_t marker_seq;
+    /* the loop thread's: */
+    struct fatia_store_etcdw *watch;
+    struct fatia_store_etcdw_event *ahead; /* the first event of the next revision */
+    struct fatia_store_etcdw_event *group; /* the rest of the revision being handed out */
+    struct fatia_store_etcdw_event *cur;   /* the one handed out last */
+    json_t *cur_tree;
+    char cur_buf[600], cur_group[256], cur_kind[256];
 };
 
 static void say(char *why, size_t n, const char *fmt, ...) FATIA_PRINTF(3, 4);
@@ -345,6 +374,32 @@ int fatia_store_etcd_check(struct fatia_store_etcd *e)
     return r;
 }
 
+/* Replica mode: the marker key this process writes in every commit, and the watch on the
+ * whole prefix from the revision loaded on. */
+static int replica_open(struct fatia_store_etcd *e, const struct fatia_store_opts *o,
+                        uint64_t *ret_rv, char *why, size_t why_n)
+{
+    struct fatia_store_etcdw_opts wo = {
+        .endpoints = o->etcd_endpoints,
+        .cafile = o->etcd_cafile,
+        .certfile = o->etcd_certfile,
+        .keyfile = o->etcd_keyfile,
+        .key = e->prefix, /* "<prefix>/..." and "<prefix>_fatia/..." */
+        .prefix = true,
+        .start_revision = e->revision + 1,
+        .prev_kv = true,
+    };
+    char host[128] = "";
+
+    e->replica = true;
+    if (gethostname(host, sizeof(host) - 1) < 0)
+        snprintf(host, sizeof(host), "host");
+    snprintf(e->marker_key, sizeof(e->marker_key), "%s_fatia/writer/%s-%d-%" PRIu64, e->prefix,
+             host, (int)getpid(), (uint64_t)fatia_now_real_usec());
+    *ret_rv = e->revision;
+    return fatia_store_etcdw_start(&wo, &e->watch, why, why_n);
+}
+
 int fatia_store_etcd_open(const struct fatia_store_opts *o, struct fatia_store_etcd **ret,
                           uint64_t *ret_rv, char *why, size_t why_n)
 {
@@ -391,6 +446,11 @@ int fatia_store_etcd_open(const struct fatia_store_opts *o, struct fatia_store_e
     e->rv_mod = mod;
     e->pruned_at = *ret_rv;
     e->compact_to = e->revision;
+    if (o->etcd_replica) {
+        r = replica_open(e, o, ret_rv, why, why_n);
+        if (r < 0)
+            goto out_free;
+    }
     *ret = e;
     return 0;
 
@@ -403,6 +463,15 @@ void fatia_store_etcd_close(struct fatia_store_etcd *e)
 {
     if (!e)
         return;
+    fatia_store_etcdw_stop(e->watch);
+    fatia_store_etcdw_event_free(e->ahead);
+    fatia_store_etcdw_event_free(e->cur);
+    while (e->group) {
+        struct fatia_store_etcdw_event *next = e->group->next;
+        fatia_store_etcdw_event_free(e->group);
+        e->group = next;
+    }
+    json_decref(e->cur_tree);
     fatia_store_etcdc_free(e->c);
     fatia_free(e->layouts);
     fatia_buf_release(&e->req);
@@ -496,7 +565,6 @@ static int load_each(struct fatia_store_etcd *e, const char *key, struct fatia_b
     char group[256] = "", kind[256] = "";
     int r;
 
-    (void)kv;
     if (l) {
         row.group = l->kind->group;
         row.kind = l->kind->kind;
@@ -526,6 +594,17 @@ static int load_each(struct fatia_store_etcd *e, const char *key, struct fatia_b
     }
     row.json = val->p;
     row.json_len = val->len;
+    if (e->replica) {
+        /* replica mode: the key's mod_revision is the resourceVersion */
+        row.rv = fatia_store_etcdc_u64(kv, "mod_revision");
+        if (!row.rv) {
+            json_decref(tree);
+            return -FATIA_E_CORRUPT;
+        }
+        r = la->cb(la->arg, &row);
+        json_decref(tree);
+        return r;
+    }
     /* the object's resourceVersion, as the API server wrote it into metadata */
     if (!tree)
         tree = json_loadb(val->p, val->len, 0, NULL);
@@ -617,6 +696,8 @@ int fatia_store_etcd_load_log(struct fatia_store_etcd *e, uint64_t after,
 {
     struct load_arg la = {.cb = cb, .arg = arg, .after = after};
 
+    if (e->replica)
+        return 0; /* no log: history starts at the revision loaded */
     return scan(e, e->log_prefix, e->revision, log_each, &la);
 }
 
@@ -636,6 +717,8 @@ uint64_t fatia_store_etcd_log_first(struct fatia_store_etcd *e)
 {
     uint64_t first = 0;
 
+    if (e->replica)
+        return 0;
     (void)scan(e, e->log_prefix, e->revision, first_each, &first);
     return first;
 }
@@ -871,6 +954,216 @@ static void maybe_compact(struct fatia_store_etcd *e)
     e->compact_to = e->revision;
 }
 
+/* ---- replica mode: per-object compare-and-swap ---- */
+
+/* Reads the marker key now: its value into e->val ("" if absent), *mod (0 if absent). */
+static int read_marker(struct fatia_store_etcd *e, uint64_t *mod)
+{
+    json_t *reply = NULL, *kv;
+    int r;
+
+    fatia_buf_reset(&e->req);
+    r = fatia_buf_putc(&e->req, '{');
+    if (r == 0)
+        r = put_b64_field(&e->req, "key", e->marker_key, strlen(e->marker_key));
+    if (r == 0)
+        r = fatia_buf_putc(&e->req, '}');
+    if (r == 0)
+        r = call(e, "/v3/kv/range", &reply, NULL);
+    if (r < 0)
+        return r;
+    *mod = 0;
+    fatia_buf_reset(&e->val);
+    kv = json_array_get(json_object_get(reply, "kvs"), 0);
+    if (kv) {
+        const char *v = fatia_json_str(kv, "value");
+        *mod = fatia_store_etcdc_u64(kv, "mod_revision");
+        if (v && fatia_store_etcdc_unb64(&e->val, v) < 0)
+            r = -FATIA_E_CORRUPT;
+    }
+    json_decref(reply);
+    return r;
+}
+
+static int put_mod_compare(struct fatia_buf *b, bool *comma, const char *key, uint64_t mod)
+{
+    int r = fatia_buf_puts(b, *comma ? "," : "");
+
+    *comma = true;
+    if (r == 0)
+        r = fatia_buf_puts(b, "{\"target\":\"MOD\",\"result\":\"EQUAL\",");
+    if (r == 0)
+        r = put_b64_field(b, "key", key, strlen(key));
+    if (r == 0)
+        r = fatia_buf_printf(b, ",\"mod_revision\":\"%" PRIu64 "\"}", mod);
+    return r;
+}
+
+/* The batch's transaction into e->req: the marker's and every object's revision compared (the
+ * first op on each object names the revision it was built on), then the last op on each object
+ * and the marker written (value: mark). */
+static int build_txn_replica(struct fatia_store_etcd *e, struct fatia_store_batch *first,
+                             const char *mark)
+{
+    FATIA_VEC(struct keyed) keys = {0};
+    struct fatia_strmap last = {0}, firsts = {0};
+    bool comma = false;
+    int r = 0;
+
+    fatia_strmap_init(&last);
+    fatia_strmap_init(&firsts);
+    for (struct fatia_store_batch *b = first; b && r == 0; b = b->next)
+        for (size_t i = 0; i < b->n && r == 0; i++) {
+            struct fatia_buf k = FATIA_BUF_INIT;
+            r = object_key(e, &b->ops[i], &k);
+            if (r == 0)
+                r = FATIA_VEC_PUSH(&keys, ((struct keyed){fatia_buf_steal(&k), &b->ops[i]}));
+            else
+                fatia_buf_release(&k);
+        }
+    for (size_t i = 0; i < keys.n && r == 0; i++) {
+        if (!keys.v[i].op->compare_only)
+            r = fatia_strmap_put(&last, keys.v[i].key, &keys.v[i]);
+        if (r == 0 && !fatia_strmap_get(&firsts, keys.v[i].key))
+            r = fatia_strmap_put(&firsts, keys.v[i].key, &keys.v[i]);
+    }
+    fatia_buf_reset(&e->req);
+    if (r == 0)
+        r = fatia_buf_puts(&e->req, "{\"compare\":[");
+    if (r == 0)
+        r = put_mod_compare(&e->req, &comma, e->marker_key, e->marker_mod);
+    for (size_t i = 0; i < keys.n && r == 0; i++)
+        if (fatia_strmap_get(&firsts, keys.v[i].key) == &keys.v[i])
+            r = put_mod_compare(&e->req, &comma, keys.v[i].key, keys.v[i].op->expect_rv);
+    if (r == 0)
+        r = fatia_buf_puts(&e->req, "],\"success\":[");
+    comma = false;
+    for (size_t i = 0; i < keys.n && r == 0; i++) {
+        const struct keyed *kd = &keys.v[i];
+        if (fatia_strmap_get(&last, kd->key) != kd)
+            continue;
+        if (kd->op->type == FATIA_STORE_DELETED)
+            r = put_delete(&e->req, &comma, kd->key, strlen(kd->key), NULL, 0);
+        else
+            r = put_put(&e->req, &comma, kd->key, strlen(kd->key), kd->op->json, kd->op->json_len);
+    }
+    if (r == 0)
+        r = put_put(&e->req, &comma, e->marker_key, strlen(e->marker_key), mark, strlen(mark));
+    if (r == 0)
+        r = fatia_buf_puts(&e->req, "]}");
+    for (size_t i = 0; i < keys.n; i++)
+        fatia_free(keys.v[i].key);
+    FATIA_VEC_RELEASE(&keys);
+    fatia_strmap_release(&last);
+    fatia_strmap_release(&firsts);
+    return r;
+}
+
+/* After an unsure transaction that wrote mark: 1 applied (e->revision is its revision), 0 not
+ * applied and fenced (the marker moved, so the lost request can never apply), or exits. */
+static int resolve_unsure_replica(struct fatia_store_etcd *e, const char *mark)
+{
+    for (int i = 0; i < UNSURE_TRIES; i++) {
+        json_t *reply = NULL;
+        bool unsure = false, comma = false;
+        char fence[48];
+        uint64_t mod;
+        int r;
+        if (i)
+            sleep(1);
+        if (read_marker(e, &mod) < 0)
+            continue;
+        if (mod != e->marker_mod && !strcmp(e->val.p, mark)) {
+            e->marker_mod = e->revision = mod;
+            return 1;
+        }
+        if (mod != e->marker_mod) {
+            fatia_error("store: etcd key %s changed under us (another process?)", e->marker_key);
+            return -ESTALE;
+        }
+        snprintf(fence, sizeof(fence), "fence-%" PRIu64, ++e->marker_seq);
+        fatia_buf_reset(&e->req);
+        r = fatia_buf_puts(&e->req, "{\"compare\":[");
+        if (r == 0)
+            r = put_mod_compare(&e->req, &comma, e->marker_key, e->marker_mod);
+        comma = false;
+        if (r == 0)
+            r = fatia_buf_puts(&e->req, "],\"success\":[");
+        if (r == 0)
+            r = put_put(&e->req, &comma, e->marker_key, strlen(e->marker_key), fence,
+                        strlen(fence));
+        if (r == 0)
+            r = fatia_buf_puts(&e->req, "]}");
+        if (r < 0)
+            return r;
+        if (call(e, "/v3/kv/txn", &reply, &unsure) < 0)
+            continue;
+        if (json_is_true(json_object_get(reply, "succeeded"))) {
+            e->marker_mod = e->revision =
+                fatia_store_etcdc_u64(json_object_get(reply, "header"), "revision");
+            json_decref(reply);
+            return 0;
+        }
+        json_decref(reply);
+    }
+    fatia_error("store: etcd (%s) unreachable for %d s after a write whose outcome is unknown; "
+                "exiting so that a restart reloads the state from etcd",
+                fatia_store_etcdc_endpoint(e->c), UNSURE_TRIES);
+    _exit(EXIT_UNSURE);
+}
+
+static int commit_replica(struct fatia_store_etcd *e, struct fatia_store_batch *first, uint64_t *rv)
+{
+    uint64_t hrev = 0;
+    int r = -EIO;
+
+    for (int attempt = 0; attempt < COMMIT_TRIES; attempt++) {
+        json_t *reply = NULL;
+        bool unsure = false, ok;
+        char mark[32];
+        if (attempt)
+            usleep(200 * 1000);
+        snprintf(mark, sizeof(mark), "%" PRIu64, ++e->marker_seq);
+        r = build_txn_replica(e, first, mark);
+        if (r < 0)
+            return r;
+        r = call(e, "/v3/kv/txn", &reply, &unsure);
+        if (r < 0 && unsure) {
+            r = resolve_unsure_replica(e, mark);
+            if (r < 0)
+                return r;
+            if (r == 0) {
+                r = -EIO;
+                continue;
+            }
+            hrev = e->revision;
+            r = 0;
+            break;
+        }
+        if (r == -ECONNREFUSED)
+            continue;
+        if (r < 0)
+            return r;
+        ok = json_is_true(json_object_get(reply, "succeeded"));
+        hrev = fatia_store_etcdc_u64(json_object_get(reply, "header"), "revision");
+        json_decref(reply);
+        if (!ok)
+            return -FATIA_E_CONFLICT; /* an object changed since its writer read it */
+        e->marker_mod = e->revision = hrev;
+        break;
+    }
+    if (r < 0)
+        return r;
+    for (struct fatia_store_batch *b = first; b; b = b->next) {
+        b->revision = hrev;
+        for (size_t i = 0; i < b->n; i++)
+            b->ops[i].rv = hrev;
+    }
+    *rv = hrev;
+    maybe_compact(e);
+    return 0;
+}
+
 int fatia_store_etcd_commit(struct fatia_store_etcd *e, struct fatia_store_batch *first,
                             uint64_t *rv)
 {
@@ -878,6 +1171,8 @@ int fatia_store_etcd_commit(struct fatia_store_etcd *e, struct fatia_store_batch
     bool prune = false;
     int r = 0;
 
+    if (e->replica)
+        return commit_replica(e, first, rv);
     /* A batch that surely did not apply (no endpoint reachable, or an unsure one found not
      * applied and fenced) is sent again: a member's death costs a client nothing. */
     for (int attempt = 0; attempt < COMMIT_TRIES; attempt++) {
@@ -926,4 +1221,131 @@ int fatia_store_etcd_commit(struct fatia_store_etcd *e, struct fatia_store_batch
     *rv = last;
     maybe_compact(e);
     return 0;
+}
+
+/* ---- replica mode: the changes of the watch stream (loop thread) ---- */
+
+int fatia_store_etcd_changes_fd(const struct fatia_store_etcd *e)
+{
+    return e->watch ? fatia_store_etcdw_fd(e->watch) : -1;
+}
+
+static void free_events(struct fatia_store_etcdw_event *ev)
+{
+    while (ev) {
+        struct fatia_store_etcdw_event *next = ev->next;
+        fatia_store_etcdw_event_free(ev);
+        ev = next;
+    }
+}
+
+/* The change an event of an object key makes; false for keys that name no object. */
+static bool translate(struct fatia_store_etcd *e, const struct fatia_store_etcdw_event *ev,
+                      struct fatia_store_change *ret)
+{
+    size_t plen = strlen(e->prefix);
+    const struct layout *l;
+    bool put = ev->type == FATIA_STORE_ETCDW_PUT;
+    const char *json = put ? ev->value : ev->prev_value;
+    size_t json_len = put ? ev->value_len : ev->prev_len;
+
+    *ret = (struct fatia_store_change){0};
+    if (strncmp(ev->key, e->prefix, plen) || ev->key[plen] != '/')
+        return false; /* fatia's own keys, or another prefix that starts like ours */
+    l = parse_key(e, ev->key, e->cur_buf, sizeof(e->cur_buf), &ret->ns, &ret->name);
+    if (l) {
+        ret->group = l->kind->group;
+        ret->kind = l->kind->kind;
+    } else {
+        /* a dynamic kind's object names its kind itself (as load_each reads it) */
+        const json_t *meta;
+        const char *api, *k, *name, *ns, *slash;
+        if (!json)
+            return false;
+        e->cur_tree = json_loadb(json, json_len, 0, NULL);
+        meta = json_object_get(e->cur_tree, "metadata");
+        api = fatia_json_str(e->cur_tree, "apiVersion");
+        k = fatia_json_str(e->cur_tree, "kind");
+        name = fatia_json_str(meta, "name");
+        ns = fatia_json_str(meta, "namespace");
+        if (!api || !k || !name)
+            return false;
+        slash = strchr(api, '/');
+        snprintf(e->cur_group, sizeof(e->cur_group), "%.*s", slash ? (int)(slash - api) : 0, api);
+        snprintf(e->cur_kind, sizeof(e->cur_kind), "%s", k);
+        snprintf(e->cur_buf, sizeof(e->cur_buf), "%s", name);
+        ret->group = e->cur_group;
+        ret->kind = e->cur_kind;
+        ret->name = e->cur_buf;
+        ret->ns = ns ? ns : "";
+    }
+    ret->rv = ev->revision;
+    ret->type = !put               ? FATIA_STORE_DELETED
+                : ev->version == 1 ? FATIA_STORE_ADDED
+                                   : FATIA_STORE_MODIFIED;
+    ret->json = json; /* NULL for a delete whose last state etcd did not send */
+    ret->json_len = json ? json_len : 0;
+    return true;
+}
+
+int fatia_store_etcd_next_change(struct fatia_store_etcd *e, struct fatia_store_change *ret)
+{
+    if (!e->watch)
+        return 0;
+    for (;;) {
+        struct fatia_store_etcdw_event *ev;
+        fatia_store_etcdw_event_free(e->cur);
+        e->cur = NULL;
+        json_decref(e->cur_tree);
+        e->cur_tree = NULL;
+        if (!e->group) {
+            struct fatia_store_etcdw_event **tail, *n;
+            bool own = false, fence = false;
+            ev = e->ahead ? e->ahead : fatia_store_etcdw_next(e->watch);
+            e->ahead = NULL;
+            if (!ev)
+                return 0;
+            if (ev->type == FATIA_STORE_ETCDW_PROGRESS) {
+                fatia_store_etcdw_event_free(ev);
+                continue;
+            }
+            if (ev->type == FATIA_STORE_ETCDW_GONE) {
+                *ret = (struct fatia_store_change){.rv = ev->revision, .gone = true};
+                fatia_store_etcdw_event_free(ev);
+                return 1;
+            }
+            /* the whole revision: the watch queues a revision's events at once */
+            e->group = ev;
+            tail = &ev->next;
+            while ((n = fatia_store_etcdw_next(e->watch))) {
+                if (n->revision != ev->revision || n->type == FATIA_STORE_ETCDW_PROGRESS ||
+                    n->type == FATIA_STORE_ETCDW_GONE) {
+                    e->ahead = n;
+                    break;
+                }
+                *tail = n;
+                tail = &n->next;
+            }
+            for (n = e->group; n; n = n->next)
+                if (!strcmp(n->key, e->marker_key)) {
+                    own = true;
+                    fence = n->value && !strncmp(n->value, "fence", 5);
+                }
+            if (own) {
+                uint64_t rv = e->group->revision;
+                free_events(e->group);
+                e->group = NULL;
+                if (fence)
+                    continue; /* an unsure commit's fence: nothing was written */
+                *ret = (struct fatia_store_change){.rv = rv};
+                return 1;
+            }
+        }
+        ev = e->group;
+        e->group = ev->next;
+        ev->next = NULL;
+        e->cur = ev;
+        if (translate(e, ev, ret))
+            return 1;
+    }
 }

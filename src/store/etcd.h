@@ -26,6 +26,10 @@ uint64_t fatia_store_etcd_log_first(struct fatia_store_etcd *e);
 int fatia_store_etcd_commit(struct fatia_store_etcd *e, struct fatia_store_batch *first,
                             uint64_t *rv);
 
+/* Replica mode (store.h): the watch's eventfd (-1 otherwise) and the next change. */
+int fatia_store_etcd_changes_fd(const struct fatia_store_etcd *e);
+int fatia_store_etcd_next_change(struct fatia_store_etcd *e, struct fatia_store_change *ret);
+
 /* 0 when etcd answers its status call and raises no alarm, else a negative code. */
 int fatia_store_etcd_check(struct fatia_store_etcd *e);
 

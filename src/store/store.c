@@ -717,6 +717,16 @@ uint64_t fatia_store_log_first(struct fatia_store *s)
     return v;
 }
 
+int fatia_store_changes_fd(const struct fatia_store *s)
+{
+    return s->etcd ? fatia_store_etcd_changes_fd(s->etcd) : -1;
+}
+
+int fatia_store_next_change(struct fatia_store *s, struct fatia_store_change *ret)
+{
+    return s->etcd ? fatia_store_etcd_next_change(s->etcd, ret) : 0;
+}
+
 int fatia_store_check(struct fatia_store *s)
 {
     char **res = NULL;

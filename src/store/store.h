@@ -92,6 +92,15 @@ struct fatia_store_op {
      * deletionTimestamp (marking it, removing finalizers). Only such ops may spend the reserve
      * while the NOSPACE alarm is raised. */
     bool deleting;
+    /* Replica mode only (fatia_store_opts.etcd_replica): the resourceVersion (etcd's
+     * mod_revision) the object had in the version this op was built on; 0: it must not exist.
+     * The commit compares it for the first op on each object in a batch (later ones build on
+     * that one) and fails with -FATIA_E_CONFLICT, writing nothing, if another replica changed the
+     * object meanwhile. On success the store sets every op's rv to the batch's revision. */
+    uint64_t expect_rv;
+    /* Replica mode only: an op that only compares expect_rv (a fence on a Lease) and writes
+     * nothing; json may be NULL. */
+    bool compare_only;
 };
 
 /* A batch of changes committed atomically. The caller owns the memory; between submit and reap
@@ -99,8 +108,9 @@ struct fatia_store_op {
 struct fatia_store_batch {
     struct fatia_store_op *ops;
     size_t n;
-    int result; /* set when done: 0 or a negative code (the batch had no effect) */
-    void *user; /* the caller's */
+    int result;        /* set when done: 0 or a negative code (the batch had no effect) */
+    void *user;        /* the caller's */
+    uint64_t revision; /* replica mode: set when done, the etcd revision it committed at */
     struct fatia_store_batch *next; /* store-internal */
 };
 
@@ -131,6 +141,12 @@ struct fatia_store_opts {
     const char *etcd_cafile, *etcd_certfile, *etcd_keyfile; /* TLS, or NULL */
     const char *etcd_prefix;                                /* NULL: "/registry" */
     uint64_t etcd_compact_usec; /* etcd compaction interval; 0: 5 minutes */
+    /* Replica mode: several fatiad replicas share etcd_prefix. resourceVersion = etcd's
+     * mod_revision (the store assigns it at commit), each commit compares the revision of every
+     * object it writes instead of a store-wide fence, no log keys (history starts at the
+     * revision loaded), and every other replica's change comes back through
+     * fatia_store_next_change, fed by etcd's watch stream. See "Replicas" in store/etcd.c. */
+    bool etcd_replica;
     /* Optional: when fatia_store_open fails, a sentence for people saying what is wrong with the
      * file ("... is empty (0 bytes): not a fatia store ..."). */
     char *why;
@@ -203,6 +219,26 @@ int fatia_store_done_fd(const struct fatia_store *s);
 
 /* Pops the oldest completed batch (b->result set), or NULL. Clears the eventfd when empty. */
 struct fatia_store_batch *fatia_store_reap(struct fatia_store *s);
+
+/* ---- replica mode: the changes etcd's watch stream brings (loop thread) ---- */
+
+struct fatia_store_change {
+    uint64_t rv; /* the change's etcd revision */
+    /* 0: rv is a revision of this store's own commits (the batch committed at rv, reaped or
+     * about to be, is now in revision order with every other replica's changes) */
+    enum fatia_store_event type;
+    const char *group, *kind, *ns, *name; /* borrowed until the next call */
+    const char *json;                     /* ADDED/MODIFIED: the object; DELETED: its last state */
+    size_t json_len;
+    bool gone; /* the watch fell behind etcd's compaction (rv: the compact revision) */
+};
+
+/* A nonblocking eventfd readable while changes wait, or -1 when not in replica mode. */
+int fatia_store_changes_fd(const struct fatia_store *s);
+
+/* The next change in revision order (1), or 0 when none waits. Changes of one revision come
+ * one after another. Keys under the prefix that name no kind are skipped. */
+int fatia_store_next_change(struct fatia_store *s, struct fatia_store_change *ret);
 
 /* Counters for benchmarks and /metrics. */
 struct fatia_store_stats {

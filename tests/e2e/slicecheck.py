@@ -65,6 +65,7 @@ def main(argv):
     holds = {}  # pod uid -> (name, set of slices)
     names = {}
     seen_rv = 0
+    seen_top = set()  # the lines at seen_rv
     events = 0
     bound_pods = set()
     max_held = 0
@@ -85,8 +86,13 @@ def main(argv):
                     continue
                 meta = obj.get("metadata", {})
                 rv = int(meta.get("resourceVersion", "0") or 0)
-                if rv and rv <= seen_rv:
+                # on etcd replicas the ops of one batch share its revision: an event at the
+                # newest rv is skipped only if this very event was seen (overlapping watches)
+                if rv and (rv < seen_rv or (rv == seen_rv and line in seen_top)):
                     continue
+                if rv > seen_rv:
+                    seen_top = set()
+                seen_top.add(line)
                 seen_rv = max(seen_rv, rv)
                 events += 1
                 uid = meta.get("uid")

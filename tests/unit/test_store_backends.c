@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -346,6 +347,110 @@ static void test_etcd_fence_and_prefix(void **state)
     fatia_store_close(s3);
 }
 
+static struct fatia_store *open_replica(const struct backend *b)
+{
+    struct fatia_store_opts o = {
+        .etcd_endpoints = etcd_url, .etcd_prefix = b->prefix, .etcd_replica = true};
+    struct fatia_store *s = NULL;
+
+    assert_int_equal(fatia_store_open("", &o, &s), 0);
+    assert_true(fatia_store_changes_fd(s) >= 0);
+    return s;
+}
+
+/* The next change within 10 s (the watch stream's delivery). */
+static void next_change(struct fatia_store *s, struct fatia_store_change *c)
+{
+    for (int i = 0; i < 100; i++) {
+        struct pollfd p = {.fd = fatia_store_changes_fd(s), .events = POLLIN};
+        if (fatia_store_next_change(s, c) == 1)
+            return;
+        (void)poll(&p, 1, 100);
+    }
+    fail_msg("no change came within 10 s");
+}
+
+/* etcd, replica mode: two stores on one prefix both write; resourceVersion = etcd's
+ * mod_revision; each sees the other's changes (and its own as a bare revision) through the
+ * watch; a write built on a version another replica replaced, or a create of a name another
+ * replica took, fails with a conflict and writes nothing; a third replica loads each object at
+ * its mod_revision. */
+static void test_etcd_replicas(void **state)
+{
+    const struct backend *b = *state;
+    struct fatia_store *a = open_replica(b), *c2 = open_replica(b), *c3;
+    struct fatia_store_change ch;
+    struct fatia_store_op o;
+    struct seen seen = {0};
+    uint64_t r1, r2, r3;
+
+    o = op(1, FATIA_STORE_ADDED, "Pod", "default", "p");
+    assert_int_equal(fatia_store_commit(a, &o, 1), 0);
+    r1 = o.rv;
+    assert_true(r1 > 1); /* etcd's revision, not the 1 handed in */
+    next_change(a, &ch);
+    assert_int_equal(ch.type, 0); /* its own commit */
+    assert_int_equal(ch.rv, r1);
+    next_change(c2, &ch);
+    assert_int_equal(ch.type, FATIA_STORE_ADDED);
+    assert_int_equal(ch.rv, r1);
+    assert_string_equal(ch.kind, "Pod");
+    assert_string_equal(ch.ns, "default");
+    assert_string_equal(ch.name, "p");
+    assert_non_null(strstr(ch.json, "\"data\""));
+
+    /* c2 updates p from r1; a, still on r1 too, loses */
+    o = op(2, FATIA_STORE_MODIFIED, "Pod", "default", "p");
+    o.expect_rv = r1;
+    assert_int_equal(fatia_store_commit(c2, &o, 1), 0);
+    r2 = o.rv;
+    assert_true(r2 > r1);
+    o = op(3, FATIA_STORE_MODIFIED, "Pod", "default", "p");
+    o.expect_rv = r1;
+    assert_int_equal(fatia_store_commit(a, &o, 1), -FATIA_E_CONFLICT);
+    next_change(a, &ch);
+    assert_int_equal(ch.type, FATIA_STORE_MODIFIED);
+    assert_int_equal(ch.rv, r2);
+    /* a create of a name that exists, and a batch where one of two ops conflicts: nothing */
+    {
+        struct fatia_store_op two[2];
+        two[0] = op(4, FATIA_STORE_ADDED, "Pod", "default", "fresh");
+        two[1] = op(5, FATIA_STORE_ADDED, "Pod", "default", "p");
+        assert_int_equal(fatia_store_commit(a, two, 2), -FATIA_E_CONFLICT);
+    }
+    /* a builds on r2 now: accepted */
+    o = op(6, FATIA_STORE_MODIFIED, "Pod", "default", "p");
+    o.expect_rv = r2;
+    assert_int_equal(fatia_store_commit(a, &o, 1), 0);
+    r3 = o.rv;
+    next_change(c2, &ch); /* c2 saw its own r2 first */
+    assert_int_equal(ch.type, 0);
+    assert_int_equal(ch.rv, r2);
+    next_change(c2, &ch);
+    assert_int_equal(ch.type, FATIA_STORE_MODIFIED);
+    assert_int_equal(ch.rv, r3);
+    assert_non_null(strstr(ch.json, "\"rv\":\"6\""));
+
+    c3 = open_replica(b);
+    assert_int_equal(fatia_store_rv(c3), r3);
+    assert_int_equal(fatia_store_load(c3, collect, &seen), 0);
+    assert_int_equal(seen.n, 1); /* "fresh" was never written */
+    assert_string_equal(seen.names[0], "Pod/default/p");
+    assert_int_equal(seen.rvs[0], r3);
+
+    /* a delete: the others get its last state at the delete's revision */
+    o = op(7, FATIA_STORE_DELETED, "Pod", "default", "p");
+    o.expect_rv = r3;
+    assert_int_equal(fatia_store_commit(c3, &o, 1), 0);
+    next_change(c2, &ch);
+    assert_int_equal(ch.type, FATIA_STORE_DELETED);
+    assert_int_equal(ch.rv, o.rv);
+    assert_non_null(strstr(ch.json, "\"rv\":\"6\""));
+    fatia_store_close(a);
+    fatia_store_close(c2);
+    fatia_store_close(c3);
+}
+
 /* etcd: an endpoint list whose first member is down still works (the next one answers). */
 static void test_etcd_endpoint_failover(void **state)
 {
@@ -380,6 +485,7 @@ int main(void)
         cmocka_unit_test_setup(test_log_pruned, setup_etcd),
         cmocka_unit_test_setup(test_etcd_fence_and_prefix, setup_etcd),
         cmocka_unit_test_setup(test_etcd_endpoint_failover, setup_etcd),
+        cmocka_unit_test_setup(test_etcd_replicas, setup_etcd),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,0 +1,130 @@
+#!/bin/bash
+# tests/e2e/fleet-leader.sh: two fatiad control replicas on one three-member etcd (on loopback,
+# one prefix, --etcd-replica) elect the controllers' leader with a Lease (--leader-elect, short
+# timings: lease 3 s, renew deadline 2 s, retry 0.5 s); during a soak of 40 Jobs the leader is
+# killed with kill -9, and so is the etcd member the replicas talk to first (their writes and
+# their watch streams go on on the other two):
+#   - exactly one replica holds kube-system/fatia-controller-manager, and only its controllers
+#     act (the other logs no "leads");
+#   - after the kill the other takes the Lease over within 10 s (lease 3 s + retry 0.5 s, plus
+#     etcd's own recovery from the member's loss and the clients' failover), with
+#     leaseTransitions counted;
+#   - every Job completes, exactly once: succeeded 1 and one pod per Job;
+#   - no GPU slice is ever held by two pods (slicecheck.py over the survivor's pod watch, which
+#     saw every pod from the start).
+# The node agent's part is played by fakeagent.py (bound pods become Running, then Succeeded)
+# against the surviving replica.
+. "$(dirname "$0")/../cli/lib.bash"
+. "$(dirname "$0")/../cli/fatiad.bash"
+. "$(dirname "$0")/lib.bash"
+find_kubectl
+need_python3
+export HOME=$TMP/home
+mkdir -p "$HOME"
+N=${FLEET_JOBS:-40}
+
+start_etcd fleet 3 || finish
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; etcd_cleanup; rm -rf "$TMP"' EXIT
+
+# replica NAME: a control replica with its controllers under leader election
+replica() {
+    local name=$1
+    : >"$TMP/$name.log"
+    "$FATIAD" --data-dir "$TMP/$name" --listen 127.0.0.1:0 --no-agent --store etcd \
+        --etcd-endpoints "$ETCD_URLS" --etcd-prefix /fleet/registry --etcd-replica \
+        --leader-elect --leader-elect-lease-duration 3s --leader-elect-renew-deadline 2s \
+        --leader-elect-retry-period 500ms --job-backoff 200ms \
+        --fleet examples/fleet/ -f examples/ >"$TMP/$name.log" 2>&1 &
+    eval "${name}_PID=$!"
+    PIDS+=($!)
+    for _ in $(seq 1000); do
+        grep -q "serving the Kubernetes API at" "$TMP/$name.log" && break
+        kill -0 "$!" 2>/dev/null || { cat "$TMP/$name.log" >&2; fail "$name exited at start"; finish; }
+        sleep 0.02
+    done
+    eval "${name}_URL=$(grep -o 'https://127.0.0.1:[0-9]*' "$TMP/$name.log" | tail -1)"
+    eval "${name}_K='$KUBECTL_DIR/kubectl.1.33 --kubeconfig $TMP/$name/kubeconfig'"
+}
+
+replica A
+replica B
+K=$A_K
+wait_until 20 $K get node box-0 -o name
+holder() { $K get lease -n kube-system fatia-controller-manager -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+wait_until 10 holder
+h=$(holder)
+case "$h" in
+*_"$A_PID"_*) LEADER=A FOLLOWER=B ;;
+*_"$B_PID"_*) LEADER=B FOLLOWER=A ;;
+*) fail "the lease holder '$h' is neither replica"; finish ;;
+esac
+echo "leader: $LEADER ($h)"
+eval "LPID=\$${LEADER}_PID FURL=\$${FOLLOWER}_URL K=\$${FOLLOWER}_K"
+grep -q "leads (lease" "$TMP/$FOLLOWER.log" && fail "both replicas say they lead"
+transitions0=$($K get lease -n kube-system fatia-controller-manager -o jsonpath='{.spec.leaseTransitions}')
+
+# the survivor's view: every pod event from now on, and the agent's part
+FTOKEN=$(awk '$2 == "admin" {print $1; exit}' "$TMP/$FOLLOWER/tokens")
+FCA=$TMP/$FOLLOWER/tls.crt
+curl -s -N --cacert "$FCA" -H "Authorization: Bearer $FTOKEN" \
+    "$FURL/api/v1/pods?watch=1&resourceVersion=0" >"$TMP/pods.watch" &
+PIDS+=($!)
+python3 "$E2E_DIR/fakeagent.py" "$FURL" "$FTOKEN" "$FCA" 300 >"$TMP/agent.log" 2>&1 &
+PIDS+=($!)
+
+# ---- the soak: N Jobs, the leader killed a third of the way in ----
+for i in $(seq "$N"); do
+    "$E2E_DIR/mkjob" team-a "soak-$i" notebook-shared "" "true" >>"$TMP/jobs.yaml"
+    echo --- >>"$TMP/jobs.yaml"
+done
+python3 - "$TMP/jobs.yaml" "$TMP" "$N" <<'PY'
+import sys
+docs = [d for d in open(sys.argv[1]).read().split("---\n") if d.strip()]
+third = len(docs) // 3
+open(sys.argv[2] + "/jobs1.yaml", "w").write("---\n".join(docs[:third]))
+open(sys.argv[2] + "/jobs2.yaml", "w").write("---\n".join(docs[third:]))
+PY
+$K apply -f "$TMP/jobs1.yaml" >/dev/null || fail "creating the first jobs"
+sleep 1
+kill -9 "$LPID"
+t0=$(date +%s.%N)
+kill -9 "$ETCD_PID_fleet_1" # the first endpoint of both replicas
+$K apply -f "$TMP/jobs2.yaml" >/dev/null || fail "creating the jobs after the kill"
+took_over() { h2=$(holder) && [ -n "$h2" ] && [ "$h2" != "$h" ]; }
+wait_until 15 took_over
+t1=$(date +%s.%N)
+handover=$(python3 -c "print(round($t1 - $t0, 1))")
+echo "handover: $handover s after kill -9 of the leader (lease 3 s, retry 0.5 s)"
+python3 -c "import sys; sys.exit(0 if $handover <= 10 else 1)" || fail "handover took $handover s"
+grep -q "leads (lease" "$TMP/$FOLLOWER.log" || fail "the survivor does not say it leads"
+transitions1=$($K get lease -n kube-system fatia-controller-manager -o jsonpath='{.spec.leaseTransitions}')
+[ "$transitions1" -gt "$transitions0" ] || fail "leaseTransitions $transitions0 -> $transitions1"
+
+# ---- every Job completes, exactly once ----
+complete() {
+    [ "$($K get jobs -n team-a -o jsonpath='{range .items[*]}{.status.succeeded}{"\n"}{end}' |
+        grep -c '^1$')" -ge "$N" ]
+}
+wait_until 120 complete
+$K get jobs -n team-a -o json >"$TMP/jobs.json"
+$K get pods -n team-a -o json >"$TMP/pods.json"
+python3 - "$TMP/jobs.json" "$TMP/pods.json" "$N" <<'PY' || fail "a Job did not complete exactly once"
+import collections, json, sys
+jobs = [j for j in json.load(open(sys.argv[1]))["items"] if j["metadata"]["name"].startswith("soak-")]
+assert len(jobs) == int(sys.argv[3]), len(jobs)
+for j in jobs:
+    st = j.get("status", {})
+    assert st.get("succeeded") == 1 and not st.get("failed"), (j["metadata"]["name"], st)
+pods = collections.Counter()
+for p in json.load(open(sys.argv[2]))["items"]:
+    n = p["metadata"].get("labels", {}).get("batch.kubernetes.io/job-name", "")
+    if n.startswith("soak-"):
+        pods[n] += 1
+twice = {n: c for n, c in pods.items() if c != 1}
+assert not twice and len(pods) == len(jobs), ("pods per job", twice, len(pods))
+print("jobs: %d complete, one pod each" % len(jobs))
+PY
+sleep 0.5
+python3 "$E2E_DIR/slicecheck.py" "$TMP/pods.watch" || fail "a slice was held twice"
+finish

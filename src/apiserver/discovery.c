@@ -97,10 +97,16 @@ json_t *fatia_api_discovery_resources(const char *group, const char *version)
     }
     if (!strcmp(group, "authorization.k8s.io") && !strcmp(version, "v1")) {
         any = true;
-        json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name",
-                                             "selfsubjectaccessreviews", "singularName",
-                                             "selfsubjectaccessreview", "namespaced", false, "kind",
-                                             "SelfSubjectAccessReview", "verbs", "create"));
+        static const char *const reviews[][3] = {
+            {"localsubjectaccessreviews", "localsubjectaccessreview", "LocalSubjectAccessReview"},
+            {"selfsubjectaccessreviews", "selfsubjectaccessreview", "SelfSubjectAccessReview"},
+            {"selfsubjectrulesreviews", "selfsubjectrulesreview", "SelfSubjectRulesReview"},
+            {"subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview"},
+        };
+        for (size_t i = 0; i < FATIA_ARRAY_SIZE(reviews); i++)
+            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name", reviews[i][0],
+                                                 "singularName", reviews[i][1], "namespaced",
+                                                 i == 0, "kind", reviews[i][2], "verbs", "create"));
     }
     if (!any) {
         json_decref(res);

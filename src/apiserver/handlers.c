@@ -20,6 +20,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "model/doc.h"
+#include "rbac/rbac.h"
 
 /* ---- answering ---- */
 
@@ -371,48 +372,62 @@ static bool pb_find(const unsigned char *p, size_t n, int num, const unsigned ch
     return false;
 }
 
-/* kubectl 1.32+ sends SelfSubjectAccessReview as Kubernetes protobuf: the "k8s\0" envelope
- * (runtime.Unknown: raw = 2) around the object (spec = 2) whose resourceAttributes (= 1) hold
- * namespace 1, verb 2, group 3, version 4, resource 5, subresource 6, name 7. */
-static json_t *ssar_from_protobuf(const char *body, size_t n)
+/* kubectl 1.32+ sends its reviews as Kubernetes protobuf: the "k8s\0" envelope (runtime.Unknown:
+ * raw = 2) around the object (spec = 2). A SelfSubjectAccessReview's spec holds
+ * resourceAttributes (= 1: namespace 1, verb 2, group 3, version 4, resource 5, subresource 6,
+ * name 7) or nonResourceAttributes (= 2: path 1, verb 2); a SelfSubjectRulesReview's spec holds
+ * namespace (= 1). */
+static json_t *review_from_protobuf(const char *kind, const char *body, size_t n)
 {
     static const char *const names[] = {NULL,      "namespace", "verb",        "group",
                                         "version", "resource",  "subresource", "name"};
     const unsigned char *raw, *spec, *attrs, *p, *end;
     size_t raw_n, spec_n, attrs_n;
     struct pbfield_view f;
-    json_t *ra = json_object();
+    json_t *sp = json_object();
 
     if (n < 4 || memcmp(body, "k8s\0", 4) ||
         !pb_find((const unsigned char *)body + 4, n - 4, 2, &raw, &raw_n) ||
         !pb_find(raw, raw_n, 2, &spec, &spec_n)) {
-        json_decref(ra);
+        json_decref(sp);
         return NULL;
     }
-    if (pb_find(spec, spec_n, 1, &attrs, &attrs_n)) {
+    if (!strcmp(kind, "SelfSubjectRulesReview")) {
+        if (pb_find(spec, spec_n, 1, &attrs, &attrs_n))
+            json_object_set_new(sp, "namespace", json_stringn((const char *)attrs, attrs_n));
+    } else if (pb_find(spec, spec_n, 1, &attrs, &attrs_n)) {
+        json_t *ra = json_object();
         for (p = attrs, end = attrs + attrs_n; pb_next(&p, end, &f);)
             if (f.wire == 2 && f.num >= 1 && f.num <= 7)
                 json_object_set_new(ra, names[f.num], json_stringn((const char *)f.data, f.len));
+        json_object_set_new(sp, "resourceAttributes", ra);
+    } else if (pb_find(spec, spec_n, 2, &attrs, &attrs_n)) {
+        json_t *na = json_object();
+        for (p = attrs, end = attrs + attrs_n; pb_next(&p, end, &f);)
+            if (f.wire == 2 && (f.num == 1 || f.num == 2))
+                json_object_set_new(na, f.num == 1 ? "path" : "verb",
+                                    json_stringn((const char *)f.data, f.len));
+        json_object_set_new(sp, "nonResourceAttributes", na);
     }
-    return json_pack("{s:s,s:s,s:{},s:{s:o}}", "kind", "SelfSubjectAccessReview", "apiVersion",
-                     "authorization.k8s.io/v1", "metadata", "spec", "resourceAttributes", ra);
+    return json_pack("{s:s,s:s,s:{},s:o}", "kind", kind, "apiVersion", "authorization.k8s.io/v1",
+                     "metadata", "spec", sp);
 }
 
-static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
-                        struct fatia_api_http_req *req)
+/* POST of an authorization.k8s.io/v1 review (rbac_review.c answers). */
+static void handle_review(struct fatia_apiserver *s, const struct fatia_user *u,
+                          struct fatia_api_http_req *req, const char *kind, const char *ns)
 {
     const struct fatia_http_head *h = fatia_api_http_req_head(req);
-    json_t *body, *attrs;
-    const char *verb, *resource, *group, *ns;
-    const struct fatia_kind *k;
-    bool allowed, namespaced;
+    json_t *body, *out = NULL;
+    char why[512];
+    int code;
 
     if (header_contains(h, "Content-Type", "protobuf")) {
         size_t n;
         const char *raw = fatia_api_http_req_body(req, &n);
-        body = ssar_from_protobuf(raw, n);
+        body = review_from_protobuf(kind, raw, n);
         if (!body) {
-            reply_status(req, 400, "BadRequest", "cannot decode the SelfSubjectAccessReview");
+            reply_status(req, 400, "BadRequest", "cannot decode the %s", kind);
             return;
         }
     } else {
@@ -420,28 +435,18 @@ static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
     }
     if (!body)
         return;
-    attrs = fatia_json_path(body, "spec.resourceAttributes");
-    verb = fatia_json_str(attrs, "verb");
-    resource = fatia_json_str(attrs, "resource");
-    group = fatia_json_str(attrs, "group");
-    ns = fatia_json_str(attrs, "namespace");
-    if (!verb || !resource) {
-        json_decref(body);
-        reply_status(req, 400, "BadRequest",
-                     "spec.resourceAttributes.verb and resource are "
-                     "required");
+    code = fatia_api_review(s, u, kind, ns, body, &out, why, sizeof(why));
+    if (out) {
+        reply_json(req, code, out);
+        json_decref(out);
         return;
     }
-    k = fatia_kind_by_resource(group ? group : "", resource);
-    namespaced = k ? k->namespaced : (ns && *ns);
-    if (!strcmp(verb, "*"))
-        verb = "delete";
-    allowed = fatia_user_may(u, verb, namespaced, ns && *ns ? ns : NULL);
-    json_object_set_new(body, "status",
-                        json_pack("{s:b,s:s}", "allowed", allowed, "reason",
-                                  allowed ? "allowed by fatia's token rules" : ""));
-    reply_json(req, 201, body);
-    json_decref(body);
+    reply_status(req, code,
+                 code == 403   ? "Forbidden"
+                 : code == 404 ? "NotFound"
+                 : code == 400 ? "BadRequest"
+                               : "InternalError",
+                 "%s", why);
 }
 
 /* ---- the scale subresource (scale.c builds and applies the Scale) ---- */
@@ -475,9 +480,10 @@ static void handle_scale(struct fatia_apiserver *s, const struct fatia_user *u,
     char key[600], why[256];
     bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
-    c->subresource = NULL; /* the write is an update of the object's spec */
+    c->subresource = "scale"; /* authorized as deployments/scale, as upstream's roles grant it */
     if (fatia_api_authorize(c, get ? "get" : "update", &r) < 0)
         goto reply;
+    c->subresource = NULL; /* the write is an update of the object's spec */
     fatia_api_entry_key(c->t, rt->ns, rt->name, key, sizeof(key));
     e = fatia_api_rtable_find(c->t, key);
     if (!e || !e->committed) {
@@ -564,12 +570,20 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
     char ua_manager[129];
 
     if (!t) {
-        if (!strcmp(rt->group, "authorization.k8s.io") && !strcmp(rt->version, "v1") &&
-            !strcmp(rt->resource, "selfsubjectaccessreviews") && !rt->name &&
-            !strcmp(method, "POST")) {
-            handle_ssar(s, u, req);
-            return;
-        }
+        static const char *const reviews[][2] = {
+            {"selfsubjectaccessreviews", "SelfSubjectAccessReview"},
+            {"selfsubjectrulesreviews", "SelfSubjectRulesReview"},
+            {"subjectaccessreviews", "SubjectAccessReview"},
+            {"localsubjectaccessreviews", "LocalSubjectAccessReview"},
+        };
+        for (size_t i = 0;
+             !strcmp(rt->group, "authorization.k8s.io") && !strcmp(rt->version, "v1") &&
+             !rt->name && !strcmp(method, "POST") && i < FATIA_ARRAY_SIZE(reviews);
+             i++)
+            if (!strcmp(rt->resource, reviews[i][0]) && (!rt->ns) == (i != 3)) {
+                handle_review(s, u, req, reviews[i][1], rt->ns);
+                return;
+            }
         reply_status(req, 404, "NotFound", "the server could not find the requested resource");
         return;
     }
@@ -875,7 +889,13 @@ void fatia_api_handle_http(void *arg, struct fatia_api_http_req *req)
     }
     if (rt.type == FATIA_ROUTE_METRICS) {
         struct fatia_buf out = FATIA_BUF_INIT;
+        struct fatia_rbac_attrs na = {.verb = "get", .path = "/metrics"};
         fatia_api_target_release(&tgt);
+        if (!fatia_api_may(s, u, &na, NULL, 0)) {
+            reply_status(req, 403, "Forbidden",
+                         "forbidden: User \"%s\" cannot get path \"/metrics\"", u->name);
+            return;
+        }
         if (!s->metrics_provider) {
             reply_status(req, 404, "NotFound", "the server could not find the requested resource");
             return;

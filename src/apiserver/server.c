@@ -263,6 +263,12 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
     r = fatia_api_crd_sync(s); /* the first write: before any client's */
     if (r < 0)
         goto out_free;
+    r = fatia_api_rbac_sync(s); /* the default roles (authz.c, rbac_defaults.c) */
+    if (r < 0)
+        goto out_free;
+    r = fatia_api_rbac_register(s);
+    if (r < 0)
+        goto out_free;
     {
         struct timeval tv = {.tv_sec = s->o.bookmark_interval / FATIA_USEC_PER_SEC,
                              .tv_usec = s->o.bookmark_interval % FATIA_USEC_PER_SEC};

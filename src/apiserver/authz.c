@@ -81,6 +81,17 @@ static void ident_init(struct ident *id, const struct fatia_user *u)
     id->groups[n] = NULL;
 }
 
+json_t *fatia_api_user_info(const struct fatia_user *u)
+{
+    json_t *groups = json_array();
+    struct ident id;
+
+    ident_init(&id, u);
+    for (size_t i = 0; id.groups[i]; i++)
+        json_array_append_new(groups, json_string(id.groups[i]));
+    return json_pack("{s:s,s:o}", "username", u->name, "groups", groups);
+}
+
 /* ---- the source: the cache, and the token's grants ---- */
 
 struct src {

@@ -20,6 +20,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "model/doc.h"
+#include "model/kinds/kinds.h"
 #include "rbac/rbac.h"
 
 /* ---- answering ---- */
@@ -283,8 +284,9 @@ static const struct fatia_user *authenticate(struct fatia_apiserver *s,
                                              struct fatia_api_http_req *req)
 {
     const struct fatia_http_head *h = fatia_api_http_req_head(req);
+    const struct fatia_user *u;
     struct fatia_str v;
-    char token[256];
+    char token[4096]; /* a ServiceAccount token (a JWT) is longer than the tokens file's */
 
     if (!s->auth)
         return &fatia_user_system;
@@ -293,7 +295,8 @@ static const struct fatia_user *authenticate(struct fatia_apiserver *s,
         return NULL;
     memcpy(token, v.p + 7, v.n - 7);
     token[v.n - 7] = '\0';
-    return fatia_auth_lookup(s->auth, token);
+    u = strchr(token, '.') ? NULL : fatia_auth_lookup(s->auth, token);
+    return u ? u : fatia_api_satoken_authenticate(s, token);
 }
 
 /* ---- endpoints ---- */
@@ -413,6 +416,33 @@ static json_t *review_from_protobuf(const char *kind, const char *body, size_t n
                      "metadata", "spec", sp);
 }
 
+/* POST authentication.k8s.io/{v1,v1beta1} selfsubjectreviews (`kubectl auth whoami`): the
+ * requester's UserInfo; the body is not read (its spec is empty). */
+static void handle_whoami(struct fatia_apiserver *s, const struct fatia_user *u,
+                          struct fatia_api_http_req *req, const char *version)
+{
+    struct fatia_rbac_attrs a = {.verb = "create",
+                                 .resource_request = true,
+                                 .group = "authentication.k8s.io",
+                                 .resource = "selfsubjectreviews"};
+    char av[64];
+    json_t *out;
+
+    if (!fatia_api_may(s, u, &a, NULL, 0)) {
+        reply_status(req, 403, "Forbidden",
+                     "selfsubjectreviews.authentication.k8s.io is forbidden: User \"%s\" cannot "
+                     "create resource \"selfsubjectreviews\" in API group "
+                     "\"authentication.k8s.io\" at the cluster scope",
+                     u->name);
+        return;
+    }
+    snprintf(av, sizeof(av), "authentication.k8s.io/%s", version);
+    out = json_pack("{s:s,s:s,s:{s:n},s:{s:o}}", "kind", "SelfSubjectReview", "apiVersion", av,
+                    "metadata", "creationTimestamp", "status", "userInfo", fatia_api_user_info(u));
+    reply_json(req, 201, out);
+    json_decref(out);
+}
+
 /* POST of an authorization.k8s.io/v1 review (rbac_review.c answers). */
 static void handle_review(struct fatia_apiserver *s, const struct fatia_user *u,
                           struct fatia_api_http_req *req, const char *kind, const char *ns)
@@ -445,6 +475,82 @@ static void handle_review(struct fatia_apiserver *s, const struct fatia_user *u,
                  code == 403   ? "Forbidden"
                  : code == 404 ? "NotFound"
                  : code == 400 ? "BadRequest"
+                               : "InternalError",
+                 "%s", why);
+}
+
+/* kubectl 1.32+'s TokenRequest in protobuf (authentication/v1, not in the generated tables):
+ * spec = 2 {audiences = 1 (repeated), boundObjectRef = 3 {kind 1, apiVersion 2, name 3, uid 4},
+ * expirationSeconds = 4 (varint)}. */
+static json_t *token_request_from_protobuf(const char *body, size_t n)
+{
+    static const char *const ref_names[] = {NULL, "kind", "apiVersion", "name", "uid"};
+    const unsigned char *raw, *spec, *p, *end, *q, *qend;
+    size_t raw_n, spec_n;
+    struct pbfield_view f, g;
+    json_t *sp = json_object(), *auds = json_array();
+
+    if (n < 4 || memcmp(body, "k8s\0", 4) ||
+        !pb_find((const unsigned char *)body + 4, n - 4, 2, &raw, &raw_n) ||
+        !pb_find(raw, raw_n, 2, &spec, &spec_n)) {
+        json_decref(sp);
+        json_decref(auds);
+        return NULL;
+    }
+    for (p = spec, end = spec + spec_n; pb_next(&p, end, &f);) {
+        if (f.num == 1 && f.wire == 2)
+            json_array_append_new(auds, json_stringn((const char *)f.data, f.len));
+        else if (f.num == 4 && f.wire == 0)
+            json_object_set_new(sp, "expirationSeconds", json_integer((json_int_t)f.varint));
+        else if (f.num == 3 && f.wire == 2) {
+            json_t *ref = json_object();
+            for (q = f.data, qend = f.data + f.len; pb_next(&q, qend, &g);)
+                if (g.wire == 2 && g.num >= 1 && g.num <= 4 && g.len)
+                    json_object_set_new(ref, ref_names[g.num],
+                                        json_stringn((const char *)g.data, g.len));
+            json_object_set_new(sp, "boundObjectRef", ref);
+        }
+    }
+    if (json_array_size(auds))
+        json_object_set_new(sp, "audiences", auds);
+    else
+        json_decref(auds);
+    return json_pack("{s:s,s:s,s:{},s:o}", "kind", "TokenRequest", "apiVersion",
+                     "authentication.k8s.io/v1", "metadata", "spec", sp);
+}
+
+/* POST serviceaccounts/NAME/token: a TokenRequest (satoken.c answers). */
+static void handle_token_request(struct fatia_apiserver *s, const struct fatia_user *u,
+                                 struct fatia_api_http_req *req, const struct fatia_api_route *rt)
+{
+    json_t *body, *out = NULL;
+    char why[512];
+    int code;
+
+    if (header_contains(fatia_api_http_req_head(req), "Content-Type", "protobuf")) {
+        size_t n;
+        const char *raw = fatia_api_http_req_body(req, &n);
+        body = token_request_from_protobuf(raw, n);
+        if (!body) {
+            reply_status(req, 400, "BadRequest", "cannot decode the TokenRequest");
+            return;
+        }
+    } else {
+        body = read_body(s, req, true);
+    }
+    if (!body)
+        return;
+    code = fatia_api_token_request(s, u, rt->ns, rt->name, body, &out, why, sizeof(why));
+    if (out) {
+        reply_json(req, code, out);
+        json_decref(out);
+        return;
+    }
+    reply_status(req, code,
+                 code == 403   ? "Forbidden"
+                 : code == 404 ? "NotFound"
+                 : code == 409 ? "Conflict"
+                 : code == 422 ? "Invalid"
                                : "InternalError",
                  "%s", why);
 }
@@ -576,6 +682,13 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
             {"subjectaccessreviews", "SubjectAccessReview"},
             {"localsubjectaccessreviews", "LocalSubjectAccessReview"},
         };
+        if (!strcmp(rt->group, "authentication.k8s.io") &&
+            !strcmp(rt->resource, "selfsubjectreviews") &&
+            (!strcmp(rt->version, "v1") || !strcmp(rt->version, "v1beta1")) && !rt->name &&
+            !strcmp(method, "POST")) {
+            handle_whoami(s, u, req, rt->version);
+            return;
+        }
         for (size_t i = 0;
              !strcmp(rt->group, "authorization.k8s.io") && !strcmp(rt->version, "v1") &&
              !rt->name && !strcmp(method, "POST") && i < FATIA_ARRAY_SIZE(reviews);
@@ -624,6 +737,11 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
             ua_manager[n] = '\0';
             c.manager = ua_manager;
         }
+    }
+    if (rt->sub && !strcmp(rt->sub, "token") && t->kind == &fatia_kind_serviceaccount &&
+        !strcmp(method, "POST")) {
+        handle_token_request(s, u, req, rt);
+        return;
     }
     if (rt->sub && !strcmp(rt->sub, "scale") && fatia_api_kind_has_scale(t->kind)) {
         handle_scale(s, u, req, rt, &c, method);

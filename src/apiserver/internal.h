@@ -196,6 +196,9 @@ struct fatia_apiserver {
     FATIA_VEC(struct admission_entry) admission;
     struct authorizer_entry authorizers[4]; /* before RBAC, in order (authz.c) */
     size_t n_authorizers;
+    unsigned char sa_key[32]; /* the service-account tokens' HMAC key (satoken.c) */
+    bool sa_enabled;
+    struct fatia_strmap sa_users; /* jti -> verified identity */
     fatia_log_provider_fn log_provider;
     void *log_arg;
     fatia_exec_provider_fn exec_provider;
@@ -301,6 +304,9 @@ int fatia_api_op_convert(const struct opctx *c, json_t *tree, struct opres *r);
  * "log", "exec", ...). Every operation calls it before it looks at the object, so that a
  * refused user learns nothing about what exists. */
 int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r);
+/* u's authentication.k8s.io UserInfo: {username, groups} (system:authenticated and a service
+ * account's groups included), as `kubectl auth whoami` prints it. */
+json_t *fatia_api_user_info(const struct fatia_user *u);
 /* Adds an authorizer before RBAC. 0 or -ENOSPC. */
 int fatia_api_authorizer_add(struct fatia_apiserver *s, fatia_api_authorizer_fn fn, void *arg);
 /* The chain's answer for u (NULL: fatiad itself) and a (user and groups are u's); why (may be
@@ -320,6 +326,15 @@ int fatia_api_rbac_register(struct fatia_apiserver *s);
  * when missing, rewritten when annotated rbac.authorization.kubernetes.io/autoupdate: "true"
  * and different. */
 int fatia_api_rbac_sync(struct fatia_apiserver *s);
+/* ServiceAccount tokens (satoken.c): the signing key (DIR/sa-signing.key beside the tokens
+ * file, made at first start); the identity of a valid token (NULL: not one, or not valid now);
+ * the TokenRequest of serviceaccounts/NAME/token (body taken; 201 and *ret, or a code and why). */
+int fatia_api_satoken_init(struct fatia_apiserver *s);
+void fatia_api_satoken_release(struct fatia_apiserver *s);
+const struct fatia_user *fatia_api_satoken_authenticate(struct fatia_apiserver *s,
+                                                        const char *token);
+int fatia_api_token_request(struct fatia_apiserver *s, const struct fatia_user *u, const char *ns,
+                            const char *name, json_t *body, json_t **ret, char *why, size_t why_n);
 /* The answer to an authorization.k8s.io review (rbac_review.c): kind is
  * SelfSubjectAccessReview, SelfSubjectRulesReview, SubjectAccessReview or
  * LocalSubjectAccessReview (ns: the path's namespace); body is the request (taken). 201 and the

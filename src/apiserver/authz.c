@@ -69,13 +69,16 @@ static void ident_init(struct ident *id, const struct fatia_user *u)
 
     for (const char *const *g = u->groups; g && *g && n < MAX_GROUPS; g++)
         id->groups[n++] = *g;
-    id->groups[n++] = GROUP_AUTHN;
+    if (!fatia_user_in_group(u, GROUP_AUTHN))
+        id->groups[n++] = GROUP_AUTHN;
     if (u->name && !strncmp(u->name, SA_PREFIX, strlen(SA_PREFIX))) {
         const char *ns = u->name + strlen(SA_PREFIX), *colon = strchr(ns, ':');
         if (colon && colon > ns) {
             snprintf(id->sa_group, sizeof(id->sa_group), GROUP_SAS ":%.*s", (int)(colon - ns), ns);
-            id->groups[n++] = GROUP_SAS;
-            id->groups[n++] = id->sa_group;
+            if (!fatia_user_in_group(u, GROUP_SAS))
+                id->groups[n++] = GROUP_SAS;
+            if (!fatia_user_in_group(u, id->sa_group))
+                id->groups[n++] = id->sa_group;
         }
     }
     id->groups[n] = NULL;

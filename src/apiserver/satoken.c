@@ -120,6 +120,8 @@ static long b64url_decode(const char *s, size_t n, unsigned char *out)
             out[o++] = (unsigned char)(acc >> bits);
         }
     }
+    if (acc & ((1u << bits) - 1))
+        return -1; /* the unused low bits must be zero: one spelling per byte string */
     return (long)o;
 }
 

@@ -93,6 +93,11 @@ json_t *fatia_api_discovery_resources(const char *group, const char *version)
             json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name", "pods/log",
                                                  "singularName", "", "namespaced", true, "kind",
                                                  "Pod", "verbs", "get"));
+            /* kubectl drain finds the Eviction's group and version here (eviction.c) */
+            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[s]}", "name",
+                                                 "pods/eviction", "singularName", "", "namespaced",
+                                                 true, "group", "policy", "version", "v1", "kind",
+                                                 "Eviction", "verbs", "create"));
         }
     }
     if (!strcmp(group, "authorization.k8s.io") && !strcmp(version, "v1")) {

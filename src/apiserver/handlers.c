@@ -743,6 +743,30 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
         handle_token_request(s, u, req, rt);
         return;
     }
+    if (rt->sub && !strcmp(rt->sub, "eviction") && t->kind == &fatia_kind_pod &&
+        !strcmp(method, "POST")) {
+        struct http_wait *w = fatia_calloc(1, sizeof(*w));
+        json_t *body;
+        if (!w) {
+            reply_status(req, 500, "InternalError", "out of memory");
+            return;
+        }
+        *w = (struct http_wait){req, t, ver, s, NULL};
+        if (!(body = read_body(s, req, true))) {
+            http_wait_drop(w);
+            return;
+        }
+        if (s->audit) {
+            struct fatia_str ua = {0};
+            (void)head_get(h, "User-Agent", &ua);
+            w->audit = fatia_api_audit_begin(s, u, "create", h->target.p, h->target.n,
+                                             fatia_api_http_req_peer(req), ua.p, ua.n, t->kind,
+                                             rt->version, rt->ns, rt->name, rt->sub);
+        }
+        fatia_api_op_evict(&c, body, http_op_done, w);
+        json_decref(body);
+        return;
+    }
     if (rt->sub && !strcmp(rt->sub, "scale") && fatia_api_kind_has_scale(t->kind)) {
         handle_scale(s, u, req, rt, &c, method);
         return;

@@ -342,6 +342,10 @@ int fatia_api_token_request(struct fatia_apiserver *s, const struct fatia_user *
 int fatia_api_review(struct fatia_apiserver *s, const struct fatia_user *u, const char *kind,
                      const char *ns, json_t *body, json_t **ret, char *why, size_t why_n);
 
+/* POST pods/NAME/eviction (eviction.c): a policy/v1 Eviction (body borrowed) that asks the
+ * pod's PodDisruptionBudget; 201 Status Success, or 429 with upstream's message. */
+void fatia_api_op_evict(const struct opctx *c, const json_t *body, op_done_fn done, void *arg);
+
 /* ---- the scale subresource (scale.c) ---- */
 
 /* Deployment, ReplicaSet, StatefulSet. */

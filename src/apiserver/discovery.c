@@ -120,6 +120,10 @@ json_t *fatia_api_discovery_resources(const char *group, const char *version)
                               json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name", "selfsubjectreviews",
                                         "singularName", "selfsubjectreview", "namespaced", false,
                                         "kind", "SelfSubjectReview", "verbs", "create"));
+        if (!strcmp(version, "v1"))
+            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name", "tokenreviews",
+                                                 "singularName", "tokenreview", "namespaced", false,
+                                                 "kind", "TokenReview", "verbs", "create"));
     }
     if (!any) {
         json_decref(res);

@@ -689,6 +689,22 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
             handle_whoami(s, u, req, rt->version);
             return;
         }
+        if (!strcmp(rt->group, "authentication.k8s.io") && !strcmp(rt->resource, "tokenreviews") &&
+            !strcmp(rt->version, "v1") && !rt->name && !strcmp(method, "POST")) {
+            json_t *body = read_body(s, req, true), *out = NULL;
+            char why[512];
+            int code;
+            if (!body)
+                return;
+            code = fatia_api_token_review(s, u, body, &out, why, sizeof(why));
+            if (out) {
+                reply_json(req, code, out);
+                json_decref(out);
+            } else {
+                reply_status(req, code, code == 403 ? "Forbidden" : "Invalid", "%s", why);
+            }
+            return;
+        }
         for (size_t i = 0;
              !strcmp(rt->group, "authorization.k8s.io") && !strcmp(rt->version, "v1") &&
              !rt->name && !strcmp(method, "POST") && i < FATIA_ARRAY_SIZE(reviews);

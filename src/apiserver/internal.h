@@ -333,6 +333,9 @@ int fatia_api_satoken_init(struct fatia_apiserver *s);
 void fatia_api_satoken_release(struct fatia_apiserver *s);
 const struct fatia_user *fatia_api_satoken_authenticate(struct fatia_apiserver *s,
                                                         const char *token);
+/* TokenReview (body taken): 201 and *ret, or a code and why. */
+int fatia_api_token_review(struct fatia_apiserver *s, const struct fatia_user *u, json_t *body,
+                           json_t **ret, char *why, size_t why_n);
 int fatia_api_token_request(struct fatia_apiserver *s, const struct fatia_user *u, const char *ns,
                             const char *name, json_t *body, json_t **ret, char *why, size_t why_n);
 /* The answer to an authorization.k8s.io review (rbac_review.c): kind is

@@ -20,6 +20,11 @@
  * code); storing tokens (a bound token is checked against the live objects instead, so deleting
  * the pod or the ServiceAccount revokes it at once).
  *
+ * TokenReview (authentication.k8s.io/v1 tokenreviews, for whoever may create them: cluster-admin,
+ * or a binding of upstream's system:auth-delegator) answers for a token and the audiences a
+ * service names (spec.audiences; default fatiad's own): the token's user and groups, or
+ * authenticated false. A tokens-file token speaks for fatiad's audience only.
+ *
  * Limits, as upstream's validation: expirationSeconds at least 600 (default 3600) and at most
  * 2^32; boundObjectRef kind Pod only (Secret and Node tokens are not made: 422). Verified
  * identities are kept by jti until their expiry (the users the write path borrows must outlive
@@ -42,6 +47,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "model/kinds/kinds.h"
+#include "rbac/rbac.h"
 
 #define SA_ISSUER    "https://kubernetes.default.svc.cluster.local"
 #define SA_PREFIX    "system:serviceaccount:"
@@ -226,23 +232,44 @@ static const char *uid_of(const struct entry *e)
                : NULL;
 }
 
-static bool aud_ok(const json_t *aud)
+/* Does the token's aud (a string or a list) name one of want (NULL: fatiad's own audience)? */
+static bool aud_ok(const json_t *aud, const json_t *want)
 {
-    const json_t *v;
-    size_t i;
+    const json_t *v, *w;
+    size_t i, j;
 
-    if (json_is_string(aud))
-        return !strcmp(json_string_value(aud), SA_ISSUER);
-    json_array_foreach(aud, i, v)
+    if (!want) {
+        json_t *self = json_pack("[s]", SA_ISSUER);
+        bool ok = aud_ok(aud, self);
+        json_decref(self);
+        return ok;
+    }
+    json_array_foreach(want, j, w)
     {
-        if (json_is_string(v) && !strcmp(json_string_value(v), SA_ISSUER))
+        if (!json_is_string(w))
+            continue;
+        if (json_is_string(aud) && !strcmp(json_string_value(aud), json_string_value(w)))
             return true;
+        json_array_foreach(aud, i, v)
+        {
+            if (json_is_string(v) && !strcmp(json_string_value(v), json_string_value(w)))
+                return true;
+        }
     }
     return false;
 }
 
+static const struct fatia_user *verify(struct fatia_apiserver *s, const char *token,
+                                       const json_t *want);
+
 const struct fatia_user *fatia_api_satoken_authenticate(struct fatia_apiserver *s,
                                                         const char *token)
+{
+    return verify(s, token, NULL);
+}
+
+static const struct fatia_user *verify(struct fatia_apiserver *s, const char *token,
+                                       const json_t *want)
 {
     const char *d1 = strchr(token, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
     unsigned char mac[32], got[48], *payload = NULL;
@@ -277,7 +304,7 @@ const struct fatia_user *fatia_api_satoken_authenticate(struct fatia_apiserver *
     nbf = json_integer_value(json_object_get(claims, "nbf"));
     if (!claims || !ns || !sa || !sa_uid || !jti || !sub ||
         strcmp(nz(fatia_json_str(claims, "iss")), SA_ISSUER) ||
-        !aud_ok(json_object_get(claims, "aud")))
+        !aud_ok(json_object_get(claims, "aud"), want))
         goto out;
     if ((fatia_usec_t)exp * FATIA_USEC_PER_SEC <= now ||
         (fatia_usec_t)(nbf - 60) * FATIA_USEC_PER_SEC > now)
@@ -467,4 +494,61 @@ out:
     fatia_buf_release(&tok);
     json_decref(body);
     return code;
+}
+
+/* ---- TokenReview ---- */
+
+int fatia_api_token_review(struct fatia_apiserver *s, const struct fatia_user *u, json_t *body,
+                           json_t **ret, char *why, size_t why_n)
+{
+    const json_t *spec = json_object_get(body, "spec");
+    const char *token = fatia_json_str(spec, "token");
+    const json_t *want = json_array_size(json_object_get(spec, "audiences"))
+                             ? json_object_get(spec, "audiences")
+                             : NULL;
+    const struct fatia_user *who = NULL;
+    struct fatia_rbac_attrs a = {.verb = "create",
+                                 .resource_request = true,
+                                 .group = "authentication.k8s.io",
+                                 .resource = "tokenreviews"};
+    json_t *st;
+
+    *ret = NULL;
+    if (!fatia_api_may(s, u, &a, NULL, 0)) {
+        snprintf(why, why_n,
+                 "tokenreviews.authentication.k8s.io is forbidden: User \"%s\" cannot create "
+                 "resource \"tokenreviews\" in API group \"authentication.k8s.io\" at the "
+                 "cluster scope",
+                 u->name);
+        json_decref(body);
+        return 403;
+    }
+    if (!token || !*token) {
+        snprintf(why, why_n,
+                 "TokenReview.authentication.k8s.io is invalid: spec.token: Required value");
+        json_decref(body);
+        return 422;
+    }
+    if (!strchr(token, '.') && s->auth) {
+        /* a tokens-file token speaks for fatiad's own audience only */
+        json_t *self = json_string(SA_ISSUER);
+        who = aud_ok(self, want) ? fatia_auth_lookup(s->auth, token) : NULL;
+        json_decref(self);
+    } else {
+        who = verify(s, token, want);
+    }
+    if (who) {
+        json_t *auds = want ? json_deep_copy(want) : json_pack("[s]", SA_ISSUER);
+        st = json_pack("{s:b,s:o,s:o}", "authenticated", true, "user", fatia_api_user_info(who),
+                       "audiences", auds);
+    } else {
+        st = json_pack("{s:b,s:s}", "authenticated", false, "error", "invalid bearer token");
+    }
+    json_object_set_new(body, "apiVersion", json_string("authentication.k8s.io/v1"));
+    json_object_set_new(body, "kind", json_string("TokenReview"));
+    if (!json_is_object(json_object_get(body, "metadata")))
+        json_object_set_new(body, "metadata", json_object());
+    json_object_set_new(body, "status", st);
+    *ret = body;
+    return 201;
 }

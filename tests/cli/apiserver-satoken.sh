@@ -8,6 +8,7 @@
 #     another key; a token whose claims were edited (the signature no longer matches); a token
 #     of a deleted ServiceAccount, also once one of the same name is made again; a token bound
 #     to a deleted pod;
+#   - TokenReview answers for the audience a service names, and only for those who may ask;
 #   - refused (403, 422, 404): a token request without create on serviceaccounts/token (view),
 #     in another namespace, under 10 minutes, bound to a missing pod or to a pod's former uid.
 . "$(dirname "$0")/lib.bash"
@@ -153,6 +154,25 @@ EOF
     who "$BAD"
     [ "$CODE" = 401 ] || fail "a token with a changed signature ($how): $CODE, want 401"
 done
+# TokenReview: a service checks a token made for it; fatiad's own audience by default; tenants may
+# not ask (upstream: system:auth-delegator)
+review() { # review TOKEN [AUDIENCE]: as $AS_TOKEN (default admin)
+    local aud=
+    [ -n "${2:-}" ] && aud=",\"audiences\":[\"$2\"]"
+    api POST /apis/authentication.k8s.io/v1/tokenreviews -H 'Content-Type: application/json' \
+        -d "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\",\"spec\":{\"token\":\"$1\"$aud}}"
+}
+TV=$($ADM create token bot -n team-a --audience=https://vault.example)
+review "$TV" https://vault.example
+[ "$CODE" = 201 ] && grep -q '"authenticated":true' "$TMP/body" && grep -q 'system:serviceaccount:team-a:bot' "$TMP/body" ||
+    fail "TokenReview for the token's audience: $CODE $(cat "$TMP/body")"
+review "$TV"
+grep -q '"authenticated":false' "$TMP/body" || fail "TokenReview for fatiad's audience of a vault token: $(cat "$TMP/body")"
+review "$(forge -7200 -3600)"
+grep -q '"authenticated":false' "$TMP/body" || fail "TokenReview of an expired token: $(cat "$TMP/body")"
+AS_TOKEN=$(awk '$2 == "alice" {print $1}' "$D/tokens") review "$TV" https://vault.example
+[ "$CODE" = 403 ] || fail "a tenant's TokenReview: $CODE, want 403"
+
 # the ServiceAccount goes: its tokens go with it, also when one of the same name comes back
 T=$($ADM create token bot -n team-a)
 allowed $ADM delete serviceaccount bot -n team-a

@@ -62,7 +62,8 @@ bool fatia_rbac_allows(const struct fatia_rbac_source *src, const struct fatia_r
 
 /* The rules of a role tree (a Role, or a ClusterRole with its aggregation resolved against the
  * source: the rules of every ClusterRole its selectors match, transitively, as the aggregation
- * controller writes them), appended to out (a JSON array; copies). 0 or -ENOMEM. */
+ * controller writes them), appended to out (a JSON array of shared references: never modify
+ * them). 0 or -ENOMEM. */
 int fatia_rbac_role_rules(const struct fatia_rbac_source *src, const json_t *role, json_t *out);
 
 /* Every rule the user holds in namespace ns (ns NULL: at the cluster scope; a namespace also

@@ -1,13 +1,8 @@
 /*
  * apiserver/auth.c: the tokens file, authorization and kubeconfig files (see auth.h).
  *
- * Authorization is two functions: fatia_user_may (the rule of auth.h: may a user do a verb on a
- * kind in a namespace) and fatia_api_authorize (the first step of every operation of the server: the rule
- * applied to a request's context, and kube-apiserver's 403 wording when it refuses). Every
- * operation calls fatia_api_authorize before it looks at the object, so that a refused user learns nothing
- * about what exists; deletecollection calls it for the collection and again ("delete") for each
- * object it would delete (ops.c). Admission rules that look at the object itself are admission
- * plugins (apiserver.h), not authorization.
+ * Authorization is authz.c's (RBAC, with a token's NAMESPACES and ACCESS as bindings); this
+ * file only reads the tokens.
  *
  * A parsed file is one struct fatia_auth generation: the tokens own their strings and the users
  * point into them. A reload builds a new generation and swaps it in whole, so a lookup never sees
@@ -75,34 +70,6 @@ struct fatia_auth {
 bool fatia_user_is_admin(const struct fatia_user *u)
 {
     return fatia_user_in_group(u, FATIA_GROUP_ADMIN);
-}
-
-static bool user_has_ns(const struct fatia_user *u, const char *ns)
-{
-    if (!u->namespaces)
-        return true;
-    for (const char *const *n = u->namespaces; *n; n++)
-        if (!strcmp(*n, "*") || (ns && !strcmp(*n, ns)))
-            return true;
-    return false;
-}
-
-static bool user_all_ns(const struct fatia_user *u)
-{
-    return user_has_ns(u, NULL);
-}
-
-bool fatia_user_may(const struct fatia_user *u, const char *verb, bool namespaced, const char *ns)
-{
-    bool write = strcmp(verb, "get") && strcmp(verb, "list") && strcmp(verb, "watch");
-
-    if (fatia_user_is_admin(u))
-        return true;
-    if (write && u->read_only)
-        return false;
-    if (!namespaced)
-        return !write;
-    return ns ? user_has_ns(u, ns) : user_all_ns(u);
 }
 
 static void tokenset_free(struct tokenset *ts)
@@ -502,7 +469,7 @@ int fatia_tokens_add(const char *path, const struct fatia_token_spec *t)
         if (!valid_user(*g))
             return -EINVAL;
     for (const char *const *n = namespaces; n && *n; n++)
-        if (strcmp(*n, "*") && !fatia_is_dns1123_label(*n, NULL, 0))
+        if (strcmp(*n, "*") && strcmp(*n, "-") && !fatia_is_dns1123_label(*n, NULL, 0))
             return -EINVAL;
     r = fatia_buf_printf(&line, "%s %s ", t->token, t->user);
     for (const char *const *g = groups; r == 0 && g && *g; g++)
@@ -725,43 +692,4 @@ int fatia_kubeconfig_server(const char *path, char *buf, size_t n, char **ret_ca
     *ret_ca = ca ? fatia_strdup(ca) : NULL;
     json_decref(root);
     return ca && !*ret_ca ? -ENOMEM : 0;
-}
-
-/* ---- authorization of a request ---- */
-
-/* The first step of every operation (ops.c, read.c, watch.c, logs.c, client.c): may c's user do
- * verb on c's resource in c's namespace? 0, or a 403 in r with kube-apiserver's wording, naming
- * the user, the verb, the resource and the namespace (or "the cluster scope"). */
-int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r)
-{
-    const struct fatia_kind *k = c->t->kind;
-    const char *ns = k->namespaced ? c->ns : NULL;
-    char what[400];
-
-    if (fatia_user_may(c->user, verb, k->namespaced, ns) || fatia_api_catalog_readable(c, verb)) {
-        if (fatia_kind_serves_verb(k, verb))
-            return 0;
-        fatia_api_opres_fail(r, 405, "MethodNotAllowed",
-                             "the server does not allow this method on the requested resource "
-                             "(%s %s): fatiad serves it read-only (get, list, watch)",
-                             verb, c->t->resource);
-        return -FATIA_E_FORBIDDEN;
-    }
-    if (c->name)
-        snprintf(what, sizeof(what), "%s \"%s\"", c->t->resource, c->name);
-    else
-        snprintf(what, sizeof(what), "%s", c->t->resource);
-    if (ns)
-        fatia_api_opres_fail(
-            r, 403, "Forbidden",
-            "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" in "
-            "the namespace \"%s\"",
-            what, c->user->name, verb, k->plural, k->group, ns);
-    else
-        fatia_api_opres_fail(
-            r, 403, "Forbidden",
-            "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" at "
-            "the cluster scope",
-            what, c->user->name, verb, k->plural, k->group);
-    return -FATIA_E_FORBIDDEN;
 }

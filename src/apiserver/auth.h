@@ -13,9 +13,9 @@
  * (checked at most once a second), so `fatia token create` takes effect without a restart; a file
  * that no longer parses is reported and the previous tokens stay in force.
  *
- * Authorization (fatia_user_may): system:masters may do anything. Everyone else may act only in
- * the namespaces of their token (listing across namespaces needs "*"), may read cluster-scoped
- * objects but never write them, and with ro may only read.
+ * Authorization is RBAC (authz.c): system:masters may do anything; a token's NAMESPACES and
+ * ACCESS are bindings of ClusterRole admin (rw) or view (ro) in those namespaces ("*": every
+ * namespace; "-": none), beside the stored RoleBindings and ClusterRoleBindings.
  */
 #ifndef FATIA_APISERVER_AUTH_H
 #define FATIA_APISERVER_AUTH_H
@@ -45,11 +45,6 @@ const char *fatia_auth_token_of(struct fatia_auth *a, const char *user);
 
 /* Parses tokens-file text into an auth set (no path: no reloads). For tests and fuzzing. */
 int fatia_auth_parse(const char *text, size_t n, struct fatia_auth **ret, char *why, size_t why_n);
-
-/* May u do verb (get, list, watch, create, update, patch, delete, deletecollection) on a kind
- * (namespaced or not) in ns (NULL: every namespace, or a cluster-scoped kind)? On false, why
- * gets upstream's wording tail ("cannot list resource ..." is built by the caller). */
-bool fatia_user_may(const struct fatia_user *u, const char *verb, bool namespaced, const char *ns);
 
 /* Generates a token (FATIA_TOKEN_LEN hex characters + NUL) from the kernel's random source. */
 int fatia_token_generate(char out[FATIA_TOKEN_LEN + 1]);

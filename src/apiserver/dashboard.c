@@ -246,23 +246,35 @@ bool fatia_api_dashboard_serve(struct fatia_apiserver *s, struct fatia_api_http_
     return true;
 }
 
+/* The catalog authorizer (authz.c's chain, before RBAC): get, list and watch of the
+ * HardwareProfiles in the catalog namespace for every authenticated user; no opinion on
+ * anything else, so RBAC decides the rest. */
+static int catalog_authorizer(void *arg, const struct fatia_user *u,
+                              const struct fatia_rbac_attrs *a, char *why, size_t why_n)
+{
+    struct fatia_apiserver *s = arg;
+    (void)u;
+
+    if (!s->catalog_ns || !a->resource_request || !a->ns || strcmp(a->ns, s->catalog_ns) ||
+        !a->group || strcmp(a->group, "infrastructure.opendatahub.io") || !a->resource ||
+        strcmp(a->resource, "hardwareprofiles") || (a->subresource && *a->subresource) ||
+        (strcmp(a->verb, "get") && strcmp(a->verb, "list") && strcmp(a->verb, "watch")))
+        return FATIA_AUTHZ_NO_OPINION;
+    if (why && why_n)
+        snprintf(why, why_n, "the hardware-profile catalog of namespace %s", s->catalog_ns);
+    return FATIA_AUTHZ_ALLOW;
+}
+
 int fatia_apiserver_set_catalog_namespace(struct fatia_apiserver *s, const char *ns)
 {
     char *c = NULL;
+    bool first = !s->catalog_ns;
 
     if (ns && !(c = fatia_strdup(ns)))
         return -ENOMEM;
     fatia_free(s->catalog_ns);
     s->catalog_ns = c;
+    if (first && c)
+        return fatia_api_authorizer_add(s, catalog_authorizer, s);
     return 0;
-}
-
-bool fatia_api_catalog_readable(const struct opctx *c, const char *verb)
-{
-    const struct fatia_kind *k = c->t->kind;
-
-    return c->s->catalog_ns && c->ns && !strcmp(c->ns, c->s->catalog_ns) &&
-           !strcmp(k->group, "infrastructure.opendatahub.io") &&
-           !strcmp(k->plural, "hardwareprofiles") && !c->subresource &&
-           (!strcmp(verb, "get") || !strcmp(verb, "list") || !strcmp(verb, "watch"));
 }

@@ -93,14 +93,37 @@ json_t *fatia_api_discovery_resources(const char *group, const char *version)
             json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name", "pods/log",
                                                  "singularName", "", "namespaced", true, "kind",
                                                  "Pod", "verbs", "get"));
+            /* kubectl drain finds the Eviction's group and version here (eviction.c) */
+            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:[s]}", "name",
+                                                 "pods/eviction", "singularName", "", "namespaced",
+                                                 true, "group", "policy", "version", "v1", "kind",
+                                                 "Eviction", "verbs", "create"));
         }
     }
     if (!strcmp(group, "authorization.k8s.io") && !strcmp(version, "v1")) {
         any = true;
-        json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name",
-                                             "selfsubjectaccessreviews", "singularName",
-                                             "selfsubjectaccessreview", "namespaced", false, "kind",
-                                             "SelfSubjectAccessReview", "verbs", "create"));
+        static const char *const reviews[][3] = {
+            {"localsubjectaccessreviews", "localsubjectaccessreview", "LocalSubjectAccessReview"},
+            {"selfsubjectaccessreviews", "selfsubjectaccessreview", "SelfSubjectAccessReview"},
+            {"selfsubjectrulesreviews", "selfsubjectrulesreview", "SelfSubjectRulesReview"},
+            {"subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview"},
+        };
+        for (size_t i = 0; i < FATIA_ARRAY_SIZE(reviews); i++)
+            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name", reviews[i][0],
+                                                 "singularName", reviews[i][1], "namespaced",
+                                                 i == 0, "kind", reviews[i][2], "verbs", "create"));
+    }
+    if (!strcmp(group, "authentication.k8s.io") &&
+        (!strcmp(version, "v1") || !strcmp(version, "v1beta1"))) {
+        any = true;
+        json_array_append_new(res,
+                              json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name", "selfsubjectreviews",
+                                        "singularName", "selfsubjectreview", "namespaced", false,
+                                        "kind", "SelfSubjectReview", "verbs", "create"));
+        if (!strcmp(version, "v1"))
+            json_array_append_new(res, json_pack("{s:s,s:s,s:b,s:s,s:[s]}", "name", "tokenreviews",
+                                                 "singularName", "tokenreview", "namespaced", false,
+                                                 "kind", "TokenReview", "verbs", "create"));
     }
     if (!any) {
         json_decref(res);
@@ -132,12 +155,17 @@ json_t *fatia_api_discovery_group(const char *group)
     const char *preferred = NULL;
     char gv[160];
 
-    if (!strcmp(group, "authorization.k8s.io")) {
+    if (!strcmp(group, "authorization.k8s.io") || !strcmp(group, "authentication.k8s.io")) {
         json_decref(versions);
-        return json_pack("{s:s,s:s,s:s,s:[{s:s,s:s}],s:{s:s,s:s}}", "kind", "APIGroup",
-                         "apiVersion", "v1", "name", group, "versions", "groupVersion",
-                         "authorization.k8s.io/v1", "version", "v1", "preferredVersion",
-                         "groupVersion", "authorization.k8s.io/v1", "version", "v1");
+        snprintf(gv, sizeof(gv), "%s/v1", group);
+        g = json_pack("{s:s,s:s,s:s,s:[{s:s,s:s}],s:{s:s,s:s}}", "kind", "APIGroup", "apiVersion",
+                      "v1", "name", group, "versions", "groupVersion", gv, "version", "v1",
+                      "preferredVersion", "groupVersion", gv, "version", "v1");
+        if (!strcmp(group, "authentication.k8s.io")) /* kubectl 1.27's auth whoami */
+            json_array_append_new(json_object_get(g, "versions"),
+                                  json_pack("{s:s,s:s}", "groupVersion",
+                                            "authentication.k8s.io/v1beta1", "version", "v1beta1"));
+        return g;
     }
     /* the storage versions first (the first is preferred), then the others, each once */
     for (int pass = 0; pass < 2; pass++) {
@@ -186,8 +214,8 @@ json_t *fatia_api_discovery_groups(void)
             json_array_append_new(groups, grp);
         }
     }
-    {
-        json_t *a = fatia_api_discovery_group("authorization.k8s.io");
+    for (int i = 0; i < 2; i++) {
+        json_t *a = fatia_api_discovery_group(i ? "authentication.k8s.io" : "authorization.k8s.io");
         json_object_del(a, "kind");
         json_object_del(a, "apiVersion");
         json_array_append_new(groups, a);

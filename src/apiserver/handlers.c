@@ -20,6 +20,8 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "model/doc.h"
+#include "model/kinds/kinds.h"
+#include "rbac/rbac.h"
 
 /* ---- answering ---- */
 
@@ -282,8 +284,9 @@ static const struct fatia_user *authenticate(struct fatia_apiserver *s,
                                              struct fatia_api_http_req *req)
 {
     const struct fatia_http_head *h = fatia_api_http_req_head(req);
+    const struct fatia_user *u;
     struct fatia_str v;
-    char token[256];
+    char token[4096]; /* a ServiceAccount token (a JWT) is longer than the tokens file's */
 
     if (!s->auth)
         return &fatia_user_system;
@@ -292,7 +295,8 @@ static const struct fatia_user *authenticate(struct fatia_apiserver *s,
         return NULL;
     memcpy(token, v.p + 7, v.n - 7);
     token[v.n - 7] = '\0';
-    return fatia_auth_lookup(s->auth, token);
+    u = strchr(token, '.') ? NULL : fatia_auth_lookup(s->auth, token);
+    return u ? u : fatia_api_satoken_authenticate(s, token);
 }
 
 /* ---- endpoints ---- */
@@ -371,48 +375,89 @@ static bool pb_find(const unsigned char *p, size_t n, int num, const unsigned ch
     return false;
 }
 
-/* kubectl 1.32+ sends SelfSubjectAccessReview as Kubernetes protobuf: the "k8s\0" envelope
- * (runtime.Unknown: raw = 2) around the object (spec = 2) whose resourceAttributes (= 1) hold
- * namespace 1, verb 2, group 3, version 4, resource 5, subresource 6, name 7. */
-static json_t *ssar_from_protobuf(const char *body, size_t n)
+/* kubectl 1.32+ sends its reviews as Kubernetes protobuf: the "k8s\0" envelope (runtime.Unknown:
+ * raw = 2) around the object (spec = 2). A SelfSubjectAccessReview's spec holds
+ * resourceAttributes (= 1: namespace 1, verb 2, group 3, version 4, resource 5, subresource 6,
+ * name 7) or nonResourceAttributes (= 2: path 1, verb 2); a SelfSubjectRulesReview's spec holds
+ * namespace (= 1). */
+static json_t *review_from_protobuf(const char *kind, const char *body, size_t n)
 {
     static const char *const names[] = {NULL,      "namespace", "verb",        "group",
                                         "version", "resource",  "subresource", "name"};
     const unsigned char *raw, *spec, *attrs, *p, *end;
     size_t raw_n, spec_n, attrs_n;
     struct pbfield_view f;
-    json_t *ra = json_object();
+    json_t *sp = json_object();
 
     if (n < 4 || memcmp(body, "k8s\0", 4) ||
         !pb_find((const unsigned char *)body + 4, n - 4, 2, &raw, &raw_n) ||
         !pb_find(raw, raw_n, 2, &spec, &spec_n)) {
-        json_decref(ra);
+        json_decref(sp);
         return NULL;
     }
-    if (pb_find(spec, spec_n, 1, &attrs, &attrs_n)) {
+    if (!strcmp(kind, "SelfSubjectRulesReview")) {
+        if (pb_find(spec, spec_n, 1, &attrs, &attrs_n))
+            json_object_set_new(sp, "namespace", json_stringn((const char *)attrs, attrs_n));
+    } else if (pb_find(spec, spec_n, 1, &attrs, &attrs_n)) {
+        json_t *ra = json_object();
         for (p = attrs, end = attrs + attrs_n; pb_next(&p, end, &f);)
             if (f.wire == 2 && f.num >= 1 && f.num <= 7)
                 json_object_set_new(ra, names[f.num], json_stringn((const char *)f.data, f.len));
+        json_object_set_new(sp, "resourceAttributes", ra);
+    } else if (pb_find(spec, spec_n, 2, &attrs, &attrs_n)) {
+        json_t *na = json_object();
+        for (p = attrs, end = attrs + attrs_n; pb_next(&p, end, &f);)
+            if (f.wire == 2 && (f.num == 1 || f.num == 2))
+                json_object_set_new(na, f.num == 1 ? "path" : "verb",
+                                    json_stringn((const char *)f.data, f.len));
+        json_object_set_new(sp, "nonResourceAttributes", na);
     }
-    return json_pack("{s:s,s:s,s:{},s:{s:o}}", "kind", "SelfSubjectAccessReview", "apiVersion",
-                     "authorization.k8s.io/v1", "metadata", "spec", "resourceAttributes", ra);
+    return json_pack("{s:s,s:s,s:{},s:o}", "kind", kind, "apiVersion", "authorization.k8s.io/v1",
+                     "metadata", "spec", sp);
 }
 
-static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
-                        struct fatia_api_http_req *req)
+/* POST authentication.k8s.io/{v1,v1beta1} selfsubjectreviews (`kubectl auth whoami`): the
+ * requester's UserInfo; the body is not read (its spec is empty). */
+static void handle_whoami(struct fatia_apiserver *s, const struct fatia_user *u,
+                          struct fatia_api_http_req *req, const char *version)
+{
+    struct fatia_rbac_attrs a = {.verb = "create",
+                                 .resource_request = true,
+                                 .group = "authentication.k8s.io",
+                                 .resource = "selfsubjectreviews"};
+    char av[64];
+    json_t *out;
+
+    if (!fatia_api_may(s, u, &a, NULL, 0)) {
+        reply_status(req, 403, "Forbidden",
+                     "selfsubjectreviews.authentication.k8s.io is forbidden: User \"%s\" cannot "
+                     "create resource \"selfsubjectreviews\" in API group "
+                     "\"authentication.k8s.io\" at the cluster scope",
+                     u->name);
+        return;
+    }
+    snprintf(av, sizeof(av), "authentication.k8s.io/%s", version);
+    out = json_pack("{s:s,s:s,s:{s:n},s:{s:o}}", "kind", "SelfSubjectReview", "apiVersion", av,
+                    "metadata", "creationTimestamp", "status", "userInfo", fatia_api_user_info(u));
+    reply_json(req, 201, out);
+    json_decref(out);
+}
+
+/* POST of an authorization.k8s.io/v1 review (rbac_review.c answers). */
+static void handle_review(struct fatia_apiserver *s, const struct fatia_user *u,
+                          struct fatia_api_http_req *req, const char *kind, const char *ns)
 {
     const struct fatia_http_head *h = fatia_api_http_req_head(req);
-    json_t *body, *attrs;
-    const char *verb, *resource, *group, *ns;
-    const struct fatia_kind *k;
-    bool allowed, namespaced;
+    json_t *body, *out = NULL;
+    char why[512];
+    int code;
 
     if (header_contains(h, "Content-Type", "protobuf")) {
         size_t n;
         const char *raw = fatia_api_http_req_body(req, &n);
-        body = ssar_from_protobuf(raw, n);
+        body = review_from_protobuf(kind, raw, n);
         if (!body) {
-            reply_status(req, 400, "BadRequest", "cannot decode the SelfSubjectAccessReview");
+            reply_status(req, 400, "BadRequest", "cannot decode the %s", kind);
             return;
         }
     } else {
@@ -420,28 +465,94 @@ static void handle_ssar(struct fatia_apiserver *s, const struct fatia_user *u,
     }
     if (!body)
         return;
-    attrs = fatia_json_path(body, "spec.resourceAttributes");
-    verb = fatia_json_str(attrs, "verb");
-    resource = fatia_json_str(attrs, "resource");
-    group = fatia_json_str(attrs, "group");
-    ns = fatia_json_str(attrs, "namespace");
-    if (!verb || !resource) {
-        json_decref(body);
-        reply_status(req, 400, "BadRequest",
-                     "spec.resourceAttributes.verb and resource are "
-                     "required");
+    code = fatia_api_review(s, u, kind, ns, body, &out, why, sizeof(why));
+    if (out) {
+        reply_json(req, code, out);
+        json_decref(out);
         return;
     }
-    k = fatia_kind_by_resource(group ? group : "", resource);
-    namespaced = k ? k->namespaced : (ns && *ns);
-    if (!strcmp(verb, "*"))
-        verb = "delete";
-    allowed = fatia_user_may(u, verb, namespaced, ns && *ns ? ns : NULL);
-    json_object_set_new(body, "status",
-                        json_pack("{s:b,s:s}", "allowed", allowed, "reason",
-                                  allowed ? "allowed by fatia's token rules" : ""));
-    reply_json(req, 201, body);
-    json_decref(body);
+    reply_status(req, code,
+                 code == 403   ? "Forbidden"
+                 : code == 404 ? "NotFound"
+                 : code == 400 ? "BadRequest"
+                               : "InternalError",
+                 "%s", why);
+}
+
+/* kubectl 1.32+'s TokenRequest in protobuf (authentication/v1, not in the generated tables):
+ * spec = 2 {audiences = 1 (repeated), boundObjectRef = 3 {kind 1, apiVersion 2, name 3, uid 4},
+ * expirationSeconds = 4 (varint)}. */
+static json_t *token_request_from_protobuf(const char *body, size_t n)
+{
+    static const char *const ref_names[] = {NULL, "kind", "apiVersion", "name", "uid"};
+    const unsigned char *raw, *spec, *p, *end, *q, *qend;
+    size_t raw_n, spec_n;
+    struct pbfield_view f, g;
+    json_t *sp = json_object(), *auds = json_array();
+
+    if (n < 4 || memcmp(body, "k8s\0", 4) ||
+        !pb_find((const unsigned char *)body + 4, n - 4, 2, &raw, &raw_n) ||
+        !pb_find(raw, raw_n, 2, &spec, &spec_n)) {
+        json_decref(sp);
+        json_decref(auds);
+        return NULL;
+    }
+    for (p = spec, end = spec + spec_n; pb_next(&p, end, &f);) {
+        if (f.num == 1 && f.wire == 2)
+            json_array_append_new(auds, json_stringn((const char *)f.data, f.len));
+        else if (f.num == 4 && f.wire == 0)
+            json_object_set_new(sp, "expirationSeconds", json_integer((json_int_t)f.varint));
+        else if (f.num == 3 && f.wire == 2) {
+            json_t *ref = json_object();
+            for (q = f.data, qend = f.data + f.len; pb_next(&q, qend, &g);)
+                if (g.wire == 2 && g.num >= 1 && g.num <= 4 && g.len)
+                    json_object_set_new(ref, ref_names[g.num],
+                                        json_stringn((const char *)g.data, g.len));
+            json_object_set_new(sp, "boundObjectRef", ref);
+        }
+    }
+    if (json_array_size(auds))
+        json_object_set_new(sp, "audiences", auds);
+    else
+        json_decref(auds);
+    return json_pack("{s:s,s:s,s:{},s:o}", "kind", "TokenRequest", "apiVersion",
+                     "authentication.k8s.io/v1", "metadata", "spec", sp);
+}
+
+/* POST serviceaccounts/NAME/token: a TokenRequest (satoken.c answers). */
+static void handle_token_request(struct fatia_apiserver *s, const struct fatia_user *u,
+                                 struct fatia_api_http_req *req, const struct fatia_api_route *rt)
+{
+    json_t *body, *out = NULL;
+    char why[512];
+    int code;
+
+    if (header_contains(fatia_api_http_req_head(req), "Content-Type", "protobuf")) {
+        size_t n;
+        const char *raw = fatia_api_http_req_body(req, &n);
+        body = token_request_from_protobuf(raw, n);
+        if (!body) {
+            reply_status(req, 400, "BadRequest", "cannot decode the TokenRequest");
+            return;
+        }
+    } else {
+        body = read_body(s, req, true);
+    }
+    if (!body)
+        return;
+    code = fatia_api_token_request(s, u, rt->ns, rt->name, body, &out, why, sizeof(why));
+    if (out) {
+        reply_json(req, code, out);
+        json_decref(out);
+        return;
+    }
+    reply_status(req, code,
+                 code == 403   ? "Forbidden"
+                 : code == 404 ? "NotFound"
+                 : code == 409 ? "Conflict"
+                 : code == 422 ? "Invalid"
+                               : "InternalError",
+                 "%s", why);
 }
 
 /* ---- the scale subresource (scale.c builds and applies the Scale) ---- */
@@ -475,9 +586,10 @@ static void handle_scale(struct fatia_apiserver *s, const struct fatia_user *u,
     char key[600], why[256];
     bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
-    c->subresource = NULL; /* the write is an update of the object's spec */
+    c->subresource = "scale"; /* authorized as deployments/scale, as upstream's roles grant it */
     if (fatia_api_authorize(c, get ? "get" : "update", &r) < 0)
         goto reply;
+    c->subresource = NULL; /* the write is an update of the object's spec */
     fatia_api_entry_key(c->t, rt->ns, rt->name, key, sizeof(key));
     e = fatia_api_rtable_find(c->t, key);
     if (!e || !e->committed) {
@@ -564,12 +676,43 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
     char ua_manager[129];
 
     if (!t) {
-        if (!strcmp(rt->group, "authorization.k8s.io") && !strcmp(rt->version, "v1") &&
-            !strcmp(rt->resource, "selfsubjectaccessreviews") && !rt->name &&
+        static const char *const reviews[][2] = {
+            {"selfsubjectaccessreviews", "SelfSubjectAccessReview"},
+            {"selfsubjectrulesreviews", "SelfSubjectRulesReview"},
+            {"subjectaccessreviews", "SubjectAccessReview"},
+            {"localsubjectaccessreviews", "LocalSubjectAccessReview"},
+        };
+        if (!strcmp(rt->group, "authentication.k8s.io") &&
+            !strcmp(rt->resource, "selfsubjectreviews") &&
+            (!strcmp(rt->version, "v1") || !strcmp(rt->version, "v1beta1")) && !rt->name &&
             !strcmp(method, "POST")) {
-            handle_ssar(s, u, req);
+            handle_whoami(s, u, req, rt->version);
             return;
         }
+        if (!strcmp(rt->group, "authentication.k8s.io") && !strcmp(rt->resource, "tokenreviews") &&
+            !strcmp(rt->version, "v1") && !rt->name && !strcmp(method, "POST")) {
+            json_t *body = read_body(s, req, true), *out = NULL;
+            char why[512];
+            int code;
+            if (!body)
+                return;
+            code = fatia_api_token_review(s, u, body, &out, why, sizeof(why));
+            if (out) {
+                reply_json(req, code, out);
+                json_decref(out);
+            } else {
+                reply_status(req, code, code == 403 ? "Forbidden" : "Invalid", "%s", why);
+            }
+            return;
+        }
+        for (size_t i = 0;
+             !strcmp(rt->group, "authorization.k8s.io") && !strcmp(rt->version, "v1") &&
+             !rt->name && !strcmp(method, "POST") && i < FATIA_ARRAY_SIZE(reviews);
+             i++)
+            if (!strcmp(rt->resource, reviews[i][0]) && (!rt->ns) == (i != 3)) {
+                handle_review(s, u, req, reviews[i][1], rt->ns);
+                return;
+            }
         reply_status(req, 404, "NotFound", "the server could not find the requested resource");
         return;
     }
@@ -610,6 +753,35 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
             ua_manager[n] = '\0';
             c.manager = ua_manager;
         }
+    }
+    if (rt->sub && !strcmp(rt->sub, "token") && t->kind == &fatia_kind_serviceaccount &&
+        !strcmp(method, "POST")) {
+        handle_token_request(s, u, req, rt);
+        return;
+    }
+    if (rt->sub && !strcmp(rt->sub, "eviction") && t->kind == &fatia_kind_pod &&
+        !strcmp(method, "POST")) {
+        struct http_wait *w = fatia_calloc(1, sizeof(*w));
+        json_t *body;
+        if (!w) {
+            reply_status(req, 500, "InternalError", "out of memory");
+            return;
+        }
+        *w = (struct http_wait){req, t, ver, s, NULL};
+        if (!(body = read_body(s, req, true))) {
+            http_wait_drop(w);
+            return;
+        }
+        if (s->audit) {
+            struct fatia_str ua = {0};
+            (void)head_get(h, "User-Agent", &ua);
+            w->audit = fatia_api_audit_begin(s, u, "create", h->target.p, h->target.n,
+                                             fatia_api_http_req_peer(req), ua.p, ua.n, t->kind,
+                                             rt->version, rt->ns, rt->name, rt->sub);
+        }
+        fatia_api_op_evict(&c, body, http_op_done, w);
+        json_decref(body);
+        return;
     }
     if (rt->sub && !strcmp(rt->sub, "scale") && fatia_api_kind_has_scale(t->kind)) {
         handle_scale(s, u, req, rt, &c, method);
@@ -878,7 +1050,13 @@ void fatia_api_handle_http(void *arg, struct fatia_api_http_req *req)
     }
     if (rt.type == FATIA_ROUTE_METRICS) {
         struct fatia_buf out = FATIA_BUF_INIT;
+        struct fatia_rbac_attrs na = {.verb = "get", .path = "/metrics"};
         fatia_api_target_release(&tgt);
+        if (!fatia_api_may(s, u, &na, NULL, 0)) {
+            reply_status(req, 403, "Forbidden",
+                         "forbidden: User \"%s\" cannot get path \"/metrics\"", u->name);
+            return;
+        }
         if (!s->metrics_provider) {
             reply_status(req, 404, "NotFound", "the server could not find the requested resource");
             return;

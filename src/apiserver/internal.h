@@ -150,6 +150,26 @@ struct admission_entry {
     struct fatia_admission p;
 };
 
+/* ---- authorization (authz.c) ---- */
+
+struct fatia_rbac_attrs;
+
+/* An authorizer of the chain (a node authorizer sits here, before RBAC): answers for the
+ * request's attributes (user and groups filled in, system:authenticated included). */
+enum fatia_authz_decision {
+    FATIA_AUTHZ_NO_OPINION,
+    FATIA_AUTHZ_ALLOW,
+    FATIA_AUTHZ_DENY
+};
+
+typedef int (*fatia_api_authorizer_fn)(void *arg, const struct fatia_user *u,
+                                       const struct fatia_rbac_attrs *a, char *why, size_t why_n);
+
+struct authorizer_entry {
+    fatia_api_authorizer_fn fn;
+    void *arg;
+};
+
 struct fatia_apiserver {
     struct event_base *base;
     struct fatia_store *store;
@@ -189,6 +209,11 @@ struct fatia_apiserver {
     struct event *trim_ev;  /* gives freed memory back to the system (watch.c) */
 
     FATIA_VEC(struct admission_entry) admission;
+    struct authorizer_entry authorizers[4]; /* before RBAC, in order (authz.c) */
+    size_t n_authorizers;
+    unsigned char sa_key[32]; /* the service-account tokens' HMAC key (satoken.c) */
+    bool sa_enabled;
+    struct fatia_strmap sa_users; /* jti -> verified identity */
     fatia_log_provider_fn log_provider;
     void *log_arg;
     fatia_exec_provider_fn exec_provider;
@@ -290,9 +315,55 @@ void fatia_api_op_apply(const struct opctx *c, const json_t *body, op_done_fn do
 void fatia_api_op_update_tree(const struct opctx *c, json_t *tree, op_done_fn done, void *arg);
 int fatia_api_op_convert(const struct opctx *c, json_t *tree, struct opres *r);
 
-/* Authorization: 0 or a failure in r. verb: get list watch create update patch delete
- * deletecollection. */
+/* Authorization (authz.c): 0 or a 403 in r with kube-apiserver's wording. verb: get list watch
+ * create update patch delete deletecollection; c->subresource is the request's ("status",
+ * "log", "exec", ...). Every operation calls it before it looks at the object, so that a
+ * refused user learns nothing about what exists. */
 int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r);
+/* u's authentication.k8s.io UserInfo: {username, groups} (system:authenticated and a service
+ * account's groups included), as `kubectl auth whoami` prints it. */
+json_t *fatia_api_user_info(const struct fatia_user *u);
+/* Adds an authorizer before RBAC. 0 or -ENOSPC. */
+int fatia_api_authorizer_add(struct fatia_apiserver *s, fatia_api_authorizer_fn fn, void *arg);
+/* The chain's answer for u (NULL: fatiad itself) and a (user and groups are u's); why (may be
+ * NULL) gets the allowing binding. */
+bool fatia_api_may(struct fatia_apiserver *s, const struct fatia_user *u,
+                   const struct fatia_rbac_attrs *a, char *why, size_t why_n);
+/* The same for a verb on kind k (its group and plural), subresource sub, in ns, on name. */
+bool fatia_api_may_resource(struct fatia_apiserver *s, const struct fatia_user *u, const char *verb,
+                            const struct fatia_kind *k, const char *sub, const char *ns,
+                            const char *name);
+/* Every rule u holds in ns (NULL: at the cluster scope), appended to out. 0 or -ENOMEM. */
+int fatia_api_rules_of(struct fatia_apiserver *s, const struct fatia_user *u, const char *ns,
+                       json_t *out);
+/* Registers the rbac-escalation admission plugin (authz.c). */
+int fatia_api_rbac_register(struct fatia_apiserver *s);
+/* Writes the default ClusterRoles and ClusterRoleBindings at start (rbac_defaults.c): created
+ * when missing, rewritten when annotated rbac.authorization.kubernetes.io/autoupdate: "true"
+ * and different. */
+int fatia_api_rbac_sync(struct fatia_apiserver *s);
+/* ServiceAccount tokens (satoken.c): the signing key (DIR/sa-signing.key beside the tokens
+ * file, made at first start); the identity of a valid token (NULL: not one, or not valid now);
+ * the TokenRequest of serviceaccounts/NAME/token (body taken; 201 and *ret, or a code and why). */
+int fatia_api_satoken_init(struct fatia_apiserver *s);
+void fatia_api_satoken_release(struct fatia_apiserver *s);
+const struct fatia_user *fatia_api_satoken_authenticate(struct fatia_apiserver *s,
+                                                        const char *token);
+/* TokenReview (body taken): 201 and *ret, or a code and why. */
+int fatia_api_token_review(struct fatia_apiserver *s, const struct fatia_user *u, json_t *body,
+                           json_t **ret, char *why, size_t why_n);
+int fatia_api_token_request(struct fatia_apiserver *s, const struct fatia_user *u, const char *ns,
+                            const char *name, json_t *body, json_t **ret, char *why, size_t why_n);
+/* The answer to an authorization.k8s.io review (rbac_review.c): kind is
+ * SelfSubjectAccessReview, SelfSubjectRulesReview, SubjectAccessReview or
+ * LocalSubjectAccessReview (ns: the path's namespace); body is the request (taken). 201 and the
+ * review with its status, or 4xx with a message in why. */
+int fatia_api_review(struct fatia_apiserver *s, const struct fatia_user *u, const char *kind,
+                     const char *ns, json_t *body, json_t **ret, char *why, size_t why_n);
+
+/* POST pods/NAME/eviction (eviction.c): a policy/v1 Eviction (body borrowed) that asks the
+ * pod's PodDisruptionBudget; 201 Status Success, or 429 with upstream's message. */
+void fatia_api_op_evict(const struct opctx *c, const json_t *body, op_done_fn done, void *arg);
 
 /* ---- the scale subresource (scale.c) ---- */
 
@@ -493,9 +564,5 @@ void fatia_api_dashboard_free(struct fatia_api_dashboard *d);
  * finished), false when the target is not a dashboard file (the caller answers 404). */
 bool fatia_api_dashboard_serve(struct fatia_apiserver *s, struct fatia_api_http_req *req,
                                const char *method, const struct fatia_api_target *t);
-/* Whether verb on c's object is a read of the catalog namespace's HardwareProfiles, which every
- * authenticated user may do. */
-struct opctx;
-bool fatia_api_catalog_readable(const struct opctx *c, const char *verb);
 
 #endif

@@ -67,6 +67,7 @@
 #include "base/log.h"
 #include "base/map.h"
 #include "http/http1.h"
+#include "model/kinds/kinds.h"
 
 #define COOKIE       "fatia-nb"
 #define HIGH_WATER   (1u << 20)
@@ -211,10 +212,11 @@ static bool split_target(struct fatia_str t, const char *prefix, char ns[64], ch
     return true;
 }
 
-static bool user_may_use(const struct fatia_user *u, const char *ns)
+static bool user_may_use(struct fatia_nbproxy *p, const struct fatia_user *u, const char *ns)
 {
-    /* a workbench runs code in the namespace: read-only tokens may not open one */
-    return u && fatia_user_may(u, "update", true, ns);
+    /* a workbench runs code in the namespace: who may not update its Notebooks (a read-only
+     * token: view) may not open one */
+    return u && fatia_api_may_resource(p->api, u, "update", &fatia_kind_notebook, NULL, ns, NULL);
 }
 
 /* The session named by one of the request's fatia-nb cookies that is valid for ns/name. */
@@ -248,7 +250,7 @@ static const struct session *find_session(struct fatia_nbproxy *p, const struct 
                     s = NULL;
                 }
                 if (s && !strcmp(s->ns, ns) && !strcmp(s->name, name) &&
-                    user_may_use(fatia_auth_lookup(p->api->auth, s->token), ns))
+                    user_may_use(p, fatia_auth_lookup(p->api->auth, s->token), ns))
                     return s;
             }
             k = e + 1;
@@ -359,7 +361,7 @@ static void login(struct pconn *c, const struct fatia_http_head *h, const char *
         reply_text(c, 401, "Unauthorized: the token is unknown, expired or revoked");
         return;
     }
-    if (!user_may_use(u, ns)) {
+    if (!user_may_use(p, u, ns)) {
         char msg[300];
         snprintf(msg, sizeof(msg),
                  "Forbidden: user \"%s\" may not open workbenches in namespace \"%s\"", u->name,

@@ -180,6 +180,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
     if (!s->o.max_json_depth)
         s->o.max_json_depth = 64;
     fatia_strmap_init(&s->by_resource);
+    fatia_strmap_init(&s->sa_users);
 
     while (fatia_kinds[n])
         n++;
@@ -276,6 +277,17 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
     r = fatia_api_crd_sync(s); /* the first write: before any client's */
     if (r < 0)
         goto out_free;
+    r = fatia_api_rbac_sync(s); /* the default roles (authz.c, rbac_defaults.c) */
+    if (r < 0)
+        goto out_free;
+    r = fatia_api_rbac_register(s);
+    if (r < 0)
+        goto out_free;
+    r = fatia_api_satoken_init(s);
+    if (r < 0) {
+        fatia_error("service-account signing key: %s", fatia_strerror(r));
+        goto out_free;
+    }
     {
         struct timeval tv = {.tv_sec = s->o.bookmark_interval / FATIA_USEC_PER_SEC,
                              .tv_usec = s->o.bookmark_interval % FATIA_USEC_PER_SEC};
@@ -364,6 +376,7 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
     FATIA_VEC_RELEASE(&s->admission);
     fatia_api_openapi_release(s);
     fatia_auth_free(s->auth);
+    fatia_api_satoken_release(s);
     fatia_audit_free(s->audit);
     fatia_free(s);
 }

@@ -10,9 +10,13 @@
  * same number while a Deployment's pods all exist); desiredHealthy is minAvailable (an integer,
  * or a percentage of expectedPods rounded up) or expectedPods - maxUnavailable (a percentage
  * rounded up); disruptionsAllowed = max(0, currentHealthy - desiredHealthy). The eviction
- * subresource (not served yet) would read it.
+ * subresource (apiserver/eviction.c) reads it, and records each pod it evicts in
+ * status.disruptedPods; such a pod counts as not healthy until its deletion is seen (it then
+ * leaves the pods counted) or two minutes passed (upstream's DeletionTimeout), so a status
+ * written while an evicted pod still terminates does not give its disruption back.
  *
- * Not done: the disruptedPods map (evictions in flight), unhealthyPodEvictionPolicy.
+ * Not done: unhealthyPodEvictionPolicy; a requeue when a disruptedPods entry times out (the next
+ * event of the namespace's pods recomputes it).
  */
 #include "base/compat.h"
 
@@ -35,7 +39,13 @@ struct pdb_ctl {
 struct count_ctx {
     const struct fatia_selector *sel;
     int64_t expected, healthy;
+    const json_t *disrupted; /* status.disruptedPods: name -> time of its eviction */
+    json_t *keep;            /* the entries still in force */
+    fatia_usec_t now;
 };
+
+/* upstream's DeletionTimeout: an evicted pod not yet being deleted after this is healthy again */
+#define DISRUPTION_TIMEOUT (120 * FATIA_USEC_PER_SEC)
 
 static void count_pod(void *arg, const json_t *pod)
 {
@@ -48,6 +58,16 @@ static void count_pod(void *arg, const json_t *pod)
                                 json_object_get(json_object_get(pod, "metadata"), "labels")))
         return;
     cc->expected++;
+    {
+        const char *name = fatia_ctlr_meta_str(pod, "name");
+        const char *when = fatia_json_str(cc->disrupted, name ? name : "");
+        fatia_usec_t t;
+        if (when && fatia_time_parse_rfc3339(when, &t) == 0 && cc->now < t + DISRUPTION_TIMEOUT) {
+            /* evicted, its deletion not seen yet: not healthy (upstream's buildDisruptedPodMap) */
+            json_object_set_new(cc->keep, name, json_string(when));
+            return;
+        }
+    }
     cc->healthy += fatia_ctlr_cond_true(pod, "Ready");
 }
 
@@ -85,6 +105,9 @@ static void reconcile(void *arg, const char *key)
     if (fatia_selector_from_json(json_object_get(spec, "selector"), &sel, why, sizeof(why)) < 0)
         return;
     cc.sel = sel;
+    cc.disrupted = json_object_get(st, "disruptedPods");
+    cc.keep = json_object();
+    cc.now = fatia_now_real_usec();
     (void)fatia_client_cached_each(fatia_ctlr_client(pc->ctl), podk,
                                    fatia_ctlr_meta_str(pdb, "namespace"), count_pod, &cc);
     fatia_selector_free(sel);
@@ -94,8 +117,10 @@ static void reconcile(void *arg, const char *key)
         int64_t u = int_or_pct(maxun, cc.expected);
         desired = u < 0 ? -1 : FATIA_MAX(cc.expected - u, 0);
     }
-    if (desired < 0)
+    if (desired < 0) {
+        json_decref(cc.keep);
         return;
+    }
     allowed = FATIA_MAX(cc.healthy - desired, 0);
     fatia_json_int(json_object_get(pdb, "metadata"), "generation", &gen);
     nst =
@@ -109,6 +134,9 @@ static void reconcile(void *arg, const char *key)
                         allowed > 0 ? "SufficientPods" : "InsufficientPods", "",
                         fatia_now_real_usec());
     json_object_set_new(nst, "conditions", conds);
+    if (json_object_size(cc.keep))
+        json_object_set(nst, "disruptedPods", cc.keep);
+    json_decref(cc.keep);
     if (st &&
         json_equal(json_object_get(st, "disruptionsAllowed"),
                    json_object_get(nst, "disruptionsAllowed")) &&
@@ -116,7 +144,10 @@ static void reconcile(void *arg, const char *key)
         json_equal(json_object_get(st, "desiredHealthy"), json_object_get(nst, "desiredHealthy")) &&
         json_equal(json_object_get(st, "expectedPods"), json_object_get(nst, "expectedPods")) &&
         json_equal(json_object_get(st, "observedGeneration"),
-                   json_object_get(nst, "observedGeneration"))) {
+                   json_object_get(nst, "observedGeneration")) &&
+        (json_object_get(st, "disruptedPods")
+             ? json_object_size(json_object_get(st, "disruptedPods"))
+             : 0) == json_object_size(json_object_get(nst, "disruptedPods"))) {
         json_decref(nst);
         return;
     }

@@ -297,14 +297,14 @@ expect_rc 0 $T patch job jq --type=merge -p '{"spec":{"template":{"spec":{"nodeS
 invariant "un-suspend"
 
 # ---- 6. status subresources ----
-WANT='rule: status'
+WANT='status' # RBAC (edit reads status only) or the tenant rule (rule: status)
 wait_until 20 out_nonempty wl_of team-a jq
 WL=$(wl_of team-a jq)
 # the queued Job's Workload cut to nothing before admission (it would be admitted for 0 GPUs)
 WANT='spec.podSets'
 refused $T patch workload "$WL" --type=json -p '[{"op":"replace","path":"/spec/podSets/0/count","value":0}]'
 refused $T patch workload "$WL" --type=merge -p '{"spec":{"podSets":[{"name":"main","count":1,"template":{"spec":{"containers":[{"name":"c","image":"busybox"}]}}}]}}'
-WANT='rule: status'
+WANT='status' # RBAC (edit reads status only) or the tenant rule (rule: status)
 refused $T patch workload "$WL" --subresource=status --type=merge \
     -p '{"status":{"conditions":[{"type":"QuotaReserved","status":"True","reason":"x","message":"x","lastTransitionTime":"2026-01-01T00:00:00Z"},{"type":"Admitted","status":"True","reason":"x","message":"x","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}'
 refused $T patch workload "$WL" --subresource=status --type=json \
@@ -388,7 +388,7 @@ refused $T delete workloads --all --wait=false
 P=$(pod_of_job team-a race)
 WANT='metadata.annotations[fatia.dev/devices]'
 refused $T annotate pod "$P" fatia.dev/devices=gpu-0:GPU-x --overwrite
-WANT='rule: status'
+WANT='status' # RBAC (edit reads status only) or the tenant rule (rule: status)
 refused $T patch pod "$P" --subresource=status --type=merge -p '{"status":{"phase":"Succeeded"}}'
 WANT='metadata.finalizers'
 refused $T patch pod "$P" --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'

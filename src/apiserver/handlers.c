@@ -563,6 +563,8 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
     bool table = wants_table(h);
     char ua_manager[129];
 
+    if (t && t->gone)
+        t = NULL; /* a deleted CRD's kind */
     if (!t) {
         if (!strcmp(rt->group, "authorization.k8s.io") && !strcmp(rt->version, "v1") &&
             !strcmp(rt->resource, "selfsubjectaccessreviews") && !rt->name &&

@@ -74,6 +74,7 @@ struct rtable {
     FATIA_VEC(struct entry *) entries; /* sorted by key */
     size_t n_committed;
     struct watcher *watchers;
+    bool gone; /* a custom kind whose CRD was deleted: not served (crd_serve.c) */
 };
 
 /* Key of ns/name into buf ("ns/name" or "name"). */
@@ -155,8 +156,9 @@ struct fatia_apiserver {
     struct fatia_auth *auth;
     struct fatia_audit *audit; /* NULL: no audit log */
 
-    struct rtable *tables; /* one per kind, in fatia_kinds[] order */
+    struct rtable *tables; /* one per kind, in fatia_kinds[] order, then the custom kinds' */
     size_t n_tables;
+    size_t cap_tables; /* room for FATIA_KIND_MAX_CUSTOM custom kinds: tables never move */
     struct fatia_strmap by_resource; /* "group/plural" -> table */
 
     uint64_t rv_next;      /* the last resourceVersion handed out */
@@ -414,6 +416,14 @@ json_t *fatia_api_crd_of_kind(const struct fatia_kind *k);
 /* At start: writes the CRD of every compiled kind that is one (created, or updated when the
  * stored one differs), and deletes stored CRDs of compiled kinds fatia no longer has. */
 int fatia_api_crd_sync(struct fatia_apiserver *s);
+
+/* User-written CRDs served as kinds (crd_serve.c): the admission plugins of CRD writes; the
+ * hook of a committed CRD write (serves, re-serves or unserves its kind, deletes its objects);
+ * at start, before the objects are loaded, serves every stored CRD. */
+int fatia_api_crd_add_plugins(struct fatia_apiserver *s);
+void fatia_api_crd_committed(struct fatia_apiserver *s, enum fatia_store_event type,
+                             const json_t *crd);
+int fatia_api_crd_serve_stored(struct fatia_apiserver *s);
 
 /* The v3 OpenAPI document of "api/v1" / "apis/G/V", or NULL (openapi.c). */
 const char *fatia_api_openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *ret_len,

@@ -72,11 +72,13 @@ struct tr {
     size_t why_n;
 };
 
-static int invalid(struct tr *t, const char *path, const char *fmt, ...) FATIA_PRINTF(3, 4);
+static int invalid(struct tr *t, const char *path, const char *member, const char *fmt, ...)
+    FATIA_PRINTF(4, 5);
 
-static int invalid(struct tr *t, const char *path, const char *fmt, ...)
+/* why = "path[.member]: message" */
+static int invalid(struct tr *t, const char *path, const char *member, const char *fmt, ...)
 {
-    int n = snprintf(t->why, t->why_n, "%s: ", path);
+    int n = snprintf(t->why, t->why_n, "%s%s%s: ", path, member ? "." : "", member ? member : "");
     va_list ap;
 
     if (n >= 0 && (size_t)n < t->why_n) {
@@ -164,7 +166,7 @@ static int object_fields(struct tr *t, const json_t *js, bool root, bool embedde
                                       NULL};
     }
     if (props && !json_is_object(props))
-        return invalid(t, path, "properties: %s", "must be an object");
+        return invalid(t, path, "properties", "must be an object");
     json_object_foreach((json_t *)props, key, p)
     {
         const json_t *def;
@@ -206,9 +208,9 @@ static int node(struct tr *t, const json_t *js, bool root, const char *path, int
     int r;
 
     if (depth > MAX_DEPTH)
-        return invalid(t, path, "%s", "nested too deeply");
+        return invalid(t, path, NULL, "nested too deeply");
     if (!json_is_object(js))
-        return invalid(t, path, "%s", "must be an object");
+        return invalid(t, path, NULL, "must be an object");
     s = fatia_schema_arena_alloc(t->a, sizeof(*s));
     if (!s)
         return -ENOMEM;
@@ -216,14 +218,15 @@ static int node(struct tr *t, const json_t *js, bool root, const char *path, int
     preserve = fatia_json_bool(js, "x-kubernetes-preserve-unknown-fields", false);
     embedded = fatia_json_bool(js, "x-kubernetes-embedded-resource", false);
     s->desc = fatia_json_str(js, "description");
+    s->flags |= FATIA_S_KUBE;
     if (fatia_json_bool(js, "nullable", false))
         s->flags |= FATIA_S_NULLABLE;
     if (fatia_json_bool(js, "x-kubernetes-int-or-string", false)) {
         s->type = FATIA_T_INT_OR_STRING;
     } else if (!type || !*type) {
         if (!preserve && !root)
-            return invalid(t, path, "type: Required value: %s",
-                           "must not be empty for specified object fields");
+            return invalid(t, path, "type",
+                           "Required value: must not be empty for specified object fields");
         s->type = root ? FATIA_T_OBJECT : FATIA_T_ANY;
         if (root) {
             s->flags |= FATIA_S_OPEN;
@@ -251,7 +254,7 @@ static int node(struct tr *t, const json_t *js, bool root, const char *path, int
         s->type = FATIA_T_ARRAY;
         bounds(js, "minItems", "maxItems", s);
         if (!items)
-            return invalid(t, path, "items: Required value: %s", "must be specified for arrays");
+            return invalid(t, path, "items", "Required value: must be specified");
         snprintf(sub, sizeof(sub), "%s.items", path);
         r = node(t, items, false, sub, depth + 1, &s->items);
         if (r < 0)
@@ -277,13 +280,13 @@ static int node(struct tr *t, const json_t *js, bool root, const char *path, int
                 return r;
         }
     } else {
-        return invalid(t, path,
-                       "type: Unsupported value: \"%s\": supported values: \"array\", "
+        return invalid(t, path, "type",
+                       "Unsupported value: \"%s\": supported values: \"array\", "
                        "\"boolean\", \"integer\", \"number\", \"object\", \"string\"",
                        type);
     }
     if (root && s->type != FATIA_T_OBJECT)
-        return invalid(t, path, "type: Invalid value: \"%s\": must be object at the root",
+        return invalid(t, path, "type", "Invalid value: \"%s\": must be object at the root",
                        type ? type : "");
     *ret = s;
     return 0;

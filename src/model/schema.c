@@ -218,12 +218,60 @@ const char *fatia_stype_name(enum fatia_stype t)
     return names[t];
 }
 
+/* kube-openapi's names of a value's JSON type and of a schema's type (FATIA_S_KUBE). */
+static const char *kube_value_type(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+        return "integer";
+    case JSON_REAL:
+        return "number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "boolean";
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_NULL:
+        return "null";
+    }
+    return "null";
+}
+
+static const char *kube_schema_type(enum fatia_stype t)
+{
+    switch (t) {
+    case FATIA_T_INT:
+        return "integer";
+    case FATIA_T_NUMBER:
+        return "number";
+    case FATIA_T_BOOL:
+        return "boolean";
+    case FATIA_T_OBJECT:
+    case FATIA_T_MAP:
+        return "object";
+    case FATIA_T_ARRAY:
+        return "array";
+    case FATIA_T_INT_OR_STRING:
+        return "integer,string";
+    default:
+        return "string";
+    }
+}
+
 /* The message for a value of the wrong JSON type. YAML reads unquoted yes/no/on/off/y/n as
  * booleans, which surprises people: say so when that is the likely cause. */
 static void type_error(struct fatia_vctx *ctx, const struct fatia_schema *s, const json_t *v)
 {
-    if (json_is_boolean(v) && (s->type == FATIA_T_STRING || s->type == FATIA_T_QUANTITY ||
-                               s->type == FATIA_T_INT_OR_STRING))
+    if (s->flags & FATIA_S_KUBE)
+        report(ctx, FATIA_DIAG_ERROR,
+               "Invalid value: \"%s\": %s in body must be of type %s: \"%s\"", kube_value_type(v),
+               ctx->path.len ? ctx->path.p : "", kube_schema_type(s->type), kube_value_type(v));
+    else if (json_is_boolean(v) && (s->type == FATIA_T_STRING || s->type == FATIA_T_QUANTITY ||
+                                    s->type == FATIA_T_INT_OR_STRING))
         report(ctx, FATIA_DIAG_ERROR,
                "expected %s, got boolean %s (YAML reads unquoted true/false/yes/no/on/off as "
                "booleans: quote the value)",
@@ -267,9 +315,20 @@ static void check_string(struct fatia_vctx *ctx, const struct fatia_schema *s, c
                 return;
         for (const char *const *e = s->enums; *e; e++)
             (void)fatia_buf_printf(&list, "%s\"%s\"", e == s->enums ? "" : ", ", *e);
-        report(ctx, FATIA_DIAG_ERROR, "unsupported value \"%s\": supported values: %s", str,
-               list.p);
+        report(ctx, FATIA_DIAG_ERROR, "%s \"%s\": supported values: %s",
+               (s->flags & FATIA_S_KUBE) ? "Unsupported value:" : "unsupported value", str, list.p);
         fatia_buf_release(&list);
+        return;
+    }
+    if ((s->flags & FATIA_S_KUBE) && (s->flags & FATIA_S_MIN) && (int64_t)len < s->min) {
+        report(ctx, FATIA_DIAG_ERROR,
+               "Invalid value: \"%s\": %s in body should be at least %" PRId64 " chars long", str,
+               ctx->path.p, s->min);
+        return;
+    }
+    if ((s->flags & FATIA_S_KUBE) && (s->flags & FATIA_S_MAX) && (int64_t)len > s->max) {
+        report(ctx, FATIA_DIAG_ERROR, "Too long: may not be more than %" PRId64 " byte%s", s->max,
+               s->max == 1 ? "" : "s");
         return;
     }
     if ((s->flags & FATIA_S_MIN) && (int64_t)len < s->min) {
@@ -325,6 +384,16 @@ static void check_quantity(struct fatia_vctx *ctx, const struct fatia_schema *s,
 static void check_count(struct fatia_vctx *ctx, const struct fatia_schema *s, size_t n,
                         const char *what)
 {
+    if (s->flags & FATIA_S_KUBE) {
+        if ((s->flags & FATIA_S_MIN) && (int64_t)n < s->min)
+            report(ctx, FATIA_DIAG_ERROR,
+                   "Invalid value: %zu: %s in body should have at least %" PRId64 " %s", n,
+                   ctx->path.p, s->min, s->type == FATIA_T_MAP ? "properties" : "items");
+        else if ((s->flags & FATIA_S_MAX) && (int64_t)n > s->max)
+            report(ctx, FATIA_DIAG_ERROR, "Too many: %zu: must have at most %" PRId64 " items", n,
+                   s->max);
+        return;
+    }
     if ((s->flags & FATIA_S_MIN) && (int64_t)n < s->min)
         report(ctx, FATIA_DIAG_ERROR, "must have at least %" PRId64 " %s (has %zu)", s->min, what,
                n);
@@ -345,7 +414,8 @@ static void validate_object(struct fatia_vctx *ctx, const struct fatia_schema *s
             if (f->flags & FATIA_F_REQUIRED) {
                 size_t len0 = ctx->path.len;
                 (void)fatia_buf_printf(&ctx->path, "%s%s", len0 ? "." : "", f->name);
-                report(ctx, FATIA_DIAG_ERROR, "required field is missing");
+                report(ctx, FATIA_DIAG_ERROR, "%s",
+                       (s->flags & FATIA_S_KUBE) ? "Required value" : "required field is missing");
                 fatia_buf_truncate(&ctx->path, len0);
                 continue;
             }
@@ -452,7 +522,17 @@ size_t fatia_schema_validate(struct fatia_vctx *ctx, const struct fatia_schema *
             break;
         }
         iv = json_integer_value(v);
-        if ((s->flags & FATIA_S_MIN) && iv < s->min)
+        if ((s->flags & FATIA_S_KUBE) && (s->flags & FATIA_S_MIN) && iv < s->min)
+            report(ctx, FATIA_DIAG_ERROR,
+                   "Invalid value: %" PRId64
+                   ": %s in body should be greater than or equal to %" PRId64,
+                   iv, ctx->path.p, s->min);
+        else if ((s->flags & FATIA_S_KUBE) && (s->flags & FATIA_S_MAX) && iv > s->max)
+            report(ctx, FATIA_DIAG_ERROR,
+                   "Invalid value: %" PRId64
+                   ": %s in body should be less than or equal to %" PRId64,
+                   iv, ctx->path.p, s->max);
+        else if ((s->flags & FATIA_S_MIN) && iv < s->min)
             report(ctx, FATIA_DIAG_ERROR,
                    "must be greater than or equal to %" PRId64 " (is %" PRId64 ")", s->min, iv);
         else if ((s->flags & FATIA_S_MAX) && iv > s->max)

@@ -67,6 +67,10 @@ enum fatia_sformat {
 #define FATIA_S_NONNEG   (1u << 3) /* QUANTITY: must be >= 0 */
 #define FATIA_S_OPEN     (1u << 4) /* OBJECT: unknown members are fine, kept, not warned about */
 #define FATIA_S_POSITIVE (1u << 5) /* QUANTITY: must be > 0 */
+/* A CustomResourceDefinition's schema (model/crd_schema.c): errors in kube-apiserver's words for
+ * custom resources (kube-openapi's validator through apiextensions-apiserver: "Required value",
+ * "Invalid value: 30: spec.size in body should be less than or equal to 10", ...) */
+#define FATIA_S_KUBE (1u << 6)
 
 /* fatia_field.flags */
 #define FATIA_F_REQUIRED (1u << 0)

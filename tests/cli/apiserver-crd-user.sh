@@ -1,0 +1,289 @@
+#!/bin/bash
+# tests/cli/apiserver-crd-user.sh: issue 17 items 1-2. A user's CustomResourceDefinition
+# (apiextensions.k8s.io/v1), applied with kubectl 1.27 and 1.33, makes its kind served:
+#   - the CRD stored with status (NamesAccepted, Established, acceptedNames, storedVersions);
+#   - discovery (group list, resource list with short names and categories), OpenAPI v2 and v3
+#     (kubectl explain) updated live;
+#   - custom objects created, read, listed, watched, patched (merge, JSON, server-side apply),
+#     deleted with resourceVersion preconditions, in a namespaced and a cluster-scoped kind; the
+#     status subresource; printer columns;
+#   - the schema: types, required, enum, minimum/maximum, maxItems, defaults, int-or-string,
+#     preserve-unknown-fields, unknown fields refused (Strict) or pruned (--validate=false);
+#   - a restart serves it again; deleting the CRD deletes its objects and stops serving it;
+#   - what a hostile user tries: replacing a compiled kind's CRD (Kueue's), deleting one, a CRD in
+#     a Kubernetes group, a name that is not plural.group, a tenant writing a CRD.
+# FATIA_TEST_STORE=etcd runs the same on the etcd backend (etcd_apiserver-crd-user).
+. "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/fatiad.bash"
+find_kubectl
+export HOME=$TMP/home
+mkdir -p "$HOME"
+
+cat >"$TMP/crd.yaml" <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wdg], categories: [gadgets]}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Color, type: string, jsonPath: .spec.color, priority: 1}
+    - {name: Phase, type: string, jsonPath: .status.phase}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [size]
+            properties:
+              size: {type: integer, minimum: 1, maximum: 10, description: How big the widget is}
+              color: {type: string, enum: [red, blue], default: red}
+              tags: {type: array, items: {type: string}, maxItems: 3}
+              extra: {type: object, x-kubernetes-preserve-unknown-fields: true}
+              port: {x-kubernetes-int-or-string: true}
+          status:
+            type: object
+            properties:
+              phase: {type: string}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: racks.example.com}
+spec:
+  group: example.com
+  names: {plural: racks, kind: Rack}
+  scope: Cluster
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              slots: {type: integer, default: 42}
+YAML
+
+cat >"$TMP/w1.yaml" <<'YAML'
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1, namespace: default}
+spec: {size: 3, tags: [a], extra: {anything: {goes: 1}}, port: http}
+YAML
+
+for v in 1.27 1.33; do
+    k="$KUBECTL_DIR/kubectl.$v"
+    start_fatiad "$TMP/data-$v" || break
+    export KUBECONFIG=$KCFG
+
+    # before: no such kind
+    expect_rc 1 "$k" apply -f "$TMP/w1.yaml"
+    expect_line "$TMP/err" 'no matches for kind "Widget" in version "example.com/v1"'
+
+    expect_rc 0 "$k" apply -f "$TMP/crd.yaml"
+    expect_line "$TMP/out" "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"
+    expect_rc 0 "$k" wait --for condition=established --timeout=10s crd/widgets.example.com
+    expect_rc 0 "$k" get crd widgets.example.com -o jsonpath='{.status.acceptedNames.kind} {.status.acceptedNames.listKind} {.status.acceptedNames.shortNames} {.status.storedVersions} {.status.conditions[?(@.type=="NamesAccepted")].status} {.status.conditions[?(@.type=="Established")].reason}'
+    expect_line "$TMP/out" 'Widget WidgetList ["wdg"] ["v1"] True InitialNamesAccepted'
+    expect_rc 0 "$k" get crd racks.example.com -o jsonpath='{.spec.names.singular} {.status.acceptedNames.singular}'
+    expect_line "$TMP/out" 'rack rack'
+
+    # discovery and OpenAPI, live
+    expect_rc 0 "$k" api-resources --api-group=example.com
+    expect_line "$TMP/out" "widgets"
+    grep -E '^widgets +wdg +example.com/v1 +true +Widget$' "$TMP/out" >/dev/null ||
+        fail "kubectl $v: api-resources: $(cat "$TMP/out")"
+    grep -E '^racks +example.com/v1 +false +Rack$' "$TMP/out" >/dev/null ||
+        fail "kubectl $v: api-resources (racks): $(cat "$TMP/out")"
+    api GET /apis
+    grep -q '"name":"example.com"' "$TMP/body" || fail "kubectl $v: /apis lacks example.com"
+    api GET /apis/example.com/v1
+    grep -q '"categories":\["gadgets"\]' "$TMP/body" || fail "kubectl $v: no categories: $(cat "$TMP/body")"
+    grep -q '"name":"widgets/status"' "$TMP/body" || fail "kubectl $v: no widgets/status"
+    api GET /openapi/v2
+    grep -q '"/apis/example.com/v1/namespaces/{namespace}/widgets' "$TMP/body" ||
+        fail "kubectl $v: /openapi/v2 lacks widgets"
+    expect_rc 0 "$k" explain widget.spec.size
+    expect_line "$TMP/out" "How big the widget is"
+
+    # create, get, list, columns, defaults
+    expect_rc 0 "$k" apply -f "$TMP/w1.yaml"
+    expect_line "$TMP/out" "widget.example.com/w1 created"
+    expect_rc 0 "$k" get wdg w1 -o jsonpath='{.spec.color} {.spec.port} {.spec.extra.anything.goes} {.metadata.generation}'
+    expect_line "$TMP/out" "red http 1 1"
+    expect_rc 0 "$k" get widgets -o wide
+    grep -E '^w1 +3 +red +' "$TMP/out" >/dev/null || fail "kubectl $v: columns: $(cat "$TMP/out")"
+    expect_rc 0 "$k" get gadgets
+    expect_line "$TMP/out" "w1"
+    expect_rc 0 "$k" apply -f "$TMP/w1.yaml"
+    expect_line "$TMP/out" "widget.example.com/w1 unchanged"
+
+    # the schema refuses, naming every field
+    expect_rc 1 "$k" apply -f - <<'YAML'
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w2, namespace: default}
+spec: {size: 30, color: green, tags: [a, b, c, d], port: 1.5}
+YAML
+    # kube-apiserver's words (kube-openapi's validator, apiextensions-apiserver's field errors)
+    expect_line "$TMP/err" '* spec.size: Invalid value: 30: spec.size in body should be less than or equal to 10'
+    expect_line "$TMP/err" '* spec.color: Unsupported value: "green": supported values: "red", "blue"'
+    expect_line "$TMP/err" '* spec.tags: Too many: 4: must have at most 3 items'
+    expect_line "$TMP/err" '* spec.port: Invalid value: "number": spec.port in body must be of type integer,string: "number"'
+    expect_rc 1 "$k" get widget w2
+    expect_rc 1 "$k" create -f - <<'YAML'
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w3, namespace: default}
+spec: {color: blue}
+YAML
+    expect_line "$TMP/err" "spec.size: Required value"
+    # unknown fields: refused under Strict (kubectl's default), pruned otherwise
+    expect_rc 1 "$k" create -f - <<'YAML'
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w4, namespace: default}
+spec: {size: 2, bogus: 1}
+YAML
+    expect_line "$TMP/err" 'unknown field "spec.bogus"'
+    expect_rc 0 "$k" create --validate=false -f - <<'YAML'
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w4, namespace: default}
+spec: {size: 2, bogus: 1}
+status: {phase: Forged}
+YAML
+    expect_rc 0 "$k" get widget w4 -o jsonpath='{.spec} {.status}'
+    expect_line "$TMP/out" '{"color":"red","size":2} '
+    grep -q Forged "$TMP/out" && fail "kubectl $v: status written through the main resource"
+
+    # patches: merge, JSON, the status subresource; status through the main resource is ignored
+    expect_rc 0 "$k" patch widget w1 --type=merge -p '{"spec":{"size":4}}'
+    expect_rc 0 "$k" patch widget w1 --type=json -p '[{"op":"replace","path":"/spec/size","value":5}]'
+    expect_rc 1 "$k" patch widget w1 --type=merge -p '{"spec":{"size":11}}'
+    expect_line "$TMP/err" "spec.size"
+    api PATCH "/apis/example.com/v1/namespaces/default/widgets/w1/status" \
+        -H 'Content-Type: application/merge-patch+json' -d '{"status":{"phase":"Ready"}}'
+    [ "$CODE" = 200 ] || fail "kubectl $v: status patch: $CODE $(cat "$TMP/body")"
+    expect_rc 0 "$k" patch widget w1 --type=merge -p '{"status":{"phase":"Hacked"}}'
+    expect_rc 0 "$k" get widget w1 -o jsonpath='{.spec.size} {.status.phase} {.metadata.generation}'
+    expect_line "$TMP/out" "5 Ready 3"
+    expect_rc 0 "$k" get widgets
+    grep -E '^w1 +5 +Ready +' "$TMP/out" >/dev/null || fail "kubectl $v: status column: $(cat "$TMP/out")"
+    # server-side apply: a conflict with the patch's manager, then forced
+    expect_rc 1 "$k" apply --server-side -f "$TMP/w1.yaml"
+    expect_line "$TMP/err" "conflict"
+    expect_rc 0 "$k" apply --server-side --force-conflicts -f "$TMP/w1.yaml"
+    expect_rc 0 "$k" get widget w1 -o jsonpath='{.spec.size}'
+    expect_line "$TMP/out" "3"
+
+    # resourceVersion: a stale update is a 409
+    rv=$("$k" get widget w1 -o jsonpath='{.metadata.resourceVersion}')
+    api PUT "/apis/example.com/v1/namespaces/default/widgets/w1" -H 'Content-Type: application/json' \
+        -d '{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default","resourceVersion":"1"},"spec":{"size":1}}'
+    [ "$CODE" = 409 ] || fail "kubectl $v: stale update: $CODE"
+    api GET "/apis/example.com/v1/namespaces/default/widgets?watch=1&resourceVersion=$rv&timeoutSeconds=2" &
+    wpid=$!
+    sleep 0.5
+    expect_rc 0 "$k" patch widget w1 --type=merge -p '{"spec":{"size":6}}'
+    wait $wpid
+    grep -q '"type":"MODIFIED".*"size":6' "$TMP/body" || fail "kubectl $v: watch: $(cat "$TMP/body")"
+
+    # cluster scope, its default
+    expect_rc 0 "$k" apply -f - <<'YAML'
+apiVersion: example.com/v1
+kind: Rack
+metadata: {name: r1}
+spec: {}
+YAML
+    expect_rc 0 "$k" get rack r1 -o jsonpath='{.spec.slots}'
+    expect_line "$TMP/out" "42"
+    api GET /apis/example.com/v1/namespaces/default/racks/r1
+    [ "$CODE" = 404 ] || fail "kubectl $v: a cluster-scoped kind under a namespace: $CODE"
+
+    # hostile: replacing a compiled kind, a Kubernetes group, a bad name, a tenant
+    expect_rc 1 "$k" apply -f - <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: clusterqueues.kueue.x-k8s.io}
+spec:
+  group: kueue.x-k8s.io
+  names: {plural: clusterqueues, kind: ClusterQueue}
+  scope: Cluster
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
+YAML
+    expect_line "$TMP/err" "may not be changed"
+    expect_rc 1 "$k" apply -f - <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: evils.apps}
+spec:
+  group: apps
+  names: {plural: evils, kind: Evil}
+  scope: Cluster
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
+YAML
+    expect_line "$TMP/err" "spec.group"
+    expect_rc 1 "$k" apply -f - <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gizmos.example.com}
+spec:
+  group: example.com
+  names: {plural: gadgets, kind: Gizmo}
+  scope: Cluster
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {x: {}}}}}}}]
+YAML
+    expect_line "$TMP/err" 'metadata.name: Invalid value: "gizmos.example.com"'
+    expect_line "$TMP/err" "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].type: Required value"
+    expect_rc 1 "$k" delete crd clusterqueues.kueue.x-k8s.io
+    expect_line "$TMP/err" "may not be deleted"
+    expect_rc 1 "$k" patch crd widgets.example.com --type=merge -p '{"spec":{"scope":"Cluster"}}'
+    expect_line "$TMP/err" "field is immutable"
+    expect_rc 0 "$FATIA" token create --data-dir "$TMP/data-$v" --user mallory --namespace default
+    cp "$TMP/out" "$TMP/mallory.kubeconfig"
+    expect_rc 1 "$k" --kubeconfig "$TMP/mallory.kubeconfig" delete crd widgets.example.com
+    expect_line "$TMP/err" "Forbidden"
+    expect_rc 0 "$k" get crd widgets.example.com -o name
+
+    # a restart serves the kinds and their objects again
+    stop_fatiad
+    start_fatiad "$TMP/data-$v" || break
+    export KUBECONFIG=$KCFG
+    expect_rc 0 "$k" get widget w1 -o jsonpath='{.spec.size} {.status.phase}'
+    expect_line "$TMP/out" "6 Ready"
+    expect_rc 0 "$k" get rack r1 -o name
+
+    # deleting the CRD deletes its objects and the kind
+    expect_rc 0 "$k" delete crd widgets.example.com
+    expect_rc 1 "$k" get widgets
+    api GET /apis/example.com/v1/namespaces/default/widgets
+    [ "$CODE" = 404 ] || fail "kubectl $v: a deleted CRD's resource: $CODE"
+    api GET /apis/example.com/v1
+    grep -q '"widgets"' "$TMP/body" && fail "kubectl $v: discovery still lists widgets"
+    api GET /openapi/v2
+    grep -q '/widgets' "$TMP/body" && fail "kubectl $v: /openapi/v2 still has widgets"
+    # created again: empty
+    expect_rc 0 "$k" apply -f "$TMP/crd.yaml"
+    expect_rc 0 "$k" get widgets -A -o name
+    [ -s "$TMP/out" ] && fail "kubectl $v: objects of a deleted CRD came back: $(cat "$TMP/out")"
+    stop_fatiad
+    # and after a restart too (the deletions were written)
+    start_fatiad "$TMP/data-$v" || break
+    export KUBECONFIG=$KCFG
+    expect_rc 0 "$k" get widgets -A -o name
+    [ -s "$TMP/out" ] && fail "kubectl $v: objects of a deleted CRD after a restart: $(cat "$TMP/out")"
+    stop_fatiad
+done
+finish

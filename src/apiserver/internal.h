@@ -285,11 +285,11 @@ int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r
 /* Deployment, ReplicaSet, StatefulSet. */
 bool fatia_api_kind_has_scale(const struct fatia_kind *k);
 /* The autoscaling/v1 Scale of obj (stored at rv). */
-json_t *fatia_api_scale_of(const json_t *obj, uint64_t rv);
+json_t *fatia_api_scale_of(const struct fatia_kind *k, const json_t *obj, uint64_t rv);
 /* A copy of obj with the Scale's spec.replicas and, as the update's precondition, the Scale's
  * resourceVersion (else rv). -EINVAL with why for a bad Scale. */
-int fatia_api_scale_apply(const json_t *obj, uint64_t rv, const json_t *scale, json_t **ret,
-                          char *why, size_t why_n);
+int fatia_api_scale_apply(const struct fatia_kind *k, const json_t *obj, uint64_t rv,
+                          const json_t *scale, json_t **ret, char *why, size_t why_n);
 
 /* ---- reads (read.c) ---- */
 

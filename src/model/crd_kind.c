@@ -169,6 +169,24 @@ static int build(struct custom *c, char *why, size_t n)
     }
     c->k.version = fatia_json_str(sv, "name");
     c->k.has_status = json_object_get(json_object_get(sv, "subresources"), "status") != NULL;
+    {
+        const json_t *sc = json_object_get(json_object_get(sv, "subresources"), "scale");
+        if (json_is_object(sc)) {
+            struct fatia_scale_paths *p = fatia_schema_arena_alloc(&c->a, sizeof(*p));
+            if (!p)
+                return -ENOMEM;
+            p->spec_replicas = fatia_json_str(sc, "specReplicasPath");
+            p->status_replicas = fatia_json_str(sc, "statusReplicasPath");
+            p->label_selector = fatia_json_str(sc, "labelSelectorPath");
+            if (!p->spec_replicas || !p->status_replicas) {
+                snprintf(why, n,
+                         "spec.versions[%zu].subresources.scale.specReplicasPath: Required value",
+                         si);
+                return -FATIA_E_INVALID;
+            }
+            c->k.scale = p;
+        }
+    }
     r = columns(c, json_object_get(sv, "additionalPrinterColumns"));
     if (r == 0)
         r = other_versions(c, versions, c->k.version);

@@ -9,6 +9,8 @@
 #     status subresource; printer columns;
 #   - the schema: types, required, enum, minimum/maximum, maxItems, defaults, int-or-string,
 #     preserve-unknown-fields, unknown fields refused (Strict) or pruned (--validate=false);
+#   - several versions (None conversion, a deprecated one with its warning, one not served), the
+#     scale subresource (kubectl scale);
 #   - a restart serves it again; deleting the CRD deletes its objects and stops serving it;
 #   - what a hostile user tries: replacing a compiled kind's CRD (Kueue's), deleting one, a CRD in
 #     a Kubernetes group, a name that is not plural.group, a tenant writing a CRD.
@@ -73,6 +75,48 @@ spec:
             type: object
             properties:
               slots: {type: integer, default: 42}
+YAML
+
+# several versions (None conversion: only apiVersion changes), a deprecated one, one not
+# served; the scale subresource
+cat >"$TMP/pools.yaml" <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: pools.example.com}
+spec:
+  group: example.com
+  names: {plural: pools, kind: Pool}
+  scope: Namespaced
+  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    deprecated: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}, selector: {type: string}}}
+          status: {type: object, properties: {size: {type: integer}, selector: {type: string}}}
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.size, statusReplicasPath: .status.size, labelSelectorPath: .status.selector}
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer, maximum: 100}, selector: {type: string}}}
+          status: {type: object, properties: {size: {type: integer}, selector: {type: string}}}
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.size, statusReplicasPath: .status.size, labelSelectorPath: .status.selector}
+  - name: v0
+    served: false
+    storage: false
+    schema: {openAPIV3Schema: {type: object}}
 YAML
 
 cat >"$TMP/w1.yaml" <<'YAML'
@@ -211,6 +255,31 @@ YAML
     expect_line "$TMP/out" "42"
     api GET /apis/example.com/v1/namespaces/default/racks/r1
     [ "$CODE" = 404 ] || fail "kubectl $v: a cluster-scoped kind under a namespace: $CODE"
+
+    # versions and scale
+    expect_rc 0 "$k" apply -f "$TMP/pools.yaml"
+    expect_rc 0 "$k" apply -f - <<'YAML'
+apiVersion: example.com/v1beta1
+kind: Pool
+metadata: {name: p1, namespace: default}
+spec: {size: 2}
+YAML
+    expect_line "$TMP/err" "example.com/v1beta1 Pool is deprecated"
+    expect_rc 0 "$k" get pools.v1beta1.example.com p1 -o jsonpath='{.apiVersion} {.spec.size}'
+    expect_line "$TMP/out" "example.com/v1beta1 2"
+    expect_rc 0 "$k" get pools p1 -o jsonpath='{.apiVersion}'
+    expect_line "$TMP/out" "example.com/v1"
+    api GET /apis/example.com/v0/namespaces/default/pools
+    [ "$CODE" = 404 ] || fail "kubectl $v: an unserved version: $CODE"
+    api GET /apis/example.com/v1
+    grep -q '"name":"pools/scale"' "$TMP/body" || fail "kubectl $v: no pools/scale in discovery"
+    expect_rc 0 "$k" scale pool p1 --replicas=5
+    expect_rc 0 "$k" get pool p1 -o jsonpath='{.spec.size}'
+    expect_line "$TMP/out" "5"
+    api GET /apis/example.com/v1/namespaces/default/pools/p1/scale
+    grep -q '"spec":{"replicas":5}' "$TMP/body" || fail "kubectl $v: scale: $(cat "$TMP/body")"
+    expect_rc 1 "$k" scale pool p1 --replicas=500
+    expect_line "$TMP/err" "spec.size: Invalid value: 500: spec.size in body should be less than or equal to 100"
 
     # hostile: replacing a compiled kind, a Kubernetes group, a bad name, a tenant
     expect_rc 1 "$k" apply -f - <<'YAML'

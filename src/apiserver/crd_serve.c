@@ -67,7 +67,6 @@ static int validate_crd(void *arg, struct fatia_admit_attrs *a)
     char want[300], why[1024];
     int r;
 
-    (void)arg;
     if (a->old && is_compiled_crd(a->old)) {
         fatia_diag_add(a->diag, FATIA_DIAG_ERROR, NULL, 0, 0, a->name, NULL,
                        "it is the CRD of one of fatia's compiled kinds and may not be %s",
@@ -114,6 +113,7 @@ static int validate_crd(void *arg, struct fatia_admit_attrs *a)
         add_err(a, why);
     else
         fatia_kind_custom_free(k);
+    fatia_api_crd_rules_check(arg, a);
     return a->diag->n_errors ? -FATIA_E_INVALID : 0;
 }
 
@@ -208,6 +208,7 @@ int fatia_api_crd_add_plugins(struct fatia_apiserver *s)
                                              FATIA_ADMIT_DELETE,
                                       .kinds = kinds,
                                       .admit = validate_crd,
+                                      .arg = s,
                                       .bare_message = true};
     int r = fatia_apiserver_add_admission(s, &m);
 

@@ -194,6 +194,10 @@ struct fatia_apiserver {
     char *openapi_v2_pb; /* the same in protocol buffers (openapi_pb.c) */
     size_t openapi_v2_pb_len;
 
+    /* the compiled CEL rules and patterns of CRDs, by text (crd_rules.c) */
+    struct fatia_strmap crd_cel;
+    bool crd_cel_init;
+
     bool shutting_down;
     void (*shutdown_done)(void *arg);
     void *shutdown_arg;
@@ -424,6 +428,11 @@ int fatia_api_crd_add_plugins(struct fatia_apiserver *s);
 void fatia_api_crd_committed(struct fatia_apiserver *s, enum fatia_store_event type,
                              const json_t *crd);
 int fatia_api_crd_serve_stored(struct fatia_apiserver *s);
+/* A CRD's patterns and CEL rules (crd_rules.c): the plugin that checks custom objects by them;
+ * the check that every one of a CRD (a->obj) compiles, errors into a->diag; the cache's end. */
+int fatia_api_crd_rules_add_plugin(struct fatia_apiserver *s);
+void fatia_api_crd_rules_check(struct fatia_apiserver *s, struct fatia_admit_attrs *a);
+void fatia_api_crd_rules_release(struct fatia_apiserver *s);
 
 /* The v3 OpenAPI document of "api/v1" / "apis/G/V", or NULL (openapi.c). */
 const char *fatia_api_openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *ret_len,

@@ -214,6 +214,8 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
     if (r == 0)
         r = fatia_api_crd_add_plugins(s);
     if (r == 0)
+        r = fatia_api_crd_rules_add_plugin(s);
+    if (r == 0)
         r = fatia_store_load(store, load_row, &lc);
     if (r < 0)
         goto out_free;
@@ -351,6 +353,7 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
     fatia_api_openapi_release(s);
     fatia_auth_free(s->auth);
     fatia_audit_free(s->audit);
+    fatia_api_crd_rules_release(s);
     fatia_free(s);
     fatia_kind_custom_free_all();
 }

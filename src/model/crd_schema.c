@@ -21,9 +21,13 @@
  * The root's apiVersion, kind and metadata are the server's (ObjectMeta), as upstream where a
  * CRD's metadata schema may only restrict name.
  *
+ * pattern and x-kubernetes-validations are kept on the node (fatia_schema.crd) for the API
+ * server, which checks them with src/cel (apiserver/crd_rules.c).
+ *
  * Invariant: a translated tree accepts no value the CRD's schema refuses for the features in
- * the table above; the others (pattern, the other formats, multipleOf, uniqueItems, anyOf/
- * allOf/oneOf/not value validations, x-kubernetes-validations) are not checked yet (issue 17).
+ * the table above; the others (the formats but date-time, exclusiveMinimum/Maximum, number
+ * bounds, multipleOf, uniqueItems, anyOf/allOf/oneOf/not value validations) are not checked yet
+ * (issue 17).
  *
  * Rejected: walking the JSON schema itself on every write (a second validator beside schema.c,
  * whose messages, defaults and pruning would drift from the compiled kinds').
@@ -284,6 +288,18 @@ static int node(struct tr *t, const json_t *js, bool root, const char *path, int
                        "Unsupported value: \"%s\": supported values: \"array\", "
                        "\"boolean\", \"integer\", \"number\", \"object\", \"string\"",
                        type);
+    }
+    {
+        const char *pattern = fatia_json_str(js, "pattern");
+        const json_t *rules = json_object_get(js, "x-kubernetes-validations");
+        if ((pattern && s->type == FATIA_T_STRING) || json_array_size(rules)) {
+            struct fatia_schema_crd *x = fatia_schema_arena_alloc(t->a, sizeof(*x));
+            if (!x)
+                return -ENOMEM;
+            x->pattern = s->type == FATIA_T_STRING ? pattern : NULL;
+            x->rules = json_array_size(rules) ? rules : NULL;
+            s->crd = x;
+        }
     }
     if (root && s->type != FATIA_T_OBJECT)
         return invalid(t, path, "type", "Invalid value: \"%s\": must be object at the root",

@@ -91,6 +91,14 @@ struct fatia_field {
     const char *def; /* JSON text of the default, set when the field is absent; NULL = none */
 };
 
+/* What a CRD's schema node asks beyond the walker (model/crd_schema.c): checks a layer above makes
+ * (apiserver/crd_rules.c, with src/cel), since the model may not call CEL. */
+struct fatia_schema_crd {
+    const char *pattern; /* STRING: an ECMA/RE2 regular expression the value must match */
+    const json_t *rules; /* x-kubernetes-validations: [{rule, message, messageExpression,
+                             reason, fieldPath}], borrowed from the kind's CRD */
+};
+
 struct fatia_schema {
     enum fatia_stype type;
     const char *desc; /* one line, for OpenAPI and `fatia explain` */
@@ -103,6 +111,7 @@ struct fatia_schema {
     const struct fatia_schema *items; /* ARRAY elements, MAP values */
     const char *list_key;             /* ARRAY of objects keyed by this member: no duplicates */
     fatia_check_fn check;
+    const struct fatia_schema_crd *crd; /* NULL but in a CRD's schema with patterns or rules */
 };
 
 /* The walk's state. Create with fatia_vctx_init, release with fatia_vctx_release. */

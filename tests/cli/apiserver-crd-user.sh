@@ -11,6 +11,8 @@
 #     preserve-unknown-fields, unknown fields refused (Strict) or pruned (--validate=false);
 #   - several versions (None conversion, a deprecated one with its warning, one not served), the
 #     scale subresource (kubectl scale);
+#   - CEL rules (x-kubernetes-validations: message, messageExpression, fieldPath, reason, a
+#     transition rule with oldSelf) and patterns; a rule that does not compile refuses the CRD;
 #   - a restart serves it again; deleting the CRD deletes its objects and stops serving it;
 #   - what a hostile user tries: replacing a compiled kind's CRD (Kueue's), deleting one, a CRD in
 #     a Kubernetes group, a name that is not plural.group, a tenant writing a CRD.
@@ -117,6 +119,48 @@ spec:
     served: false
     storage: false
     schema: {openAPIV3Schema: {type: object}}
+YAML
+
+# CEL rules (x-kubernetes-validations: message, messageExpression, fieldPath, reason, a
+# transition rule) and a pattern
+cat >"$TMP/gates.yaml" <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gates.example.com}
+spec:
+  group: example.com
+  names: {plural: gates, kind: Gate}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.minReplicas <= self.replicas"
+              message: "replicas should be greater than or equal to minReplicas."
+            - rule: "!has(self.mode) || self.mode != 'locked' || self.replicas == 0"
+              messageExpression: "'a locked gate has 0 replicas, not ' + string(self.replicas)"
+              fieldPath: .replicas
+            properties:
+              replicas: {type: integer}
+              minReplicas: {type: integer}
+              mode: {type: string, pattern: '^[a-z]+$'}
+              network:
+                type: object
+                properties: {sub: {type: string}}
+                x-kubernetes-validations:
+                - {rule: "self == oldSelf", message: "Value is immutable"}
+              items:
+                type: array
+                items: {type: string}
+                x-kubernetes-validations:
+                - {rule: "self.all(x, x.startsWith('i-'))", reason: FieldValueForbidden}
 YAML
 
 cat >"$TMP/w1.yaml" <<'YAML'
@@ -280,6 +324,61 @@ YAML
     grep -q '"spec":{"replicas":5}' "$TMP/body" || fail "kubectl $v: scale: $(cat "$TMP/body")"
     expect_rc 1 "$k" scale pool p1 --replicas=500
     expect_line "$TMP/err" "spec.size: Invalid value: 500: spec.size in body should be less than or equal to 100"
+
+    # CEL rules and patterns, in kube-apiserver's words
+    expect_rc 0 "$k" apply -f "$TMP/gates.yaml"
+    expect_rc 1 "$k" apply -f - <<'YAML'
+apiVersion: example.com/v1
+kind: Gate
+metadata: {name: g1, namespace: default}
+spec: {replicas: 1, minReplicas: 3, mode: "locked", items: [i-a, b], network: {sub: a}}
+YAML
+    expect_line "$TMP/err" '* spec: Invalid value: "object": replicas should be greater than or equal to minReplicas.'
+    expect_line "$TMP/err" '* spec.replicas: Invalid value: "object": a locked gate has 0 replicas, not 1'
+    expect_line "$TMP/err" "* spec.items: Forbidden: failed rule: self.all(x, x.startsWith('i-'))"
+    expect_rc 1 "$k" apply -f - <<'YAML'
+apiVersion: example.com/v1
+kind: Gate
+metadata: {name: g1, namespace: default}
+spec: {replicas: 3, minReplicas: 1, mode: "Open1", network: {sub: a}}
+YAML
+    expect_line "$TMP/err" "spec.mode: Invalid value: \"Open1\": spec.mode in body should match '^[a-z]+\$'"
+    expect_rc 0 "$k" apply -f - <<'YAML'
+apiVersion: example.com/v1
+kind: Gate
+metadata: {name: g1, namespace: default}
+spec: {replicas: 3, minReplicas: 1, mode: "open", items: [i-1], network: {sub: a}}
+YAML
+    # the transition rule: not on create, on every update
+    expect_rc 1 "$k" patch gate g1 --type=merge -p '{"spec":{"network":{"sub":"b"}}}'
+    expect_line "$TMP/err" 'spec.network: Invalid value: "object": Value is immutable'
+    expect_rc 0 "$k" patch gate g1 --type=merge -p '{"spec":{"replicas":4}}'
+    # a rule or a pattern that does not compile refuses the CRD
+    expect_rc 1 "$k" apply -f - <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: bads.example.com}
+spec:
+  group: example.com
+  names: {plural: bads, kind: Bad}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations: [{rule: "self.x +"}]
+            properties:
+              name: {type: string, pattern: "(unclosed"}
+YAML
+    expect_line "$TMP/err" 'spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "self.x +": compilation failed:'
+    expect_line "$TMP/err" 'spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[name].pattern: Invalid value: "(unclosed": must be a valid regular expression'
+    expect_rc 1 "$k" get crd bads.example.com
 
     # hostile: replacing a compiled kind, a Kubernetes group, a bad name, a tenant
     expect_rc 1 "$k" apply -f - <<'YAML'

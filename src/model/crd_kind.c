@@ -89,8 +89,9 @@ static int other_versions(struct custom *c, const json_t *versions, const char *
     struct fatia_kind_version *v;
     json_t *e;
 
-    json_array_foreach(versions, i, e) n +=
-        fatia_json_bool(e, "served", false) && strcmp(fatia_json_str(e, "name"), storage);
+    json_array_foreach(versions, i, e) n += fatia_json_bool(e, "served", false) &&
+                                            fatia_json_str(e, "name") &&
+                                            strcmp(fatia_json_str(e, "name"), storage);
     if (!n)
         return 0;
     v = fatia_schema_arena_alloc(&c->a, (n + 1) * sizeof(*v));
@@ -99,7 +100,7 @@ static int other_versions(struct custom *c, const json_t *versions, const char *
     json_array_foreach(versions, i, e)
     {
         const char *name = fatia_json_str(e, "name");
-        if (!fatia_json_bool(e, "served", false) || !strcmp(name, storage))
+        if (!name || !fatia_json_bool(e, "served", false) || !strcmp(name, storage))
             continue;
         v[j].version = name;
         if (fatia_json_bool(e, "deprecated", false)) {
@@ -150,8 +151,14 @@ static int build(struct custom *c, char *why, size_t n)
     c->k.namespaced =
         !strcmp(fatia_json_str(spec, "scope") ? fatia_json_str(spec, "scope") : "", "Namespaced");
     c->k.name_rule = FATIA_NAME_SUBDOMAIN;
-    json_array_foreach(versions, i, e) if (fatia_json_bool(e, "storage", false))
+    json_array_foreach(versions, i, e)
     {
+        if (!fatia_json_str(e, "name")) {
+            snprintf(why, n, "spec.versions[%zu].name: Required value", i);
+            return -FATIA_E_INVALID;
+        }
+        if (!fatia_json_bool(e, "storage", false))
+            continue;
         if (sv) {
             snprintf(why, n,
                      "spec.versions: Invalid value: must have exactly one version marked "

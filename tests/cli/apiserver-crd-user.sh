@@ -170,6 +170,22 @@ metadata: {name: w1, namespace: default}
 spec: {size: 3, tags: [a], extra: {anything: {goes: 1}}, port: http}
 YAML
 
+# fatia validate: a CRD among the inputs defines its kind for the documents after it (the same
+# verdict and words as fatiad's, but for CEL rules and patterns); without it, the kind is unknown
+cat >"$TMP/w-bad.yaml" <<'YAML'
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w2, namespace: default}
+spec: {size: 30, color: green}
+YAML
+expect_rc 0 "$FATIA" validate -f "$TMP/crd.yaml" -f "$TMP/w1.yaml"
+expect_line "$TMP/out" "ok widget/default/w1"
+expect_rc 1 "$FATIA" validate -f "$TMP/crd.yaml" -f "$TMP/w-bad.yaml"
+expect_line "$TMP/out" 'spec.size: Invalid value: 30: spec.size in body should be less than or equal to 10'
+expect_line "$TMP/out" 'spec.color: Unsupported value: "green": supported values: "red", "blue"'
+expect_rc 1 "$FATIA" validate -f "$TMP/w1.yaml"
+expect_line "$TMP/out" 'unknown kind "Widget" in example.com/v1'
+
 for v in 1.27 1.33; do
     k="$KUBECTL_DIR/kubectl.$v"
     start_fatiad "$TMP/data-$v" || break

@@ -1,6 +1,8 @@
 /*
  * cel/cel.h: the CEL subset of DRA device selectors (Kubernetes
- * k8s.io/dynamic-resource-allocation/cel): compile once, evaluate per device.
+ * k8s.io/dynamic-resource-allocation/cel): compile once, evaluate per device. The same language
+ * serves the rules of CustomResourceDefinitions (x-kubernetes-validations: `self`, `oldSelf`;
+ * fatia_cel_compile_rule, cel_rule.c), at the end of this header.
  *
  * The environment is upstream's: one variable `device` with
  *     device.driver                       string

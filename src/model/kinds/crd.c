@@ -11,7 +11,8 @@
  *
  * The schema follows apiextensions/v1 types.go for the members clients read (spec.group,
  * spec.names, spec.scope, spec.versions[].name/served/storage) and keeps the rest as it is
- * (the openAPIV3Schema of a version, conversion, status): fatiad writes them, nobody else can.
+ * (the openAPIV3Schema of a version, conversion, status): model/crd_kind.c reads a user's CRD
+ * into a kind, and apiserver/crd_serve.c refuses what it cannot serve.
  *
  * Rejected: serving the CRD list as a virtual resource computed per request. Watches, paging,
  * resourceVersions, uids that survive a restart and Table output would all need a second read

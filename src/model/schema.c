@@ -425,7 +425,10 @@ static void validate_object(struct fatia_vctx *ctx, const struct fatia_schema *s
     for (const struct fatia_field *f = s->fields; f && f->name; f++) {
         member = json_object_get(v, f->name);
         n_known += member != NULL;
-        if (!member || (json_is_null(member) && f->schema->type != FATIA_T_ANY &&
+        /* null means unset unless the schema says nullable; an ANY member keeps its null, but
+         * in a CRD's schema (a non-nullable null is defaulted or dropped, as upstream) */
+        if (!member || (json_is_null(member) &&
+                        (f->schema->type != FATIA_T_ANY || (f->schema->flags & FATIA_S_KUBE)) &&
                         !(f->schema->flags & FATIA_S_NULLABLE))) {
             if (f->flags & FATIA_F_REQUIRED) {
                 size_t len0 = ctx->path.len;

@@ -14,6 +14,8 @@
 #   - CEL rules (x-kubernetes-validations: message, messageExpression, fieldPath, reason, a
 #     transition rule with oldSelf) and patterns; a rule that does not compile refuses the CRD;
 #   - a restart serves it again; deleting the CRD deletes its objects and stops serving it;
+#   - pruning and defaulting cases transcribed from apiextensions-apiserver's unit tests
+#     (apiserver_crd_cases.py, each citing its source);
 #   - what a hostile user tries: replacing a compiled kind's CRD (Kueue's), deleting one, a CRD in
 #     a Kubernetes group, a name that is not plural.group, a tenant writing a CRD.
 # FATIA_TEST_STORE=etcd runs the same on the etcd backend (etcd_apiserver-crd-user).
@@ -185,6 +187,13 @@ expect_line "$TMP/out" 'spec.size: Invalid value: 30: spec.size in body should b
 expect_line "$TMP/out" 'spec.color: Unsupported value: "green": supported values: "red", "blue"'
 expect_rc 1 "$FATIA" validate -f "$TMP/w1.yaml"
 expect_line "$TMP/out" 'unknown kind "Widget" in example.com/v1'
+
+# pruning and defaulting cases transcribed from apiextensions-apiserver (apiserver_crd_cases.py)
+start_fatiad "$TMP/data-cases"
+python3 tests/cli/apiserver_crd_cases.py "$URL" "$CA" "$TOKEN" >"$TMP/cases.out" 2>&1 ||
+    fail "apiserver_crd_cases.py: $(cat "$TMP/cases.out")"
+grep -q '^8 cases, 0 failed$' "$TMP/cases.out" || fail "cases: $(tail -1 "$TMP/cases.out")"
+stop_fatiad
 
 for v in 1.27 1.33; do
     k="$KUBECTL_DIR/kubectl.$v"

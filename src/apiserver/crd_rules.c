@@ -1,6 +1,9 @@
 /*
- * apiserver/crd_rules.c: the checks of a CRD's schema that need src/cel: `pattern` (RE2 syntax,
- * cel_regex.h, as Go's regexp reads the ECMA patterns of CRDs) and the CEL rules of
+ * apiserver/crd_rules.c: the checks of a CRD's schema beyond the model's walker: `pattern` (RE2
+ * syntax, cel_regex.h, as Go's regexp reads the ECMA patterns of CRDs), the string formats
+ * kube-openapi checks (uuid, date, hostname, ipv4, ipv6, cidr, mac, byte, email, duration; the
+ * others pass, as there), exclusiveMinimum/Maximum, the bounds of numbers, multipleOf, and the
+ * CEL rules of
  * x-kubernetes-validations (self, oldSelf in transition rules, message, messageExpression,
  * reason, fieldPath), with the runtime cost limits of kube-apiserver (1,000,000 per evaluation,
  * 10,000,000 per object).
@@ -20,6 +23,11 @@
  * `spec.x: Invalid value: "v": spec.x in body should match '^a+$'`.
  */
 #include "base/compat.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <ctype.h>
 
 #include "apiserver/internal.h"
 #include "base/alloc.h"
@@ -220,6 +228,234 @@ static void check_pattern(struct walk *w, const char *pattern, const json_t *v)
             w->path.p ? w->path.p : "", pattern);
 }
 
+/* ---- formats and numbers (kube-openapi's strfmt and validators) ---- */
+
+static bool all_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+static bool is_uuid(const char *s)
+{
+    static const size_t groups[] = {8, 4, 4, 4, 12};
+
+    for (size_t g = 0; g < 5; g++) {
+        if (strlen(s) < groups[g] || !all_hex(s, groups[g]))
+            return false;
+        s += groups[g];
+        if (g < 4 && *s++ != '-')
+            return false;
+    }
+    return *s == '\0';
+}
+
+static bool is_date(const char *s)
+{
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int y, m, d;
+    char tail;
+
+    if (strlen(s) != 10 || s[4] != '-' || s[7] != '-' ||
+        sscanf(s, "%4d-%2d-%2d%c", &y, &m, &d, &tail) != 3)
+        return false;
+    if (m < 1 || m > 12 || d < 1 || d > mdays[m - 1])
+        return false;
+    return m != 2 || d < 29 || (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0));
+}
+
+static bool is_hostname(const char *s)
+{
+    size_t n = strlen(s), label = 0;
+
+    if (!n || n > 255)
+        return false;
+    for (size_t i = 0; i <= n; i++) {
+        char c = s[i];
+        if (c == '.' || c == '\0') {
+            if (!label || label > 63 || s[i - 1] == '-')
+                return false;
+            label = 0;
+        } else if (isalnum((unsigned char)c) || (c == '-' && label)) {
+            label++;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool is_ip(const char *s, int af)
+{
+    unsigned char buf[16];
+
+    return inet_pton(af, s, buf) == 1;
+}
+
+static bool is_cidr(const char *s)
+{
+    const char *slash = strchr(s, '/');
+    char ip[64], *end;
+    long bits;
+    bool v6;
+
+    if (!slash || (size_t)(slash - s) >= sizeof(ip))
+        return false;
+    memcpy(ip, s, (size_t)(slash - s));
+    ip[slash - s] = '\0';
+    v6 = strchr(ip, ':') != NULL;
+    bits = strtol(slash + 1, &end, 10);
+    return slash[1] && !*end && bits >= 0 && bits <= (v6 ? 128 : 32) &&
+           is_ip(ip, v6 ? AF_INET6 : AF_INET);
+}
+
+static bool is_mac(const char *s)
+{
+    char sep = strlen(s) > 2 ? s[2] : 0;
+
+    if (strlen(s) != 17 || (sep != ':' && sep != '-'))
+        return false;
+    for (int i = 0; i < 6; i++)
+        if (!all_hex(s + 3 * i, 2) || (i < 5 && s[3 * i + 2] != sep))
+            return false;
+    return true;
+}
+
+static bool is_base64(const char *s)
+{
+    size_t n = strlen(s), pad = 0;
+
+    if (n % 4)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '=') {
+            if (i < n - 2)
+                return false;
+            pad++;
+        } else if (pad || !(isalnum((unsigned char)c) || c == '+' || c == '/')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool is_email(const char *s)
+{
+    const char *at = strchr(s, '@');
+
+    return at && at > s && at[1] && !strchr(at + 1, '@') && !strpbrk(s, " \t") &&
+           is_hostname(at + 1);
+}
+
+/* Go's time.ParseDuration: [-+]? (number unit)+, units ns us µs ms s m h. */
+static bool is_duration(const char *s)
+{
+    static const char *const units[] = {"ns", "us", "\xc2\xb5s", "ms", "s", "m", "h"};
+
+    if (*s == '-' || *s == '+')
+        s++;
+    if (!strcmp(s, "0"))
+        return true;
+    if (!*s)
+        return false;
+    while (*s) {
+        size_t best = 0;
+        if (!isdigit((unsigned char)*s) && *s != '.')
+            return false;
+        while (isdigit((unsigned char)*s) || *s == '.')
+            s++;
+        for (size_t u = 0; u < FATIA_ARRAY_SIZE(units); u++)
+            if (!strncmp(s, units[u], strlen(units[u])) && strlen(units[u]) > best)
+                best = strlen(units[u]);
+        if (!best)
+            return false;
+        s += best;
+    }
+    return true;
+}
+
+/* Does str have format fmt? Formats this server does not know pass, as kube-openapi's
+ * unregistered ones do. */
+static bool has_format(const char *fmt, const char *str)
+{
+    if (!strcmp(fmt, "uuid") || !strcmp(fmt, "uuid3") || !strcmp(fmt, "uuid4") ||
+        !strcmp(fmt, "uuid5"))
+        return is_uuid(str);
+    if (!strcmp(fmt, "date"))
+        return is_date(str);
+    if (!strcmp(fmt, "hostname"))
+        return is_hostname(str);
+    if (!strcmp(fmt, "ipv4"))
+        return is_ip(str, AF_INET);
+    if (!strcmp(fmt, "ipv6"))
+        return is_ip(str, AF_INET6);
+    if (!strcmp(fmt, "cidr"))
+        return is_cidr(str);
+    if (!strcmp(fmt, "mac"))
+        return is_mac(str);
+    if (!strcmp(fmt, "byte"))
+        return is_base64(str);
+    if (!strcmp(fmt, "email"))
+        return is_email(str);
+    if (!strcmp(fmt, "duration"))
+        return is_duration(str);
+    return true;
+}
+
+static void number_text(const json_t *v, char *buf, size_t n)
+{
+    if (json_is_integer(v))
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else
+        snprintf(buf, n, "%g", json_number_value(v));
+}
+
+static void check_node(struct walk *w, const struct fatia_schema *s, const json_t *js,
+                       const json_t *v)
+{
+    const char *fmt = fatia_json_str(js, "format");
+    const json_t *lo = json_object_get(js, "minimum"), *hi = json_object_get(js, "maximum");
+    const json_t *mult = json_object_get(js, "multipleOf");
+    bool xlo = json_is_true(json_object_get(js, "exclusiveMinimum"));
+    bool xhi = json_is_true(json_object_get(js, "exclusiveMaximum"));
+    const char *path = w->path.p ? w->path.p : "";
+    char vt[64], bt[64];
+    double d;
+
+    if (fmt && json_is_string(v) && !has_format(fmt, json_string_value(v))) {
+        err(w, NULL, "Invalid value: \"%s\": %s in body must be of type %s: \"%s\"",
+            json_string_value(v), path, fmt, json_string_value(v));
+        return;
+    }
+    if (!json_is_number(v))
+        return;
+    d = json_number_value(v);
+    number_text(v, vt, sizeof(vt));
+    /* an integer's inclusive bounds are the walker's (schema.c); the rest is here */
+    if (json_is_number(lo) && (s->type != FATIA_T_INT || xlo) &&
+        (xlo ? d <= json_number_value(lo) : d < json_number_value(lo))) {
+        number_text(lo, bt, sizeof(bt));
+        err(w, NULL, "Invalid value: %s: %s in body should be greater than %s%s", vt, path,
+            xlo ? "" : "or equal to ", bt);
+    }
+    if (json_is_number(hi) && (s->type != FATIA_T_INT || xhi) &&
+        (xhi ? d >= json_number_value(hi) : d > json_number_value(hi))) {
+        number_text(hi, bt, sizeof(bt));
+        err(w, NULL, "Invalid value: %s: %s in body should be less than %s%s", vt, path,
+            xhi ? "" : "or equal to ", bt);
+    }
+    if (json_is_number(mult) && json_number_value(mult) > 0) {
+        double q = d / json_number_value(mult);
+        if (q != (double)(int64_t)q) {
+            number_text(mult, bt, sizeof(bt));
+            err(w, NULL, "Invalid value: %s: %s in body should be a multiple of %s", vt, path, bt);
+        }
+    }
+}
+
 /* The old item of a list-type=map list matching item's key. */
 static const json_t *old_item(const char *list_key, const json_t *item, const json_t *old_list)
 {
@@ -243,6 +479,8 @@ static void walk(struct walk *w, const struct fatia_schema *s, const json_t *v, 
         return;
     if (s->crd && s->crd->pattern)
         check_pattern(w, s->crd->pattern, v);
+    if (s->crd && s->crd->node)
+        check_node(w, s, s->crd->node, v);
     if (s->crd && s->crd->rules) {
         json_t *rule;
         json_array_foreach(s->crd->rules, i, rule) run_rule(w, s, rule, v, old);

@@ -24,10 +24,13 @@
  * pattern and x-kubernetes-validations are kept on the node (fatia_schema.crd) for the API
  * server, which checks them with src/cel (apiserver/crd_rules.c).
  *
- * Invariant: a translated tree accepts no value the CRD's schema refuses for the features in
- * the table above; the others (the formats but date-time, exclusiveMinimum/Maximum, number
- * bounds, multipleOf, uniqueItems, anyOf/allOf/oneOf/not value validations) are not checked yet
- * (issue 17).
+ * A node with a format (but date-time), exclusiveMinimum/Maximum, number bounds or multipleOf
+ * keeps its JSON there too (crd.node) for the same checks. uniqueItems: true is refused, as
+ * upstream.
+ *
+ * Invariant: a translated tree accepts no value the CRD's schema refuses for the features
+ * above, with the API server's checks; anyOf/allOf/oneOf/not value validations and the defaults
+ * of array items and map values are not applied yet (issue 17).
  *
  * Rejected: walking the JSON schema itself on every write (a second validator beside schema.c,
  * whose messages, defaults and pruning would drift from the compiled kinds').
@@ -254,6 +257,10 @@ static int node(struct tr *t, const json_t *js, bool root, const char *path, int
         s->type = FATIA_T_BOOL;
     } else if (!strcmp(type, "array")) {
         const json_t *items = json_object_get(js, "items");
+        if (json_is_true(json_object_get(js, "uniqueItems")))
+            return invalid(t, path, "uniqueItems",
+                           "Forbidden: uniqueItems cannot be set to true since the runtime "
+                           "complexity becomes quadratic");
         const json_t *keys = json_object_get(js, "x-kubernetes-list-map-keys");
         s->type = FATIA_T_ARRAY;
         bounds(js, "minItems", "maxItems", s);
@@ -291,13 +298,21 @@ static int node(struct tr *t, const json_t *js, bool root, const char *path, int
     }
     {
         const char *pattern = fatia_json_str(js, "pattern");
+        const char *format = fatia_json_str(js, "format");
         const json_t *rules = json_object_get(js, "x-kubernetes-validations");
-        if ((pattern && s->type == FATIA_T_STRING) || json_array_size(rules)) {
+        bool more = (format && s->type == FATIA_T_STRING && strcmp(format, "date-time")) ||
+                    json_is_true(json_object_get(js, "exclusiveMinimum")) ||
+                    json_is_true(json_object_get(js, "exclusiveMaximum")) ||
+                    json_object_get(js, "multipleOf") ||
+                    (s->type == FATIA_T_NUMBER &&
+                     (json_object_get(js, "minimum") || json_object_get(js, "maximum")));
+        if ((pattern && s->type == FATIA_T_STRING) || json_array_size(rules) || more) {
             struct fatia_schema_crd *x = fatia_schema_arena_alloc(t->a, sizeof(*x));
             if (!x)
                 return -ENOMEM;
             x->pattern = s->type == FATIA_T_STRING ? pattern : NULL;
             x->rules = json_array_size(rules) ? rules : NULL;
+            x->node = more ? js : NULL;
             s->crd = x;
         }
     }

@@ -97,6 +97,8 @@ struct fatia_schema_crd {
     const char *pattern; /* STRING: an ECMA/RE2 regular expression the value must match */
     const json_t *rules; /* x-kubernetes-validations: [{rule, message, messageExpression,
                              reason, fieldPath}], borrowed from the kind's CRD */
+    const json_t *node;  /* the node's JSON schema, when it has a format, exclusiveMinimum/
+                            Maximum, number bounds or multipleOf */
 };
 
 struct fatia_schema {

@@ -9,6 +9,7 @@
 #     status subresource; printer columns;
 #   - the schema: types, required, enum, minimum/maximum, maxItems, defaults, int-or-string,
 #     preserve-unknown-fields, unknown fields refused (Strict) or pruned (--validate=false);
+#     formats, exclusive and number bounds, multipleOf;
 #   - several versions (None conversion, a deprecated one with its warning, one not served), the
 #     scale subresource (kubectl scale);
 #   - CEL rules (x-kubernetes-validations: message, messageExpression, fieldPath, reason, a
@@ -163,6 +164,37 @@ spec:
                 items: {type: string}
                 x-kubernetes-validations:
                 - {rule: "self.all(x, x.startsWith('i-'))", reason: FieldValueForbidden}
+YAML
+
+# formats, exclusive bounds, number bounds, multipleOf
+cat >"$TMP/probes.yaml" <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: probes.example.com}
+spec:
+  group: example.com
+  names: {plural: probes, kind: Probe}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              id: {type: string, format: uuid}
+              day: {type: string, format: date}
+              ip: {type: string, format: ipv4}
+              net: {type: string, format: cidr}
+              host: {type: string, format: hostname}
+              wait: {type: string, format: duration}
+              ratio: {type: number, minimum: 0, maximum: 1}
+              count: {type: integer, minimum: 0, exclusiveMinimum: true, multipleOf: 5}
+              anything: {type: string, format: password}
 YAML
 
 cat >"$TMP/w1.yaml" <<'YAML'
@@ -404,6 +436,38 @@ YAML
     expect_line "$TMP/err" 'spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "self.x +": compilation failed:'
     expect_line "$TMP/err" 'spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[name].pattern: Invalid value: "(unclosed": must be a valid regular expression'
     expect_rc 1 "$k" get crd bads.example.com
+
+    # formats (kube-openapi's), exclusive and number bounds, multipleOf
+    expect_rc 0 "$k" apply -f "$TMP/probes.yaml"
+    expect_rc 1 "$k" apply -f - <<'YAML'
+apiVersion: example.com/v1
+kind: Probe
+metadata: {name: p1, namespace: default}
+spec: {id: not-a-uuid, day: "2026-02-30", ip: 300.1.1.1, net: 10.0.0.0/33, host: "-bad", wait: 5x, ratio: 1.5, count: 0, anything: x}
+YAML
+    for f in 'spec.count: Invalid value: 0: spec.count in body should be greater than 0' \
+        'spec.day: Invalid value: "2026-02-30": spec.day in body must be of type date: "2026-02-30"' \
+        'spec.host: Invalid value: "-bad": spec.host in body must be of type hostname' \
+        'spec.id: Invalid value: "not-a-uuid": spec.id in body must be of type uuid' \
+        'spec.ip: Invalid value: "300.1.1.1": spec.ip in body must be of type ipv4' \
+        'spec.net: Invalid value: "10.0.0.0/33": spec.net in body must be of type cidr' \
+        'spec.ratio: Invalid value: 1.5: spec.ratio in body should be less than or equal to 1' \
+        'spec.wait: Invalid value: "5x": spec.wait in body must be of type duration'; do
+        expect_line "$TMP/err" "$f"
+    done
+    expect_rc 1 "$k" apply -f - <<'YAML'
+apiVersion: example.com/v1
+kind: Probe
+metadata: {name: p1, namespace: default}
+spec: {id: 123e4567-e89b-12d3-a456-426614174000, day: "2024-02-29", ip: 10.1.2.3, net: 10.0.0.0/8, host: a.example.com, wait: 1h30m, ratio: 0.5, count: 7}
+YAML
+    expect_line "$TMP/err" 'spec.count: Invalid value: 7: spec.count in body should be a multiple of 5'
+    expect_rc 0 "$k" apply -f - <<'YAML'
+apiVersion: example.com/v1
+kind: Probe
+metadata: {name: p1, namespace: default}
+spec: {id: 123e4567-e89b-12d3-a456-426614174000, day: "2024-02-29", ip: 10.1.2.3, net: 10.0.0.0/8, host: a.example.com, wait: 1h30m, ratio: 0.5, count: 10, anything: x}
+YAML
 
     # hostile: replacing a compiled kind, a Kubernetes group, a bad name, a tenant
     expect_rc 1 "$k" apply -f - <<'YAML'

@@ -29,8 +29,8 @@
  * upstream.
  *
  * Invariant: a translated tree accepts no value the CRD's schema refuses for the features
- * above, with the API server's checks; anyOf/allOf/oneOf/not value validations and the defaults
- * of array items and map values are not applied yet (issue 17).
+ * above, with the API server's checks; anyOf/allOf/oneOf/not value validations are not applied
+ * yet (issue 17). An array item's or map value's default replaces a null one (crd.def).
  *
  * Rejected: walking the JSON schema itself on every write (a second validator beside schema.c,
  * whose messages, defaults and pruning would drift from the compiled kinds').
@@ -306,13 +306,26 @@ static int node(struct tr *t, const json_t *js, bool root, const char *path, int
                     json_object_get(js, "multipleOf") ||
                     (s->type == FATIA_T_NUMBER &&
                      (json_object_get(js, "minimum") || json_object_get(js, "maximum")));
-        if ((pattern && s->type == FATIA_T_STRING) || json_array_size(rules) || more) {
+        const json_t *def = json_object_get(js, "default");
+        char *def_text = NULL;
+        if (def) {
+            char *text = json_dumps(def, JSON_ENCODE_ANY | JSON_COMPACT);
+            def_text = text ? fatia_schema_arena_alloc(t->a, strlen(text) + 1) : NULL;
+            if (!def_text) {
+                free(text);
+                return -ENOMEM;
+            }
+            memcpy(def_text, text, strlen(text) + 1);
+            free(text);
+        }
+        if ((pattern && s->type == FATIA_T_STRING) || json_array_size(rules) || more || def) {
             struct fatia_schema_crd *x = fatia_schema_arena_alloc(t->a, sizeof(*x));
             if (!x)
                 return -ENOMEM;
             x->pattern = s->type == FATIA_T_STRING ? pattern : NULL;
             x->rules = json_array_size(rules) ? rules : NULL;
             x->node = more ? js : NULL;
+            x->def = def_text;
             s->crd = x;
         }
     }

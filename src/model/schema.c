@@ -477,6 +477,26 @@ static void validate_object(struct fatia_vctx *ctx, const struct fatia_schema *s
     }
 }
 
+/* A null array item or map value of a CRD's non-nullable schema with a default: the default (as
+ * apiextensions-apiserver's defaulting). Returns the value to check. */
+static json_t *null_default(struct fatia_vctx *ctx, const struct fatia_schema *items,
+                            json_t *parent, size_t index, const char *key, json_t *v)
+{
+    json_t *d;
+
+    if (!json_is_null(v) || !items || !items->crd || !items->crd->def ||
+        (items->flags & FATIA_S_NULLABLE) || !ctx->apply_defaults)
+        return v;
+    d = json_loads(items->crd->def, JSON_DECODE_ANY, NULL);
+    if (!d)
+        return v;
+    if ((key ? json_object_set_new(parent, key, d) : json_array_set_new(parent, index, d)) < 0) {
+        ctx->diag->oom = true;
+        return v;
+    }
+    return key ? json_object_get(parent, key) : json_array_get(parent, index);
+}
+
 static void validate_array(struct fatia_vctx *ctx, const struct fatia_schema *s, json_t *v)
 {
     size_t i;
@@ -485,6 +505,7 @@ static void validate_array(struct fatia_vctx *ctx, const struct fatia_schema *s,
     check_count(ctx, s, json_array_size(v), "items");
     json_array_foreach(v, i, item)
     {
+        item = null_default(ctx, s->items, v, i, NULL, item);
         fatia_vctx_push_index(ctx, v, i);
         if (s->items)
             fatia_schema_validate(ctx, s->items, item);
@@ -512,6 +533,7 @@ static void validate_map(struct fatia_vctx *ctx, const struct fatia_schema *s, j
     check_count(ctx, s, json_object_size(v), "entries");
     json_object_foreach(v, key, member)
     {
+        member = null_default(ctx, s->items, v, 0, key, member);
         push_mapkey(ctx, v, key);
         if (!check_format(s->key_format, key, why, sizeof(why)))
             report(ctx, FATIA_DIAG_ERROR, "invalid key \"%s\": %s", key, why);

@@ -99,6 +99,8 @@ struct fatia_schema_crd {
                              reason, fieldPath}], borrowed from the kind's CRD */
     const json_t *node;  /* the node's JSON schema, when it has a format, exclusiveMinimum/
                             Maximum, number bounds or multipleOf */
+    const char *def;     /* an array item's or map value's default (JSON text): replaces a null
+                            one when the node is not nullable (members' are fatia_field.def) */
 };
 
 struct fatia_schema {

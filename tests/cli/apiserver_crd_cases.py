@@ -140,6 +140,16 @@ CASES = [
     ("D null in non-nullable object",
      obj({"a": {"type": "string", "default": "A"}}),
      {"a": None}, {"a": "A"}),
+    ("D null in non-nullable list",
+     obj({"list": A({"type": "string", "default": "A"})}),
+     {"list": [None]}, {"list": ["A"]}),
+    ("D null in nullable object with additionalProperties",
+     obj({"m": {"type": "object", "additionalProperties":
+                {"type": "string", "nullable": True, "default": "A"}}}),
+     {"m": {"a": None}}, {"m": {"a": None}}),
+    ("D null in non-nullable object with additionalProperties",
+     obj({"m": {"type": "object", "additionalProperties": {"type": "string", "default": "A"}}}),
+     {"m": {"a": None}}, {"m": {"a": "A"}}),
 ]
 
 for i, (name, schema, given, want) in enumerate(CASES):

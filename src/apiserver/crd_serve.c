@@ -4,7 +4,8 @@
  * Model: a CRD written through the API (create, update, patch, apply) passes two admission
  * plugins of the server's own: the mutating one writes its status as apiextensions-apiserver's
  * controllers would once they ran (acceptedNames, NamesAccepted and Established true,
- * storedVersions); the validating one refuses what kube-apiserver refuses (the name is not
+ * storedVersions; NamesAccepted and Established false when a name is another kind's of the
+ * group, and then the kind is not served); the validating one refuses what kube-apiserver refuses (the name is not
  * <plural>.<group>, no storage version or two, a schema that is not structural, a scope change)
  * and what would shadow fatia itself: a group of Kubernetes' own or a resource fatia compiles
  * in. The CRDs fatiad writes for its compiled kinds (crd.c) may not be changed or deleted.
@@ -117,6 +118,21 @@ static int validate_crd(void *arg, struct fatia_admit_attrs *a)
     return a->diag->n_errors ? -FATIA_E_INVALID : 0;
 }
 
+/* Is the CRD (its status) Established? */
+static bool established(const json_t *status)
+{
+    size_t i;
+    json_t *c;
+
+    json_array_foreach(json_object_get(status, "conditions"), i, c)
+    {
+        const char *t = fatia_json_str(c, "type"), *st = fatia_json_str(c, "status");
+        if (t && st && !strcmp(t, "Established"))
+            return !strcmp(st, "True");
+    }
+    return false;
+}
+
 static json_t *condition(const char *type, const char *reason, const char *msg, const char *ts,
                          const json_t *old_status)
 {
@@ -132,6 +148,64 @@ static json_t *condition(const char *type, const char *reason, const char *msg, 
     }
     return json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", type, "status", "True", "lastTransitionTime",
                      ts, "reason", reason, "message", msg);
+}
+
+/* A name of the CRD names (spec.names) that another kind of its group already has, as
+ * apiextensions-apiserver's naming controller finds them: the reason and message of a
+ * NamesAccepted False; false when every name is free. */
+static bool in_list(const char *const *v, const char *name)
+{
+    for (; v && *v; v++)
+        if (!strcmp(*v, name))
+            return true;
+    return false;
+}
+
+static bool resource_taken(const struct fatia_kind *k, const char *name)
+{
+    return !strcmp(k->plural, name) || !strcmp(k->singular, name) || in_list(k->short_names, name);
+}
+
+static bool names_conflict(const char *group, const json_t *names, const char **ret_reason,
+                           char *msg, size_t msg_n)
+{
+    const char *plural = fatia_json_str(names, "plural"), *kind = fatia_json_str(names, "kind");
+    const char *singular = fatia_json_str(names, "singular");
+    const char *list_kind = fatia_json_str(names, "listKind");
+    const struct fatia_kind *k;
+    size_t i;
+    json_t *sn;
+
+    for (size_t j = 0; (k = fatia_kind_at(j)); j++) {
+        char lk[200];
+        if (strcmp(k->group, group) || (plural && !strcmp(k->plural, plural)))
+            continue;
+        snprintf(lk, sizeof(lk), "%sList", k->kind);
+        if (singular && resource_taken(k, singular)) {
+            *ret_reason = "SingularConflict";
+            snprintf(msg, msg_n, "\"%s\" is already in use", singular);
+            return true;
+        }
+        json_array_foreach(json_object_get(names, "shortNames"), i, sn)
+        {
+            if (json_is_string(sn) && resource_taken(k, json_string_value(sn))) {
+                *ret_reason = "ShortNamesConflict";
+                snprintf(msg, msg_n, "\"%s\" is already in use", json_string_value(sn));
+                return true;
+            }
+        }
+        if (kind && (!strcmp(k->kind, kind) || !strcmp(lk, kind))) {
+            *ret_reason = "KindConflict";
+            snprintf(msg, msg_n, "\"%s\" is already in use", kind);
+            return true;
+        }
+        if (list_kind && (!strcmp(k->kind, list_kind) || !strcmp(lk, list_kind))) {
+            *ret_reason = "ListKindConflict";
+            snprintf(msg, msg_n, "\"%s\" is already in use", list_kind);
+            return true;
+        }
+    }
+    return false;
 }
 
 /* The status the controllers of apiextensions-apiserver would write. */
@@ -180,6 +254,30 @@ static int mutate_crd(void *arg, struct fatia_admit_attrs *a)
         json_array_foreach(stored, j, s) have |= !strcmp(json_string_value(s), name);
         if (!have)
             json_array_append_new(stored, json_string(name));
+    }
+    {
+        const char *group = fatia_json_str(spec, "group"), *reason = NULL;
+        char msg[300];
+        bool was = old_status && established(old_status);
+        if (group && names_conflict(group, names, &reason, msg, sizeof(msg))) {
+            /* upstream keeps the names it accepted before; a new CRD is not served */
+            json_t *accepted = json_deep_copy(json_object_get(old_status, "acceptedNames"));
+            json_decref(names);
+            status = json_pack(
+                "{s:o,s:[{s:s,s:s,s:s,s:s,s:s},o],s:o}", "acceptedNames",
+                accepted ? accepted : json_object(), "conditions", "type", "NamesAccepted",
+                "status", "False", "lastTransitionTime", ts, "reason", reason, "message", msg,
+                was ? condition("Established", "InitialNamesAccepted",
+                                "the initial names have been accepted", ts, old_status)
+                    : json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "Established", "status", "False",
+                                "lastTransitionTime", ts, "reason", "NotAccepted", "message",
+                                "not all names are accepted"),
+                "storedVersions", stored);
+            if (!status)
+                return -ENOMEM;
+            json_object_set_new(a->obj, "status", status);
+            return 0;
+        }
     }
     status =
         json_pack("{s:o,s:[o,o],s:o}", "acceptedNames", names, "conditions",
@@ -325,6 +423,8 @@ void fatia_api_crd_committed(struct fatia_apiserver *s, enum fatia_store_event t
 
     if (is_compiled_crd(crd))
         return;
+    if (type != FATIA_STORE_DELETED && !established(json_object_get(crd, "status")))
+        return; /* its names conflict with another kind's: not served (NamesAccepted False) */
     r = type == FATIA_STORE_DELETED ? unserve(s, crd) : serve(s, crd);
     if (r < 0 && r != -FATIA_E_INVALID)
         fatia_error("customresourcedefinition %s: %s",
@@ -339,7 +439,7 @@ static int serve_row(void *arg, const struct fatia_store_row *row)
     if (strcmp(row->group, "apiextensions.k8s.io") || strcmp(row->kind, "CustomResourceDefinition"))
         return 0;
     tree = json_loadb(row->json, row->json_len, 0, NULL);
-    if (tree && !is_compiled_crd(tree))
+    if (tree && !is_compiled_crd(tree) && established(json_object_get(tree, "status")))
         (void)serve(arg, tree);
     json_decref(tree);
     return 0;

@@ -17,6 +17,7 @@
 #   - a restart serves it again; deleting the CRD deletes its objects and stops serving it;
 #   - pruning and defaulting cases transcribed from apiextensions-apiserver's unit tests
 #     (apiserver_crd_cases.py, each citing its source);
+#   - names another kind of the group has (NamesAccepted False, not served);
 #   - what a hostile user tries: replacing a compiled kind's CRD (Kueue's), deleting one, a CRD in
 #     a Kubernetes group, a name that is not plural.group, a tenant writing a CRD.
 # FATIA_TEST_STORE=etcd runs the same on the etcd backend (etcd_apiserver-crd-user).
@@ -468,6 +469,24 @@ kind: Probe
 metadata: {name: p1, namespace: default}
 spec: {id: 123e4567-e89b-12d3-a456-426614174000, day: "2024-02-29", ip: 10.1.2.3, net: 10.0.0.0/8, host: a.example.com, wait: 1h30m, ratio: 0.5, count: 10, anything: x}
 YAML
+
+    # names another kind of the group has: NamesAccepted False, not served (upstream's naming
+    # controller)
+    expect_rc 0 "$k" apply -f - <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: doohickeys.example.com}
+spec:
+  group: example.com
+  names: {plural: doohickeys, kind: Doohickey, shortNames: [wdg]}
+  scope: Namespaced
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
+YAML
+    expect_rc 0 "$k" get crd doohickeys.example.com -o jsonpath='{.status.conditions[?(@.type=="NamesAccepted")].reason} {.status.conditions[?(@.type=="NamesAccepted")].message} {.status.conditions[?(@.type=="Established")].status}'
+    expect_line "$TMP/out" 'ShortNamesConflict "wdg" is already in use False'
+    api GET /apis/example.com/v1/namespaces/default/doohickeys
+    [ "$CODE" = 404 ] || fail "kubectl $v: a CRD whose names conflict is served: $CODE"
+    expect_rc 0 "$k" delete crd doohickeys.example.com
 
     # hostile: replacing a compiled kind, a Kubernetes group, a bad name, a tenant
     expect_rc 1 "$k" apply -f - <<'YAML'

@@ -198,6 +198,45 @@ spec:
               anything: {type: string, format: password}
 YAML
 
+# a list-type=map list: server-side apply merges it by key
+cat >"$TMP/nests.yaml" <<'YAML'
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: nests.example.com}
+spec:
+  group: example.com
+  names: {plural: nests, kind: Nest}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              list:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string, minLength: 1}
+                    value: {type: integer, default: 7, nullable: true}
+                    inner: {type: object, default: {}, properties: {a: {type: string, default: x}}}
+              tmpl:
+                type: object
+                x-kubernetes-embedded-resource: true
+                x-kubernetes-preserve-unknown-fields: true
+              when: {type: string, format: date-time}
+              m: {type: object, additionalProperties: {type: array, items: {type: boolean}}, maxProperties: 2}
+YAML
+
 cat >"$TMP/w1.yaml" <<'YAML'
 apiVersion: example.com/v1
 kind: Widget
@@ -469,6 +508,20 @@ kind: Probe
 metadata: {name: p1, namespace: default}
 spec: {id: 123e4567-e89b-12d3-a456-426614174000, day: "2024-02-29", ip: 10.1.2.3, net: 10.0.0.0/8, host: a.example.com, wait: 1h30m, ratio: 0.5, count: 10, anything: x}
 YAML
+
+    # server-side apply of a list-type=map list: two managers' items merge by key; one manager
+    # removing its item leaves the other's
+    expect_rc 0 "$k" apply -f "$TMP/nests.yaml"
+    printf 'apiVersion: example.com/v1\nkind: Nest\nmetadata: {name: n1, namespace: default}\nspec:\n  list: [{name: %s, value: %s}]\n' a 1 >"$TMP/n-a.yaml"
+    printf 'apiVersion: example.com/v1\nkind: Nest\nmetadata: {name: n1, namespace: default}\nspec:\n  list: [{name: %s, value: %s}]\n' b 2 >"$TMP/n-b.yaml"
+    printf 'apiVersion: example.com/v1\nkind: Nest\nmetadata: {name: n1, namespace: default}\nspec:\n  list: []\n' >"$TMP/n-a2.yaml"
+    expect_rc 0 "$k" apply --server-side --field-manager=alice -f "$TMP/n-a.yaml"
+    expect_rc 0 "$k" apply --server-side --field-manager=bob -f "$TMP/n-b.yaml"
+    expect_rc 0 "$k" get nest n1 -o jsonpath='{.spec.list[*].name}'
+    expect_line "$TMP/out" "a b"
+    expect_rc 0 "$k" apply --server-side --field-manager=alice -f "$TMP/n-a2.yaml"
+    expect_rc 0 "$k" get nest n1 -o jsonpath='{.spec.list[*].name}'
+    [ "$(cat "$TMP/out")" = b ] || fail "kubectl $v: SSA list-map: $(cat "$TMP/out")"
 
     # names another kind of the group has: NamesAccepted False, not served (upstream's naming
     # controller)

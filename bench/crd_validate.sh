@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/crd_validate.sh: validation (with defaults and pruning) of one 100-field custom object of
-# a user-written CRD, the median of 5 runs in microseconds (issue 17's target: under 50 us;
+# a user-written CRD, the median of 5 runs in microseconds of CPU time (issue 17's target: under 50 us;
 # bench/crd_validate_bench.c).
 #   bench/crd_validate.sh [BUILD_DIR] [FIELDS] [RUNS]
 set -eu

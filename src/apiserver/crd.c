@@ -17,8 +17,8 @@
  * survive restarts. The marker annotation FATIA_CRD_COMPILED tells fatiad's CRDs from others.
  *
  * Invariant: for every compiled kind whose group is not built in, exactly one CRD named
- * "<plural>.<group>" whose spec is fatia_api_crd_of_kind's; nobody else writes them (the kind
- * serves get, list and watch only: model/kinds/crd.c).
+ * "<plural>.<group>" whose spec is fatia_api_crd_of_kind's; nobody else writes them (crd_serve.c's
+ * admission refuses a change or a delete of one, and a user's CRD for a compiled resource).
  *
  * Rejected: deciding "is a CRD" by a flag in every kind table: the kinds other engineers add
  * would have to remember it; the group decides upstream too (a built-in group is served by

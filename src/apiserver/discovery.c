@@ -14,6 +14,7 @@
 #include "apiserver/internal.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "model/crd_kind.h"
 
 static const char *const verbs_all[] = {"create", "delete", "deletecollection", "get",
                                         "list",   "patch",  "update",           "watch"};
@@ -59,8 +60,8 @@ json_t *fatia_api_discovery_resources(const char *group, const char *version)
     char gv[160];
     bool any = false;
 
-    for (size_t i = 0; fatia_kinds[i]; i++) {
-        const struct fatia_kind *k = fatia_kinds[i];
+    for (size_t i = 0; fatia_kind_at(i); i++) {
+        const struct fatia_kind *k = fatia_kind_at(i);
         json_t *r;
         char sub[160];
         if (strcmp(k->group, group) || !serves(k, version))
@@ -169,8 +170,8 @@ json_t *fatia_api_discovery_group(const char *group)
     }
     /* the storage versions first (the first is preferred), then the others, each once */
     for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; fatia_kinds[i]; i++) {
-            const struct fatia_kind *k = fatia_kinds[i];
+        for (size_t i = 0; fatia_kind_at(i); i++) {
+            const struct fatia_kind *k = fatia_kind_at(i);
             if (strcmp(k->group, group))
                 continue;
             if (pass == 0) {
@@ -198,13 +199,13 @@ json_t *fatia_api_discovery_groups(void)
 {
     json_t *groups = json_array();
 
-    for (size_t i = 0; fatia_kinds[i]; i++) {
-        const char *g = fatia_kinds[i]->group;
+    for (size_t i = 0; fatia_kind_at(i); i++) {
+        const char *g = fatia_kind_at(i)->group;
         bool seen = false;
         if (!g[0])
             continue;
         for (size_t j = 0; j < i; j++)
-            seen |= !strcmp(fatia_kinds[j]->group, g);
+            seen |= !strcmp(fatia_kind_at(j)->group, g);
         if (seen)
             continue;
         json_t *grp = fatia_api_discovery_group(g);

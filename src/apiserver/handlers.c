@@ -106,8 +106,12 @@ static void reply_opres(struct fatia_api_http_req *req, const struct rtable *t,
                         const struct fatia_kind_version *ver, const struct opres *r)
 {
     add_warnings(req, r);
-    if (ver && ver->warning)
-        fatia_api_http_add_header(req, "Warning", "299 - \"deprecated API version\"");
+    if (ver && ver->warning) {
+        /* the version's own text (a CRD's deprecationWarning), as kube-apiserver sends it */
+        struct opres w = {.n_warnings = 1};
+        w.warnings[0] = (char *)ver->warning;
+        add_warnings(req, &w);
+    }
     if (r->status || !r->ver) {
         if (r->status)
             reply_json(req, r->code ? r->code : 500, r->status);
@@ -565,7 +569,7 @@ static void http_scale_done(void *arg, struct opres *r)
                         r->ver ? fatia_json_str(json_object_get(r->ver->tree, "metadata"), "name")
                                : NULL);
     if (r->code >= 200 && r->code < 300 && r->ver) {
-        json_t *scale = fatia_api_scale_of(r->ver->tree, r->ver->rv);
+        json_t *scale = fatia_api_scale_of(w->t->kind, r->ver->tree, r->ver->rv);
         reply_json(w->req, r->code, scale);
         json_decref(scale);
     } else {
@@ -596,7 +600,7 @@ static void handle_scale(struct fatia_apiserver *s, const struct fatia_user *u,
         fatia_api_opres_not_found(&r, c->t, rt->name);
         goto reply;
     }
-    scale = fatia_api_scale_of(e->committed->tree, e->committed->rv);
+    scale = fatia_api_scale_of(c->t->kind, e->committed->tree, e->committed->rv);
     if (get) {
         reply_json(req, 200, scale);
         json_decref(scale);
@@ -631,8 +635,8 @@ static void handle_scale(struct fatia_apiserver *s, const struct fatia_user *u,
                      "the server does not allow this method on the requested resource");
         goto out;
     }
-    if (fatia_api_scale_apply(e->committed->tree, e->committed->rv, next, &obj, why, sizeof(why)) <
-        0) {
+    if (fatia_api_scale_apply(c->t->kind, e->committed->tree, e->committed->rv, next, &obj, why,
+                              sizeof(why)) < 0) {
         fatia_api_opres_fail(&r, 422, "Invalid", "Scale.autoscaling \"%s\" is invalid: %s",
                              rt->name, why);
         goto reply;
@@ -675,6 +679,8 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
     bool table = wants_table(h);
     char ua_manager[129];
 
+    if (t && t->gone)
+        t = NULL; /* a deleted CRD's kind */
     if (!t) {
         static const char *const reviews[][2] = {
             {"selfsubjectaccessreviews", "SelfSubjectAccessReview"},

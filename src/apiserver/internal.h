@@ -78,6 +78,7 @@ struct rtable {
     FATIA_VEC(struct entry *) entries; /* sorted by key */
     size_t n_committed;
     struct watcher *watchers;
+    bool gone; /* a custom kind whose CRD was deleted: not served (crd_serve.c) */
 };
 
 /* Key of ns/name into buf ("ns/name" or "name"). */
@@ -183,8 +184,9 @@ struct fatia_apiserver {
     struct fatia_api_dashboard *dashboard; /* NULL: no dashboard at / (dashboard.c) */
     char *catalog_ns; /* tenants read its HardwareProfiles (dashboard.c); NULL: none */
 
-    struct rtable *tables; /* one per kind, in fatia_kinds[] order */
+    struct rtable *tables; /* one per kind, in fatia_kinds[] order, then the custom kinds' */
     size_t n_tables;
+    size_t cap_tables; /* room for FATIA_KIND_MAX_CUSTOM custom kinds: tables never move */
     struct fatia_strmap by_resource; /* "group/plural" -> table */
 
     uint64_t rv_next;      /* the last resourceVersion handed out */
@@ -231,6 +233,10 @@ struct fatia_apiserver {
     size_t openapi_v2_len;
     char *openapi_v2_pb; /* the same in protocol buffers (openapi_pb.c) */
     size_t openapi_v2_pb_len;
+
+    /* the compiled CEL rules and patterns of CRDs, by text (crd_rules.c) */
+    struct fatia_strmap crd_cel;
+    bool crd_cel_init;
 
     bool shutting_down;
     void (*shutdown_done)(void *arg);
@@ -370,11 +376,11 @@ void fatia_api_op_evict(const struct opctx *c, const json_t *body, op_done_fn do
 /* Deployment, ReplicaSet, StatefulSet. */
 bool fatia_api_kind_has_scale(const struct fatia_kind *k);
 /* The autoscaling/v1 Scale of obj (stored at rv). */
-json_t *fatia_api_scale_of(const json_t *obj, uint64_t rv);
+json_t *fatia_api_scale_of(const struct fatia_kind *k, const json_t *obj, uint64_t rv);
 /* A copy of obj with the Scale's spec.replicas and, as the update's precondition, the Scale's
  * resourceVersion (else rv). -EINVAL with why for a bad Scale. */
-int fatia_api_scale_apply(const json_t *obj, uint64_t rv, const json_t *scale, json_t **ret,
-                          char *why, size_t why_n);
+int fatia_api_scale_apply(const struct fatia_kind *k, const json_t *obj, uint64_t rv,
+                          const json_t *scale, json_t **ret, char *why, size_t why_n);
 
 /* ---- reads (read.c) ---- */
 
@@ -522,6 +528,19 @@ json_t *fatia_api_crd_of_kind(const struct fatia_kind *k);
 /* At start: writes the CRD of every compiled kind that is one (created, or updated when the
  * stored one differs), and deletes stored CRDs of compiled kinds fatia no longer has. */
 int fatia_api_crd_sync(struct fatia_apiserver *s);
+
+/* User-written CRDs served as kinds (crd_serve.c): the admission plugins of CRD writes; the
+ * hook of a committed CRD write (serves, re-serves or unserves its kind, deletes its objects);
+ * at start, before the objects are loaded, serves every stored CRD. */
+int fatia_api_crd_add_plugins(struct fatia_apiserver *s);
+void fatia_api_crd_committed(struct fatia_apiserver *s, enum fatia_store_event type,
+                             const json_t *crd);
+int fatia_api_crd_serve_stored(struct fatia_apiserver *s);
+/* A CRD's patterns and CEL rules (crd_rules.c): the plugin that checks custom objects by them;
+ * the check that every one of a CRD (a->obj) compiles, errors into a->diag; the cache's end. */
+int fatia_api_crd_rules_add_plugin(struct fatia_apiserver *s);
+void fatia_api_crd_rules_check(struct fatia_apiserver *s, struct fatia_admit_attrs *a);
+void fatia_api_crd_rules_release(struct fatia_apiserver *s);
 
 /* The v3 OpenAPI document of "api/v1" / "apis/G/V", or NULL (openapi.c). */
 const char *fatia_api_openapi_v3_doc(struct fatia_apiserver *s, const char *key, size_t *ret_len,

@@ -34,6 +34,7 @@
 #include "base/error.h"
 #include "base/hash.h"
 #include "base/json.h"
+#include "model/crd_kind.h"
 
 struct gvdoc {
     char key[160]; /* "api/v1" or "apis/G/V" */
@@ -459,8 +460,8 @@ static json_t *kind_schema(const struct fatia_kind *k, const char *version, bool
 /* Builds the document of one group-version: v3 (components) or v2 fragments into paths/defs. */
 static void add_gv(json_t *paths, json_t *defs, const char *group, const char *version, bool v3)
 {
-    for (size_t i = 0; fatia_kinds[i]; i++) {
-        const struct fatia_kind *k = fatia_kinds[i];
+    for (size_t i = 0; fatia_kind_at(i); i++) {
+        const struct fatia_kind *k = fatia_kind_at(i);
         char name[200], ref[260];
         bool storage;
         if (strcmp(k->group, group) || !serves_version(k, version, &storage))
@@ -535,8 +536,8 @@ int fatia_api_openapi_build(struct fatia_apiserver *s)
     int r = 0;
 
     fatia_strmap_init(&s->openapi_v3);
-    for (size_t i = 0; fatia_kinds[i] && r == 0; i++) {
-        const struct fatia_kind *k = fatia_kinds[i];
+    for (size_t i = 0; fatia_kind_at(i) && r == 0; i++) {
+        const struct fatia_kind *k = fatia_kind_at(i);
         r = add_v3_doc(s, root_paths, k->group, k->version);
         for (const struct fatia_kind_version *o = k->others; r == 0 && o && o->version; o++)
             r = add_v3_doc(s, root_paths, k->group, o->version);
@@ -552,12 +553,12 @@ int fatia_api_openapi_build(struct fatia_apiserver *s)
     json_decref(root);
 
     /* v2: one document over every storage version */
-    for (size_t i = 0; fatia_kinds[i]; i++) {
-        const struct fatia_kind *k = fatia_kinds[i];
+    for (size_t i = 0; fatia_kind_at(i); i++) {
+        const struct fatia_kind *k = fatia_kind_at(i);
         bool seen = false;
         for (size_t j = 0; j < i; j++)
-            seen |= !strcmp(fatia_kinds[j]->group, k->group) &&
-                    !strcmp(fatia_kinds[j]->version, k->version);
+            seen |= !strcmp(fatia_kind_at(j)->group, k->group) &&
+                    !strcmp(fatia_kind_at(j)->version, k->version);
         if (!seen)
             add_gv(v2paths, v2defs, k->group, k->version, false);
     }

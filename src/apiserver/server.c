@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "model/crd_kind.h"
 
 struct rtable *fatia_api_server_table_for(struct fatia_apiserver *s, const struct fatia_kind *k)
 {
@@ -40,9 +41,9 @@ struct rtable *fatia_api_server_table_by_resource(struct fatia_apiserver *s, con
 
 static const struct fatia_kind *kind_by_group_kind(const char *group, const char *kind)
 {
-    for (size_t i = 0; fatia_kinds[i]; i++)
-        if (!strcmp(fatia_kinds[i]->group, group) && !strcmp(fatia_kinds[i]->kind, kind))
-            return fatia_kinds[i];
+    for (size_t i = 0; fatia_kind_at(i); i++)
+        if (!strcmp(fatia_kind_at(i)->group, group) && !strcmp(fatia_kind_at(i)->kind, kind))
+            return fatia_kind_at(i);
     return NULL;
 }
 
@@ -184,12 +185,13 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
 
     while (fatia_kinds[n])
         n++;
-    s->tables = fatia_calloc(n ? n : 1, sizeof(*s->tables));
+    s->tables = fatia_calloc(n + FATIA_KIND_MAX_CUSTOM, sizeof(*s->tables));
     if (!s->tables) {
         r = -ENOMEM;
         goto out_free;
     }
     s->n_tables = n;
+    s->cap_tables = n + FATIA_KIND_MAX_CUSTOM;
     for (size_t i = 0; i < n; i++) {
         struct rtable *t = &s->tables[i];
         char key[300];
@@ -211,7 +213,13 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
     fatia_api_history_init(s);
     s->replica = fatia_store_changes_fd(store) >= 0;
 
-    r = fatia_store_load(store, load_row, &lc);
+    r = fatia_api_crd_serve_stored(s); /* the custom kinds first: their objects need tables */
+    if (r == 0)
+        r = fatia_api_crd_add_plugins(s);
+    if (r == 0)
+        r = fatia_api_crd_rules_add_plugin(s);
+    if (r == 0)
+        r = fatia_store_load(store, load_row, &lc);
     if (r < 0)
         goto out_free;
     if (lc.skipped)
@@ -378,7 +386,9 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
     fatia_auth_free(s->auth);
     fatia_api_satoken_release(s);
     fatia_audit_free(s->audit);
+    fatia_api_crd_rules_release(s);
     fatia_free(s);
+    fatia_kind_custom_free_all();
 }
 
 int fatia_apiserver_add_admission(struct fatia_apiserver *s, const struct fatia_admission *plugin)

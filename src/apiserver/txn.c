@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "model/kinds/kinds.h"
 
 struct wtxn *fatia_api_wtxn_new(wtxn_done_fn done, void *arg)
 {
@@ -331,6 +332,8 @@ void fatia_api_batch_finish(struct fatia_apiserver *s, struct batch *b)
                 op->t->n_committed--;
             s->rv_committed = op->ver->rv;
             fatia_api_history_publish(s, op->t, op->type, op->ver, old);
+            if (op->t->kind == &fatia_kind_crd)
+                fatia_api_crd_committed(s, op->type, op->ver->tree);
             fatia_api_objver_unref(old);
             e->pending--;
         }

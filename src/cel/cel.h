@@ -1,6 +1,8 @@
 /*
  * cel/cel.h: the CEL subset of DRA device selectors (Kubernetes
- * k8s.io/dynamic-resource-allocation/cel): compile once, evaluate per device.
+ * k8s.io/dynamic-resource-allocation/cel): compile once, evaluate per device. The same language
+ * serves the rules of CustomResourceDefinitions (x-kubernetes-validations: `self`, `oldSelf`;
+ * fatia_cel_compile_rule, cel_rule.c), at the end of this header.
  *
  * The environment is upstream's: one variable `device` with
  *     device.driver                       string
@@ -39,6 +41,7 @@
 #ifndef FATIA_CEL_CEL_H
 #define FATIA_CEL_CEL_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -104,5 +107,23 @@ struct fatia_cel_device {
 int fatia_cel_eval_device(const struct fatia_cel_program *p, const struct fatia_cel_device *dev,
                           uint64_t cost_limit, bool *ret_match, uint64_t *ret_cost, char *why,
                           size_t why_n);
+
+/* ---- CustomResourceDefinition rules (x-kubernetes-validations; cel_rule.c) ---- */
+
+/* Compiles a rule (want_string false: must be bool) or a messageExpression (want_string true:
+ * must be string) over the variables `self` and `oldSelf`, both dyn: the value of the schema
+ * node the rule is on, and its value before the update. *ret_uses_old_self (may be NULL) tells a
+ * transition rule, which runs only when there is an old value. Errors as fatia_cel_compile. */
+int fatia_cel_compile_rule(const char *expr, size_t expr_n, bool want_string,
+                           struct fatia_cel_program **ret, bool *ret_uses_old_self, char *why,
+                           size_t why_n);
+
+/* Evaluates a rule on self and old_self (JSON values, borrowed; old_self may be NULL). 0 with
+ * *ret_ok (a bool rule), or with the string in msg (a messageExpression: msg gets at most msg_n
+ * - 1 bytes); -FATIA_E_EVAL, -FATIA_E_COST, -ENOMEM with why. *ret_cost as
+ * fatia_cel_eval_device's. */
+int fatia_cel_eval_rule(const struct fatia_cel_program *p, const json_t *self,
+                        const json_t *old_self, uint64_t cost_limit, bool *ret_ok, char *msg,
+                        size_t msg_n, uint64_t *ret_cost, char *why, size_t why_n);
 
 #endif

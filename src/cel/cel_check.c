@@ -926,7 +926,16 @@ static int check_node(struct checker *c, struct cel_node *n, struct est *e)
                 return 0;
             }
         }
-        if (!strcmp(n->name, "device")) {
+        if (c->prog->rule && (!strcmp(n->name, "self") || !strcmp(n->name, "oldSelf"))) {
+            n->slot = n->name[0] == 's' ? CEL_SLOT_SELF : CEL_SLOT_OLD_SELF;
+            c->prog->uses_old_self |= n->slot == CEL_SLOT_OLD_SELF;
+            n->type = &fatia_cel_t_dyn;
+            e->cost = 1;
+            e->size = CEL_ATTR_MAX;
+            e->elem = CEL_MAP_MAX;
+            return 0;
+        }
+        if (!c->prog->rule && !strcmp(n->name, "device")) {
             n->slot = -1;
             n->type = &fatia_cel_t_device;
             e->cost = 1;
@@ -1099,7 +1108,11 @@ int fatia_cel_check(struct fatia_cel_program *prog, char *why, size_t why_n)
 
     if (r < 0)
         return r;
-    if (prog->root->type->k != TK_BOOL && prog->root->type->k != TK_DYN)
+    if (prog->want_string) {
+        if (prog->root->type->k != TK_STRING && prog->root->type->k != TK_DYN)
+            return CEL_ERROR_AT(why, why_n, prog->root->line, prog->root->col, -FATIA_E_TYPE,
+                                "must evaluate to string, not %s", tname(prog->root->type, 0));
+    } else if (prog->root->type->k != TK_BOOL && prog->root->type->k != TK_DYN)
         return CEL_ERROR_AT(why, why_n, prog->root->line, prog->root->col, -FATIA_E_TYPE,
                             "must evaluate to bool or the unknown type, not %s",
                             tname(prog->root->type, 0));

@@ -938,7 +938,11 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
         r = fatia_cel_charge(ev, 1);
         if (r < 0)
             return r;
-        if (n->slot < 0)
+        if (n->slot == CEL_SLOT_SELF)
+            *out = ev->self;
+        else if (n->slot == CEL_SLOT_OLD_SELF)
+            *out = ev->old_self;
+        else if (n->slot < 0)
             *out = (struct cel_val){.k = VK_DEVICE};
         else
             *out = ev->slots[n->slot];
@@ -1086,6 +1090,16 @@ static int eval(struct cel_eval *ev, const struct cel_node *n, struct cel_val *o
         return eval(ev, n->b, out);
     }
     return fatia_cel_runtime_error(ev, n, "internal error: unknown node");
+}
+
+int fatia_cel_eval_root(struct cel_eval *ev, struct cel_val *ret)
+{
+    return eval(ev, ev->prog->root, ret);
+}
+
+void fatia_cel_eval_release(struct cel_eval *ev)
+{
+    arena_free(ev);
 }
 
 int fatia_cel_eval_device(const struct fatia_cel_program *p, const struct fatia_cel_device *dev,

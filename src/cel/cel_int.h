@@ -227,6 +227,11 @@ struct fatia_cel_program {
     int n_slots;            /* variables of comprehensions and binds */
     uint64_t max_cost;
     bool multiline;
+    /* a CRD's x-kubernetes-validations rule (cel_rule.c): variables self and oldSelf (dyn),
+     * no device; the result may be a string (messageExpression) */
+    bool rule;
+    bool uses_old_self;
+    bool want_string;
 };
 
 /* Reports an error at a place into why: "1:27: message" (line:column, 1-based, columns counted
@@ -327,6 +332,7 @@ struct cel_arena_chunk;
 struct cel_eval {
     const struct fatia_cel_program *prog;
     const struct fatia_cel_device *dev;
+    struct cel_val self, old_self; /* a rule's variables (slots -2 and -3) */
     uint64_t cost, limit;
     struct cel_val *slots;
     struct cel_arena_chunk *chunks;
@@ -335,6 +341,14 @@ struct cel_eval {
     size_t why_n;
     int depth;
 };
+
+#define CEL_SLOT_SELF     (-2)
+#define CEL_SLOT_OLD_SELF (-3)
+
+/* Evaluates a whole program (cel_eval.c): the root's value into *ret. */
+int fatia_cel_eval_root(struct cel_eval *ev, struct cel_val *ret);
+/* Frees the evaluation's arena. */
+void fatia_cel_eval_release(struct cel_eval *ev);
 
 /* Charges n cost units; -FATIA_E_COST past the limit. */
 int fatia_cel_charge(struct cel_eval *ev, uint64_t n);

@@ -17,7 +17,31 @@
 #include "cli/commands.h"
 #include "cli/input.h"
 #include "demand/demand.h"
+#include "model/crd_kind.h"
 #include "model/objset.h"
+
+/* A CustomResourceDefinition among the inputs defines its kind for the documents after it, as
+ * fatiad serves it once applied (model/crd_kind.c: the schema, its defaults and pruning; the
+ * patterns and CEL rules are fatiad's alone, apiserver/crd_rules.c). A CRD of a compiled kind
+ * changes nothing, as fatiad refuses it. */
+static void serve_crd(const json_t *crd)
+{
+    const json_t *spec = json_object_get(crd, "spec");
+    const char *group = fatia_json_str(spec, "group");
+    const char *plural = fatia_json_str(json_object_get(spec, "names"), "plural");
+    const struct fatia_kind *k,
+        *old = group && plural ? fatia_kind_by_resource(group, plural) : NULL;
+    char why[512];
+
+    if (old && !fatia_kind_is_custom(old))
+        return;
+    if (fatia_kind_custom_new(crd, &k, why, sizeof(why)) < 0)
+        return;
+    if (old)
+        fatia_kind_custom_unregister(old);
+    if (fatia_kind_custom_register(k) < 0)
+        fatia_kind_custom_free(k);
+}
 
 static const char usage[] =
     "Usage: fatia validate -f PATH... [-R] [-o table|json|yaml]\n"
@@ -27,7 +51,9 @@ static const char usage[] =
     "(ok KIND/NAME, or KIND/NAMESPACE/NAME) and every error with file:line:column and the\n"
     "field path. The verdict is fatiad's for a create with kubectl's default validation: a\n"
     "metadata.generateName stands for the name, unknown fields are errors (--field-validation\n"
-    "Warn makes them warnings, as kubectl --validate=warn).\n"
+    "Warn makes them warnings, as kubectl --validate=warn). A CustomResourceDefinition among\n"
+    "the inputs defines its kind for the documents after it (its CEL rules and patterns are\n"
+    "checked by fatiad only).\n"
     "\n"
     "Options:\n"
     "  -f, --filename PATH   file, directory or '-' (repeatable)\n"
@@ -144,6 +170,9 @@ static int run(int argc, char **argv)
             fatia_diag_init(&dd);
             r = fatia_object_decode(d->root, &o, &fatia_demand_checks, &dd, &obj);
             fatia_objset_check_duplicate(&set, d, &dd);
+            if (r == 0 && obj->kind == fatia_kind_by_resource("apiextensions.k8s.io",
+                                                              "customresourcedefinitions"))
+                serve_crd(obj->obj); /* its kind, for the documents after it */
             if (r == 0) {
                 snprintf(id, sizeof(id), "%s", obj->id);
                 if (obj->warning)
@@ -198,6 +227,7 @@ static int run(int argc, char **argv)
                 n_files_bad ? ", some files could not be read" : "");
     }
     fatia_objset_release(&set);
+    fatia_kind_custom_free_all();
     fatia_cli_input_release(&in);
     return rc;
 usage:

@@ -1,6 +1,6 @@
 /*
  * model/kind.c: the kind registry (see kind.h). The list below is the only place a new kind is
- * registered; lookups are linear over a few dozen entries, which is cheaper than a hash until the
+ * registered (the kinds of user-written CRDs join through crd_kind.c); lookups are linear over a few dozen entries, which is cheaper than a hash until the
  * list grows tenfold.
  */
 #include "base/compat.h"
@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "base/error.h"
+#include "model/crd_kind.h"
 #include "model/kinds/kinds.h"
 #include "model/labels.h"
 
@@ -96,8 +97,8 @@ const struct fatia_kind *fatia_kind_find(const char *api_version, const char *ki
     const char *version = slash ? slash + 1 : api_version;
     const struct fatia_kind_version *v = NULL;
 
-    for (size_t i = 0; fatia_kinds[i]; i++) {
-        const struct fatia_kind *k = fatia_kinds[i];
+    for (size_t i = 0; fatia_kind_at(i); i++) {
+        const struct fatia_kind *k = fatia_kind_at(i);
         if (strcmp(k->kind, kind) == 0 && version_matches(k, group, group_n, version, &v)) {
             if (ret_version)
                 *ret_version = v;
@@ -111,11 +112,11 @@ const struct fatia_kind *fatia_kind_by_name(const char *kind)
 {
     const struct fatia_kind *found = NULL;
 
-    for (size_t i = 0; fatia_kinds[i]; i++) {
-        if (strcmp(fatia_kinds[i]->kind, kind) == 0) {
+    for (size_t i = 0; fatia_kind_at(i); i++) {
+        if (strcmp(fatia_kind_at(i)->kind, kind) == 0) {
             if (found)
                 return NULL;
-            found = fatia_kinds[i];
+            found = fatia_kind_at(i);
         }
     }
     return found;
@@ -123,10 +124,10 @@ const struct fatia_kind *fatia_kind_by_name(const char *kind)
 
 const struct fatia_kind *fatia_kind_by_resource(const char *group, const char *plural)
 {
-    for (size_t i = 0; fatia_kinds[i]; i++)
-        if (strcmp(fatia_kinds[i]->group, group) == 0 &&
-            strcmp(fatia_kinds[i]->plural, plural) == 0)
-            return fatia_kinds[i];
+    for (size_t i = 0; fatia_kind_at(i); i++)
+        if (strcmp(fatia_kind_at(i)->group, group) == 0 &&
+            strcmp(fatia_kind_at(i)->plural, plural) == 0)
+            return fatia_kind_at(i);
     return NULL;
 }
 
@@ -147,8 +148,8 @@ const struct fatia_kind *fatia_kind_by_any_name(const char *name)
     const char *dot = strchr(name, '.');
     size_t n = dot ? (size_t)(dot - name) : strlen(name);
 
-    for (size_t i = 0; fatia_kinds[i]; i++) {
-        const struct fatia_kind *k = fatia_kinds[i];
+    for (size_t i = 0; fatia_kind_at(i); i++) {
+        const struct fatia_kind *k = fatia_kind_at(i);
         if (names_match(k, name, n) && (!dot || strcmp(dot + 1, k->group) == 0))
             return k;
     }

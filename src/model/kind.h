@@ -47,6 +47,13 @@ struct fatia_kind_version {
     const char *warning; /* deprecation warning, or NULL */
 };
 
+/* A CRD's scale subresource: JSON paths (".spec.replicas") of the object's members. */
+struct fatia_scale_paths {
+    const char *spec_replicas;
+    const char *status_replicas;
+    const char *label_selector; /* NULL: none */
+};
+
 struct fatia_kind {
     const char *group; /* "" for the core group */
     const char *version;
@@ -66,6 +73,9 @@ struct fatia_kind {
     /* The only verbs served ("get", "list", "watch": CustomResourceDefinition), NULL-terminated;
      * NULL = every verb. Others answer 405 MethodNotAllowed. */
     const char *const *verbs;
+    /* A custom kind's scale subresource (model/crd_kind.c); NULL: none (the compiled kinds'
+     * are apiserver/scale.c's) */
+    const struct fatia_scale_paths *scale;
 };
 
 /* All registered kinds, NULL-terminated, in a stable order. */

@@ -67,6 +67,10 @@ enum fatia_sformat {
 #define FATIA_S_NONNEG   (1u << 3) /* QUANTITY: must be >= 0 */
 #define FATIA_S_OPEN     (1u << 4) /* OBJECT: unknown members are fine, kept, not warned about */
 #define FATIA_S_POSITIVE (1u << 5) /* QUANTITY: must be > 0 */
+/* A CustomResourceDefinition's schema (model/crd_schema.c): errors in kube-apiserver's words for
+ * custom resources (kube-openapi's validator through apiextensions-apiserver: "Required value",
+ * "Invalid value: 30: spec.size in body should be less than or equal to 10", ...) */
+#define FATIA_S_KUBE (1u << 6)
 
 /* fatia_field.flags */
 #define FATIA_F_REQUIRED (1u << 0)
@@ -87,6 +91,18 @@ struct fatia_field {
     const char *def; /* JSON text of the default, set when the field is absent; NULL = none */
 };
 
+/* What a CRD's schema node asks beyond the walker (model/crd_schema.c): checks a layer above makes
+ * (apiserver/crd_rules.c, with src/cel), since the model may not call CEL. */
+struct fatia_schema_crd {
+    const char *pattern; /* STRING: an ECMA/RE2 regular expression the value must match */
+    const json_t *rules; /* x-kubernetes-validations: [{rule, message, messageExpression,
+                             reason, fieldPath}], borrowed from the kind's CRD */
+    const json_t *node;  /* the node's JSON schema, when it has a format, exclusiveMinimum/
+                            Maximum, number bounds or multipleOf */
+    const char *def;     /* an array item's or map value's default (JSON text): replaces a null
+                            one when the node is not nullable (members' are fatia_field.def) */
+};
+
 struct fatia_schema {
     enum fatia_stype type;
     const char *desc; /* one line, for OpenAPI and `fatia explain` */
@@ -99,6 +115,7 @@ struct fatia_schema {
     const struct fatia_schema *items; /* ARRAY elements, MAP values */
     const char *list_key;             /* ARRAY of objects keyed by this member: no duplicates */
     fatia_check_fn check;
+    const struct fatia_schema_crd *crd; /* NULL but in a CRD's schema with patterns or rules */
 };
 
 /* The walk's state. Create with fatia_vctx_init, release with fatia_vctx_release. */

@@ -5,7 +5,8 @@
 # non-core kinds as the CRDs a cluster would hold. So `kubectl apply -f` of a file that mixes
 # served and unserved kinds applies every served object and refuses each unserved one by name
 # with kubectl's own message (1.27 and 1.33, default flags, as the admin and as a tenant).
-# Also: the CRDs' content, discovery, watch, read-only (405, nothing changed), a restart keeps
+# Also: the CRDs' content, discovery, watch, the compiled kinds' CRDs read-only (403, nothing
+# changed; a user's own CRD is served: apiserver-crd-user.sh), a restart keeps
 # their uids and resourceVersions (nothing rewritten).
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
@@ -123,7 +124,8 @@ for v in 1.27 1.33; do
     expect_rc 0 "$k" explain crd.spec.names
     expect_line "$TMP/out" "KIND:       CustomResourceDefinition"
 
-    # read-only: create, delete, patch answer 405 and change nothing
+    # the compiled kinds' CRDs are read-only: delete and patch answer 403 and change nothing; a
+    # user's CRD is accepted (served: apiserver-crd-user.sh)
     rv_before=$("$k" get crd workloads.kueue.x-k8s.io -o jsonpath='{.metadata.resourceVersion}')
     cat >"$TMP/crd.yaml" <<'YAML'
 apiVersion: apiextensions.k8s.io/v1
@@ -135,13 +137,13 @@ spec:
   scope: Namespaced
   versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
 YAML
-    expect_rc 1 "$k" apply -f "$TMP/crd.yaml"
-    expect_line "$TMP/err" "MethodNotAllowed"
+    expect_rc 0 "$k" apply -f "$TMP/crd.yaml"
     expect_rc 1 "$k" delete crd workloads.kueue.x-k8s.io
-    expect_line "$TMP/err" "MethodNotAllowed"
+    expect_line "$TMP/err" "may not be deleted"
     expect_rc 1 "$k" patch crd workloads.kueue.x-k8s.io --type=merge -p '{"spec":{"scope":"Cluster"}}'
-    expect_line "$TMP/err" "MethodNotAllowed"
-    expect_rc 1 "$k" get crd foos.example.com
+    expect_line "$TMP/err" "may not be changed"
+    expect_rc 0 "$k" get crd foos.example.com
+    expect_rc 0 "$k" delete crd foos.example.com
     expect_rc 0 "$k" get crd workloads.kueue.x-k8s.io -o jsonpath='{.metadata.resourceVersion} {.spec.scope}'
     expect_line "$TMP/out" "$rv_before Namespaced"
 
@@ -161,7 +163,8 @@ YAML
     grep -c '"type":"ADDED"' "$TMP/body" >"$TMP/n"
     [ "$(cat "$TMP/n")" -ge 9 ] || fail "watch of CRDs: $(cat "$TMP/n") ADDED events"
     api GET "/apis/apiextensions.k8s.io/v1"
-    grep -q '"verbs":\["get","list","watch"\]' "$TMP/body" || fail "discovery verbs: $(cat "$TMP/body")"
+    grep -q '"verbs":\["create","delete","deletecollection","get","list","patch","update","watch"\]' "$TMP/body" ||
+        fail "discovery verbs: $(cat "$TMP/body")"
 
     # a restart rewrites nothing: the same uids and resourceVersions
     "$k" get crds -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.resourceVersion}{"\n"}{end}' >"$TMP/crds-before"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # tests/cli/apiserver-upstream-examples.sh: issue 17 item 6. Real example manifests nobody here
 # wrote (the Kueue documentation's, NVIDIA's DRA driver demos, the Gateway API Inference
-# Extension's; tests/data/upstream/*/, unchanged, sources in each SOURCE file) go to fatiad with
+# Extension's, Kubeflow's Profile CRD and samples; tests/data/upstream/*/, unchanged, sources in
+# each SOURCE file) go to fatiad with
 # kubectl 1.27 and 1.33, default flags, as their documentation says (`kubectl create` for files
 # with generateName, `kubectl apply` for the others): every object of a served kind is created;
 # each one of a kind fatiad does not serve is refused by kubectl naming it ("no matches for
@@ -26,7 +27,9 @@ for v in 1.27 1.33; do
         "$U"/kueue/sample-admission-check.yaml "$U"/kueue/sample-dra-tas-queues.yaml \
         "$U"/kueue/sample-job.yaml "$U"/kueue/sample-dra-firstavailable-job.yaml \
         "$U"/kueue/sample-jobset-tas-required.yaml "$U"/nvidia-dra/gpu-test7.yaml \
-        "$U"/nvidia-dra/gpu-test-count.yaml "$U"/gie/inferencepool.yaml; do
+        "$U"/nvidia-dra/gpu-test-count.yaml "$U"/gie/inferencepool.yaml \
+        "$U"/kubeflow/kubeflow.org_profiles.yaml "$U"/kubeflow/_v1_profile.yaml \
+        "$U"/kubeflow/_v1beta1_profile.yaml; do
         verb=apply
         grep -q '^  generateName:' "$f" && verb=create
         "$k" "$verb" -f "$f" >"$TMP/out" 2>"$TMP/err"
@@ -42,7 +45,7 @@ for v in 1.27 1.33; do
         sed 's/no matches for kind "\([^"]*\)" in version "\([^"]*\)"/\2 \1/' | sort -u >"$TMP/got"
     cmp -s "$TMP/want" "$TMP/got" ||
         fail "kubectl $v: unserved kinds differ from $U/UNSERVED: $(diff "$TMP/want" "$TMP/got")"
-    [ "$n_ok" -ge 23 ] || fail "kubectl $v: only $n_ok objects applied"
+    [ "$n_ok" -ge 26 ] || fail "kubectl $v: only $n_ok objects applied"
     echo "kubectl $v: $n_ok objects applied, $(wc -l <"$TMP/got") unserved kinds refused by name"
     expect_rc 0 "$k" get jobs -n default -o name
     expect_line "$TMP/out" "job.batch/sample-job-"
@@ -50,6 +53,12 @@ for v in 1.27 1.33; do
     expect_rc 0 "$k" get resourceclaimtemplates -A -o name
     expect_line "$TMP/out" "resourceclaimtemplate.resource.k8s.io/single-gpu"
     expect_line "$TMP/out" "resourceclaimtemplate.resource.k8s.io/a100-or-mig"
+    # Kubeflow's Profile CRD: served, its samples stored (one in each version)
+    expect_rc 0 "$k" get profiles -o name
+    expect_line "$TMP/out" "profile.kubeflow.org/test-user-profile"
+    expect_line "$TMP/out" "profile.kubeflow.org/profile-sample"
+    expect_rc 0 "$k" get profile test-user-profile -o jsonpath='{.spec.owner.name}'
+    expect_line "$TMP/out" "test-user@kubeflow.org"
     stop_fatiad
 done
 finish

@@ -6,13 +6,13 @@
  * apiserver/crd.c decides) as CustomResourceDefinition objects, written by fatiad itself at
  * start. Clients read them: kubectl's default validation lists CRDs before it sends an object
  * whose kind it does not find in the OpenAPI documents (issue 17), and `kubectl get crds` shows
- * what a cluster would. The kind serves get, list and watch only (`verbs`): a CRD written by a
- * user would promise a kind nobody serves, so create, update, patch and delete answer 405 until
- * user-defined CRDs are served.
+ * what a cluster would. A CRD written by a user is served as a kind of its own
+ * (apiserver/crd_serve.c, model/crd_kind.c); fatiad's own CRDs may not be changed.
  *
  * The schema follows apiextensions/v1 types.go for the members clients read (spec.group,
  * spec.names, spec.scope, spec.versions[].name/served/storage) and keeps the rest as it is
- * (the openAPIV3Schema of a version, conversion, status): fatiad writes them, nobody else can.
+ * (the openAPIV3Schema of a version, conversion, status): model/crd_kind.c reads a user's CRD
+ * into a kind, and apiserver/crd_serve.c refuses what it cannot serve.
  *
  * Rejected: serving the CRD list as a virtual resource computed per request. Watches, paging,
  * resourceVersions, uids that survive a restart and Table output would all need a second read
@@ -79,5 +79,4 @@ const struct fatia_kind fatia_kind_crd = {
     .namespaced = false,
     .has_status = false, /* upstream has one; nobody may write it here */
     .name_rule = FATIA_NAME_SUBDOMAIN,
-    .schema = &(const struct fatia_schema){FATIA_T_OBJECT, .fields = crd_fields},
-    .verbs = (const char *const[]){"get", "list", "watch", NULL}};
+    .schema = &(const struct fatia_schema){FATIA_T_OBJECT, .fields = crd_fields}};

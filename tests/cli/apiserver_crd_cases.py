@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""tests/cli/apiserver_crd_cases.py: pruning and defaulting of custom objects over raw HTTP
+(issue 17 item 2), cases transcribed from apiextensions-apiserver's unit tests:
+
+  P: staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning/algorithm_test.go
+     (kubernetes/kubernetes 9efa0b0228c08a0be9eac268ac222025169fe6e8), TestPrune
+  D: staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting/algorithm_test.go
+     (kubernetes/kubernetes e0a566e71f693433f4bed729380e215e98a263ea), TestDefault
+
+The embedded-resource case expects what kube-apiserver stores, not Prune's output alone: the
+metadata of an embedded resource is then coerced to ObjectMeta (schema/objectmeta/coerce.go),
+which drops its unknown members.
+
+Each case's schema becomes the `spec` of a cluster-scoped CRD of its own and its input the
+object's spec, created with fieldValidation=Ignore (pruning without refusal, as kubectl
+--validate=false); the stored spec must be upstream's expected value. Upstream's untyped
+Structural nodes get the types of their values (a CRD's schema must be structural).
+
+    apiserver_crd_cases.py URL CA ADMIN_TOKEN
+"""
+import http.client
+import json
+import ssl
+import sys
+from urllib.parse import urlparse
+
+URL, CA, ADMIN = sys.argv[1:4]
+U = urlparse(URL)
+CTX = ssl.create_default_context(cafile=CA)
+FAILS = []
+
+
+def req(method, path, body=None):
+    c = http.client.HTTPSConnection(U.hostname, U.port, context=CTX, timeout=20)
+    c.request(method, path, body=json.dumps(body) if body is not None else None,
+              headers={"Content-Type": "application/json", "Authorization": "Bearer " + ADMIN})
+    r = c.getresponse()
+    text = r.read()
+    c.close()
+    return r.status, json.loads(text) if text else None
+
+
+def obj(props, **kw):
+    s = {"type": "object", "properties": props}
+    s.update(kw)
+    return s
+
+
+S, I, N, O, A = ({"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "object"},
+                 lambda items: {"type": "array", "items": items})
+PRESERVE = {"x-kubernetes-preserve-unknown-fields": True}
+
+CASES = [
+    ("P object array object",
+     obj({"array": A(obj({"a": I, "c": I})), "specified": obj({"a": I, "c": I})}),
+     {"array": [{"a": 1}, {"b": 1}, {"a": 1, "b": 2, "c": 3}], "unspecified": {"a": 1},
+      "specified": {"a": 1, "b": 2, "c": 3}},
+     {"array": [{"a": 1}, {}, {"a": 1, "c": 3}], "specified": {"a": 1, "c": 3}}),
+    ("P nested x-kubernetes-preserve-unknown-fields",
+     obj({"alpha": S, "beta": N,
+          "pruning": obj({"preserving": dict(O, **PRESERVE), "pruning": O}),
+          "preserving": obj({"preserving": dict(O, **PRESERVE), "pruning": O}, **PRESERVE),
+          "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields":
+              dict({"type": "object", "additionalProperties": obj({"specified": O})}, **PRESERVE),
+          "preservingAdditionalPropertiesKeyPruneValues":
+              {"type": "object", "additionalProperties": obj({"specified": O})}},
+         **PRESERVE),
+     {"unspecified": "bar", "alpha": "abc", "beta": 42.5,
+      "unspecifiedObject": {"unspecified": "bar"},
+      "pruning": {"unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"},
+                  "pruning": {"unspecified": "bar"}, "preserving": {"unspecified": "bar"}},
+      "preserving": {"unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"},
+                     "pruning": {"unspecified": "bar"}, "preserving": {"unspecified": "bar"}},
+      "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields":
+          {"foo": {"specified": {"unspecified": "bar"}, "unspecified": "bar"}},
+      "preservingAdditionalPropertiesKeyPruneValues":
+          {"foo": {"specified": {"unspecified": "bar"}, "unspecified": "bar"}}},
+     {"unspecified": "bar", "alpha": "abc", "beta": 42.5,
+      "unspecifiedObject": {"unspecified": "bar"},
+      "pruning": {"pruning": {}, "preserving": {"unspecified": "bar"}},
+      "preserving": {"unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"},
+                     "pruning": {}, "preserving": {"unspecified": "bar"}},
+      "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields":
+          {"foo": {"specified": {}}},
+      "preservingAdditionalPropertiesKeyPruneValues": {"foo": {"specified": {}}}}),
+    ("P x-kubernetes-embedded-resource",
+     obj({"pruned": obj({"spec": O}, **{"x-kubernetes-embedded-resource": True}),
+          "preserving": dict(O, **PRESERVE, **{"x-kubernetes-embedded-resource": True}),
+          "nested": obj({"spec": obj({"embedded": obj(
+              {"spec": O}, **{"x-kubernetes-embedded-resource": True})})},
+              **{"x-kubernetes-embedded-resource": True})}),
+     {"unspecified": "bar",
+      "pruned": {"apiVersion": "foo/v1", "kind": "Foo", "unspecified": "bar",
+                 "metadata": {"name": "instance", "unspecified": "bar"},
+                 "spec": {"unspecified": "bar"}},
+      "preserving": {"apiVersion": "foo/v1", "kind": "Foo", "unspecified": "bar",
+                     "metadata": {"name": "instance", "unspecified": "bar"},
+                     "spec": {"unspecified": "bar"}},
+      "nested": {"apiVersion": "foo/v1", "kind": "Foo", "unspecified": "bar",
+                 "metadata": {"name": "instance", "unspecified": "bar"},
+                 "spec": {"unspecified": "bar", "embedded": {
+                     "apiVersion": "foo/v1", "kind": "Foo", "unspecified": "bar",
+                     "metadata": {"name": "instance", "unspecified": "bar"},
+                     "spec": {"unspecified": "bar"}}}}},
+     {"pruned": {"apiVersion": "foo/v1", "kind": "Foo", "metadata": {"name": "instance"},
+                 "spec": {}},
+      "preserving": {"apiVersion": "foo/v1", "kind": "Foo", "unspecified": "bar",
+                     "metadata": {"name": "instance"}, "spec": {"unspecified": "bar"}},
+      "nested": {"apiVersion": "foo/v1", "kind": "Foo", "metadata": {"name": "instance"},
+                 "spec": {"embedded": {"apiVersion": "foo/v1", "kind": "Foo",
+                                       "metadata": {"name": "instance"}, "spec": {}}}}}),
+    ("D object array",
+     obj({"list": A({"type": "object", "properties": {
+         "a": {"x-kubernetes-int-or-string": True, "default": "A"},
+         "b": {"x-kubernetes-int-or-string": True, "default": "B"},
+         "c": {"x-kubernetes-int-or-string": True, "default": "C"}}})}),
+     {"list": [{"a": 1}, {"b": 1}, {"c": 1}]},
+     {"list": [{"a": 1, "b": "B", "c": "C"}, {"a": "A", "b": 1, "c": "C"},
+               {"a": "A", "b": "B", "c": 1}]}),
+    ("D object array object",
+     obj({"array": A(obj({"a": dict(PRESERVE, default="A"), "b": dict(PRESERVE, default="B")})),
+          "object": obj({"a": dict(PRESERVE, default="N"), "b": dict(PRESERVE, default="O")}),
+          "additionalProperties": {"type": "object", "additionalProperties": obj(
+              {"a": dict(PRESERVE, default="alpha"), "b": dict(PRESERVE, default="beta")})},
+          "foo": {"type": "string", "default": "bar"}}),
+     {"array": [{"a": 1}, {"b": 2}], "object": {"a": 1},
+      "additionalProperties": {"x": {"a": 1}, "y": {"b": 2}}},
+     {"array": [{"a": 1, "b": "B"}, {"a": "A", "b": 2}], "object": {"a": 1, "b": "O"},
+      "additionalProperties": {"x": {"a": 1, "b": "beta"}, "y": {"a": "alpha", "b": 2}},
+      "foo": "bar"}),
+    ("D empty and null",
+     obj({"list": A(obj({"a": dict(PRESERVE, default="A")}))}),
+     {"list": [{}, {"a": 1}, {"a": 0}, {"a": 0.5}, {"a": ""}, {"a": None}, {"a": []},
+               {"a": {}}]},
+     {"list": [{"a": "A"}, {"a": 1}, {"a": 0}, {"a": 0.5}, {"a": ""}, {"a": "A"}, {"a": []},
+               {"a": {}}]}),
+    ("D null in nullable object",
+     obj({"a": {"type": "string", "nullable": True, "default": "A"}}),
+     {"a": None}, {"a": None}),
+    ("D null in non-nullable object",
+     obj({"a": {"type": "string", "default": "A"}}),
+     {"a": None}, {"a": "A"}),
+    ("D null in non-nullable list",
+     obj({"list": A({"type": "string", "default": "A"})}),
+     {"list": [None]}, {"list": ["A"]}),
+    ("D null in nullable object with additionalProperties",
+     obj({"m": {"type": "object", "additionalProperties":
+                {"type": "string", "nullable": True, "default": "A"}}}),
+     {"m": {"a": None}}, {"m": {"a": None}}),
+    ("D null in non-nullable object with additionalProperties",
+     obj({"m": {"type": "object", "additionalProperties": {"type": "string", "default": "A"}}}),
+     {"m": {"a": None}}, {"m": {"a": "A"}}),
+]
+
+for i, (name, schema, given, want) in enumerate(CASES):
+    plural, kind = "c%ds" % i, "C%d" % i
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": plural + ".cases.example.com"},
+           "spec": {"group": "cases.example.com", "scope": "Cluster",
+                    "names": {"plural": plural, "kind": kind},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                        "openAPIV3Schema": {"type": "object", "properties": {"spec": schema}}}}]}}
+    code, body = req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    if code != 201:
+        FAILS.append(name)
+        print("FAIL %s: the CRD: %s %s" % (name, code, body))
+        continue
+    path = "/apis/cases.example.com/v1/" + plural
+    code, body = req("POST", path + "?fieldValidation=Ignore",
+                     {"apiVersion": "cases.example.com/v1", "kind": kind,
+                      "metadata": {"name": "x"}, "spec": given})
+    got = body.get("spec") if code == 201 and body else None
+    if got != want:
+        FAILS.append(name)
+        print("FAIL %s: %s\n  got  %s\n  want %s" % (name, code, json.dumps(got if got is not None else body), json.dumps(want)))
+    else:
+        print("ok   " + name)
+print("%d cases, %d failed" % (len(CASES), len(FAILS)))
+sys.exit(1 if FAILS else 0)

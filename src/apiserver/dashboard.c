@@ -44,6 +44,7 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "rbac/rbac.h"
 
 #define MAX_FILE (16u << 20)
 

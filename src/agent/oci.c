@@ -747,18 +747,16 @@ static int oci_exec(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, char
         snprintf(why, why_n, "at most %zu arguments", FATIA_ARRAY_SIZE(args) - 5);
         return -E2BIG;
     }
+    if (io->tty) {
+        /* the container's own pty, over runc's console socket (oci_console.c) */
+        const char *prefix[] = {runc_path(pod), "--root", runc_root(pod), "exec", NULL};
+        return fatia_oci_console_exec(prefix, id, argv, io->in, ret_pid, why, why_n);
+    }
     args[n++] = "exec";
-    if (io->tty)
-        args[n++] = "--tty";
     args[n++] = id;
     for (size_t i = 0; i < na; i++)
         args[n++] = argv[i];
     args[n] = NULL;
-    if (io->tty) {
-        /* runc's --tty wants a console socket; a terminal made by the caller is not it */
-        snprintf(why, why_n, "a terminal for exec in a container is not supported yet");
-        return -ENOTSUP;
-    }
     r = run_runc(pod, args, io->in, io->out, io->err, false, false, ret_pid);
     if (r < 0)
         snprintf(why, why_n, "cannot run runc exec: %s", fatia_strerror(r));

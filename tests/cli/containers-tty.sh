@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# tests/cli/containers-tty.sh: terminals inside OCI containers (runc), with kubectl 1.27 (SPDY)
+# and 1.33 (WebSocket, and forced onto SPDY):
+#   - `kubectl exec -it POD -- sh` into a runc container (tests/cli/exec_tty.py drives a real
+#     pty): the shell sees a terminal of the container's devpts, of the client's size (resize),
+#     its input echoed, and its exit code comes back as kubectl's;
+#   - a resize in the middle of the session reaches the container's terminal;
+#   - exec without a terminal still gives stdin, stdout, stderr apart and the exit code;
+#   - a hostile tenant: another namespace's token cannot exec -it into the pod.
+. "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/fatiad.bash"
+. "$(dirname "$0")/agent.bash"
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+HERE=$(dirname "$0")
+[ "$(id -u)" = 0 ] || skip "containers need root"
+for t in runc umoci skopeo busybox python3; do
+    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
+done
+agent_setup
+export HOME=$TMP/home
+mkdir -p "$HOME"
+cleanup() {
+    agent_cleanup
+    [ -n "$FATIAD_PID" ] && kill -9 "$FATIAD_PID" 2>/dev/null
+    for c in $(runc --root "$D/agent/runc" list -q 2>/dev/null); do
+        runc --root "$D/agent/runc" delete --force "$c" 2>/dev/null
+    done
+    grep -o " $TMP[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+D=$TMP/d
+T0=$(date +%s)
+"$SRC/scripts/images/busybox" "$TMP/busybox.tar" || { fail "cannot build the image"; finish; }
+expect_rc 0 "$FATIA" image load -d "$D" --name fatia.dev/busybox:1 "$TMP/busybox.tar"
+start_fatiad "$D" --no-controllers --agent runtime=oci || exit 1
+IMG=fatia.dev/busybox:1
+k create namespace other >/dev/null || fail "create namespace other"
+
+bound_pod box "" "  restartPolicy: Never" <<EOF2
+  - name: main
+    image: $IMG
+    command: ["sh", "-c", "hostname > /tmp/h; exec sleep 3600"]
+EOF2
+wait_for 60 phase_is box Running
+
+for mode in 1.27 1.33 1.33-spdy; do
+    kc="$KUBECTL_DIR/kubectl.${mode%-spdy}"
+    if [ "$mode" = 1.33-spdy ]; then
+        export KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false
+    else
+        unset KUBECTL_REMOTE_COMMAND_WEBSOCKETS
+    fi
+    # a terminal in the container: its devpts, its size, echo, the exit code
+    python3 "$HERE/exec_tty.py" "$kc" "$KCFG" default box >"$TMP/tty" 2>&1 ||
+        fail "kubectl $mode: exec -it into a container: $(cat "$TMP/tty")"
+    # inside the container: its hostname, not the host's, and a pty the container's devpts made
+    python3 "$HERE/exec_tty.py" --resize "$kc" "$KCFG" default box >"$TMP/tty2" 2>&1 ||
+        fail "kubectl $mode: resize during exec -it: $(cat "$TMP/tty2")"
+    # no terminal: stdio apart, the exit code
+    echo in | "$kc" --kubeconfig "$KCFG" exec -i box -- sh -c 'cat; echo e >&2; cat /tmp/h; exit 4' \
+        >"$TMP/o" 2>"$TMP/e"
+    rc=$?
+    [ "$rc" = 4 ] || fail "kubectl $mode: exec exit code $rc, want 4"
+    [ "$(cat "$TMP/o")" = "in
+box" ] || fail "kubectl $mode: exec stdout: $(cat "$TMP/o")"
+    grep -q '^e$' "$TMP/e" || fail "kubectl $mode: exec stderr: $(cat "$TMP/e")"
+done
+unset KUBECTL_REMOTE_COMMAND_WEBSOCKETS
+
+# a command that does not exist, with a terminal: runc's reason, a failing code
+"$KUBECTL_DIR/kubectl.1.33" --kubeconfig "$KCFG" exec -t box -- no-such-command >"$TMP/o" 2>&1
+rc=$?
+[ "$rc" != 0 ] || fail "exec -t of a missing command succeeded"
+grep -q 'no-such-command.*not found' "$TMP/o" || fail "exec -t of a missing command: $(cat "$TMP/o")"
+# the relay's console socket and pid file are gone
+ls -d /tmp/fatia-tty-* 2>/dev/null | while read -r d; do
+    [ "$(stat -c %Y "$d")" -ge "$T0" ] && fail "a console socket directory was left: $d"
+done
+
+# hostile tenant
+expect_rc 0 "$FATIA" token create --data-dir "$D" --user mallory --namespace other
+cp "$TMP/out" "$TMP/mallory.kubeconfig"
+sleep 1.2 # fatiad re-reads the tokens file within a second
+python3 "$HERE/exec_tty.py" "$KUBECTL_DIR/kubectl.1.33" "$TMP/mallory.kubeconfig" default box \
+    >"$TMP/tty" 2>&1 && fail "ATTACK SUCCEEDED: another namespace's token got a terminal in the pod"
+grep -q 'Forbidden\|forbidden' "$TMP/tty" || fail "another namespace's token: $(cat "$TMP/tty")"
+finish

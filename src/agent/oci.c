@@ -583,10 +583,35 @@ static int oci_create(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c,
         r = mount_rootfs(pod, c, rdir, why, why_n);
     if (r < 0)
         return r;
-    r = run_runc(pod,
-                 (const char *const[]){"--log", log, "--log-format", "json", "create", "--bundle",
-                                       bundle, "--pid-file", pidf, id, NULL},
-                 io->in, io->out, io->err, false, true, NULL);
+    if (io->tty && io->ret_master) {
+        /* terminal: true (attach -t): the container's pty is runc's, its master ours */
+        struct fatia_oci_console cs = {0};
+        r = fatia_oci_console_listen(&cs);
+        if (r < 0) {
+            snprintf(why, why_n, "cannot make a console socket: %s", fatia_strerror(r));
+            goto fail;
+        }
+        r = run_runc(pod,
+                     (const char *const[]){"--log", log, "--log-format", "json", "create",
+                                           "--bundle", bundle, "--console-socket", cs.sock,
+                                           "--pid-file", pidf, id, NULL},
+                     -1, -1, -1, false, true, NULL);
+        if (r == 0) {
+            int m = fatia_oci_console_take(&cs);
+            if (m < 0) {
+                fatia_oci_console_close(&cs);
+                snprintf(why, why_n, "runc create sent no terminal: %s", fatia_strerror(m));
+                goto fail;
+            }
+            *io->ret_master = m;
+        }
+        fatia_oci_console_close(&cs);
+    } else {
+        r = run_runc(pod,
+                     (const char *const[]){"--log", log, "--log-format", "json", "create",
+                                           "--bundle", bundle, "--pid-file", pidf, id, NULL},
+                     io->in, io->out, io->err, false, true, NULL);
+    }
     if (r != 0) {
         runc_log_msg(log, msg, sizeof(msg));
         snprintf(why, why_n, "%s", msg[0] ? msg : "runc create failed");

@@ -24,6 +24,18 @@ void fatia_oci_ctr_id(const char *pod_uid, const char *name, char *buf, size_t n
 int fatia_oci_console_exec(const char *const *prefix, const char *id, char *const *cmd, int tty,
                            pid_t *ret_pid, char *why, size_t why_n);
 
+/* runc create --console-socket (a container whose config.json says terminal: true): listen
+ * on a fresh root-only directory's socket, then take the pty master that runc create sent. */
+struct fatia_oci_console {
+    char dir[32], sock[64];
+    int ls;
+};
+
+int fatia_oci_console_listen(struct fatia_oci_console *cs);
+/* After runc create exited 0: the master (close-on-exec), or -errno. */
+int fatia_oci_console_take(struct fatia_oci_console *cs);
+void fatia_oci_console_close(struct fatia_oci_console *cs);
+
 /* Ids inside a container's user namespace: 0..FATIA_OCI_IDS-1 map onto host_base... */
 #define FATIA_OCI_IDS 65536u
 

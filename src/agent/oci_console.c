@@ -328,3 +328,57 @@ int fatia_oci_console_exec(const char *const *prefix, const char *id, char *cons
     *ret_pid = pid;
     return 0;
 }
+
+/* ---- runc create with terminal: true (the shim's side: attach -t) ---- */
+
+int fatia_oci_console_listen(struct fatia_oci_console *cs)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int r;
+
+    snprintf(cs->dir, sizeof(cs->dir), "/tmp/fatia-tty-XXXXXX");
+    cs->ls = -1;
+    if (!mkdtemp(cs->dir))
+        return -errno;
+    snprintf(cs->sock, sizeof(cs->sock), "%s/console.sock", cs->dir);
+    memcpy(sa.sun_path, cs->sock, strlen(cs->sock) + 1);
+    cs->ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (cs->ls < 0 || bind(cs->ls, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        listen(cs->ls, 1) < 0) {
+        r = -errno;
+        fatia_oci_console_close(cs);
+        return r;
+    }
+    return 0;
+}
+
+int fatia_oci_console_take(struct fatia_oci_console *cs)
+{
+    struct pollfd p = {.fd = cs->ls, .events = POLLIN};
+    int c, fd;
+
+    /* runc create connected and sent the master before it exited: it is queued */
+    if (poll(&p, 1, 1000) <= 0)
+        return -ETIMEDOUT;
+    c = accept4(cs->ls, NULL, NULL, SOCK_CLOEXEC);
+    if (c < 0)
+        return -errno;
+    {
+        int fl = fcntl(c, F_GETFL);
+        if (fl >= 0)
+            (void)fcntl(c, F_SETFL, fl & ~O_NONBLOCK);
+    }
+    fd = recv_fd(c);
+    close(c);
+    return fd >= 0 ? fd : -EPROTO;
+}
+
+void fatia_oci_console_close(struct fatia_oci_console *cs)
+{
+    if (cs->ls >= 0)
+        close(cs->ls);
+    cs->ls = -1;
+    if (cs->sock[0])
+        (void)unlink(cs->sock);
+    (void)rmdir(cs->dir);
+}

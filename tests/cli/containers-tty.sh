@@ -5,6 +5,10 @@
 #     pty): the shell sees a terminal of the container's devpts, of the client's size (resize),
 #     its input echoed, and its exit code comes back as kubectl's;
 #   - a resize in the middle of the session reaches the container's terminal;
+#   - `kubectl attach -it` to a container with tty: true and stdin: true, in both runtimes (runc:
+#     the pty from runc create's console socket, held by the shim; process: openpty): the
+#     shell answers on its terminal, of the client's size, then the new one after a resize; a
+#     client that leaves does not end the container; the shell's exit ends the last attach;
 #   - exec without a terminal still gives stdin, stdout, stderr apart and the exit code;
 #   - a hostile tenant: another namespace's token cannot exec -it into the pod.
 . "$(dirname "$0")/lib.bash"
@@ -43,7 +47,21 @@ bound_pod box "" "  restartPolicy: Never" <<EOF2
     image: $IMG
     command: ["sh", "-c", "hostname > /tmp/h; exec sleep 3600"]
 EOF2
+for rt in oci process; do
+    extra="  restartPolicy: Never"
+    [ $rt = process ] && extra="$extra
+  runtimeClassName: fatia-process"
+    bound_pod "term-$rt" "" "$extra" <<EOF2
+  - name: main
+    image: $IMG
+    command: ["sh"]
+    stdin: true
+    tty: true
+EOF2
+done
 wait_for 60 phase_is box Running
+wait_for 60 phase_is term-oci Running
+wait_for 60 phase_is term-process Running
 
 for mode in 1.27 1.33 1.33-spdy; do
     kc="$KUBECTL_DIR/kubectl.${mode%-spdy}"
@@ -58,6 +76,13 @@ for mode in 1.27 1.33 1.33-spdy; do
     # inside the container: its hostname, not the host's, and a pty the container's devpts made
     python3 "$HERE/exec_tty.py" --resize "$kc" "$KCFG" default box >"$TMP/tty2" 2>&1 ||
         fail "kubectl $mode: resize during exec -it: $(cat "$TMP/tty2")"
+    # attach -it to a container with tty: true, in both runtimes; the last client exits the shell
+    for rt in oci process; do
+        last=
+        [ "$mode" = 1.33-spdy ] && last=--exit
+        python3 "$HERE/attach_tty.py" $last "$kc" "$KCFG" default "term-$rt" >"$TMP/att" 2>&1 ||
+            fail "kubectl $mode: attach -it to a $rt container with a TTY: $(cat "$TMP/att")"
+    done
     # no terminal: stdio apart, the exit code
     echo in | "$kc" --kubeconfig "$KCFG" exec -i box -- sh -c 'cat; echo e >&2; cat /tmp/h; exit 4' \
         >"$TMP/o" 2>"$TMP/e"
@@ -78,6 +103,14 @@ grep -q 'no-such-command.*not found' "$TMP/o" || fail "exec -t of a missing comm
 ls -d /tmp/fatia-tty-* 2>/dev/null | while read -r d; do
     [ "$(stat -c %Y "$d")" -ge "$T0" ] && fail "a console socket directory was left: $d"
 done
+
+# the shells exited with the last attach: the pods end
+wait_for 30 phase_is term-oci Succeeded
+wait_for 30 phase_is term-process Succeeded
+# attach -t to a container without a TTY, straight to the server: refused, with the reason
+"$KUBECTL_DIR/kubectl.1.33" --kubeconfig "$KCFG" get --raw \
+    '/api/v1/namespaces/default/pods/box/attach?stdout=true&tty=true' >"$TMP/o" 2>&1
+grep -q 'has no TTY' "$TMP/o" || fail "attach tty=true to a container without one: $(cat "$TMP/o")"
 
 # hostile tenant
 expect_rc 0 "$FATIA" token create --data-dir "$D" --user mallory --namespace other

@@ -5,6 +5,7 @@
 #     pty): the shell sees a terminal of the container's devpts, of the client's size (resize),
 #     its input echoed, and its exit code comes back as kubectl's;
 #   - a resize in the middle of the session reaches the container's terminal;
+#   - a client killed in the middle: its process in the container ends (SIGHUP);
 #   - `kubectl attach -it` to a container with tty: true and stdin: true, in both runtimes (runc:
 #     the pty from runc create's console socket, held by the shim; process: openpty): the
 #     shell answers on its terminal, of the client's size, then the new one after a resize; a
@@ -93,6 +94,29 @@ box" ] || fail "kubectl $mode: exec stdout: $(cat "$TMP/o")"
     grep -q '^e$' "$TMP/e" || fail "kubectl $mode: exec stderr: $(cat "$TMP/e")"
 done
 unset KUBECTL_REMOTE_COMMAND_WEBSOCKETS
+
+# a client that leaves: its terminal's process in the container goes too (SIGHUP from its pty,
+# whose master the killed relay held), nothing is left running in the container
+python3 - "$KUBECTL_DIR/kubectl.1.33" "$KCFG" <<'PY'
+import os, pty, signal, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "--kubeconfig", sys.argv[2], "exec", "-it", "box", "--",
+                           "sleep", "98765"])
+import subprocess
+seen = False
+for _ in range(50):  # seen from the host: the container's ps cannot read an exec'd process
+    time.sleep(0.2)
+    seen = subprocess.run(["pgrep", "-f", "^sleep 9876[5]$"], capture_output=True).returncode == 0
+    if seen:
+        break
+os.kill(pid, signal.SIGKILL)
+os.waitpid(pid, 0)
+sys.exit(0 if seen else "the exec -it process never ran in the container")
+PY
+[ $? = 0 ] || fail "exec -it: the process to leave behind did not run"
+gone() { ! pgrep -f '^sleep 9876[5]$' >/dev/null; }
+wait_for 20 gone
 
 # a command that does not exist, with a terminal: runc's reason, a failing code
 "$KUBECTL_DIR/kubectl.1.33" --kubeconfig "$KCFG" exec -t box -- no-such-command >"$TMP/o" 2>&1

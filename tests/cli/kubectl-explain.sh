@@ -51,6 +51,7 @@ for v in 1.27 1.33; do
     explain_has $v localqueue.status.conditions.reason "reason contains a programmatic identifier indicating the reason for the condition's last transition."
     explain_has $v resourceflavor.spec.nodeTaints.effect "Required. The effect of the taint on pods that do not tolerate the taint."
     explain_has $v workloadpriorityclass.value "value represents the integer value of this workloadPriorityClass."
+    explain_has $v cohort.spec.resourceGroups.flavors.resources.lendingLimit "lendingLimit is the maximum amount of unused quota for the [flavor, resource]"
     explain_has $v admissioncheck.spec.controllerName "controllerName identifies the controller that processes the AdmissionCheck"
     stop_fatiad
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/cli/containers-tty.sh: terminals inside OCI containers (runc), with kubectl 1.27 (SPDY)
-# and 1.33 (WebSocket, and forced onto SPDY):
+# tests/cli/containers-tty.sh: terminals inside OCI containers (runc), and port-forward into
+# them, with kubectl 1.27 (SPDY) and 1.33 (WebSocket, and forced onto SPDY):
 #   - `kubectl exec -it POD -- sh` into a runc container (tests/cli/exec_tty.py drives a real
 #     pty): the shell sees a terminal of the container's devpts, of the client's size (resize),
 #     its input echoed, and its exit code comes back as kubectl's;
@@ -10,6 +10,8 @@
 #     the pty from runc create's console socket, held by the shim; process: openpty): the
 #     shell answers on its terminal, of the client's size, then the new one after a resize; a
 #     client that leaves does not end the container; the shell's exit ends the last attach;
+#   - port-forward to a port of the container's own network namespace (1 MiB echoed, half-close);
+#     fatiad's own port through the pod refused;
 #   - exec without a terminal still gives stdin, stdout, stderr apart and the exit code;
 #   - a hostile tenant: another namespace's token cannot exec -it into the pod.
 . "$(dirname "$0")/lib.bash"
@@ -60,6 +62,11 @@ for rt in oci process; do
     tty: true
 EOF2
 done
+bound_pod echo "" "  restartPolicy: Never" <<EOF2
+  - name: main
+    image: $IMG
+    command: ["nc", "-ll", "-p", "8080", "-e", "cat"]
+EOF2
 wait_for 60 phase_is box Running
 wait_for 60 phase_is term-oci Running
 wait_for 60 phase_is term-process Running
@@ -94,6 +101,32 @@ box" ] || fail "kubectl $mode: exec stdout: $(cat "$TMP/o")"
     grep -q '^e$' "$TMP/e" || fail "kubectl $mode: exec stderr: $(cat "$TMP/e")"
 done
 unset KUBECTL_REMOTE_COMMAND_WEBSOCKETS
+
+# port-forward into a container's own network namespace (its loopback, as kubelet's), both
+# versions: 1 MiB echoed with a half-close; a port the pod does not listen on (fatiad's) refused
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for 60 phase_is echo Running
+for v in 1.27 1.33; do
+    LOCAL=$(free_port)
+    "$KUBECTL_DIR/kubectl.$v" --kubeconfig "$KCFG" port-forward pod/echo "$LOCAL:8080" >"$TMP/pf.log" 2>&1 &
+    PFPID=$!
+    python3 "$HERE/pf_roundtrip.py" "$LOCAL" 1048576 >"$TMP/rt" 2>&1 ||
+        fail "kubectl $v: port-forward into a container: $(cat "$TMP/rt") $(cat "$TMP/pf.log")"
+    kill "$PFPID"
+    wait "$PFPID" 2>/dev/null
+    FPORT=${URL##*:}
+    LOCAL=$(free_port)
+    "$KUBECTL_DIR/kubectl.$v" --kubeconfig "$KCFG" port-forward pod/echo "$LOCAL:$FPORT" >"$TMP/pf.log" 2>&1 &
+    PFPID=$!
+    for _ in $(seq 50); do grep -q Forwarding "$TMP/pf.log" && break; sleep 0.1; done
+    curl -sk -m 5 "https://127.0.0.1:$LOCAL/version" >"$TMP/leak" 2>/dev/null
+    grep -q gitVersion "$TMP/leak" && fail "kubectl $v: fatiad's port was reached through a container"
+    for _ in $(seq 50); do grep -q "does not listen on port $FPORT" "$TMP/pf.log" && break; sleep 0.1; done
+    grep -q "does not listen on port $FPORT" "$TMP/pf.log" ||
+        fail "kubectl $v: no reason for the refused port $FPORT: $(cat "$TMP/pf.log")"
+    kill "$PFPID" 2>/dev/null
+    wait "$PFPID" 2>/dev/null
+done
 
 # a client that leaves: its terminal's process in the container goes too (SIGHUP from its pty,
 # whose master the killed relay held), nothing is left running in the container

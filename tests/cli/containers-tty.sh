@@ -12,6 +12,7 @@
 #     client that leaves does not end the container; the shell's exit ends the last attach;
 #   - port-forward to a port of the container's own network namespace (1 MiB echoed, half-close);
 #     fatiad's own port through the pod refused;
+#   - attach -i without a terminal into a runc container (stdin: true, stdinOnce: true);
 #   - exec without a terminal still gives stdin, stdout, stderr apart and the exit code;
 #   - a hostile tenant: another namespace's token cannot exec -it into the pod.
 . "$(dirname "$0")/lib.bash"
@@ -67,6 +68,15 @@ bound_pod echo "" "  restartPolicy: Never" <<EOF2
     image: $IMG
     command: ["nc", "-ll", "-p", "8080", "-e", "cat"]
 EOF2
+for v in 127 133; do
+    bound_pod "talk-$v" "" "  restartPolicy: Never" <<EOF2
+  - name: main
+    image: $IMG
+    command: ["sh", "-c", "read x; echo \"got \$x\"; echo to-err >&2"]
+    stdin: true
+    stdinOnce: true
+EOF2
+done
 wait_for 60 phase_is box Running
 wait_for 60 phase_is term-oci Running
 wait_for 60 phase_is term-process Running
@@ -126,6 +136,15 @@ for v in 1.27 1.33; do
         fail "kubectl $v: no reason for the refused port $FPORT: $(cat "$TMP/pf.log")"
     kill "$PFPID" 2>/dev/null
     wait "$PFPID" 2>/dev/null
+done
+
+# attach -i (no terminal) into a runc container: its stdin pipe, its stdout and stderr apart
+for v in 127 133; do
+    wait_for 60 phase_is "talk-$v" Running
+    echo hello | "$KUBECTL_DIR/kubectl.${v:0:1}.${v:1}" --kubeconfig "$KCFG" attach -i "talk-$v" \
+        >"$TMP/att.out" 2>"$TMP/att.err"
+    grep -qx "got hello" "$TMP/att.out" || fail "kubectl $v: attach -i into a container: $(cat "$TMP/att.out" "$TMP/att.err")"
+    grep -q "to-err" "$TMP/att.err" || fail "kubectl $v: attach -i: stderr: $(cat "$TMP/att.err")"
 done
 
 # a client that leaves: its terminal's process in the container goes too (SIGHUP from its pty,

@@ -6,6 +6,7 @@
 #     its input echoed, and its exit code comes back as kubectl's;
 #   - a resize in the middle of the session reaches the container's terminal;
 #   - a client killed in the middle: its process in the container ends (SIGHUP);
+#   - output keeps flowing while the program reads none of the input pasted meanwhile;
 #   - `kubectl attach -it` to a container with tty: true and stdin: true, in both runtimes (runc:
 #     the pty from runc create's console socket, held by the shim; process: openpty): the
 #     shell answers on its terminal, of the client's size, then the new one after a resize; a
@@ -146,6 +147,31 @@ for v in 127 133; do
     grep -qx "got hello" "$TMP/att.out" || fail "kubectl $v: attach -i into a container: $(cat "$TMP/att.out" "$TMP/att.err")"
     grep -q "to-err" "$TMP/att.err" || fail "kubectl $v: attach -i: stderr: $(cat "$TMP/att.err")"
 done
+
+# a program that writes a lot and reads none of the input a client pastes meanwhile: its
+# output still flows (the relay never blocks on the terminal's input), the session ends
+python3 - "$KUBECTL_DIR/kubectl.1.33" "$KCFG" <<'PY' || fail "exec -it: output stalled behind unread input"
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "--kubeconfig", sys.argv[2], "exec", "-it", "box", "--",
+                           "sh", "-c", "stty raw -echo; sleep 2; seq 1 200000; echo all-written"])
+out, sent, end = b"", 0, time.time() + 60
+while time.time() < end:
+    r, w, _ = select.select([fd], [fd] if sent < 256 * 1024 else [], [], 0.1)
+    if w:
+        sent += os.write(fd, b"y" * 4096)
+    if r:
+        try:
+            out += os.read(fd, 65536)
+        except OSError:
+            break
+    if b"all-written" in out:
+        break
+os.kill(pid, 9)
+os.waitpid(pid, 0)
+sys.exit(0 if b"200000" in out and b"all-written" in out else "output: %d bytes, %d sent" % (len(out), sent))
+PY
 
 # a client that leaves: its terminal's process in the container goes too (SIGHUP from its pty,
 # whose master the killed relay held), nothing is left running in the container

@@ -1658,6 +1658,8 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
             json_object_update(json_array_get(out, json_array_size(out) - 1), si);
             json_decref(si);
         }
+        if (json_is_true(json_object_get(c, "tty"))) /* kubectl attach -t (shim_attach.c) */
+            json_object_set_new(json_array_get(out, json_array_size(out) - 1), "tty", json_true());
         if (layer[0])
             json_object_set_new(json_array_get(out, json_array_size(out) - 1), "vgpuLayer",
                                 json_string(layer));

@@ -64,16 +64,15 @@ static const json_t *by_name(const json_t *arr, const char *name)
     return NULL;
 }
 
-/* kubectl attach: the shim's relay (`fatia-shim attach POD_DIR CONTAINER [-i]`,
+/* kubectl attach: the shim's relay (`fatia-shim attach POD_DIR CONTAINER [-i] [-t]`,
  * shim_attach.c) with the stream's descriptors as 0, 1 and 2; it ends when the container's
  * output does. Run as the agent (root): the attach socket is root's, in the pod's directory. */
 static int attach_relay(struct fatia_agent *a, const char *uid, const char *name,
                         const struct fatia_exec_req *req, int *ret_pid, char *why, size_t why_n)
 {
     char dir[1400];
-    static char attach_arg[] = "attach", in_arg[] = "-i";
-    char *argv[] = {a->shim, attach_arg, dir, (char *)name, req->attach_stdin ? in_arg : NULL,
-                    NULL};
+    static char attach_arg[] = "attach", in_arg[] = "-i", tty_arg[] = "-t";
+    char *argv[7] = {a->shim, attach_arg, dir, (char *)name, NULL, NULL, NULL};
     static char path_env[] = "PATH=" FATIA_AGENT_DEFAULT_PATH;
     char *envp[] = {path_env, NULL};
     posix_spawn_file_actions_t fa;
@@ -81,6 +80,10 @@ static int attach_relay(struct fatia_agent *a, const char *uid, const char *name
     int r;
 
     snprintf(dir, sizeof(dir), "%s/%s", a->pods_dir, uid);
+    if (req->attach_stdin)
+        argv[4] = in_arg;
+    if (req->tty) /* the stream's pty: the relay makes it its controlling terminal */
+        argv[argv[4] ? 5 : 4] = tty_arg;
     if (posix_spawn_file_actions_init(&fa))
         return -ENOMEM;
     posix_spawn_file_actions_adddup2(&fa, req->in, 0);

@@ -583,10 +583,35 @@ static int oci_create(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c,
         r = mount_rootfs(pod, c, rdir, why, why_n);
     if (r < 0)
         return r;
-    r = run_runc(pod,
-                 (const char *const[]){"--log", log, "--log-format", "json", "create", "--bundle",
-                                       bundle, "--pid-file", pidf, id, NULL},
-                 io->in, io->out, io->err, false, true, NULL);
+    if (io->tty && io->ret_master) {
+        /* terminal: true (attach -t): the container's pty is runc's, its master ours */
+        struct fatia_oci_console cs = {0};
+        r = fatia_oci_console_listen(&cs);
+        if (r < 0) {
+            snprintf(why, why_n, "cannot make a console socket: %s", fatia_strerror(r));
+            goto fail;
+        }
+        r = run_runc(pod,
+                     (const char *const[]){"--log", log, "--log-format", "json", "create",
+                                           "--bundle", bundle, "--console-socket", cs.sock,
+                                           "--pid-file", pidf, id, NULL},
+                     -1, -1, -1, false, true, NULL);
+        if (r == 0) {
+            int m = fatia_oci_console_take(&cs);
+            if (m < 0) {
+                fatia_oci_console_close(&cs);
+                snprintf(why, why_n, "runc create sent no terminal: %s", fatia_strerror(m));
+                goto fail;
+            }
+            *io->ret_master = m;
+        }
+        fatia_oci_console_close(&cs);
+    } else {
+        r = run_runc(pod,
+                     (const char *const[]){"--log", log, "--log-format", "json", "create",
+                                           "--bundle", bundle, "--pid-file", pidf, id, NULL},
+                     io->in, io->out, io->err, false, true, NULL);
+    }
     if (r != 0) {
         runc_log_msg(log, msg, sizeof(msg));
         snprintf(why, why_n, "%s", msg[0] ? msg : "runc create failed");
@@ -747,18 +772,16 @@ static int oci_exec(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, char
         snprintf(why, why_n, "at most %zu arguments", FATIA_ARRAY_SIZE(args) - 5);
         return -E2BIG;
     }
+    if (io->tty) {
+        /* the container's own pty, over runc's console socket (oci_console.c) */
+        const char *prefix[] = {runc_path(pod), "--root", runc_root(pod), "exec", NULL};
+        return fatia_oci_console_exec(prefix, id, argv, io->in, ret_pid, why, why_n);
+    }
     args[n++] = "exec";
-    if (io->tty)
-        args[n++] = "--tty";
     args[n++] = id;
     for (size_t i = 0; i < na; i++)
         args[n++] = argv[i];
     args[n] = NULL;
-    if (io->tty) {
-        /* runc's --tty wants a console socket; a terminal made by the caller is not it */
-        snprintf(why, why_n, "a terminal for exec in a container is not supported yet");
-        return -ENOTSUP;
-    }
     r = run_runc(pod, args, io->in, io->out, io->err, false, false, ret_pid);
     if (r < 0)
         snprintf(why, why_n, "cannot run runc exec: %s", fatia_strerror(r));

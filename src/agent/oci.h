@@ -5,6 +5,8 @@
 #ifndef FATIA_AGENT_OCI_H
 #define FATIA_AGENT_OCI_H
 
+#include <sys/types.h>
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -12,6 +14,27 @@
 
 /* The runc container id of a pod's container: "<pod uid>-<name>". */
 void fatia_oci_ctr_id(const char *pod_uid, const char *name, char *buf, size_t n);
+
+/* kubectl exec -it in a runc container (oci_console.c): `PREFIX... --detach --tty
+ * --console-socket S --pid-file F ID CMD...` (PREFIX: runc, its global options, "exec") run by a
+ * relay that holds the container's pty master and copies it to and from tty (the caller's pty
+ * slave, made the relay's controlling terminal: a TIOCSWINSZ on its master reaches the
+ * container's pty). *ret_pid: the relay, a child of the caller, whose exit status is CMD's (runc's
+ * own when it could not start CMD: it writes why on tty). 0, or -errno with why. */
+int fatia_oci_console_exec(const char *const *prefix, const char *id, char *const *cmd, int tty,
+                           pid_t *ret_pid, char *why, size_t why_n);
+
+/* runc create --console-socket (a container whose config.json says terminal: true): listen
+ * on a fresh root-only directory's socket, then take the pty master that runc create sent. */
+struct fatia_oci_console {
+    char dir[32], sock[64];
+    int ls;
+};
+
+int fatia_oci_console_listen(struct fatia_oci_console *cs);
+/* After runc create exited 0: the master (close-on-exec), or -errno. */
+int fatia_oci_console_take(struct fatia_oci_console *cs);
+void fatia_oci_console_close(struct fatia_oci_console *cs);
 
 /* Ids inside a container's user namespace: 0..FATIA_OCI_IDS-1 map onto host_base... */
 #define FATIA_OCI_IDS 65536u

@@ -444,9 +444,10 @@ int fatia_oci_spec_build(const struct fatia_oci_in *in, json_t **ret, char *why,
     if (r < 0)
         goto fail;
     /* no rlimits: the node's own (fatiad's), which a container may not raise anyway */
-    proc = json_pack("{s:b,s:{s:i,s:i},s:O,s:O,s:s,s:o,s:b}", "terminal", 0, "user", "uid",
-                     (int)uid, "gid", (int)gid, "args", in->argv, "env", in->env, "cwd", cwd,
-                     "capabilities", capset, "noNewPrivileges", !json_is_true(ape));
+    proc = json_pack("{s:b,s:{s:i,s:i},s:O,s:O,s:s,s:o,s:b}", "terminal",
+                     json_is_true(json_object_get(in->ctr, "tty")), "user", "uid", (int)uid, "gid",
+                     (int)gid, "args", in->argv, "env", in->env, "cwd", cwd, "capabilities", capset,
+                     "noNewPrivileges", !json_is_true(ape));
     capset = NULL;
     ns = json_pack("[{s:s},{s:s},{s:s}]", "type", "pid", "type", "mount", "type", "cgroup");
     json_array_append_new(ns, json_pack("{s:s,s:b}", "type", "user", "fatiaSandbox", 1));

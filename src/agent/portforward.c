@@ -15,21 +15,24 @@
  * The connection goes to the listener's address family on loopback (127.0.0.1 or ::1), as
  * kubelet's port-forward connects to localhost inside the pod's network namespace.
  *
- * A pod in containers with a network namespace of its own (the shim's status says runtime oci
- * and a podIP) needs no such check: the socket is made inside that namespace (setns(2) of this
- * thread into the sandbox holder's /proc/PID/ns/net and back; a socket keeps the namespace it
- * was made in) and connects to its loopback, exactly kubelet's way, so nothing of the host's or
- * another pod's network is reachable.
+ * A pod with a network namespace of its own (the OCI runtime with CNI: its sandbox holder,
+ * fatia-pause, the status file's pgid, holds it): every listener of that namespace is the
+ * pod's, so its /proc/PID/net/tcp{,6} is the check, and the connection is made inside it, on its
+ * loopback: a short-lived thread setns()es into the namespace, makes the socket (a socket stays
+ * in the namespace it was made in) and connects. The holder's start time is checked against the
+ * status file's, so a reused pid is never entered.
  */
 #include "base/compat.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +40,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_int.h"
+#include "agent/proc.h"
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -161,49 +165,68 @@ static bool pod_holds(const char *cgroup, int64_t pgid, const struct listeners *
     return false;
 }
 
-/* A TCP socket connected to 127.0.0.1:port inside the network namespace of process holder. */
-static int connect_in_netns(pid_t holder, int port, int *ret_fd)
+/* Connects to port on loopback (v6: ::1) in the calling thread's network namespace. */
+static int connect_loopback(int port, bool v6, int *ret_fd)
 {
-    char path[64];
-    int self, ns, fd, r = 0;
+    int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool ok;
 
-    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)holder);
-    ns = open(path, O_RDONLY | O_CLOEXEC);
-    if (ns < 0)
-        return -errno;
-    self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (self < 0) {
-        r = -errno;
-        close(ns);
-        return r;
-    }
-    if (setns(ns, CLONE_NEWNET) < 0) {
-        r = -errno;
-        close(ns);
-        close(self);
-        return r;
-    }
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
-        r = -errno;
-    if (setns(self, CLONE_NEWNET) < 0)
-        fatia_log_errno(FATIA_LOG_ERROR, -errno, "port-forward: cannot return to fatiad's network");
-    close(ns);
-    close(self);
-    if (r < 0)
-        return r;
-    {
+        return -errno;
+    if (v6) {
+        struct sockaddr_in6 sa = {.sin6_family = AF_INET6,
+                                  .sin6_port = htons((uint16_t)port),
+                                  .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+        ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    } else {
         struct sockaddr_in sa = {.sin_family = AF_INET,
                                  .sin_port = htons((uint16_t)port),
                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-            r = -errno;
-            close(fd);
-            return r;
-        }
+        ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    }
+    if (!ok) {
+        int e = -errno;
+        close(fd);
+        return e;
     }
     *ret_fd = fd;
     return 0;
+}
+
+struct netns_connect {
+    int nsfd, port, fd, rc;
+    bool v6;
+};
+
+static void *netns_thread(void *arg)
+{
+    struct netns_connect *c = arg;
+
+    c->rc = setns(c->nsfd, CLONE_NEWNET) < 0 ? -errno : connect_loopback(c->port, c->v6, &c->fd);
+    return NULL;
+}
+
+/* The pod's own network namespace (its sandbox holder's, when not the agent's): an open
+ * descriptor of it, or -1 (the host's network, or no holder we can trust). */
+static int pod_netns(const json_t *shim, char *proc_dir, size_t n)
+{
+    struct stat mine, theirs;
+    int64_t pid = 0, start = 0;
+    uint64_t now = 0;
+    char path[96];
+    int fd;
+
+    if (!fatia_json_int(shim, "pgid", &pid) || pid <= 0 ||
+        !fatia_json_int(shim, "pauseStart", &start) || start <= 0 ||
+        fatia_proc_start_time((pid_t)pid, &now) < 0 || now != (uint64_t)start)
+        return -1;
+    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+    if (stat("/proc/self/ns/net", &mine) < 0 || stat(path, &theirs) < 0 ||
+        (mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev))
+        return -1;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    snprintf(proc_dir, n, "/proc/%d/net", (int)pid);
+    return fd;
 }
 
 int fatia_agent_portforward(void *agent, const json_t *pod, int port, int *ret_fd, char *why,
@@ -225,15 +248,37 @@ int fatia_agent_portforward(void *agent, const json_t *pod, int port, int *ret_f
         return -EAGAIN;
     }
     (void)fatia_json_int(p->shim, "pgid", &pgid);
-    if (fatia_json_str(p->shim, "podIP") && fatia_json_str(p->shim, "runtime") &&
-        !strcmp(fatia_json_str(p->shim, "runtime"), "oci") && pgid > 0) {
-        int r = connect_in_netns((pid_t)pgid, port, ret_fd);
-        if (r == -ECONNREFUSED)
-            snprintf(why, why_n, "pod %s does not listen on port %d", name ? name : "", port);
-        else if (r < 0)
-            snprintf(why, why_n, "connecting to port %d of pod %s: %s", port, name ? name : "",
-                     fatia_strerror(r));
-        return r == -ECONNREFUSED ? -ENOENT : r;
+    {
+        char net[64];
+        int nsfd = pod_netns(p->shim, net, sizeof(net));
+        if (nsfd >= 0) {
+            struct netns_connect c = {.nsfd = nsfd, .port = port, .fd = -1, .rc = -EIO};
+            pthread_t th;
+            char tcp[96];
+            snprintf(tcp, sizeof(tcp), "%s/tcp", net);
+            scan_net(tcp, port, false, &l);
+            snprintf(tcp, sizeof(tcp), "%s/tcp6", net);
+            scan_net(tcp, port, true, &l);
+            if (!l.n) {
+                close(nsfd);
+                snprintf(why, why_n, "pod %s does not listen on port %d", name ? name : "", port);
+                return -ENOENT;
+            }
+            c.v6 = l.v6[0];
+            if (pthread_create(&th, NULL, netns_thread, &c) != 0) {
+                close(nsfd);
+                return -EAGAIN;
+            }
+            pthread_join(th, NULL);
+            close(nsfd);
+            if (c.rc < 0) {
+                snprintf(why, why_n, "connecting to port %d of pod %s: %s", port, name ? name : "",
+                         fatia_strerror(c.rc));
+                return c.rc;
+            }
+            *ret_fd = c.fd;
+            return 0;
+        }
     }
     snprintf(path, sizeof(path), "%s/%s/spec.json", a->pods_dir, uid);
     spec = json_load_file(path, 0, NULL);
@@ -245,26 +290,13 @@ int fatia_agent_portforward(void *agent, const json_t *pod, int port, int *ret_f
         snprintf(why, why_n, "pod %s does not listen on port %d", name ? name : "", port);
         return -ENOENT;
     }
-    fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    if (v6) {
-        struct sockaddr_in6 sa = {.sin6_family = AF_INET6,
-                                  .sin6_port = htons((uint16_t)port),
-                                  .sin6_addr = IN6ADDR_LOOPBACK_INIT};
-        ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-    } else {
-        struct sockaddr_in sa = {.sin_family = AF_INET,
-                                 .sin_port = htons((uint16_t)port),
-                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-    }
-    if (!ok) {
-        int e = -errno;
-        snprintf(why, why_n, "connecting to port %d of pod %s: %s", port, name ? name : "",
-                 fatia_strerror(e));
-        close(fd);
-        return e;
+    {
+        int e = connect_loopback(port, v6, &fd);
+        if (e < 0) {
+            snprintf(why, why_n, "connecting to port %d of pod %s: %s", port, name ? name : "",
+                     fatia_strerror(e));
+            return e;
+        }
     }
     *ret_fd = fd;
     return 0;

@@ -73,6 +73,10 @@ struct fatia_rt_ctr {
 struct fatia_rt_stdio {
     int in, out, err;
     bool tty;
+    /* create with tty: where a runtime that makes the terminal itself (oci: runc's console
+     * socket) puts the container's pty master (in, out and err are then unused); NULL or left
+     * at -1 by a runtime that uses the slave it was given (process) */
+    int *ret_master;
 };
 
 struct fatia_runtime {

@@ -46,6 +46,7 @@
 #include "agent/shim.h"
 
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -57,6 +58,7 @@
 #include <grp.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -109,6 +111,7 @@ struct ctr {
     int out_fd, err_fd;
     int in_fd;                    /* stdin's write end (spec stdin: true), else -1 */
     bool want_stdin, stdin_once;  /* spec */
+    bool tty;                     /* spec tty: out_fd is the container's pty master */
     struct fatia_shim_attach att; /* kubectl attach (shim_attach.c) */
     struct fatia_linebuf out_lb, err_lb;
     struct fatia_crilog log;
@@ -384,9 +387,11 @@ static void on_terminated(struct shim *s, struct ctr *c);
 
 /* Starts an instance of c. A failure to start is recorded as a terminated instance (StartError,
  * exit code 128, as containerd reports it) and goes through the restart policy like an exit. */
+static int tty_create(struct shim *s, struct ctr *c, int *ret_master, pid_t *ret_pid);
+
 static void start_ctr(struct shim *s, struct ctr *c)
 {
-    int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1}, slave = -1, master = -1;
     char path[4200];
     pid_t pid = 0;
     int r;
@@ -418,6 +423,14 @@ static void start_ctr(struct shim *s, struct ctr *c)
                             s->ns, s->name, c->name);
         if (dfd >= 0)
             close(dfd);
+    }
+    if (c->tty) {
+        /* tty: true (kubectl attach -t): a pty; the runtime may make its own (oci: runc's) */
+        c->oom_before = read_oom_kills(s->cgroup);
+        r = tty_create(s, c, &master, &pid);
+        if (r < 0)
+            goto fail;
+        goto started;
     }
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
         (c->want_stdin && pipe2(in, O_CLOEXEC) < 0)) {
@@ -453,6 +466,14 @@ static void start_ctr(struct shim *s, struct ctr *c)
         set_nonblock(c->in_fd);
     set_nonblock(c->out_fd);
     set_nonblock(c->err_fd);
+started:
+    if (c->tty) {
+        c->pid = pid;
+        (void)fatia_proc_start_time(pid, &c->pid_start);
+        c->out_fd = master; /* stdout and stderr are the terminal, as kubelet's */
+        c->in_fd = c->want_stdin ? fcntl(master, F_DUPFD_CLOEXEC, 0) : -1;
+        set_nonblock(c->out_fd);
+    }
     c->st = C_RUNNING;
     c->probe_kill_at = 0;
     c->probe_killed[0] = '\0';
@@ -463,6 +484,10 @@ static void start_ctr(struct shim *s, struct ctr *c)
     return;
 
 fail:
+    if (slave >= 0)
+        close(slave);
+    if (master >= 0)
+        close(master);
     for (int i = 0; i < 2; i++) {
         if (out[i] >= 0)
             close(out[i]);
@@ -484,6 +509,45 @@ fail:
     c->st = C_TERMINATED;
     fatia_warn("pod %s/%s: container '%s' did not start: %s", s->ns, s->name, c->name, c->term_msg);
     on_terminated(s, c);
+}
+
+/* A tty container's instance: the pty the process runtime is given (openpty here), or the one
+ * the runtime made (oci: runc create's console socket); *ret_master: its master. */
+static int tty_create(struct shim *s, struct ctr *c, int *ret_master, pid_t *ret_pid)
+{
+    struct fatia_rt_ctr rc = {.name = c->name,
+                              .argv = c->argv,
+                              .envp = c->envp,
+                              .cwd = c->cwd,
+                              .spec = c->spec,
+                              .instance = c->restarts};
+    struct winsize ws = {.ws_row = 24, .ws_col = 80}; /* until an attach -t sends its size */
+    int m = -1, sl = -1, own = -1, r;
+
+    if (openpty(&m, &sl, NULL, NULL, &ws) < 0) {
+        r = -errno;
+        snprintf(c->term_msg, sizeof(c->term_msg), "cannot make a terminal: %s", fatia_strerror(r));
+        return r;
+    }
+    (void)fcntl(m, F_SETFD, FD_CLOEXEC);
+    (void)fcntl(sl, F_SETFD, FD_CLOEXEC);
+    {
+        struct fatia_rt_stdio io = {
+            .in = sl, .out = sl, .err = sl, .tty = true, .ret_master = &own};
+        r = s->rt->create(&s->pod, &rc, &io, ret_pid, c->term_msg, sizeof(c->term_msg));
+    }
+    close(sl);
+    if (own >= 0) { /* the runtime's own terminal: ours goes */
+        close(m);
+        m = own;
+        (void)ioctl(m, TIOCSWINSZ, &ws);
+    }
+    if (r < 0) {
+        close(m);
+        return r;
+    }
+    *ret_master = m;
+    return 0;
 }
 
 /* ---- output and exits ---- */
@@ -860,6 +924,7 @@ static int load_ctrs(struct shim *s, json_t *arr, bool init, size_t *at)
         x->att.lsock = -1;
         x->want_stdin = json_is_true(json_object_get(c, "stdin"));
         x->stdin_once = json_is_true(json_object_get(c, "stdinOnce"));
+        x->tty = json_is_true(json_object_get(c, "tty"));
         x->log.fd = -1;
         snprintf(x->wait_reason, sizeof(x->wait_reason), "%s",
                  init ? "PodInitializing" : "ContainerCreating");
@@ -1106,7 +1171,7 @@ static void run(struct shim *s)
                 if (!pfd[k].revents)
                     continue;
                 if (fatia_shim_attach_handle(&c->att, pfd[k].fd, pfd[k].revents, &c->in_fd,
-                                             c->stdin_once))
+                                             c->stdin_once && !c->tty, c->tty ? c->out_fd : -1))
                     continue;
                 if (pfd[k].fd == c->out_fd && c->out_fd >= 0 &&
                     !pump(c, c->out_fd, &c->out_lb, "stdout")) {

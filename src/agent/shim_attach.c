@@ -23,13 +23,21 @@
  * any of them could connect to it. Bound relative to the directory (fchdir): sun_path holds
  * only 108 bytes and pod directories can be longer.
  *
- * Not here: a TTY (a container with tty: true would need the shim to own a pty master; attach
- * -t is refused, docs/apiserver.md), and output written before the attach (kubectl logs has it).
+ * A container with tty: true has a pty whose master the shim holds (shim.c; oci: runc's own,
+ * received over its console socket): its output is stream 1 only. An attach -t client says 't'
+ * and then sends frames [type: 0 stdin, 4 resize][length: 2 bytes, big-endian][data], a
+ * resize's data being rows and columns (2 bytes each, big-endian), applied to the master
+ * (TIOCSWINSZ); the relay takes them from SIGWINCH on the stream's pty, which it makes its
+ * controlling terminal. stdinOnce does not apply to a terminal (its input has no end but ^D).
+ *
+ * Not here: output written before the attach (kubectl logs has it).
  */
 #include "base/compat.h"
 
 #include "agent/shim_attach.h"
 
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -37,9 +45,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -111,10 +121,47 @@ static void drop(struct fatia_shim_attach *at, size_t i)
     at->cli[i] = at->cli[at->n];
     at->in_eof[i] = at->in_eof[at->n];
     at->mode[i] = at->mode[at->n];
+    at->tlen[i] = at->tlen[at->n];
+    memcpy(at->tbuf[i], at->tbuf[at->n], at->tlen[at->n]);
+}
+
+/* A 't' client's bytes: whole frames applied, a partial one kept. false: a bad frame, or the
+ * container's stdin cannot take the input now (the client is dropped). */
+static bool tty_frames(struct fatia_shim_attach *at, size_t i, const char *p, size_t n, int in_fd,
+                       int tty_fd)
+{
+    while (n) {
+        size_t take = sizeof(at->tbuf[i]) - at->tlen[i], len;
+        unsigned char *f = at->tbuf[i];
+        if (take > n)
+            take = n;
+        memcpy(f + at->tlen[i], p, take);
+        at->tlen[i] += take;
+        p += take;
+        n -= take;
+        while (at->tlen[i] >= 3) {
+            len = (size_t)f[1] << 8 | f[2];
+            if ((f[0] != 0 && f[0] != 4) || len > FATIA_SHIM_TTY_FRAME)
+                return false;
+            if (at->tlen[i] < 3 + len)
+                break;
+            if (f[0] == 0 && in_fd >= 0 && write(in_fd, f + 3, len) != (ssize_t)len)
+                return false;
+            if (f[0] == 4 && len == 4 && tty_fd >= 0) {
+                struct winsize ws = {.ws_row = (unsigned short)(f[3] << 8 | f[4]),
+                                     .ws_col = (unsigned short)(f[5] << 8 | f[6])};
+                if (ws.ws_row && ws.ws_col)
+                    (void)ioctl(tty_fd, TIOCSWINSZ, &ws);
+            }
+            memmove(f, f + 3 + len, at->tlen[i] - 3 - len);
+            at->tlen[i] -= 3 + len;
+        }
+    }
+    return true;
 }
 
 bool fatia_shim_attach_handle(struct fatia_shim_attach *at, int fd, short revents, int *in_fd,
-                              bool stdin_once)
+                              bool stdin_once, int tty_fd)
 {
     if (fd < 0)
         return false;
@@ -123,6 +170,7 @@ bool fatia_shim_attach_handle(struct fatia_shim_attach *at, int fd, short revent
         if (c >= 0 && at->n < FATIA_SHIM_ATTACH_MAX) {
             at->in_eof[at->n] = false;
             at->mode[at->n] = 0;
+            at->tlen[at->n] = 0;
             at->cli[at->n++] = c;
         } else if (c >= 0)
             close(c);
@@ -140,10 +188,15 @@ bool fatia_shim_attach_handle(struct fatia_shim_attach *at, int fd, short revent
         }
         n = read(fd, buf, sizeof(buf));
         if (n > 0 && !at->mode[i]) {
-            at->mode[i] = buf[0] == 'i' ? 'i' : 'o';
+            at->mode[i] = buf[0] == 'i' || buf[0] == 't' ? buf[0] : 'o';
             memmove(buf, buf + 1, (size_t)--n);
             if (!n)
                 return true;
+        }
+        if (n > 0 && at->mode[i] == 't') {
+            if (!tty_frames(at, i, buf, (size_t)n, *in_fd, tty_fd))
+                drop(at, i);
+            return true;
         }
         if (n > 0) {
             if (at->mode[i] == 'i' && *in_fd >= 0 && write(*in_fd, buf, (size_t)n) != n)
@@ -204,16 +257,58 @@ static int write_full(int fd, const unsigned char *p, size_t n)
     return 0;
 }
 
+/* -t: a resize frame with 0's size. */
+static int send_size(int fd)
+{
+    struct winsize ws;
+    unsigned char f[7] = {4, 0, 4};
+
+    if (ioctl(0, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col)
+        return 0;
+    f[3] = (unsigned char)(ws.ws_row >> 8);
+    f[4] = (unsigned char)ws.ws_row;
+    f[5] = (unsigned char)(ws.ws_col >> 8);
+    f[6] = (unsigned char)ws.ws_col;
+    return write_full(fd, f, sizeof(f));
+}
+
+/* -t: 0 the relay's controlling terminal (its size changes send SIGWINCH, read on a signalfd),
+ * raw (only the container's pty translates). The signalfd, or -1. */
+static int tty_setup(void)
+{
+    struct termios t;
+    sigset_t m;
+
+    (void)setsid();
+    (void)ioctl(0, TIOCSCTTY, 0);
+    if (tcgetattr(0, &t) == 0) {
+        cfmakeraw(&t);
+        (void)tcsetattr(0, TCSANOW, &t);
+    }
+    sigemptyset(&m);
+    sigaddset(&m, SIGWINCH);
+    sigprocmask(SIG_BLOCK, &m, NULL);
+    return signalfd(-1, &m, SFD_CLOEXEC);
+}
+
 int fatia_shim_attach_relay_main(int argc, char **argv)
 {
     static unsigned char buf[(1 << 17) + 5];
     struct sockaddr_un sa;
-    bool want_in = argc == 5 && !strcmp(argv[4], "-i");
+    bool want_in = false, tty = false, bad = argc < 4 || argc > 6;
     size_t have = 0;
-    int fd;
+    int fd, sfd = -1;
 
-    if ((argc != 4 && !want_in) || argv[2][0] != '/') {
-        fprintf(stderr, "usage: fatia-shim attach POD_DIR CONTAINER [-i]\n");
+    for (int i = 4; i < argc; i++) {
+        if (!strcmp(argv[i], "-i"))
+            want_in = true;
+        else if (!strcmp(argv[i], "-t"))
+            tty = true;
+        else
+            bad = true;
+    }
+    if (bad || argv[2][0] != '/') {
+        fprintf(stderr, "usage: fatia-shim attach POD_DIR CONTAINER [-i] [-t]\n");
         return 2;
     }
     if (sock_name(argv[3], &sa) < 0 || chdir(argv[2]) < 0) {
@@ -226,23 +321,40 @@ int fatia_shim_attach_relay_main(int argc, char **argv)
                 fatia_strerror(-errno));
         return 126;
     }
-    if (write_full(fd, (const unsigned char *)(want_in ? "i" : "o"), 1) < 0)
+    if (tty)
+        sfd = tty_setup();
+    if (write_full(fd, (const unsigned char *)(tty ? "t" : want_in ? "i" : "o"), 1) < 0)
         return 126;
+    if (tty && send_size(fd) < 0)
+        return 0;
     for (;;) {
-        struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN}, {.fd = 0, .events = POLLIN}};
-        if (poll(pfd, want_in ? 2 : 1, -1) < 0) {
+        struct pollfd pfd[3] = {{.fd = fd, .events = POLLIN},
+                                {.fd = want_in ? 0 : -1, .events = POLLIN},
+                                {.fd = sfd, .events = POLLIN}};
+        if (poll(pfd, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             return 126;
         }
+        if (pfd[2].revents) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof(si)) > 0 && send_size(fd) < 0)
+                return 0;
+        }
         if (want_in && pfd[1].revents) {
-            unsigned char in[16384];
-            ssize_t n = read(0, in, sizeof(in));
+            unsigned char in[FATIA_SHIM_TTY_FRAME + 3];
+            ssize_t n = read(0, in + (tty ? 3 : 0), tty ? FATIA_SHIM_TTY_FRAME : sizeof(in));
             if (n > 0) {
-                if (write_full(fd, in, (size_t)n) < 0)
+                if (tty) {
+                    in[0] = 0;
+                    in[1] = (unsigned char)(n >> 8);
+                    in[2] = (unsigned char)n;
+                }
+                if (write_full(fd, in, (size_t)n + (tty ? 3 : 0)) < 0)
                     return 0;
             } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-                shutdown(fd, SHUT_WR);
+                if (!tty)
+                    shutdown(fd, SHUT_WR);
                 want_in = false;
             }
         }

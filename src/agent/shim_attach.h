@@ -11,13 +11,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define FATIA_SHIM_ATTACH_MAX 8 /* clients per container */
+#define FATIA_SHIM_ATTACH_MAX 8    /* clients per container */
+#define FATIA_SHIM_TTY_FRAME  4096 /* a 't' client's frame: at most this much data */
 
 struct fatia_shim_attach {
     int lsock; /* listening, -1: none */
     int cli[FATIA_SHIM_ATTACH_MAX];
     bool in_eof[FATIA_SHIM_ATTACH_MAX]; /* the client ended its input: poll only for a hangup */
-    char mode[FATIA_SHIM_ATTACH_MAX];   /* its first byte: 'i' brings input, 'o' output only */
+    char mode[FATIA_SHIM_ATTACH_MAX];   /* its first byte: 'i' brings input, 'o' output only, 't'
+                                         framed input and resizes (attach -t) */
+    unsigned char tbuf[FATIA_SHIM_ATTACH_MAX][FATIA_SHIM_TTY_FRAME + 3]; /* 't': a partial frame */
+    size_t tlen[FATIA_SHIM_ATTACH_MAX];
     size_t n;
 };
 
@@ -26,17 +30,19 @@ int fatia_shim_attach_listen(struct fatia_shim_attach *at, int dirfd, const char
 /* Appends the descriptors to poll; returns how many. */
 size_t fatia_shim_attach_pollfds(const struct fatia_shim_attach *at, struct pollfd *pfd);
 /* Handles fd's events if fd is one of at's. *in_fd: the container's stdin (-1: none); closed
- * and set to -1 when stdin_once and an attached client ends its input. Returns true if fd was
+ * and set to -1 when stdin_once and an attached client ends its input. tty_fd: the container's
+ * pty master (tty: true), which a 't' client's resizes apply to, or -1. Returns true if fd was
  * at's. */
 bool fatia_shim_attach_handle(struct fatia_shim_attach *at, int fd, short revents, int *in_fd,
-                              bool stdin_once);
+                              bool stdin_once, int tty_fd);
 /* Sends what the container wrote on stream (1 stdout, 2 stderr) to every client. */
 void fatia_shim_attach_output(struct fatia_shim_attach *at, int stream, const void *data, size_t n);
 /* Ends every client's attach (the container ended). */
 void fatia_shim_attach_hangup(struct fatia_shim_attach *at);
-/* `fatia-shim attach POD_DIR CONTAINER [-i]`: the relay the agent starts for the API server:
- * frames from the socket to 1 and 2, and (with -i) 0 to the socket; exit 0 when the container's
- * output ends. */
+/* `fatia-shim attach POD_DIR CONTAINER [-i] [-t]`: the relay the agent starts for the API
+ * server: frames from the socket to 1 and 2, and (with -i) 0 to the socket; exit 0 when the
+ * container's output ends. -t: 0 is a terminal (the stream's pty slave): made the relay's
+ * controlling one and raw, its size sent at the start and on every SIGWINCH. */
 int fatia_shim_attach_relay_main(int argc, char **argv);
 
 #endif

@@ -150,7 +150,8 @@ static json_t *model_json(const char *model, bool v3, int depth, const struct mo
 }
 
 /* The python3-kubernetes model of kind k at version: "V1Pod", "CoreV1Event", "EventsV1Event";
- * NULL when the kind is not upstream's (its fields keep the one line of their schema). */
+ * for a CRD kind with upstream descriptions "GROUP/Kind" ("kueue.x-k8s.io/ClusterQueue"); NULL
+ * when there is none (its fields keep the one line of their schema). */
 static const char *root_model(const struct fatia_kind *k, const char *version, char *buf, size_t n)
 {
     const char *prefix = "";
@@ -158,7 +159,11 @@ static const char *root_model(const struct fatia_kind *k, const char *version, c
     if (!strcmp(k->kind, "Event"))
         prefix = !k->group[0] ? "Core" : !strcmp(k->group, "events.k8s.io") ? "Events" : "";
     snprintf(buf, n, "%s%c%s%s", prefix, toupper((unsigned char)version[0]), version + 1, k->kind);
-    return desc_find(buf, "metadata") ? buf : NULL;
+    if (desc_find(buf, "metadata"))
+        return buf;
+    /* a CRD kind: third_party/crd-descriptions's rows, "GROUP/Kind" (scripts/explain-gen) */
+    snprintf(buf, n, "%s/%s", k->group, k->kind);
+    return k->group[0] && model_rows(buf) ? buf : NULL;
 }
 
 static json_t *int_or_string(bool v3)

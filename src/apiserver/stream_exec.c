@@ -36,7 +36,8 @@
  * attach (pods/NAME/attach) is the same session with the provider's attach flag: its process is
  * a relay to the container's own stdio (agent/shim_attach.c), so the protocols, authorization
  * (create in the namespace, as pods/attach upstream), output pacing and the end (the relay
- * exits when the container's output ends) are exec's. No TTY: attach -t is refused.
+ * exits when the container's output ends) are exec's. With tty the relay gets the pty's slave,
+ * as exec's process does, and carries its resizes to the container's own pty (shim_attach.c).
  *
  * Not here (docs/apiserver.md): port-forward (stream_portforward.c), the base64 subprotocols.
  */
@@ -562,12 +563,6 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
         static char attach_arg[] = "attach";
         argv[0] = attach_arg;
         argv[argc = 1] = NULL;
-        if (tty) {
-            fatia_api_opres_fail(err, 400, "BadRequest",
-                                 "attach: a TTY is not supported: fatia's containers do not "
-                                 "allocate one (attach without -t)");
-            return;
-        }
     }
     if (!argc) {
         fatia_api_opres_fail(err, 400, "BadRequest", "you must specify at least 1 command");
@@ -582,11 +577,25 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
         size_t i;
         if (!want)
             want = fatia_json_str(json_array_get(ctrs, 0), "name");
-        json_array_foreach(ctrs, i, ct) found |=
-            want && fatia_json_str(ct, "name") && !strcmp(fatia_json_str(ct, "name"), want);
+        bool ctr_tty = false;
+        json_array_foreach(ctrs, i, ct)
+        {
+            if (want && fatia_json_str(ct, "name") && !strcmp(fatia_json_str(ct, "name"), want)) {
+                found = true;
+                ctr_tty = json_is_true(json_object_get(ct, "tty"));
+            }
+        }
         if (!found) {
             fatia_api_opres_fail(err, 400, "BadRequest", "container %s is not valid for pod %s",
                                  want ? want : "", c->name);
+            return;
+        }
+        if (attach && tty && !ctr_tty) {
+            /* kubectl drops -t itself for such a container; a raw client is told */
+            fatia_api_opres_fail(err, 400, "BadRequest",
+                                 "attach: container %s of pod %s has no TTY (tty: true): attach "
+                                 "without -t",
+                                 want, c->name);
             return;
         }
     }

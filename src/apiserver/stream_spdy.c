@@ -12,10 +12,17 @@
  * Frames: control frames `1 | version 3 | type | flags | length(24)`; data frames `0 | stream
  * id(31) | flags | length(24)`. Handled: SYN_STREAM (a new stream: its headers are inflated and
  * its streamtype, port and requestid reported), DATA, RST_STREAM, PING (echoed), GOAWAY;
- * SETTINGS, HEADERS and WINDOW_UPDATE are read and ignored. Sent: SYN_REPLY, DATA, PING.
- * Flow control: none is enforced and no WINDOW_UPDATE is sent; kubectl's side
- * (moby/spdystream) does not wait for one (the tests move 2 MB of exec output and 1 MiB of
- * port-forward data each way).
+ * SETTINGS, HEADERS and WINDOW_UPDATE are read and ignored. Sent: SYN_REPLY, DATA, PING,
+ * WINDOW_UPDATE.
+ * Flow control (SPDY/3.1): the client's windows, per stream and for the session, are given back
+ * as its data arrives: every DATA frame of n > 0 bytes is answered with WINDOW_UPDATE(stream,
+ * n) (not once the client ended the stream: FIN) and WINDOW_UPDATE(0, n), so a client that
+ * honours the 64 KiB windows never stalls; the exec and port-forward sessions pace a client that
+ * sends faster than the process reads by their own buffers (stream_exec.c). Our sending side
+ * does not wait for the client's window (kubectl's moby/spdystream grants none it enforces; the
+ * tests move 2 MB of exec output and 1 MiB of port-forward data each way). Rejected: updates
+ * only as the process consumes the input (the session would need a per-stream credit the
+ * callbacks return; the buffers bound memory already).
  *
  * Invariants: a frame is parsed only once it is whole; a control frame is at most 1 MiB and an
  * inflated header block at most 64 KiB with at most 100 pairs (else the connection is dropped),
@@ -231,6 +238,16 @@ static int control_frame(struct fatia_spdy *s, unsigned type, unsigned flags, co
     }
 }
 
+/* WINDOW_UPDATE: delta more bytes the client may send on stream id (0: the session). */
+static int window_update(struct fatia_spdy *s, uint32_t id, uint32_t delta)
+{
+    uint8_t f[16] = {0x80, SPDY_VERSION, 0, WINDOW_UPDATE, 0, 0, 0, 8};
+
+    put32(f + 8, id & 0x7fffffff);
+    put32(f + 12, delta & 0x7fffffff);
+    return evbuffer_add(s->out, f, sizeof(f)) < 0 ? -ENOMEM : 0;
+}
+
 int fatia_api_spdy_read(struct fatia_spdy *s)
 {
     while (!s->failed) {
@@ -258,6 +275,9 @@ int fatia_api_spdy_read(struct fatia_spdy *s)
         } else {
             uint32_t id = be32(h) & 0x7fffffff;
             rc = 0;
+            if (len && ((!(h[4] & FLAG_FIN) && window_update(s, id, (uint32_t)len) < 0) ||
+                        window_update(s, 0, (uint32_t)len) < 0))
+                rc = -ENOMEM;
             if (s->cb.on_data)
                 s->cb.on_data(s->arg, id, payload, len, h[4] & FLAG_FIN);
         }

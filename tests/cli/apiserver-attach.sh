@@ -8,7 +8,7 @@
 #     stdin open;
 #   - two attaches at once both see the output; one that stops reading does not stall the pod;
 #   - a hostile tenant: another namespace's token and a read-only token refused; a missing pod,
-#     a wrong container; -t to the server directly refused (no TTY).
+#     a wrong container; -t to the server directly refused (the container has no TTY).
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 find_kubectl

@@ -2,7 +2,7 @@
 # tests/cli/apiserver-exec.sh: `kubectl exec` against a real fatiad whose node agent runs a pod
 # as processes, with kubectl 1.27 (SPDY/3.1), 1.33 (WebSocket, v5.channel.k8s.io) and 1.33 told
 # to use SPDY (KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false: its fallback):
-#   - stdin in, stdout and stderr apart, the exit code out;
+#   - stdin in, stdout and stderr apart, the exit code out; 2 MiB of stdin intact;
 #   - the process is one of the pod's: its uid, its container's environment, its cgroup;
 #   - -it through a real pty (tests/cli/exec_tty.py): a terminal, its size (resize), the code;
 #   - kubectl cp both ways (exec of tar);
@@ -77,6 +77,13 @@ exec_checks() {
     # a big output through the flow control, intact
     "$k" exec box -n shell -- sh -c 'seq 1 300000' >"$TMP/seq" 2>"$TMP/e" || fail "kubectl $mode: exec seq: $(cat "$TMP/e")"
     [ "$(seq 1 300000 | cksum)" = "$(cksum <"$TMP/seq")" ] || fail "kubectl $mode: 300,000 lines came back altered ($(wc -l <"$TMP/seq"))"
+
+    # 2 MiB of stdin in (SPDY: far past the 64 KiB windows, which fatiad gives back), intact
+    [ -f "$TMP/big" ] || head -c 2097152 /dev/urandom >"$TMP/big"
+    "$k" exec -i box -n shell -- sh -c 'cksum' <"$TMP/big" >"$TMP/o" 2>"$TMP/e" ||
+        fail "kubectl $mode: exec with 2 MiB of stdin: $(cat "$TMP/e")"
+    [ "$(cat "$TMP/o")" = "$(cksum <"$TMP/big")" ] ||
+        fail "kubectl $mode: 2 MiB of stdin came in altered: $(cat "$TMP/o")"
 
     # kubectl cp (exec of tar), both ways, a directory of files, into the pod's working directory
     mkdir -p "$TMP/tree/sub"

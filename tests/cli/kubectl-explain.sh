@@ -1,8 +1,9 @@
 #!/bin/bash
 # tests/cli/kubectl-explain.sh: `kubectl explain` prints upstream's descriptions for the fields
 # of the built-in kinds (src/apiserver/openapi_desc.c, from python3-kubernetes's models by
-# scripts/explain-gen), with kubectl 1.27 and 1.33 against a real fatiad; the committed table is
-# what the script makes from the installed package.
+# scripts/explain-gen) and for Kueue's CRD kinds (third_party/crd-descriptions, from upstream's CRD
+# YAML), with kubectl 1.27 and 1.33 against a real fatiad; the committed table is what the script
+# makes from the installed package and the committed descriptions.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 find_kubectl
@@ -41,6 +42,17 @@ for v in 1.27 1.33; do
     explain_has $v pod.metadata.labels "Map of string keys and values that can be used to organize and categorize"
     # the core Event, not events.k8s.io's
     explain_has $v event.reason "This should be a short, machine understandable string"
+    # CRD kinds: upstream's CRD descriptions (third_party/crd-descriptions)
+    explain_has $v clusterqueue.spec.cohortName "cohortName that this ClusterQueue belongs to. CQs that belong to the same cohort can borrow unused resources from each other."
+    explain_has $v clusterqueue.spec.resourceGroups.flavors.resources.nominalQuota "nominalQuota is the quantity of this resource that is available for Workloads admitted by this ClusterQueue"
+    explain_has $v clusterqueue.spec.preemption.reclaimWithinCohort "- \`Never\` (default): do not preempt Workloads in the cohort."
+    explain_has $v clusterqueue.status.flavorsUsage.resources.borrowed "borrowed is quantity of quota that is borrowed from the cohort."
+    explain_has $v localqueue.spec.clusterQueue "clusterQueue is a reference to a clusterQueue that backs this localQueue."
+    explain_has $v localqueue.status.conditions.reason "reason contains a programmatic identifier indicating the reason for the condition's last transition."
+    explain_has $v resourceflavor.spec.nodeTaints.effect "Required. The effect of the taint on pods that do not tolerate the taint."
+    explain_has $v workloadpriorityclass.value "value represents the integer value of this workloadPriorityClass."
+    explain_has $v cohort.spec.resourceGroups.flavors.resources.lendingLimit "lendingLimit is the maximum amount of unused quota for the [flavor, resource]"
+    explain_has $v admissioncheck.spec.controllerName "controllerName identifies the controller that processes the AdmissionCheck"
     stop_fatiad
 done
 finish

@@ -3,7 +3,8 @@
  * the dictionary is the SPDY/3 one (1,423 bytes, its SHA-256), a client's SYN_STREAM made with
  * zlib's own deflate and that dictionary is read with its streamtype, data and FIN reach the
  * stream, PING is echoed, our SYN_REPLY's header block inflates (with the dictionary) to zero
- * pairs, a frame of another version or an oversized control frame drops the connection.
+ * pairs, a frame of another version or an oversized control frame drops the connection; a
+ * client that honours SPDY/3.1's windows gets them back as its data arrives (1.5 MiB, no stall).
  */
 #include "base/compat.h"
 
@@ -147,8 +148,11 @@ static void test_frames(void **state)
     assert_int_equal(s.data_n, 5);
     assert_memory_equal(s.data, "hello", 5);
     assert_true(s.fin);
-    assert_int_equal(evbuffer_get_length(out), 12); /* the PING back */
-    evbuffer_drain(out, 12);
+    /* the session's window given back (not the stream's: it ended), then the PING back */
+    assert_int_equal(evbuffer_get_length(out), 16 + 12);
+    assert_memory_equal(evbuffer_pullup(out, 16),
+                        "\x80\x03\x00\x09\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00\x05", 16);
+    evbuffer_drain(out, 16 + 12);
 
     /* our SYN_REPLY: its block inflates (with the dictionary) to zero pairs */
     assert_int_equal(fatia_api_spdy_reply(sp, 3), 0);
@@ -203,11 +207,95 @@ static void test_frames(void **state)
     evbuffer_free(out);
 }
 
+/* The WINDOW_UPDATE frames in out, drained: the deltas credited to stream id and to the
+ * session (stream 0); any other frame fails the test. */
+static void take_updates(struct evbuffer *out, uint32_t id, uint64_t *stream, uint64_t *session)
+{
+    while (evbuffer_get_length(out) >= 16) {
+        uint8_t *f = evbuffer_pullup(out, 16);
+        uint32_t sid = (uint32_t)f[8] << 24 | (uint32_t)f[9] << 16 | (uint32_t)f[10] << 8 | f[11];
+        uint32_t d = (uint32_t)f[12] << 24 | (uint32_t)f[13] << 16 | (uint32_t)f[14] << 8 | f[15];
+        assert_memory_equal(f, "\x80\x03\x00\x09\x00\x00\x00\x08", 8);
+        if (sid == 0)
+            *session += d;
+        else {
+            assert_int_equal(sid, id);
+            *stream += d;
+        }
+        evbuffer_drain(out, 16);
+    }
+    assert_int_equal(evbuffer_get_length(out), 0);
+}
+
+/* SPDY/3.1 flow control from a client that honours its windows (64 KiB per stream and for the
+ * session, as the draft starts them): it sends 16 KiB frames only while both windows allow and
+ * takes our WINDOW_UPDATEs back; 1.5 MiB must get through without a stall. */
+static void test_window(void **state)
+{
+    struct evbuffer *in = evbuffer_new(), *out = evbuffer_new();
+    struct fatia_spdy *sp;
+    struct seen s = {0};
+    z_stream zs = {0};
+    static uint8_t frame[8 + 16384];
+    uint8_t f[512];
+    int64_t win = 65536, swin = 65536;
+    uint64_t sent = 0, got_stream = 0, got_session = 0;
+    size_t n;
+    (void)state;
+
+    assert_int_equal(deflateInit(&zs, Z_DEFAULT_COMPRESSION), Z_OK);
+    assert_int_equal(deflateSetDictionary(&zs, fatia_api_spdy_dict, (uInt)fatia_api_spdy_dict_len),
+                     Z_OK);
+    assert_int_equal(fatia_api_spdy_new(&(struct fatia_spdy_cbs){on_stream, on_data, on_reset}, &s,
+                                        in, out, &sp),
+                     0);
+    n = syn_stream(&zs, 3, "streamtype", "stdin", f);
+    evbuffer_add(in, f, n);
+    assert_int_equal(fatia_api_spdy_read(sp), 0);
+    put32(frame, 3);
+    frame[4] = 0;
+    frame[5] = 0;
+    frame[6] = 0x40; /* 16,384 bytes */
+    frame[7] = 0;
+    while (sent < (3u << 19)) {
+        int rounds = 0;
+        while (win >= 16384 && swin >= 16384) {
+            evbuffer_add(in, frame, sizeof(frame));
+            win -= 16384;
+            swin -= 16384;
+            sent += 16384;
+            assert_true(++rounds <= 4); /* the windows hold 64 KiB at most */
+        }
+        assert_true(rounds > 0); /* else the client stalls */
+        assert_int_equal(fatia_api_spdy_read(sp), 0);
+        {
+            uint64_t a = got_stream, b = got_session;
+            take_updates(out, 3, &got_stream, &got_session);
+            win += (int64_t)(got_stream - a);
+            swin += (int64_t)(got_session - b);
+        }
+    }
+    assert_int_equal(got_stream, sent);
+    assert_int_equal(got_session, sent);
+    /* the last frame with FIN: the session's window only */
+    frame[4] = 1;
+    evbuffer_add(in, frame, sizeof(frame));
+    assert_int_equal(fatia_api_spdy_read(sp), 0);
+    take_updates(out, 3, &got_stream, &got_session);
+    assert_int_equal(got_stream, sent);
+    assert_int_equal(got_session, sent + 16384);
+    fatia_api_spdy_free(sp);
+    deflateEnd(&zs);
+    evbuffer_free(in);
+    evbuffer_free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dictionary),
         cmocka_unit_test(test_frames),
+        cmocka_unit_test(test_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

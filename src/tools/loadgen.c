@@ -355,6 +355,10 @@ static void lreq_end(struct lreq *q, bool ok)
         FATIA_VEC_PUSH(&r->ttft, ttft);
         if (q->tokens > 1)
             FATIA_VEC_PUSH(&r->tpot, (e2el - ttft) / (q->tokens - 1));
+        if ((r->cfg->slo_ttft <= 0 || ttft <= r->cfg->slo_ttft) &&
+            (r->cfg->slo_itl <= 0 || q->tokens < 2 ||
+             (e2el - ttft) / (q->tokens - 1) <= r->cfg->slo_itl))
+            r->res.good++;
         if (q->stamped) {
             if (!r->any_stamped || q->e_arrival < r->e_min)
                 r->e_min = q->e_arrival;
@@ -719,7 +723,10 @@ int fatia_loadgen_run(const struct fatia_loadgen_config *cfg, struct fatia_loadg
     r.res.offered_rate = r.n_plans && r.plans[r.n_plans - 1].at > 0
                              ? (double)r.n_plans / r.plans[r.n_plans - 1].at
                              : 0;
+    if (r.res.sent)
+        r.res.attainment = (double)r.res.good / r.res.sent;
     if (r.res.duration > 0) {
+        r.res.goodput = r.res.good / r.res.duration;
         r.res.request_throughput = r.res.completed / r.res.duration;
         r.res.output_throughput = (double)r.res.output_tokens / r.res.duration;
     }

@@ -68,6 +68,9 @@ static const char usage[] =
     "  --kv-link nvlink|rdma       the decode server's inbound KV link (default nvlink:\n"
     "                              328 GB/s, 0.5 ms; rdma: 45 GB/s, 0.5 ms)\n"
     "  --kv-link-bandwidth B, --kv-link-latency SECONDS   the link's terms by hand\n"
+    "  --drain-timeout D           on SIGTERM, stop taking connections and answer the\n"
+    "                              requests held, up to D (default 30s; a second signal stops\n"
+    "                              at once)\n"
     "  --print-config              print the effective configuration as JSON and exit\n"
     "\n"
     "Exit status: 0 stopped by a signal, 1 cannot start, 2 usage.\n";
@@ -82,6 +85,7 @@ struct es_opts {
     double flops, hbm, kvbw, over, speed, link_bw, link_lat;
     uint64_t blocks, seqs, batched, mml, defmax;
     bool print, no_pc;
+    int64_t drain_usec;
 };
 
 #define GO_ON (-1) /* parse_opts: no exit status yet, go on */
@@ -118,6 +122,7 @@ enum {
     O_LINK,
     O_LINKBW,
     O_LINKLAT,
+    O_DRAIN,
 };
 static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTEN},
                                      {"model", required_argument, NULL, 'm'},
@@ -151,6 +156,7 @@ static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTE
                                      {"kv-link", required_argument, NULL, O_LINK},
                                      {"kv-link-bandwidth", required_argument, NULL, O_LINKBW},
                                      {"kv-link-latency", required_argument, NULL, O_LINKLAT},
+                                     {"drain-timeout", required_argument, NULL, O_DRAIN},
                                      {"help", no_argument, NULL, 'h'},
                                      {NULL, 0, NULL, 0}};
 
@@ -167,6 +173,7 @@ static int parse_opts(int argc, char **argv, struct es_opts *o)
     o->speed = 1;
     o->defmax = 16;
     o->link_lat = -1;
+    o->drain_usec = 30 * FATIA_USEC_PER_SEC;
     fatia_kvxfer_preset("nvlink", &o->cfg.kv_link);
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
@@ -281,6 +288,10 @@ static int parse_opts(int argc, char **argv, struct es_opts *o)
             break;
         case O_LINKLAT:
             dv = &o->link_lat;
+            break;
+        case O_DRAIN:
+            if (fatia_parse_duration_usec(optarg, &o->drain_usec) < 0 || o->drain_usec < 0)
+                return fatia_cli_usage_error(self(), "--drain-timeout: expected a duration");
             break;
         case 'h':
             return fatia_cli_help(self());
@@ -400,7 +411,17 @@ static bool loopback_only(const char *listen)
            fatia_str_has_prefix(listen, "[::1]:");
 }
 
-/* Builds the server and runs it until a signal. */
+static void drain_start(void *ud)
+{
+    fatia_enginesim_drain(ud);
+}
+
+static size_t drain_busy(void *ud)
+{
+    return fatia_enginesim_inflight(ud);
+}
+
+/* Builds the server and runs it until a signal (SIGTERM: drained first). */
 static int serve(struct es_opts *o)
 {
     struct event_config *ec = event_config_new();
@@ -439,8 +460,11 @@ static int serve(struct es_opts *o)
              o->cfg.speed, o->cfg.role != FATIA_ROLE_BOTH ? ", role " : "",
              o->cfg.role != FATIA_ROLE_BOTH ? fatia_engine_role_name(o->cfg.role) : "",
              o->cfg.tenants ? ", API keys required" : "");
-    rc = fatia_cli_serve_loop(base, "engine-sim", o->cfg.listen, fatia_enginesim_port(sim),
-                              o->port_file, detail);
+    {
+        struct fatia_cli_drain drain = {drain_start, drain_busy, sim, o->drain_usec};
+        rc = fatia_cli_serve_loop_drain(base, "engine-sim", o->cfg.listen,
+                                        fatia_enginesim_port(sim), o->port_file, detail, &drain);
+    }
 out:
     fatia_enginesim_free(sim);
     event_base_free(base);

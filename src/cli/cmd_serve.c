@@ -590,7 +590,8 @@ static const char bench_usage[] =
     "  --time-scale X            divide the trace's inter-arrival times by X (default 1)\n"
     "  --tenants N --follow P    synthesised shared prefixes (defaults 32, 0.5; docs/serving.md)\n"
     "Goodput (requests within both SLOs per second, vLLM's --goodput, DistServe's):\n"
-    "  --slo-ttft MS --slo-itl MS  TTFT and TPOT (mean inter-token latency) bounds\n";
+    "  --slo-ttft MS --slo-itl MS  TTFT and TPOT (mean inter-token latency) bounds; the strict\n"
+    "                            attainment holds every inter-token gap to --slo-itl\n";
 
 static void print_dist(const char *label, const char *name, const struct fatia_dist *d)
 {
@@ -634,6 +635,7 @@ static int print_bench(const struct fatia_loadgen_result *res, const char *label
                res->failed);
         printf("%s.good: %u requests\n%s.goodput: %.3f req/s\n%s.slo_attainment: %.4f ratio\n",
                label, res->good, label, res->goodput, label, res->attainment);
+        printf("%s.slo_attainment_strict: %.4f ratio\n", label, res->attainment_strict);
         printf("%s.output_tokens: %" PRIu64 " tokens\n", label, res->output_tokens);
         printf("%s.request_throughput: %.3f req/s\n%s.output_throughput: %.1f tok/s\n", label,
                res->request_throughput, label, res->output_throughput);
@@ -658,6 +660,7 @@ static int print_bench(const struct fatia_loadgen_result *res, const char *label
         json_object_set_new(o, "good", json_integer(res->good));
         json_object_set_new(o, "goodput", json_real(res->goodput));
         json_object_set_new(o, "sloAttainment", json_real(res->attainment));
+        json_object_set_new(o, "sloAttainmentStrict", json_real(res->attainment_strict));
         r = fatia_cli_print(o, out);
         json_decref(o);
     }

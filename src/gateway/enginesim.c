@@ -81,6 +81,8 @@ struct fatia_enginesim {
     fatia_usec_t t_start; /* wall time of V = 0 */
     double v_end;         /* virtual end of the step in flight, or of the last one */
     uint64_t next_id;
+    size_t live; /* sim_reqs alive: received, not yet answered */
+    bool draining;
     time_t created;
     uint64_t success, aborted;
     struct fatia_hist ttft, itl, e2e, lag, iter_tokens;
@@ -142,6 +144,7 @@ static double v_now(const struct fatia_enginesim *s)
 
 static void req_free(struct sim_req *q)
 {
+    q->s->live--;
     if (q->leg)
         fatia_upx_abort(q->leg);
     if (q->ev_land)
@@ -706,6 +709,7 @@ static void handle_infer(struct fatia_enginesim *s, struct fatia_httpd_conn *c, 
     fatia_buf_init(&q->text, 0);
     fatia_buf_init(&q->pend_text, 0);
     fatia_buf_init(&q->pend_times, 0);
+    s->live++;
     q->s = s;
     q->c = c;
     q->kind = kind;
@@ -908,7 +912,9 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
             return;
         }
     }
-    if (get && fatia_str_eqz(path, "/health"))
+    if (get && fatia_str_eqz(path, "/health") && s->draining)
+        fatia_httpd_respond_error(c, 503, "ServiceUnavailable", "draining: shutting down");
+    else if (get && fatia_str_eqz(path, "/health"))
         fatia_httpd_respond(c, 200, NULL, NULL, "", 0);
     else if (get && fatia_str_eqz(path, "/metrics"))
         handle_metrics(s, c);
@@ -1064,6 +1070,17 @@ void fatia_enginesim_free(struct fatia_enginesim *s)
         event_free(s->ev_step);
     fatia_engine_free(s->engine);
     fatia_free(s);
+}
+
+void fatia_enginesim_drain(struct fatia_enginesim *s)
+{
+    s->draining = true;
+    fatia_httpd_drain(s->httpd);
+}
+
+size_t fatia_enginesim_inflight(const struct fatia_enginesim *s)
+{
+    return s->live;
 }
 
 int fatia_enginesim_port(const struct fatia_enginesim *s)

@@ -82,5 +82,11 @@ int fatia_enginesim_new(struct event_base *base, const struct fatia_enginesim_co
                         struct fatia_enginesim **ret);
 void fatia_enginesim_free(struct fatia_enginesim *s);
 int fatia_enginesim_port(const struct fatia_enginesim *s);
+/* Graceful stop (SIGTERM of a replica scaled down or preempted): no new connections (the port's
+ * other replicas get them), idle keep-alive connections closed, /health answers 503; the
+ * requests it holds are answered as usual. */
+void fatia_enginesim_drain(struct fatia_enginesim *s);
+/* Requests received and not yet answered (queued, running, or waiting for their prefill). */
+size_t fatia_enginesim_inflight(const struct fatia_enginesim *s);
 
 #endif

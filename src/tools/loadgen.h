@@ -84,6 +84,10 @@ struct fatia_loadgen_result {
     uint32_t good;     /* completed within both SLOs (all completed when none is set) */
     double goodput;    /* good requests per engine second */
     double attainment; /* good / sent */
+    /* the same with every inter-token gap of a request within slo_itl (not only their mean):
+     * what a reader of a stream sees as a stall */
+    uint32_t good_strict;
+    double attainment_strict;
     double max_concurrency_seen;
 };
 

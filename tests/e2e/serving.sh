@@ -18,6 +18,8 @@
 #      prefill pod and a decode pod;
 #   4. spec.predictor.minReplicas 1 -> 2: two Ready pods, the Deployment follows, the gateway
 #      still answers; back to 1;
+#   4b. scale-down under load: 12 long completions while minReplicas goes 2 -> 1, none lost (the
+#      removed replica drains);
 #   5. through Kueue: the queue label and hardware-profile annotation reach the pods (the
 #      profile's default CPU is injected into them); with a
 #      ClusterQueue of 1 CPU one replica of 600m is admitted and the second waits (Workloads: one
@@ -310,6 +312,36 @@ wait_for "a completion with two replicas" complete
 expect_rc 0 "$k" patch isvc llama -n serving --type merge -p '{"spec":{"predictor":{"minReplicas":1}}}'
 one() { [ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=llama -o name | wc -l)" = 1 ]; }
 wait_for "back to one replica" one
+
+# 4b. scale-down under load loses no request: a replica being removed drains (engine-sim on
+#     SIGTERM stops taking connections and answers what it holds, docs/serving.md): 12 long
+#     completions through the gateway while minReplicas goes 2 -> 1, every one answered in full
+cat >"$TMP/drain.yaml" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: drainer, namespace: serving, annotations: {serving.fatia.io/port: "28110"}}
+spec: {predictor: {minReplicas: 2, model: {modelFormat: {name: vLLM}, args: ["--speed", "50"]}}}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/drain.yaml"
+dtwo() { [ "$("$k" get deploy drainer-predictor -n serving -o jsonpath='{.status.readyReplicas}')" = 2 ]; }
+wait_for "drainer with two ready replicas" dtwo
+dask() { ask "$KA" drainer && [ "$(cat "$TMP/code")" = 200 ]; }
+wait_for "drainer through the gateway" dask
+for i in $(seq 12); do
+    curl -s -o "$TMP/dr$i.json" -w '%{http_code}' -H "Authorization: Bearer $KA" "localhost:$G/v1/completions" \
+        -d "{\"model\":\"drainer\",\"prompt\":\"long answer number $i\",\"max_tokens\":12000}" >"$TMP/dr$i.code" 2>/dev/null &
+    eval "DR$i=$!"
+done
+sleep 0.5
+expect_rc 0 "$k" patch isvc drainer -n serving --type merge -p '{"spec":{"predictor":{"minReplicas":1}}}'
+for i in $(seq 12); do eval "wait \$DR$i"; done
+for i in $(seq 12); do
+    [ "$(cat "$TMP/dr$i.code")" = 200 ] && grep -q '"completion_tokens":12000' "$TMP/dr$i.json" ||
+        fail "request $i lost in the scale-down: HTTP $(cat "$TMP/dr$i.code") $(head -c 300 "$TMP/dr$i.json")"
+done
+done_one() { [ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=drainer -o name | wc -l)" = 1 ]; }
+wait_for "drainer down to one replica" done_one
+expect_rc 0 "$k" delete isvc drainer -n serving
 
 # 5. through Kueue: the queue label and hardware-profile annotation reach the pods' template; a
 #    ClusterQueue of 1 CPU admits one replica of 600m, a second waits behind the scheduling gate

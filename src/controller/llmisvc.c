@@ -29,7 +29,8 @@
  * the annotation serving.fatia.io/port, which the gateway's pool reader honours (one endpoint
  * per workload, with that workload's labels). The pool's annotation serving.fatia.io/model-name
  * names the served model (spec.model.name, else metadata.name) for `fatia gateway
- * --all-inference-pools`.
+ * --all-inference-pools`, and serving.fatia.io/pd-decider the gateway's P/D decider for it:
+ * "always" with spec.prefill, as KServe generates always-disagg-pd-decider (scheduler.go).
  *
  * Status as KServe's: url, addresses, conditions PresetsCombined (True: no presets are merged
  * here), WorkloadsReady (every workload's Deployment Available with its replicas ready),
@@ -57,6 +58,7 @@
 #define PPORT_ANN     "serving.fatia.io/prefill-port"
 #define MODEL_ANN     "serving.fatia.io/model"
 #define MODELNAME_ANN "serving.fatia.io/model-name"
+#define DECIDER_ANN   "serving.fatia.io/pd-decider"
 #define QUEUE_LABEL   "kueue.x-k8s.io/queue-name"
 #define DEFAULT_SHAPE "llama-3.1-8b"
 
@@ -311,6 +313,8 @@ static bool sync_pool(struct llmisvc_ctl *lc, const char *key, const json_t *o, 
     const json_t *have;
     json_t *spec, *obj = NULL;
 
+    const char *decider = disagg ? "always" : "never";
+
     snprintf(pname, sizeof(pname), "%.200s-inference-pool", name);
     have = fatia_ctlr_informer_get(lc->pools, ns, pname);
     if (have && !owned_by(have, o))
@@ -327,15 +331,17 @@ static bool sync_pool(struct llmisvc_ctl *lc, const char *key, const json_t *o, 
     if (have) {
         const json_t *hs = json_object_get(have, "spec");
         const char *mn = fatia_ctlr_obj_annotation(have, MODELNAME_ANN);
+        const char *dd = fatia_ctlr_obj_annotation(have, DECIDER_ANN);
         if (!json_equal(json_object_get(hs, "selector"), json_object_get(spec, "selector")) ||
             !json_equal(json_object_get(hs, "targetPorts"), json_object_get(spec, "targetPorts")) ||
-            !mn || strcmp(mn, served_name(o))) {
+            !mn || strcmp(mn, served_name(o)) || !dd || strcmp(dd, decider)) {
             obj = json_deep_copy(have);
             if (obj) {
+                json_t *a =
+                    fatia_json_object_ensure(json_object_get(obj, "metadata"), "annotations");
                 json_object_set(obj, "spec", spec);
-                json_object_set_new(
-                    fatia_json_object_ensure(json_object_get(obj, "metadata"), "annotations"),
-                    MODELNAME_ANN, json_string(served_name(o)));
+                json_object_set_new(a, MODELNAME_ANN, json_string(served_name(o)));
+                json_object_set_new(a, DECIDER_ANN, json_string(decider));
                 fatia_ctlr_update(
                     lc->ctl, obj,
                     &(struct op_opts){
@@ -343,11 +349,11 @@ static bool sync_pool(struct llmisvc_ctl *lc, const char *key, const json_t *o, 
             }
         }
     } else {
-        obj = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:{s:s},s:o},s:O}", "apiVersion",
+        obj = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:{s:s,s:s},s:o},s:O}", "apiVersion",
                         "inference.networking.k8s.io/v1", "kind", "InferencePool", "metadata",
                         "name", pname, "namespace", ns, "labels", "app.kubernetes.io/name", name,
-                        "annotations", MODELNAME_ANN, served_name(o), "ownerReferences",
-                        owner_refs(o), "spec", spec);
+                        "annotations", MODELNAME_ANN, served_name(o), DECIDER_ANN, decider,
+                        "ownerReferences", owner_refs(o), "spec", spec);
         if (obj)
             fatia_ctlr_create(lc->ctl, obj, &(struct op_opts){.wq = lc->q, .key = key});
     }

@@ -1004,6 +1004,7 @@ static int pick_pd(struct gw_req *q, const struct fatia_sched_config *sc,
 {
     struct fatia_gateway *g = q->g;
     struct fatia_sched_result pre;
+    struct fatia_pd_config pd = g->cfg.pd;
     bool any_prefill = false;
     int r;
 
@@ -1023,8 +1024,14 @@ static int pick_pd(struct gw_req *q, const struct fatia_sched_config *sc,
     r = fatia_sched_pick(sc, g->snap, g->n_eps, sr, &g->rng, &g->rr, res);
     if (r < 0)
         return r;
+    {
+        /* the decode pod's pool may name its own decider (kubepool.c) */
+        const char *dl = fatia_json_str(g->eps[res->index]->labels, FATIA_PD_DECIDER_LABEL);
+        if (dl)
+            fatia_pd_decider_parse(dl, &pd.decider);
+    }
     if (!fatia_pd_disaggregate(
-            &g->cfg.pd, q->tokens,
+            &pd, q->tokens,
             sc->policy == FATIA_POLICY_CACHE_AWARE && q->n_hashes ? g->match[res->index] : 0)) {
         g->pd[1]++;
         return 0;

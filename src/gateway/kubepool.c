@@ -29,6 +29,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "gateway/gateway.h"
+#include "gateway/pd.h"
 #include "model/diag.h"
 #include "model/doc.h"
 #include "model/object.h"
@@ -515,6 +516,8 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
          * (LLMInferenceService's spec.model.name, controller/llmisvc.c) */
         const char *model = fatia_json_str(fatia_json_path(pool, "metadata.annotations"),
                                            "serving.fatia.io/model-name");
+        const char *decider =
+            fatia_json_str(fatia_json_path(pool, "metadata.annotations"), FATIA_PD_DECIDER_LABEL);
         json_t *eps, *ep;
         char key[600];
         if (!name || !ns)
@@ -532,8 +535,9 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
             first = fatia_json_str(owner, url);
             if (!first)
                 json_object_set_new(owner, url, json_string(key));
-            json_array_append_new(cand, json_pack("{s:s,s:s,s:s,s:s,s:O}", "url", url, "pool", key,
-                                                  "name", name, "model", model, "labels",
+            json_array_append_new(cand, json_pack("{s:s,s:s,s:s,s:s,s:s,s:O}", "url", url, "pool",
+                                                  key, "name", name, "model", model, "decider",
+                                                  decider ? decider : "", "labels",
                                                   json_object_get(ep, "labels")));
         }
         json_decref(eps);
@@ -552,6 +556,9 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
         json_object_set_new(labels, FATIA_GATEWAY_POOL_LABEL, json_string(key));
         json_object_set_new(labels, FATIA_GATEWAY_MODEL_LABEL,
                             json_string(fatia_json_str(c, "model")));
+        if (*fatia_json_str(c, "decider"))
+            json_object_set_new(labels, FATIA_PD_DECIDER_LABEL,
+                                json_string(fatia_json_str(c, "decider")));
         json_array_append_new(out, json_pack("{s:s,s:o}", "url", url, "labels", labels));
         json_object_set_new(owner, url, json_string("")); /* once */
     }

@@ -28,6 +28,9 @@
 
 #define FATIA_PD_ROLE_LABEL       "llm-d.ai/role"
 #define FATIA_PD_PREFILLER_HEADER "x-prefiller-host-port"
+/* A pool's own decider (its annotation, copied to its endpoints' labels by kubepool.c): what
+ * KServe generates per LLMInferenceService ("always" with spec.prefill) */
+#define FATIA_PD_DECIDER_LABEL "serving.fatia.io/pd-decider"
 
 enum fatia_pd_role {
     FATIA_PD_ROLE_DECODE, /* decode, prefill-decode, both, unlabeled */

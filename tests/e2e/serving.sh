@@ -292,9 +292,16 @@ pulls=$(awk '$1 == "fatia_engine_sim_kv_transfers_total" {print $2}' "$TMP/dm")
 fallbacks=$(awk '$1 == "fatia_engine_sim_pd_fallbacks_total" {print $2}' "$TMP/dm")
 [ "${legs:-0}" -ge 1 ] && [ "${pulls:-0}" -ge 1 ] && [ "$fallbacks" = 0 ] ||
     fail "llama-pd was not served prefill then decode: prefill legs ${legs:-none}, KV pulls ${pulls:-none}, fallbacks ${fallbacks:-none}"
-curl -s -H "Authorization: Bearer $KA" "localhost:$G/metrics" >"$TMP/gwm"
-grep -q 'fatia_gateway_pd_decisions_total{decision="disaggregated"} [1-9]' "$TMP/gwm" ||
-    fail "the gateway made no P/D decision: $(grep pd_ "$TMP/gwm")"
+pdn() {
+    curl -s -H "Authorization: Bearer $KA" "localhost:$G/metrics" |
+        awk '$1 == "fatia_gateway_pd_decisions_total{decision=\"disaggregated\"}" {print $2}'
+}
+n1=$(pdn)
+[ "${n1:-0}" -ge 1 ] || fail "the gateway made no P/D decision"
+# the pool's own decider is KServe's always-disagg: a short prompt goes through prefill too
+ask "$KA" llama-pd
+[ "$(cat "$TMP/code")" = 200 ] || fail "a short prompt to llama-pd: HTTP $(cat "$TMP/code") $(cat "$TMP/c")"
+[ "$(pdn)" = $((n1 + 1)) ] || fail "a short prompt was not disaggregated by the pool's decider: $n1 -> $(pdn)"
 # the other tenant cannot reach it
 expect_code 404 "$KB" llama-pd 'The model `llama-pd` does not exist.'
 expect_rc 0 "$k" delete llmisvc llama-pd -n serving

@@ -113,7 +113,8 @@ static void test_shared_address(void **state)
 
 /* An LLMInferenceService's pool in process mode (controller/llmisvc.c): one pool, the decode and
  * prefill ports as targetPorts, each pod naming its own port; the model is the pool's
- * serving.fatia.io/model-name annotation, not its name. */
+ * serving.fatia.io/model-name annotation, not its name; its serving.fatia.io/pd-decider goes to
+ * its endpoints. */
 static void test_pd_pool(void **state)
 {
     json_t *pools = json_array(), *pods = json_array(), *eps, *p;
@@ -126,7 +127,8 @@ static void test_pd_pool(void **state)
     json_array_append_new(json_object_get(json_object_get(p, "spec"), "targetPorts"),
                           json_pack("{s:i}", "number", 8001));
     json_object_set_new(json_object_get(p, "metadata"), "annotations",
-                        json_pack("{s:s}", "serving.fatia.io/model-name", "llama-pd"));
+                        json_pack("{s:s,s:s}", "serving.fatia.io/model-name", "llama-pd",
+                                  "serving.fatia.io/pd-decider", "always"));
     json_array_append_new(pools, p);
     for (int i = 0; i < 3; i++) {
         json_t *q = pod("a", roles[i], "llama-pd", "127.0.0.1", true);
@@ -147,6 +149,10 @@ static void test_pd_pool(void **state)
     assert_string_equal(
         fatia_json_str(json_object_get(json_array_get(eps, 1), "labels"), "llm-d.ai/role"),
         "prefill");
+    /* and the pool's own P/D decider (KServe's always-disagg for spec.prefill) */
+    assert_string_equal(fatia_json_str(json_object_get(json_array_get(eps, 0), "labels"),
+                                       "serving.fatia.io/pd-decider"),
+                        "always");
     json_decref(eps);
     json_decref(pools);
     json_decref(pods);

@@ -81,7 +81,8 @@ struct fatia_enginesim {
     fatia_usec_t t_start; /* wall time of V = 0 */
     double v_end;         /* virtual end of the step in flight, or of the last one */
     uint64_t next_id;
-    size_t live; /* sim_reqs alive: received, not yet answered */
+    size_t live;         /* sim_reqs alive: received, not yet answered */
+    double rate, rate_t; /* arrivals per engine second, exponentially weighted; as of rate_t */
     bool draining;
     time_t created;
     uint64_t success, aborted;
@@ -482,6 +483,21 @@ static void parsed_release(struct parsed *p)
     fatia_free(p->hashes);
 }
 
+#define RATE_TAU 10.0 /* engine seconds */
+
+/* The arrival-rate gauge (fatia_engine_sim_request_rate, what scaleMetric rps reads). */
+static double rate_at(const struct fatia_enginesim *s, double v)
+{
+    return v > s->rate_t ? s->rate * exp(-(v - s->rate_t) / RATE_TAU) : s->rate;
+}
+
+static void note_arrival(struct fatia_enginesim *s, double v)
+{
+    s->rate = rate_at(s, v) + 1.0 / RATE_TAU;
+    if (v > s->rate_t)
+        s->rate_t = v;
+}
+
 /* Queues q in the engine (loaded: its prompt KV was transferred here) and starts its answer. The
  * request's hashes are q's. */
 static void enqueue(struct fatia_enginesim *s, struct sim_req *q, bool loaded)
@@ -724,6 +740,7 @@ static void handle_infer(struct fatia_enginesim *s, struct fatia_httpd_conn *c, 
         double now = (double)(r->received - s->t_start) / 1e6 * s->cfg.speed;
         q->v_arrival = s->stepping && now > s->v_end ? s->v_end : now;
     }
+    note_arrival(s, q->v_arrival);
     q->hashes = p.hashes;
     q->n_hashes = p.n_hashes;
     p.hashes = NULL;
@@ -845,6 +862,10 @@ static void handle_metrics(struct fatia_enginesim *s, struct fatia_httpd_conn *c
                      "# HELP fatia_engine_sim_aborted_total Requests whose client went away.\n"
                      "# TYPE fatia_engine_sim_aborted_total counter\n"
                      "fatia_engine_sim_aborted_total %" PRIu64 "\n"
+                     "# HELP fatia_engine_sim_request_rate Requests arrived per second (engine "
+                     "time), exponentially weighted over 10 s.\n"
+                     "# TYPE fatia_engine_sim_request_rate gauge\n"
+                     "fatia_engine_sim_request_rate %.4f\n"
                      "# HELP fatia_engine_sim_info The simulated server's role in prefill/decode "
                      "disaggregation.\n# TYPE fatia_engine_sim_info gauge\n"
                      "fatia_engine_sim_info{role=\"%s\"} 1\n"
@@ -868,9 +889,9 @@ static void handle_metrics(struct fatia_enginesim *s, struct fatia_httpd_conn *c
                      "fatia_engine_sim_prefill_legs_total %" PRIu64 "\n"
                      "# HELP fatia_engine_sim_step_lag_seconds How late engine steps ended, in "
                      "engine time.\n# TYPE fatia_engine_sim_step_lag_seconds histogram\n",
-                     s->cfg.speed, s->aborted, fatia_engine_role_name(s->cfg.role), s->kv_transfers,
-                     s->kv_bytes, s->kv_seconds, st.remote_tokens, s->pd_fallbacks,
-                     s->prefill_legs_served);
+                     s->cfg.speed, s->aborted, rate_at(s, v_now(s)),
+                     fatia_engine_role_name(s->cfg.role), s->kv_transfers, s->kv_bytes,
+                     s->kv_seconds, st.remote_tokens, s->pd_fallbacks, s->prefill_legs_served);
     fatia_hist_write(&s->lag, &b, "fatia_engine_sim_step_lag_seconds", "");
     fatia_httpd_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, b.p, b.len);
     fatia_buf_release(&b);

@@ -242,6 +242,10 @@ s = s.replace("  # annotations: {opendatahub.io/hardware-profile-name: <decode p
 s = s.replace("    # annotations: {opendatahub.io/hardware-profile-name: <prefill profile>}",
               "    annotations: {opendatahub.io/hardware-profile-name: prefill-profile}")
 assert s.count("-profile}") == 2
+# the example has a namespace of its own; here it runs in the tenant "serving" of the gateway
+s = s.replace("apiVersion: v1\nkind: Namespace\nmetadata: {name: serving-pd}\n---\n", "")
+s = s.replace("namespace: serving-pd", "namespace: serving")
+assert "serving-pd" not in s
 open(sys.argv[2], "w").write(s)
 EOF
 expect_rc 0 "$k" apply -f "$TMP/pd.yaml"
@@ -326,7 +330,7 @@ wait_for "back to one replica" one
 cat >"$TMP/drain.yaml" <<'EOF'
 apiVersion: serving.kserve.io/v1beta1
 kind: InferenceService
-metadata: {name: drainer, namespace: serving, annotations: {serving.fatia.io/port: "28110"}}
+metadata: {name: drainer, namespace: serving, annotations: {serving.fatia.io/port: "28120"}}
 spec: {predictor: {minReplicas: 2, model: {modelFormat: {name: vLLM}, args: ["--speed", "50"]}}}
 EOF
 expect_rc 0 "$k" apply -f "$TMP/drain.yaml"

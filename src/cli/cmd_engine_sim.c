@@ -62,6 +62,15 @@ static const char usage[] =
     "                              servers of one InferenceService on the host's network)\n"
     "  --api-keys FILE             require Authorization: Bearer KEY on /v1/ (KEY TENANT per\n"
     "                              line); without it, listening beyond loopback warns\n"
+    "  --role both|prefill|decode  prefill/decode disaggregation (default both: aggregated);\n"
+    "                              a decode server honours x-prefiller-host-port (llm-d's\n"
+    "                              sidecar flow: prefill there, KV pulled over the link)\n"
+    "  --kv-link nvlink|rdma       the decode server's inbound KV link (default nvlink:\n"
+    "                              328 GB/s, 0.5 ms; rdma: 45 GB/s, 0.5 ms)\n"
+    "  --kv-link-bandwidth B, --kv-link-latency SECONDS   the link's terms by hand\n"
+    "  --drain-timeout D           on SIGTERM, stop taking connections and answer the\n"
+    "                              requests held, up to D (default 30s; a second signal stops\n"
+    "                              at once)\n"
     "  --print-config              print the effective configuration as JSON and exit\n"
     "\n"
     "Exit status: 0 stopped by a signal, 1 cannot start, 2 usage.\n";
@@ -73,9 +82,10 @@ struct es_opts {
     struct fatia_enginesim_config cfg;
     struct fatia_plan_input in;
     const char *model, *gpu, *slice, *models_file, *port_file, *keys_file;
-    double flops, hbm, kvbw, over, speed;
+    double flops, hbm, kvbw, over, speed, link_bw, link_lat;
     uint64_t blocks, seqs, batched, mml, defmax;
     bool print, no_pc;
+    int64_t drain_usec;
 };
 
 #define GO_ON (-1) /* parse_opts: no exit status yet, go on */
@@ -108,6 +118,11 @@ enum {
     O_SINT,
     O_KEYS,
     O_REUSE,
+    O_ROLE,
+    O_LINK,
+    O_LINKBW,
+    O_LINKLAT,
+    O_DRAIN,
 };
 static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTEN},
                                      {"model", required_argument, NULL, 'm'},
@@ -137,6 +152,11 @@ static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTE
                                      {"port-file", required_argument, NULL, 'P'},
                                      {"api-keys", required_argument, NULL, O_KEYS},
                                      {"reuse-port", no_argument, NULL, O_REUSE},
+                                     {"role", required_argument, NULL, O_ROLE},
+                                     {"kv-link", required_argument, NULL, O_LINK},
+                                     {"kv-link-bandwidth", required_argument, NULL, O_LINKBW},
+                                     {"kv-link-latency", required_argument, NULL, O_LINKLAT},
+                                     {"drain-timeout", required_argument, NULL, O_DRAIN},
                                      {"help", no_argument, NULL, 'h'},
                                      {NULL, 0, NULL, 0}};
 
@@ -152,6 +172,9 @@ static int parse_opts(int argc, char **argv, struct es_opts *o)
     o->over = -1;
     o->speed = 1;
     o->defmax = 16;
+    o->link_lat = -1;
+    o->drain_usec = 30 * FATIA_USEC_PER_SEC;
+    fatia_kvxfer_preset("nvlink", &o->cfg.kv_link);
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:h", opts, NULL)) != -1) {
         double *dv = NULL;
@@ -252,6 +275,24 @@ static int parse_opts(int argc, char **argv, struct es_opts *o)
         case O_REUSE:
             o->cfg.reuse_port = true;
             break;
+        case O_ROLE:
+            if (fatia_engine_role_parse(optarg, &o->cfg.role) < 0)
+                return fatia_cli_usage_error(self(), "--role: expected both, prefill or decode");
+            break;
+        case O_LINK:
+            if (fatia_kvxfer_preset(optarg, &o->cfg.kv_link) < 0)
+                return fatia_cli_usage_error(self(), "--kv-link: expected nvlink or rdma");
+            break;
+        case O_LINKBW:
+            dv = &o->link_bw;
+            break;
+        case O_LINKLAT:
+            dv = &o->link_lat;
+            break;
+        case O_DRAIN:
+            if (fatia_parse_duration_usec(optarg, &o->drain_usec) < 0 || o->drain_usec < 0)
+                return fatia_cli_usage_error(self(), "--drain-timeout: expected a duration");
+            break;
         case 'h':
             return fatia_cli_help(self());
         default:
@@ -316,6 +357,10 @@ static int configure(struct es_opts *o, struct fatia_serving_device *dev, struct
         cfg->engine.kv_bw = o->kvbw;
     if (o->over >= 0)
         cfg->engine.step_overhead = o->over;
+    if (o->link_bw > 0)
+        cfg->kv_link.bandwidth = o->link_bw;
+    if (o->link_lat >= 0)
+        cfg->kv_link.latency = o->link_lat;
     cfg->speed = o->speed;
     cfg->default_max_tokens = (uint32_t)o->defmax;
     cfg->gpu_memory_utilization = plan->gpu_memory_utilization;
@@ -337,6 +382,8 @@ static void print_config(const struct es_opts *o, const struct fatia_serving_dev
            "  \"prefixCaching\": %s,\n  \"flopsPerSecond\": %.6g,\n"
            "  \"hbmBytesPerSecond\": %.6g,\n  \"kvReadBytesPerSecond\": %.6g,\n"
            "  \"stepOverheadSeconds\": %.6g,\n  \"speed\": %g,\n"
+           "  \"role\": \"%s\",\n  \"kvLink\": {\"bandwidthBytesPerSecond\": %.6g, "
+           "\"latencySeconds\": %.6g},\n"
            "  \"calibration\": \"%s on %s\",\n"
            "  \"decodeStepSeconds\": {\"batch1ctx1k\": %.6f, \"batch64ctx1k\": %.6f},\n"
            "  \"prefillSeconds\": {\"tokens2048\": %.6f, \"tokens8192\": %.6f}\n}\n",
@@ -345,8 +392,9 @@ static void print_config(const struct es_opts *o, const struct fatia_serving_dev
            o->in.gpu_memory_bytes ? o->in.gpu_memory_bytes : dev->memory_bytes, e->tp,
            e->num_gpu_blocks, e->block_tokens, e->num_gpu_blocks * e->block_tokens, e->max_num_seqs,
            e->max_num_batched_tokens, e->max_model_len, e->prefix_caching ? "true" : "false",
-           e->flops, e->hbm_bw, e->kv_bw, e->step_overhead, o->cfg.speed, FATIA_CALIB_MEASURED,
-           FATIA_CALIB_GPU, fatia_engine_step_seconds(e, 1, 1, 0, 1024),
+           e->flops, e->hbm_bw, e->kv_bw, e->step_overhead, o->cfg.speed,
+           fatia_engine_role_name(o->cfg.role), o->cfg.kv_link.bandwidth, o->cfg.kv_link.latency,
+           FATIA_CALIB_MEASURED, FATIA_CALIB_GPU, fatia_engine_step_seconds(e, 1, 1, 0, 1024),
            fatia_engine_step_seconds(e, 64, 64, 0, 64 * 1024),
            fatia_engine_step_seconds(
                e, 2048, 1,
@@ -363,7 +411,17 @@ static bool loopback_only(const char *listen)
            fatia_str_has_prefix(listen, "[::1]:");
 }
 
-/* Builds the server and runs it until a signal. */
+static void drain_start(void *ud)
+{
+    fatia_enginesim_drain(ud);
+}
+
+static size_t drain_busy(void *ud)
+{
+    return fatia_enginesim_inflight(ud);
+}
+
+/* Builds the server and runs it until a signal (SIGTERM: drained first). */
 static int serve(struct es_opts *o)
 {
     struct event_config *ec = event_config_new();
@@ -397,11 +455,16 @@ static int serve(struct es_opts *o)
                 fatia_strerror(r));
         goto out;
     }
-    snprintf(detail, sizeof(detail), "model %s, %" PRIu64 " KV blocks, max %u seqs, speed %g%s",
+    snprintf(detail, sizeof(detail), "model %s, %" PRIu64 " KV blocks, max %u seqs, speed %g%s%s%s",
              o->cfg.served_model, o->cfg.engine.num_gpu_blocks, o->cfg.engine.max_num_seqs,
-             o->cfg.speed, o->cfg.tenants ? ", API keys required" : "");
-    rc = fatia_cli_serve_loop(base, "engine-sim", o->cfg.listen, fatia_enginesim_port(sim),
-                              o->port_file, detail);
+             o->cfg.speed, o->cfg.role != FATIA_ROLE_BOTH ? ", role " : "",
+             o->cfg.role != FATIA_ROLE_BOTH ? fatia_engine_role_name(o->cfg.role) : "",
+             o->cfg.tenants ? ", API keys required" : "");
+    {
+        struct fatia_cli_drain drain = {drain_start, drain_busy, sim, o->drain_usec};
+        rc = fatia_cli_serve_loop_drain(base, "engine-sim", o->cfg.listen,
+                                        fatia_enginesim_port(sim), o->port_file, detail, &drain);
+    }
 out:
     fatia_enginesim_free(sim);
     event_base_free(base);

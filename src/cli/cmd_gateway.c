@@ -53,6 +53,12 @@ static const char usage[] =
     "                              replica (the annotation serving.fatia.io/demand), then 503\n"
     "                              (default 0: no holding)\n"
     "  --selector SELECTOR         only endpoints whose labels match (static pools)\n"
+    "  --pd-decider D              prefill/decode disaggregation, when endpoints labelled\n"
+    "                              llm-d.ai/role=prefill are in the pool: prefix-based\n"
+    "                              (default), always or never (llm-d's deciders)\n"
+    "  --pd-non-cached-tokens N    prefix-based: a prompt goes through a prefill pod when at\n"
+    "                              least N of its tokens are not cached on the decode pod\n"
+    "                              (default 256; 0 never)\n"
     "Kubernetes API (InferencePool pools; fatiad or a kube-apiserver):\n"
     "  --server URL                API server (default: the kubeconfig's)\n"
     "  --kubeconfig PATH           kubeconfig (default $KUBECONFIG, ~/.kube/config)\n"
@@ -157,6 +163,8 @@ enum {
     O_MAXBODY,
     O_KEYS,
     O_TRATE,
+    O_PDDEC,
+    O_PDNC,
 };
 static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTEN},
                                      {"endpoints", required_argument, NULL, O_ENDPOINTS},
@@ -187,6 +195,8 @@ static const struct option opts[] = {{"listen", required_argument, NULL, O_LISTE
                                      {"max-body", required_argument, NULL, O_MAXBODY},
                                      {"api-keys", required_argument, NULL, O_KEYS},
                                      {"tenant-rate", required_argument, NULL, O_TRATE},
+                                     {"pd-decider", required_argument, NULL, O_PDDEC},
+                                     {"pd-non-cached-tokens", required_argument, NULL, O_PDNC},
                                      {"port-file", required_argument, NULL, 'P'},
                                      {"help", no_argument, NULL, 'h'},
                                      {NULL, 0, NULL, 0}};
@@ -198,7 +208,7 @@ struct gw_opts {
     struct fatia_kube_config kc;
     const char *endpoints, *file, *ipool, *policy, *weights, *port_file, *keys_file;
     double tenant_rate;
-    bool set_mint, set_mstale, set_hint, set_q, set_blocks, set_lru;
+    bool set_mint, set_mstale, set_hint, set_q, set_blocks, set_lru, set_pd;
 };
 
 #define GO_ON (-1) /* parse_opts: no exit status yet, go on */
@@ -287,6 +297,20 @@ static int parse_opts(int argc, char **argv, struct gw_opts *o)
             else
                 o->cfg.max_body = (size_t)u;
             break;
+        case O_PDDEC:
+            if (fatia_pd_decider_parse(optarg, &o->over.pd.decider) < 0)
+                return fatia_cli_usage_error(self(), "--pd-decider: expected prefix-based, "
+                                                     "always or never");
+            o->set_pd = true;
+            break;
+        case O_PDNC: {
+            int n;
+            if (fatia_parse_int(optarg, 0, 1 << 30, &n) < 0)
+                return fatia_cli_usage_error(self(), "--pd-non-cached-tokens: expected a count");
+            o->over.pd.non_cached_tokens = (uint32_t)n;
+            o->set_pd = true;
+            break;
+        }
         case O_MINT:
         case O_MSTALE:
         case O_HINT:
@@ -376,6 +400,8 @@ static int load_pool(struct gw_opts *o, struct fatia_pool_file *pf, json_t **ret
         cfg->sched.w = over->sched.w;
     if (o->set_q)
         cfg->sched.queue_limit = over->sched.queue_limit;
+    if (o->set_pd)
+        cfg->pd = over->pd;
     if (o->set_blocks)
         cfg->max_prefix_blocks = over->max_prefix_blocks;
     if (o->set_lru)

@@ -588,7 +588,10 @@ static const char bench_usage[] =
     "  --trace PATH              AzureLLMInferenceTrace_conv.csv or _code.csv\n"
     "  --trace-offset N          skip the first N requests\n"
     "  --time-scale X            divide the trace's inter-arrival times by X (default 1)\n"
-    "  --tenants N --follow P    synthesised shared prefixes (defaults 32, 0.5; docs/serving.md)\n";
+    "  --tenants N --follow P    synthesised shared prefixes (defaults 32, 0.5; docs/serving.md)\n"
+    "Goodput (requests within both SLOs per second, vLLM's --goodput, DistServe's):\n"
+    "  --slo-ttft MS --slo-itl MS  TTFT and TPOT (mean inter-token latency) bounds; the strict\n"
+    "                            attainment holds every inter-token gap to --slo-itl\n";
 
 static void print_dist(const char *label, const char *name, const struct fatia_dist *d)
 {
@@ -630,6 +633,9 @@ static int print_bench(const struct fatia_loadgen_result *res, const char *label
         }
         printf("%s.completed: %u requests\n%s.failed: %u requests\n", label, res->completed, label,
                res->failed);
+        printf("%s.good: %u requests\n%s.goodput: %.3f req/s\n%s.slo_attainment: %.4f ratio\n",
+               label, res->good, label, res->goodput, label, res->attainment);
+        printf("%s.slo_attainment_strict: %.4f ratio\n", label, res->attainment_strict);
         printf("%s.output_tokens: %" PRIu64 " tokens\n", label, res->output_tokens);
         printf("%s.request_throughput: %.3f req/s\n%s.output_throughput: %.1f tok/s\n", label,
                res->request_throughput, label, res->output_throughput);
@@ -651,6 +657,10 @@ static int print_bench(const struct fatia_loadgen_result *res, const char *label
             dist_json(&res->tpot), "itl", dist_json(&res->itl), "e2el", dist_json(&res->e2el));
         if (res->prefix_hit_ratio >= 0)
             json_object_set_new(o, "prefixHitRatio", json_real(res->prefix_hit_ratio));
+        json_object_set_new(o, "good", json_integer(res->good));
+        json_object_set_new(o, "goodput", json_real(res->goodput));
+        json_object_set_new(o, "sloAttainment", json_real(res->attainment));
+        json_object_set_new(o, "sloAttainmentStrict", json_real(res->attainment_strict));
         r = fatia_cli_print(o, out);
         json_decref(o);
     }
@@ -680,6 +690,8 @@ static int run_bench(int argc, char **argv)
         O_TSCALE,
         O_TENANTS,
         O_FOLLOW,
+        O_SLOTTFT,
+        O_SLOITL,
     };
     static const struct option opts[] = {{"url", required_argument, NULL, O_URL},
                                          {"model", required_argument, NULL, O_MODEL},
@@ -701,6 +713,8 @@ static int run_bench(int argc, char **argv)
                                          {"time-scale", required_argument, NULL, O_TSCALE},
                                          {"tenants", required_argument, NULL, O_TENANTS},
                                          {"follow", required_argument, NULL, O_FOLLOW},
+                                         {"slo-ttft", required_argument, NULL, O_SLOTTFT},
+                                         {"slo-itl", required_argument, NULL, O_SLOITL},
                                          {"output", required_argument, NULL, 'o'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
@@ -722,7 +736,8 @@ static int run_bench(int argc, char **argv)
         bool is_u = ch == O_REQUESTS || ch == O_CONC || ch == O_SEED || ch == O_GROUPS ||
                     ch == O_PPG || ch == O_SYS || ch == O_Q || ch == O_OUT || ch == O_TOFF ||
                     ch == O_TENANTS;
-        bool is_d = ch == O_SPEED || ch == O_RATE || ch == O_TSCALE || ch == O_FOLLOW;
+        bool is_d = ch == O_SPEED || ch == O_RATE || ch == O_TSCALE || ch == O_FOLLOW ||
+                    ch == O_SLOTTFT || ch == O_SLOITL;
         if (is_u && (fatia_parse_u64(optarg, &u) < 0 || u > UINT32_MAX))
             return fatia_cli_usage_error(&bench_cmd, "%s: expected an integer", argv[optind - 1]);
         if (is_d && (fatia_parse_double(optarg, &d) < 0 || d < 0))
@@ -793,6 +808,12 @@ static int run_bench(int argc, char **argv)
             break;
         case O_FOLLOW:
             c.follow = d;
+            break;
+        case O_SLOTTFT:
+            c.slo_ttft = d / 1e3;
+            break;
+        case O_SLOITL:
+            c.slo_itl = d / 1e3;
             break;
         case 'o':
             if (fatia_cli_output_opt(&bench_cmd, optarg, &out) < 0)

@@ -15,6 +15,7 @@
 #include <event2/event.h>
 #include <signal.h>
 
+#include "base/clock.h"
 #include "cli/cli.h"
 #include "gateway/netaddr.h"
 
@@ -28,17 +29,67 @@ static void raise_fd_limit(void)
     }
 }
 
+struct loop {
+    struct event_base *base;
+    const char *name;
+    const struct fatia_cli_drain *drain;
+    struct event *tick;
+    bool draining;
+    int64_t deadline;
+};
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct loop *l = arg;
+    size_t busy = l->drain->busy(l->drain->ud);
+    struct timeval tv = {0, 20000};
+
+    (void)fd;
+    (void)what;
+    if (!busy) {
+        fprintf(stderr, "fatia %s: drained, stopping\n", l->name);
+        event_base_loopexit(l->base, NULL);
+        return;
+    }
+    if (fatia_now_mono_usec() >= l->deadline) {
+        fprintf(stderr, "fatia %s: drain timeout, stopping with %zu requests unanswered\n", l->name,
+                busy);
+        event_base_loopexit(l->base, NULL);
+        return;
+    }
+    evtimer_add(l->tick, &tv);
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
+    struct loop *l = arg;
+
     (void)sig;
     (void)what;
-    event_base_loopexit(arg, NULL);
+    if (!l->drain || l->draining || !(l->tick = evtimer_new(l->base, on_tick, l))) {
+        event_base_loopexit(l->base, NULL);
+        return;
+    }
+    l->draining = true;
+    l->deadline = fatia_now_mono_usec() + l->drain->timeout_usec;
+    fprintf(stderr, "fatia %s: draining: no new connections, %zu requests in flight\n", l->name,
+            l->drain->busy(l->drain->ud));
+    l->drain->start(l->drain->ud);
+    on_tick(-1, 0, l);
 }
 
 int fatia_cli_serve_loop(struct event_base *base, const char *name, const char *listen, int port,
                          const char *port_file, const char *detail)
 {
+    return fatia_cli_serve_loop_drain(base, name, listen, port, port_file, detail, NULL);
+}
+
+int fatia_cli_serve_loop_drain(struct event_base *base, const char *name, const char *listen,
+                               int port, const char *port_file, const char *detail,
+                               const struct fatia_cli_drain *drain)
+{
     struct event *sigint = NULL, *sigterm = NULL;
+    struct loop l = {base, name, drain, NULL, false, 0};
     char url[320];
 
     if (port_file) {
@@ -50,8 +101,8 @@ int fatia_cli_serve_loop(struct event_base *base, const char *name, const char *
     }
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
-    sigint = evsignal_new(base, SIGINT, on_signal, base);
-    sigterm = evsignal_new(base, SIGTERM, on_signal, base);
+    sigint = evsignal_new(base, SIGINT, on_signal, &l);
+    sigterm = evsignal_new(base, SIGTERM, on_signal, &l);
     if (sigint)
         evsignal_add(sigint, NULL);
     if (sigterm)
@@ -63,5 +114,7 @@ int fatia_cli_serve_loop(struct event_base *base, const char *name, const char *
         event_free(sigint);
     if (sigterm)
         event_free(sigterm);
+    if (l.tick)
+        event_free(l.tick);
     return FATIA_EXIT_OK;
 }

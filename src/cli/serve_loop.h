@@ -14,4 +14,19 @@ struct event_base;
 int fatia_cli_serve_loop(struct event_base *base, const char *name, const char *listen, int port,
                          const char *port_file, const char *detail);
 
+/* A graceful stop: on the first SIGTERM or SIGINT, start(ud) (stop taking work), then the loop
+ * runs until busy(ud) is 0 (checked every 20 ms) or timeout_usec passed; a second signal stops
+ * it at once. Said on stderr. */
+struct fatia_cli_drain {
+    void (*start)(void *ud);
+    size_t (*busy)(void *ud);
+    void *ud;
+    int64_t timeout_usec;
+};
+
+/* fatia_cli_serve_loop with a graceful stop (NULL: as fatia_cli_serve_loop). */
+int fatia_cli_serve_loop_drain(struct event_base *base, const char *name, const char *listen,
+                               int port, const char *port_file, const char *detail,
+                               const struct fatia_cli_drain *drain);
+
 #endif

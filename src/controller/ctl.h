@@ -192,10 +192,14 @@ struct cronjob_ctl;
 struct statefulset_ctl;
 struct daemonset_ctl;
 struct isvc_ctl;
+struct llmisvc_ctl;
 
 /* inferenceservice.c: KServe InferenceService -> Deployment + InferencePool + status. */
 int fatia_ctlr_isvc_ctl_new(struct ctl *c, struct isvc_ctl **ret);
 void fatia_ctlr_isvc_ctl_free(struct isvc_ctl *ic);
+/* llmisvc.c: KServe LLMInferenceService -> decode and prefill Deployments + InferencePool. */
+int fatia_ctlr_llmisvc_ctl_new(struct ctl *c, struct llmisvc_ctl **ret);
+void fatia_ctlr_llmisvc_ctl_free(struct llmisvc_ctl *lc);
 int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret);
 void fatia_ctlr_device_ctl_free(struct device_ctl *d);
 int fatia_ctlr_workload_ctl_new(struct ctl *c, struct workload_ctl **ret);

@@ -251,6 +251,7 @@ int fatia_ctlr_gc_ctl_new(struct ctl *c, struct gc_ctl **ret)
         (r = add_dep(g, "kueue.x-k8s.io/v1beta2", "Workload")) < 0 ||
         (r = add_dep(g, "resource.k8s.io/v1", "ResourceClaim")) < 0 ||
         (r = add_owner(g, "serving.kserve.io/v1beta1", "InferenceService")) < 0 ||
+        (r = add_owner(g, "serving.kserve.io/v1alpha1", "LLMInferenceService")) < 0 ||
         (r = add_dep(g, "apps/v1", "Deployment")) < 0 ||
         (r = add_dep(g, "inference.networking.k8s.io/v1", "InferencePool")) < 0 ||
         (r = fatia_ctlr_on_synced(c, on_synced, g)) < 0) {

@@ -21,7 +21,13 @@
  *   KV-cache (serving.fatia.io/scale-metric: kv_cache_usage)
  *                                            vllm:kv_cache_usage_perc x 100, the target a percent.
  *
- * scaleTarget is the target per replica (1 if unset); scaleMetric cpu, memory or rps are not
+ *   requests per second (scaleMetric: rps)   fatia_engine_sim_request_rate: engine-sim's arrivals
+ *                                            per (engine) second, exponentially weighted over
+ *                                            10 s; vLLM has no such gauge (Knative counts rps in
+ *                                            its queue-proxy), so with a real vLLM image rps
+ *                                            would need the gateway's counts.
+ *
+ * scaleTarget is the target per replica (1 if unset); scaleMetric cpu or memory are not
  * measured here: such an InferenceService keeps minReplicas and gets one Warning Event. Windows and
  * rates come from Knative's annotations, as KServe passes them through:
  * autoscaling.knative.dev/window (the stable window, 60s), panic-window-percentage (10),
@@ -84,6 +90,7 @@ enum metric {
     M_CONCURRENCY,
     M_WAITING,
     M_KV,
+    M_RPS,
     M_UNSUPPORTED
 };
 
@@ -121,6 +128,7 @@ static const char *metric_name(enum metric m)
 {
     return m == M_CONCURRENCY ? "concurrency"
            : m == M_WAITING   ? "num_requests_waiting"
+           : m == M_RPS       ? "rps"
                               : "kv_cache_usage";
 }
 
@@ -158,6 +166,8 @@ static enum metric metric_of(const json_t *isvc)
         return M_KV;
     if (a)
         return M_UNSUPPORTED;
+    if (m && !strcmp(m, "rps"))
+        return M_RPS;
     return !m || !strcmp(m, "concurrency") ? M_CONCURRENCY : M_UNSUPPORTED;
 }
 
@@ -267,6 +277,9 @@ static double answer_value(enum metric m, const char *body, bool *ret_ok)
     case M_KV:
         *ret_ok = prom_value(body, "vllm:kv_cache_usage_perc", &kv);
         return kv * 100;
+    case M_RPS:
+        *ret_ok = prom_value(body, "fatia_engine_sim_request_rate", &kv);
+        return kv;
     default:
         *ret_ok = false;
         return 0;
@@ -463,7 +476,8 @@ static void tick_one(struct isvc_scaler *s, const char *key, const json_t *isvc)
         const char *m = fatia_json_str(fatia_json_path(isvc, "spec.predictor"), "scaleMetric");
         if (!sc->warned)
             fatia_ctlr_event(s->ctl, isvc, COMPONENT, "Warning", "MetricNotMeasured",
-                             "scaleMetric %s is not measured here (concurrency, or the annotation "
+                             "scaleMetric %s is not measured here (concurrency, rps, or the "
+                             "annotation "
                              "%s: num_requests_waiting or kv_cache_usage): replicas stay at "
                              "minReplicas",
                              m ? m : fatia_ctlr_obj_annotation(isvc, METRIC_ANN), METRIC_ANN);

@@ -64,6 +64,7 @@ struct ctl {
     struct statefulset_ctl *statefulset;
     struct daemonset_ctl *daemonset;
     struct isvc_ctl *isvc;
+    struct llmisvc_ctl *llmisvc;
 };
 
 struct fatia_controllers {
@@ -250,6 +251,7 @@ int fatia_controllers_new(struct event_base *base, struct fatia_client *client,
         (r = fatia_ctlr_statefulset_ctl_new(c, &c->statefulset)) < 0 ||
         (r = fatia_ctlr_daemonset_ctl_new(c, &c->daemonset)) < 0 ||
         (r = fatia_ctlr_isvc_ctl_new(c, &c->isvc)) < 0 ||
+        (r = fatia_ctlr_llmisvc_ctl_new(c, &c->llmisvc)) < 0 ||
         (r = fatia_ctlr_workload_ctl_new(c, &c->workload)) < 0 ||
         (r = fatia_ctlr_job_ctl_new(c, &c->job)) < 0 ||
         (r = fatia_ctlr_admission_ctl_new(c, &c->admission)) < 0 ||
@@ -332,6 +334,7 @@ void fatia_controllers_free(struct fatia_controllers *fc)
         fatia_ctlr_statefulset_ctl_free(c->statefulset);
         fatia_ctlr_cronjob_ctl_free(c->cronjob);
         fatia_ctlr_isvc_ctl_free(c->isvc);
+        fatia_ctlr_llmisvc_ctl_free(c->llmisvc);
         fatia_ctlr_endpoints_ctl_free(c->endpoints);
         fatia_ctlr_sa_ctl_free(c->sa);
         fatia_ctlr_localpath_ctl_free(c->localpath);

@@ -40,6 +40,7 @@ struct fatia_engine_req {
     uint32_t n_blocks, cap_blocks;
     uint32_t sched_n; /* tokens in the planned step */
     bool sched;
+    bool remote; /* the prompt's KV was computed elsewhere (a prefill server) and is loaded */
 };
 
 struct rlist {
@@ -354,6 +355,17 @@ int fatia_engine_add(struct fatia_engine *e, uint32_t prompt_tokens, uint32_t ma
     return 0;
 }
 
+int fatia_engine_add_loaded(struct fatia_engine *e, uint32_t prompt_tokens, uint32_t max_tokens,
+                            const uint64_t *hashes, size_t n_hashes, void *ud,
+                            struct fatia_engine_req **ret)
+{
+    int rc = fatia_engine_add(e, prompt_tokens, max_tokens, hashes, n_hashes, ud, ret);
+
+    if (rc == 0)
+        (*ret)->remote = max_tokens > 0;
+    return rc;
+}
+
 void fatia_engine_abort(struct fatia_engine *e, struct fatia_engine_req *r)
 {
     if (r->st == R_RUNNING)
@@ -375,11 +387,26 @@ static void preempt(struct fatia_engine *e, struct fatia_engine_req *r)
     rl_remove(&e->running, r);
     req_free_blocks(e, r);
     r->computed = 0;
+    r->remote = false; /* the loaded KV is gone: recomputed here */
     r->sched = false;
     r->sched_n = 0;
     r->st = R_WAITING;
     rl_push_head(&e->waiting, r);
     e->st.preemptions++;
+}
+
+/* Registers r's full prompt blocks [from, to) (block indexes) in the cache table. */
+static void cache_blocks(struct fatia_engine *e, struct fatia_engine_req *r, uint32_t from,
+                         uint32_t to)
+{
+    for (uint32_t k = from; k < to && k < r->n_hashes && k < r->n_blocks; k++) {
+        struct block *b = &e->b[r->blocks[k]];
+        if (e->cfg.prefix_caching && !b->cached && t_get(e, r->hashes[k]) == NIL) {
+            b->hash = r->hashes[k];
+            b->cached = true;
+            t_put(e, b->hash, r->blocks[k]);
+        }
+    }
 }
 
 /* Prefix-cache lookup at admission: touches the cached leading blocks. Returns cached tokens. */
@@ -442,15 +469,25 @@ fatia_usec_t fatia_engine_step_begin(struct fatia_engine *e)
     /* waiting requests, first come first served */
     while (!preempted && budget && e->waiting.head && e->running.n < c->max_num_seqs) {
         uint32_t cached, n;
+        uint32_t local;
         r = e->waiting.head;
         cached = r->computed == 0 ? admit_cached(e, r) : r->computed;
+        local = cached;
+        /* loaded KV: every prompt token but the last is there; the last is recomputed for its
+         * logits (vLLM's NIXL connector does the same) */
+        if (r->remote && r->computed == 0 && r->generated == 0 && r->prompt_tokens - 1 > cached)
+            cached = r->prompt_tokens - 1;
         n = (uint32_t)FATIA_MIN(known(r) - cached, (uint64_t)budget);
         if (!req_ensure_blocks(e, r, (uint64_t)cached + n)) {
             req_free_blocks(e, r); /* not admitted: give back the hits and the partial grab */
             break;
         }
         e->st.prefix_queries += known(r);
-        e->st.prefix_hits += cached;
+        e->st.prefix_hits += local;
+        if (cached > local) {
+            e->st.remote_tokens += cached - local;
+            cache_blocks(e, r, local / c->block_tokens, cached / c->block_tokens);
+        }
         r->computed = cached;
         rl_remove(&e->waiting, r);
         r->st = R_RUNNING;
@@ -518,14 +555,7 @@ void fatia_engine_step_end(struct fatia_engine *e, fatia_engine_emit_fn emit, vo
         r->computed += r->sched_n;
         full_after = r->computed / bt;
         /* newly filled prompt blocks become cached */
-        for (uint32_t k = full_before; k < full_after && k < r->n_hashes && k < r->n_blocks; k++) {
-            struct block *b = &e->b[r->blocks[k]];
-            if (e->cfg.prefix_caching && !b->cached && t_get(e, r->hashes[k]) == NIL) {
-                b->hash = r->hashes[k];
-                b->cached = true;
-                t_put(e, b->hash, r->blocks[k]);
-            }
-        }
+        cache_blocks(e, r, full_before, full_after);
         r->sched_n = 0;
         if (r->computed < known(r))
             continue; /* a prefill chunk that did not reach the end */

@@ -28,6 +28,10 @@
  * with flops, hbm_bw, kv_bw and overhead from the H200 calibration (docs/serving-calibration.json).
  * Tensor-parallel communication is not modelled.
  *
+ * Prefill/decode disaggregation: a decode server queues a request whose prompt KV was
+ * transferred from a prefill server with fatia_engine_add_loaded (the transfer's time is the
+ * caller's, kvxfer.h); a prefill server runs ordinary requests with max_tokens 1.
+ *
  * Request states: WAITING --admitted (step_begin)--> RUNNING --last token (step_end)--> freed
  *                 RUNNING --preempted (step_begin)--> WAITING;  any --abort--> freed at once
  */
@@ -66,6 +70,7 @@ struct fatia_engine_stats {
     uint64_t prefix_queries, prefix_hits; /* tokens */
     uint64_t preemptions;
     uint64_t prompt_tokens, generation_tokens; /* computed prompt tokens, emitted tokens */
+    uint64_t remote_tokens; /* prompt tokens whose KV was loaded from a prefill server */
     uint64_t steps;
     uint64_t last_step_tokens;
 };
@@ -80,6 +85,15 @@ const struct fatia_engine_config *fatia_engine_config(const struct fatia_engine 
 int fatia_engine_add(struct fatia_engine *e, uint32_t prompt_tokens, uint32_t max_tokens,
                      const uint64_t *hashes, size_t n_hashes, void *ud,
                      struct fatia_engine_req **ret);
+/* Queues a request whose prompt KV was computed by another engine and has been transferred here
+ * (a decode server of prefill/decode disaggregation): at admission the prompt's locally cached
+ * blocks are hits as usual, every other prompt token but the last counts as computed (its blocks
+ * are allocated and cached), and the last one is recomputed in the first step, which samples the
+ * first token (vLLM's NixlConnector does the same). If the request is preempted its KV is gone
+ * and it is recomputed here in full. Same errors as fatia_engine_add. */
+int fatia_engine_add_loaded(struct fatia_engine *e, uint32_t prompt_tokens, uint32_t max_tokens,
+                            const uint64_t *hashes, size_t n_hashes, void *ud,
+                            struct fatia_engine_req **ret);
 /* Drops a request now (client went away); its blocks return to the free queue. */
 void fatia_engine_abort(struct fatia_engine *e, struct fatia_engine_req *r);
 

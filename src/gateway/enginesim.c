@@ -34,8 +34,10 @@
 #include "gateway/calibration.h"
 #include "gateway/hist.h"
 #include "gateway/httpd.h"
+#include "gateway/netaddr.h"
 #include "gateway/prefix.h"
 #include "gateway/tenants.h"
+#include "gateway/upstream.h"
 
 enum kind {
     K_COMPLETION,
@@ -55,7 +57,18 @@ struct sim_req {
     struct fatia_buf text;                  /* non-streamed answers */
     struct fatia_buf pend_text, pend_times; /* streamed tokens not sent yet */
     uint32_t pend_n;
+    /* prefill/decode disaggregation */
+    bool remote_decode; /* a prefill leg: answered with kv_transfer_params */
+    uint64_t *hashes;   /* kept while the request waits for its prefill and KV */
+    size_t n_hashes;
+    struct fatia_upx *leg;    /* the prefill leg in flight */
+    struct fatia_buf leg_req; /* its request bytes */
+    struct fatia_buf leg_resp;
+    int leg_status;
+    struct event *ev_land; /* fires when the KV has landed */
 };
+
+#define MAX_PEERS 32
 
 struct fatia_enginesim {
     struct event_base *base;
@@ -68,10 +81,49 @@ struct fatia_enginesim {
     fatia_usec_t t_start; /* wall time of V = 0 */
     double v_end;         /* virtual end of the step in flight, or of the last one */
     uint64_t next_id;
+    size_t live;         /* sim_reqs alive: received, not yet answered */
+    double rate, rate_t; /* arrivals per engine second, exponentially weighted; as of rate_t */
+    bool draining;
     time_t created;
     uint64_t success, aborted;
     struct fatia_hist ttft, itl, e2e, lag, iter_tokens;
+
+    /* P/D: the prefill servers this decode server has talked to, and its inbound KV link */
+    struct {
+        char hostport[80];
+        struct fatia_upstream up;
+    } peers[MAX_PEERS];
+
+    size_t n_peers;
+    struct fatia_kvxfer_link link;
+    char self_host[64]; /* the host a decode server pulls from: the listen address's */
+    uint64_t kv_transfers, kv_bytes, pd_fallbacks, prefill_legs_served;
+    double kv_seconds; /* summed transfer times, queueing on the link included */
 };
+
+int fatia_engine_role_parse(const char *s, enum fatia_engine_role *ret)
+{
+    static const char *const names[] = {"both", "prefill", "decode"};
+    for (size_t i = 0; i < FATIA_ARRAY_SIZE(names); i++)
+        if (!strcmp(s, names[i])) {
+            *ret = (enum fatia_engine_role)i;
+            return 0;
+        }
+    return -EINVAL;
+}
+
+const char *fatia_engine_role_name(enum fatia_engine_role r)
+{
+    switch (r) {
+    case FATIA_ROLE_BOTH:
+        return "both";
+    case FATIA_ROLE_PREFILL:
+        return "prefill";
+    case FATIA_ROLE_DECODE:
+        return "decode";
+    }
+    return "?";
+}
 
 static const char *const words[16] = {" the", " and", " for", " you", " not", " are",
                                       " but", " all", " can", " was", " one", " out",
@@ -93,6 +145,14 @@ static double v_now(const struct fatia_enginesim *s)
 
 static void req_free(struct sim_req *q)
 {
+    q->s->live--;
+    if (q->leg)
+        fatia_upx_abort(q->leg);
+    if (q->ev_land)
+        event_free(q->ev_land);
+    fatia_buf_release(&q->leg_req);
+    fatia_buf_release(&q->leg_resp);
+    fatia_free(q->hashes);
     fatia_buf_release(&q->text);
     fatia_buf_release(&q->pend_text);
     fatia_buf_release(&q->pend_times);
@@ -168,6 +228,24 @@ static void respond_full(struct fatia_enginesim *s, struct sim_req *q, uint32_t 
                          "\"completion_tokens\":%u}}",
                          q->id, (long)s->created, s->model_json, q->text.p, q->prompt_tokens,
                          q->prompt_tokens + generated, generated);
+    }
+    if (q->remote_decode && b.len && b.p[b.len - 1] == '}') {
+        /* vLLM's NixlConnector answer to a prefill leg; the block ids are placeholders (the
+         * simulated decode server needs only their count), engine_time is fatia's */
+        uint32_t nb =
+            (q->prompt_tokens + s->cfg.engine.block_tokens - 1) / s->cfg.engine.block_tokens;
+        b.len--;
+        fatia_buf_printf(&b,
+                         ",\"kv_transfer_params\":{\"do_remote_prefill\":true,"
+                         "\"do_remote_decode\":false,\"remote_engine_id\":\"engine-sim-%d\","
+                         "\"remote_host\":\"%s\",\"remote_port\":%d,\"tp_size\":%u,"
+                         "\"engine_time\":%.6f,\"remote_block_ids\":[",
+                         fatia_httpd_port(s->httpd), s->self_host, fatia_httpd_port(s->httpd),
+                         s->cfg.engine.tp ? s->cfg.engine.tp : 1, s->v_end);
+        for (uint32_t i = 0; i < nb; i++)
+            fatia_buf_printf(&b, "%s%u", i ? "," : "", i);
+        fatia_buf_puts(&b, "]}}");
+        s->prefill_legs_served++;
     }
     fatia_httpd_respond(q->c, 200, "application/json", NULL, b.p, b.len);
     fatia_buf_release(&b);
@@ -405,14 +483,222 @@ static void parsed_release(struct parsed *p)
     fatia_free(p->hashes);
 }
 
+#define RATE_TAU 10.0 /* engine seconds */
+
+/* The arrival-rate gauge (fatia_engine_sim_request_rate, what scaleMetric rps reads). */
+static double rate_at(const struct fatia_enginesim *s, double v)
+{
+    return v > s->rate_t ? s->rate * exp(-(v - s->rate_t) / RATE_TAU) : s->rate;
+}
+
+static void note_arrival(struct fatia_enginesim *s, double v)
+{
+    s->rate = rate_at(s, v) + 1.0 / RATE_TAU;
+    if (v > s->rate_t)
+        s->rate_t = v;
+}
+
+/* Queues q in the engine (loaded: its prompt KV was transferred here) and starts its answer. The
+ * request's hashes are q's. */
+static void enqueue(struct fatia_enginesim *s, struct sim_req *q, bool loaded)
+{
+    int rc = (loaded ? fatia_engine_add_loaded : fatia_engine_add)(
+        s->engine, q->prompt_tokens, q->max_tokens, q->hashes, q->n_hashes, q, &q->er);
+
+    fatia_free(q->hashes);
+    q->hashes = NULL;
+    q->n_hashes = 0;
+    if (rc < 0) {
+        fatia_httpd_set_ctx(q->c, NULL);
+        if (rc == -FATIA_E_LIMIT)
+            fatia_httpd_respond_error(q->c, 400, "BadRequestError",
+                                      "This model's maximum context length is %u tokens. "
+                                      "However, you requested %u tokens (%u in the messages, %u "
+                                      "in the completion). Please reduce the length of the "
+                                      "messages or completion.",
+                                      s->cfg.engine.max_model_len, q->prompt_tokens + q->max_tokens,
+                                      q->prompt_tokens, q->max_tokens);
+        else
+            fatia_httpd_respond_error(q->c, 500, "InternalServerError", "out of memory");
+        req_free(q);
+        return;
+    }
+    fatia_httpd_set_ctx(q->c, q);
+    if (q->stream)
+        fatia_httpd_stream_start(q->c, 200, "text/event-stream", NULL);
+    kick(s);
+}
+
+static void on_land(evutil_socket_t fd, short what, void *arg)
+{
+    struct sim_req *q = arg;
+
+    (void)fd;
+    (void)what;
+    enqueue(q->s, q, true);
+}
+
+/* The prompt's KV is pulled from a prefill server whose prefill ended at virtual time t_ready:
+ * only the blocks not already cached here cross the link (vLLM's connector asks for the tokens
+ * past the local hit). q is queued when the transfer lands. */
+static void pull(struct fatia_enginesim *s, struct sim_req *q, double t_ready)
+{
+    uint32_t cached = fatia_engine_cached_tokens(s->engine, q->hashes, q->n_hashes, false);
+    uint32_t tokens = q->prompt_tokens - 1 > cached ? q->prompt_tokens - 1 - cached : 0;
+    uint64_t bytes = (uint64_t)tokens * s->cfg.engine.kv_bytes_per_token_per_gpu;
+    double now = v_now(s), land;
+    fatia_usec_t wait;
+
+    if (t_ready < q->v_arrival)
+        t_ready = q->v_arrival;
+    if (t_ready > now)
+        t_ready = now; /* a prefill server that claims a future end: trust our clock */
+    land = fatia_kvxfer_schedule(&s->link, t_ready, bytes);
+    s->kv_transfers++;
+    s->kv_bytes += bytes;
+    s->kv_seconds += land - t_ready;
+    if (land <= now) {
+        enqueue(s, q, true);
+        return;
+    }
+    wait = (fatia_usec_t)((land - now) / s->cfg.speed * 1e6);
+    q->ev_land = evtimer_new(s->base, on_land, q);
+    if (!q->ev_land) {
+        enqueue(s, q, true);
+        return;
+    }
+    {
+        struct timeval tv = {(time_t)(wait / FATIA_USEC_PER_SEC),
+                             (suseconds_t)(wait % FATIA_USEC_PER_SEC)};
+        evtimer_add(q->ev_land, &tv);
+    }
+}
+
+static int leg_head(void *ud, const struct fatia_http_head *h, const char *raw, size_t n)
+{
+    struct sim_req *q = ud;
+
+    (void)raw;
+    (void)n;
+    q->leg_status = h->status;
+    return 0;
+}
+
+static void leg_payload(void *ud, const char *p, size_t n)
+{
+    struct sim_req *q = ud;
+
+    if (q->leg_resp.len + n <= (1u << 20))
+        fatia_buf_append(&q->leg_resp, p, n);
+}
+
+static void leg_done(void *ud)
+{
+    struct sim_req *q = ud;
+    struct fatia_enginesim *s = q->s;
+    json_t *o, *kv;
+
+    q->leg = NULL;
+    o = q->leg_status == 200 ? json_loadb(q->leg_resp.p, q->leg_resp.len, 0, NULL) : NULL;
+    kv = json_object_get(o, "kv_transfer_params");
+    if (!json_is_true(json_object_get(kv, "do_remote_prefill"))) {
+        s->pd_fallbacks++;
+        json_decref(o);
+        enqueue(s, q, false);
+        return;
+    }
+    double t = json_number_value(json_object_get(kv, "engine_time"));
+    json_decref(o);
+    pull(s, q, t > 0 ? t : v_now(s));
+}
+
+static void leg_error(void *ud, int err, bool responded, bool reused)
+{
+    struct sim_req *q = ud;
+
+    (void)err;
+    (void)responded;
+    (void)reused;
+    q->leg = NULL;
+    q->s->pd_fallbacks++;
+    enqueue(q->s, q, false);
+}
+
+/* The upstream to a prefill server, "IP:PORT" (a literal: nothing is resolved here). */
+static struct fatia_upstream *peer(struct fatia_enginesim *s, const struct fatia_str *hp)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char buf[80];
+
+    if (!hp->n || hp->n >= sizeof(buf))
+        return NULL;
+    memcpy(buf, hp->p, hp->n);
+    buf[hp->n] = 0;
+    for (size_t i = 0; i < s->n_peers; i++)
+        if (!strcmp(s->peers[i].hostport, buf))
+            return &s->peers[i].up;
+    for (const char *p = buf; *p; p++)
+        if (!strchr("0123456789.:[]abcdefABCDEF", *p))
+            return NULL; /* a host name would block the loop on the resolver */
+    if (s->n_peers == MAX_PEERS || fatia_netaddr_parse(buf, false, &ss, &len) < 0)
+        return NULL;
+    snprintf(s->peers[s->n_peers].hostport, sizeof(s->peers[0].hostport), "%s", buf);
+    fatia_upx_init(&s->peers[s->n_peers].up, s->base, &ss, len);
+    s->peers[s->n_peers].up.connect_timeout = 2 * FATIA_USEC_PER_SEC;
+    return &s->peers[s->n_peers++].up;
+}
+
+/* llm-d's decode sidecar: the request goes to the prefill server with max_tokens 1, no stream
+ * and kv_transfer_params {do_remote_decode: true} (connector_nixlv2.go); body is the client's,
+ * modified in place. Returns false when no leg was started (q is then run here in full). */
+static bool start_leg(struct fatia_enginesim *s, struct sim_req *q, json_t *body,
+                      const struct fatia_http_head *h, const struct fatia_str *hp)
+{
+    static const struct fatia_upx_ops ops = {leg_head, NULL, leg_payload, leg_done, leg_error};
+    struct fatia_upstream *up = peer(s, hp);
+    struct iovec iov;
+    char *txt;
+
+    if (!up)
+        return false;
+    json_object_set_new(body, "stream", json_false());
+    json_object_del(body, "stream_options");
+    json_object_set_new(body,
+                        json_object_get(body, "max_completion_tokens") ? "max_completion_tokens"
+                                                                       : "max_tokens",
+                        json_integer(1));
+    json_object_set_new(body, "kv_transfer_params",
+                        json_pack("{s:b,s:b,s:n,s:n,s:n,s:n}", "do_remote_decode", 1,
+                                  "do_remote_prefill", 0, "remote_engine_id", "remote_block_ids",
+                                  "remote_host", "remote_port"));
+    txt = json_dumps(body, JSON_COMPACT);
+    if (!txt)
+        return false;
+    fatia_buf_init(&q->leg_req, 0);
+    fatia_buf_init(&q->leg_resp, 1u << 20);
+    fatia_buf_printf(&q->leg_req,
+                     "POST %.*s HTTP/1.1\r\nHost: %.*s\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     (int)h->target.n, h->target.p, (int)hp->n, hp->p, strlen(txt), txt);
+    free(txt);
+    iov = (struct iovec){q->leg_req.p, q->leg_req.len};
+    if (fatia_upx_start(up, &iov, 1, 0, &ops, q, &q->leg) < 0) {
+        q->leg = NULL;
+        return false;
+    }
+    fatia_httpd_set_ctx(q->c, q);
+    return true;
+}
+
 static void handle_infer(struct fatia_enginesim *s, struct fatia_httpd_conn *c, enum kind kind,
                          const struct fatia_httpd_req *r)
 {
     struct parsed p;
     struct sim_req *q;
-    json_t *mt;
+    json_t *mt, *kv;
+    const struct fatia_str *prefiller = fatia_http_header_get(r->head, "x-prefiller-host-port");
     int64_t max_tokens = s->cfg.default_max_tokens;
-    int rc;
 
     if (parse_request(s, c, kind, r, &p) < 0) {
         parsed_release(&p);
@@ -439,6 +725,7 @@ static void handle_infer(struct fatia_enginesim *s, struct fatia_httpd_conn *c, 
     fatia_buf_init(&q->text, 0);
     fatia_buf_init(&q->pend_text, 0);
     fatia_buf_init(&q->pend_times, 0);
+    s->live++;
     q->s = s;
     q->c = c;
     q->kind = kind;
@@ -453,27 +740,34 @@ static void handle_infer(struct fatia_enginesim *s, struct fatia_httpd_conn *c, 
         double now = (double)(r->received - s->t_start) / 1e6 * s->cfg.speed;
         q->v_arrival = s->stepping && now > s->v_end ? s->v_end : now;
     }
-    rc = fatia_engine_add(s->engine, p.prompt_tokens, q->max_tokens, p.hashes, p.n_hashes, q,
-                          &q->er);
-    parsed_release(&p);
-    if (rc < 0) {
-        if (rc == -FATIA_E_LIMIT)
-            fatia_httpd_respond_error(c, 400, "BadRequestError",
-                                      "This model's maximum context length is %u tokens. "
-                                      "However, you requested %u tokens (%u in the messages, %u "
-                                      "in the completion). Please reduce the length of the "
-                                      "messages or completion.",
-                                      s->cfg.engine.max_model_len, q->prompt_tokens + q->max_tokens,
-                                      q->prompt_tokens, q->max_tokens);
-        else
-            fatia_httpd_respond_error(c, 500, "InternalServerError", "out of memory");
-        req_free(q);
-        return;
+    note_arrival(s, q->v_arrival);
+    q->hashes = p.hashes;
+    q->n_hashes = p.n_hashes;
+    p.hashes = NULL;
+    kv = json_object_get(p.body, "kv_transfer_params");
+    if (json_is_true(json_object_get(kv, "do_remote_decode")) && kind != K_EMBED) {
+        q->remote_decode = true; /* a prefill leg */
+        q->max_tokens = 1;
+        q->stream = false;
     }
-    fatia_httpd_set_ctx(c, q);
-    if (q->stream)
-        fatia_httpd_stream_start(c, 200, "text/event-stream", NULL);
-    kick(s);
+    if (kind != K_EMBED && s->cfg.role != FATIA_ROLE_PREFILL && !q->remote_decode &&
+        (uint64_t)q->prompt_tokens + q->max_tokens <= s->cfg.engine.max_model_len) {
+        if (json_is_true(json_object_get(kv, "do_remote_prefill"))) {
+            /* an outside sidecar's second leg: the KV is pulled from the prefill server */
+            double t = json_number_value(json_object_get(kv, "engine_time"));
+            parsed_release(&p);
+            fatia_httpd_set_ctx(c, q);
+            pull(s, q, t > 0 ? t : q->v_arrival);
+            return;
+        }
+        if (prefiller && s->cfg.role == FATIA_ROLE_DECODE && q->prompt_tokens > 1 &&
+            start_leg(s, q, p.body, r->head, prefiller)) {
+            parsed_release(&p);
+            return;
+        }
+    }
+    parsed_release(&p);
+    enqueue(s, q, false);
 }
 
 static void handle_lookup(struct fatia_enginesim *s, struct fatia_httpd_conn *c,
@@ -568,9 +862,36 @@ static void handle_metrics(struct fatia_enginesim *s, struct fatia_httpd_conn *c
                      "# HELP fatia_engine_sim_aborted_total Requests whose client went away.\n"
                      "# TYPE fatia_engine_sim_aborted_total counter\n"
                      "fatia_engine_sim_aborted_total %" PRIu64 "\n"
+                     "# HELP fatia_engine_sim_request_rate Requests arrived per second (engine "
+                     "time), exponentially weighted over 10 s.\n"
+                     "# TYPE fatia_engine_sim_request_rate gauge\n"
+                     "fatia_engine_sim_request_rate %.4f\n"
+                     "# HELP fatia_engine_sim_info The simulated server's role in prefill/decode "
+                     "disaggregation.\n# TYPE fatia_engine_sim_info gauge\n"
+                     "fatia_engine_sim_info{role=\"%s\"} 1\n"
+                     "# HELP fatia_engine_sim_kv_transfers_total Prompt KV caches pulled from a "
+                     "prefill server.\n# TYPE fatia_engine_sim_kv_transfers_total counter\n"
+                     "fatia_engine_sim_kv_transfers_total %" PRIu64 "\n"
+                     "# TYPE fatia_engine_sim_kv_transfer_bytes_total counter\n"
+                     "fatia_engine_sim_kv_transfer_bytes_total %" PRIu64 "\n"
+                     "# HELP fatia_engine_sim_kv_transfer_seconds_total Transfer times (engine "
+                     "time), waits for the link included.\n"
+                     "# TYPE fatia_engine_sim_kv_transfer_seconds_total counter\n"
+                     "fatia_engine_sim_kv_transfer_seconds_total %.6f\n"
+                     "# HELP fatia_engine_sim_kv_loaded_tokens_total Prompt tokens admitted with "
+                     "loaded KV.\n# TYPE fatia_engine_sim_kv_loaded_tokens_total counter\n"
+                     "fatia_engine_sim_kv_loaded_tokens_total %" PRIu64 "\n"
+                     "# HELP fatia_engine_sim_pd_fallbacks_total Requests whose prefill leg "
+                     "failed, run here in full.\n# TYPE fatia_engine_sim_pd_fallbacks_total "
+                     "counter\nfatia_engine_sim_pd_fallbacks_total %" PRIu64 "\n"
+                     "# HELP fatia_engine_sim_prefill_legs_total Prefill legs served for a decode "
+                     "server.\n# TYPE fatia_engine_sim_prefill_legs_total counter\n"
+                     "fatia_engine_sim_prefill_legs_total %" PRIu64 "\n"
                      "# HELP fatia_engine_sim_step_lag_seconds How late engine steps ended, in "
                      "engine time.\n# TYPE fatia_engine_sim_step_lag_seconds histogram\n",
-                     s->cfg.speed, s->aborted);
+                     s->cfg.speed, s->aborted, rate_at(s, v_now(s)),
+                     fatia_engine_role_name(s->cfg.role), s->kv_transfers, s->kv_bytes,
+                     s->kv_seconds, st.remote_tokens, s->pd_fallbacks, s->prefill_legs_served);
     fatia_hist_write(&s->lag, &b, "fatia_engine_sim_step_lag_seconds", "");
     fatia_httpd_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, b.p, b.len);
     fatia_buf_release(&b);
@@ -612,7 +933,9 @@ static void on_request(void *ud, struct fatia_httpd_conn *c, const struct fatia_
             return;
         }
     }
-    if (get && fatia_str_eqz(path, "/health"))
+    if (get && fatia_str_eqz(path, "/health") && s->draining)
+        fatia_httpd_respond_error(c, 503, "ServiceUnavailable", "draining: shutting down");
+    else if (get && fatia_str_eqz(path, "/health"))
         fatia_httpd_respond(c, 200, NULL, NULL, "", 0);
     else if (get && fatia_str_eqz(path, "/metrics"))
         handle_metrics(s, c);
@@ -639,7 +962,8 @@ static void on_abort(void *ud, struct fatia_httpd_conn *c, void *req_ctx)
     (void)c;
     if (!q)
         return;
-    fatia_engine_abort(s->engine, q->er);
+    if (q->er)
+        fatia_engine_abort(s->engine, q->er);
     s->aborted++;
     req_free(q);
 }
@@ -721,6 +1045,22 @@ int fatia_enginesim_new(struct event_base *base, const struct fatia_enginesim_co
     fatia_hist_init(&s->e2e, fatia_hist_e2e_buckets, fatia_hist_e2e_n);
     fatia_hist_init(&s->lag, lag_bounds, FATIA_ARRAY_SIZE(lag_bounds));
     fatia_hist_init(&s->iter_tokens, iter_bounds, FATIA_ARRAY_SIZE(iter_bounds));
+    {
+        /* "HOST:PORT", "[v6]:PORT", ":PORT"; every address is reached on loopback */
+        const char *l = cfg->listen ? cfg->listen : "", *colon = strrchr(l, ':');
+        size_t n = colon ? (size_t)(colon - l) : strlen(l);
+        if (n >= 2 && l[0] == '[' && l[n - 1] == ']') {
+            l++;
+            n -= 2;
+        }
+        if (!n || n >= sizeof(s->self_host) || (n == 7 && !memcmp(l, "0.0.0.0", 7)))
+            snprintf(s->self_host, sizeof(s->self_host), "127.0.0.1");
+        else
+            snprintf(s->self_host, sizeof(s->self_host), "%.*s", (int)n, l);
+    }
+    s->link = cfg->kv_link;
+    if (s->link.bandwidth <= 0)
+        fatia_kvxfer_preset("nvlink", &s->link);
     r = fatia_engine_new(&cfg->engine, &s->engine);
     if (r < 0)
         goto fail;
@@ -745,10 +1085,23 @@ void fatia_enginesim_free(struct fatia_enginesim *s)
     if (!s)
         return;
     fatia_httpd_free(s->httpd);
+    for (size_t i = 0; i < s->n_peers; i++)
+        fatia_upx_release(&s->peers[i].up);
     if (s->ev_step)
         event_free(s->ev_step);
     fatia_engine_free(s->engine);
     fatia_free(s);
+}
+
+void fatia_enginesim_drain(struct fatia_enginesim *s)
+{
+    s->draining = true;
+    fatia_httpd_drain(s->httpd);
+}
+
+size_t fatia_enginesim_inflight(const struct fatia_enginesim *s)
+{
+    return s->live;
 }
 
 int fatia_enginesim_port(const struct fatia_enginesim *s)

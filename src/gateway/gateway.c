@@ -31,6 +31,7 @@
 #include "gateway/hist.h"
 #include "gateway/httpd.h"
 #include "gateway/netaddr.h"
+#include "gateway/pd.h"
 #include "gateway/prefix.h"
 #include "gateway/prom.h"
 #include "gateway/reqbody.h"
@@ -54,6 +55,8 @@ struct gw_endpoint {
     char dest_header[320]; /* "x-gateway-destination-endpoint: host:port\r\n" */
     size_t dest_header_len;
     json_t *labels;
+    enum fatia_pd_role role; /* from the llm-d.ai/role label */
+    bool pd_cand;            /* scratch of pick_pd: a prefill candidate of the request */
     struct fatia_upstream up;
     enum ep_state state;
     bool removed, matches;
@@ -115,6 +118,7 @@ struct gw_req {
     uint64_t *hashes;
     size_t n_hashes;
     uint64_t tokens;
+    char prefiller[280]; /* P/D: the prefill pod's host:port, sent as x-prefiller-host-port */
     int attempts;
     bool client_close; /* the client response must end with a close */
     bool dechunk;      /* HTTP/1.0 client: strip the chunked coding */
@@ -186,6 +190,7 @@ struct fatia_gateway {
     uint64_t pfx_matched, pfx_total, retries, streamed_events, probe_failures;
     uint64_t stream_errors; /* SSE error events written on cut streams */
     uint64_t unauthorized;  /* requests refused for want of a valid API key */
+    uint64_t pd[3];         /* P/D decisions: disaggregated, decode only, no prefill pod ready */
     struct fatia_hist added;
 };
 
@@ -800,8 +805,11 @@ static int build_uphead(struct gw_req *q)
     bool host = false;
 
     fatia_buf_reset(&q->uphead);
-    /* with API keys the head is rebuilt without the tenant's key: it is not the model server's */
-    if (!(h->flags & FATIA_HTTP_HOP_BY_HOP) && h->minor >= 1 && !prefix[0] && !q->g->cfg.tenants)
+    /* with API keys the head is rebuilt without the tenant's key: it is not the model server's;
+     * the P/D header is the gateway's alone (a client's would aim a decode server's prefill leg,
+     * and its KV pull, at any address it likes) */
+    if (!(h->flags & FATIA_HTTP_HOP_BY_HOP) && h->minor >= 1 && !prefix[0] && !q->g->cfg.tenants &&
+        !q->prefiller[0] && !fatia_http_header_get(h, FATIA_PD_PREFILLER_HEADER))
         return 0;
     fatia_buf_printf(&q->uphead, "%.*s %s%.*s HTTP/1.1\r\n", (int)h->method.n, h->method.p, prefix,
                      (int)h->target.n, h->target.p);
@@ -811,12 +819,17 @@ static int build_uphead(struct gw_req *q)
             continue;
         if (q->g->cfg.tenants && hd->name.n == 13 && !strncasecmp(hd->name.p, "authorization", 13))
             continue;
+        if (hd->name.n == strlen(FATIA_PD_PREFILLER_HEADER) &&
+            !strncasecmp(hd->name.p, FATIA_PD_PREFILLER_HEADER, hd->name.n))
+            continue;
         host |= hd->name.n == 4 && !strncasecmp(hd->name.p, "host", 4);
         fatia_buf_printf(&q->uphead, "%.*s: %.*s\r\n", (int)hd->name.n, hd->name.p,
                          (int)hd->value.n, hd->value.p);
     }
     if (!host)
         fatia_buf_printf(&q->uphead, "Host: %s\r\n", q->ep->u.hostport);
+    if (q->prefiller[0])
+        fatia_buf_printf(&q->uphead, "%s: %s\r\n", FATIA_PD_PREFILLER_HEADER, q->prefiller);
     return fatia_buf_puts(&q->uphead, "\r\n");
 }
 
@@ -981,6 +994,62 @@ int fatia_gateway_set_idle_pools(struct fatia_gateway *g, const json_t *pools)
     return 0;
 }
 
+/* The picker, P/D-aware (pd.h): when a prefill pod is a candidate, the decode profile runs over
+ * the decode pods, the decider looks at the decode pick's prefix match, and the prefill profile
+ * runs over the prefill pods; q->prefiller is then set (and the prefill pod recorded in the
+ * prefix index). Without a prefill pod it is the plain pick. Same returns as fatia_sched_pick,
+ * for the decode pod. */
+static int pick_pd(struct gw_req *q, const struct fatia_sched_config *sc,
+                   const struct fatia_sched_request *sr, struct fatia_sched_result *res)
+{
+    struct fatia_gateway *g = q->g;
+    struct fatia_sched_result pre;
+    struct fatia_pd_config pd = g->cfg.pd;
+    bool any_prefill = false;
+    int r;
+
+    q->prefiller[0] = 0;
+    for (size_t i = 0; i < g->n_eps && q->infer; i++)
+        any_prefill |= g->snap[i].ready && g->eps[i]->role == FATIA_PD_ROLE_PREFILL;
+    if (!any_prefill)
+        return fatia_sched_pick(sc, g->snap, g->n_eps, sr, &g->rng, &g->rr, res);
+    /* the decode profile: prefill pods out */
+    for (size_t i = 0; i < g->n_eps; i++)
+        if (g->eps[i]->role == FATIA_PD_ROLE_PREFILL) {
+            g->eps[i]->pd_cand = g->snap[i].ready;
+            g->snap[i].ready = false;
+        } else {
+            g->eps[i]->pd_cand = false;
+        }
+    r = fatia_sched_pick(sc, g->snap, g->n_eps, sr, &g->rng, &g->rr, res);
+    if (r < 0)
+        return r;
+    {
+        /* the decode pod's pool may name its own decider (kubepool.c) */
+        const char *dl = fatia_json_str(g->eps[res->index]->labels, FATIA_PD_DECIDER_LABEL);
+        if (dl)
+            fatia_pd_decider_parse(dl, &pd.decider);
+    }
+    if (!fatia_pd_disaggregate(
+            &pd, q->tokens,
+            sc->policy == FATIA_POLICY_CACHE_AWARE && q->n_hashes ? g->match[res->index] : 0)) {
+        g->pd[1]++;
+        return 0;
+    }
+    /* the prefill profile: only the prefill pods that were candidates */
+    for (size_t i = 0; i < g->n_eps; i++)
+        g->snap[i].ready = g->eps[i]->pd_cand;
+    if (fatia_sched_pick(sc, g->snap, g->n_eps, sr, &g->rng, &g->rr, &pre) < 0) {
+        g->pd[2]++;
+        return 0; /* the decode pod prefills itself */
+    }
+    g->pd[0]++;
+    snprintf(q->prefiller, sizeof(q->prefiller), "%s", g->eps[pre.index]->u.hostport);
+    if (sc->policy == FATIA_POLICY_CACHE_AWARE && q->n_hashes)
+        fatia_prefix_index_insert(g->index, g->eps[pre.index]->id, q->hashes, q->n_hashes);
+    return 0;
+}
+
 /* Picks an endpoint for q and starts the upstream exchange. */
 static void forward(struct gw_req *q)
 {
@@ -1051,7 +1120,7 @@ static void forward(struct gw_req *q)
                           : sc.policy == FATIA_POLICY_CACHE_AWARE && q->n_hashes ? g->match[i]
                                                                                  : 0;
     }
-    r = fatia_sched_pick(&sc, g->snap, g->n_eps, &sr, &g->rng, &g->rr, &res);
+    r = pick_pd(q, &sc, &sr, &res);
     if (r == -ENOENT && q->fail_err) {
         /* a retry found no other endpoint: say what happened to the one tried */
         respond_upstream_failure(q);
@@ -1215,6 +1284,14 @@ static void write_metrics(struct fatia_gateway *g, struct fatia_httpd_conn *c)
                      fatia_prefix_index_size(g->index), g->retries, g->streamed_events,
                      g->stream_errors, g->probe_failures);
     fatia_hist_write(&g->added, &b, "fatia_gateway_added_latency_seconds", "");
+    fatia_buf_printf(&b,
+                     "# HELP fatia_gateway_pd_decisions_total Prefill/decode decisions: sent "
+                     "through a prefill pod, decode only (the decider), no prefill pod ready.\n"
+                     "# TYPE fatia_gateway_pd_decisions_total counter\n"
+                     "fatia_gateway_pd_decisions_total{decision=\"disaggregated\"} %" PRIu64 "\n"
+                     "fatia_gateway_pd_decisions_total{decision=\"decode_only\"} %" PRIu64 "\n"
+                     "fatia_gateway_pd_decisions_total{decision=\"no_prefill\"} %" PRIu64 "\n",
+                     g->pd[0], g->pd[1], g->pd[2]);
     if (g->cfg.tenants) {
         const struct fatia_gateway_tenants *t = g->cfg.tenants;
         fatia_buf_printf(&b,
@@ -1537,6 +1614,7 @@ static int ep_new(struct fatia_gateway *g, const struct fatia_gateway_endpoint *
                                            "x-gateway-destination-endpoint: %s\r\n", u->hostport);
     ep->labels = spec->labels ? json_deep_copy(spec->labels) : json_object();
     ep->matches = !g->selector || fatia_selector_matches(g->selector, ep->labels);
+    ep->role = fatia_pd_role_of(fatia_json_str(ep->labels, FATIA_PD_ROLE_LABEL));
     fatia_upx_init(&ep->up, g->base, &u->addr, u->addr_len);
     ep->up.connect_timeout = g->cfg.connect_timeout;
     ep->up.response_timeout = g->cfg.upstream_timeout;
@@ -1598,6 +1676,8 @@ int fatia_gateway_set_endpoints(struct fatia_gateway *g, const struct fatia_gate
                 next[i]->labels = v[i].labels ? json_deep_copy(v[i].labels) : json_object();
                 next[i]->matches =
                     !g->selector || fatia_selector_matches(g->selector, next[i]->labels);
+                next[i]->role =
+                    fatia_pd_role_of(fatia_json_str(next[i]->labels, FATIA_PD_ROLE_LABEL));
                 break;
             }
         }
@@ -1642,6 +1722,7 @@ void fatia_gateway_config_default(struct fatia_gateway_config *c)
     c->upstream_timeout = 300 * FATIA_USEC_PER_SEC;
     c->max_prefix_blocks = FATIA_PREFIX_DEFAULT_BLOCKS;
     c->max_body = 32u << 20;
+    fatia_pd_config_default(&c->pd);
 }
 
 int fatia_gateway_new(struct event_base *base, const struct fatia_gateway_config *cfg,

@@ -29,6 +29,7 @@
 #include <jansson.h>
 
 #include "base/clock.h"
+#include "gateway/pd.h"
 #include "gateway/sched.h"
 
 struct event_base;
@@ -63,6 +64,10 @@ struct fatia_gateway_config {
      * ("namespace/name") each time it is retried (every 100 ms; the hook rate-limits); then
      * forwarded, or 503 after the timeout. */
     fatia_usec_t hold_timeout;
+    /* Prefill/decode disaggregation (pd.h): when endpoints labelled llm-d.ai/role=prefill are
+     * candidates of a request, the decode pick comes first and this decider says whether a
+     * prefill pod is named in x-prefiller-host-port. */
+    struct fatia_pd_config pd;
 };
 
 #define FATIA_GATEWAY_MODEL_LABEL "serving.fatia.io/model" /* the pool's name */

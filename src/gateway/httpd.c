@@ -62,6 +62,7 @@ struct fatia_httpd {
     struct fatia_httpd_conn *conns;
     size_t n_conns;
     int port;
+    bool draining; /* fatia_httpd_drain: no listener, each connection closed after its answer */
 };
 
 static void conn_free(struct fatia_httpd_conn *c);
@@ -378,7 +379,7 @@ void fatia_httpd_done(struct fatia_httpd_conn *c, bool keep_alive)
         return;
     fatia_httpd_uncork(c);
     c->ctx = NULL;
-    if (!keep_alive || !c->req_keep_alive || c->broken) {
+    if (!keep_alive || !c->req_keep_alive || c->broken || c->h->draining) {
         c->state = C_CLOSING;
         set_read(c, false);
         if (!c->broken && !queued(c)) {
@@ -665,6 +666,26 @@ void fatia_httpd_free(struct fatia_httpd *h)
     while (h->conns)
         conn_close(h->conns);
     fatia_free(h);
+}
+
+void fatia_httpd_drain(struct fatia_httpd *h)
+{
+    struct fatia_httpd_conn *c, *next;
+
+    if (h->draining)
+        return;
+    h->draining = true;
+    if (h->lis) {
+        evconnlistener_free(h->lis);
+        h->lis = NULL;
+    }
+    /* a connection with no request in it (kept alive between requests) goes now; one whose
+     * request is being read or answered goes after its answer */
+    for (c = h->conns; c; c = next) {
+        next = c->next;
+        if (c->state == C_READING && c->in.len == 0)
+            conn_close(c);
+    }
 }
 
 int fatia_httpd_port(const struct fatia_httpd *h)

@@ -76,6 +76,11 @@ struct fatia_httpd_limits {
 /* Listens on addr ("127.0.0.1:8000", "[::1]:8000", ":8000" for every address). */
 int fatia_httpd_new(struct event_base *base, const char *addr, const struct fatia_httpd_ops *ops,
                     void *ud, const struct fatia_httpd_limits *lim, struct fatia_httpd **ret);
+/* Graceful stop: closes the listener (with SO_REUSEPORT the kernel then sends the port's new
+ * connections to the other servers sharing it), closes the idle keep-alive connections now, and
+ * every other connection once the request it carries is answered (a request being read is still
+ * answered). */
+void fatia_httpd_drain(struct fatia_httpd *h);
 /* Closes the listener and every connection (on_abort for those handling a request). */
 void fatia_httpd_free(struct fatia_httpd *h);
 /* The port actually bound (for ":0"). */

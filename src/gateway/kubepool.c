@@ -29,6 +29,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "gateway/gateway.h"
+#include "gateway/pd.h"
 #include "model/diag.h"
 #include "model/doc.h"
 #include "model/object.h"
@@ -382,11 +383,18 @@ json_t *fatia_kubepool_endpoints(const json_t *pool, const json_t *pods)
         }
         if (!ok)
             continue;
+        const char *only =
+            fatia_json_str(fatia_json_path(pod, "metadata.annotations"), "serving.fatia.io/port");
         json_array_foreach(ports, k, port)
         {
             int64_t num;
-            char url[300];
+            char url[300], nb[24];
             if (!fatia_json_int(port, "number", &num))
+                continue;
+            /* process mode: pods share 127.0.0.1 and each workload has its own port, which the
+             * pod names (controller/llmisvc.c); only that target port is this pod's */
+            snprintf(nb, sizeof(nb), "%" PRId64, num);
+            if (only && strcmp(only, nb))
                 continue;
             snprintf(url, sizeof(url),
                      strchr(ip, ':') ? "http://[%s]:%" PRId64 : "http://%s:%" PRId64, ip, num);
@@ -504,10 +512,18 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
         pool = (json_t *)order[pi];
         const char *name = json_string_value(fatia_json_path(pool, "metadata.name"));
         const char *ns = json_string_value(fatia_json_path(pool, "metadata.namespace"));
+        /* the served model: the pool's name, or the name its owner serves under
+         * (LLMInferenceService's spec.model.name, controller/llmisvc.c) */
+        const char *model = fatia_json_str(fatia_json_path(pool, "metadata.annotations"),
+                                           "serving.fatia.io/model-name");
+        const char *decider =
+            fatia_json_str(fatia_json_path(pool, "metadata.annotations"), FATIA_PD_DECIDER_LABEL);
         json_t *eps, *ep;
         char key[600];
         if (!name || !ns)
             continue;
+        if (!model || !*model)
+            model = name;
         snprintf(key, sizeof(key), "%s/%s", ns, name);
         eps = fatia_kubepool_endpoints(pool, json_object_get(byns, ns));
         json_array_foreach(eps, j, ep)
@@ -519,9 +535,10 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
             first = fatia_json_str(owner, url);
             if (!first)
                 json_object_set_new(owner, url, json_string(key));
-            json_array_append_new(cand,
-                                  json_pack("{s:s,s:s,s:s,s:O}", "url", url, "pool", key, "name",
-                                            name, "labels", json_object_get(ep, "labels")));
+            json_array_append_new(cand, json_pack("{s:s,s:s,s:s,s:s,s:s,s:O}", "url", url, "pool",
+                                                  key, "name", name, "model", model, "decider",
+                                                  decider ? decider : "", "labels",
+                                                  json_object_get(ep, "labels")));
         }
         json_decref(eps);
     }
@@ -538,7 +555,10 @@ json_t *fatia_kubepool_all_endpoints(const json_t *pools, const json_t *pods)
             continue;
         json_object_set_new(labels, FATIA_GATEWAY_POOL_LABEL, json_string(key));
         json_object_set_new(labels, FATIA_GATEWAY_MODEL_LABEL,
-                            json_string(fatia_json_str(c, "name")));
+                            json_string(fatia_json_str(c, "model")));
+        if (*fatia_json_str(c, "decider"))
+            json_object_set_new(labels, FATIA_PD_DECIDER_LABEL,
+                                json_string(fatia_json_str(c, "decider")));
         json_array_append_new(out, json_pack("{s:s,s:o}", "url", url, "labels", labels));
         json_object_set_new(owner, url, json_string("")); /* once */
     }

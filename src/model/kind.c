@@ -56,6 +56,7 @@ const struct fatia_kind *const fatia_kinds[] = {
     &fatia_kind_gpusharingpolicy,
     &fatia_kind_inferencepool,
     &fatia_kind_inferenceservice,
+    &fatia_kind_llminferenceservice,
     &fatia_kind_servingruntime,
     &fatia_kind_clusterservingruntime,
     &fatia_kind_deviceclass,

@@ -84,6 +84,7 @@ struct lreq {
     double e_arrival, e_first, e_last; /* the engine's virtual times, when it stamps them */
     bool stamped;
     uint32_t tokens;
+    double max_gap; /* the longest inter-token gap (engine seconds) */
     int status;
     struct event *ev_timeout;
 };
@@ -338,6 +339,13 @@ static double eng(const struct run *r, fatia_usec_t wall)
     return (double)wall / 1e6 * r->cfg->speed;
 }
 
+static void push_gap(struct run *r, struct lreq *q, double gap)
+{
+    FATIA_VEC_PUSH(&r->itl, gap);
+    if (gap > q->max_gap)
+        q->max_gap = gap;
+}
+
 static void send_next(struct run *r);
 static void start_one(struct run *r, size_t idx);
 
@@ -355,6 +363,13 @@ static void lreq_end(struct lreq *q, bool ok)
         FATIA_VEC_PUSH(&r->ttft, ttft);
         if (q->tokens > 1)
             FATIA_VEC_PUSH(&r->tpot, (e2el - ttft) / (q->tokens - 1));
+        if ((r->cfg->slo_ttft <= 0 || ttft <= r->cfg->slo_ttft) &&
+            (r->cfg->slo_itl <= 0 || q->tokens < 2 ||
+             (e2el - ttft) / (q->tokens - 1) <= r->cfg->slo_itl))
+            r->res.good++;
+        if ((r->cfg->slo_ttft <= 0 || ttft <= r->cfg->slo_ttft) &&
+            (r->cfg->slo_itl <= 0 || q->max_gap <= r->cfg->slo_itl))
+            r->res.good_strict++;
         if (q->stamped) {
             if (!r->any_stamped || q->e_arrival < r->e_min)
                 r->e_min = q->e_arrival;
@@ -437,7 +452,7 @@ static void on_event(void *ud, const char *data, size_t n, bool trunc)
             if (q->tokens == 0)
                 q->e_first = t;
             else
-                FATIA_VEC_PUSH(&r->itl, t - q->e_last);
+                push_gap(r, q, t - q->e_last);
             q->e_last = t;
             q->tokens++;
             p += len;
@@ -451,12 +466,12 @@ static void on_event(void *ud, const char *data, size_t n, bool trunc)
         if (q->tokens == 0)
             q->e_first = t;
         else
-            FATIA_VEC_PUSH(&r->itl, t - q->e_last);
+            push_gap(r, q, t - q->e_last);
         q->e_last = t;
         q->tokens++;
     } else {
         if (q->tokens > 0)
-            FATIA_VEC_PUSH(&r->itl, eng(r, now - q->t_last));
+            push_gap(r, q, eng(r, now - q->t_last));
         q->tokens++;
     }
     q->t_last = now;
@@ -719,7 +734,12 @@ int fatia_loadgen_run(const struct fatia_loadgen_config *cfg, struct fatia_loadg
     r.res.offered_rate = r.n_plans && r.plans[r.n_plans - 1].at > 0
                              ? (double)r.n_plans / r.plans[r.n_plans - 1].at
                              : 0;
+    if (r.res.sent) {
+        r.res.attainment = (double)r.res.good / r.res.sent;
+        r.res.attainment_strict = (double)r.res.good_strict / r.res.sent;
+    }
     if (r.res.duration > 0) {
+        r.res.goodput = r.res.good / r.res.duration;
         r.res.request_throughput = r.res.completed / r.res.duration;
         r.res.output_throughput = (double)r.res.output_tokens / r.res.duration;
     }

@@ -56,6 +56,10 @@ struct fatia_loadgen_config {
     double time_scale;
     uint32_t tenants;
     double follow;
+    /* SLO of goodput (engine seconds, 0 = none): a completed request counts when its TTFT and its
+     * TPOT (mean inter-token latency) are within them, vLLM bench serve's --goodput ttft:T
+     * tpot:I and DistServe's definition */
+    double slo_ttft, slo_itl;
     /* engines whose prefix-cache counters give the hit ratio (may be 0) */
     const char *const *engines;
     size_t n_engines;
@@ -77,6 +81,13 @@ struct fatia_loadgen_result {
     uint64_t output_tokens, input_tokens;
     struct fatia_dist ttft, tpot, itl, e2el; /* engine seconds */
     double prefix_hit_ratio;                 /* -1 when no engines were given */
+    uint32_t good;     /* completed within both SLOs (all completed when none is set) */
+    double goodput;    /* good requests per engine second */
+    double attainment; /* good / sent */
+    /* the same with every inter-token gap of a request within slo_itl (not only their mean):
+     * what a reader of a stream sees as a stall */
+    uint32_t good_strict;
+    double attainment_strict;
     double max_concurrency_seen;
 };
 

@@ -6,6 +6,8 @@
 #      minReplicas 1, maxReplicas 3: the Deployment rises to 3 ready replicas, an Event Scaled
 #      names the metric (concurrency), its value and the target; status.autoscaling follows;
 #   2. the load stops: back to 1 replica after the stable window (an Event says why);
+#   2b. scaleMetric rps: a request rate above scaleTarget per replica scales up, the Event names
+#      rps;
 #   3. quota: with a ClusterQueue of 1 CPU and replicas of 600m, load asks for 2 replicas: the
 #      second's Workload is pending (one admitted of two), the InferenceService says so
 #      (ReplicasAdmitted False, PendingAdmission; autoscaling.pendingAdmission 1) and no second
@@ -135,6 +137,52 @@ stop_load
 wait_for "auto: back to 1 replica without load" is_reps auto 1/1
 events auto Scaled
 expect_line "$TMP/ev" "to 1 replicas: concurrency"
+
+# 2b. scaleMetric rps: 2 clients sending short completions back to back (tens of requests per
+#     second) against scaleTarget 3 per replica: up to maxReplicas 2, the Event names rps
+cat >"$TMP/r.yaml" <<'YAML'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: rps
+  namespace: scale
+  annotations:
+    serving.fatia.io/port: "28121"
+    autoscaling.knative.dev/window: "6s"
+    autoscaling.knative.dev/panic-window-percentage: "20"
+    autoscaling.knative.dev/target-utilization-percentage: "100"
+spec:
+  predictor:
+    minReplicas: 1
+    maxReplicas: 2
+    scaleMetric: rps
+    scaleTarget: 3
+    model:
+      modelFormat: {name: vLLM}
+YAML
+expect_rc 0 "$k" apply -f "$TMP/r.yaml"
+wait_for "rps: 1 ready replica" is_reps rps 1/1
+python3 - 28121 <<'PY' &
+import json, sys, threading, urllib.request
+def client():
+    while True:
+        try:
+            req = urllib.request.Request("http://127.0.0.1:%s/v1/completions" % sys.argv[1],
+                data=json.dumps({"model": "rps", "prompt": "hi", "max_tokens": 1}).encode(),
+                headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(req, timeout=60).read()
+        except Exception:
+            pass
+for _ in range(2):
+    threading.Thread(target=client, daemon=True).start()
+threading.Event().wait()
+PY
+LOADPID=$!
+wait_for "rps: 2 ready replicas under a request rate" is_reps rps 2/2
+events rps Scaled
+expect_line "$TMP/ev" "to 2 replicas: rps"
+stop_load
+expect_rc 0 "$k" delete isvc rps -n scale
 
 # 3. a scale-up beyond the team's quota waits in Kueue
 cat >"$TMP/q.yaml" <<'YAML'

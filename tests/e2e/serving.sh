@@ -13,8 +13,13 @@
 #      key; unknown models are 404 naming them; a hostile InferenceService on the first's port
 #      neither shares the port nor takes the address; a deleted InferenceService leaves the
 #      gateway;
+#   3b. prefill/decode disaggregation: an LLMInferenceService with spec.prefill, each workload with
+#      its own replica count and hardware profile, reachable through the same gateway via a
+#      prefill pod and a decode pod;
 #   4. spec.predictor.minReplicas 1 -> 2: two Ready pods, the Deployment follows, the gateway
 #      still answers; back to 1;
+#   4b. scale-down under load: 12 long completions while minReplicas goes 2 -> 1, none lost (the
+#      removed replica drains);
 #   5. through Kueue: the queue label and hardware-profile annotation reach the pods (the
 #      profile's default CPU is injected into them); with a
 #      ClusterQueue of 1 CPU one replica of 600m is admitted and the second waits (Workloads: one
@@ -194,6 +199,119 @@ expect_rc 0 "$k" delete isvc evil -n hostile
 evil_gone() { ask "$KB" evil && [ "$(cat "$TMP/code")" = 404 ]; }
 wait_for "the hostile model leaves the gateway with its InferenceService" evil_gone
 
+# 3b. prefill/decode disaggregation: one LLMInferenceService (examples/serving/llm-pd.yaml, each
+#     workload with a hardware profile of its own) gives the Deployments llama-pd-kserve (decode)
+#     and llama-pd-kserve-prefill (2 replicas), the pool llama-pd-inference-pool with both ports,
+#     Ready as KServe's; a long prompt through the same gateway goes prefill -> KV pull ->
+#     decode; refused specs store nothing
+bad "replicas and scaling are mutually exclusive" <<'EOF'
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceService
+metadata: {name: bad, namespace: serving}
+spec: {model: {uri: "hf://x/y"}, replicas: 1, scaling: {maxReplicas: 2}}
+EOF
+bad "spec.model.uri" <<'EOF'
+apiVersion: serving.kserve.io/v1alpha1
+kind: LLMInferenceService
+metadata: {name: bad, namespace: serving}
+spec: {model: {name: x}}
+EOF
+expect_rc 0 "$k" get llmisvc -n serving -o name
+[ -s "$TMP/out" ] && fail "a refused LLMInferenceService was stored: $(cat "$TMP/out")"
+cat >"$TMP/pdprof.yaml" <<'EOF'
+apiVersion: infrastructure.opendatahub.io/v1
+kind: HardwareProfile
+metadata: {name: prefill-profile, namespace: serving}
+spec:
+  identifiers:
+  - {displayName: CPU, identifier: cpu, resourceType: CPU, minCount: 100m, defaultCount: 300m, maxCount: 1}
+---
+apiVersion: infrastructure.opendatahub.io/v1
+kind: HardwareProfile
+metadata: {name: decode-profile, namespace: serving}
+spec:
+  identifiers:
+  - {displayName: CPU, identifier: cpu, resourceType: CPU, minCount: 100m, defaultCount: 200m, maxCount: 1}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/pdprof.yaml"
+python3 - examples/serving/llm-pd.yaml "$TMP/pd.yaml" <<'EOF'
+import sys
+s = open(sys.argv[1]).read()
+s = s.replace("  # annotations: {opendatahub.io/hardware-profile-name: <decode profile>}   (to the decode pods)",
+              "  annotations: {opendatahub.io/hardware-profile-name: decode-profile}")
+s = s.replace("    # annotations: {opendatahub.io/hardware-profile-name: <prefill profile>}",
+              "    annotations: {opendatahub.io/hardware-profile-name: prefill-profile}")
+assert s.count("-profile}") == 2
+# the example has a namespace of its own; here it runs in the tenant "serving" of the gateway
+s = s.replace("apiVersion: v1\nkind: Namespace\nmetadata: {name: serving-pd}\n---\n", "")
+s = s.replace("namespace: serving-pd", "namespace: serving")
+assert "serving-pd" not in s
+open(sys.argv[2], "w").write(s)
+EOF
+expect_rc 0 "$k" apply -f "$TMP/pd.yaml"
+pdready() { [ "$("$k" get llmisvc llama-pd -n serving -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+wait_for "LLMInferenceService llama-pd Ready" pdready
+expect_rc 0 "$k" get llmisvc llama-pd -n serving
+tr -s ' ' <"$TMP/out" | grep -q "^llama-pd http://llama-pd.serving.svc.cluster.local True Ready" ||
+    fail "llmisvc columns: $(cat "$TMP/out")"
+expect_rc 0 "$k" get deploy,pods,inferencepool -n serving -l app.kubernetes.io/name=llama-pd -o json
+python3 - "$TMP/out" <<'EOF' || fail "P/D objects: $(head -c 3000 "$TMP/out")"
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+deps = {o["metadata"]["name"]: o for o in items if o["kind"] == "Deployment"}
+assert set(deps) == {"llama-pd-kserve", "llama-pd-kserve-prefill"}, set(deps)
+assert deps["llama-pd-kserve"]["spec"]["replicas"] == 1
+assert deps["llama-pd-kserve-prefill"]["spec"]["replicas"] == 2
+pods = [o for o in items if o["kind"] == "Pod"]
+roles = sorted(p["metadata"]["labels"]["llm-d.ai/role"] for p in pods)
+assert roles == ["decode", "prefill", "prefill"], roles
+for p in pods:
+    c = p["spec"]["containers"][0]
+    role = p["metadata"]["labels"]["llm-d.ai/role"]
+    cmd = c["command"]
+    assert cmd[cmd.index("--role") + 1] == role, cmd
+    assert cmd[cmd.index("--served-model-name") + 1] == "llama-pd", cmd
+    port = "28100" if role == "decode" else "28101"
+    assert cmd[cmd.index("--listen") + 1] == "127.0.0.1:" + port, cmd
+    assert p["metadata"]["annotations"]["serving.fatia.io/port"] == port
+    # each workload's own hardware profile: its CPU injected
+    want = {"decode": "200m", "prefill": "300m"}[role]
+    assert c["resources"]["requests"]["cpu"] == want, (role, c["resources"])
+pool = [o for o in items if o["kind"] == "InferencePool"]
+assert len(pool) == 1 and pool[0]["metadata"]["name"] == "llama-pd-inference-pool", pool
+assert [t["number"] for t in pool[0]["spec"]["targetPorts"]] == [28100, 28101], pool[0]["spec"]
+EOF
+LONG=$(printf 'a document for the disaggregated model, never seen before, part %04d. ' $(seq 150))
+pd_complete() {
+    curl -s -o "$TMP/c" -w '%{http_code}' -H "Authorization: Bearer $KA" "localhost:$G/v1/completions" \
+        -d "{\"model\":\"llama-pd\",\"prompt\":\"$LONG\",\"max_tokens\":3}" >"$TMP/code" 2>/dev/null
+    [ "$(cat "$TMP/code")" = 200 ]
+}
+wait_for "a completion of llama-pd through the gateway" pd_complete
+# the two prefill replicas share port 28101 (SO_REUSEPORT): each scrape reaches one of them
+legs=$(for _ in $(seq 12); do curl -s localhost:28101/metrics; done |
+    awk '$1 == "fatia_engine_sim_prefill_legs_total" && $2 > m {m = $2} END {print m + 0}')
+curl -s localhost:28100/metrics >"$TMP/dm"
+pulls=$(awk '$1 == "fatia_engine_sim_kv_transfers_total" {print $2}' "$TMP/dm")
+fallbacks=$(awk '$1 == "fatia_engine_sim_pd_fallbacks_total" {print $2}' "$TMP/dm")
+[ "${legs:-0}" -ge 1 ] && [ "${pulls:-0}" -ge 1 ] && [ "$fallbacks" = 0 ] ||
+    fail "llama-pd was not served prefill then decode: prefill legs ${legs:-none}, KV pulls ${pulls:-none}, fallbacks ${fallbacks:-none}"
+pdn() {
+    curl -s -H "Authorization: Bearer $KA" "localhost:$G/metrics" |
+        awk '$1 == "fatia_gateway_pd_decisions_total{decision=\"disaggregated\"}" {print $2}'
+}
+n1=$(pdn)
+[ "${n1:-0}" -ge 1 ] || fail "the gateway made no P/D decision"
+# the pool's own decider is KServe's always-disagg: a short prompt goes through prefill too
+ask "$KA" llama-pd
+[ "$(cat "$TMP/code")" = 200 ] || fail "a short prompt to llama-pd: HTTP $(cat "$TMP/code") $(cat "$TMP/c")"
+[ "$(pdn)" = $((n1 + 1)) ] || fail "a short prompt was not disaggregated by the pool's decider: $n1 -> $(pdn)"
+# the other tenant cannot reach it
+expect_code 404 "$KB" llama-pd 'The model `llama-pd` does not exist.'
+expect_rc 0 "$k" delete llmisvc llama-pd -n serving
+pdgone() { [ -z "$("$k" get deploy,inferencepool -n serving -l app.kubernetes.io/name=llama-pd -o name 2>/dev/null)" ]; }
+wait_for "llama-pd's Deployments and pool deleted with it" pdgone
+
 # 4. scale minReplicas
 expect_rc 0 "$k" patch isvc llama -n serving --type merge -p '{"spec":{"predictor":{"minReplicas":2}}}'
 two() { [ "$("$k" get deploy llama-predictor -n serving -o jsonpath='{.spec.replicas}/{.status.readyReplicas}')" = 2/2 ] &&
@@ -205,6 +323,36 @@ wait_for "a completion with two replicas" complete
 expect_rc 0 "$k" patch isvc llama -n serving --type merge -p '{"spec":{"predictor":{"minReplicas":1}}}'
 one() { [ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=llama -o name | wc -l)" = 1 ]; }
 wait_for "back to one replica" one
+
+# 4b. scale-down under load loses no request: a replica being removed drains (engine-sim on
+#     SIGTERM stops taking connections and answers what it holds, docs/serving.md): 12 long
+#     completions through the gateway while minReplicas goes 2 -> 1, every one answered in full
+cat >"$TMP/drain.yaml" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: drainer, namespace: serving, annotations: {serving.fatia.io/port: "28120"}}
+spec: {predictor: {minReplicas: 2, model: {modelFormat: {name: vLLM}, args: ["--speed", "50"]}}}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/drain.yaml"
+dtwo() { [ "$("$k" get deploy drainer-predictor -n serving -o jsonpath='{.status.readyReplicas}')" = 2 ]; }
+wait_for "drainer with two ready replicas" dtwo
+dask() { ask "$KA" drainer && [ "$(cat "$TMP/code")" = 200 ]; }
+wait_for "drainer through the gateway" dask
+for i in $(seq 12); do
+    curl -s -o "$TMP/dr$i.json" -w '%{http_code}' -H "Authorization: Bearer $KA" "localhost:$G/v1/completions" \
+        -d "{\"model\":\"drainer\",\"prompt\":\"long answer number $i\",\"max_tokens\":12000}" >"$TMP/dr$i.code" 2>/dev/null &
+    eval "DR$i=$!"
+done
+sleep 0.5
+expect_rc 0 "$k" patch isvc drainer -n serving --type merge -p '{"spec":{"predictor":{"minReplicas":1}}}'
+for i in $(seq 12); do eval "wait \$DR$i"; done
+for i in $(seq 12); do
+    [ "$(cat "$TMP/dr$i.code")" = 200 ] && grep -q '"completion_tokens":12000' "$TMP/dr$i.json" ||
+        fail "request $i lost in the scale-down: HTTP $(cat "$TMP/dr$i.code") $(head -c 300 "$TMP/dr$i.json")"
+done
+done_one() { [ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=drainer -o name | wc -l)" = 1 ]; }
+wait_for "drainer down to one replica" done_one
+expect_rc 0 "$k" delete isvc drainer -n serving
 
 # 5. through Kueue: the queue label and hardware-profile annotation reach the pods' template; a
 #    ClusterQueue of 1 CPU admits one replica of 600m, a second waits behind the scheduling gate

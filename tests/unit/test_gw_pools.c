@@ -111,11 +111,59 @@ static void test_shared_address(void **state)
     json_decref(pods);
 }
 
+/* An LLMInferenceService's pool in process mode (controller/llmisvc.c): one pool, the decode and
+ * prefill ports as targetPorts, each pod naming its own port; the model is the pool's
+ * serving.fatia.io/model-name annotation, not its name; its serving.fatia.io/pd-decider goes to
+ * its endpoints. */
+static void test_pd_pool(void **state)
+{
+    json_t *pools = json_array(), *pods = json_array(), *eps, *p;
+    char got[1024];
+    const char *roles[3] = {"decode", "prefill", "prefill"};
+    const char *ports[3] = {"8000", "8001", "8001"};
+
+    (void)state;
+    p = pool("a", "llama-pd-inference-pool", "llama-pd", 8000);
+    json_array_append_new(json_object_get(json_object_get(p, "spec"), "targetPorts"),
+                          json_pack("{s:i}", "number", 8001));
+    json_object_set_new(json_object_get(p, "metadata"), "annotations",
+                        json_pack("{s:s,s:s}", "serving.fatia.io/model-name", "llama-pd",
+                                  "serving.fatia.io/pd-decider", "always"));
+    json_array_append_new(pools, p);
+    for (int i = 0; i < 3; i++) {
+        json_t *q = pod("a", roles[i], "llama-pd", "127.0.0.1", true);
+        json_t *md = json_object_get(q, "metadata");
+        json_object_set_new(json_object_get(md, "labels"), "llm-d.ai/role", json_string(roles[i]));
+        json_object_set_new(md, "annotations",
+                            json_pack("{s:s}", "serving.fatia.io/port", ports[i]));
+        json_array_append_new(pods, q);
+    }
+    eps = fatia_kubepool_all_endpoints(pools, pods);
+    render(eps, got, sizeof(got));
+    assert_string_equal(got, "http://127.0.0.1:8000 a/llama-pd-inference-pool llama-pd;"
+                             "http://127.0.0.1:8001 a/llama-pd-inference-pool llama-pd;");
+    /* each endpoint carries its own workload's role */
+    assert_string_equal(
+        fatia_json_str(json_object_get(json_array_get(eps, 0), "labels"), "llm-d.ai/role"),
+        "decode");
+    assert_string_equal(
+        fatia_json_str(json_object_get(json_array_get(eps, 1), "labels"), "llm-d.ai/role"),
+        "prefill");
+    /* and the pool's own P/D decider (KServe's always-disagg for spec.prefill) */
+    assert_string_equal(fatia_json_str(json_object_get(json_array_get(eps, 0), "labels"),
+                                       "serving.fatia.io/pd-decider"),
+                        "always");
+    json_decref(eps);
+    json_decref(pools);
+    json_decref(pods);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pools_by_namespace),
         cmocka_unit_test(test_shared_address),
+        cmocka_unit_test(test_pd_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,7 +58,7 @@ extern const struct fatia_kind fatia_kind_schedulerconfig;
 extern const struct fatia_kind fatia_kind_nodepool;
 extern const struct fatia_kind fatia_kind_gpusharingpolicy;
 extern const struct fatia_kind fatia_kind_inferencepool;
-extern const struct fatia_kind fatia_kind_inferenceservice; /* kserve.c */
+extern const struct fatia_kind fatia_kind_inferenceservice;    /* kserve.c */
 extern const struct fatia_kind fatia_kind_llminferenceservice; /* kserve_llm.c */
 extern const struct fatia_kind fatia_kind_servingruntime;
 extern const struct fatia_kind fatia_kind_clusterservingruntime;

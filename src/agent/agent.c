@@ -2657,11 +2657,12 @@ static void exe_dir(char *buf, size_t n)
         *slash = '\0';
 }
 
-/* --agent runtime: oci (runc required), auto (oci when runc is there), process (default). The
+/* --agent runtime: oci (runc required), auto (the default: oci when runc is there and the agent
+ * is root, else process, with the reason logged), process. The
  * image store and the namespaces' host id ranges live under the pod directory and DATA/agent. */
 static int oci_setup(struct fatia_agent *a, const char *data_dir)
 {
-    const char *rt = a->o.runtime ? a->o.runtime : FATIA_RUNTIME_PROCESS;
+    const char *rt = a->o.runtime ? a->o.runtime : FATIA_RUNTIME_AUTO;
     char why[512] = "", state[1200];
     uint32_t kmin;
     int r;

@@ -4,8 +4,12 @@
  * Model: discovery looks at fixed places (nvidia-ctk's: /dev, the distribution's library
  * directories and /usr/local/nvidia, PATH-like bin directories) and keeps what exists; the spec
  * is built from the ResourceSlice's devices, so it names exactly the slices placement can give,
- * by the same ids, of the GPUs whose /dev/nvidia<minor> the host has (a simulated GPU has none:
- * a container of its slice fails with "no spec", not with runc's missing mount source); the slice's minor comes from its id (gpu-<minor>...), as trust_devices reads it.
+ * by the same ids, of the GPUs whose /dev/nvidia<minor> the host has (a real GPU gone has none:
+ * a container of its slice fails with "no spec", not with runc's missing mount source); the
+ * slice's minor comes from its id (gpu-<minor>...), as trust_devices reads it. A simulated node
+ * (fatia_cdi_host.simulated) has no driver: its slices are devices of env and a capped slice's
+ * interposer mounts only, so the walkthrough's GPU pods run in containers here as they would on
+ * a GPU host, capped by the same read-only vgpu.conf; no host device node is ever named.
  *
  * Invariants: every device name is a slice id and unique; every path in the spec is absolute;
  * the spec is written whole and renamed into place; the capped slices' files are root's and
@@ -204,16 +208,16 @@ int fatia_agent_cdi_spec(const struct fatia_cdi_host *h, const char *root, const
         return -ENOMEM;
     common = json_object_get(spec, "containerEdits");
     list = json_object_get(spec, "devices");
-    for (i = 0; i < h->n_nodes; i++)
+    for (i = 0; !h->simulated && i < h->n_nodes; i++)
         json_array_append_new(json_object_get(common, "deviceNodes"),
                               dev_node(root, h->nodes[i], h->node_major[i], h->node_minor[i]));
-    for (i = 0; i < h->n_files; i++) {
+    for (i = 0; !h->simulated && i < h->n_files; i++) {
         char host[1100];
         snprintf(host, sizeof(host), "%s%s", root ? root : "", h->files[i]);
         json_array_append_new(json_object_get(common, "mounts"),
                               ro_mount(host, h->files[i], "bind"));
     }
-    if (h->n_files && access("/sbin/ldconfig", X_OK) == 0)
+    if (!h->simulated && h->n_files && access("/sbin/ldconfig", X_OK) == 0)
         json_array_append_new(json_object_get(common, "hooks"),
                               json_pack("{s:s,s:s,s:[s]}", "hookName", "createContainer", "path",
                                         "/sbin/ldconfig", "args", "ldconfig"));
@@ -229,12 +233,15 @@ int fatia_agent_cdi_spec(const struct fatia_cdi_host *h, const char *root, const
         if (!name_ok(name) || !uuid || minor < 0 || !type)
             continue;
         snprintf(node, sizeof(node), "/dev/nvidia%d", minor);
-        if (!node_exists(root, node))
-            continue; /* a simulated GPU, or one gone: no spec, so no container starts on it */
+        if (!h->simulated && !node_exists(root, node))
+            continue; /* a GPU gone: no spec, so no container starts on it */
         snprintf(v1, sizeof(v1), "NVIDIA_VISIBLE_DEVICES=%s", uuid);
         snprintf(v2, sizeof(v2), "CUDA_VISIBLE_DEVICES=%s", uuid);
-        edits = json_pack("{s:[o],s:[s,s]}", "deviceNodes",
-                          dev_node(root, node, h->gpu_major, (unsigned)minor), "env", v1, v2);
+        if (h->simulated)
+            edits = json_pack("{s:[],s:[s,s]}", "deviceNodes", "env", v1, v2);
+        else
+            edits = json_pack("{s:[o],s:[s,s]}", "deviceNodes",
+                              dev_node(root, node, h->gpu_major, (unsigned)minor), "env", v1, v2);
         cap = cap_of(dev);
         if (edits && cap && lib) {
             char conf[700], preload[700], acct[700];

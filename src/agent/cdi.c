@@ -15,9 +15,15 @@
  * the spec is written whole and renamed into place; the capped slices' files are root's and
  * read-only but the accounting file (the slice's processes reserve in it).
  *
- * Rejected: nvidia-ctk's hooks (nvidia-cdi-hook is not on Debian hosts; the ld.so cache of a
- * container with the driver's libraries mounted at their host paths is refreshed by an ldconfig
- * hook, when the host has ldconfig); one spec file per slice (a runtime reads one kind from one
+ * The driver's soname links (libcuda.so.1 -> libcuda.so.580.159.04) are mounts too, of the file
+ * they name, at the link's path: an image without an ld.so cache entry for the driver (most)
+ * finds libcuda.so.1 in the usual directory with no hook at all.
+ *
+ * Rejected: nvidia-ctk's hooks (nvidia-cdi-hook is not on Debian hosts), and a createContainer
+ * hook running the host's /sbin/ldconfig: runc runs it in the container's mount namespace before
+ * pivot_root, so it rewrites the host's /etc/ld.so.cache (a user-namespaced container is refused,
+ * seen on the H200: "Can't create temporary cache file /etc/ld.so.cache~"), never the
+ * container's; one spec file per slice (a runtime reads one kind from one
  * file, and a slice added or removed is then one rename).
  */
 #include "base/compat.h"
@@ -47,8 +53,9 @@ static const char *const bins[] = {"nvidia-smi", "nvidia-cuda-mps-control",
 static const char *const ctl_nodes[] = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
                                         "nvidia-modeset"};
 
-/* lib<name>.so.<digits and dots>, of the driver's family (libcuda, libnvidia-*, libnvcuvid). */
-static bool driver_lib(const char *n)
+/* lib<name>.so.<digits and dots>, of the driver's family (libcuda, libnvidia-*, libnvcuvid);
+ * soname: also the soname link (libcuda.so.1). */
+static bool driver_lib(const char *n, bool soname)
 {
     const char *so = strstr(n, ".so.");
 
@@ -59,8 +66,8 @@ static bool driver_lib(const char *n)
         if ((*p < '0' || *p > '9') && *p != '.')
             return false;
     }
-    /* the full version (580.159.04), not the soname link (libcuda.so.1) */
-    return strchr(so + 4, '.') != NULL;
+    /* the full version (580.159.04), or the soname link (libcuda.so.1) */
+    return so[4] && (soname || strchr(so + 4, '.') != NULL);
 }
 
 static void add_file(struct fatia_cdi_host *h, const char *path)
@@ -100,11 +107,19 @@ void fatia_agent_cdi_discover(const char *root, struct fatia_cdi_host *h)
         if (!d)
             continue;
         while ((e = readdir(d))) {
-            char full[1024];
+            char full[1024], host[2100];
+            struct stat ls, ts;
 
-            if (!driver_lib(e->d_name))
+            if (!driver_lib(e->d_name, true))
                 continue;
             snprintf(full, sizeof(full), "%s/%s", lib_dirs[i], e->d_name);
+            snprintf(host, sizeof(host), "%s/%s", path, e->d_name);
+            if (lstat(host, &ls) < 0)
+                continue;
+            /* a soname link: only one that names a regular file (mounted at the link's path) */
+            if (S_ISLNK(ls.st_mode) ? stat(host, &ts) < 0 || !S_ISREG(ts.st_mode)
+                                    : !driver_lib(e->d_name, false))
+                continue;
             add_file(h, full);
         }
         closedir(d);
@@ -217,10 +232,6 @@ int fatia_agent_cdi_spec(const struct fatia_cdi_host *h, const char *root, const
         json_array_append_new(json_object_get(common, "mounts"),
                               ro_mount(host, h->files[i], "bind"));
     }
-    if (!h->simulated && h->n_files && access("/sbin/ldconfig", X_OK) == 0)
-        json_array_append_new(json_object_get(common, "hooks"),
-                              json_pack("{s:s,s:s,s:[s]}", "hookName", "createContainer", "path",
-                                        "/sbin/ldconfig", "args", "ldconfig"));
     json_array_foreach(devices, i, dev)
     {
         const char *name = fatia_json_str(dev, "name"), *type = attr(dev, "type");

@@ -2830,7 +2830,12 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
         fatia_agent_free(a);
         return -ENOMEM;
     }
-    /* what holds here, once, for the person who runs fatiad */
+    /* what holds here, once, for the person who runs fatiad (in containers, the lines after the
+     * first are what the process mode's pods get: the fatia-process RuntimeClass) */
+    if (a->oci)
+        fatia_info("agent: each pod's containers run in a user namespace of its Kubernetes "
+                   "namespace's host range, runc's cgroups and device cgroup; the process-mode "
+                   "pods (RuntimeClass fatia-process):");
     if (a->switch_user)
         fatia_info("agent: pods run under a uid per namespace (from %u) with no_new_privs",
                    opts->uid_base ? opts->uid_base : FATIA_UIDMAP_DEFAULT_BASE);

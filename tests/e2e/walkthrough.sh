@@ -48,12 +48,20 @@ chmod 1777 "$SHARED"
 chmod 666 "$SHARED/order"
 RUNC_ROOT=$TMP/data/agent/runc
 cleanup_ctrs() {
-    local c
+    local c f sh
+    for f in "$TMP"/data/agent/status/*.json; do # the pods' supervisors, by the pids they recorded
+        [ -f "$f" ] || continue
+        sh=$(grep -o '"shim":{"pid":[0-9]*' "$f" | head -1 | grep -o '[0-9]*$')
+        [ -n "$sh" ] && [ "$sh" -gt 1 ] && kill -9 "$sh" 2>/dev/null
+    done
     for c in $(runc --root "$RUNC_ROOT" list -q 2>/dev/null); do
         runc --root "$RUNC_ROOT" delete --force "$c" 2>/dev/null
     done
 }
-trap 'cleanup_ctrs; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi' EXIT
+# fatiad.bash's own trap, with the containers (pods outlive fatiad) and their mounts first
+trap 'cleanup_ctrs; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi
+      grep -o " ${TMP}[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+      etcd_cleanup; rm -rf "$TMP"' EXIT
 
 # the images the examples name, as make run loads them
 scripts/images/load-examples "$TMP/data" "$BUILD/bin/fatia" >"$TMP/images.log" 2>&1 ||

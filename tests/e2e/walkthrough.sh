@@ -200,7 +200,7 @@ no_shared_slices 2
 $K logs -f job/train-a2 -n team-a >"$TMP/a2.log" 2>&1 &
 LOGS_PID=$!
 wait_until 5 grep -q "step" "$TMP/a2.log"
-job 20-team-b-train.yaml train-b1 100 # runs on through step 4 (10 s or more)
+job 20-team-b-train.yaml train-b1 300 # runs on through step 4 (30 s: the checks in containers take longer on a loaded machine)
 wait_until 15 test -s "$SHARED/train-a2.trap"
 wait_until 15 eval "! kill -0 $LOGS_PID 2>/dev/null"
 expect_line "$TMP/a2.log" "SIGTERM received at step"

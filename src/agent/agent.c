@@ -2773,11 +2773,12 @@ static void exe_dir(char *buf, size_t n)
         *slash = '\0';
 }
 
-/* --agent runtime: oci (runc required), auto (oci when runc is there), process (default). The
+/* --agent runtime: oci (runc required), auto (the default: oci when runc is there and the agent
+ * is root, else process, with the reason logged), process. The
  * image store and the namespaces' host id ranges live under the pod directory and DATA/agent. */
 static int oci_setup(struct fatia_agent *a, const char *data_dir)
 {
-    const char *rt = a->o.runtime ? a->o.runtime : FATIA_RUNTIME_PROCESS;
+    const char *rt = a->o.runtime ? a->o.runtime : FATIA_RUNTIME_AUTO;
     char why[512] = "", state[1200];
     uint32_t kmin;
     int r;
@@ -2945,7 +2946,12 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
         fatia_agent_free(a);
         return -ENOMEM;
     }
-    /* what holds here, once, for the person who runs fatiad */
+    /* what holds here, once, for the person who runs fatiad (in containers, the lines after the
+     * first are what the process mode's pods get: the fatia-process RuntimeClass) */
+    if (a->oci)
+        fatia_info("agent: each pod's containers run in a user namespace of its Kubernetes "
+                   "namespace's host range, runc's cgroups and device cgroup; the process-mode "
+                   "pods (RuntimeClass fatia-process):");
     if (a->switch_user)
         fatia_info("agent: pods run under a uid per namespace (from %u) with no_new_privs",
                    opts->uid_base ? opts->uid_base : FATIA_UIDMAP_DEFAULT_BASE);

@@ -4,16 +4,26 @@
  * Model: discovery looks at fixed places (nvidia-ctk's: /dev, the distribution's library
  * directories and /usr/local/nvidia, PATH-like bin directories) and keeps what exists; the spec
  * is built from the ResourceSlice's devices, so it names exactly the slices placement can give,
- * by the same ids, of the GPUs whose /dev/nvidia<minor> the host has (a simulated GPU has none:
- * a container of its slice fails with "no spec", not with runc's missing mount source); the slice's minor comes from its id (gpu-<minor>...), as trust_devices reads it.
+ * by the same ids, of the GPUs whose /dev/nvidia<minor> the host has (a real GPU gone has none:
+ * a container of its slice fails with "no spec", not with runc's missing mount source); the
+ * slice's minor comes from its id (gpu-<minor>...), as trust_devices reads it. A simulated node
+ * (fatia_cdi_host.simulated) has no driver: its slices are devices of env and a capped slice's
+ * interposer mounts only, so the walkthrough's GPU pods run in containers here as they would on
+ * a GPU host, capped by the same read-only vgpu.conf; no host device node is ever named.
  *
  * Invariants: every device name is a slice id and unique; every path in the spec is absolute;
  * the spec is written whole and renamed into place; the capped slices' files are root's and
  * read-only but the accounting file (the slice's processes reserve in it).
  *
- * Rejected: nvidia-ctk's hooks (nvidia-cdi-hook is not on Debian hosts; the ld.so cache of a
- * container with the driver's libraries mounted at their host paths is refreshed by an ldconfig
- * hook, when the host has ldconfig); one spec file per slice (a runtime reads one kind from one
+ * The driver's soname links (libcuda.so.1 -> libcuda.so.580.159.04) are mounts too, of the file
+ * they name, at the link's path: an image without an ld.so cache entry for the driver (most)
+ * finds libcuda.so.1 in the usual directory with no hook at all.
+ *
+ * Rejected: nvidia-ctk's hooks (nvidia-cdi-hook is not on Debian hosts), and a createContainer
+ * hook running the host's /sbin/ldconfig: runc runs it in the container's mount namespace before
+ * pivot_root, so it rewrites the host's /etc/ld.so.cache (a user-namespaced container is refused,
+ * seen on the H200: "Can't create temporary cache file /etc/ld.so.cache~"), never the
+ * container's; one spec file per slice (a runtime reads one kind from one
  * file, and a slice added or removed is then one rename).
  */
 #include "base/compat.h"
@@ -43,8 +53,9 @@ static const char *const bins[] = {"nvidia-smi", "nvidia-cuda-mps-control",
 static const char *const ctl_nodes[] = {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
                                         "nvidia-modeset"};
 
-/* lib<name>.so.<digits and dots>, of the driver's family (libcuda, libnvidia-*, libnvcuvid). */
-static bool driver_lib(const char *n)
+/* lib<name>.so.<digits and dots>, of the driver's family (libcuda, libnvidia-*, libnvcuvid);
+ * soname: also the soname link (libcuda.so.1). */
+static bool driver_lib(const char *n, bool soname)
 {
     const char *so = strstr(n, ".so.");
 
@@ -55,8 +66,8 @@ static bool driver_lib(const char *n)
         if ((*p < '0' || *p > '9') && *p != '.')
             return false;
     }
-    /* the full version (580.159.04), not the soname link (libcuda.so.1) */
-    return strchr(so + 4, '.') != NULL;
+    /* the full version (580.159.04), or the soname link (libcuda.so.1) */
+    return so[4] && (soname || strchr(so + 4, '.') != NULL);
 }
 
 static void add_file(struct fatia_cdi_host *h, const char *path)
@@ -96,11 +107,19 @@ void fatia_agent_cdi_discover(const char *root, struct fatia_cdi_host *h)
         if (!d)
             continue;
         while ((e = readdir(d))) {
-            char full[1024];
+            char full[1024], host[2100];
+            struct stat ls, ts;
 
-            if (!driver_lib(e->d_name))
+            if (!driver_lib(e->d_name, true))
                 continue;
             snprintf(full, sizeof(full), "%s/%s", lib_dirs[i], e->d_name);
+            snprintf(host, sizeof(host), "%s/%s", path, e->d_name);
+            if (lstat(host, &ls) < 0)
+                continue;
+            /* a soname link: only one that names a regular file (mounted at the link's path) */
+            if (S_ISLNK(ls.st_mode) ? stat(host, &ts) < 0 || !S_ISREG(ts.st_mode)
+                                    : !driver_lib(e->d_name, false))
+                continue;
             add_file(h, full);
         }
         closedir(d);
@@ -204,19 +223,15 @@ int fatia_agent_cdi_spec(const struct fatia_cdi_host *h, const char *root, const
         return -ENOMEM;
     common = json_object_get(spec, "containerEdits");
     list = json_object_get(spec, "devices");
-    for (i = 0; i < h->n_nodes; i++)
+    for (i = 0; !h->simulated && i < h->n_nodes; i++)
         json_array_append_new(json_object_get(common, "deviceNodes"),
                               dev_node(root, h->nodes[i], h->node_major[i], h->node_minor[i]));
-    for (i = 0; i < h->n_files; i++) {
+    for (i = 0; !h->simulated && i < h->n_files; i++) {
         char host[1100];
         snprintf(host, sizeof(host), "%s%s", root ? root : "", h->files[i]);
         json_array_append_new(json_object_get(common, "mounts"),
                               ro_mount(host, h->files[i], "bind"));
     }
-    if (h->n_files && access("/sbin/ldconfig", X_OK) == 0)
-        json_array_append_new(json_object_get(common, "hooks"),
-                              json_pack("{s:s,s:s,s:[s]}", "hookName", "createContainer", "path",
-                                        "/sbin/ldconfig", "args", "ldconfig"));
     json_array_foreach(devices, i, dev)
     {
         const char *name = fatia_json_str(dev, "name"), *type = attr(dev, "type");
@@ -229,12 +244,15 @@ int fatia_agent_cdi_spec(const struct fatia_cdi_host *h, const char *root, const
         if (!name_ok(name) || !uuid || minor < 0 || !type)
             continue;
         snprintf(node, sizeof(node), "/dev/nvidia%d", minor);
-        if (!node_exists(root, node))
-            continue; /* a simulated GPU, or one gone: no spec, so no container starts on it */
+        if (!h->simulated && !node_exists(root, node))
+            continue; /* a GPU gone: no spec, so no container starts on it */
         snprintf(v1, sizeof(v1), "NVIDIA_VISIBLE_DEVICES=%s", uuid);
         snprintf(v2, sizeof(v2), "CUDA_VISIBLE_DEVICES=%s", uuid);
-        edits = json_pack("{s:[o],s:[s,s]}", "deviceNodes",
-                          dev_node(root, node, h->gpu_major, (unsigned)minor), "env", v1, v2);
+        if (h->simulated)
+            edits = json_pack("{s:[],s:[s,s]}", "deviceNodes", "env", v1, v2);
+        else
+            edits = json_pack("{s:[o],s:[s,s]}", "deviceNodes",
+                              dev_node(root, node, h->gpu_major, (unsigned)minor), "env", v1, v2);
         cap = cap_of(dev);
         if (edits && cap && lib) {
             char conf[700], preload[700], acct[700];

@@ -12,11 +12,14 @@
  * nvidia-modeset), the driver's user-space libraries (every lib*.so.<driver version> of the
  * NVIDIA family found in the library directories) and programs (nvidia-smi, the MPS ones), each
  * mounted read-only at its own path, and the ld.so cache hook. docs/agent.md has the file's place.
+ * A simulated node's spec (fatia_cdi_host.simulated) has the same devices without any device node
+ * or driver file, so that a simulated GPU pod runs in a container as a real one does.
  */
 #ifndef FATIA_AGENT_CDI_H
 #define FATIA_AGENT_CDI_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define FATIA_CDI_KIND    "fatia.dev/gpu"
@@ -31,6 +34,9 @@ struct fatia_cdi_host {
     unsigned gpu_major; /* the major of /dev/nvidia<N> (195 unless the host says otherwise) */
     char files[FATIA_CDI_MAX][512]; /* libraries and programs, host paths */
     size_t n_files;
+    /* the node's GPUs are simulated (not of the NVML inventory): no driver, so no top-level
+     * edits, and each slice's device has its env and a capped slice's mounts, no device node */
+    bool simulated;
 };
 
 /* Looks under root ("" for the host itself; a directory in the tests) for the control nodes in

@@ -12,6 +12,10 @@
  * spec brought up to date first (fatia_agent_cdi_node), so a slice published a moment ago is
  * there; --agent cdi-root is then also where the spec's hostPaths point.
  *
+ * A node labelled fatia.dev/inventory=sim (the simulated fleet, src/supply/render.c) gets the simulated
+ * spec (cdi.h): its slices are env and interposer mounts, never a host device node, whatever
+ * the host has.
+ *
  * Rejected: writing on every ResourceSlice event (the agent does not watch them; the client's
  * cache is read instead, and a second of lag changes nothing for a runtime).
  */
@@ -29,6 +33,7 @@
 #include "base/log.h"
 #include "client/client.h"
 #include "model/kind.h"
+#include "model/kinds/kinds.h"
 
 #define CDI_TICKS 2
 
@@ -66,6 +71,17 @@ static json_t *devices_of(struct fatia_agent *a, const char *node)
     return all;
 }
 
+/* The node's GPUs are the simulated fleet's (label fatia.dev/inventory=sim); a node without the
+ * label (a test's hand-written ResourceSlice) is a host's own. */
+static bool node_simulated(struct fatia_agent *a, const char *node)
+{
+    const json_t *n = fatia_client_cached(a->client, &fatia_kind_node, NULL, node);
+    const char *inv = fatia_json_str(json_object_get(json_object_get(n, "metadata"), "labels"),
+                                     "fatia.dev/inventory");
+
+    return inv && !strcmp(inv, "sim");
+}
+
 static struct fatia_agent_cdi *cdi_of(struct fatia_agent *a)
 {
     if (!a->cdi) {
@@ -82,6 +98,7 @@ int fatia_agent_cdi_node(struct fatia_agent *a, const char *node)
 {
     struct fatia_agent_cdi *c = cdi_of(a);
     const char *root = a->o.cdi_root ? a->o.cdi_root : "";
+    const struct fatia_cdi_host sim = {.simulated = true, .gpu_major = 195}, *host;
     json_t *devs, *spec = NULL;
     char dir[1500], files[1600];
     const char *old;
@@ -96,11 +113,12 @@ int fatia_agent_cdi_node(struct fatia_agent *a, const char *node)
         fatia_agent_cdi_discover(root, &c->host);
         c->discovered = true;
     }
+    host = node_simulated(a, node) ? &sim : &c->host;
     devs = devices_of(a, node);
     snprintf(dir, sizeof(dir), "%s/cdi/%s", a->pod_dir, node);
     snprintf(files, sizeof(files), "%s/slices", dir);
-    if (fatia_agent_cdi_spec(&c->host, root, devs, files, a->have_vgpu ? a->vgpu_lib : NULL,
-                             &spec) == 0)
+    if (fatia_agent_cdi_spec(host, root, devs, files, a->have_vgpu ? a->vgpu_lib : NULL, &spec) ==
+        0)
         text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
     old = json_string_value(json_object_get(c->last, node));
     if (text && (!old || strcmp(old, text))) {
@@ -108,7 +126,7 @@ int fatia_agent_cdi_node(struct fatia_agent *a, const char *node)
 
         snprintf(parent, sizeof(parent), "%s/cdi", a->pod_dir);
         (void)mkdir(parent, 0755);
-        r = fatia_agent_cdi_write(dir, &c->host, root, devs, a->have_vgpu ? a->vgpu_lib : NULL);
+        r = fatia_agent_cdi_write(dir, host, root, devs, a->have_vgpu ? a->vgpu_lib : NULL);
         if (r == 0)
             json_object_set_new(c->last, node, json_string(text));
         else

@@ -14,6 +14,12 @@
  * up. The table is cached by pod uid (the annotation does not change once bound) and rebuilt
  * only for new pods.
  *
+ * A pod in containers has no cgroup of the agent's own (p->cgroup is the process mode's): its
+ * containers are runc's cgroupsPath /fatia-pods/pod-<uid>/<name> (oci_pod.c), the same path in
+ * every hierarchy, the unified one included (runc joins it on a hybrid host too), so the pod is
+ * the subtree /fatia-pods/pod-<uid> of the cgroup2 hierarchy, which is how /proc/PID/cgroup's
+ * "0::" line names it.
+ *
  * Invariants: only pods with a cgroup are watched (the pid-to-pod map is the cgroup); a pod is
  * stopped once (stop_sent); the watchdog reads NVML and /proc only, it never changes a GPU's
  * settings.
@@ -32,10 +38,12 @@
 #include "agent/agent_int.h"
 #include "agent/gpuwatch.h"
 #include "agent/podspec.h"
+#include "agent/runtime.h"
 #include "agent/vgpu_slice.h"
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/json.h"
 #include "base/log.h"
 
 struct watched {
@@ -100,6 +108,15 @@ static void add_cap(struct watched *e, const struct fatia_pod_device *d, uint64_
         e->pod.cap[g] += cap;
 }
 
+/* The pod runs in containers: start_pod's rule (the agent's runtime is oci, and the pod does
+ * not name the fatia-process RuntimeClass). */
+static bool in_containers(const struct fatia_agent *a, const struct apod *p)
+{
+    const char *rtc = fatia_json_str(json_object_get(p->pod, "spec"), "runtimeClassName");
+
+    return a->oci && !(rtc && !strcmp(rtc, FATIA_RUNTIME_CLASS_PROCESS));
+}
+
 /* The pod's entry, built on first sight. NULL: not watched (no cgroup, no capped slice). */
 static struct watched *entry_of(struct fatia_agent_gpuwatch *g, struct apod *p)
 {
@@ -110,13 +127,16 @@ static struct watched *entry_of(struct fatia_agent_gpuwatch *g, struct apod *p)
 
     if (e)
         return e;
-    if (!p->cgroup[0] || !p->pod || fatia_pod_devices_parse(p->pod, &devs, why, sizeof(why)) < 0)
+    if ((!p->cgroup[0] && !in_containers(g->a, p)) || !p->pod ||
+        fatia_pod_devices_parse(p->pod, &devs, why, sizeof(why)) < 0)
         return NULL;
     e = fatia_calloc(1, sizeof(*e));
     if (!e)
         goto out;
     snprintf(e->uid, sizeof(e->uid), "%s", p->uid);
-    if (fatia_gpuwatch_cgroup_rel(p->cgroup, e->cgroup, sizeof(e->cgroup)) < 0)
+    if (!p->cgroup[0])
+        snprintf(e->cgroup, sizeof(e->cgroup), "/fatia-pods/pod-%.128s", p->uid);
+    else if (fatia_gpuwatch_cgroup_rel(p->cgroup, e->cgroup, sizeof(e->cgroup)) < 0)
         goto drop;
     e->pod.cgroup = e->cgroup;
     for (size_t i = 0; i < devs.n; i++) {
@@ -275,7 +295,7 @@ int fatia_agent_gpuwatch_start(struct fatia_agent *a, struct fatia_agent_gpuwatc
     tv.tv_sec = ms / 1000;
     tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
     event_add(g->ev, &tv);
-    if (!a->cg.enabled)
+    if (!a->cg.enabled && !a->oci)
         fatia_warn("agent: pods get no cgroup here (%s), so the GPU memory watchdog cannot tell "
                    "their processes apart and watches none",
                    a->cg.why[0] ? a->cg.why : "cgroups off");

@@ -358,6 +358,31 @@ static int apply_devices(const struct fatia_oci_pod *op, const char *cname, json
     return r == -ENOENT ? -EIO : r;
 }
 
+/* The container's whole device list (the agent's CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES)
+ * over the CDI devices' env, in which each device names only itself and the last would win. */
+static void keep_device_list(json_t *cfg, const struct fatia_env *env)
+{
+    static const char *const keys[] = {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"};
+    json_t *penv = json_object_get(json_object_get(cfg, "process"), "env");
+
+    for (size_t k = 0; json_is_array(penv) && k < FATIA_ARRAY_SIZE(keys); k++) {
+        const char *v = fatia_env_get(env, keys[k]);
+        size_t kl = strlen(keys[k]), i;
+        char kv[8192];
+        json_t *x;
+
+        if (!v)
+            continue;
+        snprintf(kv, sizeof(kv), "%s=%s", keys[k], v);
+        json_array_foreach(penv, i, x)
+        {
+            const char *s = json_string_value(x);
+            if (s && !strncmp(s, keys[k], kl) && s[kl] == '=')
+                json_array_set_new(penv, i, json_string(kv));
+        }
+    }
+}
+
 /* kubelet's imagePullPolicy: as set, else Always for ":latest" or no tag, IfNotPresent for
  * another tag or a digest. */
 static const char *pull_policy(const json_t *ctr, const char *image)
@@ -477,6 +502,7 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
     r = apply_devices(op, cname, cfg, why, why_n);
     if (r < 0)
         goto out;
+    keep_device_list(cfg, env);
     snprintf(dir, sizeof(dir), "%s/ctr", op->pod_dir);
     (void)mkdir(dir, 0700);
     snprintf(dir, sizeof(dir), "%s/ctr/%s", op->pod_dir, cname);

@@ -38,6 +38,8 @@
 
 #define FATIA_RUNTIME_PROCESS "process"
 #define FATIA_RUNTIME_OCI     "oci"
+/* the default: oci where runc is installed and the agent is root, else process */
+#define FATIA_RUNTIME_AUTO "auto"
 /* The RuntimeClass a pod names to run as processes where the node runs containers (only in the
  * namespaces the admin allows: src/controller/tenancy.c). */
 #define FATIA_RUNTIME_CLASS_PROCESS "fatia-process"

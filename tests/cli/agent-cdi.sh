@@ -4,7 +4,8 @@
 # (tests/cli/cdi_check.py; a checker that the test first shows failing on broken specs), names
 # each device by its slice id with exactly its /dev/nvidia<minor> node and UUID, gives a capped
 # slice the interposer's read-only mounts and its own files, and gives every container the host's
-# control nodes, driver libraries (full versions, not soname links) and nvidia-smi, found in a
+# control nodes, driver libraries (full versions, and the soname links that name one: mounted at
+# the link's path, no ldconfig hook) and nvidia-smi, found in a
 # fake host root (--agent cdi-root; device nodes made with mknod). A slice added to the inventory
 # appears within seconds. (A device name that is not a CDI name cannot reach the agent: the API
 # refuses it in the ResourceSlice; the generator leaves such names out all the same.)
@@ -32,6 +33,7 @@ for l in libcuda.so.580.159.04 libnvidia-ml.so.580.159.04 libnvidia-ptxjitcompil
     : >"$R/usr/lib/x86_64-linux-gnu/$l"
 done
 ln -s libcuda.so.580.159.04 "$R/usr/lib/x86_64-linux-gnu/libcuda.so.1"
+ln -s libnvidia-gone.so.9.9 "$R/usr/lib/x86_64-linux-gnu/libnvidia-gone.so.1" # dangling: left out
 : >"$R/usr/lib/x86_64-linux-gnu/libfoo.so.1.2"
 printf '#!/bin/sh\n' >"$R/usr/bin/nvidia-smi"
 chmod +x "$R/usr/bin/nvidia-smi"
@@ -75,8 +77,9 @@ assert {(n["path"], n["major"], n["minor"]) for n in c["deviceNodes"]} == {("/de
 assert all(n["hostPath"] == root + n["path"] for n in c["deviceNodes"]), c["deviceNodes"]
 assert all(x["hostPath"] == root + x["containerPath"] for x in c["mounts"]), c["mounts"]
 paths = {x["containerPath"] for x in c["mounts"]}
-want = {"/usr/lib/x86_64-linux-gnu/" + l for l in ("libcuda.so.580.159.04", "libnvidia-ml.so.580.159.04", "libnvidia-ptxjitcompiler.so.580.159.04")} | {"/usr/bin/nvidia-smi"}
+want = {"/usr/lib/x86_64-linux-gnu/" + l for l in ("libcuda.so.580.159.04", "libnvidia-ml.so.580.159.04", "libnvidia-ptxjitcompiler.so.580.159.04", "libcuda.so.1")} | {"/usr/bin/nvidia-smi"}
 assert paths == want, paths
+assert not c.get("hooks"), c["hooks"]
 PY
 # a slice added to the inventory appears
 add_inventory "[{\"slice\":\"gpu-3\",\"kind\":\"whole\",\"uuid\":\"GPU-dddddddd-1111-2222-3333-444444444444\"}]"

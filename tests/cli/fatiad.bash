@@ -2,7 +2,10 @@
 #   start_fatiad DIR [ARGS...]  starts fatiad on DIR with a free port; sets URL, TOKEN, CA (the
 #                               TLS certificate) and KCFG (the admin kubeconfig); waits until it
 #                               serves (at most 20 s). The controllers stay off (--no-controllers:
-#                               these tests own every object they write) unless FATIAD_CONTROLLERS=1
+#                               these tests own every object they write) unless FATIAD_CONTROLLERS=1.
+#                               The agent's runtime is FATIAD_RUNTIME (default process: the tests
+#                               written for host processes; fatiad's own default is auto, and a
+#                               test's --agent runtime=... comes later and wins)
 #   stop_fatiad                 SIGTERM, wait; fails the test if the exit status is not 0
 #   find_kubectl                sets KUBECTL_DIR to the directory of kubectl.1.27 and .1.33, or
 #                               skips the test (exit 77: lib.bash's skip)
@@ -34,7 +37,8 @@ start_fatiad() {
     [ "${FATIAD_CONTROLLERS:-0}" = 1 ] && ctl=
     fatiad_store_args "$dir" || return 1
     : >"$dir.log" # emptied here: a restart must not read the former run's "serving" line
-    "$FATIAD" --data-dir "$dir" --listen 127.0.0.1:0 $ctl $FATIAD_STORE_ARGS "$@" >"$dir.log" 2>&1 &
+    "$FATIAD" --data-dir "$dir" --listen 127.0.0.1:0 $ctl $FATIAD_STORE_ARGS \
+        --agent "runtime=${FATIAD_RUNTIME:-process}" "$@" >"$dir.log" 2>&1 &
     FATIAD_PID=$!
     for _ in $(seq 1000); do
         if grep -q "serving the Kubernetes API at" "$dir.log" 2>/dev/null; then

@@ -1,28 +1,42 @@
 #!/bin/bash
-# tests/e2e/walkthrough.sh: the README's walkthrough as a test, with real processes: fatiad with
-# its node agent on the walkthrough fleet (examples/fleet/) and examples/, the real kubectl, and
-# the walkthrough's own manifests (examples/jobs/), run faster (sleep 0.1 a step) and instrumented
-# by sed: each process writes its pid to $SHARED/<name>.pid, "start <name>" to $SHARED/order
-# when it starts and "stop <name>" there (and to $SHARED/<name>.trap) when its SIGTERM trap runs.
+# tests/e2e/walkthrough.sh: the README's walkthrough as a test, in containers as `make run` runs it:
+# fatiad with its node agent on the walkthrough fleet (examples/fleet/) and examples/, the
+# agent's default runtime (auto: runc here, as root), the examples' images loaded as `make run`
+# loads them (scripts/images/load-examples), the real kubectl, and the walkthrough's own
+# manifests (examples/jobs/), run faster (sleep 0.1 a step) and instrumented by sed: each
+# container writes "start <name>" to $SHARED/order when it starts and "stop <name>" there (and to
+# $SHARED/<name>.trap) when its SIGTERM trap runs ($SHARED is a hostPath volume: the test's
+# namespaces are allowed them, --agent host-path-namespaces; the examples themselves have none).
 # Checks:
-#   - admission order, as the processes saw it: team-a's first job, then its second (borrowing
+#   - admission order, as the containers saw it: team-a's first job, then its second (borrowing
 #     team-b's idle GPUs), then team-b's, which starts only after team-a's borrower got SIGTERM and
 #     stopped (reclamation), then team-a's urgent job, only after team-a's batch job stopped
 #     (priority preemption); team-b's job never stops team-a's job within its quota;
-#   - the environment each running process really has (/proc/PID/environ): the GPU UUIDs of its
+#   - each pod's process (its host pid from runc's state) is in a runc container: its own mount,
+#     user, network and pid namespaces, a root that is the image's (python3 and busybox there, the
+#     test's directory not), a host uid of its namespace's range (never 0);
+#   - the environment each running container really has (/proc/PID/environ): the GPU UUIDs of its
 #     pod's fatia.dev/devices annotation (the simulated ids) for whole GPUs, the MIG UUID on a MIG
-#     slice, LD_PRELOAD of the interposer and the cap on a time-slice, the MPS variables on an MPS
-#     share (a policy applied live, which re-plans two GPUs);
-#   - at every step, over the live processes of this fatiad's pods: no slice (FATIA_SLICES) in
+#     slice, the MPS variables on an MPS share (a policy applied live, which re-plans two GPUs);
+#     no LD_PRELOAD or FATIA_VGPU_* anywhere;
+#   - the notebook's time-slice: the cap is read from its read-only /etc/fatia/vgpu.conf, and
+#     /etc/ld.so.preload loads the interposer into a process started with `env -i` through
+#     kubectl exec; a whole GPU and a MIG slice get neither file;
+#   - at every step, over the live containers of this fatiad's pods: no slice (FATIA_SLICES) in
 #     two pods at once;
-#   - kubectl logs (a pod, job/x), the ImageNotPulled Event, final phases (every Job Complete),
-#     quotas back to zero, kubectl get clusterqueues; deleting the Jobs deletes their pods;
+#   - kubectl logs (a pod, job/x), the Pulled Event of a loaded image, final phases (every Job
+#     Complete), quotas back to zero, kubectl get clusterqueues; deleting the Jobs deletes their
+#     pods and their runc containers;
 #   - tests/e2e/slicecheck.py over every pod event: no slice held by two pods.
-# Skipped (with a message) when kubectl is missing.
+# Skipped (with a message) when kubectl, runc, umoci, skopeo or busybox is missing or not root.
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
 . "$(dirname "$0")/lib.bash"
 find_kubectl
+[ "$(id -u)" = 0 ] || skip "the walkthrough runs in containers: it needs root"
+for t in runc umoci skopeo busybox; do
+    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
+done
 export HOME=$TMP/home
 mkdir -p "$HOME"
 export FATIAD_CONTROLLERS=1
@@ -32,25 +46,83 @@ mkdir -p "$SHARED"
 chmod 1777 "$SHARED"
 : >"$SHARED/order" # written by both teams' uids
 chmod 666 "$SHARED/order"
+RUNC_ROOT=$TMP/data/agent/runc
+cleanup_ctrs() {
+    local c f sh
+    for f in "$TMP"/data/agent/status/*.json; do # the pods' supervisors, by the pids they recorded
+        [ -f "$f" ] || continue
+        sh=$(grep -o '"shim":{"pid":[0-9]*' "$f" | head -1 | grep -o '[0-9]*$')
+        [ -n "$sh" ] && [ "$sh" -gt 1 ] && kill -9 "$sh" 2>/dev/null
+    done
+    for c in $(runc --root "$RUNC_ROOT" list -q 2>/dev/null); do
+        runc --root "$RUNC_ROOT" delete --force "$c" 2>/dev/null
+    done
+}
+# fatiad.bash's own trap, with the containers (pods outlive fatiad) and their mounts first
+trap 'cleanup_ctrs; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi
+      grep -o " ${TMP}[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+      etcd_cleanup; rm -rf "$TMP"' EXIT
 
-e2e_start --job-backoff 200ms || { finish; exit 1; }
+# the images the examples name, as make run loads them
+scripts/images/load-examples "$TMP/data" "$BUILD/bin/fatia" >"$TMP/images.log" 2>&1 ||
+    fail "load-examples: $(cat "$TMP/images.log")"
+# fatiad's default runtime (auto), as make run starts it
+FATIAD_RUNTIME=auto e2e_start --job-backoff 200ms --agent host-path-namespaces=team-a,team-b ||
+    { finish; exit 1; }
+grep -q "pods run in OCI containers" "$TMP/data.log" ||
+    fail "the default runtime is not containers: $(grep agent: "$TMP/data.log" | head -3)"
 watch_pods "$TMP/watch"
 
-# job FILE NAME STEPS: the example, faster, with its pid and its SIGTERM recorded
+# job FILE NAME STEPS: the example, faster, with its start and its SIGTERM recorded in $SHARED
 job() {
     sed -e "s/value: \"[0-9]*\"}/value: \"$3\"}/" \
         -e "s/sleep 1; done/sleep 0.1; done/" \
         -e "s|trap '|trap 'echo TERM >> $SHARED/$2.trap; echo stop $2 >> $SHARED/order; |" "examples/jobs/$1" |
-        awk -v f="$SHARED/$2.pid" -v o="$SHARED/order" -v n="$2" '{print}
-            /^ *- \|$/ {match($0, /^ */); printf "%*s  echo $$$$ > %s; echo start %s >> %s\n", RLENGTH, "", f, n, o}' \
+        awk -v o="$SHARED/order" -v n="$2" -v sh="$SHARED" '
+            /^ *containers:$/ {match($0, /^ */); printf "%*svolumes: [{name: shared, hostPath: {path: %s}}]\n", RLENGTH, "", sh}
+            {print}
+            /^ *image: / {match($0, /^ */); printf "%*svolumeMounts: [{name: shared, mountPath: %s}]\n", RLENGTH, "", sh}
+            /^ *- \|$/ {match($0, /^ */); printf "%*s  echo start %s >> %s\n", RLENGTH, "", n, o}' \
             >"$TMP/$2.yaml"
     $K create -f "$TMP/$2.yaml" >/dev/null || fail "kubectl create -f examples/jobs/$1"
 }
-running() { # NS NAME: the job's (or pod's) process is up
-    [ -s "$SHARED/$2.pid" ] && kill -0 "$(cat "$SHARED/$2.pid")" 2>/dev/null
+# pod_name NS NAME: the job's newest pod, or the pod NAME
+pod_name() {
+    local p
+    p=$(pod_of_job "$1" "$2")
+    echo "${p:-$2}"
+}
+# ctr_pid NS NAME: the host pid of the pod's (first) container, from runc's state of it
+ctr_pid() {
+    local pod uid c
+    pod=$(pod_name "$1" "$2")
+    uid=$($K get pod "$pod" -n "$1" -o jsonpath='{.metadata.uid}' 2>/dev/null)
+    c=$($K get pod "$pod" -n "$1" -o jsonpath='{.spec.containers[0].name}' 2>/dev/null)
+    [ -n "$uid" ] && [ -n "$c" ] || return 1
+    runc --root "$RUNC_ROOT" state "$uid-$c" 2>/dev/null |
+        python3 -c 'import json,sys; s = json.load(sys.stdin); print(s["pid"]) if s["status"] == "running" and s["pid"] > 0 else sys.exit(1)' 2>/dev/null
+}
+running() { # NS NAME: the job's (or pod's) container is up and its command started
+    grep -qx "start $2" "$SHARED/order" && [ -n "$(ctr_pid "$1" "$2")" ]
 }
 environ_of() {
     tr '\0' '\n' <"/proc/$1/environ"
+}
+ns_of() { readlink "/proc/$1/ns/$2"; }
+# in_container NS NAME: the pod's container process runs in a runc container of its image
+in_container() {
+    local pid hu
+    pid=$(ctr_pid "$1" "$2") || { fail "$1/$2: no running runc container"; return 1; }
+    for n in mnt user net pid uts ipc; do
+        [ "$(ns_of "$pid" $n)" != "$(ns_of $$ $n)" ] || fail "$1/$2: pid $pid shares the host's $n namespace"
+    done
+    [ -e "/proc/$pid/root/usr/bin/python3" ] && [ -x "/proc/$pid/root/bin/busybox" ] ||
+        fail "$1/$2: pid $pid's root is not the image fatia.dev/python3:1"
+    [ -e "/proc/$pid/root$TMP/data" ] && fail "$1/$2: pid $pid sees the host's $TMP/data"
+    hu=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
+    [ "$hu" -ge 65536 ] || fail "$1/$2: pid $pid runs as host uid $hu (not the namespace's range)"
+    grep -q "/fatia-pods/pod-" "/proc/$pid/cgroup" || fail "$1/$2: pid $pid is not in its pod's cgroup"
+    return 0
 }
 # before A B: line A of $SHARED/order comes before line B (both there)
 before() {
@@ -60,16 +132,17 @@ before() {
     [ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ] ||
         fail "admission order: '$1' should come before '$2': $(tr '\n' ';' <"$SHARED/order")"
 }
-# no_shared_slices MIN: over the live processes of this fatiad's pods (their HOME is in its data
-# directory), no slice id of FATIA_SLICES belongs to two pods (HOSTNAME) at once; at least MIN
-# pods were found
+# no_shared_slices MIN: over the live containers of this fatiad's pods (runc's state under its
+# data directory), no slice id of FATIA_SLICES belongs to two pods at once; at least MIN pods
+# were found
 live_slices() {
-    local f
-    for f in /proc/[0-9]*/environ; do
-        tr '\0' '\n' 2>/dev/null <"$f" | awk -v d="HOME=$TMP/data/" '
-            index($0, d) == 1 {ours = 1} /^HOSTNAME=/ {h = substr($0, 10)}
+    local c pid
+    for c in $(runc --root "$RUNC_ROOT" list -q 2>/dev/null); do
+        pid=$(runc --root "$RUNC_ROOT" state "$c" 2>/dev/null | python3 -c 'import json,sys; s = json.load(sys.stdin); print(s["pid"] if s["status"] == "running" else "")')
+        [ -n "$pid" ] || continue
+        tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | awk -v c="${c:0:36}" '
             /^FATIA_SLICES=/ {s = substr($0, 14)}
-            END {if (ours && h != "" && s != "") {n = split(s, a, ","); for (i = 1; i <= n; i++) print a[i], h}}'
+            END {if (s != "") {n = split(s, a, ","); for (i = 1; i <= n; i++) print a[i], c}}'
     done | sort -u >"$TMP/live-slices"
 }
 # (a pod reads Running once its supervisor started it: its process may exec a moment later, so
@@ -98,17 +171,21 @@ uuids_of() {
 # 1. team-a trains on two whole GPUs
 job 10-team-a-train.yaml train-a1 150
 wait_until 15 running team-a train-a1
-environ_of "$(cat "$SHARED/train-a1.pid")" >"$TMP/env-a1"
+in_container team-a train-a1
+environ_of "$(ctr_pid team-a train-a1)" >"$TMP/env-a1"
 expect_line "$TMP/env-a1" "CUDA_VISIBLE_DEVICES=GPU-"
 grep -q '^CUDA_VISIBLE_DEVICES=GPU-[0-9a-f-]*,GPU-[0-9a-f-]*$' "$TMP/env-a1" ||
     fail "train-a1 does not see two GPUs: $(grep CUDA_VISIBLE "$TMP/env-a1")"
 expect_line "$TMP/env-a1" "NVIDIA_VISIBLE_DEVICES=GPU-"
-grep -q '^LD_PRELOAD=' "$TMP/env-a1" && fail "a whole GPU got the interposer"
+grep -q '^LD_PRELOAD=\|^FATIA_VGPU' "$TMP/env-a1" && fail "a whole GPU got the interposer's variables"
+[ -e "/proc/$(ctr_pid team-a train-a1)/root/etc/fatia/vgpu.conf" ] && fail "a whole GPU got vgpu.conf"
 expect_line "$TMP/env-a1" "CUDA_VISIBLE_DEVICES=$(uuids_of team-a "$(pod_of_job team-a train-a1)")"
 expect_line "$TMP/env-a1" "NVIDIA_VISIBLE_DEVICES=$(uuids_of team-a "$(pod_of_job team-a train-a1)")"
 $K get events -n team-a >"$TMP/events"
-expect_line "$TMP/events" "ImageNotPulled"
-expect_line "$TMP/events" "image fatia.dev/python3:1 recorded, not pulled"
+expect_line "$TMP/events" "Pulled"
+expect_line "$TMP/events" 'Container image "fatia.dev/python3:1" already present on machine'
+expect_rc 0 $K get pod "$(pod_of_job team-a train-a1)" -n team-a -o jsonpath='{.status.containerStatuses[0].imageID}'
+expect_line "$TMP/out" "sha256:"
 
 # 2. a second job of team-a borrows team-b's idle GPUs
 job 11-team-a-train-2.yaml train-a2 150
@@ -123,7 +200,7 @@ no_shared_slices 2
 $K logs -f job/train-a2 -n team-a >"$TMP/a2.log" 2>&1 &
 LOGS_PID=$!
 wait_until 5 grep -q "step" "$TMP/a2.log"
-job 20-team-b-train.yaml train-b1 100 # runs on through step 4 (10 s or more)
+job 20-team-b-train.yaml train-b1 300 # runs on through step 4 (30 s: the checks in containers take longer on a loaded machine)
 wait_until 15 test -s "$SHARED/train-a2.trap"
 wait_until 15 eval "! kill -0 $LOGS_PID 2>/dev/null"
 expect_line "$TMP/a2.log" "SIGTERM received at step"
@@ -150,20 +227,39 @@ before "start train-b1" "stop train-a1"
 before "stop train-a1" "start urgent-eval"
 
 # 5. a notebook on a capped time-slice, a model server on MIG
-job 40-team-b-notebook.yaml notebook 30
-job 50-team-b-inference.yaml serve-llm 30
+job 40-team-b-notebook.yaml notebook 200
+job 50-team-b-inference.yaml serve-llm 200
 wait_until 15 running team-b notebook
 wait_until 15 running team-b serve-llm
-environ_of "$(cat "$SHARED/notebook.pid")" >"$TMP/env-nb"
+in_container team-b notebook
+in_container team-b serve-llm
+NB=$(ctr_pid team-b notebook)
+environ_of "$NB" >"$TMP/env-nb"
 expect_line "$TMP/env-nb" "CUDA_VISIBLE_DEVICES=GPU-"
-expect_line "$TMP/env-nb" "libfatia-vgpu.so"
-expect_line "$TMP/env-nb" "FATIA_VGPU_MEMORY_LIMIT_0=36882612224"
-environ_of "$(cat "$SHARED/serve-llm.pid")" >"$TMP/env-mig"
+grep -q '^LD_PRELOAD=\|^FATIA_VGPU' "$TMP/env-nb" &&
+    fail "the capped container's environment carries the interposer: $(grep 'LD_PRE\|FATIA_VGPU' "$TMP/env-nb")"
+# the cap is the read-only vgpu.conf's, the interposer loaded by /etc/ld.so.preload
+grep -qx "FATIA_VGPU_MEMORY_LIMIT_0=36882612224" "/proc/$NB/root/etc/fatia/vgpu.conf" ||
+    fail "notebook's vgpu.conf: $(cat "/proc/$NB/root/etc/fatia/vgpu.conf" 2>&1)"
+expect_line "/proc/$NB/root/etc/ld.so.preload" "/usr/lib/fatia/libfatia-vgpu.so"
+for f in /etc/fatia/vgpu.conf /etc/ld.so.preload /usr/lib/fatia/libfatia-vgpu.so; do
+    awk -v f="$f" '$5 == f {split($6, o, ","); print o[1]}' "/proc/$NB/mountinfo" | grep -qx ro ||
+        fail "notebook: $f is not a read-only mount: $(grep " $f " "/proc/$NB/mountinfo")"
+done
+expect_rc 0 $K exec notebook -n team-b -- env -i /usr/bin/python3 -c 'import os; print(os.environ.get("LD_PRELOAD", "-")); print(open("/proc/self/maps").read())'
+expect_line "$TMP/out" "/usr/lib/fatia/libfatia-vgpu.so"
+$K exec notebook -n team-b -- sh -c 'echo FATIA_VGPU_MEMORY_LIMIT_0=999999999999 > /etc/fatia/vgpu.conf' \
+    >"$TMP/out" 2>&1 && fail "the tenant rewrote its vgpu.conf"
+expect_line "$TMP/out" "Read-only file system"
+MIG=$(ctr_pid team-b serve-llm)
+[ -e "/proc/$MIG/root/etc/fatia/vgpu.conf" ] || [ -e "/proc/$MIG/root/etc/ld.so.preload" ] &&
+    fail "a MIG slice got the interposer's files"
+environ_of "$MIG" >"$TMP/env-mig"
 expect_line "$TMP/env-mig" "CUDA_VISIBLE_DEVICES=MIG-"
 expect_line "$TMP/env-mig" "CUDA_VISIBLE_DEVICES=$(uuids_of team-b "$(pod_of_job team-b serve-llm)")"
 expect_line "$TMP/env-nb" "CUDA_VISIBLE_DEVICES=$(uuids_of team-b notebook)"
 no_shared_slices 2
-grep -q '^LD_PRELOAD=' "$TMP/env-mig" && fail "a MIG slice got the interposer"
+grep -q '^LD_PRELOAD=\|^FATIA_VGPU' "$TMP/env-mig" && fail "a MIG slice got the interposer"
 expect_rc 0 $K logs notebook -n team-b
 expect_line "$TMP/out" "memory cap: 36882612224 bytes"
 expect_rc 0 $K logs job/serve-llm -n team-b
@@ -209,14 +305,13 @@ spec:
   restartPolicy: Never
   containers:
   - name: main
-    image: busybox
-    command: ["sh", "-c", "echo $$$$ > SHARED/mps-client.pid; sleep 30"]
+    image: fatia.dev/busybox:1
+    command: ["sh", "-c", "sleep 30"]
     resources: {limits: {nvidia.com/gpu.mps: 1}}
 YAML
-sed -i "s|SHARED|$SHARED|" "$TMP/mps.yaml"
 expect_rc 0 $K apply -f "$TMP/mps.yaml"
-wait_until 15 running team-b mps-client
-environ_of "$(cat "$SHARED/mps-client.pid")" >"$TMP/env-mps"
+wait_until 15 ctr_pid team-b mps-client
+environ_of "$(ctr_pid team-b mps-client)" >"$TMP/env-mps"
 expect_line "$TMP/env-mps" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"
 expect_line "$TMP/env-mps" "CUDA_MPS_PIPE_DIRECTORY="
 expect_line "$TMP/env-mps" "CUDA_VISIBLE_DEVICES=GPU-"
@@ -231,6 +326,7 @@ expect_rc 0 $K delete jobs --all -n team-a
 expect_rc 0 $K delete jobs --all -n team-b
 expect_rc 0 $K delete pod notebook -n team-b
 wait_until 30 out_empty $K get pods -A -o name
+wait_until 30 out_empty runc --root "$RUNC_ROOT" list -q
 
 # the history: no slice held by two pods
 metrics

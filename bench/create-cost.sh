@@ -8,8 +8,8 @@
 # fatiad runs pinned to core 0, plain HTTP, no controllers, no node agent, --sync full (BENCH_SYNC=normal to
 # drop the fsync), SQLite (BENCH_STORE=etcd as in bench/api.sh); wrk pinned to core 1. Objects are
 # LocalQueues of about 2 KB (bench/api_write.lua), as in bench/api.sh.
-# BENCH_PERF=FILE also records `perf record --call-graph dwarf` of fatiad over one unpaced run into FILE and
-# prints the flat profile (`perf report --no-children`) to stderr.
+# BENCH_PERF=FILE runs fatiad under `perf record --call-graph dwarf` (into FILE; its figures then
+# carry perf's overhead) and prints the flat profile (`perf report --no-children`) to stderr.
 # Needs BUILD/bin/fatiad (cmake --build BUILD --target fatiad), wrk (scripts/setup), perf for
 # BENCH_PERF.
 set -eu
@@ -19,7 +19,9 @@ command -v wrk >/dev/null || { echo "create-cost: wrk not found (scripts/setup i
 one() { # BUILD: the figures of one build
     local B=$1 D PID URL secs=${BENCH_SECS:-5}
     D=$(mktemp -d /tmp/fatia-create.XXXXXX)
-    taskset -c 0 "$B/bin/fatiad" --data-dir "$D/data" --listen 127.0.0.1:0 --no-tls \
+    local PERF=()
+    [ -n "${BENCH_PERF:-}" ] && PERF=(perf record -e cpu-clock -F 999 --call-graph dwarf,16384 -o "$BENCH_PERF" --)
+    "${PERF[@]}" taskset -c 0 "$B/bin/fatiad" --data-dir "$D/data" --listen 127.0.0.1:0 --no-tls \
         --no-controllers --no-agent --sync "${BENCH_SYNC:-full}" -f examples/ >"$D/log" 2>&1 &
     PID=$!
     for _ in $(seq 600); do
@@ -34,7 +36,9 @@ one() { # BUILD: the figures of one build
         -H 'Content-Type: application/json' "$URL/api/v1/namespaces" \
         -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"bench"}}'
     local W="taskset -c 1 wrk -t1 --latency"
-    cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) * 1000 / hz}' "/proc/$PID/stat"; }
+    local FPID=$PID
+    [ -n "${BENCH_PERF:-}" ] && FPID=$(pgrep -P "$PID" fatiad)
+    cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) * 1000 / hz}' "/proc/$FPID/stat"; }
     median() {
         grep '^RESULT' | sed -n "s/.* $1=\([0-9.]*\).*/\1/p" | sort -g |
             awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'
@@ -45,14 +49,6 @@ one() { # BUILD: the figures of one build
     for _ in 1 2 3; do $W -c32 -d"${secs}s" -s bench/api_write.lua "$URL" -- bench 0; done >"$D/max"
     c1=$(cpu_ms)
     n=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' "$D/max" | awk '{s += $1} END {print s}')
-    if [ -n "${BENCH_PERF:-}" ]; then
-        perf record -e cpu-clock -F 999 --call-graph dwarf,16384 -o "$BENCH_PERF" -p "$PID" -- sleep "$secs" >/dev/null 2>&1 &
-        local PP=$!
-        $W -c32 -d"${secs}s" -s bench/api_write.lua "$URL" -- bench 0 >/dev/null
-        wait "$PP" || true
-        perf report -i "$BENCH_PERF" --no-children --stdio --percent-limit 0.7 \
-            --sort symbol -g none 2>/dev/null | grep -v '^$' | head -60 >&2
-    fi
     echo "create_fixed_rate: $(median rps <"$D/paced") req/s"
     echo "create_p50_at_fixed_rate: $(median p50 <"$D/paced") ms"
     echo "create_p99_at_fixed_rate: $(median p99 <"$D/paced") ms"
@@ -61,6 +57,12 @@ one() { # BUILD: the figures of one build
     echo "create_errors: $(sed -n 's/.*non2xx=\([0-9]*\) errors=\([0-9]*\).*/\1 \2/p' "$D/paced" "$D/max" |
         awk '{s += $1 + $2} END {print s + 0}') requests"
     echo "load_average: $(cut -d' ' -f1 /proc/loadavg)"
+    if [ -n "${BENCH_PERF:-}" ]; then
+        kill -INT "$(pgrep -P "$PID" fatiad)" 2>/dev/null || true
+        wait "$PID" 2>/dev/null || true
+        perf report -i "$BENCH_PERF" --no-children --stdio --percent-limit 0.7 --sort dso,symbol \
+            -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -60 >&2
+    fi
     kill "$PID" 2>/dev/null
     wait "$PID" 2>/dev/null || true
     rm -rf "$D"

@@ -928,7 +928,8 @@ static void handle_resource(struct fatia_apiserver *s, const struct fatia_user *
                 if (w->audit && bn) /* a refused create still names its object */
                     json_object_set_new(json_object_get(w->audit, "objectRef"), "name",
                                         json_string(bn));
-                fatia_api_op_create(&c, body, http_op_done, w);
+                fatia_api_op_create_take(&c, body, http_op_done, w);
+                body = NULL;
             } else
                 http_wait_drop(w);
         } else if (!strcmp(method, "PUT") && rt->name) {

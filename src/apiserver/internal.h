@@ -303,6 +303,8 @@ typedef void (*op_done_fn)(void *arg, struct opres *res);
  * before returning when the answer needs no commit). body is borrowed (a deep copy is made where
  * needed). */
 void fatia_api_op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg);
+/* fatia_api_op_create taking body (a fresh tree nobody else holds): no copy (the HTTP path). */
+void fatia_api_op_create_take(const struct opctx *c, json_t *body, op_done_fn done, void *arg);
 void fatia_api_op_update(const struct opctx *c, json_t *body, op_done_fn done, void *arg);
 void fatia_api_op_patch(const struct opctx *c, enum fatia_patch_type type, const char *patch,
                         size_t n, op_done_fn done, void *arg);

@@ -483,6 +483,11 @@ static int check_ns_objects(const struct opctx *c, const char *ns, struct opres 
 
 void fatia_api_op_create(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
 {
+    fatia_api_op_create_take(c, json_deep_copy(body), done, arg);
+}
+
+void fatia_api_op_create_take(const struct opctx *c, json_t *body, op_done_fn done, void *arg)
+{
     struct opres r = {0};
     struct fatia_apiserver *s = c->s;
     json_t *tree = NULL, *meta;
@@ -492,9 +497,9 @@ void fatia_api_op_create(const struct opctx *c, json_t *body, op_done_fn done, v
     json_t *req_mf = NULL;
     char uid[37], ts[40], gen_name[300];
 
+    tree = body;
     if (fatia_api_authorize(c, "create", &r) < 0)
         goto out_answer;
-    tree = json_deep_copy(body);
     if (!tree) {
         fatia_api_opres_fail(&r, 400, "BadRequest", "the body of the request is not a JSON object");
         goto out_answer;

@@ -130,6 +130,8 @@ int fatia_json_dump_buf(const json_t *v, struct fatia_buf *b, size_t flags)
 {
     size_t before = b->len;
 
+    if (flags & JSON_COMPACT)
+        return fatia_json_encode_compact(v, b, flags); /* json_enc.c: the same bytes, faster */
     if (json_dump_callback(v, dump_cb, b, flags) < 0) {
         fatia_buf_truncate(b, before);
         return -ENOMEM;

@@ -43,6 +43,10 @@ json_t *fatia_json_array_ensure(json_t *obj, const char *key);
 
 /* Appends compact (flags as json_dumps) JSON text of v to b. 0, -ENOMEM or -FATIA_E_LIMIT. */
 int fatia_json_dump_buf(const json_t *v, struct fatia_buf *b, size_t flags);
+/* json_dump_callback(v, .., flags)'s bytes appended to b, by json_enc.c's encoder where flags
+ * are JSON_COMPACT [| JSON_REAL_PRECISION(n)] and v an object or array (jansson otherwise);
+ * 0, or -ENOMEM with b as it was (also for what jansson cannot dump: invalid UTF-8). */
+int fatia_json_encode_compact(const json_t *v, struct fatia_buf *b, size_t flags);
 
 /* Deep equality that treats 1 and 1.0 as equal (jansson's json_equal does not). */
 bool fatia_json_equal(const json_t *a, const json_t *b);

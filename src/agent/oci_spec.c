@@ -17,7 +17,9 @@
  *   - masked and read-only paths: runc's defaults (kubelet sends the same).
  *
  * Invariants: every refusal names the field path; nothing from the pod reaches mount options or
- * paths unchecked (mountPath absolute, subPath relative without ".." components).
+ * paths unchecked (mountPath absolute, subPath relative without ".." components, and refused on
+ * the volumes the pod itself writes, emptyDir and persistentVolumeClaim: runc resolves a mount's
+ * source on the host, so a symlink planted there by a container would lead out of the volume).
  *
  * Rejected: mounting sysfs (runc 1.1.5 fails EPERM in a user namespace that does not own the
  * network namespace: a read-only bind of /sys instead), and /dev/mqueue (not needed yet).
@@ -350,6 +352,17 @@ static int volume_mounts(const struct fatia_oci_in *in, json_t *mounts, char *wh
                      "secret, projected and persistentVolumeClaim volumes are served in "
                      "containers",
                      vi);
+            return -FATIA_E_INVALID;
+        }
+        if (sub && sub[0] &&
+            (json_object_get(vol, "emptyDir") || json_object_get(vol, "persistentVolumeClaim"))) {
+            /* the tenant writes these volumes: a symlink it plants would be followed on the
+             * host when runc resolves the mount's source (CVE-2017-1002101's class) */
+            snprintf(why, why_n,
+                     "container %s: volumeMounts[%zu].subPath: not served on emptyDir and "
+                     "persistentVolumeClaim volumes in containers (a path the pod writes would be "
+                     "resolved on the host); mount the volume and use a path inside it",
+                     cname, i);
             return -FATIA_E_INVALID;
         }
         if (sub && sub[0]) {

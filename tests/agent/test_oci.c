@@ -198,6 +198,10 @@ static void test_spec(void **state)
         {"{\"name\":\"m\",\"volumeMounts\":[{\"name\":\"e\",\"mountPath\":\"/e\",\"subPath\":"
          "\"../../etc\"}]}",
          "volumeMounts[0].subPath"},
+        /* a hostile tenant's symlink in its own emptyDir would be followed on the host */
+        {"{\"name\":\"m\",\"volumeMounts\":[{\"name\":\"e\",\"mountPath\":\"/e\",\"subPath\":"
+         "\"link\"}]}",
+         "volumeMounts[0].subPath: not served on emptyDir"},
         {"{\"name\":\"m\",\"volumeMounts\":[{\"name\":\"s\",\"mountPath\":\"/s\"}]}",
          "spec.volumes[3]"},
         {"{\"name\":\"m\",\"securityContext\":{\"privileged\":true}}", "privileged"},

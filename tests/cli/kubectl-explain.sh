@@ -1,10 +1,10 @@
 #!/bin/bash
 # tests/cli/kubectl-explain.sh: `kubectl explain` prints upstream's descriptions for the fields
 # of the built-in kinds (src/apiserver/openapi_desc.c, from python3-kubernetes's models by
-# scripts/explain-gen) and for the CRD kinds of Kueue (Workload's pod template included) and
-# OpenDataHub (third_party/crd-descriptions, from upstream's CRD YAML), with kubectl 1.27 and 1.33
-# against a real fatiad; the committed table is what the script
-# makes from the installed package and the committed descriptions.
+# scripts/explain-gen) and for the CRD kinds of Kueue (Workload's pod template included),
+# OpenDataHub and Kubeflow's Notebook (third_party/crd-descriptions, from upstream's CRD YAML), with
+# kubectl 1.27 and 1.33 against a real fatiad; the committed table is what the script makes from
+# the installed package and the committed descriptions.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 find_kubectl
@@ -65,6 +65,8 @@ for v in 1.27 1.33; do
     explain_has $v provisioningrequestconfig.spec.podSetUpdates.nodeSelector.key "key specifies the key for the NodeSelector."
     explain_has $v hardwareprofile.spec.scheduling.kueue.localQueueName "LocalQueueName specifies the name of the local queue to use for workload scheduling."
     explain_has $v hardwareprofile.spec.identifiers.resourceType "The type of identifier. could be \"CPU\", \"Memory\", or \"Accelerator\"."
+    explain_has $v notebook.spec.template "Template describes the notebooks that will be created."
+    explain_has $v notebook.spec.template.spec.containers.image "Docker image name."
     stop_fatiad
 done
 finish

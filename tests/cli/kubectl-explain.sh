@@ -1,9 +1,10 @@
 #!/bin/bash
 # tests/cli/kubectl-explain.sh: `kubectl explain` prints upstream's descriptions for the fields
 # of the built-in kinds (src/apiserver/openapi_desc.c, from python3-kubernetes's models by
-# scripts/explain-gen) and for Kueue's CRD kinds (third_party/crd-descriptions, from upstream's CRD
-# YAML), with kubectl 1.27 and 1.33 against a real fatiad; the committed table is what the script
-# makes from the installed package and the committed descriptions.
+# scripts/explain-gen) and for the CRD kinds of Kueue (Workload's pod template included),
+# OpenDataHub and Kubeflow's Notebook (third_party/crd-descriptions, from upstream's CRD YAML), with
+# kubectl 1.27 and 1.33 against a real fatiad; the committed table is what the script makes from
+# the installed package and the committed descriptions.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 find_kubectl
@@ -53,6 +54,19 @@ for v in 1.27 1.33; do
     explain_has $v workloadpriorityclass.value "value represents the integer value of this workloadPriorityClass."
     explain_has $v cohort.spec.resourceGroups.flavors.resources.lendingLimit "lendingLimit is the maximum amount of unused quota for the [flavor, resource]"
     explain_has $v admissioncheck.spec.controllerName "controllerName identifies the controller that processes the AdmissionCheck"
+    explain_has $v workload.spec.queueName "queueName is the name of the LocalQueue the Workload is associated with."
+    explain_has $v workload.spec.podSets.minCount "minCount is the minimum number of pods for the spec acceptable if the workload supports partial admission."
+    # a built-in type below a CRD field: python3-kubernetes's pod template rows
+    explain_has $v workload.spec.podSets.template.spec.containers.image "Docker image name."
+    explain_has $v workload.status.admission.podSetAssignments.flavors "Flavors are the flavors assigned to the workload for each resource."
+    explain_has $v workload.status.conditions.type "type of condition in CamelCase or in foo.example.com/CamelCase."
+    explain_has $v topology.spec.levels.nodeLabel "nodeLabel indicates the name of the node label for a specific topology level."
+    explain_has $v provisioningrequestconfig.spec.retryStrategy.backoffLimitCount "backoffLimitCount defines the maximum number of re-queuing retries."
+    explain_has $v provisioningrequestconfig.spec.podSetUpdates.nodeSelector.key "key specifies the key for the NodeSelector."
+    explain_has $v hardwareprofile.spec.scheduling.kueue.localQueueName "LocalQueueName specifies the name of the local queue to use for workload scheduling."
+    explain_has $v hardwareprofile.spec.identifiers.resourceType "The type of identifier. could be \"CPU\", \"Memory\", or \"Accelerator\"."
+    explain_has $v notebook.spec.template "Template describes the notebooks that will be created."
+    explain_has $v notebook.spec.template.spec.containers.image "Docker image name."
     stop_fatiad
 done
 finish

@@ -2,7 +2,8 @@
 # tests/cli/kubectl-explain.sh: `kubectl explain` prints upstream's descriptions for the fields
 # of the built-in kinds (src/apiserver/openapi_desc.c, from python3-kubernetes's models by
 # scripts/explain-gen) and for the CRD kinds of Kueue (Workload's pod template included),
-# OpenDataHub and Kubeflow's Notebook (third_party/crd-descriptions, from upstream's CRD YAML), with
+# OpenDataHub, Kubeflow's Notebook and KServe's InferenceService, ServingRuntime and
+# ClusterServingRuntime (third_party/crd-descriptions, from upstream's CRD YAML), with
 # kubectl 1.27 and 1.33 against a real fatiad; the committed table is what the script makes from
 # the installed package and the committed descriptions.
 . "$(dirname "$0")/lib.bash"
@@ -67,6 +68,13 @@ for v in 1.27 1.33; do
     explain_has $v hardwareprofile.spec.identifiers.resourceType "The type of identifier. could be \"CPU\", \"Memory\", or \"Accelerator\"."
     explain_has $v notebook.spec.template "Template describes the notebooks that will be created."
     explain_has $v notebook.spec.template.spec.containers.image "Docker image name."
+    # KServe (its Go doc comments, the CRD's descriptions); containers take V1Container's rows
+    explain_has $v inferenceservice.spec.predictor.minReplicas "Minimum number of replicas, defaults to 1 but can be set to 0 to enable scale-to-zero."
+    explain_has $v inferenceservice.spec.predictor.model.modelFormat.version "Used in validating that a predictor is supported by a runtime."
+    explain_has $v inferenceservice.spec.predictor.model.runtime "Specific ClusterServingRuntime/ServingRuntime name to use for deployment."
+    explain_has $v servingruntime.spec.supportedModelFormats.autoSelect "Set to true to allow the ServingRuntime to be used for automatic model placement"
+    explain_has $v servingruntime.spec.containers.image "Docker image name."
+    explain_has $v clusterservingruntime.spec.protocolVersions "Supported protocol versions (i.e. v1 or v2 or grpc-v1 or grpc-v2)"
     stop_fatiad
 done
 finish

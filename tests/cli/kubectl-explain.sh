@@ -2,8 +2,8 @@
 # tests/cli/kubectl-explain.sh: `kubectl explain` prints upstream's descriptions for the fields
 # of the built-in kinds (src/apiserver/openapi_desc.c, from python3-kubernetes's models by
 # scripts/explain-gen) and for the CRD kinds of Kueue (Workload's pod template included),
-# OpenDataHub, Kubeflow's Notebook and KServe's InferenceService, ServingRuntime and
-# ClusterServingRuntime (third_party/crd-descriptions, from upstream's CRD YAML), with
+# OpenDataHub, Kubeflow's Notebook and KServe's InferenceService, ServingRuntime,
+# ClusterServingRuntime and LLMInferenceService (third_party/crd-descriptions, from upstream's CRD YAML), with
 # kubectl 1.27 and 1.33 against a real fatiad; the committed table is what the script makes from
 # the installed package and the committed descriptions.
 . "$(dirname "$0")/lib.bash"
@@ -75,6 +75,10 @@ for v in 1.27 1.33; do
     explain_has $v servingruntime.spec.supportedModelFormats.autoSelect "Set to true to allow the ServingRuntime to be used for automatic model placement"
     explain_has $v servingruntime.spec.containers.image "Docker image name."
     explain_has $v clusterservingruntime.spec.protocolVersions "Supported protocol versions (i.e. v1 or v2 or grpc-v1 or grpc-v2)"
+    explain_has $v llminferenceservice.spec.model.uri "URI of the model, specifying its location, e.g., hf://meta-llama/Llama-4-Scout-17B-16E-Instruct"
+    explain_has $v llminferenceservice.spec.prefill.parallelism.tensor "Tensor parallelism size."
+    explain_has $v llminferenceservice.spec.replicas "Number of replicas for the deployment."
+    explain_has $v llminferenceservice.spec.template.containers.image "Docker image name."
     stop_fatiad
 done
 finish

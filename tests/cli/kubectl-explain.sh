@@ -3,7 +3,7 @@
 # of the built-in kinds (src/apiserver/openapi_desc.c, from python3-kubernetes's models by
 # scripts/explain-gen) and for the CRD kinds of Kueue (Workload's pod template included),
 # OpenDataHub, Kubeflow's Notebook and KServe's InferenceService, ServingRuntime,
-# ClusterServingRuntime and LLMInferenceService (third_party/crd-descriptions, from upstream's CRD YAML), with
+# ClusterServingRuntime and LLMInferenceService, and InferencePool (third_party/crd-descriptions, from upstream's CRD YAML), with
 # kubectl 1.27 and 1.33 against a real fatiad; the committed table is what the script makes from
 # the installed package and the committed descriptions.
 . "$(dirname "$0")/lib.bash"
@@ -79,6 +79,11 @@ for v in 1.27 1.33; do
     explain_has $v llminferenceservice.spec.prefill.parallelism.tensor "Tensor parallelism size."
     explain_has $v llminferenceservice.spec.replicas "Number of replicas for the deployment."
     explain_has $v llminferenceservice.spec.template.containers.image "Docker image name."
+    # the Gateway API Inference Extension's InferencePool
+    explain_has $v inferencepool.spec.selector "Selector determines which Pods are members of this inference pool."
+    explain_has $v inferencepool.spec.targetPorts.number "Number defines the port number to access the selected model server Pods."
+    explain_has $v inferencepool.spec.endpointPickerRef.port "Port is required when the referent is a Kubernetes Service."
+    explain_has $v inferencepool.spec.endpointPickerRef.failureMode "When unspecified, defaults to \"FailClose\"."
     stop_fatiad
 done
 finish

@@ -2,9 +2,10 @@
 # tests/cli/kubectl-explain.sh: `kubectl explain` prints upstream's descriptions for the fields
 # of the built-in kinds (src/apiserver/openapi_desc.c, from python3-kubernetes's models by
 # scripts/explain-gen) and for the CRD kinds of Kueue (Workload's pod template included),
-# OpenDataHub, Kubeflow's Notebook and KServe's InferenceService, ServingRuntime,
-# ClusterServingRuntime and LLMInferenceService, and InferencePool (third_party/crd-descriptions, from upstream's CRD YAML), with
-# kubectl 1.27 and 1.33 against a real fatiad; the committed table is what the script makes from
+# OpenDataHub, Kubeflow's Notebook, KServe's InferenceService, ServingRuntime,
+# ClusterServingRuntime and LLMInferenceService, and InferencePool (third_party/crd-descriptions,
+# from upstream's CRD YAML), and fatia.dev's UsageRecord, NodePool and GPUSharingPolicy (fatia's
+# own descriptions), with kubectl 1.27 and 1.33 against a real fatiad; the committed table is what the script makes from
 # the installed package and the committed descriptions.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
@@ -84,6 +85,13 @@ for v in 1.27 1.33; do
     explain_has $v inferencepool.spec.targetPorts.number "Number defines the port number to access the selected model server Pods."
     explain_has $v inferencepool.spec.endpointPickerRef.port "Port is required when the referent is a Kubernetes Service."
     explain_has $v inferencepool.spec.endpointPickerRef.failureMode "When unspecified, defaults to \"FailClose\"."
+    # fatia.dev's own kinds: fatia's descriptions (third_party/crd-descriptions/fatia.dev.yaml)
+    explain_has $v usagerecord.spec.resources "the sum of the Workload's status.admission.podSetAssignments[].resourceUsage"
+    explain_has $v nodepool.spec.nvlinkIslands "GPU indices that share an NVLink fabric"
+    explain_has $v nodepool.spec.taints.effect "Required. The effect of the taint on pods that do not tolerate the taint."
+    explain_has $v gpusharingpolicy.spec.timeSlicing.resources.replicas "The number of replicas each device of the resource is advertised as"
+    explain_has $v gpusharingpolicy.spec.mig.config "A mig-parted named config"
+    explain_has $v gpusharingpolicy.spec.nodeSelector.matchLabels "matchLabels is a map of {key,value} pairs."
     stop_fatiad
 done
 finish

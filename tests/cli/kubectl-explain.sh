@@ -4,9 +4,10 @@
 # scripts/explain-gen) and for the CRD kinds of Kueue (Workload's pod template included),
 # OpenDataHub, Kubeflow's Notebook, KServe's InferenceService, ServingRuntime,
 # ClusterServingRuntime and LLMInferenceService, and InferencePool (third_party/crd-descriptions,
-# from upstream's CRD YAML), and fatia.dev's UsageRecord, NodePool and GPUSharingPolicy (fatia's
-# own descriptions), with kubectl 1.27 and 1.33 against a real fatiad; the committed table is what the script makes from
-# the installed package and the committed descriptions.
+# from upstream's CRD YAML), and fatia.dev's UsageRecord, NodePool, GPUSharingPolicy and
+# SchedulerConfig (fatia's own descriptions), with kubectl 1.27 and 1.33 against a real fatiad;
+# the committed table is what the script makes from the installed package and the committed
+# descriptions.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 find_kubectl
@@ -92,6 +93,8 @@ for v in 1.27 1.33; do
     explain_has $v gpusharingpolicy.spec.timeSlicing.resources.replicas "The number of replicas each device of the resource is advertised as"
     explain_has $v gpusharingpolicy.spec.mig.config "A mig-parted named config"
     explain_has $v gpusharingpolicy.spec.nodeSelector.matchLabels "matchLabels is a map of {key,value} pairs."
+    explain_has $v schedulerconfig.spec.resources.transformations.strategy "Retain (default) keeps the input resource in the request; Replace drops it."
+    explain_has $v schedulerconfig.spec.managedJobsNamespaceSelector.matchLabels "matchLabels is a map of {key,value} pairs."
     stop_fatiad
 done
 finish

@@ -37,6 +37,7 @@ struct node_lease {
     char *name;
     json_t *last;  /* the Lease as last written or read; NULL: unknown */
     bool inflight; /* a write or read is out */
+    bool ns_asked; /* the namespace's create was sent once: a 404 after that is a failure */
     bool failing;  /* logged */
     bool reread;   /* a 409: read the lease before writing it again */
     bool dead;     /* the renewer was freed while a write was out */
@@ -106,14 +107,25 @@ static void wrote(void *arg, const struct fatia_client_result *res)
     nl->last = NULL;
     nl->reread = res->code == 409;
     if (res->code == 404 && nl->l) {
-        /* no namespace yet (the create said so): make it */
+        /* no namespace yet (the create said so): make it; the first time is no failure (a fresh
+         * cluster has none), only a 404 after that is */
+        if (!nl->ns_asked) {
+            nl->ns_asked = true;
+            fatia_info("agent: node %s: creating namespace %s for its lease", nl->name, LEASE_NS);
+        } else if (!nl->failing) {
+            fatia_warn("agent: node %s: cannot renew its lease: %d %s", nl->name, res->code,
+                       fatia_json_str(res->status, "message")
+                           ? fatia_json_str(res->status, "message")
+                           : "");
+            nl->failing = true;
+        }
         json_t *ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
                                "metadata", "name", LEASE_NS);
         if (ns)
             (void)fatia_client_create(nl->l->client, ns, NULL, ns_done, NULL);
         json_decref(ns);
     }
-    if (res->code != 409 && !nl->failing) {
+    if (res->code != 409 && res->code != 404 && !nl->failing) {
         fatia_warn("agent: node %s: cannot renew its lease: %d %s", nl->name, res->code,
                    fatia_json_str(res->status, "message") ? fatia_json_str(res->status, "message")
                                                           : "");

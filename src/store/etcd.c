@@ -394,8 +394,8 @@ static int replica_open(struct fatia_store_etcd *e, const struct fatia_store_opt
     e->replica = true;
     if (gethostname(host, sizeof(host) - 1) < 0)
         snprintf(host, sizeof(host), "host");
-    snprintf(e->marker_key, sizeof(e->marker_key), "%s_fatia/writer/%s-%d-%" PRIu64, e->prefix,
-             host, (int)getpid(), (uint64_t)fatia_now_real_usec());
+    snprintf(e->marker_key, sizeof(e->marker_key), "%.255s_fatia/writer/%.64s-%d-%" PRIu64,
+             e->prefix, host, (int)getpid(), (uint64_t)fatia_now_real_usec());
     *ret_rv = e->revision;
     return fatia_store_etcdw_start(&wo, &e->watch, why, why_n);
 }

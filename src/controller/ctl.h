@@ -144,6 +144,9 @@ struct event_base *fatia_ctlr_base(struct ctl *c);
 struct fatia_client *fatia_ctlr_client(struct ctl *c);
 const struct fatia_controllers_opts *fatia_ctlr_opts(struct ctl *c);
 
+/* The fatia binary beside this process's own (the model servers' program), or "fatia" when
+ * /proc/self/exe cannot be read. */
+void fatia_ctlr_fatia_bin(char *buf, size_t n);
 /* "ns/name" or "name" into buf. */
 void fatia_ctlr_obj_key(const json_t *obj, char *buf, size_t n);
 void fatia_ctlr_make_key(const char *ns, const char *name, char *buf, size_t n);

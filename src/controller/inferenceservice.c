@@ -54,8 +54,6 @@
  */
 #include "base/compat.h"
 
-#include <unistd.h>
-
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -530,23 +528,6 @@ static void on_runtime(void *arg, const json_t *old, const json_t *obj)
     }
 }
 
-static void find_bin(char *buf, size_t n)
-{
-    char exe[4000];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *slash;
-
-    if (len <= 0) {
-        snprintf(buf, n, "fatia");
-        return;
-    }
-    exe[len] = '\0';
-    slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    snprintf(buf, n, "%s/fatia", exe);
-}
-
 int fatia_ctlr_isvc_ctl_new(struct ctl *c, struct isvc_ctl **ret)
 {
     struct isvc_ctl *ic = fatia_calloc(1, sizeof(*ic));
@@ -555,7 +536,7 @@ int fatia_ctlr_isvc_ctl_new(struct ctl *c, struct isvc_ctl **ret)
     if (!ic)
         return -ENOMEM;
     ic->ctl = c;
-    find_bin(ic->bin, sizeof(ic->bin));
+    fatia_ctlr_fatia_bin(ic->bin, sizeof(ic->bin));
     ic->q = fatia_ctlr_wq_new(c, "inferenceservice", reconcile, ic);
     ic->isvcs = fatia_ctlr_informer(
         c, fatia_kind_find("serving.kserve.io/v1beta1", "InferenceService", NULL));

@@ -43,8 +43,6 @@
  */
 #include "base/compat.h"
 
-#include <unistd.h>
-
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -511,23 +509,6 @@ static void on_owned(void *arg, const json_t *old, const json_t *obj)
     fatia_ctlr_wq_add(lc->q, key);
 }
 
-static void find_bin(char *buf, size_t n)
-{
-    char exe[4000];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    char *slash;
-
-    if (len <= 0) {
-        snprintf(buf, n, "fatia");
-        return;
-    }
-    exe[len] = '\0';
-    slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    snprintf(buf, n, "%s/fatia", exe);
-}
-
 int fatia_ctlr_llmisvc_ctl_new(struct ctl *c, struct llmisvc_ctl **ret)
 {
     struct llmisvc_ctl *lc = fatia_calloc(1, sizeof(*lc));
@@ -536,7 +517,7 @@ int fatia_ctlr_llmisvc_ctl_new(struct ctl *c, struct llmisvc_ctl **ret)
     if (!lc)
         return -ENOMEM;
     lc->ctl = c;
-    find_bin(lc->bin, sizeof(lc->bin));
+    fatia_ctlr_fatia_bin(lc->bin, sizeof(lc->bin));
     lc->q = fatia_ctlr_wq_new(c, "llminferenceservice", reconcile, lc);
     lc->objs = fatia_ctlr_informer(
         c, fatia_kind_find("serving.kserve.io/v1alpha1", "LLMInferenceService", NULL));

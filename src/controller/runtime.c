@@ -25,6 +25,7 @@
 
 #include <event2/event.h>
 #include <stdarg.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/backoff.h"
@@ -35,6 +36,23 @@
 #include "controller/ctl_internal.h"
 
 /* ---- helpers ---- */
+
+void fatia_ctlr_fatia_bin(char *buf, size_t n)
+{
+    char exe[4000];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    char *slash;
+
+    if (len <= 0) {
+        snprintf(buf, n, "fatia");
+        return;
+    }
+    exe[len] = '\0';
+    slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(buf, n, "%s/fatia", exe);
+}
 
 void fatia_ctlr_make_key(const char *ns, const char *name, char *buf, size_t n)
 {

@@ -13,6 +13,7 @@
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/fleet.bash"
 find_kubectl
 need_python3
 export HOME=$TMP/home
@@ -24,38 +25,7 @@ start_etcd fleet || finish
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; etcd_cleanup; rm -rf "$TMP"' EXIT
 
-# replica NAME: a control replica with its controllers under leader election
-replica() {
-    local name=$1
-    : >"$TMP/$name.log"
-    "$FATIAD" --data-dir "$TMP/$name" --listen 127.0.0.1:0 --no-agent --store etcd \
-        --etcd-endpoints "$ETCD_URLS" --etcd-prefix /fleet/registry --etcd-replica \
-        --leader-elect --leader-elect-lease-duration 3s --leader-elect-renew-deadline 2s \
-        --leader-elect-retry-period 500ms --job-backoff 200ms \
-        --fleet examples/fleet/ -f examples/ >"$TMP/$name.log" 2>&1 &
-    eval "${name}_PID=$!"
-    PIDS+=($!)
-    for _ in $(seq 1000); do
-        grep -q "serving the Kubernetes API at" "$TMP/$name.log" && break
-        kill -0 "$!" 2>/dev/null || { cat "$TMP/$name.log" >&2; fail "$name exited at start"; finish; }
-        sleep 0.02
-    done
-    eval "${name}_URL=$(grep -o 'https://127.0.0.1:[0-9]*' "$TMP/$name.log" | tail -1)"
-    eval "${name}_K='$KUBECTL_DIR/kubectl.1.33 --kubeconfig $TMP/$name/kubeconfig'"
-}
-
-replica A
-replica B
-K=$A_K
-wait_until 20 $K get node box-0 -o name
-holder() { $K get lease -n kube-system fatia-controller-manager -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
-wait_until 10 holder
-h=$(holder)
-case "$h" in
-*_"$A_PID"_*) LEADER=A FOLLOWER=B ;;
-*_"$B_PID"_*) LEADER=B FOLLOWER=A ;;
-*) fail "the lease holder '$h' is neither replica"; finish ;;
-esac
+start_pair
 eval "LPID=\$${LEADER}_PID FURL=\$${FOLLOWER}_URL K=\$${FOLLOWER}_K"
 FTOKEN=$(awk '$2 == "admin" {print $1; exit}' "$TMP/$FOLLOWER/tokens")
 FCA=$TMP/$FOLLOWER/tls.crt

@@ -1,0 +1,41 @@
+# tests/e2e/fleet.bash: what the fleet tests' two control replicas share (fleet-leader.sh,
+# fleet-fence.sh): `replica NAME` starts a fatiad control replica on the test's etcd (one prefix,
+# --etcd-replica, leader election with short timings: lease 3 s, renew deadline 2 s, retry 0.5 s)
+# and sets NAME_PID, NAME_URL and NAME_K (its kubectl); `start_pair` starts A and B and sets K,
+# h (the lease's holder), LEADER and FOLLOWER. Needs lib.bash, fatiad.bash, start_etcd and PIDS.
+
+# replica NAME: a control replica with its controllers under leader election
+replica() {
+    local name=$1
+    : >"$TMP/$name.log"
+    "$FATIAD" --data-dir "$TMP/$name" --listen 127.0.0.1:0 --no-agent --store etcd \
+        --etcd-endpoints "$ETCD_URLS" --etcd-prefix /fleet/registry --etcd-replica \
+        --leader-elect --leader-elect-lease-duration 3s --leader-elect-renew-deadline 2s \
+        --leader-elect-retry-period 500ms --job-backoff 200ms \
+        --fleet examples/fleet/ -f examples/ >"$TMP/$name.log" 2>&1 &
+    eval "${name}_PID=$!"
+    PIDS+=($!)
+    for _ in $(seq 1000); do
+        grep -q "serving the Kubernetes API at" "$TMP/$name.log" && break
+        kill -0 "$!" 2>/dev/null || { cat "$TMP/$name.log" >&2; fail "$name exited at start"; finish; }
+        sleep 0.02
+    done
+    eval "${name}_URL=$(grep -o 'https://127.0.0.1:[0-9]*' "$TMP/$name.log" | tail -1)"
+    eval "${name}_K='$KUBECTL_DIR/kubectl.1.33 --kubeconfig $TMP/$name/kubeconfig'"
+}
+
+start_pair() {
+    replica A
+    replica B
+    K=$A_K
+    wait_until 20 $K get node box-0 -o name
+    wait_until 10 holder
+    h=$(holder)
+    case "$h" in
+    *_"$A_PID"_*) LEADER=A FOLLOWER=B ;;
+    *_"$B_PID"_*) LEADER=B FOLLOWER=A ;;
+    *) fail "the lease holder '$h' is neither replica"; finish ;;
+    esac
+}
+
+holder() { $K get lease -n kube-system fatia-controller-manager -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }

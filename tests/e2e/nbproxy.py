@@ -71,6 +71,21 @@ def start_code(url, ca, ns, name, cookie, code):
         f"wss://{u.hostname}:{u.port}{base}/api/kernels/{k['id']}/channels",
         header=[f"Cookie: fatia-nb={cookie}"], origin=url,
         sslopt={"ca_certs": ca, "check_hostname": False}, timeout=60)
+    # As a notebook UI does, wait for the kernel to be ready before executing: jupyter-server
+    # nudges a new connection with kernel_info_requests on the shell and control channels, and
+    # Debian's 1.23 takes the control reply's idle as the kernel's state even while a cell runs
+    # (docs/selfservice.md, "Kernel state"), so a cell sent before they are answered can read idle.
+    ws.settimeout(1)
+    seen, end = 0, time.time() + 5
+    while seen < 2 and time.time() < end:
+        try:
+            m = json.loads(ws.recv())
+        except websocket.WebSocketTimeoutException:
+            continue
+        if (m.get("msg_type") == "status" and m["content"].get("execution_state") == "idle"
+                and m.get("parent_header", {}).get("msg_type") == "kernel_info_request"):
+            seen += 1
+    ws.settimeout(60)
     msg_id = uuid.uuid4().hex
     ws.send(json.dumps({
         "header": {"msg_id": msg_id, "username": "t", "session": uuid.uuid4().hex,

@@ -1,8 +1,10 @@
 #!/bin/bash
 # bench/create-cost.sh BUILD [OLD_BUILD N]: the cost of a create in fatiad (docs/perf-create.md).
 #   One build: fatiad's CPU per create (user + system from /proc, over the unpaced runs), p50/p99
-#   of creates at about 2,000/s (40 connections, each pausing 19 ms), the unpaced create rate
-#   (32 connections), each the median of 3 runs of BENCH_SECS seconds (default 5).
+#   of creates at about 2,000/s (40 connections, each pausing 19 ms: wrk's closed loop), p50/p90/
+#   p99 of creates arriving at exactly BENCH_RATE/s (default 2,000; bench/api_openloop.c: an open
+#   loop, latency from the moment each request was due), the unpaced create rate (32
+#   connections), each the median of 3 runs of BENCH_SECS seconds (default 5).
 #   Two builds (NEW first, then OLD, then N, default 5): the two alternated N times, the median of
 #   each figure per build and the change (same machine, same run).
 # fatiad runs pinned to core 0, plain HTTP, no controllers, no node agent, --sync full (BENCH_SYNC=normal to
@@ -11,10 +13,17 @@
 # BENCH_PERF=FILE runs fatiad under `perf record --call-graph dwarf` (into FILE; its figures then
 # carry perf's overhead) and prints the flat profile (`perf report --no-children`) to stderr.
 # Needs BUILD/bin/fatiad (cmake --build BUILD --target fatiad), wrk (scripts/setup), perf for
-# BENCH_PERF.
+# BENCH_PERF, cc for the open-loop client (or BENCH_OPENLOOP=PROGRAM, built elsewhere, on a
+# machine with no compiler).
 set -eu
 cd "$(dirname "$0")/.."
 command -v wrk >/dev/null || { echo "create-cost: wrk not found (scripts/setup installs it)" >&2; exit 1; }
+OPENLOOP=${BENCH_OPENLOOP:-}
+if [ -z "$OPENLOOP" ]; then
+    OPENLOOP=$(mktemp /tmp/fatia-openloop.XXXXXX)
+    trap 'rm -f "$OPENLOOP"' EXIT
+    cc -O2 -Wall -o "$OPENLOOP" bench/api_openloop.c
+fi
 
 one() { # BUILD: the figures of one build
     local B=$1 D PID URL secs=${BENCH_SECS:-5}
@@ -33,7 +42,7 @@ one() { # BUILD: the figures of one build
     export FATIA_TOKEN
     FATIA_TOKEN=$(awk '$2 == "admin" {print $1; exit}' "$D/data/tokens")
     # a namespace per wrk run: one namespace holds at most 50,000 objects (--max-namespace-objects)
-    for i in 1 2 3 4 5 6; do
+    for i in 1 2 3 4 5 6 7 8 9; do
         curl -sf -o /dev/null -X POST -H "Authorization: Bearer $FATIA_TOKEN" \
             -H 'Content-Type: application/json' "$URL/api/v1/namespaces" \
             -d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"bench-$i\"}}"
@@ -47,6 +56,9 @@ one() { # BUILD: the figures of one build
             awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'
     }
     for i in 1 2 3; do $W -c40 -d"${secs}s" -s bench/api_write.lua "$URL" -- "bench-$i" 19; done >"$D/paced"
+    for i in 7 8 9; do
+        taskset -c 1 "$OPENLOOP" 127.0.0.1 "${URL##*:}" "$FATIA_TOKEN" "bench-$i" "${BENCH_RATE:-2000}" "$secs"
+    done >"$D/open"
     local c0 c1 n
     c0=$(cpu_ms)
     for i in 4 5 6; do $W -c32 -d"${secs}s" -s bench/api_write.lua "$URL" -- "bench-$i" 0; done >"$D/max"
@@ -57,6 +69,11 @@ one() { # BUILD: the figures of one build
     echo "create_fixed_rate: $(median rps <"$D/paced") req/s"
     echo "create_p50_at_fixed_rate: $(median p50 <"$D/paced") ms"
     echo "create_p99_at_fixed_rate: $(median p99 <"$D/paced") ms"
+    echo "create_open_rate: $(median rate <"$D/open") req/s"
+    echo "create_open_p50: $(median p50 <"$D/open") ms"
+    echo "create_open_p90: $(median p90 <"$D/open") ms"
+    echo "create_open_p99: $(median p99 <"$D/open") ms"
+    echo "create_open_non201: $(median non201 <"$D/open") requests"
     echo "create_max_rate: $(median rps <"$D/max") req/s"
     echo "create_server_cpu: $(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {printf "%.1f", (b - a) * 1000 / n}') us"
     echo "create_errors: $(sed -n 's/.*non2xx=\([0-9]*\) errors=\([0-9]*\).*/\1 \2/p' "$D/paced" "$D/max" |

@@ -1,8 +1,8 @@
 /*
  * apiserver/crd_rules.c: the checks of a CRD's schema beyond the model's walker: `pattern` (RE2
  * syntax, cel_regex.h, as Go's regexp reads the ECMA patterns of CRDs), the string formats
- * kube-openapi checks (uuid, date, hostname, ipv4, ipv6, cidr, mac, byte, email, duration; the
- * others pass, as there), exclusiveMinimum/Maximum, the bounds of numbers, multipleOf, and the
+ * kube-openapi checks (uuid, date, hostname, ipv4, ipv6, cidr, mac, byte, email, duration here;
+ * uri, isbn, creditcard, ssn, hexcolor, rgbcolor in crd_formats.c; the others pass, as there), exclusiveMinimum/Maximum, the bounds of numbers, multipleOf, and the
  * CEL rules of
  * x-kubernetes-validations (self, oldSelf in transition rules, message, messageExpression,
  * reason, fieldPath), with the runtime cost limits of kube-apiserver (1,000,000 per evaluation,
@@ -402,7 +402,7 @@ static bool has_format(const char *fmt, const char *str)
         return is_email(str);
     if (!strcmp(fmt, "duration"))
         return is_duration(str);
-    return true;
+    return fatia_api_crd_format(fmt, str) != 0; /* crd_formats.c; -1: unknown, passes */
 }
 
 static void number_text(const json_t *v, char *buf, size_t n)

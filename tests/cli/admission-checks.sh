@@ -14,8 +14,9 @@
 #   - a check Rejected deactivates it (spec.active false, Evicted DeactivatedDueToAdmissionCheck)
 #     and frees its quota for the next workload;
 #   - onFlavors: a check that names another flavor does not hold a workload back;
-#   - hostile: a tenant's own Ready states written with the Workload (create, or a plain update)
-#     do not count: status is the status subresource's.
+#   - hostile: Ready states written with the Workload (create, or a plain patch) do not count:
+#     status is the status subresource's; a tenant of the namespace may not write that (403) and
+#     its workload stays unadmitted.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 find_kubectl
@@ -233,6 +234,20 @@ sleep 1
 expect_rc 0 wl_get "$E" '{.spec.active} {.status.conditions[?(@.type=="Admitted")].status}'
 expect_line "$TMP/out" " True"
 grep -q false "$TMP/out" && fail "a plain patch of status rejected an admitted workload"
+
+# a tenant of the namespace may not play the check controller: its status write is refused (the
+# tenancy rule "status") and fits stays reserved, not admitted
+"$BUILD/bin/fatia" token create --data-dir "$TMP/data" --user mallory --namespace team \
+    >"$TMP/mallory.kubeconfig" 2>/dev/null || fail "fatia token create"
+KUBECONFIG=$TMP/mallory.kubeconfig "$k" -n team patch workload "$F" --subresource=status --type=json \
+    -p '[{"op":"replace","path":"/status/admissionChecks/0/state","value":"Ready"},{"op":"replace","path":"/status/admissionChecks/1/state","value":"Ready"}]' \
+    >"$TMP/out" 2>"$TMP/err" && fail "ATTACK SUCCEEDED: a tenant wrote its workload's check states"
+grep -qi forbidden "$TMP/err" || fail "the tenant's status write was not a 403: $(cat "$TMP/err")"
+sleep 1
+expect_rc 0 check_states "$F"
+expect_line "$TMP/out" "prov=Pending budget=Pending"
+expect_rc 0 suspended fits
+expect_line "$TMP/out" "true"
 
 stop_fatiad
 finish

@@ -1,8 +1,9 @@
 /*
  * apiserver/crd_rules.c: the checks of a CRD's schema beyond the model's walker: `pattern` (RE2
  * syntax, cel_regex.h, as Go's regexp reads the ECMA patterns of CRDs), the string formats
- * kube-openapi checks (uuid, date, hostname, ipv4, ipv6, cidr, mac, byte, email, duration; the
- * others pass, as there), exclusiveMinimum/Maximum, the bounds of numbers, multipleOf, and the
+ * kube-openapi checks (uuid, date, hostname, ipv4, ipv6, cidr, mac, byte, email, duration here;
+ * uri, isbn, creditcard, ssn, hexcolor, rgbcolor in crd_formats.c; the others pass, as there),
+ * the value validations of anyOf/allOf/oneOf/not (crd_junctors.c), exclusiveMinimum/Maximum, the bounds of numbers, multipleOf, and the
  * CEL rules of
  * x-kubernetes-validations (self, oldSelf in transition rules, message, messageExpression,
  * reason, fieldPath), with the runtime cost limits of kube-apiserver (1,000,000 per evaluation,
@@ -155,6 +156,14 @@ static void err(struct walk *w, const char *sub, const char *fmt, ...)
                    m.p ? m.p : "");
     fatia_buf_release(&p);
     fatia_buf_release(&m);
+}
+
+static void emit_junctor(void *arg, const char *path, const char *msg)
+{
+    struct walk *w = arg;
+
+    fatia_diag_add(w->a->diag, FATIA_DIAG_ERROR, NULL, 0, 0, w->a->name, *path ? path : NULL, "%s",
+                   msg);
 }
 
 static void run_rule(struct walk *w, const struct fatia_schema *s, const json_t *rule,
@@ -402,7 +411,7 @@ static bool has_format(const char *fmt, const char *str)
         return is_email(str);
     if (!strcmp(fmt, "duration"))
         return is_duration(str);
-    return true;
+    return fatia_api_crd_format(fmt, str) != 0; /* crd_formats.c; -1: unknown, passes */
 }
 
 static void number_text(const json_t *v, char *buf, size_t n)
@@ -481,6 +490,8 @@ static void walk(struct walk *w, const struct fatia_schema *s, const json_t *v, 
         check_pattern(w, s->crd->pattern, v);
     if (s->crd && s->crd->node)
         check_node(w, s, s->crd->node, v);
+    if (s->crd && s->crd->node && fatia_api_crd_has_junctors(s->crd->node))
+        fatia_api_crd_junctors(s->crd->node, v, w->path.p ? w->path.p : "", emit_junctor, w);
     if (s->crd && s->crd->rules) {
         json_t *rule;
         json_array_foreach(s->crd->rules, i, rule) run_rule(w, s, rule, v, old);

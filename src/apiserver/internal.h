@@ -542,6 +542,15 @@ int fatia_api_crd_serve_stored(struct fatia_apiserver *s);
  * the check that every one of a CRD (a->obj) compiles, errors into a->diag; the cache's end. */
 int fatia_api_crd_rules_add_plugin(struct fatia_apiserver *s);
 void fatia_api_crd_rules_check(struct fatia_apiserver *s, struct fatia_admit_attrs *a);
+/* The strfmt formats of crd_formats.c (uri, isbn, isbn10, isbn13, creditcard, ssn, hexcolor,
+ * rgbcolor): 1 when s has format fmt, 0 when not, -1 when fmt is none of them. */
+int fatia_api_crd_format(const char *fmt, const char *s);
+/* The anyOf/allOf/oneOf/not of a CRD schema node (crd_junctors.c): whether js has any; the
+ * errors of value v at path against them, each to emit (full path, message); how many. */
+bool fatia_api_crd_has_junctors(const json_t *js);
+size_t fatia_api_crd_junctors(const json_t *js, const json_t *v, const char *path,
+                              void (*emit)(void *arg, const char *path, const char *msg),
+                              void *arg);
 void fatia_api_crd_rules_release(struct fatia_apiserver *s);
 
 /* The v3 OpenAPI document of "api/v1" / "apis/G/V", or NULL (openapi.c). */

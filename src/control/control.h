@@ -51,11 +51,14 @@ int fatia_control_new(struct fatia_control **ret);
 void fatia_control_free(struct fatia_control *c);
 
 /* Adds or replaces a validated object (the storage-version tree of a struct fatia_object) of kind
- * ResourceFlavor, ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass, Workload, Namespace
- * or SchedulerConfig; other kinds are ignored (returns 0). A Workload that carries
+ * ResourceFlavor, ClusterQueue, Cohort, LocalQueue, WorkloadPriorityClass, AdmissionCheck,
+ * Workload, Namespace or SchedulerConfig; other kinds are ignored (returns 0). A Workload that carries
  * status.admission and QuotaReserved=True is taken as admitted (its usage is charged at once);
  * Finished=True is ignored. For a workload the engine already knows, only spec-derived fields
  * change (priority, active, queue); the engine's own admission state stays authoritative.
+ * AdmissionCheck objects count by their Active condition; a workload's status.admissionChecks
+ * (written by the checks' controllers) is read on every apply: Retry evicts it (reason
+ * AdmissionCheck), Rejected deactivates it (DeactivatedDueToAdmissionCheck; control/checks.c).
  * Problems that make an object unusable for admission (a request too large to count, a malformed
  * affinity) are reported to diag (may be NULL) and the object is kept with a pending message.
  * Returns 0, -ENOMEM, or -EINVAL for a tree that is not of a known kind. */
@@ -184,7 +187,10 @@ int fatia_control_lq_status(const struct fatia_control *c, const char *ns, const
                             int64_t now, json_t **ret);
 /* A workload's status.admission ({clusterQueue, podSetAssignments}) when it holds quota, or its
  * pending state ({clusterQueue, reason, message}) otherwise, plus "state": "Pending" | "Admitted"
- * | "Evicting". */
+ * | "Evicting". Holding quota it also has "checksReady" (every admission check its ClusterQueue
+ * needs for its flavors is Ready: only then is it admitted, Kueue's Admitted=True),
+ * "admissionChecks" ([{name, state}] of those checks, when its ClusterQueue has any) and
+ * "requeueAt" (when a Retry check asked for a delay). */
 int fatia_control_workload_status(const struct fatia_control *c, const char *ns, const char *name,
                                   json_t **ret);
 

@@ -260,6 +260,11 @@ struct ctl_wl {
     uint64_t pop_gen;                 /* cq->requeue_gen when popped */
     uint64_t preempt_mark;            /* cycle number in which it became a preemption target */
 
+    /* admission check states from status.admissionChecks (checks.c) */
+    struct ctl_wl_check *checks;
+    size_t n_checks;
+    bool rejected; /* deactivated by a Rejected check, until a tree says spec.active=false */
+
     /* last scheduling attempt (for pending output) */
     const char *reason; /* static string */
     char *msg;
@@ -327,8 +332,9 @@ struct ctl_cq {
     bool has_threshold;
     int32_t threshold;
     bool stopped, drain;
-    bool has_checks; /* admission checks (not supported: the queue is inactive) */
-    bool afs;        /* admissionScope UsageBasedAdmissionFairSharing */
+    struct ctl_check_rule *checks; /* spec.admissionChecksStrategy.admissionChecks (checks.c) */
+    size_t n_checks;
+    bool afs; /* admissionScope UsageBasedAdmissionFairSharing */
 
     bool active;
     const char *inactive_reason;
@@ -383,6 +389,32 @@ struct ctl_cohort {
     uint64_t cand_stamp;  /* == the search's stamp: some ClusterQueue below holds a candidate */
     uint64_t cycle_stamp; /* cycle_rank is valid when this equals the engine's cycle_no */
     size_t cycle_rank;
+};
+
+/* ---- admission checks (checks.c) ---- */
+
+enum ctl_check_state {
+    CTL_CHECK_PENDING,
+    CTL_CHECK_READY,
+    CTL_CHECK_RETRY,
+    CTL_CHECK_REJECTED,
+};
+
+struct ctl_check { /* an AdmissionCheck object, or a name a ClusterQueue used */
+    char *name;
+    bool defined, active; /* active: status.conditions Active=True */
+};
+
+struct ctl_check_rule {
+    char *name;
+    char **on_flavors; /* n_on == 0: every flavor */
+    size_t n_on;
+};
+
+struct ctl_wl_check {
+    char *name;
+    enum ctl_check_state state;
+    int64_t retry_at; /* lastTransitionTime + requeueAfterSeconds, usec; 0 = none */
 };
 
 struct ctl_ns {
@@ -456,6 +488,8 @@ struct fatia_control {
     struct fatia_strmap ns_index;
     FATIA_VEC(struct ctl_ns *) nss;
     struct fatia_strmap wpc_index;
+    struct fatia_strmap check_index; /* name -> struct ctl_check * */
+    FATIA_VEC(struct ctl_check *) checks;
     FATIA_VEC(struct ctl_wpc *) wpcs;
     struct fatia_strmap wl_index; /* key -> wl */
     FATIA_VEC(struct ctl_wl *) wls;
@@ -603,6 +637,31 @@ bool fatia_control_ns_matches(const struct fatia_control *c, const struct ctl_cq
 int fatia_control_evict(struct fatia_control *c, struct ctl_wl *w, const char *reason,
                         const char *msg, const struct ctl_wl *preemptor, bool in_cycle);
 void fatia_control_resolve_queue(struct fatia_control *c, struct ctl_wl *w);
+
+/* ---- checks.c: AdmissionChecks ---- */
+int fatia_control_apply_check(struct fatia_control *c, const json_t *obj, int64_t now);
+int fatia_control_delete_check(struct fatia_control *c, const char *name, int64_t now);
+void fatia_control_checks_release(struct fatia_control *c);
+int fatia_control_cq_parse_checks(struct ctl_cq *cq, const json_t *spec);
+void fatia_control_cq_checks_free(struct ctl_cq *cq);
+/* True when cq names a missing or inactive check: *ret_reason and msg say which (Kueue's words). */
+bool fatia_control_cq_checks_block(const struct fatia_control *c, const struct ctl_cq *cq,
+                                   const char **ret_reason, char *msg, size_t msg_n);
+int fatia_control_wl_parse_checks(struct ctl_wl *w, const json_t *obj);
+void fatia_control_wl_checks_free(struct ctl_wl *w);
+void fatia_control_wl_take_checks(struct ctl_wl *dst, struct ctl_wl *src);
+void fatia_control_wl_checks_reset(struct ctl_wl *w);
+bool fatia_control_wl_check_needed(const struct fatia_control *c, const struct ctl_wl *w,
+                                   const struct ctl_check_rule *r);
+enum ctl_check_state fatia_control_wl_check_state(const struct ctl_wl *w, const char *name);
+/* w holds quota and every check its ClusterQueue needs for its flavors is Ready. */
+bool fatia_control_wl_checks_ready(const struct fatia_control *c, const struct ctl_wl *w);
+/* An ADMITTED w with a needed check in Retry is evicted (AdmissionCheck), one Rejected is
+ * deactivated (DeactivatedDueToAdmissionCheck). 0 or -ENOMEM. */
+int fatia_control_wl_checks_react(struct fatia_control *c, struct ctl_wl *w);
+/* [{name, state}] of the checks w needs, in the ClusterQueue's order. */
+int fatia_control_wl_checks_json(const struct fatia_control *c, const struct ctl_wl *w,
+                                 json_t **ret);
 
 /* ---- workload.c: a Workload's spec and status decoded ---- */
 void fatia_control_podsets_free(struct ctl_podset *ps, size_t n);

@@ -272,6 +272,7 @@ void fatia_control_wl_free(struct ctl_wl *w)
     fatia_free(w->queue_name);
     fatia_free(w->bad_msg);
     fatia_free(w->msg);
+    fatia_control_wl_checks_free(w);
     fatia_free(w);
 }
 
@@ -283,6 +284,7 @@ static void cq_free(struct ctl_cq *cq)
     fatia_free(cq->rg_of_res);
     fatia_selector_free(cq->ns_sel);
     fatia_free(cq->inactive_msg);
+    fatia_control_cq_checks_free(cq);
     json_decref(cq->spec);
     fatia_control_queue_release(cq);
     FATIA_VEC_RELEASE(&cq->admitted);
@@ -373,6 +375,7 @@ void fatia_control_free(struct fatia_control *c)
         fatia_free(c->wpcs.v[i]);
     }
     FATIA_VEC_RELEASE(&c->wpcs);
+    fatia_control_checks_release(c);
     for (size_t i = 0; i < c->flavors.n; i++) {
         flavor_clear(c->flavors.v[i]);
         fatia_free(c->flavors.v[i]->name);
@@ -909,8 +912,9 @@ static int apply_cq(struct fatia_control *c, const json_t *obj, int64_t now,
         if (cq->drain && !was_drain)
             drain_cq(c, cq);
     }
-    cq->has_checks =
-        json_array_size(fatia_json_path(spec, "admissionChecksStrategy.admissionChecks")) > 0;
+    r = fatia_control_cq_parse_checks(cq, spec);
+    if (r < 0)
+        return r;
     s = json_string_value(fatia_json_path(spec, "admissionScope.admissionMode"));
     cq->afs = s && !strcmp(s, "UsageBasedAdmissionFairSharing");
     cq->node.weight = weight_of(spec);
@@ -955,12 +959,8 @@ void fatia_control_cq_update_active(struct fatia_control *c, struct ctl_cq *cq)
         cq->inactive_reason = "CohortCycle";
         snprintf(buf, sizeof(buf), "Can't admit new workloads: cohort %s is part of a cycle",
                  cq->cohort->name);
-    } else if (cq->has_checks) {
+    } else if (fatia_control_cq_checks_block(c, cq, &cq->inactive_reason, buf, sizeof(buf))) {
         active = false;
-        cq->inactive_reason = "AdmissionCheckNotFound";
-        snprintf(buf, sizeof(buf),
-                 "Can't admit new workloads: references missing "
-                 "AdmissionCheck(s) (fatia has no admission checks)");
     } else {
         for (size_t i = 0; i < cq->qs.n_rgs && active; i++) {
             for (size_t j = 0; j < cq->qs.rgs[i].n_flavors; j++) {
@@ -1354,6 +1354,10 @@ static int wl_decode(struct fatia_control *c, const json_t *obj, const char *key
     }
     w->requeue_at =
         parse_time(json_string_value(fatia_json_path(obj, "status.requeueState.requeueAt")), 0);
+    if (fatia_control_wl_parse_checks(w, obj) < 0) {
+        fatia_control_wl_free(w);
+        return -ENOMEM;
+    }
     r = fatia_control_wl_parse_podsets(c, json_object_get(spec, "podSets"), &w->ps, &w->n_ps, why,
                                        sizeof(why));
     if (r == -ENOMEM) {
@@ -1385,6 +1389,13 @@ static int wl_update(struct fatia_control *c, struct ctl_wl *old, struct ctl_wl 
     if (old->priority != w->priority && old->state != CTL_WL_PENDING && old->cq)
         old->cq->min_prio_valid = false;
     old->priority = w->priority;
+    fatia_control_wl_take_checks(old, w);
+    if (old->rejected) {
+        /* deactivated by a Rejected check: inactive until the driver's spec.active=false shows */
+        if (!w->active)
+            old->rejected = false;
+        w->active = false;
+    }
     if (old->state == CTL_WL_PENDING) {
         fatia_control_podsets_free(old->ps, old->n_ps);
         old->ps = w->ps;
@@ -1407,6 +1418,11 @@ static int wl_update(struct fatia_control *c, struct ctl_wl *old, struct ctl_wl 
             fatia_control_evict(c, old, "InactiveWorkload", "The workload is deactivated", NULL,
                                 false);
         requeue = true;
+    }
+    r = fatia_control_wl_checks_react(c, old);
+    if (r < 0) {
+        fatia_control_wl_free(w);
+        return r;
     }
     if (strcmp(old->queue_name, w->queue_name) && old->state == CTL_WL_PENDING) {
         char *t = old->queue_name;
@@ -1478,6 +1494,8 @@ static int wl_insert(struct fatia_control *c, struct ctl_wl *w, const json_t *ob
         else if (w->state == CTL_WL_ADMITTED && w->lq->drain)
             fatia_control_evict(c, w, "LocalQueueStopped", "The LocalQueue is stopped", NULL,
                                 false);
+        else if (w->state == CTL_WL_ADMITTED && (r = fatia_control_wl_checks_react(c, w)) < 0)
+            goto fail;
         return 0;
     }
     w->state = CTL_WL_PENDING;
@@ -1549,6 +1567,8 @@ int fatia_control_apply(struct fatia_control *c, const json_t *obj, int64_t now,
         return apply_lq(c, obj, now);
     if (!strcmp(kind, "WorkloadPriorityClass"))
         return apply_wpc(c, obj);
+    if (!strcmp(kind, "AdmissionCheck"))
+        return fatia_control_apply_check(c, obj, now);
     if (!strcmp(kind, "Workload"))
         return apply_wl(c, obj, now, diag);
     return 0;
@@ -1567,6 +1587,8 @@ int fatia_control_delete(struct fatia_control *c, const char *kind, const char *
         wl_remove(c, w, now);
         return 0;
     }
+    if (!strcmp(kind, "AdmissionCheck"))
+        return fatia_control_delete_check(c, name, now);
     if (!strcmp(kind, "ResourceFlavor")) {
         struct ctl_flavor *f = fatia_strmap_get(&c->flavor_index, name);
         if (!f || !f->defined)
@@ -1692,6 +1714,7 @@ static int wl_released(struct fatia_control *c, struct ctl_wl *w, int64_t now)
     w->sticky = false;
     w->q = CTL_Q_NONE;
     w->cq = NULL;
+    fatia_control_wl_checks_reset(w); /* Kueue resets the check states on eviction */
     /* the freed capacity first makes the parked workloads of the tree retryable (and clears the
      * equivalence records), then the released workload queues like a new arrival */
     if (cq && cq->defined)

@@ -11,7 +11,9 @@
  * report says (capped).
  *
  * Output (`-o json`, sorted by workload key):
- *   admitted:  workloads this run admitted that are still admitted at the end;
+ *   admitted:  workloads this run admitted that are still admitted at the end; in a ClusterQueue
+ *              with admission checks, those it reserved quota for, with the states of the
+ *              checks they need ("admissionChecks") and "admitted": whether all are Ready;
  *   preempted: every eviction the run decided, with its reason;
  *   pending:   every workload not holding quota at the end, with Kueue's message.
  */
@@ -53,9 +55,9 @@ static int64_t latest_timestamp(const struct fatia_objset *set)
 }
 
 static const char *const load_order[] = {
-    "SchedulerConfig", "Namespace", "WorkloadPriorityClass",
-    "ResourceFlavor",  "Cohort",    "ClusterQueue",
-    "LocalQueue",      "Workload",  NULL,
+    "SchedulerConfig", "Namespace", "WorkloadPriorityClass", "AdmissionCheck",
+    "ResourceFlavor",  "Cohort",    "ClusterQueue",          "LocalQueue",
+    "Workload",        NULL,
 };
 
 static int cmp_workload_key(const void *a, const void *b)
@@ -106,8 +108,19 @@ static json_t *admitted_json(const struct fatia_control *c, const struct ctl_wl 
         json_array_append_new(ps, json_pack("{s:s,s:i,s:o}", "name", w->ps[i].name, "count",
                                             (int)w->asg[i].count, "flavors", flv));
     }
-    return json_pack("{s:s,s:s,s:o}", "workload", w->key, "clusterQueue", w->cq->name, "podSets",
-                     ps);
+    json_t *out =
+        json_pack("{s:s,s:s,s:o}", "workload", w->key, "clusterQueue", w->cq->name, "podSets", ps);
+    json_t *checks = NULL;
+
+    /* quota reserved in a queue with admission checks: their states, and whether it is admitted */
+    if (out && w->cq->n_checks && fatia_control_wl_checks_json(c, w, &checks) == 0 &&
+        json_array_size(checks)) {
+        json_object_set_new(out, "admissionChecks", checks);
+        json_object_set_new(out, "admitted", json_boolean(fatia_control_wl_checks_ready(c, w)));
+    } else {
+        json_decref(checks);
+    }
+    return out;
 }
 
 int fatia_control_schedule(const struct fatia_objset *set, const struct fatia_schedule_opts *opts,

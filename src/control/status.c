@@ -285,6 +285,22 @@ int fatia_control_workload_status(const struct fatia_control *c, const char *ns,
     if (w->state != CTL_WL_PENDING) {
         st = json_pack("{s:s,s:o}", "state", w->state == CTL_WL_ADMITTED ? "Admitted" : "Evicting",
                        "admission", admission_json(c, w));
+        if (st && w->cq && w->cq->n_checks) {
+            json_t *checks = NULL;
+            if (fatia_control_wl_checks_json(c, w, &checks) < 0) {
+                json_decref(st);
+                return -ENOMEM;
+            }
+            json_object_set_new(st, "admissionChecks", checks);
+        }
+        if (st)
+            json_object_set_new(st, "checksReady",
+                                json_boolean(fatia_control_wl_checks_ready(c, w)));
+        if (st && w->requeue_at > 0) {
+            char t[64];
+            fatia_time_format_rfc3339(w->requeue_at, false, t, sizeof(t));
+            json_object_set_new(st, "requeueAt", json_string(t));
+        }
     } else {
         const char *reason;
         const struct ctl_cq *cq;

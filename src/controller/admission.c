@@ -71,7 +71,6 @@ struct admission_ctl {
     struct ctl *ctl;
     struct fatia_control *eng;
     struct informer *wls, *cqs, *lqs;
-    struct informer *others[6];
     struct wq *status_q;
     struct wq *queue_status_q;
     struct event *cycle_ev;
@@ -83,8 +82,8 @@ struct admission_ctl {
 };
 
 static const char *const kind_names[] = {
-    "ResourceFlavor",        "Cohort",    "ClusterQueue",    "LocalQueue",
-    "WorkloadPriorityClass", "Namespace", "SchedulerConfig", "Workload"};
+    "ResourceFlavor", "Cohort",          "ClusterQueue",   "LocalQueue", "WorkloadPriorityClass",
+    "Namespace",      "SchedulerConfig", "AdmissionCheck", "Workload"};
 
 /* ---- eviction records ---- */
 
@@ -174,6 +173,19 @@ static double wait_seconds(struct admission_ctl *a, const char *ns, const char *
     return (double)(now - t0) / 1e6;
 }
 
+/* The engine's verdict on a workload holding quota: every admission check it needs is Ready. */
+static bool checks_ready(struct admission_ctl *a, const char *ns, const char *name)
+{
+    json_t *st = NULL;
+    bool ready;
+
+    if (fatia_control_workload_status(a->eng, ns, name, &st) < 0)
+        return false;
+    ready = json_is_true(json_object_get(st, "checksReady"));
+    json_decref(st);
+    return ready;
+}
+
 static void cycle_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct admission_ctl *a = arg;
@@ -201,19 +213,23 @@ static void cycle_cb(evutil_socket_t fd, short what, void *arg)
         const struct fatia_control_admission *ad = &res->admitted[i];
         const json_t *wl = fatia_ctlr_informer_get(a->wls, ad->ns, ad->name);
         double wait = wait_seconds(a, ad->ns, ad->name, now);
+        bool ready = checks_ready(a, ad->ns, ad->name);
         rec_drop(a, ad->key);
         fatia_ctlr_metric_labels(lab, sizeof(lab), "cluster_queue", ad->cluster_queue, NULL);
         fatia_ctlr_metric_inc(m, "kueue_quota_reserved_workloads_total", lab, 1);
-        fatia_ctlr_metric_inc(m, "kueue_admitted_workloads_total", lab, 1);
         fatia_ctlr_metric_observe(m, "kueue_quota_reserved_wait_time_seconds", lab, wait);
-        fatia_ctlr_metric_observe(m, "kueue_admission_wait_time_seconds", lab, wait);
+        if (ready) {
+            fatia_ctlr_metric_inc(m, "kueue_admitted_workloads_total", lab, 1);
+            fatia_ctlr_metric_observe(m, "kueue_admission_wait_time_seconds", lab, wait);
+        }
         if (wl) {
             fatia_ctlr_event(a->ctl, wl, COMPONENT, "Normal", "QuotaReserved",
                              "Quota reserved in ClusterQueue %s, wait time since queued was %.0fs",
                              ad->cluster_queue, wait);
-            fatia_ctlr_event(a->ctl, wl, COMPONENT, "Normal", "Admitted",
-                             "Admitted by ClusterQueue %s, wait time since reservation was 0s",
-                             ad->cluster_queue);
+            if (ready)
+                fatia_ctlr_event(a->ctl, wl, COMPONENT, "Normal", "Admitted",
+                                 "Admitted by ClusterQueue %s, wait time since reservation was 0s",
+                                 ad->cluster_queue);
         }
         fatia_info("admission: %s admitted by ClusterQueue %s%s", ad->key, ad->cluster_queue,
                    ad->borrowing ? " (borrowing)" : "");
@@ -257,9 +273,18 @@ static void cycle_cb(evutil_socket_t fd, short what, void *arg)
             }
             fatia_ctlr_metric_inc(m, "kueue_preempted_workloads_total", lab, 1);
         }
-        if (wl)
-            fatia_ctlr_event(a->ctl, wl, COMPONENT, "Normal", pre ? "Preempted" : "Evicted", "%s",
+        if (wl) {
+            /* Kueue's ReportEvictedWorkload names the reason for admission check evictions */
+            char evreason[96];
+            snprintf(evreason, sizeof(evreason), "%s",
+                     pre                                    ? "Preempted"
+                     : strstr(ev->reason, "AdmissionCheck") ? ""
+                                                            : "Evicted");
+            if (!*evreason)
+                snprintf(evreason, sizeof(evreason), "EvictedDueTo%s", ev->reason);
+            fatia_ctlr_event(a->ctl, wl, COMPONENT, "Normal", evreason, "%s",
                              ev->message ? ev->message : ev->reason);
+        }
         fatia_info("admission: %s evicted (%s): %s", ev->key, ev->reason,
                    ev->message ? ev->message : "");
         wl_enqueue(a, ev->ns, ev->name);
@@ -410,6 +435,77 @@ static void on_workload(void *arg, const json_t *old, const json_t *obj)
 
 /* ---- workload status ---- */
 
+/* Kueue's syncAdmissionCheckConditions: status.admissionChecks holds exactly the checks the
+ * engine says are needed; a new one starts Pending, the states written by the checks'
+ * controllers are kept. 0 or -ENOMEM. */
+static int sync_checks(json_t *st, const json_t *needed, fatia_usec_t now)
+{
+    const json_t *have = json_object_get(st, "admissionChecks");
+    json_t *out, *e;
+    size_t i, j;
+    char t[64];
+
+    if (!json_array_size(needed) && !have)
+        return 0;
+    out = json_array();
+    if (!out)
+        return -ENOMEM;
+    fatia_time_format_rfc3339(now, false, t, sizeof(t));
+    json_array_foreach(needed, i, e)
+    {
+        const char *name = fatia_json_str(e, "name");
+        json_t *found = NULL, *h;
+        json_array_foreach(have, j, h)
+        {
+            const char *hn = fatia_json_str(h, "name");
+            if (hn && name && !strcmp(hn, name)) {
+                found = h;
+                break;
+            }
+        }
+        if (json_array_append_new(out, found ? json_incref(found)
+                                             : json_pack("{s:s,s:s,s:s,s:s}", "name", name, "state",
+                                                         "Pending", "message", "",
+                                                         "lastTransitionTime", t)) < 0) {
+            json_decref(out);
+            return -ENOMEM;
+        }
+    }
+    if (!json_array_size(out)) {
+        json_decref(out);
+        json_object_del(st, "admissionChecks");
+        return 0;
+    }
+    return json_object_set_new(st, "admissionChecks", out) < 0 ? -ENOMEM : 0;
+}
+
+/* Kueue's resetChecksOnEviction: every state not Pending goes back to Pending, saying what it
+ * was; a Retry counts in retryCount. */
+static void reset_checks(json_t *st, fatia_usec_t now)
+{
+    json_t *list = json_object_get(st, "admissionChecks"), *e;
+    size_t i;
+    char t[64], m[300];
+
+    fatia_time_format_rfc3339(now, false, t, sizeof(t));
+    json_array_foreach(list, i, e)
+    {
+        const char *s = fatia_json_str(e, "state");
+        int64_t n = 0;
+        if (!s || !strcmp(s, "Pending"))
+            continue;
+        if (!strcmp(s, "Retry")) {
+            fatia_json_int(e, "retryCount", &n);
+            json_object_set_new(e, "retryCount", json_integer(n + 1));
+        }
+        snprintf(m, sizeof(m), "Reset to Pending after eviction. Previously: %s", s);
+        json_object_set_new(e, "message", json_string(m));
+        json_object_set_new(e, "state", json_string("Pending"));
+        json_object_set_new(e, "lastTransitionTime", json_string(t));
+        json_object_del(e, "requeueAfterSeconds");
+    }
+}
+
 static void reconcile_status(void *arg, const char *key)
 {
     struct admission_ctl *a = arg;
@@ -432,13 +528,26 @@ static void reconcile_status(void *arg, const char *key)
     if (!conds || !state)
         goto out;
     stored_adm = json_object_get(st, "admission") != NULL;
+    if (rec && !strcmp(rec->evicted_reason, "DeactivatedDueToAdmissionCheck") &&
+        fatia_json_bool(json_object_get(wl, "spec"), "active", true)) {
+        /* a Rejected check: Kueue deactivates the workload (spec.active=false) */
+        json_t *spec = fatia_json_object_ensure(nw, "spec");
+        if (spec && json_object_set_new(spec, "active", json_false()) == 0 &&
+            fatia_ctlr_update(a->ctl, nw, &(struct op_opts){.wq = a->status_q, .key = key}) == 0)
+            fatia_ctlr_event(a->ctl, wl, COMPONENT, "Warning", "AdmissionCheckRejected",
+                             "Deactivating workload because an AdmissionCheck was Rejected: %s",
+                             rec->message);
+        goto out;
+    }
     if (!strcmp(state, "Admitted") && !rec) {
         const char *cq = fatia_json_str(json_object_get(es, "admission"), "clusterQueue");
+        bool ready = json_is_true(json_object_get(es, "checksReady"));
         const json_t *c;
         json_object_set(st, "admission", json_object_get(es, "admission"));
         snprintf(msg, sizeof(msg), "Quota reserved in ClusterQueue %s", cq ? cq : "");
         fatia_ctlr_cond_set(conds, "QuotaReserved", "True", "QuotaReserved", msg, now);
-        fatia_ctlr_cond_set(conds, "Admitted", "True", "Admitted", "The workload is admitted", now);
+        if (sync_checks(st, json_object_get(es, "admissionChecks"), now) < 0)
+            goto out;
         for (int i = 0; i < 2; i++) {
             const char *t = i ? "Preempted" : "Evicted";
             if ((c = fatia_ctlr_cond_get(nw, t)) && !strcmp(fatia_json_str(c, "status"), "True")) {
@@ -448,6 +557,20 @@ static void reconcile_status(void *arg, const char *key)
             }
         }
         json_object_del(st, "requeueState");
+        if (!ready) {
+            /* quota reserved, checks not all Ready: no Admitted condition yet (Kueue's
+             * SyncAdmittedCondition leaves it unset until it turns True) */
+            if (!fatia_json_equal(st, json_object_get(wl, "status")))
+                fatia_ctlr_update_status(a->ctl, nw,
+                                         &(struct op_opts){.wq = a->status_q, .key = key});
+            goto out;
+        }
+        if (!fatia_ctlr_cond_true(wl, "Admitted") &&
+            json_array_size(json_object_get(es, "admissionChecks")))
+            fatia_ctlr_event(a->ctl, wl, COMPONENT, "Normal", "Admitted",
+                             "Admitted by ClusterQueue %s, all admission checks are Ready",
+                             cq ? cq : "");
+        fatia_ctlr_cond_set(conds, "Admitted", "True", "Admitted", "The workload is admitted", now);
     } else if (!strcmp(state, "Evicting") || !strcmp(state, "Admitted")) {
         if (!stored_adm) {
             const char *cq = fatia_json_str(json_object_get(es, "admission"), "clusterQueue");
@@ -455,10 +578,16 @@ static void reconcile_status(void *arg, const char *key)
             json_object_set(st, "admission", json_object_get(es, "admission"));
             snprintf(msg, sizeof(msg), "Quota reserved in ClusterQueue %s", cq ? cq : "");
             fatia_ctlr_cond_set(conds, "QuotaReserved", "True", "QuotaReserved", msg, now);
-            fatia_ctlr_cond_set(conds, "Admitted", "True", "Admitted", "The workload is admitted",
-                                now);
+            if (json_is_true(json_object_get(es, "checksReady")))
+                fatia_ctlr_cond_set(conds, "Admitted", "True", "Admitted",
+                                    "The workload is admitted", now);
         }
         if (rec) {
+            const char *rq = fatia_json_str(es, "requeueAt");
+            if (!fatia_ctlr_cond_true(wl, "Evicted"))
+                reset_checks(st, now);
+            if (rq && !json_object_get(st, "requeueState"))
+                json_object_set_new(st, "requeueState", json_pack("{s:s}", "requeueAt", rq));
             fatia_ctlr_cond_set(conds, "Evicted", "True", rec->evicted_reason, rec->message, now);
             if (rec->preempted_reason)
                 fatia_ctlr_cond_set(conds, "Preempted", "True", rec->preempted_reason, rec->message,

@@ -24,13 +24,13 @@
  * pattern and x-kubernetes-validations are kept on the node (fatia_schema.crd) for the API
  * server, which checks them with src/cel (apiserver/crd_rules.c).
  *
- * A node with a format (but date-time), exclusiveMinimum/Maximum, number bounds or multipleOf
- * keeps its JSON there too (crd.node) for the same checks. uniqueItems: true is refused, as
+ * A node with a format (but date-time), exclusiveMinimum/Maximum, number bounds, multipleOf or
+ * anyOf/allOf/oneOf/not keeps its JSON there too (crd.node) for the same checks (the junctors'
+ * value validations: apiserver/crd_junctors.c). uniqueItems: true is refused, as
  * upstream.
  *
  * Invariant: a translated tree accepts no value the CRD's schema refuses for the features
- * above, with the API server's checks; anyOf/allOf/oneOf/not value validations are not applied
- * yet (issue 17). An array item's or map value's default replaces a null one (crd.def).
+ * above, with the API server's checks, anyOf/allOf/oneOf/not value validations included. An array item's or map value's default replaces a null one (crd.def).
  *
  * Rejected: walking the JSON schema itself on every write (a second validator beside schema.c,
  * whose messages, defaults and pruning would drift from the compiled kinds').
@@ -305,7 +305,11 @@ static int node(struct tr *t, const json_t *js, bool root, const char *path, int
                     json_is_true(json_object_get(js, "exclusiveMaximum")) ||
                     json_object_get(js, "multipleOf") ||
                     (s->type == FATIA_T_NUMBER &&
-                     (json_object_get(js, "minimum") || json_object_get(js, "maximum")));
+                     (json_object_get(js, "minimum") || json_object_get(js, "maximum"))) ||
+                    json_array_size(json_object_get(js, "anyOf")) ||
+                    json_array_size(json_object_get(js, "allOf")) ||
+                    json_array_size(json_object_get(js, "oneOf")) ||
+                    json_is_object(json_object_get(js, "not"));
         const json_t *def = json_object_get(js, "default");
         char *def_text = NULL;
         if (def) {

@@ -98,7 +98,7 @@ struct fatia_schema_crd {
     const json_t *rules; /* x-kubernetes-validations: [{rule, message, messageExpression,
                              reason, fieldPath}], borrowed from the kind's CRD */
     const json_t *node;  /* the node's JSON schema, when it has a format, exclusiveMinimum/
-                            Maximum, number bounds or multipleOf */
+                            Maximum, number bounds, multipleOf or anyOf/allOf/oneOf/not */
     const char *def;     /* an array item's or map value's default (JSON text): replaces a null
                             one when the node is not nullable (members' are fatia_field.def) */
 };

@@ -260,9 +260,10 @@ expect_line "$TMP/out" 'spec.color: Unsupported value: "green": supported values
 expect_rc 1 "$FATIA" validate -f "$TMP/w1.yaml"
 expect_line "$TMP/out" 'unknown kind "Widget" in example.com/v1'
 
-# pruning and defaulting cases transcribed from apiextensions-apiserver (apiserver_crd_cases.py)
+# pruning and defaulting cases transcribed from apiextensions-apiserver (apiserver_crd_cases.py;
+# its junctor cases run in apiserver-crd-junctors.sh)
 start_fatiad "$TMP/data-cases"
-python3 tests/cli/apiserver_crd_cases.py "$URL" "$CA" "$TOKEN" >"$TMP/cases.out" 2>&1 ||
+python3 tests/cli/apiserver_crd_cases.py "$URL" "$CA" "$TOKEN" PD >"$TMP/cases.out" 2>&1 ||
     fail "apiserver_crd_cases.py: $(cat "$TMP/cases.out")"
 grep -q '^11 cases, 0 failed$' "$TMP/cases.out" || fail "cases: $(tail -1 "$TMP/cases.out")"
 stop_fatiad

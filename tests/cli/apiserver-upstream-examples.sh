@@ -27,7 +27,8 @@ for v in 1.27 1.33; do
         "$U"/kueue/sample-admission-check.yaml "$U"/kueue/sample-dra-tas-queues.yaml \
         "$U"/kueue/sample-job.yaml "$U"/kueue/sample-dra-firstavailable-job.yaml \
         "$U"/kueue/sample-jobset-tas-required.yaml "$U"/nvidia-dra/gpu-test7.yaml \
-        "$U"/nvidia-dra/gpu-test-count.yaml "$U"/gie/inferencepool.yaml \
+        "$U"/nvidia-dra/gpu-test-count.yaml \
+        "$U"/gie/inference.networking.x-k8s.io_inferencepools.yaml "$U"/gie/inferencepool.yaml \
         "$U"/kubeflow/kubeflow.org_profiles.yaml "$U"/kubeflow/_v1_profile.yaml \
         "$U"/kubeflow/_v1beta1_profile.yaml; do
         verb=apply
@@ -45,7 +46,7 @@ for v in 1.27 1.33; do
         sed 's/no matches for kind "\([^"]*\)" in version "\([^"]*\)"/\2 \1/' | sort -u >"$TMP/got"
     cmp -s "$TMP/want" "$TMP/got" ||
         fail "kubectl $v: unserved kinds differ from $U/UNSERVED: $(diff "$TMP/want" "$TMP/got")"
-    [ "$n_ok" -ge 26 ] || fail "kubectl $v: only $n_ok objects applied"
+    [ "$n_ok" -ge 28 ] || fail "kubectl $v: only $n_ok objects applied"
     echo "kubectl $v: $n_ok objects applied, $(wc -l <"$TMP/got") unserved kinds refused by name"
     expect_rc 0 "$k" get jobs -n default -o name
     expect_line "$TMP/out" "job.batch/sample-job-"
@@ -59,6 +60,14 @@ for v in 1.27 1.33; do
     expect_line "$TMP/out" "profile.kubeflow.org/profile-sample"
     expect_rc 0 "$k" get profile test-user-profile -o jsonpath='{.spec.owner.name}'
     expect_line "$TMP/out" "test-user@kubeflow.org"
+    # GIE's InferencePool v1alpha2, served by GIE's own CRD: stored with the CRD's defaults
+    expect_rc 0 "$k" get inferencepools.inference.networking.x-k8s.io my-pool -n default \
+        -o jsonpath='{.spec.targetPortNumber} {.spec.extensionRef.failureMode} {.spec.extensionRef.kind}'
+    expect_line "$TMP/out" "8000 FailClose Service"
+    # and its schema holds: a port out of range is refused naming the field
+    expect_rc 1 "$k" patch inferencepools.inference.networking.x-k8s.io my-pool -n default --type=merge \
+        -p '{"spec":{"targetPortNumber":70000}}'
+    expect_line "$TMP/err" "spec.targetPortNumber"
     stop_fatiad
 done
 finish

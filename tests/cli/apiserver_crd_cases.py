@@ -16,7 +16,16 @@ object's spec, created with fieldValidation=Ignore (pruning without refusal, as 
 --validate=false); the stored spec must be upstream's expected value. Upstream's untyped
 Structural nodes get the types of their values (a CRD's schema must be structural).
 
-    apiserver_crd_cases.py URL CA ADMIN_TOKEN
+Then validation cases (V) for the value validations inside anyOf/allOf/oneOf/not
+(apiserver/crd_junctors.c): the noxu "delta" of apiextensions-apiserver
+test/integration/validation_test.go TestCustomResourceValidationErrors ("bad delta": "must
+validate at least one schema (anyOf)" and "delta in body should be at most 5 chars long", there
+in the pre-structural v1beta1 form; here its structural form, int-or-string with typed anyOf
+branches, and kube-apiserver 1.33's TooLong wording), then one case per junctor after
+kube-openapi pkg/validation/validate/schema_props.go: each create must be accepted, or refused
+with 422 and every expected message.
+
+    apiserver_crd_cases.py URL CA ADMIN_TOKEN [PD|V]   (default: both sets)
 """
 import http.client
 import json
@@ -25,6 +34,7 @@ import sys
 from urllib.parse import urlparse
 
 URL, CA, ADMIN = sys.argv[1:4]
+SETS = sys.argv[4] if len(sys.argv) > 4 else "PDV"
 U = urlparse(URL)
 CTX = ssl.create_default_context(cafile=CA)
 FAILS = []
@@ -152,6 +162,75 @@ CASES = [
      {"m": {"a": None}}, {"m": {"a": "A"}}),
 ]
 
+DELTA = {"x-kubernetes-int-or-string": True,
+         "anyOf": [{"type": "string", "maxLength": 5}, {"type": "integer", "minimum": 0}]}
+ANY_KEY = {"type": "object", "properties": {"a": S, "b": S},
+           "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}
+VCASES = [
+    ("V noxu delta: a short string", obj({"delta": DELTA}), {"delta": "hello"}, None),
+    ("V noxu delta: a number", obj({"delta": DELTA}), {"delta": 3}, None),
+    ("V noxu delta: bad delta", obj({"delta": DELTA}), {"delta": "foobarbaz"},
+     ["spec.delta in body must validate at least one schema (anyOf)",
+      "spec.delta: Too long: may not be more than 5 bytes"]),
+    ("V noxu delta: a negative number", obj({"delta": DELTA}), {"delta": -1},
+     ["must validate at least one schema (anyOf)",
+      "spec.delta in body should be greater than or equal to 0"]),
+    ("V anyOf of required members: one present", obj({"k": ANY_KEY}), {"k": {"b": "x"}}, None),
+    ("V anyOf of required members: none", obj({"k": ANY_KEY}), {"k": {}},
+     ["spec.k in body must validate at least one schema (anyOf)", "spec.k.a: Required value"]),
+    ("V allOf: both hold", obj({"s": {"type": "string", "allOf": [{"minLength": 2}, {"pattern": "^a"}]}}),
+     {"s": "ab"}, None),
+    ("V allOf: none holds", obj({"s": {"type": "string", "allOf": [{"minLength": 2}, {"pattern": "^a"}]}}),
+     {"s": "b"}, ["spec.s in body should be at least 2 chars long", "spec.s in body should match '^a'",
+                  "spec.s in body must validate all the schemas (allOf). None validated"]),
+    ("V oneOf: exactly one", obj({"n": {"type": "integer", "oneOf": [{"minimum": 5}, {"maximum": 10}]}}),
+     {"n": 3}, None),
+    ("V oneOf: two", obj({"n": {"type": "integer", "oneOf": [{"minimum": 5}, {"maximum": 10}]}}),
+     {"n": 7}, ["spec.n in body must validate one and only one schema (oneOf). Found 2 valid alternatives"]),
+    ("V not: other value", obj({"s": {"type": "string", "not": {"enum": ["forbidden"]}}}),
+     {"s": "fine"}, None),
+    ("V not: the excluded value", obj({"s": {"type": "string", "not": {"enum": ["forbidden"]}}}),
+     {"s": "forbidden"}, ["spec.s in body must not validate the schema (not)"]),
+    ("V nested: anyOf in items", obj({"l": A({"type": "string", "anyOf": [{"enum": ["x"]}, {"pattern": "^y"}]})}),
+     {"l": ["x", "yes", "z"]}, ["spec.l[2] in body must validate at least one schema (anyOf)"]),
+]
+
+
+def crd_of(i, schema):
+    plural, kind = "c%ds" % i, "C%d" % i
+    return plural, kind, {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": plural + ".cases.example.com"},
+        "spec": {"group": "cases.example.com", "scope": "Cluster",
+                 "names": {"plural": plural, "kind": kind},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                     "openAPIV3Schema": {"type": "object", "properties": {"spec": schema}}}}]}}
+
+
+if "V" not in SETS:
+    VCASES = []
+if "P" not in SETS:
+    CASES = []
+for j, (name, schema, given, want) in enumerate(VCASES):
+    plural, kind, crd = crd_of(100 + j, schema)
+    code, body = req("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    if code != 201:
+        FAILS.append(name)
+        print("FAIL %s: the CRD: %s %s" % (name, code, body))
+        continue
+    code, body = req("POST", "/apis/cases.example.com/v1/" + plural,
+                     {"apiVersion": "cases.example.com/v1", "kind": kind,
+                      "metadata": {"name": "x"}, "spec": given})
+    text = json.dumps(body)
+    if want is None and code != 201:
+        FAILS.append(name)
+        print("FAIL %s: refused: %s %s" % (name, code, text))
+    elif want is not None and (code != 422 or any(json.dumps(w)[1:-1] not in text for w in want)):
+        FAILS.append(name)
+        print("FAIL %s: %s %s\n  want 422 with %s" % (name, code, text, want))
+    else:
+        print("ok   " + name)
+
 for i, (name, schema, given, want) in enumerate(CASES):
     plural, kind = "c%ds" % i, "C%d" % i
     crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -175,5 +254,5 @@ for i, (name, schema, given, want) in enumerate(CASES):
         print("FAIL %s: %s\n  got  %s\n  want %s" % (name, code, json.dumps(got if got is not None else body), json.dumps(want)))
     else:
         print("ok   " + name)
-print("%d cases, %d failed" % (len(CASES), len(FAILS)))
+print("%d cases, %d failed" % (len(CASES) + len(VCASES), len(FAILS)))
 sys.exit(1 if FAILS else 0)

@@ -147,6 +147,13 @@ const migB = await until(p, () => document.querySelector('#usage-table tr[data-n
 check(migB === '1.5000', `team-b's MIG-hours match the fixture: 1.5 (${migB})`);
 const gpuA = Number(await p.evaluate(() => document.querySelector('#usage-table tr[data-ns="team-a"]').children[1].textContent));
 check(gpuA >= 3, `team-a's GPU-hours include the fixture's 3 (${gpuA})`);
+// per user (spec.user, fatia.dev/creator): dora made train-a (3 GPU-h) and mig-b (1.5 MIG-h)
+const dora = await until(p, () => document.querySelector('#usage-user-table tr[data-user="dora"]')?.textContent && [...document.querySelectorAll('#usage-user-table tr[data-user="dora"] td')].map((td) => td.textContent).join(' '));
+check(dora === 'dora 3.0000 1.5000 0.0000 0.7500', `dora's usage matches the fixture: 3 GPU-h, 1.5 MIG-h (${dora})`);
+const erik = await p.evaluate(() => document.querySelector('#usage-user-table tr[data-user="erik"] td:nth-child(2)')?.textContent);
+check(Number(erik) >= 1, `erik's running serve-a counts at least its 1 GPU-h (${erik})`);
+const chartUser = await p.evaluate(() => document.querySelector('#usage-by-user')?.textContent.includes('dora'));
+check(chartUser, 'the per-user chart draws dora');
 await shot(p, 'usage');
 
 // ---- profiles: disable, and the catalog hides it ----

@@ -76,12 +76,12 @@ test('fleet: GPUs by PCI address, slices at their places, holders from fatia.dev
 });
 
 test('usage: the fixtures of tests/data/usage/records.yaml, hand-computed', () => {
-  const rec = (ns, start, end, resources, profile) => ({ metadata: { namespace: ns }, spec: { start, end, resources, profile } });
+  const rec = (ns, start, end, resources, profile, user) => ({ metadata: { namespace: ns }, spec: { start, end, resources, profile, user } });
   const recs = [
-    rec('team-a', '2026-12-01T10:00:00Z', '2026-12-01T11:30:00Z', { 'nvidia.com/gpu': '2', cpu: '500m', memory: '1Gi' }, 'gpu-catalog/training-2gpu'),
-    rec('team-a', '2026-12-01T11:00:00Z', undefined, { 'nvidia.com/gpu': '1' }),
+    rec('team-a', '2026-12-01T10:00:00Z', '2026-12-01T11:30:00Z', { 'nvidia.com/gpu': '2', cpu: '500m', memory: '1Gi' }, 'gpu-catalog/training-2gpu', 'dora'),
+    rec('team-a', '2026-12-01T11:00:00Z', undefined, { 'nvidia.com/gpu': '1' }, undefined, 'erik'),
     rec('team-b', '2026-12-01T09:00:00Z', '2026-12-01T09:00:20Z', { 'nvidia.com/gpu.shared': '1' }, 'gpu-catalog/notebook-shared'),
-    rec('team-b', '2026-12-01T09:30:00Z', '2026-12-01T10:15:00Z', { 'nvidia.com/mig-3g.71gb': '2' }, 'gpu-catalog/inference-mig-3g'),
+    rec('team-b', '2026-12-01T09:30:00Z', '2026-12-01T10:15:00Z', { 'nvidia.com/mig-3g.71gb': '2' }, 'gpu-catalog/inference-mig-3g', 'dora'),
   ];
   const now = Date.parse('2026-12-01T12:00:00Z');
   const [a, b] = usageBy(recs, 'namespace', 0, now, now);
@@ -93,6 +93,13 @@ test('usage: the fixtures of tests/data/usage/records.yaml, hand-computed', () =
   const w = usageBy(recs, 'namespace', Date.parse('2026-12-01T11:00:00Z'), Date.parse('2026-12-01T11:15:00Z'), now);
   assert.deepEqual(w.map((r) => [r.key, r['GPU-h'], r['MIG-h']]), [['team-a', 0.75, 0]]);
   assert.deepEqual(usageBy(recs, 'profile', 0, now, now).map((r) => r.key), ['(none)', 'gpu-catalog/inference-mig-3g', 'gpu-catalog/notebook-shared', 'gpu-catalog/training-2gpu']);
+  // per user: dora 3 GPU-h + 1.5 MIG-h across two namespaces, erik 1 GPU-h, nb-b unknown
+  const u = usageBy(recs, 'user', 0, now, now);
+  assert.deepEqual(u.map((r) => [r.key, r['GPU-h'], r['MIG-h'], r['slice-h'].toFixed(6)]), [
+    ['(unknown)', 0, 0, '0.005556'],
+    ['dora', 3, 1.5, '0.000000'],
+    ['erik', 1, 0, '0.000000'],
+  ]);
 });
 
 test('quantities', () => {

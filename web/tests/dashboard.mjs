@@ -2,10 +2,11 @@
 // walkthrough's fleet and examples): login, every page with what the API holds, a Job launched
 // from the catalog, live updates, a profile disabled, and a tenant that must not see or touch
 // another namespace. With SHOTS=DIR, a screenshot of each page lands in DIR.
-//   node web/tests/dashboard.mjs URL ADMIN_TOKEN TENANT_TOKEN(team-a)
+//   node web/tests/dashboard.mjs URL ADMIN_TOKEN TENANT_TOKEN(team-a) TENANT_KUBECONFIG
+import fs from 'node:fs';
 import { browser, page, login, check, failed, until } from './lib.mjs';
 
-const [URL, ADMIN, ALICE] = process.argv.slice(2);
+const [URL, ADMIN, ALICE, ALICE_KUBECONFIG] = process.argv.slice(2);
 const SHOTS = process.env.SHOTS || '';
 
 async function apiFetch(method, path, body, token = ADMIN, ctype = 'application/json') {
@@ -173,8 +174,16 @@ check(hidden, 'a disabled profile leaves the catalog');
 
 // ---- a tenant of team-a ----
 const t = await page(b, URL);
-await login(t, ALICE);
-check((await t.textContent('#whoami')).includes('tenant of team-a'), 'alice logs in as a tenant of team-a');
+// alice logs in by uploading the kubeconfig `fatia token create` gave her (a file input); one
+// whose user has no token (client certificates) is refused with the reason, and logs nobody in
+const certOnly = 'apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    client-certificate-data: LS0t\ncontexts:\n- name: c\n  context:\n    user: u\ncurrent-context: c\n';
+await t.setInputFiles('#kubeconfig-file', { name: 'cert.kubeconfig', mimeType: 'text/plain', buffer: Buffer.from(certOnly) });
+const kerr = await until(t, () => document.querySelector('#kubeconfig-error')?.textContent);
+check(kerr && kerr.includes('has no token') && !(await t.$('#whoami')), `a kubeconfig without a token is refused (${kerr})`);
+await t.setInputFiles('#kubeconfig-file', ALICE_KUBECONFIG);
+await t.waitForSelector('#whoami', { timeout: 10000 });
+check(fs.readFileSync(ALICE_KUBECONFIG, 'utf8').includes(ALICE), 'the uploaded kubeconfig holds the token of alice');
+check((await t.textContent('#whoami')).includes('tenant of team-a'), 'alice logs in as a tenant of team-a (kubeconfig uploaded)');
 const opts = await t.$$eval('#ns-select option', (o) => o.map((x) => x.value));
 check(JSON.stringify(opts) === '["team-a"]', `alice's namespaces: ${opts}`);
 const tcards = await until(t, () => document.querySelectorAll('.fatia-profile').length || null);

@@ -109,3 +109,20 @@ test('quantities', () => {
   assert.equal(quantity(undefined), 0);
   assert.equal(quantity('12x'), 0);
 });
+
+test("kubeconfig: the token of the current context's user", async () => {
+  const { kubeconfigToken } = await import('../src/kubeconfig.js');
+  // as `fatia token create` writes it (src/apiserver/auth.c, fatia_kubeconfig_format)
+  const fatia = 'apiVersion: v1\nkind: Config\nclusters:\n- name: fatia\n  cluster:\n    server: "https://127.0.0.1:6443"\n    certificate-authority-data: "LS0t"\nusers:\n- name: "alice"\n  user:\n    token: "abc123"\ncontexts:\n- name: fatia\n  context:\n    cluster: fatia\n    user: "alice"\n    namespace: "team-a"\ncurrent-context: fatia\npreferences: {}\n';
+  assert.deepEqual(kubeconfigToken(fatia), { token: 'abc123' });
+  // two users: the current context's, not the first
+  const two = 'apiVersion: v1\nkind: Config\nusers:\n- name: admin\n  user:\n    token: admintoken\n- name: bob\n  user:\n    token: bobtoken\ncontexts:\n- context:\n    cluster: c\n    user: admin\n  name: a\n- context:\n    cluster: c\n    user: bob\n  name: b\ncurrent-context: b\n';
+  assert.deepEqual(kubeconfigToken(two), { token: 'bobtoken' });
+  assert.deepEqual(kubeconfigToken(two.replace('current-context: b', 'current-context: a')), { token: 'admintoken' });
+  // refusals say why
+  const cert = 'apiVersion: v1\nusers:\n- name: u\n  user:\n    client-certificate-data: LS0t\n    client-key-data: LS0t\ncontexts:\n- name: c\n  context:\n    user: u\ncurrent-context: c\n';
+  assert.match(kubeconfigToken(cert).error, /user "u" has no token/);
+  assert.match(kubeconfigToken(two.replace('current-context: b', 'current-context: zz')).error, /names no context/);
+  assert.match(kubeconfigToken('just some text\n').error, /not a kubeconfig/);
+  assert.match(kubeconfigToken(fatia.replace('user: "alice"\n    namespace', 'user: "eve"\n    namespace')).error, /lacks/);
+});

@@ -126,3 +126,51 @@ test("kubeconfig: the token of the current context's user", async () => {
   assert.match(kubeconfigToken('just some text\n').error, /not a kubeconfig/);
   assert.match(kubeconfigToken(fatia.replace('user: "alice"\n    namespace', 'user: "eve"\n    namespace')).error, /lacks/);
 });
+
+test('preemptions: Events and Workload conditions, one per workload and second, bucketed', async () => {
+  const { preemptions, buckets, preemptionWords } = await import('../src/preemptions.js');
+  const ev = (ns, name, first, last, count, reason = 'Preempted') => ({
+    metadata: { namespace: ns, name: `${name}.1` },
+    involvedObject: { kind: 'Workload', namespace: ns, name },
+    reason,
+    message: 'Preempted to accommodate a workload',
+    firstTimestamp: first,
+    lastTimestamp: last,
+    count,
+  });
+  const wl = (ns, name, t, reason) => ({
+    metadata: { namespace: ns, name },
+    status: { conditions: [{ type: 'Preempted', status: 'True', lastTransitionTime: t, reason, message: 'm' }] },
+  });
+  const events = [
+    ev('team-a', 'w1', '2026-12-01T10:05:00Z', '2026-12-01T10:05:00Z', 1),
+    ev('team-a', 'w2', '2026-12-01T10:20:00Z', '2026-12-01T10:40:00Z', 3), // three: 10:20, 10:40, 10:40:01
+    ev('team-b', 'w3', '2026-12-01T10:50:00Z', '2026-12-01T10:50:00Z', 1, 'Evicted'), // not a preemption
+    { ...ev('team-b', 'w4', '2026-12-01T10:55:00Z', '2026-12-01T10:55:00Z', 1), involvedObject: { kind: 'Pod', namespace: 'team-b', name: 'w4' } },
+  ];
+  // w1's condition is the same preemption as its event (a second apart): counted once, with its reason
+  const wls = [wl('team-a', 'w1', '2026-12-01T10:05:01Z', 'InClusterQueue'), wl('team-b', 'w5', '2026-12-01T10:59:59Z', 'InCohortReclamation'),
+    { metadata: { namespace: 'team-b', name: 'w6' }, status: { conditions: [{ type: 'Preempted', status: 'False', lastTransitionTime: '2026-12-01T10:30:00Z' }] } }];
+  const list = preemptions(events, wls);
+  assert.deepEqual(list.map((p) => [p.ns, p.workload, new Date(p.time).toISOString(), p.reason]), [
+    ['team-b', 'w5', '2026-12-01T10:59:59.000Z', 'InCohortReclamation'],
+    ['team-a', 'w2', '2026-12-01T10:40:01.000Z', 'Preempted'],
+    ['team-a', 'w2', '2026-12-01T10:40:00.000Z', 'Preempted'],
+    ['team-a', 'w2', '2026-12-01T10:20:00.000Z', 'Preempted'],
+    ['team-a', 'w1', '2026-12-01T10:05:01.000Z', 'InClusterQueue'],
+  ]);
+  const b = buckets(list, Date.parse('2026-12-01T10:00:00Z'), Date.parse('2026-12-01T11:00:00Z'), 15 * 6e4);
+  assert.deepEqual(b.map((x) => [x.total, x.byNs]), [[1, { 'team-a': 1 }], [1, { 'team-a': 1 }], [2, { 'team-a': 2 }], [1, { 'team-b': 1 }]]);
+  assert.equal(preemptionWords('InClusterQueue'), 'for a higher-priority workload of its ClusterQueue');
+});
+
+test('sharing policies in words', async () => {
+  const { policyInfo } = await import('../src/sharing.js');
+  // examples/fleet/10-sharing.yaml
+  const ts = { metadata: { name: 'timesliced' }, spec: { nodeSelector: { matchLabels: { 'fatia.dev/box': 'h200x8' } }, gpuIndices: [0, 1], timeSlicing: { renameByDefault: true, resources: [{ name: 'nvidia.com/gpu', replicas: 4 }] } } };
+  assert.deepEqual(policyInfo(ts), { name: 'timesliced', nodes: 'fatia.dev/box=h200x8', gpus: '0, 1', how: ['time-slicing: nvidia.com/gpu x4 as nvidia.com/gpu.shared'] });
+  const mig = { metadata: { name: 'mig-balanced' }, spec: { gpuIndices: [4, 5], mig: { strategy: 'mixed', config: 'all-balanced' } } };
+  assert.deepEqual(policyInfo(mig), { name: 'mig-balanced', nodes: 'every node', gpus: '4, 5', how: ['MIG mixed: all-balanced'] });
+  const mps = { metadata: { name: 'm' }, spec: { mps: { resources: [{ name: 'nvidia.com/gpu', replicas: 2, rename: 'nvidia.com/gpu.mps' }], activeThreadPercentage: 50 } } };
+  assert.deepEqual(policyInfo(mps).how, ['MPS: nvidia.com/gpu x2 as nvidia.com/gpu.mps (50% of the SMs)']);
+});

@@ -119,7 +119,7 @@ assert s["clusterQueue"] == "team-b" and s["localQueue"] == "gpu", s
 assert s["profile"] == "gpu-catalog/notebook-shared", s
 assert s["resources"].get("nvidia.com/gpu.shared") == "1", s
 assert s["owner"] == "Pod/lab-0" and s["end"] >= s["start"], s
-assert s.get("user") == "bob", s  # the Notebook's creator, through its Pod and Workload
+assert s.get("user") == "bob", s  # the creator of the Notebook, through its Pod and Workload
 ' "$TMP/recs.json" || fail "the usage record of the first run: $(cat "$TMP/recs.json")"
 $T get usagerecords >/dev/null || fail "the tenant cannot read its usage"
 $T delete usagerecords --all >"$TMP/out" 2>&1 && fail "the tenant deleted its usage records"

@@ -13,7 +13,8 @@
  *   6. validating admission plugins
  *   7. existence, optimistic concurrency (metadata.resourceVersion, uid preconditions),
  *      namespace lifecycle, finalizers, generation
- *   8. group commit; the answer goes out when the write is durable
+ *   8. the managed fields (server-side apply's), then the creator annotation (creator.c)
+ *   9. group commit; the answer goes out when the write is durable
  *
  * Object lifecycle (deletion):
  *

@@ -299,6 +299,12 @@ struct opctx {
 
 typedef void (*op_done_fn)(void *arg, struct opres *res);
 
+/* creator.c: whether kind k carries fatia.dev/creator, and the rule that sets it on a write
+ * (old NULL: a create) after admission; 0, or a negative code with the answer in r. */
+bool fatia_api_creator_stamped(const struct fatia_kind *k);
+int fatia_api_creator_stamp(const struct opctx *c, json_t *tree, const json_t *old,
+                            struct opres *r);
+
 /* Each runs the write pipeline and calls done(arg, res) exactly once, from the loop (possibly
  * before returning when the answer needs no commit). body is borrowed (a deep copy is made where
  * needed). */

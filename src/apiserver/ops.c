@@ -13,7 +13,8 @@
  *   6. validating admission plugins
  *   7. existence, optimistic concurrency (metadata.resourceVersion, uid preconditions),
  *      namespace lifecycle, finalizers, generation
- *   8. group commit; the answer goes out when the write is durable
+ *   8. the managed fields (server-side apply's), then the creator annotation (creator.c)
+ *   9. group commit; the answer goes out when the write is durable
  *
  * Object lifecycle (deletion):
  *
@@ -593,7 +594,8 @@ void fatia_api_op_create_take(const struct opctx *c, json_t *body, op_done_fn do
         }
         goto out_answer;
     }
-    if (fatia_api_managed_on_write(c, NULL, tree, req_mf, &r) < 0) {
+    if (fatia_api_managed_on_write(c, NULL, tree, req_mf, &r) < 0 ||
+        fatia_api_creator_stamp(c, tree, NULL, &r) < 0) {
         fatia_api_rtable_maybe_remove(c->t, e);
         goto out_answer;
     }
@@ -787,7 +789,8 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
     json_object_set_new(meta, "name", json_string(c->name));
     if (c->t->kind->namespaced)
         json_object_set_new(meta, "namespace", json_string(c->ns));
-    if (fatia_api_managed_on_write(c, old, tree, req_mf, &r) < 0)
+    if (fatia_api_managed_on_write(c, old, tree, req_mf, &r) < 0 ||
+        fatia_api_creator_stamp(c, tree, old, &r) < 0)
         goto out_answer;
     fatia_json_int(ometa, "generation", &gen);
     json_object_set_new(meta, "generation",

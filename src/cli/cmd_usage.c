@@ -1,6 +1,6 @@
 /*
  * cli/cmd_usage.c: `fatia usage -f PATH...`: resource-hours from UsageRecords (what fatiad's
- * usage controller keeps in the store), per namespace, ClusterQueue or hardware profile, over a
+ * usage controller keeps in the store), per namespace, ClusterQueue, hardware profile or user, over a
  * window; as a table, JSON or CSV (docs/selfservice.md, "Usage metering").
  *
  * The records come from files or stdin (`kubectl get usagerecords -A -o yaml | fatia usage -f -`,
@@ -24,7 +24,7 @@
 
 static const char usage[] =
     "Usage: fatia usage -f PATH... [--since TIME] [--until TIME] [--now TIME]\n"
-    "                   [--by namespace|queue|profile] [-o table|json|yaml|csv]\n"
+    "                   [--by namespace|queue|profile|user] [-o table|json|yaml|csv]\n"
     "\n"
     "Sum the usage that fatiad recorded (fatia.dev UsageRecord: one per admitted run of a\n"
     "Kueue Workload, with what its admission reserved) into resource-hours: GPU-hours\n"
@@ -38,7 +38,8 @@ static const char usage[] =
     "      --since TIME      from TIME (RFC 3339, or a duration before now: 24h)\n"
     "      --until TIME      to TIME (default now)\n"
     "      --now TIME        the time to count running workloads up to (default: the clock)\n"
-    "      --by GROUP        namespace (default), queue or profile\n"
+    "      --by GROUP        namespace (default), queue, profile or user (who created the\n"
+    "                        workload: fatiad's fatia.dev/creator)\n"
     "  -o, --output FORMAT   table (default), json, yaml or csv\n"
     "\n"
     "Exit status: 0 reported, 1 some input invalid or unreadable, 2 usage.\n";
@@ -121,10 +122,12 @@ static int run(int argc, char **argv)
         by = FATIA_USAGE_BY_QUEUE;
     else if (!strcmp(by_s, "profile"))
         by = FATIA_USAGE_BY_PROFILE;
+    else if (!strcmp(by_s, "user"))
+        by = FATIA_USAGE_BY_USER;
     else {
         fatia_cli_input_release(&in);
-        return fatia_cli_usage_error(&fatia_cmd_usage, "--by: '%s' (namespace, queue or profile)",
-                                     by_s);
+        return fatia_cli_usage_error(&fatia_cmd_usage,
+                                     "--by: '%s' (namespace, queue, profile or user)", by_s);
     }
     if ((since_s && parse_when(since_s, now, &since) < 0) ||
         (until_s && parse_when(until_s, now, &until) < 0)) {

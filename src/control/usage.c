@@ -9,7 +9,7 @@
  * so a year of 1 TiB of memory does not overflow. Hours are formatted from that integer with six
  * decimals (rounded half up), so equal inputs give equal text on every machine.
  *
- * Groups are namespace, ClusterQueue or profile ("" shows as "-" in tables). Rejected: floating
+ * Groups are namespace, ClusterQueue, profile or user ("" shows as "-" in tables). Rejected: floating
  * sums (the order of additions would change the last digits; a fixture could not be exact).
  */
 #include "base/compat.h"
@@ -45,6 +45,7 @@ int fatia_control_usage_rec_decode(const json_t *record, struct fatia_control_us
     ret->ns = ns ? ns : "";
     ret->queue = q ? q : "";
     ret->profile = p ? p : "";
+    ret->user = fatia_json_str(spec, "user") ? fatia_json_str(spec, "user") : "";
     ret->resources = json_object_get(spec, "resources");
     return 0;
 }
@@ -120,6 +121,7 @@ json_t *fatia_control_usage_report(const struct fatia_control_usage_rec *recs, s
         int64_t a = r->start / FATIA_USEC_PER_SEC, b = (r->end ? r->end : now) / FATIA_USEC_PER_SEC;
         const char *g = by == FATIA_USAGE_BY_NAMESPACE ? r->ns
                         : by == FATIA_USAGE_BY_QUEUE   ? r->queue
+                        : by == FATIA_USAGE_BY_USER    ? r->user
                                                        : r->profile;
         const char *res;
         json_t *v;

@@ -1,6 +1,6 @@
 /*
  * control/usage.h: usage accounting: UsageRecords (model/kinds/fatia_usage.c) -> resource-hours
- * per namespace, ClusterQueue or hardware profile, over a window (docs/selfservice.md, "Usage
+ * per namespace, ClusterQueue, hardware profile or user, over a window (docs/selfservice.md, "Usage
  * metering"). Pure: trees in, a tree out; the clock is passed in.
  */
 #ifndef FATIA_CONTROL_USAGE_H
@@ -12,15 +12,16 @@
 #include "base/clock.h"
 
 struct fatia_control_usage_rec {
-    const char *ns, *queue, *profile; /* borrowed from the record; "" when unset */
-    fatia_usec_t start, end;          /* end 0: still running (counted up to now) */
-    const json_t *resources;          /* borrowed: resource name -> quantity */
+    const char *ns, *queue, *profile, *user; /* borrowed from the record; "" when unset */
+    fatia_usec_t start, end;                 /* end 0: still running (counted up to now) */
+    const json_t *resources;                 /* borrowed: resource name -> quantity */
 };
 
 enum fatia_control_usage_by {
     FATIA_USAGE_BY_NAMESPACE,
     FATIA_USAGE_BY_QUEUE,
     FATIA_USAGE_BY_PROFILE,
+    FATIA_USAGE_BY_USER, /* spec.user: the Workload's fatia.dev/creator */
 };
 
 /* A UsageRecord object decoded (borrowing from it). 0, or -EINVAL with why naming the field. */

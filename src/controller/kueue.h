@@ -24,6 +24,7 @@
 #define AGENT_FINALIZER      "fatia.dev/agent"
 #define FATIA_ANN_SLICES     "fatia.dev/slices"
 #define FATIA_ANN_DEVICES    "fatia.dev/devices"
+#define FATIA_ANN_CREATOR    "fatia.dev/creator" /* set by fatiad only: apiserver/creator.c */
 
 /* Kueue's workload name for an owner: lower(kind)-name (truncated) + "-" + the first 5 hex
  * digits of sha1(kind "\n" group "\n" name "\n" uid) (jobframework/workload_names.go). */

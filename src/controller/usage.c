@@ -10,7 +10,9 @@
  *            the sum of status.admission.podSetAssignments[].resourceUsage, the ClusterQueue,
  *            the LocalQueue, the hardware profile (the Workload's annotations, else its pod
  *            set's template's, else its owner Job's: the dashboard's annotations,
- *            fatia.dev/hardware-profile, or the injection record), the owner (kind/name);
+ *            fatia.dev/hardware-profile, or the injection record), the owner (kind/name),
+ *            the user (the Workload's fatia.dev/creator, which fatiad sets from the
+ *            authenticated user and its owners: apiserver/creator.c);
  *     an open record whose Workload is no longer admitted (Finished, evicted: no admission),
  *     or gone  -> end = the Finished condition's lastTransitionTime, else now.
  *
@@ -20,7 +22,7 @@
  * the docs). A record's name is <workload>-<start, Unix seconds>, so creating it twice (a retry
  * after a lost answer) is a harmless 409.
  *
- * Counters: fatia_usage_resource_seconds_total{namespace, cluster_queue, profile, resource},
+ * Counters: fatia_usage_resource_seconds_total{namespace, cluster_queue, profile, user, resource},
  * computed from the records when /metrics is read (closed ones and the running part of open
  * ones), so they survive restarts and only grow while records are kept.
  *
@@ -37,6 +39,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "controller/ctl_internal.h"
+#include "controller/kueue.h"
 #include "controller/metrics.h"
 #include "controller/usage_ctl.h"
 #include "model/quantity.h"
@@ -221,6 +224,9 @@ static void open_new(struct usage_ctl *u, const json_t *wl, const char *key)
                         : "",
                     "profile", profile, "owner", owner, "start", fatia_ctlr_json_time(start),
                     "resources", reserved(wl));
+    if (rec && ann(json_object_get(wl, "metadata"), FATIA_ANN_CREATOR))
+        json_object_set_new(json_object_get(rec, "spec"), "user",
+                            json_string(ann(json_object_get(wl, "metadata"), FATIA_ANN_CREATOR)));
     if (!rec) {
         fatia_error("usage: %s: out of memory building its record", key);
         return;
@@ -296,6 +302,13 @@ static void on_synced(void *arg)
     }
 }
 
+static bool same_series(const struct fatia_control_usage_rec *a,
+                        const struct fatia_control_usage_rec *b)
+{
+    return !strcmp(a->ns, b->ns) && !strcmp(a->queue, b->queue) &&
+           !strcmp(a->profile, b->profile) && !strcmp(a->user, b->user);
+}
+
 void fatia_ctlr_usage_ctl_metrics(struct usage_ctl *u, struct fatia_buf *out)
 {
     struct fatia_control_usage_rec *recs;
@@ -316,24 +329,22 @@ void fatia_ctlr_usage_ctl_metrics(struct usage_ctl *u, struct fatia_buf *out)
     }
     fatia_ctlr_metric_header(out, "fatia_usage_resource_seconds_total", "counter",
                              "Reserved resource x seconds of admitted workloads (UsageRecords), "
-                             "per namespace, ClusterQueue, hardware profile and resource");
-    /* one report per (namespace, queue, profile) triple: group by namespace over the records of
-     * each queue and profile */
+                             "per namespace, ClusterQueue, hardware profile, user and resource");
+    /* one report per (namespace, queue, profile, user): group by namespace over the records of
+     * each queue, profile and user */
     for (size_t a = 0; a < i; a++) {
         bool seen = false;
         struct fatia_control_usage_rec *sel;
         size_t m = 0;
         for (size_t b = 0; b < a && !seen; b++)
-            seen = !strcmp(recs[a].ns, recs[b].ns) && !strcmp(recs[a].queue, recs[b].queue) &&
-                   !strcmp(recs[a].profile, recs[b].profile);
+            seen = same_series(&recs[a], &recs[b]);
         if (seen)
             continue;
         sel = fatia_calloc(i, sizeof(*sel));
         if (!sel)
             break;
         for (size_t b = a; b < i; b++)
-            if (!strcmp(recs[a].ns, recs[b].ns) && !strcmp(recs[a].queue, recs[b].queue) &&
-                !strcmp(recs[a].profile, recs[b].profile))
+            if (same_series(&recs[a], &recs[b]))
                 sel[m++] = recs[b];
         rows = fatia_control_usage_report(sel, m, 0, 0, fatia_ctlr_now(u->ctl),
                                           FATIA_USAGE_BY_NAMESPACE);
@@ -342,7 +353,8 @@ void fatia_ctlr_usage_ctl_metrics(struct usage_ctl *u, struct fatia_buf *out)
             char labels[800];
             fatia_ctlr_metric_labels(labels, sizeof(labels), "namespace", recs[a].ns,
                                      "cluster_queue", recs[a].queue, "profile", recs[a].profile,
-                                     "resource", fatia_json_str(row, "resource"), NULL);
+                                     "user", recs[a].user, "resource",
+                                     fatia_json_str(row, "resource"), NULL);
             fatia_ctlr_metric_sample(out, "fatia_usage_resource_seconds_total", labels,
                                      json_real_value(json_object_get(row, "value")) * 3600);
         }

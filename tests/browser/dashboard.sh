@@ -8,7 +8,8 @@
 # Skipped (77) only when Chromium is absent.
 . "$(dirname "$0")/lib.bash"
 browser_start || { finish; exit 1; }
-"$FATIA" token create --data-dir "$TMP/data" --user alice --namespace team-a >/dev/null 2>&1 || fail "token alice"
+"$FATIA" token create --data-dir "$TMP/data" --user alice --namespace team-a >"$TMP/alice.kubeconfig" 2>/dev/null ||
+    fail "token alice"
 $K create -f tests/data/usage/records.yaml >/dev/null || fail "the usage fixtures"
 ALICE=$(awk '$2 == "alice" {print $1; exit}' "$TMP/data/tokens")
 # the static files: dot-segments, encoded or not, never leave the dashboard's directory; a link
@@ -26,6 +27,6 @@ code=$(curl -s --cacert "$CA" -o /dev/null -w '%{http_code}' "$URL/api/v1/namesp
 hdrs=$(curl -s --cacert "$CA" -D - -o /dev/null "$URL/")
 grep -qi "^content-security-policy: default-src 'self'" <<<"$hdrs" || fail "/ has no CSP: $hdrs"
 grep -qi "^x-content-type-options: nosniff" <<<"$hdrs" || fail "/ has no nosniff"
-NODE_EXTRA_CA_CERTS=$CA node web/tests/dashboard.mjs "$URL" "$TOKEN" "$ALICE" || fail "browser checks"
+NODE_EXTRA_CA_CERTS=$CA node web/tests/dashboard.mjs "$URL" "$TOKEN" "$ALICE" "$TMP/alice.kubeconfig" || fail "browser checks"
 stop_fatiad
 finish

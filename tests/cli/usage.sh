@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/cli/usage.sh: `fatia usage` against the hand-computed fixtures of
-# tests/data/usage/records.yaml (the arithmetic is in its comment): every --by, a window, a
+# tests/data/usage/records.yaml (the arithmetic is in its comment): every --by (user too), a window, a
 # running record counted up to --now, table, CSV and JSON, stdin, invalid records and usage.
 . "$(dirname "$0")/lib.bash"
 R=tests/data/usage/records.yaml
@@ -28,6 +28,22 @@ gpu-catalog/training-2gpu,nvidia.com/gpu,3.000000,1
 CSV
 diff "$TMP/want.csv" "$TMP/out" >&2 || fail "--by profile -o csv differs"
 
+# per user: the creator each record names (none: "-"), summed across namespaces
+expect_rc 0 "$FATIA" usage -f $R $NOW --by user -o csv
+cat >"$TMP/want.csv" <<'CSV'
+user,resource,hours,records
+,nvidia.com/gpu.shared,0.005556,1
+dora,cpu,0.750750,2
+dora,memory,1610612736.000000,1
+dora,nvidia.com/gpu,3.000000,1
+dora,nvidia.com/mig-3g.71gb,1.500000,1
+erik,nvidia.com/gpu,1.000000,1
+CSV
+diff "$TMP/want.csv" "$TMP/out" >&2 || fail "--by user -o csv differs"
+expect_rc 0 "$FATIA" usage -f $R $NOW --by user
+expect_line "$TMP/out" "-      nvidia.com/gpu.shared    0.005556            1"
+expect_line "$TMP/out" "dora   cpu                      0.750750            2"
+
 # the window [11:00, 11:15): 15 min of train-a and of serve-a
 cat $R | "$FATIA" usage -f - $NOW --since 2026-12-01T11:00:00Z --until 2026-12-01T11:15:00Z --by queue -o json >"$TMP/out" ||
     fail "usage from stdin"
@@ -46,7 +62,7 @@ expect_line "$TMP/out" "team-a,nvidia.com/gpu,1.000000,1"
 printf 'apiVersion: fatia.dev/v1alpha1\nkind: UsageRecord\nmetadata: {name: bad, namespace: x}\nspec: {workload: w, workloadUID: u, start: "2026-12-01T10:00:00Z", end: "2026-12-01T09:00:00Z"}\n' >"$TMP/bad.yaml"
 expect_rc 1 "$FATIA" usage -f "$TMP/bad.yaml" $NOW
 expect_line "$TMP/err" "spec.end: must not be before start"
-expect_rc 2 "$FATIA" usage -f $R --by user
+expect_rc 2 "$FATIA" usage -f $R --by owner
 expect_rc 2 "$FATIA" usage -f $R --since yesterday
 expect_rc 0 "$FATIA" usage --help
 expect_line "$TMP/out" "Usage: fatia usage"

@@ -119,6 +119,7 @@ assert s["clusterQueue"] == "team-b" and s["localQueue"] == "gpu", s
 assert s["profile"] == "gpu-catalog/notebook-shared", s
 assert s["resources"].get("nvidia.com/gpu.shared") == "1", s
 assert s["owner"] == "Pod/lab-0" and s["end"] >= s["start"], s
+assert s.get("user") == "bob", s  # the creator of the Notebook, through its Pod and Workload
 ' "$TMP/recs.json" || fail "the usage record of the first run: $(cat "$TMP/recs.json")"
 $T get usagerecords >/dev/null || fail "the tenant cannot read its usage"
 $T delete usagerecords --all >"$TMP/out" 2>&1 && fail "the tenant deleted its usage records"
@@ -178,7 +179,7 @@ $K get usagerecords -A -o yaml | "$FATIA" usage -f - --by profile -o csv >"$TMP/
 grep -q '^gpu-catalog/notebook-shared,nvidia.com/gpu.shared,[0-9.]*,2$' "$TMP/out" ||
     fail "fatia usage lacks the workbench's two runs: $(cat "$TMP/out")"
 metrics
-grep -q '^fatia_usage_resource_seconds_total{namespace="team-b",cluster_queue="team-b",profile="gpu-catalog/notebook-shared",resource="nvidia.com/gpu.shared"} [0-9]' "$TMP/metrics" ||
+grep -q '^fatia_usage_resource_seconds_total{namespace="team-b",cluster_queue="team-b",profile="gpu-catalog/notebook-shared",user="bob",resource="nvidia.com/gpu.shared"} [0-9]' "$TMP/metrics" ||
     fail "no usage counter: $(grep fatia_usage "$TMP/metrics")"
 stop_fatiad
 finish

@@ -162,6 +162,7 @@ export const paths = {
       ? `/apis/fatia.dev/v1alpha1/namespaces/${ns}/usagerecords`
       : '/apis/fatia.dev/v1alpha1/usagerecords',
   events: (ns) => (ns ? `/api/v1/namespaces/${ns}/events` : '/api/v1/events'),
+  sharingpolicies: () => '/apis/fatia.dev/v1alpha1/gpusharingpolicies',
 };
 
 // Who the token is: {admin, namespaces}. An admin lists pods across all namespaces; a tenant

@@ -35,12 +35,14 @@ const Workloads = lazy(() => import('./pages/Workloads.jsx'));
 const Queues = lazy(() => import('./pages/Queues.jsx'));
 const Usage = lazy(() => import('./pages/Usage.jsx'));
 const Profiles = lazy(() => import('./pages/Profiles.jsx'));
+const Preemptions = lazy(() => import('./pages/Preemptions.jsx'));
 
 const PAGES = [
   ['catalog', 'Catalog', Catalog],
   ['workloads', 'My workloads', Workloads],
   ['gpus', 'GPUs', Gpus],
   ['queues', 'Queues', Queues],
+  ['preemptions', 'Preemptions', Preemptions],
   ['usage', 'Usage', Usage],
   ['profiles', 'Hardware profiles', Profiles],
 ];

@@ -1,5 +1,6 @@
 // Usage from UsageRecords (fatia.dev/v1alpha1, one per admitted run of a Workload: docs/
-// selfservice.md): resource-hours inside a window, summed by a key (namespace, profile, queue).
+// selfservice.md): resource-hours inside a window, summed by a key (namespace, profile, queue,
+// user: spec.user, the Workload's fatia.dev/creator that fatiad sets; "(unknown)" when absent).
 // The same arithmetic as `fatia usage` (src/control/usage.c): count x overlap of [start, end or
 // now) with [since, until).
 import { quantity } from './quantity.js';
@@ -22,7 +23,13 @@ export function usageBy(records, by, since, until, now) {
     if (!(hi > lo)) continue;
     const hours = (hi - lo) / 3.6e6;
     const key =
-      by === 'namespace' ? r.metadata.namespace : by === 'profile' ? s.profile || '(none)' : s.clusterQueue || '';
+      by === 'namespace'
+        ? r.metadata.namespace
+        : by === 'profile'
+          ? s.profile || '(none)'
+          : by === 'user'
+            ? s.user || '(unknown)'
+            : s.clusterQueue || '';
     if (!out.has(key)) out.set(key, { key, 'GPU-h': 0, 'MIG-h': 0, 'slice-h': 0, 'CPU-h': 0 });
     const row = out.get(key);
     for (const [res, q] of Object.entries(s.resources || {})) {

@@ -2,10 +2,11 @@
 // walkthrough's fleet and examples): login, every page with what the API holds, a Job launched
 // from the catalog, live updates, a profile disabled, and a tenant that must not see or touch
 // another namespace. With SHOTS=DIR, a screenshot of each page lands in DIR.
-//   node web/tests/dashboard.mjs URL ADMIN_TOKEN TENANT_TOKEN(team-a)
+//   node web/tests/dashboard.mjs URL ADMIN_TOKEN TENANT_TOKEN(team-a) TENANT_KUBECONFIG
+import fs from 'node:fs';
 import { browser, page, login, check, failed, until } from './lib.mjs';
 
-const [URL, ADMIN, ALICE] = process.argv.slice(2);
+const [URL, ADMIN, ALICE, ALICE_KUBECONFIG] = process.argv.slice(2);
 const SHOTS = process.env.SHOTS || '';
 
 async function apiFetch(method, path, body, token = ADMIN, ctype = 'application/json') {
@@ -147,6 +148,13 @@ const migB = await until(p, () => document.querySelector('#usage-table tr[data-n
 check(migB === '1.5000', `team-b's MIG-hours match the fixture: 1.5 (${migB})`);
 const gpuA = Number(await p.evaluate(() => document.querySelector('#usage-table tr[data-ns="team-a"]').children[1].textContent));
 check(gpuA >= 3, `team-a's GPU-hours include the fixture's 3 (${gpuA})`);
+// per user (spec.user, fatia.dev/creator): dora made train-a (3 GPU-h) and mig-b (1.5 MIG-h)
+const dora = await until(p, () => document.querySelector('#usage-user-table tr[data-user="dora"]')?.textContent && [...document.querySelectorAll('#usage-user-table tr[data-user="dora"] td')].map((td) => td.textContent).join(' '));
+check(dora === 'dora 3.0000 1.5000 0.0000 0.7500', `dora's usage matches the fixture: 3 GPU-h, 1.5 MIG-h (${dora})`);
+const erik = await p.evaluate(() => document.querySelector('#usage-user-table tr[data-user="erik"] td:nth-child(2)')?.textContent);
+check(Number(erik) >= 1, `erik's running serve-a counts at least its 1 GPU-h (${erik})`);
+const chartUser = await p.evaluate(() => document.querySelector('#usage-by-user')?.textContent.includes('dora'));
+check(chartUser, 'the per-user chart draws dora');
 await shot(p, 'usage');
 
 // ---- profiles: disable, and the catalog hides it ----
@@ -159,6 +167,12 @@ for (let i = 0; i < 50 && dis !== 'true'; i++) {
   await new Promise((r) => setTimeout(r, 100));
 }
 check(dis === 'true', `the admin disables a profile (annotation ${dis})`);
+// the sharing policies of the fleet (examples/fleet/10-sharing.yaml), as the API holds them
+const polsApi = (await apiFetch('GET', '/apis/fatia.dev/v1alpha1/gpusharingpolicies')).json.items.map((x) => x.metadata.name).sort();
+const pols = await until(p, () => [...document.querySelectorAll('#policies tr[data-policy]')].map((r) => r.dataset.policy).sort().join(',') || null);
+check(pols && pols === polsApi.join(','), `the sharing policies shown are the API's (${pols} vs ${polsApi})`);
+const tsHow = await p.evaluate(() => document.querySelector('#policies tr[data-policy="timesliced"] .fatia-how')?.textContent);
+check(tsHow === 'time-slicing: nvidia.com/gpu x4 as nvidia.com/gpu.shared', `timesliced reads as time-slicing x4 (${tsHow})`);
 await shot(p, 'profiles');
 await go(p, '#/catalog');
 const hidden = await until(p, () => document.querySelectorAll('.fatia-profile').length === 2 && !document.querySelector('#profile-inference-mig-3g'));
@@ -166,8 +180,16 @@ check(hidden, 'a disabled profile leaves the catalog');
 
 // ---- a tenant of team-a ----
 const t = await page(b, URL);
-await login(t, ALICE);
-check((await t.textContent('#whoami')).includes('tenant of team-a'), 'alice logs in as a tenant of team-a');
+// alice logs in by uploading the kubeconfig `fatia token create` gave her (a file input); one
+// whose user has no token (client certificates) is refused with the reason, and logs nobody in
+const certOnly = 'apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    client-certificate-data: LS0t\ncontexts:\n- name: c\n  context:\n    user: u\ncurrent-context: c\n';
+await t.setInputFiles('#kubeconfig-file', { name: 'cert.kubeconfig', mimeType: 'text/plain', buffer: Buffer.from(certOnly) });
+const kerr = await until(t, () => document.querySelector('#kubeconfig-error')?.textContent);
+check(kerr && kerr.includes('has no token') && !(await t.$('#whoami')), `a kubeconfig without a token is refused (${kerr})`);
+await t.setInputFiles('#kubeconfig-file', ALICE_KUBECONFIG);
+await t.waitForSelector('#whoami', { timeout: 10000 });
+check(fs.readFileSync(ALICE_KUBECONFIG, 'utf8').includes(ALICE), 'the uploaded kubeconfig holds the token of alice');
+check((await t.textContent('#whoami')).includes('tenant of team-a'), 'alice logs in as a tenant of team-a (kubeconfig uploaded)');
 const opts = await t.$$eval('#ns-select option', (o) => o.map((x) => x.value));
 check(JSON.stringify(opts) === '["team-a"]', `alice's namespaces: ${opts}`);
 const tcards = await until(t, () => document.querySelectorAll('.fatia-profile').length || null);
@@ -212,12 +234,51 @@ check(
 await go(t, '#/profiles');
 await t.waitForSelector('#enable-notebook-shared');
 check(await t.isDisabled('#enable-notebook-shared'), "alice's profile switches are read-only");
+check(!(await t.$('#policies')) && (await t.$('#policies-tenant')), "alice is told sharing policies are the admin's, and is shown none");
 
 // the static files: nothing but the dashboard's own (dot-segments: tests/browser/dashboard.sh)
 for (const path of ['/.gitignore', '/tokens', '/assets/x/y.js', '/assets/.hidden', '/notebook/'])
   check((await fetch(URL + path)).status === 404, `${path} is 404`);
 const idx = await fetch(URL + '/');
 check((idx.headers.get('content-security-policy') || '').includes("frame-ancestors 'none'"), 'the page forbids framing (CSP)');
+
+// ---- preemptions over time: an urgent Job preempts one of team-a's (its 2 GPUs + 2 borrowed are
+// held by dash-train and dash-x, dash-y waits); the page draws it from the Events and the
+// Workload's Preempted condition, with the reason in words ----
+// (no profile: training-2gpu would set its own priority class, batch)
+const urgent = job('team-a', 'dash-urgent', 'training-2gpu', 'sleep 120');
+delete urgent.metadata.annotations;
+urgent.metadata.labels['kueue.x-k8s.io/priority-class'] = 'urgent';
+urgent.spec.template.spec.containers[0].resources = { limits: { 'nvidia.com/gpu': '2' } };
+check((await apiFetch('POST', '/apis/batch/v1/namespaces/team-a/jobs', urgent)).status === 201, 'an urgent Job created in team-a');
+await go(p, '#/preemptions');
+const pre = await until(
+  p,
+  () => {
+    // the Event may come before the Workload's condition, which brings the detailed reason
+    const r = document.querySelector('#preemptions tbody tr[data-wl^="team-a/"]');
+    const why = r && r.querySelector('.fatia-why').textContent;
+    return why && why !== 'Preempted' && `${r.dataset.wl}|${why}`;
+  },
+  null,
+  30000,
+);
+check(pre && /for a higher-priority workload|cohort/.test(pre), `a preemption in team-a is listed with its reason (${pre})`);
+if (!pre)
+  for (const w of (await apiFetch('GET', '/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads')).json.items)
+    console.log(`  workload ${w.metadata.name} prio ${w.spec.priority} ${JSON.stringify((w.status.conditions || []).map((c) => [c.type, c.status, c.reason]))}`);
+const apiPre = (await apiFetch('GET', '/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads')).json.items.filter((w) =>
+  (w.status.conditions || []).some((c) => c.type === 'Preempted' && c.status === 'True'),
+);
+check(pre && apiPre.some((w) => pre.startsWith(`team-a/${w.metadata.name}|`)), `the listed workload is one the API says was preempted (${apiPre.map((w) => w.metadata.name)})`);
+const bar = await until(p, () => [...document.querySelectorAll('#preemptions-chart g[data-total]')].reduce((a, g) => a + Number(g.dataset.total), 0));
+const rows = await p.$$eval('#preemptions tbody tr', (r) => r.length);
+check(bar >= 1 && bar === rows, `the chart counts what the list shows (${bar} in the bars, ${rows} rows)`);
+await shot(p, 'preemptions');
+// alice (team-a) sees team-a's preemptions, and only team-a's
+await go(t, '#/preemptions');
+const tpre = await until(t, () => [...document.querySelectorAll('#preemptions tbody tr')].map((r) => r.dataset.wl.split('/')[0]).join(',') || null, null, 15000);
+check(tpre && tpre.split(',').every((n) => n === 'team-a'), `alice's preemptions page lists team-a's only (${tpre})`);
 
 // put the profile back for whoever runs next
 await apiFetch('PATCH', '/apis/infrastructure.opendatahub.io/v1/namespaces/gpu-catalog/hardwareprofiles/inference-mig-3g', { metadata: { annotations: { 'opendatahub.io/disabled': 'false' } } }, ADMIN, 'application/merge-patch+json');

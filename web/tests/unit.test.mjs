@@ -76,12 +76,12 @@ test('fleet: GPUs by PCI address, slices at their places, holders from fatia.dev
 });
 
 test('usage: the fixtures of tests/data/usage/records.yaml, hand-computed', () => {
-  const rec = (ns, start, end, resources, profile) => ({ metadata: { namespace: ns }, spec: { start, end, resources, profile } });
+  const rec = (ns, start, end, resources, profile, user) => ({ metadata: { namespace: ns }, spec: { start, end, resources, profile, user } });
   const recs = [
-    rec('team-a', '2026-12-01T10:00:00Z', '2026-12-01T11:30:00Z', { 'nvidia.com/gpu': '2', cpu: '500m', memory: '1Gi' }, 'gpu-catalog/training-2gpu'),
-    rec('team-a', '2026-12-01T11:00:00Z', undefined, { 'nvidia.com/gpu': '1' }),
+    rec('team-a', '2026-12-01T10:00:00Z', '2026-12-01T11:30:00Z', { 'nvidia.com/gpu': '2', cpu: '500m', memory: '1Gi' }, 'gpu-catalog/training-2gpu', 'dora'),
+    rec('team-a', '2026-12-01T11:00:00Z', undefined, { 'nvidia.com/gpu': '1' }, undefined, 'erik'),
     rec('team-b', '2026-12-01T09:00:00Z', '2026-12-01T09:00:20Z', { 'nvidia.com/gpu.shared': '1' }, 'gpu-catalog/notebook-shared'),
-    rec('team-b', '2026-12-01T09:30:00Z', '2026-12-01T10:15:00Z', { 'nvidia.com/mig-3g.71gb': '2' }, 'gpu-catalog/inference-mig-3g'),
+    rec('team-b', '2026-12-01T09:30:00Z', '2026-12-01T10:15:00Z', { 'nvidia.com/mig-3g.71gb': '2' }, 'gpu-catalog/inference-mig-3g', 'dora'),
   ];
   const now = Date.parse('2026-12-01T12:00:00Z');
   const [a, b] = usageBy(recs, 'namespace', 0, now, now);
@@ -93,6 +93,13 @@ test('usage: the fixtures of tests/data/usage/records.yaml, hand-computed', () =
   const w = usageBy(recs, 'namespace', Date.parse('2026-12-01T11:00:00Z'), Date.parse('2026-12-01T11:15:00Z'), now);
   assert.deepEqual(w.map((r) => [r.key, r['GPU-h'], r['MIG-h']]), [['team-a', 0.75, 0]]);
   assert.deepEqual(usageBy(recs, 'profile', 0, now, now).map((r) => r.key), ['(none)', 'gpu-catalog/inference-mig-3g', 'gpu-catalog/notebook-shared', 'gpu-catalog/training-2gpu']);
+  // per user: dora 3 GPU-h + 1.5 MIG-h across two namespaces, erik 1 GPU-h, nb-b unknown
+  const u = usageBy(recs, 'user', 0, now, now);
+  assert.deepEqual(u.map((r) => [r.key, r['GPU-h'], r['MIG-h'], r['slice-h'].toFixed(6)]), [
+    ['(unknown)', 0, 0, '0.005556'],
+    ['dora', 3, 1.5, '0.000000'],
+    ['erik', 1, 0, '0.000000'],
+  ]);
 });
 
 test('quantities', () => {
@@ -101,4 +108,69 @@ test('quantities', () => {
   assert.equal(quantity('2'), 2);
   assert.equal(quantity(undefined), 0);
   assert.equal(quantity('12x'), 0);
+});
+
+test("kubeconfig: the token of the current context's user", async () => {
+  const { kubeconfigToken } = await import('../src/kubeconfig.js');
+  // as `fatia token create` writes it (src/apiserver/auth.c, fatia_kubeconfig_format)
+  const fatia = 'apiVersion: v1\nkind: Config\nclusters:\n- name: fatia\n  cluster:\n    server: "https://127.0.0.1:6443"\n    certificate-authority-data: "LS0t"\nusers:\n- name: "alice"\n  user:\n    token: "abc123"\ncontexts:\n- name: fatia\n  context:\n    cluster: fatia\n    user: "alice"\n    namespace: "team-a"\ncurrent-context: fatia\npreferences: {}\n';
+  assert.deepEqual(kubeconfigToken(fatia), { token: 'abc123' });
+  // two users: the current context's, not the first
+  const two = 'apiVersion: v1\nkind: Config\nusers:\n- name: admin\n  user:\n    token: admintoken\n- name: bob\n  user:\n    token: bobtoken\ncontexts:\n- context:\n    cluster: c\n    user: admin\n  name: a\n- context:\n    cluster: c\n    user: bob\n  name: b\ncurrent-context: b\n';
+  assert.deepEqual(kubeconfigToken(two), { token: 'bobtoken' });
+  assert.deepEqual(kubeconfigToken(two.replace('current-context: b', 'current-context: a')), { token: 'admintoken' });
+  // refusals say why
+  const cert = 'apiVersion: v1\nusers:\n- name: u\n  user:\n    client-certificate-data: LS0t\n    client-key-data: LS0t\ncontexts:\n- name: c\n  context:\n    user: u\ncurrent-context: c\n';
+  assert.match(kubeconfigToken(cert).error, /user "u" has no token/);
+  assert.match(kubeconfigToken(two.replace('current-context: b', 'current-context: zz')).error, /names no context/);
+  assert.match(kubeconfigToken('just some text\n').error, /not a kubeconfig/);
+  assert.match(kubeconfigToken(fatia.replace('user: "alice"\n    namespace', 'user: "eve"\n    namespace')).error, /lacks/);
+});
+
+test('preemptions: Events and Workload conditions, one per workload and second, bucketed', async () => {
+  const { preemptions, buckets, preemptionWords } = await import('../src/preemptions.js');
+  const ev = (ns, name, first, last, count, reason = 'Preempted') => ({
+    metadata: { namespace: ns, name: `${name}.1` },
+    involvedObject: { kind: 'Workload', namespace: ns, name },
+    reason,
+    message: 'Preempted to accommodate a workload',
+    firstTimestamp: first,
+    lastTimestamp: last,
+    count,
+  });
+  const wl = (ns, name, t, reason) => ({
+    metadata: { namespace: ns, name },
+    status: { conditions: [{ type: 'Preempted', status: 'True', lastTransitionTime: t, reason, message: 'm' }] },
+  });
+  const events = [
+    ev('team-a', 'w1', '2026-12-01T10:05:00Z', '2026-12-01T10:05:00Z', 1),
+    ev('team-a', 'w2', '2026-12-01T10:20:00Z', '2026-12-01T10:40:00Z', 3), // three: 10:20, 10:40, 10:40:01
+    ev('team-b', 'w3', '2026-12-01T10:50:00Z', '2026-12-01T10:50:00Z', 1, 'Evicted'), // not a preemption
+    { ...ev('team-b', 'w4', '2026-12-01T10:55:00Z', '2026-12-01T10:55:00Z', 1), involvedObject: { kind: 'Pod', namespace: 'team-b', name: 'w4' } },
+  ];
+  // w1's condition is the same preemption as its event (a second apart): counted once, with its reason
+  const wls = [wl('team-a', 'w1', '2026-12-01T10:05:01Z', 'InClusterQueue'), wl('team-b', 'w5', '2026-12-01T10:59:59Z', 'InCohortReclamation'),
+    { metadata: { namespace: 'team-b', name: 'w6' }, status: { conditions: [{ type: 'Preempted', status: 'False', lastTransitionTime: '2026-12-01T10:30:00Z' }] } }];
+  const list = preemptions(events, wls);
+  assert.deepEqual(list.map((p) => [p.ns, p.workload, new Date(p.time).toISOString(), p.reason]), [
+    ['team-b', 'w5', '2026-12-01T10:59:59.000Z', 'InCohortReclamation'],
+    ['team-a', 'w2', '2026-12-01T10:40:01.000Z', 'Preempted'],
+    ['team-a', 'w2', '2026-12-01T10:40:00.000Z', 'Preempted'],
+    ['team-a', 'w2', '2026-12-01T10:20:00.000Z', 'Preempted'],
+    ['team-a', 'w1', '2026-12-01T10:05:01.000Z', 'InClusterQueue'],
+  ]);
+  const b = buckets(list, Date.parse('2026-12-01T10:00:00Z'), Date.parse('2026-12-01T11:00:00Z'), 15 * 6e4);
+  assert.deepEqual(b.map((x) => [x.total, x.byNs]), [[1, { 'team-a': 1 }], [1, { 'team-a': 1 }], [2, { 'team-a': 2 }], [1, { 'team-b': 1 }]]);
+  assert.equal(preemptionWords('InClusterQueue'), 'for a higher-priority workload of its ClusterQueue');
+});
+
+test('sharing policies in words', async () => {
+  const { policyInfo } = await import('../src/sharing.js');
+  // examples/fleet/10-sharing.yaml
+  const ts = { metadata: { name: 'timesliced' }, spec: { nodeSelector: { matchLabels: { 'fatia.dev/box': 'h200x8' } }, gpuIndices: [0, 1], timeSlicing: { renameByDefault: true, resources: [{ name: 'nvidia.com/gpu', replicas: 4 }] } } };
+  assert.deepEqual(policyInfo(ts), { name: 'timesliced', nodes: 'fatia.dev/box=h200x8', gpus: '0, 1', how: ['time-slicing: nvidia.com/gpu x4 as nvidia.com/gpu.shared'] });
+  const mig = { metadata: { name: 'mig-balanced' }, spec: { gpuIndices: [4, 5], mig: { strategy: 'mixed', config: 'all-balanced' } } };
+  assert.deepEqual(policyInfo(mig), { name: 'mig-balanced', nodes: 'every node', gpus: '4, 5', how: ['MIG mixed: all-balanced'] });
+  const mps = { metadata: { name: 'm' }, spec: { mps: { resources: [{ name: 'nvidia.com/gpu', replicas: 2, rename: 'nvidia.com/gpu.mps' }], activeThreadPercentage: 50 } } };
+  assert.deepEqual(policyInfo(mps).how, ['MPS: nvidia.com/gpu x2 as nvidia.com/gpu.mps (50% of the SMs)']);
 });

@@ -30,6 +30,7 @@ static const struct fatia_field spec_fields[] = {
     {"localQueue", &fatia_s_string, 0, NULL},
     {"profile", &fatia_s_string, 0, NULL},
     {"owner", &fatia_s_string, 0, NULL},
+    {"user", &fatia_s_string, 0, NULL},
     {"start", &fatia_s_time, FATIA_F_REQUIRED, NULL},
     {"end", &fatia_s_time, 0, NULL},
     {"resources", &fatia_s_resource_list, 0, NULL},
@@ -45,6 +46,7 @@ static const struct fatia_field fields[] = {
 static const struct fatia_column columns[] = {
     {"Queue", "string", ".spec.clusterQueue", 0, "ClusterQueue"},
     {"Profile", "string", ".spec.profile", 0, "Hardware profile"},
+    {"User", "string", ".spec.user", 0, "Who created the workload (fatia.dev/creator)"},
     {"Start", "string", ".spec.start", 0, "Admitted at"},
     {"End", "string", ".spec.end", 0, "Ended at (empty: running)"},
     {"Workload", "string", ".spec.workload", 1, "Kueue Workload"},

@@ -1,5 +1,6 @@
-// Usage: GPU-, MIG- and slice-hours per team (namespace) and per hardware profile over a
-// window, from the UsageRecords this token may read, as bar charts (SVG) and a table.
+// Usage: GPU-, MIG- and slice-hours per team (namespace), per user (who created the workload:
+// fatia.dev/creator, set by fatiad) and per hardware profile over a window, from the
+// UsageRecords this token may read, as bar charts (SVG) and tables.
 import React, { useState } from 'react';
 import { Alert, Content, FormSelect, FormSelectOption, PageSection } from '@patternfly/react-core';
 import { Table, Thead, Tr, Th, Tbody, Td } from '@patternfly/react-table';
@@ -64,6 +65,7 @@ export default function Usage({ ns }) {
   const since = span === Infinity ? 0 : now - span;
   const byNs = usageBy(recs.items, 'namespace', since, now, now);
   const byProfile = usageBy(recs.items, 'profile', since, now, now);
+  const byUser = usageBy(recs.items, 'user', since, now, now);
   return (
     <PageSection>
       <Content component="h1">Usage</Content>
@@ -85,30 +87,39 @@ export default function Usage({ ns }) {
       </Content>
       <Content component="h2">Per team</Content>
       <Chart rows={byNs} id="usage-by-namespace" />
+      <Content component="h2">Per user</Content>
+      <Chart rows={byUser} id="usage-by-user" />
       <Content component="h2">Per hardware profile</Content>
       <Chart rows={byProfile} id="usage-by-profile" />
-      <Table aria-label="usage" variant="compact" id="usage-table">
-        <Thead>
-          <Tr>
-            <Th>Namespace</Th>
-            <Th>GPU-h</Th>
-            <Th>MIG-h</Th>
-            <Th>slice-h</Th>
-            <Th>CPU-h</Th>
-          </Tr>
-        </Thead>
-        <Tbody>
-          {byNs.map((r) => (
-            <Tr key={r.key} data-ns={r.key}>
-              <Td>{r.key}</Td>
-              <Td>{r['GPU-h'].toFixed(4)}</Td>
-              <Td>{r['MIG-h'].toFixed(4)}</Td>
-              <Td>{r['slice-h'].toFixed(4)}</Td>
-              <Td>{r['CPU-h'].toFixed(4)}</Td>
-            </Tr>
-          ))}
-        </Tbody>
-      </Table>
+      <Rows rows={byNs} id="usage-table" first="Namespace" attr="data-ns" />
+      <Rows rows={byUser} id="usage-user-table" first="User" attr="data-user" />
     </PageSection>
+  );
+}
+
+function Rows({ rows, id, first, attr }) {
+  return (
+    <Table aria-label={id} variant="compact" id={id}>
+      <Thead>
+        <Tr>
+          <Th>{first}</Th>
+          <Th>GPU-h</Th>
+          <Th>MIG-h</Th>
+          <Th>slice-h</Th>
+          <Th>CPU-h</Th>
+        </Tr>
+      </Thead>
+      <Tbody>
+        {rows.map((r) => (
+          <Tr key={r.key} {...{ [attr]: r.key }}>
+            <Td>{r.key}</Td>
+            <Td>{r['GPU-h'].toFixed(4)}</Td>
+            <Td>{r['MIG-h'].toFixed(4)}</Td>
+            <Td>{r['slice-h'].toFixed(4)}</Td>
+            <Td>{r['CPU-h'].toFixed(4)}</Td>
+          </Tr>
+        ))}
+      </Tbody>
+    </Table>
   );
 }

@@ -43,7 +43,7 @@ spec:
     spec:
       containers:
       - name: lab
-        image: fatia/workbench
+        image: fatia.dev/workbench:1
         command: [sh, -c, '$JUPYTER']
 ---
 apiVersion: kubeflow.org/v1

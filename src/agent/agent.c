@@ -1789,6 +1789,7 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     struct fatia_podrefs refs = {.get = ref_get, .ctx = &rc, .ns = p->ns};
     char cdi_node[1600];
     uint32_t host_base = 0;
+    bool nb_home = false;
     int64_t v;
     char *text;
     int r, err = 0;
@@ -1858,6 +1859,7 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
         err = r;
         goto fail;
     }
+    nb_home = r == 1;
     json_decref(p->acct);
     p->acct = json_object();
     json_decref(p->mps_gpus);
@@ -1886,7 +1888,8 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                     .claim_path = claim_path,
                                     .claim_arg = &rc,
                                     .pull_secrets_auth = pull_auth,
-                                    .pull_secrets_arg = &rc};
+                                    .pull_secrets_arg = &rc,
+                                    .nb_home = nb_home ? work : NULL};
         r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));
         p->ref_wait = r == -ESRCH;
         if (r < 0) {

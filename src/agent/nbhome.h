@@ -28,4 +28,12 @@ int fatia_agent_nb_home(const char *pod_dir, const json_t *pod, bool chown_it, u
 int fatia_agent_nb_upstream(const char *pod_dir, const char *ns, const char *name, char *buf,
                             size_t n, uid_t *ret_uid);
 
+/* A workbench in a container (agent/nbaddr.c): the address (in ip) and port of the Jupyter of
+ * Notebook ns/name, whose pod <name>-0 runs on this agent in a runc container with a network of
+ * its own. 0; -ENOENT: no such pod running here, or it runs as processes or on the host's
+ * network (then the home's socket serves); -EINVAL, -ENAMETOOLONG. */
+struct fatia_agent;
+int fatia_agent_nb_addr(const struct fatia_agent *a, const char *ns, const char *name, char *ip,
+                        size_t ip_n, int *ret_port);
+
 #endif

@@ -302,6 +302,37 @@ static json_t *merge_env(const json_t *ctr, const json_t *icfg, const struct fat
     return out;
 }
 
+/* A workbench's home (nbhome.c) bound at the container's HOME, its working directory when the
+ * image gives none; not over a mount the pod asked for at that path (its own claim is the home
+ * then), nor at "/" (no HOME of the image's: the home is not mounted). */
+static void bind_home(json_t *cfg, const char *home, const json_t *env)
+{
+    const char *dst = NULL;
+    json_t *mounts = json_object_get(cfg, "mounts"), *m, *proc = json_object_get(cfg, "process");
+    const char *cwd = fatia_json_str(proc, "cwd");
+    size_t i;
+
+    json_array_foreach(env, i, m)
+    {
+        const char *kv = json_string_value(m);
+        if (kv && !strncmp(kv, "HOME=", 5))
+            dst = kv + 5;
+    }
+    if (!dst || dst[0] != '/' || !dst[1] || !json_is_array(mounts))
+        return;
+    json_array_foreach(mounts, i, m)
+    {
+        const char *d = fatia_json_str(m, "destination");
+        if (d && !strcmp(d, dst))
+            return;
+    }
+    json_array_append_new(mounts,
+                          json_pack("{s:s,s:s,s:s,s:[s,s,s]}", "destination", dst, "type", "bind",
+                                    "source", home, "options", "rbind", "nosuid", "nodev"));
+    if (proc && cwd && !strcmp(cwd, "/"))
+        json_object_set_new(proc, "cwd", json_string(dst));
+}
+
 /* Drops from edits the mounts whose containerPath a mount of over also has. */
 static void drop_overridden(json_t *edits, const json_t *over)
 {
@@ -503,6 +534,8 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
     if (r < 0)
         goto out;
     keep_device_list(cfg, env);
+    if (op->nb_home)
+        bind_home(cfg, op->nb_home, fenv);
     snprintf(dir, sizeof(dir), "%s/ctr", op->pod_dir);
     (void)mkdir(dir, 0700);
     snprintf(dir, sizeof(dir), "%s/ctr/%s", op->pod_dir, cname);

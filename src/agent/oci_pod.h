@@ -39,6 +39,9 @@ struct fatia_oci_pod {
     /* the directory of a persistentVolumeClaim volume's claim (agent/localpath.h) */
     int (*claim_path)(void *arg, const char *claim, char *ret, size_t n, char *why, size_t why_n);
     void *claim_arg;
+    /* a workbench's persistent home (agent/nbhome.c), bound at each container's HOME unless a
+     * volumeMount has that path (a claim the template mounts there wins); NULL: none */
+    const char *nb_home;
 };
 
 /* Whether ns is in a comma-separated list ("*": every namespace; NULL: none). */

@@ -13,11 +13,15 @@
  * server never sees them. A session is checked on every request against the tokens file
  * (a revoked token ends its sessions) and the token's right to write in the namespace.
  *
- * Upstream: Jupyter listens on a unix socket in the workbench's home (agent/nbhome.c), never on a
- * TCP port, so no other pod can connect to it; the home is 0700 and the namespace's uid's. The
- * proxy runs as root and would follow a symlink the tenant put there, so after connecting it
- * checks the peer's uid (SO_PEERCRED) against the namespace's uid: a socket of another
- * namespace, reached through a planted link, is refused.
+ * Upstream, where the daemon's callback says (fatia_nbproxy_upstream_fn):
+ *   - a workbench in a container: its pod's own address on its namespace's bridge, port 8888
+ *     (agent/nbaddr.c: the address the shim's CNI result gave, never the Pod's status); the
+ *     connect is asynchronous, and a refusal before any byte came back is answered 502;
+ *   - in the process mode: a unix socket in the workbench's home (agent/nbhome.c), never a TCP
+ *     port, so no other pod can connect to it; the home is 0700 and the namespace's uid's. The
+ *     proxy runs as root and would follow a symlink the tenant put there, so after connecting
+ *     it checks the peer's uid (SO_PEERCRED) against the namespace's uid: a socket of another
+ *     namespace, reached through a planted link, is refused.
  *
  * Model of a connection (client side parsed, upstream side piped):
  *
@@ -96,7 +100,8 @@ struct pconn {
     struct bufferevent *bev, *up;
     enum pstate st;
     int64_t body_left;
-    bool upgrade; /* the request being forwarded asked for an Upgrade */
+    bool upgrade;       /* the request being forwarded asked for an Upgrade */
+    bool up_connecting; /* a TCP upstream (a container's address) not connected yet */
     char ns[64], name[64];
     struct pconn *prev, *next;
 };
@@ -402,22 +407,41 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg);
 static int connect_upstream(struct pconn *c, char *why, size_t why_n)
 {
     struct fatia_nbproxy *p = c->p;
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct sockaddr_storage sa = {0};
+    socklen_t sl = 0;
     struct ucred cred;
     socklen_t cl = sizeof(cred);
     uid_t want;
-    int fd, r;
+    int fd, r, one = 1;
 
-    r = p->o.upstream(p->o.arg, c->ns, c->name, sa.sun_path, sizeof(sa.sun_path), &want);
+    r = p->o.upstream(p->o.arg, c->ns, c->name, &sa, &sl, &want);
     if (r < 0) {
         snprintf(why, why_n, "the workbench has no home here (%s)", fatia_strerror(r));
         return r;
+    }
+    if (sa.ss_family != AF_UNIX) {
+        /* the pod's own address (a container): connected on the loop, a refusal answered 502 */
+        c->up = bufferevent_socket_new(p->base, -1, BEV_OPT_CLOSE_ON_FREE);
+        if (!c->up)
+            return -ENOMEM;
+        bufferevent_setcb(c->up, up_read_cb, up_write_cb, up_event_cb, c);
+        bufferevent_setwatermark(c->up, EV_WRITE, HIGH_WATER / 4, 0);
+        c->up_connecting = true;
+        if (bufferevent_socket_connect(c->up, (struct sockaddr *)&sa, (int)sl) < 0) {
+            bufferevent_free(c->up);
+            c->up = NULL;
+            snprintf(why, why_n, "the workbench's Jupyter is not listening");
+            return -ECONNREFUSED;
+        }
+        (void)setsockopt(bufferevent_getfd(c->up), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        bufferevent_enable(c->up, EV_READ | EV_WRITE);
+        return 0;
     }
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     /* a local socket connects at once or not at all: no need to wait on the loop */
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+    if (connect(fd, (struct sockaddr *)&sa, sl) < 0) {
         r = -errno;
         snprintf(why, why_n, "the workbench's Jupyter is not listening (%s)", fatia_strerror(r));
         close(fd);
@@ -479,6 +503,17 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
     struct pconn *c = arg;
 
     (void)bev;
+    if (what & BEV_EVENT_CONNECTED) {
+        c->up_connecting = false;
+        return;
+    }
+    if (c->up_connecting && (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))) {
+        /* nothing came back yet: the client gets an answer, not a closed connection */
+        fatia_warn("nbproxy: %s/%s: cannot connect to the workbench's Jupyter: %s", c->ns, c->name,
+                   fatia_strerror(-EVUTIL_SOCKET_ERROR()));
+        reply_text(c, 502, "the workbench's Jupyter is not listening");
+        return;
+    }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         /* what Jupyter sent last still goes out, then the client's connection closes */
         pipe_to(c->up, c->bev, SIZE_MAX);

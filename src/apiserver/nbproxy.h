@@ -16,6 +16,7 @@
 #ifndef FATIA_APISERVER_NBPROXY_H
 #define FATIA_APISERVER_NBPROXY_H
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <stddef.h>
@@ -28,10 +29,13 @@ struct fatia_apiserver;
 struct fatia_client;
 struct fatia_nbproxy;
 
-/* The unix socket of workbench ns/name in path, and in *ret_uid the uid its server must run as
- * (checked with SO_PEERCRED after connecting). 0 or a negative code (-ENOENT: no such home). */
-typedef int (*fatia_nbproxy_upstream_fn)(void *arg, const char *ns, const char *name, char *path,
-                                         size_t n, uid_t *ret_uid);
+/* Where workbench ns/name's Jupyter listens, in *ret_addr (*ret_len bytes): the unix socket in
+ * its home (the process mode), with in *ret_uid the uid its server must run as (checked with
+ * SO_PEERCRED after connecting), or its pod's own address in a container (AF_INET, *ret_uid
+ * (uid_t)-1: no peer check; agent/nbaddr.c). 0 or a negative code (-ENOENT: no such home). */
+typedef int (*fatia_nbproxy_upstream_fn)(void *arg, const char *ns, const char *name,
+                                         struct sockaddr_storage *ret_addr, socklen_t *ret_len,
+                                         uid_t *ret_uid);
 
 struct fatia_nbproxy_opts {
     void *tls_ctx; /* an SSL_CTX (tls.h); NULL: plain HTTP (the cookie is then not Secure) */

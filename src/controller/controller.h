@@ -32,6 +32,7 @@
 #ifndef FATIA_CONTROLLER_CONTROLLER_H
 #define FATIA_CONTROLLER_CONTROLLER_H
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <stdbool.h>
@@ -59,10 +60,12 @@ struct fatia_controllers_opts {
     const char *placement_policy; /* binpack (default), bestfit, spread, fragmentation */
     fatia_usec_t job_backoff;     /* first delay before a failed Job pod is replaced; 0: 10 s */
     fatia_usec_t status_interval; /* ClusterQueue/LocalQueue status refresh; 0: 1 s */
-    /* workbenches (notebook.c, culler.c): the Jupyter socket of Notebook ns/name and the uid
-     * that must serve it (the daemon's, from the agent's homes); NULL: no culling */
-    int (*nb_upstream)(void *arg, const char *ns, const char *name, char *path, size_t n,
-                       uid_t *ret_uid);
+    /* workbenches (notebook.c, culler.c): where the Jupyter of Notebook ns/name listens (the
+     * daemon's, from the agent: apiserver/nbproxy.h's fatia_nbproxy_upstream_fn: a unix socket
+     * with the uid that must serve it, or the pod's address with uid (uid_t)-1); NULL: no
+     * culling */
+    int (*nb_upstream)(void *arg, const char *ns, const char *name,
+                       struct sockaddr_storage *ret_addr, socklen_t *ret_len, uid_t *ret_uid);
     void *nb_upstream_arg;
     fatia_usec_t cull_idle;   /* stop a workbench idle this long; 0: never */
     fatia_usec_t cull_period; /* how often to look; 0: 60 s */

@@ -3,8 +3,9 @@
  * (components/notebook-controller/pkg/culler) and OpenShift AI's "stop idle workbenches".
  *
  * Model. Every check period, for each running Notebook (not stopped, its pod Ready), the culler
- * asks its Jupyter, over the unix socket the proxy uses (fatia_controllers_opts.nb_upstream, the
- * peer's uid checked), for GET <prefix>/api/kernels and GET <prefix>/api/status (with
+ * asks its Jupyter, where the proxy reaches it (fatia_controllers_opts.nb_upstream: a workbench
+ * in a container on its pod's own address, agent/nbaddr.c; in the process mode on the unix
+ * socket in its home, the peer's uid checked), for GET <prefix>/api/kernels and GET <prefix>/api/status (with
  * no_track_activity, so that the probe itself is not counted as activity). The pure part,
  * fatia_ctlr_cull_decide:
  *
@@ -24,8 +25,9 @@
  * asynchronous (bufferevents on the loop), so a hanging server costs a socket, not the loop. The
  * answer is bounded (MAX_ANSWER) and parsed as JSON; a reply the culler cannot read is a failure.
  *
- * Rejected: Kubeflow's culler reads Jupyter through the cluster's Service (HTTP on the pod's IP);
- * here Jupyter has no TCP port. Polling the proxy's own traffic as activity: a tab left open keeps
+ * Kubeflow's culler reads Jupyter through the cluster's Service (HTTP on the pod's IP); here the
+ * pod's IP directly (one node), or the socket in the process mode, where Jupyter has no TCP port.
+ * Rejected: polling the proxy's own traffic as activity: a tab left open keeps
  * polling /api/kernels, which Jupyter rightly does not count as activity.
  */
 #include "base/compat.h"
@@ -221,8 +223,10 @@ static void probe_event_cb(struct bufferevent *bev, short what, void *arg)
     if (what & BEV_EVENT_CONNECTED) {
         struct ucred cred;
         socklen_t cl = sizeof(cred);
-        if (getsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 ||
-            cred.uid != p->uid) {
+        /* a container's address (uid -1): reached on its namespace's bridge, nothing to check */
+        if (p->uid != (uid_t)-1 &&
+            (getsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 ||
+             cred.uid != p->uid)) {
             probe_failed(p, "the socket is not served by the namespace's uid");
             return;
         }
@@ -239,12 +243,12 @@ static void probe_event_cb(struct bufferevent *bev, short what, void *arg)
 static int start_connect(struct probe *p)
 {
     const struct fatia_controllers_opts *o = fatia_ctlr_opts(p->cu->ctl);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct sockaddr_storage sa = {0};
+    socklen_t sl = 0;
     struct timeval tv = {PROBE_TIMEOUT, 0};
     int r;
 
-    r = o->nb_upstream(o->nb_upstream_arg, p->ns, p->name, sa.sun_path, sizeof(sa.sun_path),
-                       &p->uid);
+    r = o->nb_upstream(o->nb_upstream_arg, p->ns, p->name, &sa, &sl, &p->uid);
     if (r < 0)
         return r;
     p->bev = bufferevent_socket_new(fatia_ctlr_base(p->cu->ctl), -1, BEV_OPT_CLOSE_ON_FREE);
@@ -253,7 +257,7 @@ static int start_connect(struct probe *p)
     bufferevent_setcb(p->bev, probe_read_cb, NULL, probe_event_cb, p);
     bufferevent_set_timeouts(p->bev, &tv, &tv);
     bufferevent_enable(p->bev, EV_READ | EV_WRITE);
-    if (bufferevent_socket_connect(p->bev, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+    if (bufferevent_socket_connect(p->bev, (struct sockaddr *)&sa, (int)sl) < 0)
         return -ECONNREFUSED;
     return 0;
 }

@@ -40,8 +40,12 @@
  */
 #include "base/compat.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <event2/event.h>
 #include <fcntl.h>
@@ -490,13 +494,28 @@ static const char *admin_token(struct daemon *d, char *buf, size_t n)
     return t ? buf : NULL;
 }
 
-/* The Jupyter socket of a workbench: in the agent's pod directory (agent/nbhome.h). */
-static int nb_upstream(void *arg, const char *ns, const char *name, char *path, size_t n,
-                       uid_t *ret_uid)
+/* Where a workbench's Jupyter listens (apiserver/nbproxy.h): its pod's own address when it runs
+ * in a container here (agent/nbaddr.c), else the socket in its home in the agent's pod
+ * directory (agent/nbhome.h). */
+static int nb_upstream(void *arg, const char *ns, const char *name,
+                       struct sockaddr_storage *ret_addr, socklen_t *ret_len, uid_t *ret_uid)
 {
     struct daemon *d = arg;
-    char dir[4096];
+    struct sockaddr_un *un = (struct sockaddr_un *)ret_addr;
+    struct sockaddr_in *in = (struct sockaddr_in *)ret_addr;
+    char dir[4096], ip[64];
+    int port, r;
 
+    memset(ret_addr, 0, sizeof(*ret_addr));
+    if (d->agent && fatia_agent_nb_addr(d->agent, ns, name, ip, sizeof(ip), &port) == 0) {
+        if (inet_pton(AF_INET, ip, &in->sin_addr) != 1)
+            return -EAFNOSUPPORT;
+        in->sin_family = AF_INET;
+        in->sin_port = htons((uint16_t)port);
+        *ret_len = sizeof(*in);
+        *ret_uid = (uid_t)-1;
+        return 0;
+    }
     if (d->agent_opts.pod_dir) {
         if (!realpath(d->agent_opts.pod_dir, dir))
             return -errno;
@@ -506,7 +525,12 @@ static int nb_upstream(void *arg, const char *ns, const char *name, char *path, 
             return -ENOENT;
         snprintf(dir, sizeof(dir), "%.4000s/agent", real);
     }
-    return fatia_agent_nb_upstream(dir, ns, name, path, n, ret_uid);
+    un->sun_family = AF_UNIX;
+    r = fatia_agent_nb_upstream(dir, ns, name, un->sun_path, sizeof(un->sun_path), ret_uid);
+    if (r < 0)
+        return r;
+    *ret_len = sizeof(*un);
+    return 0;
 }
 
 /* Step 5b: the workbench proxy on its own port, when the agent runs (its homes hold the

@@ -8,7 +8,9 @@
 #     and team-b's quota is free again (it was on a GPU slice through the profile);
 #   - a workbench whose server is not Jupyter (it answers nothing) is never culled: its probes
 #     fail (fatia_notebook_probe_failures_total) and it keeps running.
-# Skipped when kubectl, Debian's jupyter-server or python3-websocket is missing.
+# In the process mode (Jupyter on the home's socket); tests/e2e/workbench-containers.sh has the
+# same in a container. Skipped when kubectl, Debian's jupyter-server or python3-websocket is
+# missing.
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
 . "$(dirname "$0")/lib.bash"
@@ -28,7 +30,15 @@ e2e_start --cull-idle-time ${IDLE}s --cull-check-period 1s || { finish; exit 1; 
 PROXY=$(grep -o 'serving workbenches at https://127.0.0.1:[0-9]*' "$TMP/data.log" | grep -o 'https://.*')
 "$FATIA" token create --data-dir "$TMP/data" --user bob --namespace team-b >"$TMP/bob.kubeconfig" 2>/dev/null || fail "token bob"
 T="$KUBECTL_DIR/kubectl.1.33 --kubeconfig $TMP/bob.kubeconfig -n team-b"
-JUPYTER='exec /usr/bin/jupyter-server --sock="$HOME/.fatia-jupyter.sock" --ServerApp.base_url="$NB_PREFIX" --ServerApp.token= --ServerApp.password= --ServerApp.disable_check_xsrf=True --transport=ipc --KernelManager.ip=kernel-ipc --ServerApp.open_browser=False'
+# the kernel manager of share/jupyter/fatia_kernels.py: busy while any request runs (the race of
+# a control request during a cell, tests/e2e/kernelstate.sh); the workbench image has it. Copied
+# under $TMP: the namespace's uid may not reach the source tree
+SHARE=$TMP/share
+mkdir -p "$SHARE"
+install -m 0644 "$(dirname "$0")/../../share/jupyter/fatia_kernels.py" "$SHARE/"
+chmod 755 "$SHARE"
+JUPYTER="exec env PYTHONPATH=$SHARE /usr/bin/jupyter-server --ServerApp.kernel_manager_class=fatia_kernels.FatiaKernelManager"
+JUPYTER+=' --sock="$HOME/.fatia-jupyter.sock" --ServerApp.base_url="$NB_PREFIX" --ServerApp.token= --ServerApp.password= --ServerApp.disable_check_xsrf=True --transport=ipc --KernelManager.ip=kernel-ipc --ServerApp.open_browser=False'
 cat >"$TMP/lab.yaml" <<YAML
 apiVersion: kubeflow.org/v1
 kind: Notebook
@@ -43,7 +53,7 @@ spec:
     spec:
       containers:
       - name: lab
-        image: fatia/workbench
+        image: fatia.dev/workbench:1
         command: [sh, -c, '$JUPYTER']
 ---
 apiVersion: kubeflow.org/v1

@@ -47,13 +47,15 @@ spec:
     spec:
       containers:
       - name: $1
-        image: fatia/workbench
+        image: fatia.dev/workbench:1
         command: [sh, -c, '$2']
 YAML
     $T create -f "$TMP/$1.yaml" >/dev/null || fail "create notebook $1"
 }
 JUPYTER='exec /usr/bin/jupyter-server --sock="$HOME/.fatia-jupyter.sock" --ServerApp.base_url="$NB_PREFIX" --ServerApp.token= --ServerApp.password= --ServerApp.disable_check_xsrf=True --transport=ipc --KernelManager.ip=kernel-ipc --ServerApp.open_browser=False'
-$T create -f examples/workbench/lab.yaml >/dev/null || fail "create examples/workbench/lab.yaml" # the README's workbench
+# the README's workbench, in the process mode: the image's command given (Jupyter on the socket)
+{ cat examples/workbench/lab.yaml; echo "        command: [sh, -c, '$JUPYTER']"; } >"$TMP/lab.yaml"
+$T create -f "$TMP/lab.yaml" >/dev/null || fail "create examples/workbench/lab.yaml" 
 # the hostile tenant's own server on the socket: every request head it gets, to a file
 cat >"$TMP/spy.py" <<'PY'
 import os, socketserver, http.server

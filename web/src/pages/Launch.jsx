@@ -17,16 +17,9 @@ import {
 } from '@patternfly/react-core';
 import { api } from '../api.js';
 
-// the workbench's Jupyter, as examples/workbench/lab.yaml runs it: on a unix socket in its home
-// (the workbench proxy connects there; no TCP port), under the proxy's path prefix
-const JUPYTER = [
-  'sh',
-  '-c',
-  'exec /usr/bin/jupyter-server --sock="$HOME/.fatia-jupyter.sock" ' +
-    '--ServerApp.base_url="$NB_PREFIX" --ServerApp.token= --ServerApp.password= ' +
-    '--ServerApp.disable_check_xsrf=True --transport=ipc --KernelManager.ip=kernel-ipc ' +
-    '--ServerApp.open_browser=False',
-];
+// the workbench image (scripts/images/workbench): its own command starts Jupyter on the pod's
+// address under the proxy's prefix, as examples/workbench/lab.yaml runs it (no command given)
+const WORKBENCH_IMAGE = 'fatia.dev/workbench:1';
 
 export function manifest(kind, profile, ns, name, image, command) {
   const annotations = {
@@ -37,7 +30,6 @@ export function manifest(kind, profile, ns, name, image, command) {
   const container = { name, image };
   if (command.trim()) container.command = ['sh', '-c', command];
   if (kind === 'workbench') {
-    if (!command.trim()) container.command = JUPYTER;
     return {
       apiVersion: 'kubeflow.org/v1',
       kind: 'Notebook',
@@ -68,7 +60,7 @@ export default function Launch({ profile, ns, onClose }) {
   const submit = async (e) => {
     e.preventDefault();
     setBusy(true);
-    const img = image || (kind === 'workbench' ? 'fatia/workbench' : 'fatia.dev/python3:1');
+    const img = image || (kind === 'workbench' ? WORKBENCH_IMAGE : 'fatia.dev/python3:1');
     const m = manifest(kind, profile, ns, name, img, command);
     const path =
       kind === 'workbench'
@@ -112,12 +104,12 @@ export default function Launch({ profile, ns, onClose }) {
           <FormGroup label="Image" isRequired fieldId="launch-image">
             <TextInput
               id="launch-image"
-              value={image || (kind === 'workbench' ? 'fatia/workbench' : 'fatia.dev/python3:1')}
+              value={image || (kind === 'workbench' ? WORKBENCH_IMAGE : 'fatia.dev/python3:1')}
               onChange={(_e, v) => setImage(v)}
             />
           </FormGroup>
           <FormGroup
-            label={kind === 'workbench' ? 'Command (default: Jupyter)' : 'Command (sh -c)'}
+            label={kind === 'workbench' ? 'Command (default: the image\'s, Jupyter)' : 'Command (sh -c)'}
             fieldId="launch-command"
           >
             <TextInput id="launch-command" value={command} onChange={(_e, v) => setCommand(v)} />

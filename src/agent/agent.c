@@ -1842,10 +1842,13 @@ static bool pull_first(struct fatia_agent *a, struct apod *p)
                            fatia_json_str(it, "image"));
         }
         p->pull_started_at = fatia_now_mono_usec();
-        /* kubelet's Pending pod while it pulls */
-        snprintf(p->wait_reason, sizeof(p->wait_reason), "ContainerCreating");
-        p->wait_msg[0] = '\0';
-        push_status(a, p);
+        /* kubelet's Pending pod while it pulls; a retry keeps the last reason
+         * (ImagePullBackOff) until it ends, as kubelet's status keeps its last sync's error */
+        if (!p->pull_failures) {
+            snprintf(p->wait_reason, sizeof(p->wait_reason), "ContainerCreating");
+            p->wait_msg[0] = '\0';
+            push_status(a, p);
+        }
     }
     json_decref(items);
     if (r < 0) {

@@ -9,8 +9,8 @@
 # runtime=oci), and the clock stops at the mtime of the file its process touches first
 # (`touch /v/started` on an emptyDir, read from the host): the API write, the agent, the shim,
 # runc create + start, the exec. The process mode runs the same pod with runtimeClassName
-# fatia-process (`touch $HOME/started`). podman (Debian's, with its default runtime and the
-# host's rlimits): `podman run --rm -v DIR:/v IMAGE touch /v/started` of the image loaded into
+# fatia-process (`touch $HOME/started`). podman (Debian's, with its default runtime, or runc where
+# that runtime refuses the host's cgroup layout, and the host's rlimits): `podman run --rm -v DIR:/v IMAGE touch /v/started` of the image loaded into
 # podman, from the command's start to the file's mtime.
 # The last lines are the medians.
 set -u
@@ -87,11 +87,18 @@ if command -v podman >/dev/null; then
     # podman's default rlimits (nofile 1048576) exceed this machine's hard limits: the host's
     pargs="--rm --ulimit nofile=$(ulimit -Hn):$(ulimit -Hn) --ulimit nproc=4096:4096"
     mkdir -p "$tmp/pv"
-    podman run $pargs -v "$tmp/pv:/v" "$img" true >/dev/null 2>&1 # warm
+    # podman's default runtime (Debian's: crun) refuses a hybrid cgroup layout ("cgroups in
+    # hybrid mode not supported"): then it runs with runc, as fatia does, and says so
+    pod=(podman)
+    if ! podman run $pargs -v "$tmp/pv:/v" "$img" true >"$tmp/podman-warm" 2>&1; then
+        echo "podman: its default runtime failed ($(tail -1 "$tmp/podman-warm")): --runtime runc" >&2
+        pod=(podman --runtime runc)
+        "${pod[@]}" run $pargs -v "$tmp/pv:/v" "$img" true >/dev/null 2>&1 # warm
+    fi
     for i in $(seq "$runs"); do
         rm -f "$tmp/pv/started"
         t0=$(date +%s%N)
-        podman run $pargs -v "$tmp/pv:/v" "$img" touch /v/started >/dev/null 2>&1
+        "${pod[@]}" run $pargs -v "$tmp/pv:/v" "$img" touch /v/started >/dev/null 2>&1
         t1=$(stat -c %.9Y "$tmp/pv/started" 2>/dev/null | tr -d .)
         [ -n "$t1" ] && echo "podman $(( (t1 - t0) / 100000 ))" | awk '{printf "podman %.1f\n", $2 / 10}'
     done >"$tmp/podman.txt"

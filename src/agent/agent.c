@@ -60,6 +60,7 @@
 #include "agent/computemode.h"
 #include "agent/devfilter.h"
 #include "agent/gpuwatch_agent.h"
+#include "agent/imgpull.h"
 #include "agent/localpath.h"
 #include "agent/mps.h"
 #include "agent/nbhome.h"
@@ -1463,6 +1464,7 @@ static int chown_path(struct fatia_agent *a, const char *path, uid_t uid, gid_t 
 struct ref_ctx {
     struct fatia_agent *a;
     const struct apod *p;
+    const char *auth_path; /* pull_auth's file; NULL: POD_DIR/<uid>/pull-auth.json */
 };
 
 static const json_t *ref_get(void *ctx, bool secret, const char *name)
@@ -1504,7 +1506,10 @@ static int pull_auth(void *ctx, const json_t *pod, char *ret_path, size_t n)
     json_decref(doc);
     if (!text)
         return -ENOMEM;
-    snprintf(ret_path, n, "%s/%s/pull-auth.json", rc->a->pods_dir, rc->p->uid);
+    if (rc->auth_path)
+        snprintf(ret_path, n, "%s", rc->auth_path);
+    else
+        snprintf(ret_path, n, "%s/%s/pull-auth.json", rc->a->pods_dir, rc->p->uid);
     r = write_durable(ret_path, text);
     free(text);
     if (r < 0)
@@ -1715,9 +1720,12 @@ static int spawn_shim(struct fatia_agent *a, struct apod *p, const char *pod_dir
 static void image_gc(struct fatia_agent *a)
 {
     static const char *const lists[] = {"initContainers", "containers"};
-    json_t *in_use = json_array();
+    json_t *in_use;
     unsigned removed = 0;
 
+    if (a->pulls && fatia_image_puller_busy(a->pulls))
+        return; /* the next start or minute does it: never beside a pull into the layout */
+    in_use = json_array();
     for (struct apod *p = a->pods; p; p = p->next) {
         char path[1400];
         json_t *sp;
@@ -1769,6 +1777,112 @@ static int pod_host_base(struct fatia_agent *a, struct apod *p, bool host_net, u
     }
     *ret = k * FATIA_OCI_IDS;
     return 0;
+}
+
+/* ---- images before the start (imgpull.h) ---- */
+
+/* Whether p must wait for its images: an OCI pod whose images are not all stored and unpacked
+ * (or that asks for a pull) is handed to the worker, and reconciled again when it is done. A pod
+ * the worker already served (p->prefetched), a process-mode pod, or one whose host range cannot
+ * be had (start_pod reports that) goes on at once. */
+static bool pull_first(struct fatia_agent *a, struct apod *p)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    const json_t *spec = json_object_get(p->pod, "spec");
+    const char *rtc = fatia_json_str(spec, "runtimeClassName");
+    char why[512], auth[1400], auth_path[1400];
+    uint32_t host_base;
+    json_t *items;
+    int r;
+
+    if (!a->oci || !a->pulls || p->prefetched || (rtc && !strcmp(rtc, FATIA_RUNTIME_CLASS_PROCESS)))
+        return false;
+    if (fatia_image_puller_pending(a->pulls, p->uid))
+        return true;
+    if (pod_host_base(a, p, fatia_json_bool(spec, "hostNetwork", false), &host_base, why,
+                      sizeof(why)) < 0)
+        return false;
+    items = json_array();
+    for (size_t l = 0; l < FATIA_ARRAY_SIZE(lists); l++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(spec, lists[l]), i, c)
+        {
+            const char *image = fatia_json_str(c, "image");
+            if (!image || !image[0])
+                continue; /* start_pod names the field */
+            json_array_append_new(items,
+                                  json_pack("{s:s,s:s,s:b}", "image", image, "policy",
+                                            fatia_oci_pull_policy(c, image), "insecure",
+                                            fatia_oci_insecure(a->o.insecure_registries, image)));
+        }
+    }
+    if (fatia_image_puller_ready(&a->images, items, host_base)) {
+        json_decref(items);
+        p->prefetched = true;
+        return false;
+    }
+    {
+        /* the pod's imagePullSecrets now, on the loop (the cache is the loop's) */
+        struct ref_ctx rc = {a, p, auth_path};
+        snprintf(auth_path, sizeof(auth_path), "%s/pull-auth-%.128s.json", a->dir, p->uid);
+        r = pull_auth(&rc, p->pod, auth, sizeof(auth));
+        if (r < 0)
+            auth[0] = '\0';
+    }
+    r = fatia_image_puller_submit(a->pulls, p->uid, items, auth[0] ? auth : a->o.registry_auth,
+                                  host_base);
+    if (r == 0) {
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it)
+        {
+            if (strcmp(fatia_json_str(it, "policy"), "Never"))
+                emit_event(a, p, "Normal", "Pulling", NULL, "Pulling image \"%s\"",
+                           fatia_json_str(it, "image"));
+        }
+        p->pull_started_at = fatia_now_mono_usec();
+        /* kubelet's Pending pod while it pulls; a retry keeps the last reason
+         * (ImagePullBackOff) until it ends, as kubelet's status keeps its last sync's error */
+        if (!p->pull_failures) {
+            snprintf(p->wait_reason, sizeof(p->wait_reason), "ContainerCreating");
+            p->wait_msg[0] = '\0';
+            push_status(a, p);
+        }
+    }
+    json_decref(items);
+    if (r < 0) {
+        fatia_log_errno(FATIA_LOG_WARNING, r, "agent: pod %s/%s: the image puller refused it",
+                        p->ns, p->name);
+        return false; /* start_pod pulls in place: slow, never lost */
+    }
+    return true;
+}
+
+/* The worker ended p's job (imgpull.h's done; on the loop). */
+static void on_pulled(void *arg, const char *uid, int r, const char *why)
+{
+    struct fatia_agent *a = arg;
+    struct apod *p = fatia_agent_pod(a, uid);
+    char path[1400];
+
+    snprintf(path, sizeof(path), "%s/pull-auth-%.128s.json", a->dir, uid);
+    (void)unlink(path);
+    if (!p || a->stopping)
+        return;
+    if (r < 0) {
+        fail_before_start(a, p,
+                          r == -ENOENT ? "ErrImageNeverPull"
+                          : r == -EIO  ? "ErrImagePull"
+                                       : "CreateContainerError",
+                          why[0] ? why : fatia_strerror(r));
+        return;
+    }
+    emit_event(a, p, "Normal", "Pulled", NULL,
+               "Images of the pod ready in %.3fs (pulled and unpacked off the API's loop)",
+               (double)(fatia_now_mono_usec() - p->pull_started_at) / FATIA_USEC_PER_SEC);
+    p->prefetched = true;
+    reconcile(a, p);
 }
 
 static void start_pod(struct fatia_agent *a, struct apod *p)
@@ -1889,7 +2003,8 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                     .claim_arg = &rc,
                                     .pull_secrets_auth = pull_auth,
                                     .pull_secrets_arg = &rc,
-                                    .nb_home = nb_home ? work : NULL};
+                                    .nb_home = nb_home ? work : NULL,
+                                    .prefetched = p->prefetched};
         r = fatia_oci_pod_prepare(&op, &tmpfs, why, sizeof(why));
         p->ref_wait = r == -ESRCH;
         if (r < 0) {
@@ -2246,7 +2361,10 @@ static void reconcile(struct fatia_agent *a, struct apod *p)
                 add_finalizer(a, p);
             return;
         }
+        if (pull_first(a, p))
+            return; /* its images come first, off the loop: ContainerCreating meanwhile */
         start_pod(a, p);
+        p->prefetched = false;
         return;
     case AP_ADMIT:
         return;
@@ -2822,6 +2940,11 @@ static int oci_setup(struct fatia_agent *a, const char *data_dir)
         fatia_error("agent: id ranges: %s", why);
         return r;
     }
+    r = fatia_image_puller_new(a->base, &a->images, on_pulled, a, &a->pulls);
+    if (r < 0) {
+        fatia_log_errno(FATIA_LOG_ERROR, r, "agent: cannot start the image puller");
+        return r;
+    }
     a->oci = true;
     fatia_info("agent: pods run in OCI containers (%s, state in %s, images in %s)", a->runc,
                a->runc_root, a->images.dir);
@@ -3031,6 +3154,7 @@ void fatia_agent_free(struct fatia_agent *a)
         return;
     fatia_agent_gpuwatch_free(a->gpuwatch);
     fatia_agent_cdi_free(a);
+    fatia_image_puller_free(a->pulls);
     while (a->pods)
         pod_free(a, a->pods);
     while (a->mpsd) {

@@ -65,7 +65,10 @@ struct apod {
     /* image pulls that failed (ErrImagePull): tried again at pull_retry_at (monotonic) */
     unsigned pull_failures;
     fatia_usec_t pull_failed_at, pull_retry_at;
-    bool ref_wait;     /* waits for a ConfigMap or Secret (CreateContainerConfigError) */
+    bool ref_wait; /* waits for a ConfigMap or Secret (CreateContainerConfigError) */
+    /* its images were made ready by the puller (imgpull.h) for the start about to run */
+    bool prefetched;
+    fatia_usec_t pull_started_at;
     struct apod *next; /* in the agent's list */
 };
 
@@ -111,6 +114,7 @@ struct fatia_agent {
     char runc[512], runc_root[1200];
     char cdi_dir[1300]; /* POD_DIR/cdi: the CDI specs of the node's slices (cdi.h) */
     struct fatia_image_store images;
+    struct fatia_image_puller *pulls; /* pulls and unpacks off the loop (imgpull.h), with oci */
     unsigned image_gc_ticks;
     struct fatia_uidmap ranges; /* namespace -> index k of its host id range k * 65536 */
 };

@@ -200,14 +200,23 @@ int fatia_image_get(const struct fatia_image_store *s, const char *ref, uint32_t
     if (host_base != UINT32_MAX) {
         snprintf(rootfs, sizeof(rootfs), "%s/rootfs/%s-%u", s->dir, digest + 7, host_base);
         if (stat(rootfs, &st) < 0) {
-            snprintf(tmp, sizeof(tmp), "%s.tmp%d", rootfs, (int)getpid());
+            /* its own name: the agent's two lanes (imgpull.c) may unpack the same at once */
+            static _Atomic unsigned seq;
+            snprintf(tmp, sizeof(tmp), "%s.tmp%d.%u", rootfs, (int)getpid(), seq++);
             snprintf(img, sizeof(img), "%s:%s", s->layout, name);
             snprintf(map, sizeof(map), "0:%u:%u", host_base, FATIA_OCI_IDS);
             const char *argv[] = {s->umoci, "raw",     "unpack", "--uid-map", map, "--gid-map",
                                   map,      "--image", img,      tmp,         NULL};
             r = run_tool(argv, err, sizeof(err));
-            if (r == 0 && rename(tmp, rootfs) < 0)
+            if (r == 0 && rename(tmp, rootfs) < 0) {
                 r = -errno;
+                if ((r == -ENOTEMPTY || r == -EEXIST) && stat(rootfs, &st) == 0) {
+                    /* another unpack of the same finished first: use its rootfs */
+                    const char *rm[] = {"/bin/rm", "-rf", tmp, NULL};
+                    (void)run_tool(rm, NULL, 0);
+                    r = 0;
+                }
+            }
             if (r < 0) {
                 const char *rm[] = {"/bin/rm", "-rf", tmp, NULL};
                 (void)run_tool(rm, NULL, 0);
@@ -228,6 +237,31 @@ out:
     json_decref(man);
     json_decref(idx);
     return r;
+}
+
+bool fatia_image_unpacked(const struct fatia_image_store *s, const char *ref, uint32_t host_base)
+{
+    char name[600], rootfs[1600];
+    json_t *idx = load_index(s), *m;
+    const char *digest = NULL;
+    struct stat st;
+    bool ok;
+    size_t i;
+
+    fatia_image_ref_normalize(ref, name, sizeof(name));
+    json_array_foreach(json_object_get(idx, "manifests"), i, m)
+    {
+        const char *n = fatia_json_str(json_object_get(m, "annotations"), REF_ANN);
+        if (n && !strcmp(n, name))
+            digest = fatia_json_str(m, "digest");
+    }
+    ok = digest && !strncmp(digest, "sha256:", 7) && !strchr(digest, '/');
+    if (ok) {
+        snprintf(rootfs, sizeof(rootfs), "%s/rootfs/%s-%u", s->dir, digest + 7, host_base);
+        ok = stat(rootfs, &st) == 0 && S_ISDIR(st.st_mode);
+    }
+    json_decref(idx);
+    return ok;
 }
 
 int fatia_image_load(const struct fatia_image_store *s, const char *file, const char *name,

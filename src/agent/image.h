@@ -36,6 +36,10 @@ int fatia_image_get(const struct fatia_image_store *s, const char *ref, uint32_t
                     char *ret_digest, size_t digest_n, json_t **ret_config, char *ret_rootfs,
                     size_t rootfs_n, char *why, size_t why_n);
 
+/* Whether ref is stored and already unpacked for host_base (no tool runs: the index and one
+ * stat). */
+bool fatia_image_unpacked(const struct fatia_image_store *s, const char *ref, uint32_t host_base);
+
 /* Loads an archive (docker-archive or oci-archive, as `podman load`) into the store under the
  * name(s) it carries, or as `name` when given. Prints nothing; why on failure. */
 int fatia_image_load(const struct fatia_image_store *s, const char *file, const char *name,

@@ -17,7 +17,9 @@
  * pod names reaches the filesystem only through paths checked in oci_spec.c or here.
  *
  * Rejected: pulling here (the pull belongs to the image store and its policy; a missing image is
- * ErrImageNeverPull / ErrImagePull before anything is written).
+ * ErrImageNeverPull / ErrImagePull before anything is written). The agent's worker (imgpull.c)
+ * pulls and unpacks before the start (op->prefetched); the pull here is only for a caller that
+ * did not, and it blocks its thread.
  */
 #include "base/compat.h"
 
@@ -416,7 +418,7 @@ static void keep_device_list(json_t *cfg, const struct fatia_env *env)
 
 /* kubelet's imagePullPolicy: as set, else Always for ":latest" or no tag, IfNotPresent for
  * another tag or a digest. */
-static const char *pull_policy(const json_t *ctr, const char *image)
+const char *fatia_oci_pull_policy(const json_t *ctr, const char *image)
 {
     const char *p = fatia_json_str(ctr, "imagePullPolicy");
     const char *slash = strrchr(image, '/'), *last = slash ? slash + 1 : image;
@@ -429,7 +431,7 @@ static const char *pull_policy(const json_t *ctr, const char *image)
     return !colon || !strcmp(colon, ":latest") ? "Always" : "IfNotPresent";
 }
 
-static bool insecure(const char *list, const char *image)
+bool fatia_oci_insecure(const char *list, const char *image)
 {
     const char *slash = strchr(image, '/');
     char host[256];
@@ -446,7 +448,7 @@ static bool insecure(const char *list, const char *image)
 static int ensure_image(const struct fatia_oci_pod *op, const json_t *ctr, const char *image,
                         char *why, size_t why_n)
 {
-    const char *policy = pull_policy(ctr, image);
+    const char *policy = fatia_oci_pull_policy(ctr, image);
     char digest[128], auth[1100] = "";
     json_t *cfg = NULL;
     bool have = fatia_image_get(op->images, image, UINT32_MAX, digest, sizeof(digest), &cfg, NULL,
@@ -454,6 +456,8 @@ static int ensure_image(const struct fatia_oci_pod *op, const json_t *ctr, const
     int r;
 
     json_decref(cfg);
+    if (op->prefetched) /* imgpull.c ran the policy for this start: what is stored is used */
+        return 0;
     if (!strcmp(policy, "Never")) {
         if (have)
             return 0;
@@ -473,7 +477,7 @@ static int ensure_image(const struct fatia_oci_pod *op, const json_t *ctr, const
         }
     }
     return fatia_image_pull(op->images, image, auth[0] ? auth : op->auth_file,
-                            insecure(op->insecure_registries, image), why, why_n);
+                            fatia_oci_insecure(op->insecure_registries, image), why, why_n);
 }
 
 int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,

@@ -42,10 +42,19 @@ struct fatia_oci_pod {
     /* a workbench's persistent home (agent/nbhome.c), bound at each container's HOME unless a
      * volumeMount has that path (a claim the template mounts there wins); NULL: none */
     const char *nb_home;
+    /* the images were pulled and unpacked for this start (imgpull.h): no pull here */
+    bool prefetched;
 };
 
 /* Whether ns is in a comma-separated list ("*": every namespace; NULL: none). */
 bool fatia_oci_ns_listed(const char *list, const char *ns);
+
+/* kubelet's imagePullPolicy of a container: as set, else Always for ":latest" or no tag,
+ * IfNotPresent for another tag or a digest. */
+const char *fatia_oci_pull_policy(const json_t *ctr, const char *image);
+
+/* Whether image's registry (its host:port) is in the comma-separated list. */
+bool fatia_oci_insecure(const char *list, const char *image);
 
 /* The pod's etc/ files and volume directories. *ret_tmpfs: [{"path","size","uid"}] of the
  * medium: Memory emptyDirs for the shim to mount. 0, -FATIA_E_INVALID (why: the field path),

@@ -78,6 +78,9 @@ struct fatia_controllers_opts {
     /* the local-path provisioner (localpath.c): the directory of its volumes, the node agent's
      * pod directory's pv/ (NULL: /var/lib/fatia/pv) */
     const char *local_path_dir;
+    /* fatiad's CA certificate (PEM), published as the ConfigMap kube-root-ca.crt (key ca.crt)
+     * of every namespace (serviceaccount.c); NULL: none is published */
+    const char *root_ca;
 };
 
 /* Builds the controllers on base over client (borrowed; both must outlive the controllers).

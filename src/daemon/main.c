@@ -203,6 +203,7 @@ struct daemon {
     bool help;
     char default_fleet[4096];
     char tokens[4096];     /* DATA/tokens (ao.tokens_path) */
+    char root_ca[16384];   /* DATA/tls.crt's PEM: kube-root-ca.crt (co.root_ca) */
     char audit[4096];      /* DATA/audit.log (ao.audit_path) unless --audit-log */
     const char *audit_opt; /* --audit-log: a path, or "-" for none */
     int lock_fd;           /* DATA/fatiad.lock, held until exit */
@@ -596,6 +597,8 @@ static void start_serving(struct daemon *d)
         stop_all(d);
         return;
     }
+    /* pods reach the API at this port through the agent (agent/apiproxy.c) */
+    fatia_agent_set_api_port(d->agent, d->port);
     if (strchr(d->host, ':'))
         snprintf(url, sizeof(url), "%s://[%s]:%u", d->tls ? "https" : "http", d->host, d->port);
     else
@@ -1078,6 +1081,13 @@ static int open_data_dir(struct daemon *d)
             return -FATIA_E_INVALID;
         }
         d->ao.http.tls_ctx = d->tls_ctx;
+        /* the CA pods trust (the kube-root-ca.crt ConfigMaps: controller/serviceaccount.c) */
+        FILE *f = fopen(cert, "re");
+        size_t n = f ? fread(d->root_ca, 1, sizeof(d->root_ca) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        d->root_ca[n] = '\0';
+        d->co.root_ca = n ? d->root_ca : NULL;
     }
     snprintf(d->tokens, sizeof(d->tokens), "%s/tokens", d->data_dir);
     d->ao.tokens_path = d->tokens;
@@ -1129,6 +1139,9 @@ static int open_api(struct daemon *d)
     if (fatia_apiserver_set_catalog_namespace(d->api, "gpu-catalog") < 0)
         fatia_warn("the catalog namespace is not readable by tenants: out of memory");
     d->client = fatia_client_new_local(d->api, &fatia_user_system);
+    /* the controllers make what the pods' kube-api-access volume needs (the default
+     * ServiceAccount, kube-root-ca.crt) */
+    fatia_apiserver_set_sa_automount(d->api, d->controllers);
     return 0;
 }
 

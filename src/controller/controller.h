@@ -136,6 +136,10 @@ int fatia_controller_quota_plugins(struct fatia_client *client, struct fatia_adm
 /* service-ip-allocator (mutating, Service create and update): the ClusterIP and nodePorts, free
  * by client's cache (controller/svcalloc.c). 0 or -EINVAL. */
 int fatia_controller_svcalloc_plugin(struct fatia_client *client, struct fatia_admission *out);
+/* ResourceQuota scopes and scopeSelector (quota_scope.c, pure): whether quota has any, and
+ * whether it tracks obj (is_pod: obj is a Pod; every other kind is outside a scoped quota). */
+bool fatia_controller_quota_scoped(const json_t *quota);
+bool fatia_controller_quota_tracks(const json_t *quota, bool is_pod, const json_t *obj);
 /* kueue-apps (mutating, Deployment and StatefulSet create and update: controller/kueue_apps.c).
  * 0 or -EINVAL. */
 int fatia_controller_kueue_apps_plugin(struct fatia_admission *ret);

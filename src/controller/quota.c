@@ -30,8 +30,11 @@
  * `<class>.storageclass.storage.k8s.io/requests.storage` and `.../persistentvolumeclaims`
  * (upstream's pvcEvaluator; a claim without a class counts only in the first).
  *
- * Not done (docs/apiserver.md): scopes and scopeSelector (a quota with either is not enforced);
- * LimitRange items of type Pod and PersistentVolumeClaim, maxLimitRequestRatio.
+ * Scopes and scopeSelector (quota_scope.c): a scoped quota tracks only the pods its scopes
+ * match (Terminating, NotTerminating, BestEffort, NotBestEffort, PriorityClass), in admission and
+ * in status.used alike.
+ *
+ * Not done (docs/apiserver.md): LimitRange items of type Pod and PersistentVolumeClaim, maxLimitRequestRatio.
  *
  * Rejected: keeping used counters in the quota's status and admitting against them, as upstream
  * does: it needs a write of the quota inside every admission, which the plugins here cannot make
@@ -195,6 +198,7 @@ struct sum_ctx {
     const struct fatia_kind *k;
     const char *skip; /* the object written */
     json_t *used;
+    const json_t *quota; /* its scopes filter what counts (NULL: everything) */
 };
 
 static void sum_one(void *arg, const json_t *obj)
@@ -206,6 +210,9 @@ static void sum_one(void *arg, const json_t *obj)
     json_t *v;
 
     if (s->skip && name && !strcmp(name, s->skip))
+        return;
+    if (s->quota && !fatia_controller_quota_tracks(
+                        s->quota, !strcmp(s->k->plural, "pods") && !s->k->group[0], obj))
         return;
     u = usage_of(s->k, obj);
     json_object_foreach(u, rn, v)
@@ -293,16 +300,18 @@ static int check_quota(struct fatia_client *c, struct fatia_admit_attrs *a, cons
     const char *qname = fatia_json_str(json_object_get(quota, "metadata"), "name");
     const json_t *spec = json_object_get(quota, "spec");
     const json_t *hard = json_object_get(spec, "hard");
-    json_t *over = json_array(), *req = json_object();
-    struct sum_ctx sc = {.k = a->kind, .skip = a->name, .used = json_object()};
+    json_t *over = json_array(), *req = json_object(), *empty = json_object();
+    struct sum_ctx sc = {.k = a->kind, .skip = a->name, .used = json_object(), .quota = quota};
     bool is_pod = !strcmp(a->kind->plural, "pods") && !a->kind->group[0];
     const char *rn;
     json_t *hv;
     char spec_buf[600];
     int r = 0;
 
-    if (json_object_get(spec, "scopes") || json_object_get(spec, "scopeSelector"))
-        goto out; /* not enforced yet (see the design comment) */
+    if (!fatia_controller_quota_tracks(quota, is_pod, a->obj))
+        goto out; /* outside the quota's scopes: it adds nothing here */
+    if (a->old && !fatia_controller_quota_tracks(quota, is_pod, a->old))
+        oldu = empty; /* it enters the scopes now: all of it is new */
     /* a pod that does not say a compute resource the quota caps */
     if (is_pod && a->op == FATIA_ADMIT_CREATE && !json_object_get(newu, "pods")) {
         /* a terminal pod uses nothing */
@@ -368,6 +377,7 @@ static int check_quota(struct fatia_client *c, struct fatia_admit_attrs *a, cons
 out:
     json_decref(over);
     json_decref(req);
+    json_decref(empty);
     json_decref(sc.used);
     return r;
 }
@@ -585,7 +595,7 @@ int fatia_controller_quota_used(struct fatia_client *c, const json_t *quota, jso
         const struct fatia_kind *k = kind_of_res(rn);
         if (!k || json_object_get(done, k->plural))
             continue;
-        struct sum_ctx sc = {.k = k, .skip = NULL, .used = json_object()};
+        struct sum_ctx sc = {.k = k, .skip = NULL, .used = json_object(), .quota = quota};
         r = fatia_client_cached_each(c, k, ns, sum_one, &sc);
         json_object_update(used, sc.used);
         json_decref(sc.used);

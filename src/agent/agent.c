@@ -2090,6 +2090,22 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                            image);
         }
     }
+    if (!oci) {
+        /* the process runtime mounts no volume: a claim's data would silently go elsewhere */
+        size_t i;
+        json_t *vol;
+        json_array_foreach(json_object_get(spec, "volumes"), i, vol)
+        {
+            const char *cn =
+                fatia_json_str(json_object_get(vol, "persistentVolumeClaim"), "claimName");
+            if (cn)
+                emit_event(a, p, "Warning", "VolumeNotMounted", NULL,
+                           "volume \"%s\" (spec.volumes[%zu], persistentVolumeClaim %s) is not "
+                           "mounted: the process runtime runs the pod on the host's filesystem; "
+                           "run it in a container (the OCI runtime) to use the claim",
+                           fatia_json_str(vol, "name") ? fatia_json_str(vol, "name") : "", i, cn);
+        }
+    }
     push_status(a, p);
     goto out;
 

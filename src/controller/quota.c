@@ -34,7 +34,11 @@
  * match (Terminating, NotTerminating, BestEffort, NotBestEffort, PriorityClass), in admission and
  * in status.used alike.
  *
- * Not done (docs/apiserver.md): LimitRange items of type Pod and PersistentVolumeClaim, maxLimitRequestRatio.
+ * LimitRange items of type Pod (min over the pod's total requests, max over its total limits:
+ * the app containers' sum or the largest init container) and PersistentVolumeClaim (min and max
+ * of requests.storage, on create) are checked after every Container item's defaults.
+ *
+ * Not done (docs/apiserver.md): maxLimitRequestRatio.
  *
  * Rejected: keeping used counters in the quota's status and admitting against them, as upstream
  * does: it needs a write of the quota inside every admission, which the plugins here cannot make
@@ -448,6 +452,77 @@ static void add_err(char *buf, size_t n, size_t *used, const char *fmt, ...)
     *used = at;
 }
 
+/* A pod's effective request or limit of rn (which: "requests", "limits"): the sum of its app
+ * containers or its largest init container, whichever is larger; false when none says it (a
+ * pod's limit exists only when every app container's does). */
+static bool pod_total(const json_t *pod, const char *which, const char *rn,
+                      struct fatia_quantity *ret)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+    struct fatia_quantity sum = fatia_quantity_from_int(0, FATIA_Q_DECIMAL_SI), q, t, init = sum;
+    bool all = true, any = false;
+    size_t i;
+    json_t *c;
+
+    json_array_foreach(json_object_get(spec, "containers"), i, c)
+    {
+        if (!get_q(json_object_get(json_object_get(c, "resources"), which), rn, &q)) {
+            all = false;
+            continue;
+        }
+        any = true;
+        if (fatia_quantity_add(&sum, &q, &t) == 0)
+            sum = t;
+    }
+    json_array_foreach(json_object_get(spec, "initContainers"), i, c)
+    {
+        if (get_q(json_object_get(json_object_get(c, "resources"), which), rn, &q) &&
+            fatia_quantity_cmp(&q, &init) > 0)
+            init = q;
+    }
+    *ret = fatia_quantity_cmp(&init, &sum) > 0 ? init : sum;
+    return !strcmp(which, "requests") ? any || !fatia_quantity_is_zero(&init) : all && any;
+}
+
+/* LimitRange items of type Pod (min and max over the pod's totals) and PersistentVolumeClaim
+ * (min and max of spec.resources.requests.storage), as upstream's LimitRanger validates them. */
+static void other_item(const struct fatia_admit_attrs *a, const json_t *item, bool is_pod,
+                       char *errs, size_t n, size_t *used, size_t *n_err)
+{
+    const char *type = fatia_json_str(item, "type"), *rn;
+    const json_t *req =
+        json_object_get(json_object_get(json_object_get(a->obj, "spec"), "resources"), "requests");
+    json_t *v;
+
+    for (int bound = 0; bound < 2; bound++)
+        json_object_foreach(json_object_get(item, bound ? "max" : "min"), rn, v)
+        {
+            struct fatia_quantity m, x;
+            char vs[64];
+            bool have;
+            if (fatia_quantity_parse_json(v, &m, NULL, 0) < 0)
+                continue;
+            if (is_pod)
+                have = pod_total(a->obj, bound ? "limits" : "requests", rn, &x);
+            else
+                have = get_q(req, rn, &x);
+            if (!have) {
+                add_err(errs, n, used, "%s %s usage per %s is %s.  No %s is specified",
+                        bound ? "maximum" : "minimum", rn, type, json_string_value(v),
+                        bound && is_pod ? "limit" : "request");
+                (*n_err)++;
+                continue;
+            }
+            if (bound ? fatia_quantity_cmp(&x, &m) > 0 : fatia_quantity_cmp(&x, &m) < 0) {
+                fatia_quantity_format(&x, vs, sizeof(vs));
+                add_err(errs, n, used, "%s %s usage per %s is %s, but %s is %s",
+                        bound ? "maximum" : "minimum", rn, type, json_string_value(v),
+                        bound && is_pod ? "limit" : "request", vs);
+                (*n_err)++;
+            }
+        }
+}
+
 static int limits_admit(void *arg, struct fatia_admit_attrs *a)
 {
     struct fatia_client *c = arg;
@@ -457,11 +532,15 @@ static int limits_admit(void *arg, struct fatia_admit_attrs *a)
     size_t i, used = 0, n_err = 0;
     int r = 0;
 
+    bool is_pod = !strcmp(a->kind->plural, "pods") && !a->kind->group[0];
+
     if (!lrs || !a->ns || !a->obj || a->subresource || !lrk ||
         fatia_client_cached_each(c, lrk, a->ns, collect, lrs) < 0)
         goto out;
     json_array_foreach(lrs, i, lr)
     {
+        if (!is_pod)
+            break; /* a PersistentVolumeClaim: the second pass only */
         size_t j;
         json_t *item;
         json_array_foreach(json_object_get(json_object_get(lr, "spec"), "limits"), j, item)
@@ -546,6 +625,18 @@ static int limits_admit(void *arg, struct fatia_admit_attrs *a)
             json_decref(dreqs);
         }
     }
+    /* the second pass, after every Container item's defaults: Pod and PVC items */
+    json_array_foreach(lrs, i, lr)
+    {
+        size_t j;
+        json_t *item;
+        json_array_foreach(json_object_get(json_object_get(lr, "spec"), "limits"), j, item)
+        {
+            const char *type = fatia_json_str(item, "type");
+            if (type && !strcmp(type, is_pod ? "Pod" : "PersistentVolumeClaim"))
+                other_item(a, item, is_pod, errs, sizeof(errs), &used, &n_err);
+        }
+    }
     if (n_err)
         r = forbid(a, n_err > 1 ? "[%s]" : "%s", errs);
 out:
@@ -625,11 +716,12 @@ int fatia_controller_quota_used(struct fatia_client *c, const json_t *quota, jso
 
 int fatia_controller_quota_plugins(struct fatia_client *client, struct fatia_admission out[2])
 {
-    static const struct fatia_kind *pods[2];
+    static const struct fatia_kind *pods[3];
 
     pods[0] = fatia_kind_find("v1", "Pod", NULL);
-    pods[1] = NULL;
-    if (!pods[0])
+    pods[1] = fatia_kind_find("v1", "PersistentVolumeClaim", NULL);
+    pods[2] = NULL;
+    if (!pods[0] || !pods[1])
         return -EINVAL;
     out[0] = (struct fatia_admission){.name = "LimitRanger",
                                       .phase = FATIA_ADMIT_MUTATING,

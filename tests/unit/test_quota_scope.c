@@ -1,10 +1,11 @@
 /*
  * tests/unit/test_quota_scope.c: which pods a scoped ResourceQuota tracks (controller/
  * quota_scope.c), by the rules of kubernetes pkg/quota/v1/evaluator/core/pods.go
- * (podMatchesScopeFunc; cases written here, not transcribed): BestEffort (no cpu/memory request or limit in any container,
- * init containers included), NotBestEffort, Terminating (activeDeadlineSeconds), NotTerminating,
- * PriorityClass with In, NotIn, Exists and DoesNotExist, several scopes ANDed, an unscoped quota
- * tracks everything, a non-pod object is outside every scoped quota, unknown scopes match nothing.
+ * (podMatchesScopeFunc; the cases are written here, not transcribed): BestEffort (no cpu or
+ * memory request or limit in any container, init containers included), NotBestEffort,
+ * Terminating (activeDeadlineSeconds), NotTerminating, PriorityClass with In, NotIn, Exists and
+ * DoesNotExist, several scopes ANDed; an unscoped quota tracks everything, a non-pod object is
+ * outside every scoped quota, unknown scopes match nothing.
  */
 #include "base/compat.h"
 

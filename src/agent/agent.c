@@ -1824,6 +1824,8 @@ static bool sa_tokens_ready(struct fatia_agent *a, struct apod *p)
     json_t *v, *src;
     bool ready = true;
 
+    if (!a->client->ops->token_request)
+        return true; /* refvol.c refuses the source: CreateContainerConfigError */
     json_array_foreach(json_object_get(json_object_get(p->pod, "spec"), "volumes"), i, v)
     {
         json_array_foreach(json_object_get(json_object_get(v, "projected"), "sources"), j, src)
@@ -1861,7 +1863,12 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     struct fatia_oci_pod op = {0};
     struct ref_ctx rc = {a, p};
     struct fatia_podrefs refs = {
-        .get = ref_get, .ctx = &rc, .ns = p->ns, .token = ref_token, .pod = p->pod};
+        .get = ref_get,
+        .ctx = &rc,
+        .ns = p->ns,
+        /* a client that cannot make tokens: the volume is refused, never waited on */
+        .token = a->client->ops->token_request ? ref_token : NULL,
+        .pod = p->pod};
     char cdi_node[1600];
     uint32_t host_base = 0;
     int64_t v;
@@ -2645,7 +2652,12 @@ static void refresh_refvols(struct fatia_agent *a, struct apod *p)
 {
     struct ref_ctx rc = {a, p};
     struct fatia_podrefs refs = {
-        .get = ref_get, .ctx = &rc, .ns = p->ns, .token = ref_token, .pod = p->pod};
+        .get = ref_get,
+        .ctx = &rc,
+        .ns = p->ns,
+        /* a client that cannot make tokens: the volume is refused, never waited on */
+        .token = a->client->ops->token_request ? ref_token : NULL,
+        .pod = p->pod};
     size_t i;
     json_t *v;
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/cli/containers-satoken.sh: a pod reaches fatiad from inside its container with its own
 # identity (apiserver/saadmit.c, agent/satoken.c, agent/apiproxy.c, controller/serviceaccount.c):
+#   - the kubernetes Service of default (172.30.0.1:443 to fatiad's port) and its Endpoints;
 #   - every namespace gets kube-root-ca.crt holding fatiad's CA, put back when edited or deleted;
 #   - a pod gets the kube-api-access-<5> volume; its container reads
 #     /var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt,namespace} (read-only) and,
@@ -43,6 +44,13 @@ k create namespace team-a >/dev/null || fail "create namespace team-a"
 k create namespace team-b >/dev/null || fail "create namespace team-b"
 k -n team-a create rolebinding sa-view --clusterrole=view --serviceaccount=team-a:default \
     >/dev/null || fail "bind view to team-a's default ServiceAccount"
+
+# ---- the kubernetes Service of default: port 443 to fatiad's port, its Endpoints ----
+svc() { k -n default get svc kubernetes -o 'jsonpath={.spec.clusterIP} {.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort}' 2>/dev/null; }
+svc_ok() { [ "$(svc)" = "172.30.0.1 https 443 $PORT" ]; }
+wait_for 20 svc_ok
+[ "$(k -n default get endpoints kubernetes -o 'jsonpath={.subsets[0].addresses[0].ip}:{.subsets[0].ports[0].port}')" = "127.0.0.1:$PORT" ] ||
+    fail "the kubernetes Endpoints do not name fatiad's port"
 
 # ---- kube-root-ca.crt: fatiad's CA in every namespace, kept as it is ----
 ca_is_ours() {

@@ -462,6 +462,7 @@ static void pod_free(struct fatia_agent *a, struct apod *p)
     json_decref(p->slices);
     json_decref(p->mps_gpus);
     json_decref(p->acct);
+    json_decref(p->sa_tokens);
     if (p->retry_ev)
         event_free(p->retry_ev);
     fatia_free(p);
@@ -1475,6 +1476,47 @@ static const json_t *ref_get(void *ctx, bool secret, const char *name)
     return k ? fatia_client_cached(rc->a->client, k, rc->p->ns, name) : NULL;
 }
 
+/* The kubernetes Service's variables, as kubelet sets them for every pod (the pod's own env
+ * wins): in a pod network the API's names map to its gateway (the agent's proxy:
+ * apiproxy.c; fatiad's certificate names kubernetes.default.svc); on the host's network
+ * fatiad's loopback listener. */
+static int api_env(struct fatia_agent *a, const struct fatia_oci_pod *op, struct fatia_env *env)
+{
+    const char *host = op && !op->host_network ? "kubernetes.default.svc" : "127.0.0.1";
+    char port[16], url[300], n[5][64];
+    const char *vars[9][2];
+    int r = 0;
+
+    if (!a->api_port)
+        return 0;
+    snprintf(port, sizeof(port), "%u", a->api_port);
+    snprintf(url, sizeof(url), "tcp://%s:%s", host, port);
+    snprintf(n[0], sizeof(n[0]), "KUBERNETES_PORT_%s_TCP", port);
+    snprintf(n[1], sizeof(n[1]), "KUBERNETES_PORT_%s_TCP_PROTO", port);
+    snprintf(n[2], sizeof(n[2]), "KUBERNETES_PORT_%s_TCP_PORT", port);
+    snprintf(n[3], sizeof(n[3]), "KUBERNETES_PORT_%s_TCP_ADDR", port);
+    vars[0][0] = "KUBERNETES_SERVICE_HOST", vars[0][1] = host;
+    vars[1][0] = "KUBERNETES_SERVICE_PORT", vars[1][1] = port;
+    vars[2][0] = "KUBERNETES_SERVICE_PORT_HTTPS", vars[2][1] = port;
+    vars[3][0] = "KUBERNETES_PORT", vars[3][1] = url;
+    vars[4][0] = n[0], vars[4][1] = url;
+    vars[5][0] = n[1], vars[5][1] = "tcp";
+    vars[6][0] = n[2], vars[6][1] = port;
+    vars[7][0] = n[3], vars[7][1] = host;
+    for (size_t i = 0; r == 0 && i < 8; i++)
+        if (!fatia_env_get(env, vars[i][0]))
+            r = fatia_env_set(env, vars[i][0], vars[i][1]);
+    return r;
+}
+
+/* podrefs.h's token: the pod's own ServiceAccount token (satoken.c). */
+static const char *ref_token(void *ctx, const char *audience, int64_t exp_s)
+{
+    struct ref_ctx *rc = ctx;
+
+    return fatia_agent_sa_token(rc->a, (struct apod *)rc->p, audience, exp_s);
+}
+
 /* oci_pod.h's claim_path: a claim of the pod's own namespace (localpath.h). */
 static int claim_path(void *ctx, const char *claim, char *ret, size_t n, char *why, size_t why_n)
 {
@@ -1620,6 +1662,8 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
             r = fatia_podspec_env_refs(p->pod, c, work, &refs, &env, why, why_n);
             /* a missing ConfigMap or Secret: the pod waits for it, tried again as kubelet */
             p->ref_wait = r == -ESRCH;
+            if (r == 0)
+                r = api_env(a, op, &env);
         }
         if (r == 0)
             r = fatia_pod_devices_env(devs, name, &dopt, &env, why, why_n);
@@ -1885,6 +1929,38 @@ static void on_pulled(void *arg, const char *uid, int r, const char *why)
     reconcile(a, p);
 }
 
+/* Whether every projected serviceAccountToken source of the pod has its token (satoken.c);
+ * asks for those missing. A pod waits quietly for them before anything is prepared (the first
+ * answer comes on the next loop turn), so that no CreateContainerConfigError flaps by. */
+static bool sa_tokens_ready(struct fatia_agent *a, struct apod *p)
+{
+    size_t i, j;
+    json_t *v, *src;
+    bool ready = true;
+
+    if (!a->client->ops->token_request)
+        return true; /* refvol.c refuses the source: CreateContainerConfigError */
+    json_array_foreach(json_object_get(json_object_get(p->pod, "spec"), "volumes"), i, v)
+    {
+        json_array_foreach(json_object_get(json_object_get(v, "projected"), "sources"), j, src)
+        {
+            const json_t *t = json_object_get(src, "serviceAccountToken");
+            const json_t *e = json_object_get(t, "expirationSeconds");
+            const char *aud = fatia_json_str(t, "audience");
+            if (t && !fatia_agent_sa_token(a, p, aud && *aud ? aud : NULL,
+                                           json_is_integer(e) ? json_integer_value(e) : 3600))
+                ready = false;
+        }
+    }
+    return ready;
+}
+
+void fatia_agent_sa_token_arrived(struct fatia_agent *a, struct apod *p)
+{
+    if (p->token_wait && p->st == AP_IDLE)
+        reconcile(a, p);
+}
+
 static void start_pod(struct fatia_agent *a, struct apod *p)
 {
     const json_t *spec = json_object_get(p->pod, "spec");
@@ -1900,7 +1976,13 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     bool host_net = fatia_json_bool(spec, "hostNetwork", false);
     struct fatia_oci_pod op = {0};
     struct ref_ctx rc = {a, p};
-    struct fatia_podrefs refs = {.get = ref_get, .ctx = &rc, .ns = p->ns};
+    struct fatia_podrefs refs = {
+        .get = ref_get,
+        .ctx = &rc,
+        .ns = p->ns,
+        /* a client that cannot make tokens: the volume is refused, never waited on */
+        .token = a->client->ops->token_request ? ref_token : NULL,
+        .pod = p->pod};
     char cdi_node[1600];
     uint32_t host_base = 0;
     bool nb_home = false;
@@ -1908,6 +1990,9 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     char *text;
     int r, err = 0;
 
+    p->token_wait = oci && !sa_tokens_ready(a, p);
+    if (p->token_wait)
+        return; /* fatia_agent_sa_token_arrived starts it */
     r = fatia_pod_devices_parse(p->pod, &devs, why, sizeof(why));
     if (r < 0) {
         fail_before_start(a, p, "CreateContainerConfigError", why);
@@ -2084,6 +2169,7 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
             json_object_set_new(json_object_get(sp, "oci"), "cni",
                                 json_pack("{s:I,s:s}", "index",
                                           (json_int_t)(host_base / FATIA_OCI_IDS), "state", st));
+            p->net_k1 = host_base / FATIA_OCI_IDS + 1; /* the API proxy's (apiproxy.c) */
         }
         json_object_set_new(json_object_get(sp, "oci"), "podPidsMax",
                             json_integer(a->o.pod_pids_max ? a->o.pod_pids_max : 4096));
@@ -2127,6 +2213,22 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                            "fatia runs containers as local processes; image %s recorded, not "
                            "pulled",
                            image);
+        }
+    }
+    if (!oci) {
+        /* the process runtime mounts no volume: a claim's data would silently go elsewhere */
+        size_t i;
+        json_t *vol;
+        json_array_foreach(json_object_get(spec, "volumes"), i, vol)
+        {
+            const char *cn =
+                fatia_json_str(json_object_get(vol, "persistentVolumeClaim"), "claimName");
+            if (cn)
+                emit_event(a, p, "Warning", "VolumeNotMounted", NULL,
+                           "volume \"%s\" (spec.volumes[%zu], persistentVolumeClaim %s) is not "
+                           "mounted: the process runtime runs the pod on the host's filesystem; "
+                           "run it in a container (the OCI runtime) to use the claim",
+                           fatia_json_str(vol, "name") ? fatia_json_str(vol, "name") : "", i, cn);
         }
     }
     push_status(a, p);
@@ -2670,7 +2772,13 @@ static void check_caps(struct fatia_agent *a, struct apod *p)
 static void refresh_refvols(struct fatia_agent *a, struct apod *p)
 {
     struct ref_ctx rc = {a, p};
-    struct fatia_podrefs refs = {.get = ref_get, .ctx = &rc, .ns = p->ns};
+    struct fatia_podrefs refs = {
+        .get = ref_get,
+        .ctx = &rc,
+        .ns = p->ns,
+        /* a client that cannot make tokens: the volume is refused, never waited on */
+        .token = a->client->ops->token_request ? ref_token : NULL,
+        .pod = p->pod};
     size_t i;
     json_t *v;
 
@@ -2718,6 +2826,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     for (p = a->pods; p; p = next) {
         next = p->next;
+        if (storage && p->token_wait && p->st == AP_IDLE)
+            reconcile(a, p); /* its token was refused: asked again (satoken.c) */
+        if (p->st == AP_ACTIVE && p->net_k1)
+            (void)fatia_agent_apiproxy_ensure(a, p->net_k1 - 1); /* once its bridge exists */
         if (p->st == AP_ACTIVE) {
             check_shim(a, p);
             check_caps(a, p);
@@ -2797,6 +2909,12 @@ static void adopt_all(struct fatia_agent *a)
         if (fatia_json_str(spec, "startTime"))
             snprintf(p->start_time, sizeof(p->start_time), "%s", fatia_json_str(spec, "startTime"));
         p->slices = json_incref(json_object_get(spec, "slices"));
+        {
+            int64_t k;
+            if (fatia_json_int(json_object_get(json_object_get(spec, "oci"), "cni"), "index", &k) &&
+                k >= 0)
+                p->net_k1 = (uint32_t)k + 1;
+        }
         if (!p->slices)
             p->slices = json_array();
         p->acct = json_deep_copy(json_object_get(spec, "acct"));
@@ -3155,6 +3273,7 @@ void fatia_agent_free(struct fatia_agent *a)
     fatia_agent_gpuwatch_free(a->gpuwatch);
     fatia_agent_cdi_free(a);
     fatia_image_puller_free(a->pulls);
+    fatia_agent_apiproxy_free(a);
     while (a->pods)
         pod_free(a, a->pods);
     while (a->mpsd) {

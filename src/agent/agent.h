@@ -107,4 +107,9 @@ int fatia_agent_metrics(const struct fatia_agent *a, struct fatia_buf *out);
 /* Frees the agent (after stop, once the loop has ended). NULL is fine. */
 void fatia_agent_free(struct fatia_agent *a);
 
+/* fatiad's API port, once it listens: pods get KUBERNETES_SERVICE_HOST/PORT, and the agent's
+ * proxy on each pod network's gateway forwards it (apiproxy.c). */
+void fatia_agent_set_api_port(struct fatia_agent *a, unsigned port);
+unsigned fatia_agent_api_port(const struct fatia_agent *a);
+
 #endif

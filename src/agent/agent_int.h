@@ -69,10 +69,15 @@ struct apod {
     /* its images were made ready by the puller (imgpull.h) for the start about to run */
     bool prefetched;
     fatia_usec_t pull_started_at;
+    bool ref_wait;     /* waits for a ConfigMap or Secret (CreateContainerConfigError) */
+    json_t *sa_tokens; /* projected ServiceAccount tokens by audience (satoken.c) */
+    bool token_wait;   /* waits for its first ServiceAccount token (satoken.c) */
+    uint32_t net_k1;   /* its CNI network's index + 1 (0: none): the API proxy (apiproxy.c) */
     struct apod *next; /* in the agent's list */
 };
 
 struct follower;
+struct fatia_agent_apiproxy;
 
 struct fatia_agent {
     struct event_base *base;
@@ -111,6 +116,8 @@ struct fatia_agent {
     /* the OCI runtime (runtime.h): used for pods unless they name the fatia-process
      * RuntimeClass; off when --agent runtime=process or no runc */
     bool oci;
+    uint16_t api_port; /* fatiad's port (fatia_agent_set_api_port); 0: not known yet */
+    struct fatia_agent_apiproxy *apiproxy; /* the API's proxies on pod gateways (apiproxy.c) */
     char runc[512], runc_root[1200];
     char cdi_dir[1300]; /* POD_DIR/cdi: the CDI specs of the node's slices (cdi.h) */
     struct fatia_image_store images;
@@ -125,8 +132,21 @@ void fatia_agent_cdi_tick(struct fatia_agent *a);
 int fatia_agent_cdi_node(struct fatia_agent *a, const char *node);
 void fatia_agent_cdi_free(struct fatia_agent *a);
 
+/* The API proxy on pod network k's gateway (apiproxy.c): made once (0), -EAGAIN before the
+ * port is known, -EADDRNOTAVAIL before the bridge exists. */
+int fatia_agent_apiproxy_ensure(struct fatia_agent *a, uint32_t k);
+void fatia_agent_apiproxy_free(struct fatia_agent *a);
+/* A token the pod waited for came (satoken.c): its start goes on (agent.c). */
+void fatia_agent_sa_token_arrived(struct fatia_agent *a, struct apod *p);
+/* Network k's gateway address (the host side of its bridge). */
+void fatia_agent_apiproxy_gateway(uint32_t k, char *ret, size_t n);
+
 /* The pod of that uid, or NULL. */
 struct apod *fatia_agent_pod(struct fatia_agent *a, const char *uid);
+/* The pod's ServiceAccount token for aud (NULL/"": fatiad's) (satoken.c, podrefs.h's token):
+ * borrowed; renewed at 80 % of its life; NULL until the first one arrives. */
+const char *fatia_agent_sa_token(struct fatia_agent *a, struct apod *p, const char *aud,
+                                 int64_t exp_s);
 
 /* DATA/agent/logs/<ns>_<name>_<uid>. */
 void fatia_agent_log_dir(const struct fatia_agent *a, const struct apod *p, char *buf, size_t n);

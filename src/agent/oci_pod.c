@@ -7,7 +7,7 @@
  * container: the pod's env, the downward API, the devices' variables; the pod wins), the
  * config.json template (oci_spec.c) in POD_DIR/ctr/<name>/config.json.in, and the entry's "oci"
  * object in spec.json (the rootfs below the overlay, the owner of its upper directory). Per pod:
- * RUN_DIR/etc/{hosts,hostname,resolv.conf} and RUN_DIR/volumes/<name> for emptyDir (owned by the
+ * RUN_DIR/etc/{hosts (with the API's kubernetes.default.svc names), hostname, resolv.conf} and RUN_DIR/volumes/<name> for emptyDir (owned by the
  * range's root, mode 1777 as kubelet's are world-writable), downwardAPI (files written now) and
  * configMap, secret and projected (refvol.c: kubelet's ..data layout, updated by the agent's
  * tick while the pod runs).
@@ -145,8 +145,21 @@ int fatia_oci_pod_prepare(const struct fatia_oci_pod *op, json_t **ret_tmpfs, ch
     if ((r = write_text(p, text, 0, 0, 0644)) < 0)
         goto io;
     snprintf(p, sizeof(p), "%s/etc/hosts", op->run_dir);
-    snprintf(text, sizeof(text),
-             "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n127.0.1.1\t%s\n", name);
+    {
+        /* the API's in-cluster names: the pod network's gateway, where the agent's proxy
+         * listens (apiproxy.c), or loopback on the host's network */
+        uint32_t k = op->host_base / FATIA_OCI_IDS;
+        char gw[32];
+        if (op->host_network)
+            snprintf(gw, sizeof(gw), "127.0.0.1");
+        else
+            snprintf(gw, sizeof(gw), "10.%u.%u.1", (k / 256) & 255, k % 256);
+        snprintf(text, sizeof(text),
+                 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n127.0.1.1\t%s\n"
+                 "%s\tkubernetes kubernetes.default kubernetes.default.svc "
+                 "kubernetes.default.svc.cluster.local\n",
+                 name, gw);
+    }
     if ((r = write_text(p, text, 0, 0, 0644)) < 0)
         goto io;
     snprintf(p, sizeof(p), "%s/etc/resolv.conf", op->run_dir);

@@ -9,16 +9,26 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The current ConfigMap (secret false) or Secret (secret true) called name in the pod's own
  * namespace, borrowed, or NULL when there is none. The lookup has no namespace argument: a pod
  * cannot name another namespace's object. */
 typedef const json_t *(*fatia_pod_ref_get_fn)(void *ctx, bool secret, const char *name);
 
+/* The pod's current ServiceAccount token for audience (NULL: fatiad's own) and lifetime, as
+ * the agent keeps it (the TokenRequest bound to the pod, renewed at 80 % of its life), borrowed;
+ * NULL while none was made yet (the volume waits, as kubelet's does). */
+typedef const char *(*fatia_pod_token_fn)(void *ctx, const char *audience, int64_t exp_s);
+
 struct fatia_podrefs {
     fatia_pod_ref_get_fn get;
     void *ctx;
     const char *ns; /* for messages */
+    /* projected volumes' serviceAccountToken sources (NULL: refused) and downwardAPI sources
+     * (pod: the Pod; NULL: refused) */
+    fatia_pod_token_fn token;
+    const json_t *pod;
 };
 
 /* The value of key in obj: a ConfigMap's data (or binaryData, decoded), a Secret's data

@@ -12,7 +12,12 @@
  *
  * The payload: without items every key of the ConfigMap (data and binaryData) or Secret (data,
  * decoded); with items only those keys, at their path and mode (kubelet: a missing key is an
- * error unless optional). defaultMode 0644. A projected volume's sources are merged in order.
+ * error unless optional). defaultMode 0644. A projected volume's sources are merged in order;
+ * besides configMap and secret they may be serviceAccountToken (the token the agent keeps for
+ * the pod, refs->token: the TokenRequest bound to the pod, renewed at 80 % of its life by the
+ * agent's tick, which rewrites the volume then; none yet: -ESRCH, the pod waits) and
+ * downwardAPI (metadata.name, .namespace, .uid of refs->pod): the kube-api-access volume of
+ * apiserver/saadmit.c is one such.
  * Paths are relative, without '..' components (upstream's validation refuses them too: checked
  * again here because the agent trusts no stored object).
  *
@@ -159,6 +164,67 @@ bad:
     return r;
 }
 
+/* A projected volume's serviceAccountToken source. */
+static int token_file(const json_t *src, int def_mode, const char *where,
+                      const struct fatia_podrefs *refs, json_t *files, char *why, size_t why_n)
+{
+    const char *path = fatia_json_str(src, "path"), *aud = fatia_json_str(src, "audience");
+    const json_t *e = json_object_get(src, "expirationSeconds");
+    int64_t exp_s = json_is_integer(e) ? (int64_t)json_integer_value(e) : 3600;
+    const char *tok;
+
+    if (!path_ok(path) || exp_s < 600) {
+        snprintf(why, why_n,
+                 "volume \"%s\": serviceAccountToken: expected a relative path without '..' and "
+                 "expirationSeconds of at least 600",
+                 where);
+        return -FATIA_E_INVALID;
+    }
+    tok = refs && refs->token ? refs->token(refs->ctx, aud && *aud ? aud : NULL, exp_s) : NULL;
+    if (!tok) {
+        snprintf(why, why_n, "MountVolume.SetUp failed for volume \"%s\" : %s", where,
+                 refs && refs->token ? "waiting for the service account token"
+                                     : "serviceAccountToken sources are not served here");
+        return refs && refs->token ? -ESRCH : -FATIA_E_INVALID;
+    }
+    return add_file(files, path, tok, strlen(tok), def_mode);
+}
+
+/* A projected volume's downwardAPI source: metadata.name, .namespace and .uid. */
+static int downward_file(const json_t *src, int def_mode, const char *where,
+                         const struct fatia_podrefs *refs, json_t *files, char *why, size_t why_n)
+{
+    const json_t *meta = json_object_get(refs ? refs->pod : NULL, "metadata"), *it;
+    size_t i;
+    int r;
+
+    json_array_foreach(json_object_get(src, "items"), i, it)
+    {
+        const char *path = fatia_json_str(it, "path");
+        const char *fp = fatia_json_str(json_object_get(it, "fieldRef"), "fieldPath");
+        const char *v = NULL;
+        const json_t *mj = json_object_get(it, "mode");
+        int mode = json_is_integer(mj) ? (int)json_integer_value(mj) : def_mode;
+        if (fp && !strcmp(fp, "metadata.name"))
+            v = fatia_json_str(meta, "name");
+        else if (fp && !strcmp(fp, "metadata.namespace"))
+            v = fatia_json_str(meta, "namespace");
+        else if (fp && !strcmp(fp, "metadata.uid"))
+            v = fatia_json_str(meta, "uid");
+        if (!path_ok(path) || !v || mode < 0 || mode > 0777) {
+            snprintf(why, why_n,
+                     "volume \"%s\": downwardAPI.items[%zu]: expected a relative path and a "
+                     "fieldRef of metadata.name, metadata.namespace or metadata.uid",
+                     where, i);
+            return -FATIA_E_INVALID;
+        }
+        r = add_file(files, path, v, strlen(v), mode);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 static int mode_of(const json_t *o, char *why, size_t why_n, const char *where, int *ret)
 {
     const json_t *m = json_object_get(o, "defaultMode");
@@ -198,17 +264,23 @@ int fatia_pod_vol_files(const json_t *vol, size_t vi, const struct fatia_podrefs
         json_array_foreach(json_object_get(pj, "sources"), i, s)
         {
             const json_t *c = json_object_get(s, "configMap"), *x = json_object_get(s, "secret");
+            const json_t *t = json_object_get(s, "serviceAccountToken");
+            const json_t *d = json_object_get(s, "downwardAPI");
             if (r < 0)
                 break;
-            if (!c && !x) {
+            if (t)
+                r = token_file(t, mode, where, refs, files, why, why_n);
+            else if (d)
+                r = downward_file(d, mode, where, refs, files, why, why_n);
+            else if (!c && !x) {
                 snprintf(why, why_n,
-                         "volume \"%s\": projected.sources[%zu]: only configMap and secret "
-                         "sources are served",
+                         "volume \"%s\": projected.sources[%zu]: only configMap, secret, "
+                         "serviceAccountToken and downwardAPI sources are served",
                          where, i);
                 r = -FATIA_E_INVALID;
                 break;
-            }
-            r = source_files(c ? c : x, x != NULL, mode, where, refs, files, why, why_n);
+            } else
+                r = source_files(c ? c : x, x != NULL, mode, where, refs, files, why, why_n);
         }
     }
     if (r < 0) {

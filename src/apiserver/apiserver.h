@@ -106,6 +106,11 @@ int fatia_apiserver_set_dashboard(struct fatia_apiserver *s, const char *dir,
  * catalog (NULL: none, the default). 0 or -ENOMEM. */
 int fatia_apiserver_set_catalog_namespace(struct fatia_apiserver *s, const char *ns);
 
+/* Pods created from now on get the kube-api-access projected volume (saadmit.c): only where
+ * something makes each namespace's `default` ServiceAccount and kube-root-ca.crt ConfigMap (the
+ * controllers), and with authentication (service-account tokens need the signing key). */
+void fatia_apiserver_set_sa_automount(struct fatia_apiserver *s, bool on);
+
 /* ---- metrics ---- */
 
 /* GET /metrics (client/plugin.h): without a provider, 404. */

@@ -363,6 +363,27 @@ static int l_cached_each(struct fatia_client *c, const struct fatia_kind *k, con
     return 0;
 }
 
+static int l_token_request(struct fatia_client *c, const char *ns, const char *sa,
+                           const json_t *req, fatia_client_done_fn done, void *arg)
+{
+    struct local_client *lc = (struct local_client *)c;
+    json_t *body = json_deep_copy(req), *out = NULL;
+    char why[600] = "";
+    int code;
+
+    if (!body || !ns || !sa) {
+        json_decref(body);
+        return -EINVAL;
+    }
+    code = fatia_api_token_request(lc->s, lc->u, ns, sa, body, &out, why, sizeof(why));
+    if (code == 201)
+        defer(lc->s, done, arg, code, out, NULL, 0);
+    else
+        defer(lc->s, done, arg, code, NULL,
+              fatia_api_status_new(code, code == 404 ? "NotFound" : "Invalid", why), 0);
+    return 0;
+}
+
 static void l_free(struct fatia_client *c)
 {
     fatia_free(c);
@@ -379,6 +400,7 @@ static const struct fatia_client_ops local_ops = {
     .cached = l_cached,
     .cached_each = l_cached_each,
     .free = l_free,
+    .token_request = l_token_request,
 };
 
 struct fatia_client *fatia_client_new_local(struct fatia_apiserver *s, const struct fatia_user *u)

@@ -215,6 +215,7 @@ struct fatia_apiserver {
     size_t n_authorizers;
     unsigned char sa_key[32]; /* the service-account tokens' HMAC key (satoken.c) */
     bool sa_enabled;
+    bool sa_automount;            /* pods get the kube-api-access volume (saadmit.c) */
     struct fatia_strmap sa_users; /* jti -> verified identity */
     fatia_log_provider_fn log_provider;
     void *log_arg;
@@ -363,6 +364,8 @@ int fatia_api_satoken_init(struct fatia_apiserver *s);
 void fatia_api_satoken_release(struct fatia_apiserver *s);
 const struct fatia_user *fatia_api_satoken_authenticate(struct fatia_apiserver *s,
                                                         const char *token);
+/* The ServiceAccount admission plugin of Pods (saadmit.c). */
+int fatia_api_saadmit_register(struct fatia_apiserver *s);
 /* TokenReview (body taken): 201 and *ret, or a code and why. */
 int fatia_api_token_review(struct fatia_apiserver *s, const struct fatia_user *u, json_t *body,
                            json_t **ret, char *why, size_t why_n);

@@ -296,6 +296,9 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         fatia_error("service-account signing key: %s", fatia_strerror(r));
         goto out_free;
     }
+    r = fatia_api_saadmit_register(s); /* the kube-api-access volume (saadmit.c) */
+    if (r < 0)
+        goto out_free;
     {
         struct timeval tv = {.tv_sec = s->o.bookmark_interval / FATIA_USEC_PER_SEC,
                              .tv_usec = s->o.bookmark_interval % FATIA_USEC_PER_SEC};

@@ -25,6 +25,10 @@
 #include "base/buf.h"
 #include "base/error.h"
 
+#define SVC_SANS                                                    \
+    "DNS:kubernetes,DNS:kubernetes.default,DNS:" FATIA_TLS_SVC_NAME \
+    ",DNS:kubernetes.default.svc.cluster.local"
+
 static void ssl_why(char *why, size_t n, const char *what)
 {
     unsigned long e = ERR_get_error();
@@ -124,14 +128,17 @@ int fatia_tls_ensure(const char *cert_path, const char *key_path, const char *ho
     bool ip;
     int r = -ENOMEM;
 
-    if (access(key_path, R_OK) == 0 && cert_covers(cert_path, host))
+    /* kubernetes.default.svc: what pods reach the API by (agent/apiproxy.c), as upstream's
+     * serving certificate names the in-cluster Service */
+    if (access(key_path, R_OK) == 0 && cert_covers(cert_path, host) &&
+        cert_covers(cert_path, FATIA_TLS_SVC_NAME))
         return 0;
     ip = strchr(host, ':') || strspn(host, "0123456789.") == strlen(host);
     if (strcmp(host, "127.0.0.1") && strcmp(host, "::1") && strcmp(host, "localhost"))
-        snprintf(san, sizeof(san), "DNS:localhost,IP:127.0.0.1,IP:::1,%s%s",
+        snprintf(san, sizeof(san), "DNS:localhost,IP:127.0.0.1,IP:::1,%s,%s%s", SVC_SANS,
                  ip ? "IP:" : "DNS:", host);
     else
-        snprintf(san, sizeof(san), "DNS:localhost,IP:127.0.0.1,IP:::1");
+        snprintf(san, sizeof(san), "DNS:localhost,IP:127.0.0.1,IP:::1,%s", SVC_SANS);
     key = EVP_EC_gen("P-256");
     x = X509_new();
     serial = BN_new();

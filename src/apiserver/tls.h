@@ -7,12 +7,17 @@
  * even on 127.0.0.1. The certificate is its own CA (CA:TRUE, serverAuth, ECDSA P-256, ten years)
  * and names localhost, 127.0.0.1, ::1 and the address fatiad listens on; kubeconfigs trust it
  * through certificate-authority-data. A certificate that does not name the listen address is
- * made again (the kubeconfig is rewritten at every start anyway).
+ * made again (the kubeconfig is rewritten at every start anyway). It also names the in-cluster
+ * Service's names (kubernetes, kubernetes.default, kubernetes.default.svc[.cluster.local]): pods
+ * reach the API as https://kubernetes.default.svc (agent/apiproxy.c), and a certificate made
+ * before it named them is made again.
  */
 #ifndef FATIA_APISERVER_TLS_H
 #define FATIA_APISERVER_TLS_H
 
 #include <stddef.h>
+
+#define FATIA_TLS_SVC_NAME "kubernetes.default.svc"
 
 /* Makes cert_path and key_path (0600) unless they exist and cover host. 0, or -errno /
  * -FATIA_E_CORRUPT with why set. */

@@ -122,6 +122,10 @@ struct fatia_client_ops {
     int (*cached_each)(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
                        void (*fn)(void *arg, const json_t *obj), void *arg);
     void (*free)(struct fatia_client *c);
+    /* POST serviceaccounts/NAME/token: an authentication.k8s.io/v1 TokenRequest (req borrowed);
+     * res->obj is the TokenRequest with status.token. NULL where not served. */
+    int (*token_request)(struct fatia_client *c, const char *ns, const char *sa, const json_t *req,
+                         fatia_client_done_fn done, void *arg);
 };
 
 struct fatia_client {

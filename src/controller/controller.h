@@ -81,6 +81,9 @@ struct fatia_controllers_opts {
     /* the local-path provisioner (localpath.c): the directory of its volumes, the node agent's
      * pod directory's pv/ (NULL: /var/lib/fatia/pv) */
     const char *local_path_dir;
+    /* fatiad's CA certificate (PEM), published as the ConfigMap kube-root-ca.crt (key ca.crt)
+     * of every namespace (serviceaccount.c); NULL: none is published */
+    const char *root_ca;
 };
 
 /* Builds the controllers on base over client (borrowed; both must outlive the controllers).
@@ -111,11 +114,13 @@ bool fatia_controllers_idle(const struct fatia_controllers *c);
  * (demand/profile.h) for Pods, Jobs and Workloads, the quota door, then Kueue's defaults (a queued Job is created suspended, a queued Pod gets the
  * scheduling gate kueue.x-k8s.io/admission), then LimitRanger and ResourceQuota (quota.c, as
  * kube-apiserver's: LimitRange defaults and min/max, ResourceQuota hard limits), then the Service
- * ClusterIP and nodePort allocator (svcalloc.c). Their admit functions read HardwareProfiles from
+ * ClusterIP and nodePort allocator (svcalloc.c), then kueue-apps (kueue_apps.c: a queued
+ * Deployment's or StatefulSet's pod template gets the queue and, for a StatefulSet, Kueue's pod
+ * group). Their admit functions read HardwareProfiles from
  * client's cache (borrowed: it must outlive the plugins). The daemon registers out[0..*ret_n)
  * with the API server before anything is written. 0, or -EINVAL when a kind they act on is not
  * in the registry. */
-#define FATIA_CONTROLLERS_N_WEBHOOKS 8
+#define FATIA_CONTROLLERS_N_WEBHOOKS 9
 int fatia_controllers_webhooks(struct fatia_client *client,
                                struct fatia_admission out[FATIA_CONTROLLERS_N_WEBHOOKS],
                                size_t *ret_n);
@@ -134,6 +139,13 @@ int fatia_controller_quota_plugins(struct fatia_client *client, struct fatia_adm
 /* service-ip-allocator (mutating, Service create and update): the ClusterIP and nodePorts, free
  * by client's cache (controller/svcalloc.c). 0 or -EINVAL. */
 int fatia_controller_svcalloc_plugin(struct fatia_client *client, struct fatia_admission *out);
+/* ResourceQuota scopes and scopeSelector (quota_scope.c, pure): whether quota has any, and
+ * whether it tracks obj (is_pod: obj is a Pod; every other kind is outside a scoped quota). */
+bool fatia_controller_quota_scoped(const json_t *quota);
+bool fatia_controller_quota_tracks(const json_t *quota, bool is_pod, const json_t *obj);
+/* kueue-apps (mutating, Deployment and StatefulSet create and update: controller/kueue_apps.c).
+ * 0 or -EINVAL. */
+int fatia_controller_kueue_apps_plugin(struct fatia_admission *ret);
 /* What quota's namespace uses of each resource in spec.hard, counted from client's cache as the
  * admission plugin counts: {"requests.cpu": "250m", "pods": "2", ...}, new reference. */
 int fatia_controller_quota_used(struct fatia_client *client, const json_t *quota, json_t **ret);

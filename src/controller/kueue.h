@@ -16,15 +16,18 @@
 #define KUEUE_LABEL_JOB_UID  "kueue.x-k8s.io/job-uid"
 #define KUEUE_LABEL_PODSET   "kueue.x-k8s.io/podset"
 #define KUEUE_GATE_ADMISSION "kueue.x-k8s.io/admission"
-#define KUEUE_FINALIZER_POD  "kueue.x-k8s.io/managed"
-#define KUEUE_FINALIZER_RES  "kueue.x-k8s.io/resource-in-use"
-#define JOB_FINALIZER_TRACK  "batch.kubernetes.io/job-tracking"
-#define JOB_LABEL_CTRL_UID   "batch.kubernetes.io/controller-uid"
-#define JOB_LABEL_NAME       "batch.kubernetes.io/job-name"
-#define AGENT_FINALIZER      "fatia.dev/agent"
-#define FATIA_ANN_SLICES     "fatia.dev/slices"
-#define FATIA_ANN_DEVICES    "fatia.dev/devices"
-#define FATIA_ANN_CREATOR    "fatia.dev/creator" /* set by fatiad only: apiserver/creator.c */
+/* the pod integration's groups (Kueue's pod.GroupNameLabel, GroupTotalCountAnnotation) */
+#define KUEUE_LABEL_POD_GROUP "kueue.x-k8s.io/pod-group-name"
+#define KUEUE_ANN_GROUP_COUNT "kueue.x-k8s.io/pod-group-total-count"
+#define KUEUE_FINALIZER_POD   "kueue.x-k8s.io/managed"
+#define KUEUE_FINALIZER_RES   "kueue.x-k8s.io/resource-in-use"
+#define JOB_FINALIZER_TRACK   "batch.kubernetes.io/job-tracking"
+#define JOB_LABEL_CTRL_UID    "batch.kubernetes.io/controller-uid"
+#define JOB_LABEL_NAME        "batch.kubernetes.io/job-name"
+#define AGENT_FINALIZER       "fatia.dev/agent"
+#define FATIA_ANN_SLICES      "fatia.dev/slices"
+#define FATIA_ANN_DEVICES     "fatia.dev/devices"
+#define FATIA_ANN_CREATOR     "fatia.dev/creator" /* set by fatiad only: apiserver/creator.c */
 
 /* Kueue's workload name for an owner: lower(kind)-name (truncated) + "-" + the first 5 hex
  * digits of sha1(kind "\n" group "\n" name "\n" uid) (jobframework/workload_names.go). */

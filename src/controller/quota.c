@@ -30,8 +30,15 @@
  * `<class>.storageclass.storage.k8s.io/requests.storage` and `.../persistentvolumeclaims`
  * (upstream's pvcEvaluator; a claim without a class counts only in the first).
  *
- * Not done (docs/apiserver.md): scopes and scopeSelector (a quota with either is not enforced);
- * LimitRange items of type Pod and PersistentVolumeClaim, maxLimitRequestRatio.
+ * Scopes and scopeSelector (quota_scope.c): a scoped quota tracks only the pods its scopes
+ * match (Terminating, NotTerminating, BestEffort, NotBestEffort, PriorityClass), in admission and
+ * in status.used alike.
+ *
+ * LimitRange items of type Pod (min over the pod's total requests, max over its total limits:
+ * the app containers' sum or the largest init container) and PersistentVolumeClaim (min and max
+ * of requests.storage, on create) are checked after every Container item's defaults.
+ *
+ * Not done (docs/apiserver.md): maxLimitRequestRatio.
  *
  * Rejected: keeping used counters in the quota's status and admitting against them, as upstream
  * does: it needs a write of the quota inside every admission, which the plugins here cannot make
@@ -195,6 +202,7 @@ struct sum_ctx {
     const struct fatia_kind *k;
     const char *skip; /* the object written */
     json_t *used;
+    const json_t *quota; /* its scopes filter what counts (NULL: everything) */
 };
 
 static void sum_one(void *arg, const json_t *obj)
@@ -206,6 +214,9 @@ static void sum_one(void *arg, const json_t *obj)
     json_t *v;
 
     if (s->skip && name && !strcmp(name, s->skip))
+        return;
+    if (s->quota && !fatia_controller_quota_tracks(
+                        s->quota, !strcmp(s->k->plural, "pods") && !s->k->group[0], obj))
         return;
     u = usage_of(s->k, obj);
     json_object_foreach(u, rn, v)
@@ -293,16 +304,18 @@ static int check_quota(struct fatia_client *c, struct fatia_admit_attrs *a, cons
     const char *qname = fatia_json_str(json_object_get(quota, "metadata"), "name");
     const json_t *spec = json_object_get(quota, "spec");
     const json_t *hard = json_object_get(spec, "hard");
-    json_t *over = json_array(), *req = json_object();
-    struct sum_ctx sc = {.k = a->kind, .skip = a->name, .used = json_object()};
+    json_t *over = json_array(), *req = json_object(), *empty = json_object();
+    struct sum_ctx sc = {.k = a->kind, .skip = a->name, .used = json_object(), .quota = quota};
     bool is_pod = !strcmp(a->kind->plural, "pods") && !a->kind->group[0];
     const char *rn;
     json_t *hv;
     char spec_buf[600];
     int r = 0;
 
-    if (json_object_get(spec, "scopes") || json_object_get(spec, "scopeSelector"))
-        goto out; /* not enforced yet (see the design comment) */
+    if (!fatia_controller_quota_tracks(quota, is_pod, a->obj))
+        goto out; /* outside the quota's scopes: it adds nothing here */
+    if (a->old && !fatia_controller_quota_tracks(quota, is_pod, a->old))
+        oldu = empty; /* it enters the scopes now: all of it is new */
     /* a pod that does not say a compute resource the quota caps */
     if (is_pod && a->op == FATIA_ADMIT_CREATE && !json_object_get(newu, "pods")) {
         /* a terminal pod uses nothing */
@@ -368,6 +381,7 @@ static int check_quota(struct fatia_client *c, struct fatia_admit_attrs *a, cons
 out:
     json_decref(over);
     json_decref(req);
+    json_decref(empty);
     json_decref(sc.used);
     return r;
 }
@@ -438,6 +452,77 @@ static void add_err(char *buf, size_t n, size_t *used, const char *fmt, ...)
     *used = at;
 }
 
+/* A pod's effective request or limit of rn (which: "requests", "limits"): the sum of its app
+ * containers or its largest init container, whichever is larger; false when none says it (a
+ * pod's limit exists only when every app container's does). */
+static bool pod_total(const json_t *pod, const char *which, const char *rn,
+                      struct fatia_quantity *ret)
+{
+    const json_t *spec = json_object_get(pod, "spec");
+    struct fatia_quantity sum = fatia_quantity_from_int(0, FATIA_Q_DECIMAL_SI), q, t, init = sum;
+    bool all = true, any = false;
+    size_t i;
+    json_t *c;
+
+    json_array_foreach(json_object_get(spec, "containers"), i, c)
+    {
+        if (!get_q(json_object_get(json_object_get(c, "resources"), which), rn, &q)) {
+            all = false;
+            continue;
+        }
+        any = true;
+        if (fatia_quantity_add(&sum, &q, &t) == 0)
+            sum = t;
+    }
+    json_array_foreach(json_object_get(spec, "initContainers"), i, c)
+    {
+        if (get_q(json_object_get(json_object_get(c, "resources"), which), rn, &q) &&
+            fatia_quantity_cmp(&q, &init) > 0)
+            init = q;
+    }
+    *ret = fatia_quantity_cmp(&init, &sum) > 0 ? init : sum;
+    return !strcmp(which, "requests") ? any || !fatia_quantity_is_zero(&init) : all && any;
+}
+
+/* LimitRange items of type Pod (min and max over the pod's totals) and PersistentVolumeClaim
+ * (min and max of spec.resources.requests.storage), as upstream's LimitRanger validates them. */
+static void other_item(const struct fatia_admit_attrs *a, const json_t *item, bool is_pod,
+                       char *errs, size_t n, size_t *used, size_t *n_err)
+{
+    const char *type = fatia_json_str(item, "type"), *rn;
+    const json_t *req =
+        json_object_get(json_object_get(json_object_get(a->obj, "spec"), "resources"), "requests");
+    json_t *v;
+
+    for (int bound = 0; bound < 2; bound++)
+        json_object_foreach(json_object_get(item, bound ? "max" : "min"), rn, v)
+        {
+            struct fatia_quantity m, x;
+            char vs[64];
+            bool have;
+            if (fatia_quantity_parse_json(v, &m, NULL, 0) < 0)
+                continue;
+            if (is_pod)
+                have = pod_total(a->obj, bound ? "limits" : "requests", rn, &x);
+            else
+                have = get_q(req, rn, &x);
+            if (!have) {
+                add_err(errs, n, used, "%s %s usage per %s is %s.  No %s is specified",
+                        bound ? "maximum" : "minimum", rn, type, json_string_value(v),
+                        bound && is_pod ? "limit" : "request");
+                (*n_err)++;
+                continue;
+            }
+            if (bound ? fatia_quantity_cmp(&x, &m) > 0 : fatia_quantity_cmp(&x, &m) < 0) {
+                fatia_quantity_format(&x, vs, sizeof(vs));
+                add_err(errs, n, used, "%s %s usage per %s is %s, but %s is %s",
+                        bound ? "maximum" : "minimum", rn, type, json_string_value(v),
+                        bound && is_pod ? "limit" : "request", vs);
+                (*n_err)++;
+            }
+        }
+}
+
 static int limits_admit(void *arg, struct fatia_admit_attrs *a)
 {
     struct fatia_client *c = arg;
@@ -447,11 +532,15 @@ static int limits_admit(void *arg, struct fatia_admit_attrs *a)
     size_t i, used = 0, n_err = 0;
     int r = 0;
 
+    bool is_pod = !strcmp(a->kind->plural, "pods") && !a->kind->group[0];
+
     if (!lrs || !a->ns || !a->obj || a->subresource || !lrk ||
         fatia_client_cached_each(c, lrk, a->ns, collect, lrs) < 0)
         goto out;
     json_array_foreach(lrs, i, lr)
     {
+        if (!is_pod)
+            break; /* a PersistentVolumeClaim: the second pass only */
         size_t j;
         json_t *item;
         json_array_foreach(json_object_get(json_object_get(lr, "spec"), "limits"), j, item)
@@ -536,6 +625,18 @@ static int limits_admit(void *arg, struct fatia_admit_attrs *a)
             json_decref(dreqs);
         }
     }
+    /* the second pass, after every Container item's defaults: Pod and PVC items */
+    json_array_foreach(lrs, i, lr)
+    {
+        size_t j;
+        json_t *item;
+        json_array_foreach(json_object_get(json_object_get(lr, "spec"), "limits"), j, item)
+        {
+            const char *type = fatia_json_str(item, "type");
+            if (type && !strcmp(type, is_pod ? "Pod" : "PersistentVolumeClaim"))
+                other_item(a, item, is_pod, errs, sizeof(errs), &used, &n_err);
+        }
+    }
     if (n_err)
         r = forbid(a, n_err > 1 ? "[%s]" : "%s", errs);
 out:
@@ -585,7 +686,7 @@ int fatia_controller_quota_used(struct fatia_client *c, const json_t *quota, jso
         const struct fatia_kind *k = kind_of_res(rn);
         if (!k || json_object_get(done, k->plural))
             continue;
-        struct sum_ctx sc = {.k = k, .skip = NULL, .used = json_object()};
+        struct sum_ctx sc = {.k = k, .skip = NULL, .used = json_object(), .quota = quota};
         r = fatia_client_cached_each(c, k, ns, sum_one, &sc);
         json_object_update(used, sc.used);
         json_decref(sc.used);
@@ -615,11 +716,12 @@ int fatia_controller_quota_used(struct fatia_client *c, const json_t *quota, jso
 
 int fatia_controller_quota_plugins(struct fatia_client *client, struct fatia_admission out[2])
 {
-    static const struct fatia_kind *pods[2];
+    static const struct fatia_kind *pods[3];
 
     pods[0] = fatia_kind_find("v1", "Pod", NULL);
-    pods[1] = NULL;
-    if (!pods[0])
+    pods[1] = fatia_kind_find("v1", "PersistentVolumeClaim", NULL);
+    pods[2] = NULL;
+    if (!pods[0] || !pods[1])
         return -EINVAL;
     out[0] = (struct fatia_admission){.name = "LimitRanger",
                                       .phase = FATIA_ADMIT_MUTATING,

@@ -143,6 +143,8 @@ int fatia_controllers_webhooks(struct fatia_client *client,
     r = fatia_controller_quota_plugins(client, &out[5]);
     if (r == 0)
         r = fatia_controller_svcalloc_plugin(client, &out[7]);
+    if (r == 0)
+        r = fatia_controller_kueue_apps_plugin(&out[8]);
     if (r < 0)
         return r;
     *ret_n = FATIA_CONTROLLERS_N_WEBHOOKS;

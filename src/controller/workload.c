@@ -18,6 +18,15 @@
  * (and adds the flavors' node labels to its nodeSelector); eviction deletes the pod, as Kueue's
  * pod integration stops pods; a terminated pod finishes its Workload and loses Kueue's finalizer.
  *
+ * A StatefulSet's pods (kueue_apps.c gave its template Kueue's pod group: the label
+ * kueue.x-k8s.io/pod-group-name and the total count) share one Workload, named by the group
+ * label and owned by the StatefulSet (Kueue's owners are the group's pods; the StatefulSet is
+ * their controller and outlives each of them, so deleting it collects the Workload): a single
+ * podSet "main" of the group's count, from the first pod's template. Admission lifts the gate of
+ * every pod of the group, never more than the count (a scale-up past it waits: the Workload is
+ * not re-sized); eviction deletes the running ones. A Deployment's pods are plain Pods (one
+ * Workload each), as Kueue's deployment integration makes them.
+ *
  * Names, labels, owner references and condition reasons are Kueue's, so the Workload of job
  * team-a/train is "job-train-<5 hex>" with the label kueue.x-k8s.io/job-uid. The reconcile of a key
  * is pure in what it decides (cache in, writes out); writes go through ctl ops, and one step is
@@ -38,10 +47,10 @@
 struct workload_ctl {
     struct ctl *ctl;
     struct wq *q;
-    struct informer *jobs, *pods, *wls, *wpcs, *flavors;
+    struct informer *jobs, *pods, *wls, *wpcs, *flavors, *ssets;
 };
 
-/* Queue keys: "job|ns/name" and "pod|ns/name". */
+/* Queue keys: "job|ns/name", "pod|ns/name" and "sts|ns/name" (a StatefulSet's pod group). */
 static void enqueue(struct workload_ctl *w, const char *type, const json_t *obj)
 {
     char key[700], ok[600];
@@ -79,6 +88,14 @@ static void on_pod(void *arg, const json_t *old, const json_t *obj)
         fatia_ctlr_wq_add(w->q, key);
         return;
     }
+    ref = fatia_ctlr_owner_of_kind(o, "apps/v1", "StatefulSet");
+    if (ref && queued(o) && fatia_ctlr_obj_label(o, KUEUE_LABEL_POD_GROUP)) {
+        char key[700];
+        snprintf(key, sizeof(key), "sts|%s/%s", fatia_ctlr_meta_str(o, "namespace"),
+                 fatia_json_str(ref, "name"));
+        fatia_ctlr_wq_add(w->q, key);
+        return;
+    }
     if (queued(o))
         enqueue(w, "pod", o);
 }
@@ -97,6 +114,8 @@ static void on_workload(void *arg, const json_t *old, const json_t *obj)
         snprintf(key, sizeof(key), "job|%s/%s", fatia_ctlr_meta_str(o, "namespace"), name);
     else if (!strcmp(kind, "Pod"))
         snprintf(key, sizeof(key), "pod|%s/%s", fatia_ctlr_meta_str(o, "namespace"), name);
+    else if (!strcmp(kind, "StatefulSet"))
+        snprintf(key, sizeof(key), "sts|%s/%s", fatia_ctlr_meta_str(o, "namespace"), name);
     else
         return;
     fatia_ctlr_wq_add(w->q, key);
@@ -512,8 +531,10 @@ static void reconcile_pod(struct workload_ctl *w, const char *qkey, const char *
     const json_t *pod = fatia_ctlr_informer_get_key(w->pods, key), *wl;
     char nsbuf[300];
 
-    if (!pod || !queued(pod) || fatia_ctlr_owner_of_kind(pod, "batch/v1", "Job"))
-        return;
+    if (!pod || !queued(pod) || fatia_ctlr_owner_of_kind(pod, "batch/v1", "Job") ||
+        (fatia_ctlr_obj_label(pod, KUEUE_LABEL_POD_GROUP) &&
+         fatia_ctlr_owner_of_kind(pod, "apps/v1", "StatefulSet")))
+        return; /* a StatefulSet's group: reconcile_group */
     wl = owned_workload(w, fatia_ctlr_meta_str(pod, "uid"));
     if (fatia_ctlr_pod_terminal(pod)) {
         const char *ph = fatia_json_str(json_object_get(pod, "status"), "phase");
@@ -586,6 +607,100 @@ static void reconcile_pod(struct workload_ctl *w, const char *qkey, const char *
     }
 }
 
+/* A StatefulSet's pod group (see the file comment). */
+static void reconcile_group(struct workload_ctl *w, const char *qkey, const char *key)
+{
+    const json_t *sts = fatia_ctlr_informer_get_key(w->ssets, key), *wl, *first = NULL;
+    const char *uid = sts ? fatia_ctlr_meta_str(sts, "uid") : NULL;
+    const struct fatia_strmap *set = uid ? fatia_ctlr_informer_owned(w->pods, uid) : NULL;
+    json_t *live = json_array();
+    int64_t count = 0, running = 0;
+    char nsbuf[300];
+
+    if (!live)
+        return;
+    for (size_t i = 0; set && i < set->cap; i++) {
+        const struct informer_item *it = set->slots[i].key ? set->slots[i].val : NULL;
+        const json_t *pod = it ? it->obj : NULL;
+        if (!pod || !fatia_ctlr_obj_label(pod, KUEUE_LABEL_POD_GROUP))
+            continue;
+        if (fatia_ctlr_pod_terminal(pod) || fatia_ctlr_obj_deleting(pod)) {
+            if (fatia_ctlr_obj_has_finalizer(pod, KUEUE_FINALIZER_POD) &&
+                (fatia_ctlr_pod_terminal(pod) || fatia_ctlr_pod_done(pod)))
+                pod_remove_finalizer(w, pod, qkey);
+            continue;
+        }
+        json_array_append(live, (json_t *)pod);
+        if (!pod_gated(pod))
+            running++;
+        if (!first) {
+            const char *c =
+                fatia_json_str(json_object_get(json_object_get(pod, "metadata"), "annotations"),
+                               KUEUE_ANN_GROUP_COUNT);
+            first = pod;
+            count = c ? strtoll(c, NULL, 10) : 1;
+        }
+    }
+    wl = uid ? owned_workload(w, uid) : NULL;
+    if (!wl && first && count > 0 && queued(sts)) {
+        json_t *tmpl =
+            podset_template(json_object_get(first, "metadata"), json_object_get(first, "spec"));
+        json_t *podsets = tmpl ? json_pack("[{s:s,s:o,s:I}]", "name", "main", "template", tmpl,
+                                           "count", (json_int_t)count)
+                               : NULL;
+        json_t *nw =
+            podsets ? new_workload(w, sts, "apps/v1", "StatefulSet", "apps", podsets) : NULL;
+        const char *gname = fatia_ctlr_obj_label(first, KUEUE_LABEL_POD_GROUP);
+        if (nw && gname && *gname)
+            json_object_set_new(json_object_get(nw, "metadata"), "name", json_string(gname));
+        if (nw && fatia_ctlr_create(w->ctl, nw, &(struct op_opts){.wq = w->q, .key = qkey}) == 0)
+            fatia_ctlr_event(w->ctl, sts, COMPONENT, "Normal", "CreatedWorkload",
+                             "Created Workload: %s/%s", fatia_ctlr_meta_str(nw, "namespace"),
+                             fatia_ctlr_meta_str(nw, "name"));
+        json_decref(nw);
+        goto out;
+    }
+    if (!wl || fatia_ctlr_obj_deleting(wl) || fatia_ctlr_cond_true(wl, "Finished"))
+        goto out;
+    count = 0;
+    fatia_json_int(json_array_get(json_object_get(json_object_get(wl, "spec"), "podSets"), 0),
+                   "count", &count);
+    if (admitted(wl) && !fatia_ctlr_cond_true(wl, "Evicted")) {
+        size_t i;
+        json_t *pod;
+        json_array_foreach(live, i, pod)
+        {
+            if (running >= count)
+                break; /* past the admitted count: it waits */
+            if (pod_gated(pod) && pod_ungate(w, pod, wl, qkey) == 0) {
+                running++;
+                fatia_ctlr_event(w->ctl, pod, COMPONENT, "Normal", "Started",
+                                 "Admitted by clusterQueue %s",
+                                 admitting_cq(wl) ? admitting_cq(wl) : "");
+            }
+        }
+    } else if (fatia_ctlr_cond_true(wl, "Evicted")) {
+        size_t i;
+        json_t *pod;
+        if (running == 0) {
+            if (has_reservation(wl))
+                release_workload(w, wl, qkey);
+            goto out;
+        }
+        fatia_ctlr_split_key(key, nsbuf, sizeof(nsbuf));
+        json_array_foreach(live, i, pod)
+        {
+            if (!pod_gated(pod))
+                fatia_ctlr_delete(
+                    w->ctl, w->pods->kind, nsbuf, fatia_ctlr_meta_str(pod, "name"),
+                    fatia_ctlr_meta_str(pod, "uid"),
+                    &(struct op_opts){.wq = w->q, .key = qkey, .quiet_missing = true});
+        }
+    }
+out:
+    json_decref(live);
+}
+
 static void reconcile(void *arg, const char *qkey)
 {
     struct workload_ctl *w = arg;
@@ -597,6 +712,8 @@ static void reconcile(void *arg, const char *qkey)
         reconcile_job(w, qkey, bar + 1);
     else if (!strncmp(qkey, "pod|", 4))
         reconcile_pod(w, qkey, bar + 1);
+    else if (!strncmp(qkey, "sts|", 4))
+        reconcile_group(w, qkey, bar + 1);
 }
 
 int fatia_ctlr_workload_ctl_new(struct ctl *c, struct workload_ctl **ret)
@@ -614,7 +731,8 @@ int fatia_ctlr_workload_ctl_new(struct ctl *c, struct workload_ctl **ret)
         c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", NULL));
     w->flavors =
         fatia_ctlr_informer(c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "ResourceFlavor", NULL));
-    if (!w->q || !w->jobs || !w->pods || !w->wls || !w->wpcs || !w->flavors ||
+    w->ssets = fatia_ctlr_informer(c, fatia_kind_find("apps/v1", "StatefulSet", NULL));
+    if (!w->q || !w->jobs || !w->pods || !w->wls || !w->wpcs || !w->flavors || !w->ssets ||
         fatia_ctlr_informer_on(w->jobs, on_job, w) < 0 ||
         fatia_ctlr_informer_on(w->pods, on_pod, w) < 0 ||
         fatia_ctlr_informer_on(w->wls, on_workload, w) < 0) {

@@ -207,6 +207,7 @@ struct daemon {
     bool help;
     char default_fleet[4096];
     char tokens[4096];     /* DATA/tokens (ao.tokens_path) */
+    char root_ca[16384];   /* DATA/tls.crt's PEM: kube-root-ca.crt (co.root_ca) */
     char audit[4096];      /* DATA/audit.log (ao.audit_path) unless --audit-log */
     const char *audit_opt; /* --audit-log: a path, or "-" for none */
     int lock_fd;           /* DATA/fatiad.lock, held until exit */
@@ -597,6 +598,76 @@ static int start_dashboard(struct daemon *d)
     return 0;
 }
 
+/* The `kubernetes` Service of `default`, as kube-apiserver keeps it (its kubernetesservice
+ * controller): ClusterIP 172.30.0.1 (the range's first address, which the allocator holds back),
+ * port 443 "https" to fatiad's port, no selector, and its Endpoints 127.0.0.1:<port>. The
+ * ClusterIP is recorded, not routed: pods reach the API at kubernetes.default.svc through the
+ * agent's proxy (agent/apiproxy.c). Made at every start; one left by a former start gets the
+ * current port (a merge patch). Failures are logged: serving goes on. */
+struct kube_svc {
+    struct daemon *d;
+    const struct fatia_kind *k;
+    char name[16], patch[400];
+};
+
+static void kube_svc_done(void *arg, const struct fatia_client_result *res)
+{
+    struct kube_svc *ks = arg;
+
+    if (res->code == 409 && ks->patch[0]) {
+        int r = fatia_client_patch(ks->d->client, ks->k, "default", "kubernetes", NULL,
+                                   FATIA_PATCH_MERGE, ks->patch, strlen(ks->patch), NULL,
+                                   kube_svc_done, ks);
+        ks->patch[0] = '\0';
+        if (r == 0)
+            return;
+    } else if (res->status) {
+        fatia_warn("the kubernetes %s of default: %s", ks->name,
+                   fatia_json_str(res->status, "message"));
+    }
+    fatia_free(ks);
+}
+
+static void publish_kubernetes_service(struct daemon *d)
+{
+    for (int i = 0; i < 2; i++) {
+        struct kube_svc *ks = fatia_calloc(1, sizeof(*ks));
+        json_t *obj;
+        if (!ks)
+            return;
+        ks->d = d;
+        ks->k = fatia_kind_find("v1", i ? "Endpoints" : "Service", NULL);
+        snprintf(ks->name, sizeof(ks->name), "%s", i ? "Endpoints" : "Service");
+        if (i == 0) {
+            obj =
+                json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:{s:s,s:s,s:s,s:[{s:s,s:i,s:s,s:i}]}}",
+                          "apiVersion", "v1", "kind", "Service", "metadata", "name", "kubernetes",
+                          "namespace", "default", "labels", "component", "apiserver", "provider",
+                          "kubernetes", "spec", "type", "ClusterIP", "clusterIP", "172.30.0.1",
+                          "sessionAffinity", "None", "ports", "name", "https", "port", 443,
+                          "protocol", "TCP", "targetPort", (int)d->port);
+            snprintf(ks->patch, sizeof(ks->patch),
+                     "{\"spec\":{\"ports\":[{\"name\":\"https\",\"port\":443,"
+                     "\"protocol\":\"TCP\",\"targetPort\":%u}]}}",
+                     d->port);
+        } else {
+            obj = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:[{s:[{s:s}],s:[{s:s,s:i,s:s}]}]}",
+                            "apiVersion", "v1", "kind", "Endpoints", "metadata", "name",
+                            "kubernetes", "namespace", "default", "labels",
+                            "endpointslice.kubernetes.io/skip-mirror", "true", "provider",
+                            "kubernetes", "subsets", "addresses", "ip", "127.0.0.1", "ports",
+                            "name", "https", "port", (int)d->port, "protocol", "TCP");
+            snprintf(ks->patch, sizeof(ks->patch),
+                     "{\"subsets\":[{\"addresses\":[{\"ip\":\"127.0.0.1\"}],\"ports\":"
+                     "[{\"name\":\"https\",\"port\":%u,\"protocol\":\"TCP\"}]}]}",
+                     d->port);
+        }
+        if (!ks->k || !obj || fatia_client_create(d->client, obj, NULL, kube_svc_done, ks) < 0)
+            fatia_free(ks);
+        json_decref(obj);
+    }
+}
+
 static void start_serving(struct daemon *d)
 {
     char url[200], path[4096], token[300];
@@ -620,6 +691,9 @@ static void start_serving(struct daemon *d)
         stop_all(d);
         return;
     }
+    /* pods reach the API at this port through the agent (agent/apiproxy.c) */
+    fatia_agent_set_api_port(d->agent, d->port);
+    publish_kubernetes_service(d);
     if (strchr(d->host, ':'))
         snprintf(url, sizeof(url), "%s://[%s]:%u", d->tls ? "https" : "http", d->host, d->port);
     else
@@ -1102,6 +1176,13 @@ static int open_data_dir(struct daemon *d)
             return -FATIA_E_INVALID;
         }
         d->ao.http.tls_ctx = d->tls_ctx;
+        /* the CA pods trust (the kube-root-ca.crt ConfigMaps: controller/serviceaccount.c) */
+        FILE *f = fopen(cert, "re");
+        size_t n = f ? fread(d->root_ca, 1, sizeof(d->root_ca) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        d->root_ca[n] = '\0';
+        d->co.root_ca = n ? d->root_ca : NULL;
     }
     snprintf(d->tokens, sizeof(d->tokens), "%s/tokens", d->data_dir);
     d->ao.tokens_path = d->tokens;
@@ -1153,6 +1234,9 @@ static int open_api(struct daemon *d)
     if (fatia_apiserver_set_catalog_namespace(d->api, "gpu-catalog") < 0)
         fatia_warn("the catalog namespace is not readable by tenants: out of memory");
     d->client = fatia_client_new_local(d->api, &fatia_user_system);
+    /* the controllers make what the pods' kube-api-access volume needs (the default
+     * ServiceAccount, kube-root-ca.crt) */
+    fatia_apiserver_set_sa_automount(d->api, d->controllers);
     return 0;
 }
 

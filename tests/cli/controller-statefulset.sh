@@ -10,7 +10,8 @@
 #     the same claim (same uid);
 #   - scale down removes the highest ordinals and keeps their claims (retention Retain);
 #   - a rolling update (new image) replaces every pod; updateRevision = currentRevision after;
-#   - deleting the StatefulSet deletes its pods, not its claims.
+#   - deleting the StatefulSet deletes its pods, not its claims;
+#   - the process runtime does not mount the claims, and a Warning Event VolumeNotMounted says so.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 find_kubectl
@@ -91,6 +92,11 @@ done
 # identity and claims
 expect_rc 0 "$k" get pod ord-1 -n st-t -o jsonpath='{.spec.hostname} {.spec.subdomain} {.spec.volumes[0].persistentVolumeClaim.claimName} {.metadata.labels.statefulset\.kubernetes\.io/pod-name}'
 [ "$(cat "$TMP/out")" = "ord-1 ord data-ord-1 ord-1" ] || fail "identity of ord-1: $(cat "$TMP/out")"
+# the process runtime mounts no claim: it says so (a Warning Event), never silently
+"$k" get events -n st-t --field-selector involvedObject.name=ord-1,reason=VolumeNotMounted \
+    -o jsonpath='{.items[0].message}' >"$TMP/ev" 2>&1
+grep -q 'persistentVolumeClaim data-ord-1) is not mounted' "$TMP/ev" ||
+    fail "no VolumeNotMounted Warning for a process-mode pod's claim: $(cat "$TMP/ev")"
 claim_uid=$("$k" get pvc data-ord-1 -n st-t -o jsonpath='{.metadata.uid}')
 [ -n "$claim_uid" ] || fail "no claim data-ord-1"
 old_uid=$("$k" get pod ord-1 -n st-t -o jsonpath='{.metadata.uid}')

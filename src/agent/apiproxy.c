@@ -1,0 +1,194 @@
+/*
+ * agent/apiproxy.c: how a pod in its own network namespace reaches fatiad: a TCP proxy the agent
+ * runs on each pod network's gateway (10.<k/256>.<k%256>.1, the host side of the namespace's
+ * bridge, agent/cni.c) at fatiad's own port, forwarding every connection to fatiad's listener on
+ * loopback. TLS is end to end (the proxy only copies bytes): the pod's client verifies fatiad's
+ * certificate against the kube-root-ca.crt it has as ca.crt, and fatiad authenticates the pod's
+ * bearer token (its ServiceAccount's, agent/satoken.c) as for any client. Pods name the API
+ * https://kubernetes.default.svc:PORT (KUBERNETES_SERVICE_HOST/PORT; the pod's /etc/hosts maps
+ * the kubernetes.default.svc names to its gateway: oci_pod.c), and fatiad's certificate names
+ * kubernetes.default.svc (apiserver/tls.c).
+ *
+ * Model: one listener per network index, made once the bridge has its gateway address (the
+ * first pod's CNI ADD, by its shim: until then the bind fails with EADDRNOTAVAIL and the tick
+ * tries again), kept until fatiad stops. Only the API port is proxied: the workbench proxy, the
+ * dashboard's origin and node ports stay on loopback, which a pod's network namespace does not
+ * reach.
+ *
+ * Choices and rejected: fatiad itself listening on every gateway (the API server would have to
+ * learn the agent's bridges; the agent knows them, and the proxy keeps the layers apart); the
+ * gateway's IP as KUBERNETES_SERVICE_HOST (one per namespace: fatiad's certificate, made once and
+ * trusted by every kubeconfig, cannot name them all; client-go's InClusterConfig takes a host
+ * name as well); the kubernetes Service's ClusterIP routed by an address on a host interface or
+ * iptables DNAT (it changes the host's network for every fatiad on the machine; see
+ * controller/svcproxy.c). Known: fatiad sees the proxy's 127.0.0.1 as the peer, not the pod.
+ */
+#include "base/compat.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/log.h"
+
+struct fatia_agent_apiproxy {
+    uint32_t k;
+    struct evconnlistener *l;
+    struct fatia_agent *a;
+    struct fatia_agent_apiproxy *next;
+};
+
+struct pconn {
+    struct bufferevent *side[2];
+    bool eof[2];
+};
+
+static void conn_free(struct pconn *c)
+{
+    for (int i = 0; i < 2; i++)
+        if (c->side[i])
+            bufferevent_free(c->side[i]);
+    fatia_free(c);
+}
+
+static int side_of(struct pconn *c, struct bufferevent *bev)
+{
+    return c->side[0] == bev ? 0 : 1;
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    struct pconn *c = arg;
+    int s = side_of(c, bev);
+
+    evbuffer_add_buffer(bufferevent_get_output(c->side[!s]), bufferevent_get_input(bev));
+}
+
+static void on_drained(struct bufferevent *bev, void *arg)
+{
+    struct pconn *c = arg;
+
+    (void)bev;
+    if ((c->eof[0] || c->eof[1]) && evbuffer_get_length(bufferevent_get_output(c->side[0])) == 0 &&
+        evbuffer_get_length(bufferevent_get_output(c->side[1])) == 0)
+        conn_free(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct pconn *c = arg;
+    int s = side_of(c, bev);
+
+    if (what & BEV_EVENT_CONNECTED)
+        return;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        on_read(bev, c);
+        c->eof[s] = true;
+        if (what & BEV_EVENT_ERROR || c->eof[!s] ||
+            evbuffer_get_length(bufferevent_get_output(c->side[!s])) == 0) {
+            conn_free(c);
+            return;
+        }
+        bufferevent_disable(bev, EV_READ);
+        bufferevent_setcb(c->side[!s], on_read, on_drained, on_event, c);
+    }
+}
+
+static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    struct fatia_agent_apiproxy *x = arg;
+    struct event_base *base = evconnlistener_get_base(lis);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(x->a->api_port)};
+    struct pconn *c = fatia_calloc(1, sizeof(*c));
+
+    (void)sa;
+    (void)salen;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (!c) {
+        close(fd);
+        return;
+    }
+    c->side[0] = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->side[1] = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!c->side[0] || !c->side[1] ||
+        bufferevent_socket_connect(c->side[1], (struct sockaddr *)&to, sizeof(to)) < 0) {
+        if (!c->side[0])
+            close(fd);
+        conn_free(c);
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        bufferevent_setcb(c->side[i], on_read, NULL, on_event, c);
+        bufferevent_enable(c->side[i], EV_READ | EV_WRITE);
+    }
+}
+
+void fatia_agent_apiproxy_gateway(uint32_t k, char *ret, size_t n)
+{
+    snprintf(ret, n, "10.%u.%u.1", (k / 256) & 255, k % 256);
+}
+
+int fatia_agent_apiproxy_ensure(struct fatia_agent *a, uint32_t k)
+{
+    struct fatia_agent_apiproxy *x;
+    struct sockaddr_in at = {.sin_family = AF_INET};
+    char gw[32];
+
+    if (!a->api_port)
+        return -EAGAIN;
+    for (x = a->apiproxy; x; x = x->next)
+        if (x->k == k)
+            return 0;
+    fatia_agent_apiproxy_gateway(k, gw, sizeof(gw));
+    at.sin_port = htons(a->api_port);
+    if (inet_pton(AF_INET, gw, &at.sin_addr) != 1)
+        return -EINVAL;
+    x = fatia_calloc(1, sizeof(*x));
+    if (!x)
+        return -ENOMEM;
+    *x = (struct fatia_agent_apiproxy){.k = k, .a = a};
+    x->l = evconnlistener_new_bind(
+        a->base, on_accept, x, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+        64, (struct sockaddr *)&at, sizeof(at));
+    if (!x->l) {
+        int e = errno ? -errno : -EIO;
+        fatia_free(x);
+        return e; /* EADDRNOTAVAIL: the bridge has no gateway yet */
+    }
+    x->next = a->apiproxy;
+    a->apiproxy = x;
+    fatia_info("agent: the API is reachable from pod network %u at %s:%u", k, gw, a->api_port);
+    return 0;
+}
+
+void fatia_agent_apiproxy_free(struct fatia_agent *a)
+{
+    while (a->apiproxy) {
+        struct fatia_agent_apiproxy *x = a->apiproxy;
+        a->apiproxy = x->next;
+        evconnlistener_free(x->l);
+        fatia_free(x);
+    }
+}
+
+void fatia_agent_set_api_port(struct fatia_agent *a, unsigned port)
+{
+    if (a)
+        a->api_port = (uint16_t)port;
+}
+
+unsigned fatia_agent_api_port(const struct fatia_agent *a)
+{
+    return a ? a->api_port : 0;
+}

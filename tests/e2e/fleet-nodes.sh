@@ -19,7 +19,6 @@ find_kubectl
 export HOME=$TMP/home
 mkdir -p "$HOME" "$TMP/fleet"
 export FATIAD_CONTROLLERS=1
-MK="$E2E_DIR/mkjob"
 sed 's/^  count: 1$/  count: 3/' examples/fleet/00-box.yaml >"$TMP/fleet/00-box.yaml"
 grep -q 'count: 3' "$TMP/fleet/00-box.yaml" || fail "could not make the three-node fleet"
 
@@ -87,8 +86,27 @@ for n in box-0 box-1 box-2; do
 done
 
 # ---- 2. three Jobs spread, each run by its node's role ----
+job1() { # job1 NAME: a Job of one whole GPU in team-a's queue (3 fit team-a's quota of 4)
+    cat <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: $1
+  namespace: team-a
+  labels: {kueue.x-k8s.io/queue-name: gpu}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: python:3.12
+        command: ["sh", "-c", "sleep 3600; : fatia-e2e-job-$$-$1"]
+        resources: {limits: {nvidia.com/gpu: 1}}
+YAML
+}
 for j in j0 j1 j2; do
-    $MK team-a "$j" training-2gpu "" "sleep 3600; : fatia-e2e-job-$$-$j" | $K apply -f - >/dev/null
+    job1 "$j" | $K apply -f - >/dev/null || fail "job $j not created"
 done
 for j in j0 j1 j2; do
     wait_until 40 running_pod "$j"

@@ -55,7 +55,7 @@ for n in box-0 box-1 box-2; do
     awk -v u="system:node:$n" '$2 == u {print $1; exit}' "$TMP/data/tokens" >"$TMP/$n.token"
     start_node "$n"
 done
-trap 'for p in ${NR[@]}; do kill -CONT $p; kill -9 $p; done 2>/dev/null; wait 2>/dev/null; pods_cleanup; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID"; fi; etcd_cleanup; rm -rf "$TMP"' EXIT
+trap 'for p in ${NR[@]}; do kill -CONT $p; kill -9 $p; wait $p; done 2>/dev/null; pods_cleanup; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID"; fi; etcd_cleanup; rm -rf "$TMP"' EXIT
 
 ready() { $K get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'; }
 taints() { $K get node "$1" -o jsonpath='{range .spec.taints[*]}{.key}:{.effect}{" "}{end}'; }

@@ -268,7 +268,7 @@ int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r
     const struct fatia_kind *k = c->t->kind;
     const char *ns = k->namespaced ? c->ns : NULL;
     const char *sub = c->subresource;
-    char what[400], res[300];
+    char what[400], res[300], why[300], tail[310] = "";
     struct fatia_rbac_attrs a = {.verb = verb,
                                  .resource_request = true,
                                  .group = k->group,
@@ -277,7 +277,7 @@ int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r
                                  .name = c->name,
                                  .ns = ns};
 
-    if (fatia_api_may(c->s, c->user, &a, NULL, 0)) {
+    if (fatia_api_may(c->s, c->user, &a, why, sizeof(why))) {
         if (fatia_kind_serves_verb(k, verb))
             return 0;
         fatia_api_opres_fail(r, 405, "MethodNotAllowed",
@@ -294,18 +294,21 @@ int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r
         snprintf(res, sizeof(res), "%s/%s", k->plural, sub);
     else
         snprintf(res, sizeof(res), "%s", k->plural);
+    /* a denying authorizer's reason, as upstream appends it (RBAC gives none) */
+    if (why[0])
+        snprintf(tail, sizeof(tail), ": %s", why);
     if (ns)
         fatia_api_opres_fail(
             r, 403, "Forbidden",
             "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" in "
-            "the namespace \"%s\"",
-            what, c->user->name, verb, res, k->group, ns);
+            "the namespace \"%s\"%s",
+            what, c->user->name, verb, res, k->group, ns, tail);
     else
         fatia_api_opres_fail(
             r, 403, "Forbidden",
             "%s is forbidden: User \"%s\" cannot %s resource \"%s\" in API group \"%s\" at "
-            "the cluster scope",
-            what, c->user->name, verb, res, k->group);
+            "the cluster scope%s",
+            what, c->user->name, verb, res, k->group, tail);
     return -FATIA_E_FORBIDDEN;
 }
 

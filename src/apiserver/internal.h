@@ -353,6 +353,8 @@ int fatia_api_rules_of(struct fatia_apiserver *s, const struct fatia_user *u, co
                        json_t *out);
 /* Registers the rbac-escalation admission plugin (authz.c). */
 int fatia_api_rbac_register(struct fatia_apiserver *s);
+/* nodeauth.c: adds the Node authorizer to the chain and the admission plugin node-restriction. */
+int fatia_api_node_register(struct fatia_apiserver *s);
 /* Writes the default ClusterRoles and ClusterRoleBindings at start (rbac_defaults.c): created
  * when missing, rewritten when annotated rbac.authorization.kubernetes.io/autoupdate: "true"
  * and different. */

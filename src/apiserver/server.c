@@ -289,6 +289,8 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
     if (r < 0)
         goto out_free;
     r = fatia_api_rbac_register(s);
+    if (r == 0)
+        r = fatia_api_node_register(s); /* the Node authorizer, node-restriction (nodeauth.c) */
     if (r < 0)
         goto out_free;
     r = fatia_api_satoken_init(s);

@@ -2,6 +2,11 @@
  * cli/cmd_token.c: `fatia token create`: a bearer token for a tenant, and the kubeconfig to use
  * it; `fatia token revoke`: tokens out of the file.
  *
+ * `create --node NAME` makes a node's token (user system:node:NAME, group system:nodes, no
+ * namespace grant): what `fatiad --role node` presents; apiserver/nodeauth.c holds it to NAME's
+ * objects. Rejected: a bootstrap-token flow (a CSR signed by the control plane): one file copied
+ * to the node is what the other tokens are too, and revocation stays `fatia token revoke`.
+ *
  * A token gets an id (not a secret: it names the token for `revoke --id`, printed on stderr)
  * and, with --ttl, an expiry (the server refuses it from then on: 401).
  *
@@ -24,6 +29,7 @@
 
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <unistd.h>
@@ -41,6 +47,7 @@ static const char usage[] =
     "Usage: fatia token create --user NAME --namespace NS [--namespace NS2 ...] [--read-only]\n"
     "                          [--group GROUP ...] [--ttl DURATION] [--data-dir DIR]\n"
     "                          [--output-file FILE]\n"
+    "       fatia token create --node NAME [--ttl DURATION] [--data-dir DIR] [--output-file FILE]\n"
     "       fatia token revoke (--user NAME | --id ID) [--data-dir DIR]\n"
     "\n"
     "create adds a bearer token to fatiad's tokens file and prints a kubeconfig that uses it\n"
@@ -51,6 +58,9 @@ static const char usage[] =
     "  -n, --namespace NS     a namespace the user may act in (repeatable; '*' for every one)\n"
     "      --read-only        get, list and watch only\n"
     "  -g, --group GROUP      a group of the user (repeatable; system:masters is an admin)\n"
+    "      --node NAME        a node's token: user system:node:NAME, group system:nodes, no\n"
+    "                         namespace; the Node authorizer and node-restriction hold it to\n"
+    "                         that node's objects (for `fatiad --role node --token FILE`)\n"
     "      --ttl DURATION     the token expires after DURATION (24h, 90m; default: never)\n"
     "      --id ID            (revoke) the token's id, as create printed it\n"
     "  -d, --data-dir DIR     fatiad's data directory (default .fatia; $FATIA_DATA_DIR is the\n"
@@ -166,6 +176,19 @@ static int run_revoke(int argc, char **argv)
     return FATIA_EXIT_OK;
 }
 
+/* A Node's name: a DNS subdomain (lower-case alphanumerics, '-' and '.', at most 253). */
+static bool valid_node_name(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (!n || n > 253 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-' || *p == '.'))
+            return false;
+    return true;
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"user", required_argument, NULL, 'u'},
@@ -175,9 +198,11 @@ static int run(int argc, char **argv)
                                          {"data-dir", required_argument, NULL, 'd'},
                                          {"ttl", required_argument, NULL, 't'},
                                          {"output-file", required_argument, NULL, 'O'},
+                                         {"node", required_argument, NULL, 'N'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *user = NULL, *dir = ".fatia", *out_file = NULL;
+    const char *user = NULL, *dir = ".fatia", *out_file = NULL, *node = NULL;
+    char node_user[300];
     const char **namespaces = fatia_xcalloc((size_t)argc + 1, sizeof(char *));
     const char **groups = fatia_xcalloc((size_t)argc + 1, sizeof(char *));
     size_t n_ns = 0, n_groups = 0;
@@ -227,6 +252,9 @@ static int run(int argc, char **argv)
         case 'O':
             out_file = optarg;
             break;
+        case 'N':
+            node = optarg;
+            break;
         case 't':
             if (fatia_parse_duration_usec(optarg, &ttl) < 0 || ttl <= 0) {
                 rc = fatia_cli_usage_error(&fatia_cmd_token,
@@ -241,6 +269,20 @@ static int run(int argc, char **argv)
             rc = fatia_cli_usage_error(&fatia_cmd_token, "bad option");
             goto out;
         }
+    }
+    if (node) {
+        if (user || n_ns || n_groups || read_only || !valid_node_name(node)) {
+            rc = fatia_cli_usage_error(&fatia_cmd_token,
+                                       user || n_ns || n_groups || read_only
+                                           ? "--node takes no --user, --namespace, --group or "
+                                             "--read-only: a node's identity is fixed"
+                                           : "--node: expected a node name (a DNS subdomain)");
+            goto out;
+        }
+        snprintf(node_user, sizeof(node_user), "system:node:%s", node);
+        user = node_user;
+        groups[n_groups++] = "system:nodes";
+        namespaces[n_ns++] = "-";
     }
     if (!user || !n_ns || optind != argc) {
         rc = fatia_cli_usage_error(&fatia_cmd_token, "--user and --namespace are required");
@@ -279,7 +321,7 @@ static int run(int argc, char **argv)
         goto out;
     }
     r = fatia_kubeconfig_format(&out, server, ca, user, token,
-                                strcmp(namespaces[0], "*") ? namespaces[0] : NULL);
+                                node || !strcmp(namespaces[0], "*") ? NULL : namespaces[0]);
     if (r < 0) {
         fprintf(stderr, "fatia token: %s\n", fatia_strerror(r));
         goto out;

@@ -16,7 +16,9 @@
  *     lost ──lease renewed──► fresh: taint removed, Event NodeReady (the device controller sets
  *       Ready True again once the taint is gone)
  *
- * A Job's evicted pod is replaced by the Job controller; placement keeps the replacement off the
+ * A pod on the lost node that is being deleted (an evicted one: the node's agent, which would take
+ * its finalizer fatia.dev/agent off once its processes are gone, does not answer) loses that
+ * finalizer once its toleration has passed, so it goes. A Job's evicted pod is replaced by the Job controller; placement keeps the replacement off the
  * lost node because the device controller hands the node's taints (and spec.unschedulable, as
  * node.kubernetes.io/unschedulable:NoSchedule: kubectl cordon) to placement (device.c). A pod's
  * slices are released when the pod is deleted, that is once its toleration (the deadline) has
@@ -32,6 +34,8 @@
 #include "base/compat.h"
 
 #include <event2/event.h>
+
+#define AGENT_FINALIZER "fatia.dev/agent" /* the node agent's (agent/podspec.h) */
 
 #include "base/alloc.h"
 #include "base/error.h"
@@ -112,6 +116,39 @@ static int64_t toleration_s(const struct nodelifecycle_ctl *n, const json_t *pod
     return n->tol_default;
 }
 
+/* A pod being deleted on a lost node waits for the finalizer of an agent that does not answer:
+ * it goes (the agent's own finalizer taken off for it), so the Job controller, which never
+ * replaces a pod before it is gone, replaces it elsewhere. The process, if the node still runs
+ * it, is killed by that agent when it comes back (the API no longer has the pod). */
+static void release_agent_finalizer(struct nodelifecycle_ctl *n, const char *key, const char *node,
+                                    const json_t *pod)
+{
+    const json_t *fins = json_object_get(json_object_get(pod, "metadata"), "finalizers"), *f;
+    json_t *o, *keep;
+    size_t i;
+    bool found = false;
+
+    json_array_foreach(fins, i, f)
+    {
+        if (json_is_string(f) && !strcmp(json_string_value(f), AGENT_FINALIZER))
+            found = true;
+    }
+    if (!found || !(o = json_deep_copy(pod)))
+        return;
+    keep = json_array();
+    json_array_foreach(fins, i, f)
+    {
+        if (!json_is_string(f) || strcmp(json_string_value(f), AGENT_FINALIZER))
+            json_array_append(keep, (json_t *)f);
+    }
+    json_object_set_new(json_object_get(o, "metadata"), "finalizers", keep);
+    fatia_info("node-lifecycle: pod %s on lost node %s: its agent's finalizer released", key, node);
+    fatia_ctlr_update(
+        n->ctl, o,
+        &(struct op_opts){.wq = n->q, .key = node, .quiet_missing = true, .quiet_conflict = true});
+    json_decref(o);
+}
+
 static void evict_pods(struct nodelifecycle_ctl *n, const char *node, const json_t *taint,
                        fatia_usec_t now)
 {
@@ -128,13 +165,18 @@ static void evict_pods(struct nodelifecycle_ctl *n, const char *node, const json
         int64_t tol;
         char nsbuf[300];
         const char *name;
-        if (!on || strcmp(on, node) || fatia_ctlr_obj_deleting(pod))
+        if (!on || strcmp(on, node))
             continue;
-        if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")))
+        if (!fatia_ctlr_obj_deleting(pod) && phase &&
+            (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")))
             continue;
         tol = toleration_s(n, pod);
         if (tol < 0 || now - t0 < tol * FATIA_USEC_PER_SEC)
             continue;
+        if (fatia_ctlr_obj_deleting(pod)) {
+            release_agent_finalizer(n, it->key, node, pod);
+            continue;
+        }
         name = fatia_ctlr_split_key(it->key, nsbuf, sizeof(nsbuf));
         fatia_info("node-lifecycle: evicting pod %s from lost node %s (toleration %" PRId64 " s)",
                    it->key, node, tol);

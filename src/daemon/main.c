@@ -23,6 +23,8 @@
  *   7. the node agent (src/agent/, docs/agent.md), unless --no-agent: it adopts the pods a former
  *      fatiad started, then runs the pods bound to its nodes; its log provider is registered
  *      here with the API server (`kubectl logs`).
+ * `--role node` replaces all of these by node_role.c's: the agent alone, for one node, over
+ * HTTPS to a control plane (the default role, "all", is the control plane and a local node).
  * The controllers and the agent link only the client interface (src/client/): this file is the
  * one place that hands them the API server's in-process client and registers what they
  * provide (docs/ARCHITECTURE.md, "How the layers link").
@@ -75,6 +77,7 @@
 #include "model/doc.h"
 #include "model/kind.h"
 #include "model/quantity.h"
+#include "node_role.h"
 #include "store/store.h"
 
 static const char usage[] =
@@ -136,6 +139,13 @@ static const char usage_more[] =
     "      --audit-log-maxsize N   rotate the audit log past N bytes (default 100Mi)\n"
     "      --agent KEY=VALUE       a node agent option (docs/agent.md); repeatable\n"
     "      --no-agent              run no node agent: pods are never started here\n"
+    "      --role all|node         all (default): the control plane and a local node; node:\n"
+    "                              only this host's node agent and Lease, for the control\n"
+    "                              plane at --server (docs/fleet.md, \"The node role\")\n"
+    "      --server URL            (--role node) the control plane's https:// address\n"
+    "      --token FILE            (--role node) the node's token (fatia token create --node)\n"
+    "      --ca FILE               (--role node) the control plane's certificate (its\n"
+    "                              DIR/tls.crt); default: the system's CAs\n"
     "      --notebook-listen HOST:PORT\n"
     "                              the workbench (Jupyter) proxy's own origin (default\n"
     "                              127.0.0.1:0, a free port; 'off': none; docs/selfservice.md)\n"
@@ -204,6 +214,9 @@ struct daemon {
     bool store_etcd;                 /* --store etcd (so.etcd_endpoints) */
     struct fatia_agent_lease *lease; /* the agent's node leases (agent/lease.h) */
     int64_t lease_s;                 /* --node-lease-duration */
+    /* --role node (node_role.c): --server, --token, --ca */
+    bool role_node;
+    const char *server, *token_file, *ca_file;
     bool help;
     char default_fleet[4096];
     char tokens[4096];     /* DATA/tokens (ao.tokens_path) */
@@ -855,6 +868,10 @@ static const struct option long_opts[] = {
     {"leader-elect-resource-name", required_argument, NULL, 0x116},
     {"node-lease-duration", required_argument, NULL, 8},
     {"node-toleration-seconds", required_argument, NULL, 9},
+    {"role", required_argument, NULL, 0x120},
+    {"server", required_argument, NULL, 0x121},
+    {"token", required_argument, NULL, 0x122},
+    {"ca", required_argument, NULL, 0x123},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
@@ -996,6 +1013,22 @@ static int parse_args(struct daemon *d, int argc, char **argv)
         }
         case 'G':
             d->no_agent = true;
+            break;
+        case 0x120:
+            if (strcmp(optarg, "node") && strcmp(optarg, "all")) {
+                fprintf(stderr, "fatiad: --role: expected 'node' or 'all'\n");
+                return -EINVAL;
+            }
+            d->role_node = !strcmp(optarg, "node");
+            break;
+        case 0x121:
+            d->server = optarg;
+            break;
+        case 0x122:
+            d->token_file = optarg;
+            break;
+        case 0x123:
+            d->ca_file = optarg;
             break;
         case 0x101:
             d->nb_listen = optarg;
@@ -1404,6 +1437,19 @@ int main(int argc, char **argv)
         return 2;
     if (d.help)
         return 0;
+    if (d.role_node) {
+        if (!d.server || !d.token_file) {
+            fprintf(stderr, "fatiad: --role node needs --server URL and --token FILE\n");
+            return 2;
+        }
+        return fatia_node_role_run(&(struct fatia_node_role_opts){.data_dir = d.data_dir,
+                                                                  .server = d.server,
+                                                                  .token_file = d.token_file,
+                                                                  .ca = d.ca_file,
+                                                                  .node_name = d.co.node_name,
+                                                                  .lease_s = d.lease_s},
+                                   &d.agent_opts);
+    }
     if (open_data_dir(&d) < 0)
         return 1;
     signal(SIGPIPE, SIG_IGN);

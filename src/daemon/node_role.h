@@ -1,0 +1,23 @@
+/*
+ * daemon/node_role.h: `fatiad --role node` (see node_role.c).
+ */
+#ifndef FATIA_DAEMON_NODE_ROLE_H
+#define FATIA_DAEMON_NODE_ROLE_H
+
+#include <stdint.h>
+
+struct fatia_agent_opts;
+
+struct fatia_node_role_opts {
+    const char *data_dir;
+    const char *server;     /* https://HOST:PORT of the control plane */
+    const char *token_file; /* its first word is the node's bearer token */
+    const char *ca;         /* the control plane's certificate; NULL: the system's CAs */
+    const char *node_name;  /* NULL: the host name */
+    int64_t lease_s;        /* the Lease's duration; 0: 40 */
+};
+
+/* Runs until SIGTERM or SIGINT; the exit status (0, or 1 after a logged error). */
+int fatia_node_role_run(const struct fatia_node_role_opts *o, struct fatia_agent_opts *ao);
+
+#endif

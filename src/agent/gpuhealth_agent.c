@@ -30,7 +30,8 @@
  * without a restart; here a GPU that keeps failing stays out and one that was reset returns.
  *
  * Which Node a GPU belongs to: gpu-health-node, else the ResourceSlice whose device carries the
- * GPU's uuid (or parentUUID), read from the API client's cache, remembered once found. At start
+ * GPU's uuid (or parentUUID), else the Node whose annotation lists it, read from the API client's
+ * cache, remembered once found. At start
  * the Node's annotation is read back, so a GPU out of service before a restart stays out until it
  * recovers.
  *
@@ -293,6 +294,24 @@ static void find_slice(void *arg, const json_t *obj)
     }
 }
 
+/* A Node whose annotation names the GPU (its devices are gone from the slices then). */
+static void find_node(void *arg, const json_t *obj)
+{
+    struct find *f = arg;
+    const char *text =
+        fatia_json_str(json_object_get(json_object_get(obj, "metadata"), "annotations"),
+                       FATIA_GPUHEALTH_ANNOTATION);
+    const char *name = fatia_json_str(json_object_get(obj, "metadata"), "name");
+    json_t *val;
+
+    if (f->node[0] || !text || !name || !strstr(text, f->uuid))
+        return;
+    val = json_loads(text, 0, NULL);
+    if (json_object_get(val, f->uuid))
+        snprintf(f->node, f->n, "%s", name);
+    json_decref(val);
+}
+
 static void adopt(struct fatia_agent_gpuhealth *g, const char *node);
 
 static bool node_of(struct fatia_agent_gpuhealth *g, struct gpu *u)
@@ -306,6 +325,8 @@ static bool node_of(struct fatia_agent_gpuhealth *g, struct gpu *u)
         (void)fatia_client_cached_each(g->a->client,
                                        fatia_kind_find("resource.k8s.io/v1", "ResourceSlice", NULL),
                                        NULL, find_slice, &f);
+        if (!u->node[0])
+            (void)fatia_client_cached_each(g->a->client, node_kind(), NULL, find_node, &f);
     }
     if (u->node[0])
         adopt(g, u->node);

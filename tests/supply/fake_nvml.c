@@ -996,6 +996,7 @@ nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi)
  *     <index> lost      XID 79 (fallen off the bus); from then on nvmlDeviceGetHandleByUUID of
  *                       that GPU answers NVML_ERROR_GPU_IS_LOST (the agent's recovery probe)
  *     <index> found     the GPU answers again (no event)
+ *                       (lost/found before the set was made set the state and send nothing)
  *     wait-error        the wait itself fails once with NVML_ERROR_UNKNOWN
  *
  * The inventory reads GPUs by index and is not affected by "lost" (a real lost GPU would also
@@ -1043,9 +1044,15 @@ nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
         return NVML_ERROR_UNINITIALIZED;
     if (!(*set = calloc(1, sizeof(**set))))
         return NVML_ERROR_UNKNOWN;
-    /* events written before the set existed are not delivered, as with the driver */
+    /* events written before the set existed are not delivered, as with the driver; a GPU
+     * lost before stays lost (a state of the hardware, not of this process) */
     if (path && (f = fopen(path, "r"))) {
-        fseek(f, 0, SEEK_END);
+        char line[256], kind[32];
+        unsigned idx;
+        while (fgets(line, sizeof(line), f))
+            if (sscanf(line, "%u %31s", &idx, kind) == 2 && idx < n_devs &&
+                (!strcmp(kind, "lost") || !strcmp(kind, "found")))
+                atomic_store(&dev_lost[idx], !strcmp(kind, "lost"));
         (*set)->offset = ftell(f);
         fclose(f);
     }

@@ -115,7 +115,7 @@ def lease_loop(names, part, parts):
     k = 0
     while not stop.is_set():
         n = mine[k % len(mine)]
-        due = start + (k * period / len(mine))
+        due = start + ((k + 1) * period / len(mine))  # the create was the first renewal
         d = due - now()
         if d > 0:
             stop.wait(d)

@@ -130,6 +130,7 @@ struct fatia_agent_gpuhealth {
     nvret (*supported)(nvdev, unsigned long long *);
     nvret (*reg)(nvdev, unsigned long long, nvset);
     nvret (*wait)(nvset, nvevent *, unsigned);
+    bool inited; /* nvmlInit succeeded: nvmlShutdown at free */
     nvset set;
     struct gpu gpus[MAX_GPUS];
     unsigned n;
@@ -184,9 +185,9 @@ static int load(struct fatia_agent_gpuhealth *g, const char *path, char *why, si
     }
     if (g->init() != NVML_OK) {
         snprintf(why, why_n, "%s: nvmlInit failed", path);
-        g->init = NULL;
         return -FATIA_E_NODRIVER;
     }
+    g->inited = true;
     return 0;
 }
 
@@ -750,7 +751,7 @@ void fatia_agent_gpuhealth_free(struct fatia_agent_gpuhealth *g)
         close(g->pipe[1]);
     if (g->set)
         g->set_free(g->set);
-    if (g->init)
+    if (g->inited)
         g->shutdown();
     if (g->lib)
         dlclose(g->lib);

@@ -59,6 +59,7 @@
 #include "agent/agent_int.h"
 #include "agent/computemode.h"
 #include "agent/devfilter.h"
+#include "agent/gpuhealth_agent.h"
 #include "agent/gpuwatch_agent.h"
 #include "agent/imgpull.h"
 #include "agent/localpath.h"
@@ -122,6 +123,7 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
     size_t kl = eq ? (size_t)(eq - kv) : strlen(kv);
     int64_t d;
     uint64_t u;
+    int r;
 
 #define KEY(s) (kl == strlen(s) && !strncmp(kv, s, kl))
     if (!v) {
@@ -144,6 +146,8 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         o->vgpu_log = v;
     else if (KEY("gpu-watch-nvml"))
         o->gpu_watch_nvml = v;
+    else if (!strncmp(kv, "gpu-health", 10) && fatia_agent_gpuhealth_opt(o, kv, v, why, why_n, &r))
+        return r;
     else if (KEY("cdi-root"))
         o->cdi_root = v;
     else if (KEY("vgpu-namespace")) {
@@ -2736,7 +2740,19 @@ void fatia_agent_gpu_exceeded(struct fatia_agent *a, struct apod *p, const char 
 
 int fatia_agent_metrics(const struct fatia_agent *a, struct fatia_buf *out)
 {
-    return fatia_agent_gpuwatch_metrics(a ? a->gpuwatch : NULL, out);
+    int r = fatia_agent_gpuwatch_metrics(a ? a->gpuwatch : NULL, out);
+
+    return r < 0 ? r : fatia_agent_gpuhealth_metrics(a ? a->gpuhealth : NULL, out);
+}
+
+void fatia_agent_gpu_unhealthy(struct fatia_agent *a, struct apod *p, const char *msg)
+{
+    if (p->stop_sent)
+        return;
+    p->evicted = true;
+    emit_event(a, p, "Warning", "GPUUnhealthy", NULL, "%s", msg);
+    agent_warn(a, "agent: pod %s/%s: %s", p->ns, p->name, msg);
+    request_stop(a, p, 0, "GPUUnhealthy", msg);
 }
 
 /* Capped slices: an allocation the cap refused is worth telling the pod's owner once. */
@@ -3240,6 +3256,9 @@ int fatia_agent_start(struct fatia_agent *a)
     r = fatia_agent_gpuwatch_start(a, &a->gpuwatch);
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "agent: cannot start the GPU memory watchdog");
+    r = fatia_agent_gpuhealth_start(a, &a->gpuhealth);
+    if (r < 0)
+        return fatia_log_errno(FATIA_LOG_ERROR, r, "agent: cannot start the GPU health watch");
     r = start_watch(a);
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "agent: cannot watch pods");
@@ -3271,6 +3290,7 @@ void fatia_agent_free(struct fatia_agent *a)
     if (!a)
         return;
     fatia_agent_gpuwatch_free(a->gpuwatch);
+    fatia_agent_gpuhealth_free(a->gpuhealth);
     fatia_agent_cdi_free(a);
     fatia_image_puller_free(a->pulls);
     fatia_agent_apiproxy_free(a);

@@ -46,6 +46,13 @@ struct fatia_agent_opts {
     unsigned gpu_watch_ms;
     const char *gpu_watch_nvml;
     uint64_t gpu_watch_reserve;
+    /* GPU health from NVML events (gpuhealth_agent.c): "auto" (NULL: on when NVML loads) or
+     * "off"; NVML library (NULL: gpu_watch_nvml, else libnvidia-ml.so.1); the Node of the GPUs
+     * (NULL: found from the ResourceSlices); the quiet time before a GPU returns (0: 5 min); more
+     * XIDs to ignore ("all"/"xids": checks off) and XIDs to act on again */
+    const char *gpu_health, *gpu_health_nvml, *gpu_health_node;
+    int64_t gpu_health_recover_ms;
+    const char *gpu_health_ignore, *gpu_health_enable;
     const char *cdi_root;    /* where the CDI spec's host discovery looks (tests); NULL: / */
     bool gpu_compute_manage; /* gpu-compute-mode=manage: EXCLUSIVE_PROCESS under MPS daemons */
     bool no_vgpu_namespace;  /* vgpu-namespace=off: no read-only /etc layer in the process mode */
@@ -64,6 +71,8 @@ struct fatia_agent_opts {
  * uid-map, uid-base, cgroup, device-filter (on|off), restart-backoff (a duration, e.g. 10s),
  * restart-backoff-max, log-max-bytes, mps-control, vgpu-log, pod-dir, gpu-watch (auto, off, or a
  * period from 10ms to 250ms), gpu-watch-nvml, gpu-watch-reserve (bytes), cdi-root,
+ * gpu-health (auto or off), gpu-health-nvml, gpu-health-node, gpu-health-recover (a duration),
+ * gpu-health-ignore-xids, gpu-health-enable-xids,
  * gpu-compute-mode (manage or leave; NVML from gpu-watch-nvml), vgpu-namespace (auto or off), runtime, runc,
  * host-path-namespaces, host-network-namespaces, pod-pids-max, registry-auth,
  * insecure-registries. Strings are borrowed. 0 or -EINVAL

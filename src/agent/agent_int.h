@@ -111,8 +111,9 @@ struct fatia_agent {
     uint64_t events_dropped;       /* Events not sent: over the write budget */
     char pod_dir[1200];            /* run/ and logs/ live here (--agent pod-dir) */
     unsigned storage_ticks;        /* ticks since the last ephemeral-storage check */
-    struct fatia_agent_gpuwatch *gpuwatch; /* the GPU memory watchdog, NULL when off */
-    struct fatia_agent_cdi *cdi;           /* the nodes' CDI specs (cdi_agent.c) */
+    struct fatia_agent_gpuwatch *gpuwatch;   /* the GPU memory watchdog, NULL when off */
+    struct fatia_agent_gpuhealth *gpuhealth; /* GPU health from NVML events, NULL when off */
+    struct fatia_agent_cdi *cdi;             /* the nodes' CDI specs (cdi_agent.c) */
     /* the OCI runtime (runtime.h): used for pods unless they name the fatia-process
      * RuntimeClass; off when --agent runtime=process or no runc */
     bool oci;

@@ -24,6 +24,11 @@
  *
  * So a running pod never loses its slice to a re-plan: the change waits, and says why.
  *
+ * GPU health (device_health.c): the GPUs a Node's fatia.dev/gpu-health annotation lists (the
+ * node agent writes it from NVML events) are planned with capacity and no slices; a change of
+ * the annotation re-plans. The node agent stops the pods on such a GPU, so the re-plan that a
+ * held slice blocks goes through once they let go.
+ *
  * Memory: a plan borrows its inventory, config and object set; they live together in a struct
  * fleet, swapped whole and freed only after the placement controller has moved to the new one.
  */
@@ -215,9 +220,10 @@ static int build_fleet(struct device_ctl *d, struct fleet **ret, char *why, size
     /* the Nodes' lifecycle and cordon taints join the pools' for placement (nodelifecycle.c) */
     for (size_t i = 0; r == 0 && i < f->inv.n_nodes; i++) {
         struct fatia_inv_node *n = &f->inv.nodes[i];
-        json_t *rt =
-            fatia_ctlr_node_runtime_taints(fatia_ctlr_informer_get(d->nodes, NULL, n->name));
+        const json_t *node = fatia_ctlr_informer_get(d->nodes, NULL, n->name);
+        json_t *rt = fatia_ctlr_node_runtime_taints(node);
         json_t *all;
+        fatia_ctlr_device_health_apply(n, node); /* GPUs out of service: no slices */
         if (!rt)
             continue;
         all = json_array();
@@ -666,7 +672,7 @@ static void on_node(void *arg, const json_t *old, const json_t *obj)
     json_t *a = old ? fatia_ctlr_node_runtime_taints(old) : NULL;
     json_t *b = obj ? fatia_ctlr_node_runtime_taints(obj) : NULL;
 
-    if (old && obj && !fatia_json_equal(a, b))
+    if (old && obj && (!fatia_json_equal(a, b) || fatia_ctlr_device_health_changed(old, obj)))
         want_replan(d);
     json_decref(a);
     json_decref(b);

@@ -4,6 +4,8 @@
 #ifndef FATIA_CONTROLLER_DEVICE_H
 #define FATIA_CONTROLLER_DEVICE_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "supply/plan.h"
@@ -21,5 +23,11 @@ void fatia_ctlr_device_ctl_set_hooks(struct device_ctl *d, device_check_fn check
 const struct fatia_plan *fatia_ctlr_device_ctl_plan(const struct device_ctl *d);
 /* A pod let go of slices: a re-plan that waited for them is tried again. */
 void fatia_ctlr_device_ctl_slices_freed(struct device_ctl *d);
+
+/* device_health.c: marks the GPUs of n that the Node's fatia.dev/gpu-health annotation lists
+ * (the node agent's health watch) unhealthy; did that annotation change between old and obj? */
+struct fatia_inv_node;
+void fatia_ctlr_device_health_apply(struct fatia_inv_node *n, const json_t *node);
+bool fatia_ctlr_device_health_changed(const json_t *old, const json_t *obj);
 
 #endif

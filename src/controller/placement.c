@@ -28,6 +28,8 @@
  * a bug) is reported (Warning DoubleBooking, fatia_slice_conflicts_total) and never placed
  * elsewhere. The device controller asks before re-planning (placement_check): a plan that would
  * remove or change a slice a pod holds must wait.
+ * So must a plan while a pod's binding is written but not yet in the pod cache (the state is
+ * rebuilt from the cache, and would forget it: a double booking the fleet scale run found).
  *
  * Policy: binpack by default (--placement-policy). MIG layouts are never re-laid here (that would
  * change hardware); a pod that asks for a MIG profile the fleet lacks stays Unschedulable with the
@@ -521,8 +523,11 @@ static void on_pod(void *arg, const json_t *old, const json_t *obj)
     if (b) {
         if (fatia_ctlr_pod_terminal(obj))
             fatia_controller_placement_release(p, key);
-        else if (fatia_json_str(json_object_get(obj, "spec"), "nodeName"))
+        else if (fatia_json_str(json_object_get(obj, "spec"), "nodeName")) {
+            if (!b->confirmed)
+                fatia_ctlr_device_ctl_slices_freed(p->dev); /* a re-plan may wait for it */
             b->confirmed = true;
+        }
         return;
     }
     if (fatia_ctlr_pod_terminal(obj) || fatia_ctlr_obj_deleting(obj))
@@ -583,6 +588,7 @@ static void bind_done(void *arg, const struct fatia_client_result *res)
                 fatia_place_unbind(p->st, bc->key);
             binding_drop(p, bc->key);
             retry_waiting(p);
+            fatia_ctlr_device_ctl_slices_freed(p->dev);
         }
         fatia_ctlr_wq_add_after(p->q, bc->key, 100 * FATIA_USEC_PER_MSEC);
     } else {
@@ -847,6 +853,18 @@ static int check_plan(void *arg, const struct fatia_plan *plan, char *why, size_
     struct fatia_strmap ix;
     int r = 0;
 
+    /* a re-plan rebuilds the state from the cached pods: a binding written but not yet in the
+     * cache would be forgotten and its slices given again, so the re-plan waits for it */
+    for (size_t i = 0; i < p->bound.cap; i++) {
+        const json_t *pod = p->bound.slots[i].key
+                                ? fatia_ctlr_informer_get_key(p->pods, p->bound.slots[i].key)
+                                : NULL;
+        if (p->bound.slots[i].key && !fatia_str_has_prefix(p->bound.slots[i].key, CLAIM_PREFIX) &&
+            (!pod || !fatia_json_str(json_object_get(pod, "spec"), "nodeName"))) {
+            snprintf(why, n, "a pod's binding is in flight");
+            return -EBUSY;
+        }
+    }
     fatia_strmap_init(&ix);
     if (build_index(plan, &ix) < 0) {
         slice_ix_clear(&ix);

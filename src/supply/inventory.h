@@ -57,6 +57,7 @@ struct fatia_inv_gpu {
     uint8_t mig_mode, mig_pending; /* enum fatia_mig_mode */
     uint8_t n_instances;           /* existing MIG instances (nvml only) */
     struct fatia_inv_mig_instance *instances;
+    bool unhealthy; /* out of service (the node agent's health watch): capacity, no slices */
 };
 
 struct fatia_inv_node {

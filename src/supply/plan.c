@@ -559,7 +559,9 @@ static int emit_device(struct plan_ctx *c, uint32_t ni, uint16_t gi, struct fati
     const struct fatia_policy *sp = pg->share_policy;
     const struct fatia_share_res *sr = NULL;
     struct fatia_slice s = {0};
-    bool exists = pg->state != FATIA_STATE_PLANNED;
+    /* a GPU out of service (inventory.h): counted in capacity, not in allocatable, no slices */
+    bool out = pg->inv->unhealthy;
+    bool exists = pg->state != FATIA_STATE_PLANNED && !out;
     size_t ri = 0;
     uint16_t res;
     int r;
@@ -587,7 +589,7 @@ static int emit_device(struct plan_ctx *c, uint32_t ni, uint16_t gi, struct fati
             if ((r = add_cap(nc, milli, 1000, exists)) < 0 ||
                 (r = add_cap(nc, mem, (int64_t)d->memory, exists)) < 0)
                 return r;
-            return push_slice(plan, &s);
+            return out ? 0 : push_slice(plan, &s);
         }
         s.kind = d->mig == FATIA_NO_MIG ? FATIA_SLICE_WHOLE : FATIA_SLICE_MIG;
         s.isolation = FATIA_ISO_HARDWARE;
@@ -595,7 +597,7 @@ static int emit_device(struct plan_ctx *c, uint32_t ni, uint16_t gi, struct fati
         s.resource = res;
         if ((r = add_cap(nc, res, 1, exists)) < 0)
             return r;
-        return push_slice(plan, &s);
+        return out ? 0 : push_slice(plan, &s);
     }
     /* replicated: time-slicing or MPS */
     {
@@ -657,7 +659,7 @@ static int emit_device(struct plan_ctx *c, uint32_t ni, uint16_t gi, struct fati
         s.memory_bytes = cap;
         if ((r = add_cap(nc, res, n, exists)) < 0)
             return r;
-        for (uint32_t k = 0; k < n; k++) {
+        for (uint32_t k = 0; k < n && !out; k++) {
             s.replica = (uint16_t)k;
             if ((r = push_slice(plan, &s)) < 0)
                 return r;

@@ -983,3 +983,183 @@ nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi)
     save_state();
     return NVML_SUCCESS;
 }
+
+/* ---- events (the node agent's GPU health watch, agent/gpuhealth_agent.c) ----
+ *
+ * FATIA_FAKE_NVML_EVENTS = a file a test appends lines to; nvmlEventSetWait_v2 polls it every
+ * 20 ms until its timeout and hands out each new line as one event of a GPU whose events are
+ * registered in the set (others are skipped, as the driver does):
+ *
+ *     <index> xid <n>   nvmlEventTypeXidCriticalError, eventData n
+ *     <index> dbe       nvmlEventTypeDoubleBitEccError
+ *     <index> sbe       nvmlEventTypeSingleBitEccError
+ *     <index> lost      XID 79 (fallen off the bus); from then on nvmlDeviceGetHandleByUUID of
+ *                       that GPU answers NVML_ERROR_GPU_IS_LOST (the agent's recovery probe)
+ *     <index> found     the GPU answers again (no event)
+ *                       (lost/found before the set was made set the state and send nothing)
+ *     wait-error        the wait itself fails once with NVML_ERROR_UNKNOWN
+ *
+ * The inventory reads GPUs by index and is not affected by "lost" (a real lost GPU would also
+ * refuse those reads). */
+#include <stdatomic.h>
+#include <time.h>
+
+#define FAKE_EV_SBE  0x1ULL
+#define FAKE_EV_DBE  0x2ULL
+#define FAKE_EV_XID  0x8ULL
+#define FAKE_EV_ALL  (FAKE_EV_SBE | FAKE_EV_DBE | FAKE_EV_XID)
+#define FAKE_TIMEOUT 10
+#define FAKE_IS_LOST 15
+
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+
+typedef struct {
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} fakeEventData_t;
+
+struct nvmlEventSet_st {
+    unsigned long long mask[MAX_DEV];
+    long offset;
+};
+
+static atomic_int dev_lost[MAX_DEV];
+
+DECL(nvmlReturn_t, nvmlEventSetCreate, nvmlEventSet_t *)
+DECL(nvmlReturn_t, nvmlEventSetFree, nvmlEventSet_t)
+DECL(nvmlReturn_t, nvmlDeviceGetSupportedEventTypes, nvmlDevice_t, unsigned long long *)
+DECL(nvmlReturn_t, nvmlDeviceRegisterEvents, nvmlDevice_t, unsigned long long, nvmlEventSet_t)
+DECL(nvmlReturn_t, nvmlEventSetWait_v2, nvmlEventSet_t, fakeEventData_t *, unsigned int)
+DECL(nvmlReturn_t, nvmlDeviceGetHandleByUUID, const char *, nvmlDevice_t *)
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+    const char *path = getenv("FATIA_FAKE_NVML_EVENTS");
+    FILE *f;
+
+    if (!recording)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!(*set = calloc(1, sizeof(**set))))
+        return NVML_ERROR_UNKNOWN;
+    /* events written before the set existed are not delivered, as with the driver; a GPU
+     * lost before stays lost (a state of the hardware, not of this process) */
+    if (path && (f = fopen(path, "r"))) {
+        char line[256], kind[32];
+        unsigned idx;
+        while (fgets(line, sizeof(line), f))
+            if (sscanf(line, "%u %31s", &idx, kind) == 2 && idx < n_devs &&
+                (!strcmp(kind, "lost") || !strcmp(kind, "found")))
+                atomic_store(&dev_lost[idx], !strcmp(kind, "lost"));
+        (*set)->offset = ftell(f);
+        fclose(f);
+    }
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+    free(set);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t d, unsigned long long *types)
+{
+    if (!dev_of(d) || d->gi >= 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *types = FAKE_EV_ALL | 0x4ULL /* PState */;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, nvmlEventSet_t set)
+{
+    if (!set || !dev_of(d) || d->gi >= 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (types & ~(FAKE_EV_ALL | 0x4ULL))
+        return NVML_ERROR_NOT_SUPPORTED;
+    set->mask[d->dev] |= types;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d)
+{
+    for (unsigned i = 0; recording && i < n_devs; i++) {
+        char u[96];
+        if (copy_string(dev_answer(&devs[i].handle, "nvmlDeviceGetUUID"), u, sizeof(u)) ||
+            strcmp(u, uuid))
+            continue;
+        if (atomic_load(&dev_lost[i]))
+            return FAKE_IS_LOST;
+        *d = &devs[i].handle;
+        return NVML_SUCCESS;
+    }
+    return recording ? NVML_ERROR_NOT_FOUND : NVML_ERROR_UNINITIALIZED;
+}
+
+/* One line of the file after set->offset as an event; 1 when one was made, 0 when none is
+ * there yet, -1 for a wait error. */
+static int next_event(nvmlEventSet_t set, fakeEventData_t *data)
+{
+    const char *path = getenv("FATIA_FAKE_NVML_EVENTS");
+    char line[256], kind[32];
+    unsigned idx;
+    unsigned long long n = 0;
+    FILE *f;
+    int got = 0;
+
+    if (!path || !(f = fopen(path, "r")))
+        return 0;
+    fseek(f, set->offset, SEEK_SET);
+    while (!got && fgets(line, sizeof(line), f)) {
+        size_t len = strlen(line);
+        unsigned long long type = 0;
+        if (!len || line[len - 1] != '\n')
+            break; /* a line being written: later */
+        set->offset = ftell(f);
+        if (!strncmp(line, "wait-error", 10)) {
+            got = -1;
+            break;
+        }
+        if (sscanf(line, "%u %31s %llu", &idx, kind, &n) < 2 || idx >= n_devs)
+            continue;
+        if (!strcmp(kind, "xid"))
+            type = FAKE_EV_XID;
+        else if (!strcmp(kind, "dbe"))
+            type = FAKE_EV_DBE, n = 0;
+        else if (!strcmp(kind, "sbe"))
+            type = FAKE_EV_SBE, n = 0;
+        else if (!strcmp(kind, "lost")) {
+            atomic_store(&dev_lost[idx], 1);
+            type = FAKE_EV_XID, n = 79;
+        } else if (!strcmp(kind, "found")) {
+            atomic_store(&dev_lost[idx], 0);
+            continue;
+        }
+        if (!(set->mask[idx] & type))
+            continue;
+        *data = (fakeEventData_t){&devs[idx].handle, type, n, 0xFFFFFFFFu, 0xFFFFFFFFu};
+        got = 1;
+    }
+    fclose(f);
+    return got;
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, fakeEventData_t *data, unsigned int ms)
+{
+    struct timespec step = {0, 20 * 1000 * 1000};
+
+    if (!set || !data)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned waited = 0;; waited += 20) {
+        int r = next_event(set, data);
+        if (r > 0)
+            return NVML_SUCCESS;
+        if (r < 0)
+            return NVML_ERROR_UNKNOWN;
+        if (waited >= ms)
+            return FAKE_TIMEOUT;
+        nanosleep(&step, NULL);
+    }
+}

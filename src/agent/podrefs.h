@@ -19,6 +19,10 @@ struct fatia_podrefs {
     fatia_pod_ref_get_fn get;
     void *ctx;
     const char *ns; /* for messages */
+    /* status.podIP's value for a fieldRef; NULL: 127.0.0.1 (the host's network). A container's
+     * address is known only once its sandbox is on the network, after the spec is written: the
+     * OCI runtime passes FATIA_OCI_POD_IP_MARK, which oci.c replaces at create time */
+    const char *pod_ip;
 };
 
 /* The value of key in obj: a ConfigMap's data (or binaryData, decoded), a Secret's data

@@ -20,6 +20,8 @@
 #      still answers; back to 1;
 #   4b. scale-down under load: 12 long completions while minReplicas goes 2 -> 1, none lost (the
 #      removed replica drains);
+#   4c. (containers) the autoscaler reads each replica at its pod address: load at one replica's
+#      address scales 1 -> 2;
 #   5. through Kueue: the queue label and hardware-profile annotation reach the pods (the
 #      profile's default CPU is injected into them); with a
 #      ClusterQueue of 1 CPU one replica of 600m is admitted and the second waits (Workloads: one
@@ -421,6 +423,50 @@ done
 done_one() { [ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=drainer -o name | wc -l)" = 1 ]; }
 wait_for "drainer down to one replica" done_one
 expect_rc 0 "$k" delete isvc drainer -n serving
+
+if [ "$RT" = oci ]; then
+    # 4c. the autoscaler reads each replica at its pod address: 3 clients keep completions in
+    #     flight at the one replica's address (not the host's: nothing listens on 127.0.0.1
+    #     there), concurrency 3 against scaleTarget 1 gives the second replica
+    cat >"$TMP/hot.yaml" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: hot
+  namespace: serving
+  annotations: {serving.fatia.io/port: "28130", autoscaling.knative.dev/window: "6s"}
+spec: {predictor: {minReplicas: 1, maxReplicas: 2, scaleMetric: concurrency, scaleTarget: 1, model: {modelFormat: {name: vLLM}}}}
+EOF
+    expect_rc 0 "$k" apply -f "$TMP/hot.yaml"
+    hreps() { "$k" get deploy hot-predictor -n serving -o jsonpath='{.spec.replicas}/{.status.readyReplicas}'; }
+    hone() { [ "$(hreps)" = 1/1 ]; }
+    wait_for "hot: one ready replica" hone
+    hip=$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=hot -o jsonpath='{.items[0].status.podIP}')
+    python3 - "$hip" <<'PY' &
+import json, sys, threading, urllib.request
+def client():
+    while True:
+        try:
+            req = urllib.request.Request("http://%s:28130/v1/completions" % sys.argv[1],
+                data=json.dumps({"model": "hot", "prompt": "hello " * 50, "max_tokens": 300}).encode(),
+                headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(req, timeout=60).read()
+        except Exception:
+            pass
+for _ in range(3):
+    threading.Thread(target=client, daemon=True).start()
+threading.Event().wait()
+PY
+    HOTLOAD=$!
+    PIDS="$PIDS $HOTLOAD"
+    htwo() { [ "$(hreps)" = 2/2 ]; }
+    wait_for "hot: two ready replicas from its pod's concurrency" htwo
+    kill "$HOTLOAD" 2>/dev/null
+    "$k" get events -n serving --field-selector involvedObject.name=hot,reason=Scaled \
+        -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' >"$TMP/ev" 2>&1
+    expect_line "$TMP/ev" "Scaled from 1 to 2 replicas: concurrency"
+    expect_rc 0 "$k" delete isvc hot -n serving
+fi
 
 # 5. through Kueue: the queue label and hardware-profile annotation reach the pods' template; a
 #    ClusterQueue of 1 CPU admits one replica of 600m, a second waits behind the scheduling gate

@@ -10,10 +10,16 @@
 # of 28) with the SLO TTFT <= 2 s, TPOT <= 100 ms. The Deployment's replicas (desired and ready)
 # are sampled every 0.5 s of wall time. Then the same trace against a fixed deployment of the
 # peak's replica count (minReplicas = maxReplicas = the most the autoscaler asked for).
-# Output in $BENCH_OUT (BUILD_DIR/bench-autoscale): per run the bench lines, replicas.tsv
-# (engine seconds, desired, ready), arrivals.tsv (requests per 10 engine seconds), and a summary:
-# SLO attainment, TTFT/ITL percentiles, GPU-hours (replica-hours of desired replicas, each
-# replica one H200) against the fixed deployment's. bench/autoscale_plot.sh draws the figure.
+# BENCH_RUNS (3) runs of both, run i with `fatia serve bench --seed i` (the seed draws the
+# synthesised prompt texts, so the prefix-cache hits, whose timing then differs run to run; the
+# arrivals and lengths are the trace's).
+# Output in $BENCH_OUT (BUILD_DIR/bench-autoscale): per run (run<i>/) the bench lines,
+# replicas.tsv (engine seconds, desired, ready) and a summary; arrivals.tsv (requests per 10
+# engine seconds); replicas.tsv over all runs (per 5 engine seconds: median, min and max of the
+# desired replicas, median ready); and summary.txt: the median, min and max over the runs of SLO
+# attainment, TTFT/ITL percentiles, GPU-hours (replica-hours of desired replicas, each replica one
+# H200) against the fixed deployment's, the saving, the peak and the replica changes.
+# bench/autoscale_plot.sh draws the figure.
 set -u
 BUILD=${1:-build}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +35,7 @@ REQ=${BENCH_REQUESTS:-1500}
 WINDOW=${BENCH_WINDOW:-6s}
 MAXR=${BENCH_MAX_REPLICAS:-6}
 TARGET=${BENCH_TARGET:-2}
+RUNS=${BENCH_RUNS:-3}
 TRACE=${BENCH_TRACE:-$SRC/../shared/data/azure-llm-2023/AzureLLMInferenceTrace_code.csv}
 [ -r "$TRACE" ] || TRACE=$SRC/../../shared/data/azure-llm-2023/AzureLLMInferenceTrace_code.csv
 mkdir -p "$OUT"
@@ -56,9 +63,10 @@ awk -F, -v n="$REQ" 'NR > 1 && NR <= n + 1 {
         b = int((s - s0) / 10); c[b]++; if (b > m) m = b }
     END { for (i = 0; i <= m; i++) printf "%d\t%d\n", i * 10, c[i] + 0 }' "$TRACE" >"$OUT/arrivals.tsv"
 
-# run NAME MIN MAX: one InferenceService, the trace through the gateway, replicas sampled
+# run NAME MIN MAX SEED: one InferenceService, the trace through the gateway, replicas sampled,
+# into $RD
 run() {
-    local name=$1 min=$2 max=$3 t0 sp
+    local name=$1 min=$2 max=$3 seed=$4 t0 sp
     cat >"$TMP/$name.yaml" <<EOF
 apiVersion: serving.kserve.io/v1beta1
 kind: InferenceService
@@ -100,23 +108,32 @@ EOF
                         printf "%.1f\t%s\t%s\n", (now - t0) * sp, d, r }'
             sleep 0.5
         done
-    ) >"$OUT/$name.replicas.tsv" &
+    ) >"$RD/$name.replicas.tsv" &
     sp=$!
     "$FATIA" serve bench --url "http://$GW" --model "$name" --workload azure-trace \
         --trace "$TRACE" --requests "$REQ" --speed "$SPEED" --slo-ttft 2000 --slo-itl 100 \
-        --label "$name" >"$OUT/$name.txt" 2>&1
+        --seed "$seed" --label "$name" >"$RD/$name.txt" 2>&1
     sleep 1
     kill "$sp" 2>/dev/null
     wait "$sp" 2>/dev/null
-    $k get events -n bench --field-selector involvedObject.name="$name" -o custom-columns=R:.reason,M:.message --no-headers >"$OUT/$name.events" 2>/dev/null
+    $k get events -n bench --field-selector involvedObject.name="$name" -o custom-columns=R:.reason,M:.message --no-headers >"$RD/$name.events" 2>/dev/null
     $k delete isvc "$name" -n bench --wait=false >/dev/null
+    # the next run's InferenceService of this name starts from nothing
+    for _ in $(seq 300); do
+        [ -z "$($k get deploy "$name-predictor" -n bench -o name 2>/dev/null)" ] &&
+            [ -z "$($k get pods -n bench -l serving.kserve.io/inferenceservice="$name" -o name 2>/dev/null)" ] && break
+        sleep 0.2
+    done
 }
 
-run burst 1 "$MAXR"
-PEAK=$(awk -F'\t' '$2 > m {m = $2} END {print m + 0}' "$OUT/burst.replicas.tsv")
-[ "$PEAK" -ge 1 ] || PEAK=$MAXR
-run fixed "$PEAK" "$PEAK"
-python3 - "$OUT" "$PEAK" <<'PY'
+for i in $(seq "$RUNS"); do
+    RD=$OUT/run$i
+    mkdir -p "$RD"
+    run burst 1 "$MAXR" "$i"
+    PEAK=$(awk -F'\t' '$2 > m {m = $2} END {print m + 0}' "$RD/burst.replicas.tsv")
+    [ "$PEAK" -ge 1 ] || PEAK=$MAXR
+    run fixed "$PEAK" "$PEAK" "$i"
+    python3 - "$RD" "$PEAK" >"$RD/summary.txt" <<'PY'
 import sys
 out, peak = sys.argv[1], int(sys.argv[2])
 def lines(name):
@@ -143,3 +160,6 @@ print("fixed.gpu_hours: %.3f h" % hf)
 print("autoscale.gpu_hours_saved: %.1f %%" % ((1 - hb / hf) * 100 if hf else 0))
 print("autoscale.peak_replicas: %d replicas" % peak)
 PY
+    cat "$RD/summary.txt"
+done
+python3 bench/autoscale_runs.py "$OUT" "$RUNS" | tee "$OUT/summary.txt"

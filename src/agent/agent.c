@@ -1662,7 +1662,11 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         dopt.mps_pipe_dir = pipe_dir[0] ? pipe_dir : NULL;
         {
             struct ref_ctx rc = {a, p};
-            struct fatia_podrefs refs = {.get = ref_get, .ctx = &rc, .ns = p->ns};
+            struct fatia_podrefs refs = {.get = ref_get,
+                                         .ctx = &rc,
+                                         .ns = p->ns,
+                                         .pod_ip = op && !op->host_network ? FATIA_OCI_POD_IP_MARK
+                                                                           : NULL};
             r = fatia_podspec_env_refs(p->pod, c, work, &refs, &env, why, why_n);
             /* a missing ConfigMap or Secret: the pod waits for it, tried again as kubelet */
             p->ref_wait = r == -ESRCH;

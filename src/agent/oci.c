@@ -7,7 +7,8 @@
  * process), with the pod's name as hostname and lo up. Each container instance is a runc
  * container `<pod uid>-<name>` whose config.json is the agent's template (oci_spec.c,
  * POD_DIR/ctr/<name>/config.json.in) with the sandbox's user, network, IPC and UTS namespace
- * paths filled in; it gets its own pid, mount and cgroup namespaces. Its rootfs is an overlay:
+ * paths filled in, and its CNI address where the spec had FATIA_OCI_POD_IP_MARK (a fieldRef to
+ * status.podIP in args or env: Kubernetes' `--host $(POD_IP)`); it gets its own pid, mount and cgroup namespaces. Its rootfs is an overlay:
  * the image's unpacked rootfs (owned by that range, shared and never written) below, a fresh
  * upper directory per instance (a restarted container starts from the image, as in Kubernetes).
  *
@@ -480,6 +481,39 @@ static void remove_upper(const char *bundle)
 }
 
 /* The instance's config.json: the template with the sandbox's namespaces. */
+/* Every FATIA_OCI_POD_IP_MARK in the strings of arr replaced with ip (oci.h). */
+static int fill_pod_ip(json_t *arr, const char *ip)
+{
+    const size_t ml = strlen(FATIA_OCI_POD_IP_MARK), il = strlen(ip);
+    size_t i;
+    json_t *s;
+
+    json_array_foreach(arr, i, s)
+    {
+        const char *v = json_string_value(s), *at, *p;
+        size_t n = 0, o = 0;
+        char *out;
+
+        if (!v || !strstr(v, FATIA_OCI_POD_IP_MARK))
+            continue;
+        for (at = v; (at = strstr(at, FATIA_OCI_POD_IP_MARK)); at += ml)
+            n++;
+        out = malloc(strlen(v) + n * il + 1);
+        if (!out)
+            return -ENOMEM;
+        for (p = v; (at = strstr(p, FATIA_OCI_POD_IP_MARK)); p = at + ml) {
+            memcpy(out + o, p, (size_t)(at - p));
+            o += (size_t)(at - p);
+            memcpy(out + o, ip, il);
+            o += il;
+        }
+        memcpy(out + o, p, strlen(p) + 1);
+        json_array_set_new(arr, i, json_string(out));
+        free(out);
+    }
+    return 0;
+}
+
 static int write_config(const struct fatia_rt_pod *pod, const char *bundle, char *why, size_t why_n)
 {
     char tmpl[4400], path[4400], nsp[64];
@@ -509,6 +543,16 @@ static int write_config(const struct fatia_rt_pod *pod, const char *bundle, char
             snprintf(nsp, sizeof(nsp), "/proc/%d/ns/%s", (int)pod->sandbox_pid, f);
             json_object_del(ns, "fatiaSandbox");
             json_object_set_new(ns, "path", json_string(nsp));
+        }
+    }
+    {
+        /* the sandbox's address, known now (CNI ran), where the spec asked for status.podIP */
+        json_t *proc = json_object_get(j, "process");
+        const char *ip = pod->ip[0] ? pod->ip : "127.0.0.1";
+        if (fill_pod_ip(json_object_get(proc, "args"), ip) < 0 ||
+            fill_pod_ip(json_object_get(proc, "env"), ip) < 0) {
+            json_decref(j);
+            return -ENOMEM;
         }
     }
     text = json_dumps(j, JSON_COMPACT);

@@ -36,6 +36,11 @@ int fatia_oci_console_listen(struct fatia_oci_console *cs);
 int fatia_oci_console_take(struct fatia_oci_console *cs);
 void fatia_oci_console_close(struct fatia_oci_console *cs);
 
+/* Stands for the pod's address in a container's args and env (a fieldRef to status.podIP: the
+ * address comes from CNI when the sandbox starts, after the spec is written); write_config in
+ * oci.c replaces it with the sandbox's address (127.0.0.1 with hostNetwork). */
+#define FATIA_OCI_POD_IP_MARK "{{fatia.dev/podIP}}"
+
 /* Ids inside a container's user namespace: 0..FATIA_OCI_IDS-1 map onto host_base... */
 #define FATIA_OCI_IDS 65536u
 

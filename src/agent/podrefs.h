@@ -29,6 +29,10 @@ struct fatia_podrefs {
      * (pod: the Pod; NULL: refused) */
     fatia_pod_token_fn token;
     const json_t *pod;
+    /* status.podIP's value for a fieldRef; NULL: 127.0.0.1 (the host's network). A container's
+     * address is known only once its sandbox is on the network, after the spec is written: the
+     * OCI runtime passes FATIA_OCI_POD_IP_MARK, which oci.c replaces at create time */
+    const char *pod_ip;
 };
 
 /* The value of key in obj: a ConfigMap's data (or binaryData, decoded), a Secret's data

@@ -410,7 +410,7 @@ static const char *label_key(const char *path, const char *prefix, char *buf, si
     return buf;
 }
 
-static int field_ref(const json_t *pod, const char *path, const char **ret)
+static int field_ref(const json_t *pod, const char *path, const char *pod_ip, const char **ret)
 {
     const json_t *meta = json_object_get(pod, "metadata");
     const json_t *spec = json_object_get(pod, "spec");
@@ -426,6 +426,8 @@ static int field_ref(const json_t *pod, const char *path, const char **ret)
         *ret = fatia_json_str(spec, "nodeName");
     else if (!strcmp(path, "spec.serviceAccountName"))
         *ret = fatia_json_str(spec, "serviceAccountName");
+    else if (pod_ip && (!strcmp(path, "status.podIP") || !strcmp(path, "status.podIPs")))
+        *ret = pod_ip; /* a container's own address (podrefs.h) */
     else if (!strcmp(path, "status.hostIP") || !strcmp(path, "status.podIP") ||
              !strcmp(path, "status.hostIPs") || !strcmp(path, "status.podIPs"))
         *ret = "127.0.0.1"; /* processes share the host's network */
@@ -628,7 +630,7 @@ int fatia_podspec_env_refs(const json_t *pod, const json_t *container, const cha
             const json_t *sk = json_object_get(vf, "secretKeyRef");
             if (f) {
                 const char *path = fatia_json_str(f, "fieldPath");
-                if (!path || field_ref(pod, path, &value) < 0) {
+                if (!path || field_ref(pod, path, refs ? refs->pod_ip : NULL, &value) < 0) {
                     snprintf(why, why_n,
                              "container '%s': env[%zu] (%s): unsupported fieldPath "
                              "'%s'",

@@ -15,8 +15,8 @@
  * ready replicas, at least one), modelStatus {transitionStatus, states {activeModelState, targetModelState},
  * copies.totalCopies}.
  *
- * The model server's command line: <fatiad's directory>/fatia engine-sim --listen
- * 127.0.0.1:<port> --reuse-port --model <shape> --served-model-name <isvc name> [--slice P]
+ * The model server's container (enginepod.c: the image fatia.dev/engine-sim:1, the same spec for
+ * containers and processes): fatia engine-sim --listen $(POD_IP):<port> --reuse-port --model <shape> --served-model-name <isvc name> [--slice P]
  * [--gpus N] then predictor.model.args. The shape is storageUri's hf:// id (engine-sim's
  * models.yaml knows Hugging Face ids), else the annotation serving.fatia.io/model, else
  * llama-3.1-8b. The slice comes from the resources: nvidia.com/mig-<profile> gives --slice
@@ -25,16 +25,18 @@
  * (--gpu-memory-utilization, --max-model-len, --max-num-seqs): the planner lives in the gateway
  * layer, above this one, so the controller names the slice and the process plans for it.
  *
- * Processes share the host's network (podIP 127.0.0.1, docs/agent.md), so replicas cannot each
- * have a port of their own under one pod template: they share one port through SO_REUSEPORT
- * (--reuse-port) and the kernel spreads connections between them; the pool's endpoint is that one
- * port. The port: annotation serving.fatia.io/port, else 20000 + FNV-1a("ns/name") mod 20000.
+ * In containers each replica has its own address on its namespace's bridge and the pool has one
+ * endpoint per replica. Processes share the host's network (podIP 127.0.0.1, docs/agent.md), so
+ * there replicas cannot each have a port of their own under one pod template: they share one
+ * port through SO_REUSEPORT (--reuse-port) and the kernel spreads connections between them. The
+ * port: annotation serving.fatia.io/port, else 20000 + FNV-1a("ns/name") mod 20000.
  *
  * predictor.model.runtime is checked as KServe does (a ServingRuntime of the namespace, else a
  * ClusterServingRuntime; missing: RuntimeNotRecognized, spec.disabled: RuntimeDisabled, the
  * model's format not in supportedModelFormats: NoSupportingRuntime): such a spec deploys nothing
  * and says why in PredictorReady and modelStatus.lastFailureInfo. The runtime's containers are not
- * run: the model server is engine-sim whatever the runtime (no vLLM image here).
+ * run: the model server is engine-sim whatever the runtime (no vLLM image here; docs/serving.md
+ * says how a vLLM image maps onto this spec).
  *
  * Replicas: predictor.minReplicas (KServe's default 1) when not autoscaled. With maxReplicas >
  * minReplicas or minReplicas 0 the autoscaler (isvc_scale.c, its decision autoscale.c: Knative's
@@ -59,6 +61,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "controller/ctl_internal.h"
+#include "controller/enginepod.h"
 #include "controller/isvc_scale.h"
 
 #define COMPONENT     "inferenceservice-controller"
@@ -177,16 +180,9 @@ static json_t *pod_template(struct isvc_ctl *ic, const json_t *isvc, int port)
     const char *prof = fatia_ctlr_obj_annotation(isvc, PROFILE_ANN);
     const char *profns = fatia_ctlr_obj_annotation(isvc, PROFILE_NS);
     json_t *cmd = json_array(), *ann = json_object(), *ctr, *t;
-    char listen[64];
     size_t i;
     json_t *a;
 
-    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-    add_arg(cmd, ic->bin);
-    add_arg(cmd, "engine-sim");
-    add_arg(cmd, "--listen");
-    add_arg(cmd, listen);
-    add_arg(cmd, "--reuse-port");
     add_arg(cmd, "--model");
     add_arg(cmd, model_shape(isvc, model));
     add_arg(cmd, "--served-model-name");
@@ -197,10 +193,8 @@ static json_t *pod_template(struct isvc_ctl *ic, const json_t *isvc, int port)
         json_object_set_new(ann, PROFILE_ANN, json_string(prof));
     if (profns)
         json_object_set_new(ann, PROFILE_NS, json_string(profns));
-    ctr = json_pack("{s:s,s:s,s:o,s:[{s:s,s:i,s:s}],s:{s:{s:s,s:i},s:i}}", "name",
-                    "kserve-container", "image", "fatia/engine-sim", "command", cmd, "ports",
-                    "name", "http", "containerPort", port, "protocol", "TCP", "readinessProbe",
-                    "httpGet", "path", "/health", "port", port, "periodSeconds", 1);
+    ctr = fatia_ctlr_engine_container(ic->bin, "kserve-container", port, cmd);
+    json_decref(cmd);
     if (ctr && json_is_object(res))
         json_object_set_new(ctr, "resources", json_deep_copy(res));
     t = ctr ? json_pack("{s:{s:o,s:o},s:{s:[o]}}", "metadata", "labels", pod_labels(isvc),

@@ -6,13 +6,17 @@
  * minReplicas 0), the loop takes one sample of the pool's total metric:
  *
  *   no ready replica          0 (nothing serves, nothing is in flight)
- *   R ready replicas          the mean of up to min(2R, MAX_SCRAPES) scrapes of GET /metrics on
- *                             the pool's port, times R
+ *   R ready replicas          the sum over the ready pods' distinct addresses (status.podIP) of
+ *                             GET /metrics on <address>:<port>: one scrape where one pod has the
+ *                             address (a container on its namespace's bridge: exact), the mean of
+ *                             min(2k, MAX_SCRAPES) scrapes times k where k pods share it
  *
- * The replicas share one port (SO_REUSEPORT, inferenceservice.c): a scrape reaches whichever
- * replica the kernel's hash of the connection picks, so the sample is an estimate of the total
- * (the per-replica mean times the ready count), exact when the replicas carry equal load, which
- * is what the gateway's balancing aims at. The metric, from engine-sim's (vLLM's) /metrics:
+ * In the process mode the replicas share 127.0.0.1 and one port (SO_REUSEPORT,
+ * inferenceservice.c): a scrape reaches whichever replica the kernel's hash of the connection
+ * picks, so that address's value is an estimate (the per-replica mean times k), exact when the
+ * replicas carry equal load, which is what the gateway's balancing aims at. Addresses that do not
+ * answer are extrapolated from those that did (the total times R over the pods answered for);
+ * beyond MAX_GROUPS addresses the rest are extrapolated the same way. The metric, from engine-sim's (vLLM's) /metrics:
  *
  *   concurrency (scaleMetric, the default)   vllm:num_requests_running + vllm:num_requests_waiting,
  *                                            the in-flight requests KServe's queue-proxy counts;
@@ -76,6 +80,7 @@
 #define COMPONENT    "inferenceservice-autoscaler"
 #define TICK         (500 * FATIA_USEC_PER_MSEC)
 #define MAX_SCRAPES  8
+#define MAX_GROUPS   16
 #define SCRAPE_TMO   2
 #define MAX_ANSWER   (256u << 10)
 #define METRIC_ANN   "serving.fatia.io/scale-metric"
@@ -103,9 +108,15 @@ struct scaled {
     int gated;   /* replicas whose pods wait for Kueue */
     bool warned, seen;
     unsigned pending; /* scrapes in flight */
-    unsigned answered;
-    double sum; /* of the answered scrapes' values */
-    int ready;  /* when the scrapes started */
+
+    struct {
+        unsigned answered;
+        double sum; /* of the answered scrapes' values */
+        int pods;   /* ready pods at the address */
+    } g[MAX_GROUPS];
+
+    int ngroups;
+    int ready; /* when the scrapes started */
     enum metric metric;
 };
 
@@ -120,6 +131,7 @@ struct isvc_scaler {
 
 struct scrape {
     struct scaled *sc;
+    int group;
     struct bufferevent *bev;
     struct scrape *prev, *next;
 };
@@ -291,6 +303,7 @@ static void decide(struct scaled *sc, double total);
 static void scrape_done(struct scrape *p, bool ok, double v)
 {
     struct scaled *sc = p->sc;
+    int group = p->group;
 
     if (p->prev)
         p->prev->next = p->next;
@@ -302,15 +315,25 @@ static void scrape_done(struct scrape *p, bool ok, double v)
         bufferevent_free(p->bev);
     fatia_free(p);
     if (ok) {
-        sc->answered++;
-        sc->sum += v;
+        sc->g[group].answered++;
+        sc->g[group].sum += v;
     }
     if (--sc->pending)
         return;
-    if (sc->answered)
-        decide(sc, sc->sum / sc->answered * sc->ready);
-    else
-        fatia_debug("autoscaler: %s: no replica answered /metrics", sc->key);
+    {
+        double total = 0;
+        int covered = 0;
+        for (int i = 0; i < sc->ngroups; i++) {
+            if (!sc->g[i].answered)
+                continue;
+            total += sc->g[i].sum / sc->g[i].answered * sc->g[i].pods;
+            covered += sc->g[i].pods;
+        }
+        if (covered)
+            decide(sc, total * sc->ready / covered);
+        else
+            fatia_debug("autoscaler: %s: no replica answered /metrics", sc->key);
+    }
 }
 
 static void scrape_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -349,7 +372,7 @@ static void scrape_read_cb(struct bufferevent *bev, void *arg)
         scrape_done(arg, false, 0);
 }
 
-static void scrape_start(struct scaled *sc, int port)
+static void scrape_start(struct scaled *sc, int group, struct in_addr addr, int port)
 {
     struct scrape *p = fatia_calloc(1, sizeof(*p));
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
@@ -358,12 +381,13 @@ static void scrape_start(struct scaled *sc, int port)
     if (!p)
         return;
     p->sc = sc;
+    p->group = group;
     sc->pending++;
     p->next = sc->s->scrapes;
     if (p->next)
         p->next->prev = p;
     sc->s->scrapes = p;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_addr = addr;
     p->bev = bufferevent_socket_new(fatia_ctlr_base(sc->s->ctl), -1, BEV_OPT_CLOSE_ON_FREE);
     if (!p->bev) {
         scrape_done(p, false, 0);
@@ -455,6 +479,53 @@ static int count_gated(struct isvc_scaler *s, const json_t *isvc)
     return n;
 }
 
+static bool pod_is_ready(const json_t *pod)
+{
+    json_t *c;
+    size_t i;
+
+    json_array_foreach(fatia_json_path(pod, "status.conditions"), i, c)
+    {
+        const char *t = fatia_json_str(c, "type"), *st = fatia_json_str(c, "status");
+        if (t && st && !strcmp(t, "Ready"))
+            return !strcmp(st, "True");
+    }
+    return false;
+}
+
+/* The distinct IPv4 addresses of the InferenceService's ready pods into addrs (at most
+ * MAX_GROUPS), each one's pod count into sc->g[].pods; the number of addresses. */
+static int ready_addrs(struct isvc_scaler *s, const json_t *isvc, struct in_addr *addrs,
+                       struct scaled *sc)
+{
+    const char *ns = fatia_ctlr_meta_str(isvc, "namespace"),
+               *name = fatia_ctlr_meta_str(isvc, "name");
+    int n = 0;
+
+    INFORMER_FOREACH(s->pods, it)
+    {
+        const char *pns = fatia_ctlr_meta_str(it->obj, "namespace");
+        const char *l = fatia_ctlr_obj_label(it->obj, ISVC_LABEL);
+        const char *ip = fatia_json_str(json_object_get(it->obj, "status"), "podIP");
+        struct in_addr a;
+        int i;
+        if (!pns || !l || !ip || strcmp(pns, ns) || strcmp(l, name) ||
+            fatia_ctlr_obj_deleting(it->obj) || !pod_is_ready(it->obj) ||
+            inet_pton(AF_INET, ip, &a) != 1)
+            continue;
+        for (i = 0; i < n && addrs[i].s_addr != a.s_addr; i++)
+            ;
+        if (i == n) {
+            if (n == MAX_GROUPS)
+                continue; /* extrapolated (file comment) */
+            addrs[n] = a;
+            sc->g[n++].pods = 0;
+        }
+        sc->g[i].pods++;
+    }
+    return n;
+}
+
 static void tick_one(struct isvc_scaler *s, const char *key, const json_t *isvc)
 {
     struct scaled *sc = find(s, key, true);
@@ -500,11 +571,25 @@ static void tick_one(struct isvc_scaler *s, const char *key, const json_t *isvc)
         decide(sc, 0);
         return;
     }
-    n = (int)ready * 2 > MAX_SCRAPES ? MAX_SCRAPES : (int)ready * 2;
-    sc->answered = 0;
-    sc->sum = 0;
-    for (int i = 0; i < n; i++)
-        scrape_start(sc, fatia_ctlr_isvc_port(isvc));
+    {
+        struct in_addr addrs[MAX_GROUPS];
+        int port = fatia_ctlr_isvc_port(isvc);
+        sc->ngroups = ready_addrs(s, isvc, addrs, sc);
+        if (!sc->ngroups) {
+            /* Ready in the Deployment, no pod with an address seen yet: the old estimate */
+            addrs[0].s_addr = htonl(INADDR_LOOPBACK);
+            sc->g[0].pods = (int)ready;
+            sc->ngroups = 1;
+        }
+        for (int i = 0; i < sc->ngroups; i++) {
+            n = sc->g[i].pods > 1 ? sc->g[i].pods * 2 : 1;
+            n = n > MAX_SCRAPES ? MAX_SCRAPES : n;
+            sc->g[i].answered = 0;
+            sc->g[i].sum = 0;
+            for (int k = 0; k < n; k++)
+                scrape_start(sc, i, addrs[i], port);
+        }
+    }
 }
 
 static void tick(evutil_socket_t fd, short what, void *arg)

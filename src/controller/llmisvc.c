@@ -23,6 +23,7 @@
  * container's args are appended to the model server's command line (engine-sim's flags: a real
  * vLLM image would take vLLM's there, unverified here) and its resources are the pods'.
  *
+ * The container is enginepod.c's (image fatia.dev/engine-sim:1, listening on $(POD_IP)).
  * Processes share the host's network, so each workload has a port of its own (SO_REUSEPORT among
  * its replicas): decode fatia_ctlr_isvc_port (annotation serving.fatia.io/port, else the hash of
  * ns/name), prefill that + 1 (annotation serving.fatia.io/prefill-port); each pod says its port in
@@ -48,6 +49,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "controller/ctl_internal.h"
+#include "controller/enginepod.h"
 #include "controller/isvc_scale.h"
 
 #define COMPONENT     "llminferenceservice-controller"
@@ -153,14 +155,8 @@ static json_t *pod_template(struct llmisvc_ctl *lc, const json_t *o, const json_
     const char *queue = fatia_ctlr_obj_label(o, QUEUE_LABEL);
     json_t *cmd = json_array(), *labels = selector_labels(o, prefill), *ann, *ctr, *t;
     int64_t tp = 0;
-    char listen[64], buf[32];
+    char buf[32];
 
-    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-    add_arg(cmd, lc->bin);
-    add_arg(cmd, "engine-sim");
-    add_arg(cmd, "--listen");
-    add_arg(cmd, listen);
-    add_arg(cmd, "--reuse-port");
     add_arg(cmd, "--model");
     add_arg(cmd, model_shape(o));
     add_arg(cmd, "--served-model-name");
@@ -194,10 +190,8 @@ static json_t *pod_template(struct llmisvc_ctl *lc, const json_t *o, const json_
         if (queue && !json_object_get(labels, QUEUE_LABEL))
             json_object_set_new(labels, QUEUE_LABEL, json_string(queue));
     }
-    ctr = json_pack("{s:s,s:s,s:o,s:[{s:s,s:i,s:s}],s:{s:{s:s,s:i},s:i}}", "name", "main", "image",
-                    "fatia/engine-sim", "command", cmd, "ports", "name", "http", "containerPort",
-                    port, "protocol", "TCP", "readinessProbe", "httpGet", "path", "/health", "port",
-                    port, "periodSeconds", 1);
+    ctr = fatia_ctlr_engine_container(lc->bin, "main", port, cmd);
+    json_decref(cmd);
     if (ctr && json_is_object(res))
         json_object_set_new(ctr, "resources", json_deep_copy(res));
     t = ctr && labels && ann ? json_pack("{s:{s:O,s:O},s:{s:[O]}}", "metadata", "labels", labels,

@@ -2,7 +2,8 @@
  * tests/agent/test_podrefs.c: ConfigMaps and Secrets in a container's environment (env
  * valueFrom configMapKeyRef / secretKeyRef, envFrom with prefix, optional), as kubelet's
  * makeEnvironmentVariables: missing objects and keys, base64 decoding, the lookup confined to
- * the pod's namespace, and no value ever in an error message.
+ * the pod's namespace, and no value ever in an error message; and the downward API's
+ * status.podIP: 127.0.0.1 for processes, the runtime's stand-in for a container (podrefs.h).
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -161,6 +162,35 @@ static void test_env_from(void **state)
     fatia_env_release(&e);
 }
 
+/* status.podIP: the host's loopback without pod_ip (processes), else pod_ip (a container's
+ * stand-in, filled in by oci.c), in $(VAR) expansion too; status.hostIP is the host's either way */
+static void test_pod_ip(void **state)
+{
+    static const char *env = "[{\"name\":\"POD_IP\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":"
+                             "\"status.podIP\"}}},{\"name\":\"H\",\"valueFrom\":{\"fieldRef\":"
+                             "{\"fieldPath\":\"status.hostIP\"}}},{\"name\":\"L\",\"value\":"
+                             "\"$(POD_IP):8000\"}]";
+    struct fatia_podrefs ctr = refs;
+    json_t *pod = pod_env(env, NULL);
+    const json_t *c =
+        json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0);
+    struct fatia_env e = {0};
+    char why[300];
+
+    (void)state;
+    assert_int_equal(run(env, NULL, &e, why, sizeof(why)), 0);
+    assert_string_equal(fatia_env_get(&e, "POD_IP"), "127.0.0.1");
+    assert_string_equal(fatia_env_get(&e, "L"), "127.0.0.1:8000");
+    fatia_env_release(&e);
+    ctr.pod_ip = "{{ip}}";
+    assert_int_equal(fatia_podspec_env_refs(pod, c, NULL, &ctr, &e, why, sizeof(why)), 0);
+    assert_string_equal(fatia_env_get(&e, "POD_IP"), "{{ip}}");
+    assert_string_equal(fatia_env_get(&e, "L"), "{{ip}}:8000");
+    assert_string_equal(fatia_env_get(&e, "H"), "127.0.0.1");
+    fatia_env_release(&e);
+    json_decref(pod);
+}
+
 static void test_b64(void **state)
 {
     char *s;
@@ -186,10 +216,9 @@ static void test_b64(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_key_refs),
-        cmocka_unit_test(test_missing),
-        cmocka_unit_test(test_env_from),
-        cmocka_unit_test(test_b64),
+        cmocka_unit_test(test_key_refs), cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_env_from), cmocka_unit_test(test_b64),
+        cmocka_unit_test(test_pod_ip),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

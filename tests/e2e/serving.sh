@@ -20,6 +20,8 @@
 #      still answers; back to 1;
 #   4b. scale-down under load: 12 long completions while minReplicas goes 2 -> 1, none lost (the
 #      removed replica drains);
+#   4c. (containers) the autoscaler reads each replica at its pod address: load at one replica's
+#      address scales 1 -> 2;
 #   5. through Kueue: the queue label and hardware-profile annotation reach the pods (the
 #      profile's default CPU is injected into them); with a
 #      ClusterQueue of 1 CPU one replica of 600m is admitted and the second waits (Workloads: one
@@ -27,16 +29,34 @@
 #   5b. predictor.model.runtime as KServe checks it: missing (RuntimeNotRecognized) or disabled
 #      (RuntimeDisabled) deploys nothing; a ClusterServingRuntime that serves the format does;
 #   6. delete: Deployment, pods and pool go.
+# SERVING_RUNTIME: the agent's runtime, process (default: the model servers are host processes on
+# 127.0.0.1, replicas sharing a port) or oci (e2e_serving_containers: runc containers from the
+# image fatia.dev/engine-sim:1, scripts/images/engine-sim, each replica on its own address of the
+# namespace's bridge, reached there by the gateway and, for P/D, by the decode pod).
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
 find_kubectl
+RT=${SERVING_RUNTIME:-process}
+if [ "$RT" = oci ]; then
+    [ "$(id -u)" = 0 ] || skip "the model servers run in containers: it needs root"
+    for t in runc umoci skopeo busybox; do
+        command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
+    done
+fi
 PIDS=""
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done
       if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
 export HOME=$TMP/home
 mkdir -p "$HOME"
 chmod 711 "$TMP" # pods run under a uid of their namespace (docs/agent.md)
-FATIAD_CONTROLLERS=1 start_fatiad "$TMP/data" || exit 1
+if [ "$RT" = oci ]; then
+    # the image from this build's fatia, into the node's store before fatiad starts
+    scripts/images/engine-sim "$TMP/es.tar" "$FATIA" >"$TMP/image.log" 2>&1 ||
+        fail "scripts/images/engine-sim: $(cat "$TMP/image.log")"
+    "$FATIA" image load -d "$TMP/data" --name fatia.dev/engine-sim:1 "$TMP/es.tar" >/dev/null ||
+        fail "image load"
+fi
+FATIAD_RUNTIME=$RT FATIAD_CONTROLLERS=1 start_fatiad "$TMP/data" || exit 1
 export KUBECONFIG=$KCFG
 k="$KUBECTL_DIR/kubectl.1.33"
 EX=examples/serving/llama-isvc.yaml
@@ -113,9 +133,16 @@ python3 - "$TMP/out" <<'EOF' || fail "deployment: $(cat "$TMP/out")"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["metadata"]["ownerReferences"][0]["kind"] == "InferenceService"
-c = d["spec"]["template"]["spec"]["containers"][0]["command"]
-assert c[0].endswith("/fatia") and c[1] == "engine-sim", c
-for a, b in [("--listen", "127.0.0.1:28080"), ("--served-model-name", "llama"),
+ctr = d["spec"]["template"]["spec"]["containers"][0]
+c = ctr["command"]
+assert ctr["image"] == "fatia.dev/engine-sim:1", ctr
+# one spec for both runtimes: fatia through PATH (fatiad's directory first, then the image's
+# /usr/bin), the address from the downward API (127.0.0.1 for processes, the bridge's in a container)
+env = {e["name"]: e for e in ctr["env"]}
+assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP", env
+assert env["PATH"]["value"].endswith(":/usr/local/bin:/usr/bin:/bin"), env
+assert c[0] == "fatia" and c[1] == "engine-sim", c
+for a, b in [("--listen", "$(POD_IP):28080"), ("--served-model-name", "llama"),
              ("--model", "meta-llama/Llama-3.1-8B-Instruct"), ("--speed", "50")]:
     assert c[c.index(a) + 1] == b, (a, c)
 assert "--reuse-port" in c
@@ -187,13 +214,42 @@ metadata: {name: thief, namespace: hostile, annotations: {serving.fatia.io/port:
 spec: {predictor: {model: {modelFormat: {name: vLLM}, args: ["--speed", "50"]}}}
 EOF
 expect_rc 0 "$k" apply -f "$TMP/thief.yaml"
-sleep 3
+lip=$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=llama -o jsonpath='{.items[0].status.podIP}')
+if [ "$RT" = oci ]; then
+    # in containers the thief's replica has an address of its own on its namespace's bridge: it
+    # answers as itself, from a pod that is not the first tenant's
+    thief_up() { ask "$KB" thief && [ "$(cat "$TMP/code")" = 200 ]; }
+    wait_for "the thief's own replica" thief_up
+    tip=$("$k" get pods -n hostile -l serving.kserve.io/inferenceservice=thief -o jsonpath='{.items[0].status.podIP}')
+    [ -n "$tip" ] && [ "$tip" != "$lip" ] || fail "the thief's replica at '$tip', the first tenant's at '$lip'"
+else
+    sleep 3
+fi
 for _ in 1 2 3 4 5 6; do
     ask "$KB" thief
-    [ "$(cat "$TMP/code")" != 200 ] || fail "the hostile tenant reached a model server on the first tenant's port: $(cat "$TMP/c")"
+    if [ "$RT" = oci ]; then
+        grep -q '"model":"thief"' "$TMP/c" || fail "the thief answered as another model: $(cat "$TMP/c")"
+    else
+        [ "$(cat "$TMP/code")" != 200 ] || fail "the hostile tenant reached a model server on the first tenant's port: $(cat "$TMP/c")"
+    fi
     complete || fail "the first tenant's model stopped answering: HTTP $(cat "$TMP/code") $(cat "$TMP/c")"
 done
 expect_rc 0 "$k" delete isvc thief -n hostile
+if [ "$RT" = oci ]; then
+    # the hostile tenant's own model server (busybox's nc in the image) aims at the first
+    # tenant's replica on the other namespace's bridge, past the gateway and its keys: dropped
+    # (agent/cni.c); its own replica's address answers the same request (so the drop is real)
+    epod=$("$k" get pods -n hostile -l serving.kserve.io/inferenceservice=evil -o jsonpath='{.items[0].metadata.name}')
+    eip=$("$k" get pods -n hostile -l serving.kserve.io/inferenceservice=evil -o jsonpath='{.items[0].status.podIP}')
+    eport=$("$k" get inferencepool evil -n hostile -o jsonpath='{.spec.targetPorts[0].number}')
+    [ -n "$lip" ] && [ -n "$eip" ] && [ "$lip" != "$eip" ] || fail "pod addresses: '$lip' '$eip'"
+    get_from_evil() { "$k" exec -n hostile "$epod" -- sh -c \
+        "printf 'GET /v1/models HTTP/1.0\r\n\r\n' | nc -w 3 $1 $2"; }
+    expect_rc 0 get_from_evil "$eip" "$eport"
+    grep -q '"id"' "$TMP/out" || fail "the hostile pod cannot reach its own replica: $(cat "$TMP/out" "$TMP/err")"
+    get_from_evil "$lip" 28080 >"$TMP/out" 2>&1
+    grep -q '"id"' "$TMP/out" && fail "the hostile tenant's pod read the first tenant's model server: $(cat "$TMP/out")"
+fi
 
 expect_rc 0 "$k" delete isvc evil -n hostile
 evil_gone() { ask "$KB" evil && [ "$(cat "$TMP/code")" = 404 ]; }
@@ -272,7 +328,7 @@ for p in pods:
     assert cmd[cmd.index("--role") + 1] == role, cmd
     assert cmd[cmd.index("--served-model-name") + 1] == "llama-pd", cmd
     port = "28100" if role == "decode" else "28101"
-    assert cmd[cmd.index("--listen") + 1] == "127.0.0.1:" + port, cmd
+    assert cmd[cmd.index("--listen") + 1] == "$(POD_IP):" + port, cmd
     assert p["metadata"]["annotations"]["serving.fatia.io/port"] == port
     # each workload's own hardware profile: its CPU injected
     want = {"decode": "200m", "prefill": "300m"}[role]
@@ -288,10 +344,24 @@ pd_complete() {
     [ "$(cat "$TMP/code")" = 200 ]
 }
 wait_for "a completion of llama-pd through the gateway" pd_complete
-# the two prefill replicas share port 28101 (SO_REUSEPORT): each scrape reaches one of them
-legs=$(for _ in $(seq 12); do curl -s localhost:28101/metrics; done |
-    awk '$1 == "fatia_engine_sim_prefill_legs_total" && $2 > m {m = $2} END {print m + 0}')
-curl -s localhost:28100/metrics >"$TMP/dm"
+# pod_ips ROLE: the Ready llama-pd pods' addresses of that role
+pod_ips() { "$k" get pods -n serving -l "app.kubernetes.io/name=llama-pd,llm-d.ai/role=$1" \
+    -o jsonpath='{range .items[*]}{.status.podIP}{"\n"}{end}'; }
+pips=$(pod_ips prefill | sort -u)
+dip=$(pod_ips decode | head -1)
+if [ "$RT" = oci ]; then
+    # each replica its own address on the namespace's bridge (not the host's), the decode pod
+    # reached the prefill pod there (x-prefiller-host-port carried a pod address)
+    [ "$(echo "$pips" | grep -c '^10\.')" = 2 ] && [ "${dip#10.}" != "$dip" ] ||
+        fail "P/D pods not on the bridge: prefill '$pips', decode '$dip'"
+    legs=$(for ip in $pips; do curl -s "$ip:28101/metrics"; done |
+        awk '$1 == "fatia_engine_sim_prefill_legs_total" {m += $2} END {print m + 0}')
+else
+    # the two prefill replicas share port 28101 (SO_REUSEPORT): each scrape reaches one of them
+    legs=$(for _ in $(seq 12); do curl -s localhost:28101/metrics; done |
+        awk '$1 == "fatia_engine_sim_prefill_legs_total" && $2 > m {m = $2} END {print m + 0}')
+fi
+curl -s "${dip:-127.0.0.1}:28100/metrics" >"$TMP/dm"
 pulls=$(awk '$1 == "fatia_engine_sim_kv_transfers_total" {print $2}' "$TMP/dm")
 fallbacks=$(awk '$1 == "fatia_engine_sim_pd_fallbacks_total" {print $2}' "$TMP/dm")
 [ "${legs:-0}" -ge 1 ] && [ "${pulls:-0}" -ge 1 ] && [ "$fallbacks" = 0 ] ||
@@ -353,6 +423,50 @@ done
 done_one() { [ "$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=drainer -o name | wc -l)" = 1 ]; }
 wait_for "drainer down to one replica" done_one
 expect_rc 0 "$k" delete isvc drainer -n serving
+
+if [ "$RT" = oci ]; then
+    # 4c. the autoscaler reads each replica at its pod address: 3 clients keep completions in
+    #     flight at the one replica's address (not the host's: nothing listens on 127.0.0.1
+    #     there), concurrency 3 against scaleTarget 1 gives the second replica
+    cat >"$TMP/hot.yaml" <<'EOF'
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: hot
+  namespace: serving
+  annotations: {serving.fatia.io/port: "28130", autoscaling.knative.dev/window: "6s"}
+spec: {predictor: {minReplicas: 1, maxReplicas: 2, scaleMetric: concurrency, scaleTarget: 1, model: {modelFormat: {name: vLLM}}}}
+EOF
+    expect_rc 0 "$k" apply -f "$TMP/hot.yaml"
+    hreps() { "$k" get deploy hot-predictor -n serving -o jsonpath='{.spec.replicas}/{.status.readyReplicas}'; }
+    hone() { [ "$(hreps)" = 1/1 ]; }
+    wait_for "hot: one ready replica" hone
+    hip=$("$k" get pods -n serving -l serving.kserve.io/inferenceservice=hot -o jsonpath='{.items[0].status.podIP}')
+    python3 - "$hip" <<'PY' &
+import json, sys, threading, urllib.request
+def client():
+    while True:
+        try:
+            req = urllib.request.Request("http://%s:28130/v1/completions" % sys.argv[1],
+                data=json.dumps({"model": "hot", "prompt": "hello " * 50, "max_tokens": 300}).encode(),
+                headers={"Content-Type": "application/json"})
+            urllib.request.urlopen(req, timeout=60).read()
+        except Exception:
+            pass
+for _ in range(3):
+    threading.Thread(target=client, daemon=True).start()
+threading.Event().wait()
+PY
+    HOTLOAD=$!
+    PIDS="$PIDS $HOTLOAD"
+    htwo() { [ "$(hreps)" = 2/2 ]; }
+    wait_for "hot: two ready replicas from its pod's concurrency" htwo
+    kill "$HOTLOAD" 2>/dev/null
+    "$k" get events -n serving --field-selector involvedObject.name=hot,reason=Scaled \
+        -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' >"$TMP/ev" 2>&1
+    expect_line "$TMP/ev" "Scaled from 1 to 2 replicas: concurrency"
+    expect_rc 0 "$k" delete isvc hot -n serving
+fi
 
 # 5. through Kueue: the queue label and hardware-profile annotation reach the pods' template; a
 #    ClusterQueue of 1 CPU admits one replica of 600m, a second waits behind the scheduling gate

@@ -69,7 +69,6 @@ struct apod {
     /* its images were made ready by the puller (imgpull.h) for the start about to run */
     bool prefetched;
     fatia_usec_t pull_started_at;
-    bool ref_wait;     /* waits for a ConfigMap or Secret (CreateContainerConfigError) */
     json_t *sa_tokens; /* projected ServiceAccount tokens by audience (satoken.c) */
     bool token_wait;   /* waits for its first ServiceAccount token (satoken.c) */
     uint32_t net_k1;   /* its CNI network's index + 1 (0: none): the API proxy (apiproxy.c) */

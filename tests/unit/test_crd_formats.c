@@ -7,10 +7,10 @@
  */
 #include "base/compat.h"
 
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <cmocka.h>
 
 #include "apiserver/internal.h"
 

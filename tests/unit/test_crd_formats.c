@@ -7,10 +7,12 @@
  */
 #include "base/compat.h"
 
-#include <cmocka.h>
+/* clang-format off */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <cmocka.h>
+/* clang-format on */
 
 #include "apiserver/internal.h"
 

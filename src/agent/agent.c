@@ -175,6 +175,13 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         } else {
             o->gpu_watch = v;
         }
+    } else if (KEY("gpu-util-every")) {
+        if (fatia_parse_duration_usec(v, &d) < 0 || d < 100 * FATIA_USEC_PER_MSEC ||
+            d > 10 * FATIA_USEC_PER_SEC) {
+            snprintf(why, why_n, "gpu-util-every: expected a period from 100ms to 10s");
+            return -EINVAL;
+        }
+        o->gpu_util_ms = (unsigned)(d / FATIA_USEC_PER_MSEC);
     } else if (KEY("gpu-watch-reserve")) {
         if (fatia_quantity_parse_bytes(v, &u) < 0 || u > (1ull << 36)) {
             snprintf(why, why_n, "gpu-watch-reserve: expected a byte count up to 64Gi");
@@ -532,7 +539,8 @@ enum {
     OP_FINALIZER_ADD,
     OP_FINALIZER_REMOVE,
     OP_STATUS,
-    OP_EVENT
+    OP_EVENT,
+    OP_CONDITION /* one condition of the status (fatia_agent_pod_condition): no retry */
 };
 
 static struct op *op_new(struct fatia_agent *a, const struct apod *p, int kind)
@@ -2730,6 +2738,21 @@ static void check_storage(struct fatia_agent *a, struct apod *p)
     emit_event(a, p, "Warning", "Evicted", NULL, "%s", msg);
     agent_warn(a, "agent: pod %s/%s: evicted: %s", p->ns, p->name, msg);
     request_stop(a, p, 0, "Evicted", msg);
+}
+
+int fatia_agent_pod_condition(struct fatia_agent *a, struct apod *p, json_t *cond)
+{
+    json_t *patch;
+    int r;
+
+    if (!p->pod || !p->in_api || a->stopping || p->stop_sent)
+        return -EAGAIN;
+    patch = json_pack("{s:{s:[O]}}", "status", "conditions", cond);
+    if (!patch)
+        return -ENOMEM;
+    r = send_patch(a, p, OP_CONDITION, "status", patch);
+    json_decref(patch);
+    return r;
 }
 
 void fatia_agent_gpu_exceeded(struct fatia_agent *a, struct apod *p, const char *msg)

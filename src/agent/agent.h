@@ -53,6 +53,7 @@ struct fatia_agent_opts {
     const char *gpu_health, *gpu_health_nvml, *gpu_health_node;
     int64_t gpu_health_recover_ms;
     const char *gpu_health_ignore, *gpu_health_enable;
+    unsigned gpu_util_ms;    /* gpu-util-every: how often a pod's GPU utilisation is published */
     const char *cdi_root;    /* where the CDI spec's host discovery looks (tests); NULL: / */
     bool gpu_compute_manage; /* gpu-compute-mode=manage: EXCLUSIVE_PROCESS under MPS daemons */
     bool no_vgpu_namespace;  /* vgpu-namespace=off: no read-only /etc layer in the process mode */
@@ -70,7 +71,8 @@ struct fatia_agent_opts {
 /* Sets one option from "key=value" (fatiad's --agent KEY=VALUE): nodes, shim, vgpu-lib, user,
  * uid-map, uid-base, cgroup, device-filter (on|off), restart-backoff (a duration, e.g. 10s),
  * restart-backoff-max, log-max-bytes, mps-control, vgpu-log, pod-dir, gpu-watch (auto, off, or a
- * period from 10ms to 250ms), gpu-watch-nvml, gpu-watch-reserve (bytes), cdi-root,
+ * period from 10ms to 250ms), gpu-watch-nvml, gpu-watch-reserve (bytes), gpu-util-every
+ * (100ms to 10s, default 10s), cdi-root,
  * gpu-health (auto or off), gpu-health-nvml, gpu-health-node, gpu-health-recover (a duration),
  * gpu-health-ignore-xids, gpu-health-enable-xids,
  * gpu-compute-mode (manage or leave; NVML from gpu-watch-nvml), vgpu-namespace (auto or off), runtime, runc,

@@ -12,6 +12,13 @@
  * its memory with it); a usage NVML cannot give (NVML_VALUE_NOT_AVAILABLE) counts 0 and the
  * process still counts toward its pod's reserve; the verdict reads only its arguments.
  *
+ * Utilisation: nvmlDeviceGetProcessUtilization answers, per GPU, samples (pid, timestamp, SM %)
+ * newer than the timestamp it is given; each GPU keeps the newest it saw, so every sample is read
+ * once. A process's sm is its highest sample since the previous call (a short burst is not
+ * averaged away: the figure feeds an eviction, so it errs towards busy); a process with no
+ * sample used no SM in the window (0), as NVML answers NOT_FOUND for a GPU nobody used; a GPU
+ * whose call fails otherwise (MIG instances, older GPUs: NOT_SUPPORTED) gives sm -1.
+ *
  * Rejected: per-pod NVML accounting mode (nvmlDeviceGetAccountingStats needs accounting mode on,
  * a setting this agent must not change on a lent GPU); matching pids by process tree (a tenant's
  * daemonized child leaves the tree, not the cgroup).
@@ -43,12 +50,27 @@ struct nvml_proc {
 #define NVML_INSUFFICIENT_SIZE   7
 #define NVML_VALUE_NOT_AVAILABLE (~0ULL)
 
+/* nvmlProcessUtilizationSample_t */
+struct nvml_util {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil, memUtil, encUtil, decUtil;
+};
+
+#define NVML_NOT_FOUND 6
+
 typedef nvml_ret (*procs_fn)(nvml_dev, unsigned *, struct nvml_proc *);
+typedef nvml_ret (*util_fn)(nvml_dev, struct nvml_util *, unsigned *, unsigned long long);
 
 struct fatia_gpuwatch {
     void *lib;
     nvml_ret (*shutdown)(void);
     procs_fn procs, mps_procs;
+    util_fn util;
+    unsigned long long util_seen[FATIA_GPUWATCH_MAX_GPUS];
+    bool util_ok[FATIA_GPUWATCH_MAX_GPUS];
+    struct nvml_util *ubuf;
+    unsigned ubuf_n;
     unsigned n_gpus;
     nvml_dev dev[FATIA_GPUWATCH_MAX_GPUS];
     char uuid[FATIA_GPUWATCH_MAX_GPUS][FATIA_GPUWATCH_UUID_MAX];
@@ -92,6 +114,7 @@ int fatia_gpuwatch_open(const char *nvml_path, struct fatia_gpuwatch **ret, char
                                "nvmlDeviceGetComputeRunningProcesses_v2");
     *(void **)&w->mps_procs = sym2(w->lib, "nvmlDeviceGetMPSComputeRunningProcesses_v3",
                                    "nvmlDeviceGetMPSComputeRunningProcesses_v2");
+    *(void **)&w->util = dlsym(w->lib, "nvmlDeviceGetProcessUtilization");
     if (!init || !w->shutdown || !count || !handle || !uuid || !w->procs) {
         snprintf(why, why_n,
                  "%s lacks the per-process calls (nvmlDeviceGetComputeRunningProcesses)", path);
@@ -136,6 +159,7 @@ void fatia_gpuwatch_close(struct fatia_gpuwatch *w)
     w->shutdown();
     dlclose(w->lib);
     fatia_free(w->buf);
+    fatia_free(w->ubuf);
     fatia_free(w->out);
     fatia_free(w);
 }
@@ -273,6 +297,59 @@ static int sample_one(struct fatia_gpuwatch *w, unsigned gpu, procs_fn fn, bool 
     return 0;
 }
 
+bool fatia_gpuwatch_util_ok(const struct fatia_gpuwatch *w, unsigned gpu)
+{
+    return gpu < w->n_gpus && w->util_ok[gpu];
+}
+
+/* Fills sm of this GPU's entries out[first..] from its utilisation samples. */
+static int sample_util(struct fatia_gpuwatch *w, unsigned gpu, size_t first)
+{
+    unsigned n = 0;
+    nvml_ret r = NVML_INSUFFICIENT_SIZE;
+    unsigned long long newest = w->util_seen[gpu];
+
+    w->util_ok[gpu] = false;
+    for (size_t k = first; k < w->out_n; k++)
+        w->out[k].sm = -1;
+    if (!w->util)
+        return 0;
+    for (int tries = 0; tries < 4 && r == NVML_INSUFFICIENT_SIZE; tries++) {
+        n = w->ubuf_n;
+        r = w->util(w->dev[gpu], w->ubuf_n ? w->ubuf : NULL, &n, w->util_seen[gpu]);
+        if (r == NVML_INSUFFICIENT_SIZE) {
+            unsigned want = n > w->ubuf_n ? n + 16 : w->ubuf_n * 2 + 16;
+            struct nvml_util *b = fatia_calloc(want, sizeof(*b));
+
+            if (!b)
+                return -ENOMEM;
+            fatia_free(w->ubuf);
+            w->ubuf = b;
+            w->ubuf_n = want;
+        }
+    }
+    if (r == NVML_NOT_FOUND)
+        n = 0; /* no process used the GPU since util_seen */
+    else if (r != NVML_OK)
+        return 0;
+    w->util_ok[gpu] = true;
+    for (size_t k = first; k < w->out_n; k++)
+        w->out[k].sm = 0;
+    for (unsigned i = 0; i < n && i < w->ubuf_n; i++) {
+        const struct nvml_util *u = &w->ubuf[i];
+        int sm = u->smUtil > 100 ? 100 : (int)u->smUtil;
+
+        if (u->timeStamp > newest)
+            newest = u->timeStamp;
+        for (size_t k = first; k < w->out_n; k++) {
+            if (w->out[k].pid == (pid_t)u->pid && sm > w->out[k].sm)
+                w->out[k].sm = sm;
+        }
+    }
+    w->util_seen[gpu] = newest;
+    return 0;
+}
+
 int fatia_gpuwatch_sample(struct fatia_gpuwatch *w, const struct fatia_gpuwatch_proc **ret_v,
                           size_t *ret_n)
 {
@@ -284,6 +361,8 @@ int fatia_gpuwatch_sample(struct fatia_gpuwatch *w, const struct fatia_gpuwatch_
             return r;
         /* MPS clients: a driver or GPU without MPS answers NOT_SUPPORTED; nothing to add */
         if (w->mps_procs && sample_one(w, g, w->mps_procs, true, first) == -ENOMEM)
+            return -ENOMEM;
+        if (sample_util(w, g, first) < 0)
             return -ENOMEM;
     }
     *ret_v = w->out;
@@ -348,4 +427,48 @@ size_t fatia_gpuwatch_judge(struct fatia_gpuwatch_pod *pods, size_t n_pods,
         }
     }
     return over;
+}
+
+void fatia_gpuwatch_util(struct fatia_gpuwatch_pod *pods, size_t n_pods,
+                         const struct fatia_gpuwatch_proc *procs, size_t n_procs,
+                         const char *const *uuids, const bool *util_ok, unsigned n_uuids)
+{
+    for (size_t i = 0; i < n_pods; i++) {
+        struct fatia_gpuwatch_pod *p = &pods[i];
+        int sum[FATIA_GPUWATCH_MAX_GPUS] = {0};
+        bool unknown = p->n_gpus == 0;
+
+        for (unsigned g = 0; g < p->n_gpus && !unknown; g++) {
+            unsigned u;
+
+            for (u = 0; u < n_uuids; u++) {
+                if (!strcmp(uuids[u], p->uuid[g]))
+                    break;
+            }
+            if (u == n_uuids || !util_ok[u]) {
+                unknown = true;
+                break;
+            }
+            for (size_t k = 0; k < n_procs; k++) {
+                const struct fatia_gpuwatch_proc *pr = &procs[k];
+
+                if (pr->gpu != (int)u || !pr->cgroup[0] || !in_cgroup(pr->cgroup, p->cgroup))
+                    continue;
+                if (pr->sm < 0) {
+                    unknown = true;
+                    break;
+                }
+                sum[g] += pr->sm;
+            }
+        }
+        p->util = -1;
+        if (unknown)
+            continue;
+        p->util = 0;
+        for (unsigned g = 0; g < p->n_gpus; g++) {
+            int v = sum[g] > 100 ? 100 : sum[g];
+            if (v > p->util)
+                p->util = v;
+        }
+    }
 }

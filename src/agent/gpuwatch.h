@@ -12,6 +12,10 @@
  * processes hold more on a GPU than the sum of its slices' caps there plus one context reserve
  * per process of the pod on that GPU (contexts are outside the cap, DESIGN §7).
  *
+ * The same sample carries each process's SM utilisation (nvmlDeviceGetProcessUtilization, the
+ * highest sample since the previous call), from which fatia_gpuwatch_util (pure) gives each pod
+ * its utilisation: the GPU-idleness policy's input on a real node (gpuutil_agent.c publishes it).
+ *
  * The sampling (fatia_gpuwatch_sample) is I/O; the verdict (fatia_gpuwatch_judge) is pure, so the
  * unit tests and the benchmark drive it with made-up samples.
  */
@@ -32,9 +36,10 @@
 /* One process on one GPU, as NVML reports it. */
 struct fatia_gpuwatch_proc {
     pid_t pid;
-    int gpu;                                /* index into the watch's GPUs (fatia_gpuwatch_uuid) */
-    uint64_t bytes;                         /* usedGpuMemory */
-    bool mps;                               /* from the MPS clients' list */
+    int gpu;        /* index into the watch's GPUs (fatia_gpuwatch_uuid) */
+    uint64_t bytes; /* usedGpuMemory */
+    bool mps;       /* from the MPS clients' list */
+    int sm; /* SM utilisation in percent since the previous sample; -1: the GPU cannot tell */
     char cgroup[FATIA_GPUWATCH_CGROUP_MAX]; /* its cgroup v2 path ("0::" line); "" if gone */
 };
 
@@ -49,6 +54,7 @@ struct fatia_gpuwatch_pod {
     uint64_t used[FATIA_GPUWATCH_MAX_GPUS];  /* what its processes hold */
     unsigned procs[FATIA_GPUWATCH_MAX_GPUS]; /* how many of its processes use the GPU */
     int over;                                /* the first GPU over its limit, or -1 */
+    int util; /* from fatia_gpuwatch_util: percent, the highest over its GPUs; -1: unknown */
 };
 
 struct fatia_gpuwatch;
@@ -80,5 +86,17 @@ int fatia_gpuwatch_cgroup_rel(const char *abs, char *buf, size_t n);
 size_t fatia_gpuwatch_judge(struct fatia_gpuwatch_pod *pods, size_t n_pods,
                             const struct fatia_gpuwatch_proc *procs, size_t n_procs,
                             const char *const *uuids, unsigned n_uuids, uint64_t reserve);
+
+/* Whether the last sample read GPU gpu's per-process utilisation (false: not supported there, or
+ * the query failed; its processes have sm -1). */
+bool fatia_gpuwatch_util_ok(const struct fatia_gpuwatch *w, unsigned gpu);
+
+/* Each pod's util: on each of its GPUs the sum of its processes' sm there (a GPU with none of
+ * them: 0), capped at 100; the pod's is the highest over its GPUs, or -1 when any of its GPUs
+ * is not in uuids[] or not util_ok[] or one of its processes there has sm < 0 (unknown is never
+ * read as idle). Pure. */
+void fatia_gpuwatch_util(struct fatia_gpuwatch_pod *pods, size_t n_pods,
+                         const struct fatia_gpuwatch_proc *procs, size_t n_procs,
+                         const char *const *uuids, const bool *util_ok, unsigned n_uuids);
 
 #endif

@@ -20,6 +20,13 @@
  * the subtree /fatia-pods/pod-<uid> of the cgroup2 hierarchy, which is how /proc/PID/cgroup's
  * "0::" line names it.
  *
+ * The same samples carry each process's SM utilisation: every pod with a GPU device (capped or
+ * not: a whole GPU too) is in the table, the verdict skips the uncapped ones, and
+ * fatia_gpuwatch_util gives each pod its utilisation; the highest of a window (gpu-util-every,
+ * 10 s by default) is published as the pod's condition fatia.dev/GPUUtilization
+ * (gpuutil_agent.c), at once when it rises by 10 points or more (a pod that woke up is not left
+ * looking idle until the window ends).
+ *
  * Invariants: only pods with a cgroup are watched (the pid-to-pod map is the cgroup); a pod is
  * stopped once (stop_sent); the watchdog reads NVML and /proc only, it never changes a GPU's
  * settings.
@@ -42,6 +49,7 @@
 #include "agent/vgpu_slice.h"
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -52,7 +60,10 @@ struct watched {
     char uuids[FATIA_GPUWATCH_MAX_GPUS][FATIA_GPUWATCH_UUID_MAX];
     char slices[FATIA_GPUWATCH_MAX_GPUS][256]; /* the slices on each GPU, comma-separated */
     struct fatia_gpuwatch_pod pod;
-    bool seen;
+    bool seen, capped;
+    int win_max, pub_val; /* the window's highest utilisation; the last published */
+    unsigned win_n;       /* samples in the window */
+    fatia_usec_t pub_at;  /* monotonic time of the last publication; 0: none yet */
     struct watched *next;
 };
 
@@ -62,11 +73,12 @@ struct fatia_agent_gpuwatch {
     struct event *ev;
     unsigned period_ms;
     uint64_t reserve;
+    unsigned util_ms;
     struct watched *list;
     struct fatia_gpuwatch_pod *tab; /* scratch for the verdict */
     struct watched **tab_of;
     size_t tab_cap;
-    uint64_t kills, samples, sample_errors;
+    uint64_t kills, samples, sample_errors, util_published;
     bool warned;
 };
 
@@ -117,7 +129,7 @@ static bool in_containers(const struct fatia_agent *a, const struct apod *p)
     return a->oci && !(rtc && !strcmp(rtc, FATIA_RUNTIME_CLASS_PROCESS));
 }
 
-/* The pod's entry, built on first sight. NULL: not watched (no cgroup, no capped slice). */
+/* The pod's entry, built on first sight. NULL: not watched (no cgroup, no GPU device). */
 static struct watched *entry_of(struct fatia_agent_gpuwatch *g, struct apod *p)
 {
     struct fatia_pod_devices devs = {0};
@@ -153,8 +165,10 @@ static struct watched *entry_of(struct fatia_agent_gpuwatch *g, struct apod *p)
     }
     for (unsigned k = 0; k < e->pod.n_gpus; k++)
         capped = capped || e->pod.cap[k] != UINT64_MAX;
-    if (!capped)
+    if (e->pod.n_gpus == 0)
         goto drop;
+    e->capped = capped;
+    e->win_max = e->pub_val = -1;
     e->next = g->list;
     g->list = e;
     goto out;
@@ -179,6 +193,38 @@ static void stop_pod(struct fatia_agent_gpuwatch *g, struct apod *p, struct watc
              g->reserve, e->pod.procs[k], e->pod.procs[k] == 1 ? "" : "es");
     g->kills++;
     fatia_agent_gpu_exceeded(g->a, p, msg);
+}
+
+/* One sample of e's utilisation into its window; publishes the window when it ends, or at once
+ * on the first sample and when the figure rises by 10 points or more. */
+static void publish_util(struct fatia_agent_gpuwatch *g, struct watched *e, int util)
+{
+    fatia_usec_t now = fatia_now_mono_usec();
+    bool rise;
+    struct apod *p;
+    json_t *cond;
+
+    if (e->win_n++ == 0)
+        e->win_max = util;
+    else if (util < 0 || e->win_max < 0)
+        e->win_max = -1;
+    else if (util > e->win_max)
+        e->win_max = util;
+    rise = e->pub_val >= 0 && util >= e->pub_val + 10;
+    if (e->pub_at && !rise && now - e->pub_at < (fatia_usec_t)g->util_ms * FATIA_USEC_PER_MSEC)
+        return;
+    p = fatia_agent_pod(g->a, e->uid);
+    if (!p)
+        return;
+    cond = fatia_agent_gpuutil_condition(rise ? util : e->win_max, g->util_ms,
+                                         (int64_t)fatia_now_real_usec());
+    if (cond && fatia_agent_pod_condition(g->a, p, cond) == 0) {
+        e->pub_val = rise ? util : e->win_max;
+        e->pub_at = now;
+        e->win_n = 0;
+        g->util_published++;
+    }
+    json_decref(cond);
 }
 
 static void on_period(evutil_socket_t fd, short what, void *arg)
@@ -240,6 +286,14 @@ static void on_period(evutil_socket_t fd, short what, void *arg)
     g->samples++;
     for (unsigned i = 0; i < n_uuids; i++)
         uuids[i] = fatia_gpuwatch_uuid(g->w, i);
+    {
+        bool ok[FATIA_GPUWATCH_MAX_GPUS];
+        for (unsigned i = 0; i < n_uuids; i++)
+            ok[i] = fatia_gpuwatch_util_ok(g->w, i);
+        fatia_gpuwatch_util(g->tab, n, procs, n_procs, uuids, ok, n_uuids);
+        for (size_t i = 0; i < n; i++)
+            publish_util(g, g->tab_of[i], g->tab[i].util);
+    }
     if (fatia_gpuwatch_judge(g->tab, n, procs, n_procs, uuids, n_uuids, g->reserve) == 0)
         return;
     for (size_t i = 0; i < n; i++) {
@@ -278,6 +332,7 @@ int fatia_agent_gpuwatch_start(struct fatia_agent *a, struct fatia_agent_gpuwatc
         return -ENOMEM;
     g->a = a;
     g->period_ms = ms;
+    g->util_ms = a->o.gpu_util_ms ? a->o.gpu_util_ms : 10000;
     g->reserve = a->o.gpu_watch_reserve ? a->o.gpu_watch_reserve : FATIA_VGPU_CONTEXT_RESERVE_H200;
     r = fatia_gpuwatch_open(a->o.gpu_watch_nvml, &g->w, why, sizeof(why));
     if (r < 0) {
@@ -300,9 +355,9 @@ int fatia_agent_gpuwatch_start(struct fatia_agent *a, struct fatia_agent_gpuwatc
                    "their processes apart and watches none",
                    a->cg.why[0] ? a->cg.why : "cgroups off");
     fatia_info("agent: GPU memory watchdog on %u GPU%s every %u ms (NVML per-process memory; "
-               "reserve %" PRIu64 " bytes per process)",
+               "reserve %" PRIu64 " bytes per process); GPU utilization published every %u ms",
                fatia_gpuwatch_n_gpus(g->w), fatia_gpuwatch_n_gpus(g->w) == 1 ? "" : "s", ms,
-               g->reserve);
+               g->reserve, g->util_ms);
     *ret = g;
     return 0;
 }
@@ -329,7 +384,7 @@ static size_t count_list(const struct fatia_agent_gpuwatch *g)
     size_t n = 0;
 
     for (const struct watched *e = g->list; e; e = e->next)
-        n++;
+        n += e->capped;
     return n;
 }
 
@@ -346,6 +401,11 @@ int fatia_agent_gpuwatch_metrics(const struct fatia_agent_gpuwatch *g, struct fa
                             "# HELP fatia_agent_gpuwatch_watched_pods Pods with a capped slice "
                             "the watchdog watches\n"
                             "# TYPE fatia_agent_gpuwatch_watched_pods gauge\n"
-                            "fatia_agent_gpuwatch_watched_pods %zu\n",
-                            g ? g->kills : 0, g ? g->samples : 0, g ? count_list(g) : 0);
+                            "fatia_agent_gpuwatch_watched_pods %zu\n"
+                            "# HELP fatia_agent_gpu_utilization_published Pod GPU utilization "
+                            "conditions written (fatia.dev/GPUUtilization)\n"
+                            "# TYPE fatia_agent_gpu_utilization_published counter\n"
+                            "fatia_agent_gpu_utilization_published %" PRIu64 "\n",
+                            g ? g->kills : 0, g ? g->samples : 0, g ? count_list(g) : 0,
+                            g ? g->util_published : 0);
 }

@@ -5,6 +5,10 @@
 #ifndef FATIA_AGENT_GPUWATCH_AGENT_H
 #define FATIA_AGENT_GPUWATCH_AGENT_H
 
+#include <stdint.h>
+
+#define FATIA_AGENT_COND_GPU_UTIL "fatia.dev/GPUUtilization"
+
 struct fatia_agent;
 struct apod;
 struct fatia_buf;
@@ -22,5 +26,15 @@ int fatia_agent_gpuwatch_metrics(const struct fatia_agent_gpuwatch *g, struct fa
 /* agent.c: the pod is over its GPU memory limit: a Warning Event GPUMemoryLimitExceeded with
  * msg, then stopped at once with that reason (phase Failed). */
 void fatia_agent_gpu_exceeded(struct fatia_agent *a, struct apod *p, const char *msg);
+
+/* agent.c: writes one condition into the pod's status (a strategic merge through the status
+ * subresource, which only the node agent may write: tenants cannot forge it). Best effort: a
+ * failed write is not retried (the next one replaces it). 0 or a negative code. */
+struct json_t;
+int fatia_agent_pod_condition(struct fatia_agent *a, struct apod *p, struct json_t *cond);
+
+/* gpuutil_agent.c: the condition fatia.dev/GPUUtilization for util (percent, -1: unknown)
+ * sampled at now over window_ms. New reference, NULL on OOM. */
+struct json_t *fatia_agent_gpuutil_condition(int util, unsigned window_ms, int64_t now);
 
 #endif

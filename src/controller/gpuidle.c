@@ -10,8 +10,11 @@
  *
  *     utilization (percent)   on the simulated fleet: the pod's annotation
  *                             fatia.dev/synthetic-gpu-utilization (0 when absent); on an NVML
- *                             node (label fatia.dev/inventory=nvml): not read yet, so the pod
- *                             counts as busy (never evicted on a guess);
+ *                             node (label fatia.dev/inventory=nvml): the pod's status condition
+ *                             fatia.dev/GPUUtilization, NVML's per-process SM utilisation that
+ *                             the node agent writes (tenants cannot); none, Unknown or older
+ *                             than 30 s is unknown, and unknown counts as busy (never evicted on
+ *                             a guess): gpuidle_util.c, pure;
  *     below IDLE_PERCENT      idle since the first look that saw it so (in memory: a restart of
  *                             fatiad starts the wait again, which only delays an eviction);
  *     idle for the duration   the Workload is deactivated (spec.active false: Kueue evicts it,
@@ -39,13 +42,13 @@
 #include "base/log.h"
 #include "base/str.h"
 #include "controller/ctl_internal.h"
+#include "controller/gpuidle_util.h"
 #include "controller/kueue.h"
 #include "controller/metrics.h"
 #include "controller/notebook.h"
 
 #define COMPONENT     "gpu-idleness"
 #define IDLE_PERCENT  5
-#define ANN_SYNTHETIC "fatia.dev/synthetic-gpu-utilization"
 #define ANN_EVICTED   "fatia.dev/gpu-idle-evicted"
 #define DEFAULT_BELOW 1000
 #define MAX_PERIOD    (10 * FATIA_USEC_PER_SEC)
@@ -81,21 +84,13 @@ static const json_t *workload_of(struct gpuidle *g, const json_t *pod)
     return NULL;
 }
 
-/* Utilization in percent, or -1 when unknown (an NVML node: not read yet). */
+/* Utilization in percent, or -1 when unknown (gpuidle_util.c). */
 static int utilization(struct gpuidle *g, const json_t *pod)
 {
     const char *node = fatia_json_str(json_object_get(pod, "spec"), "nodeName");
     const json_t *n = node ? fatia_ctlr_informer_get(g->nodes, NULL, node) : NULL;
-    const char *inv = n ? fatia_ctlr_obj_label(n, "fatia.dev/inventory") : NULL;
-    const char *syn = fatia_ctlr_obj_annotation(pod, ANN_SYNTHETIC);
 
-    int v = 0;
-
-    if (inv && !strcmp(inv, "nvml"))
-        return -1;
-    if (syn && fatia_parse_int(syn, 0, 100, &v) < 0)
-        return -1; /* not a percentage: unknown, so busy */
-    return v;
+    return fatia_ctlr_gpu_util_of(pod, n, fatia_ctlr_now(g->ctl));
 }
 
 static void set_active(struct gpuidle *g, const json_t *wl, bool active, fatia_usec_t now)

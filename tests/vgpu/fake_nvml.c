@@ -13,10 +13,20 @@
  * nvmlDeviceGetComputeRunningProcesses_v3 and the MPS variant answer INSUFFICIENT_SIZE with the
  * count when the caller's array is too small, as the real ones do.
  *
+ * Per-process SM utilisation, for the agent's GPU-idleness samples: every file
+ * <dir>/util.<gpu>.<pid> (same FAKE_NVML_PROCS dir) whose pid is alive holds that process's SM
+ * utilisation in percent; nvmlDeviceGetProcessUtilization answers one sample per such file,
+ * stamped now, and NOT_FOUND when there is none, as the real one does for a GPU nobody used
+ * since lastSeenTimeStamp. With FAKE_NVML_UTIL_FAIL set it answers NOT_SUPPORTED (a GPU or
+ * driver without per-process utilisation). FAKE_NVML_UUID<i> renames GPU i (so that a test can
+ * pair this library with the inventory fake's UUIDs).
+ *
  * Compute mode, for the agent's MPS management: FAKE_NVML_STATE=<dir> keeps each GPU's mode in
  * <dir>/compute-mode.<gpu> (absent: 0, DEFAULT); nvmlDeviceSetComputeMode writes it, and
  * appends "<gpu> <mode>" to <dir>/compute-mode.log so that a test sees every change.
  */
+#include <sys/time.h>
+
 #include <dirent.h>
 #include <signal.h>
 #include <stdint.h>
@@ -78,9 +88,22 @@ EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned *i)
     return NVML_SUCCESS;
 }
 
+static void uuid_of(int i, char *buf, size_t n)
+{
+    char var[32];
+    const char *v;
+
+    snprintf(var, sizeof(var), "FAKE_NVML_UUID%d", i);
+    v = getenv(var);
+    if (v && *v)
+        snprintf(buf, n, "%s", v);
+    else
+        snprintf(buf, n, "GPU-fake-%d", i);
+}
+
 EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned n)
 {
-    snprintf(buf, n, "GPU-fake-%d", ((struct fake_dev *)d)->index);
+    uuid_of(((struct fake_dev *)d)->index, buf, n);
     return NVML_SUCCESS;
 }
 
@@ -106,9 +129,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d)
 {
     for (int i = 0; i < 2; i++) {
-        char want[32];
+        char want[96];
 
-        snprintf(want, sizeof(want), "GPU-fake-%d", i);
+        uuid_of(i, want, sizeof(want));
         if (strcmp(uuid, want) == 0) {
             *d = (nvmlDevice_t)&devs[i];
             return NVML_SUCCESS;
@@ -172,6 +195,61 @@ EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t d, u
                                                                fakeProcessInfo_t *out)
 {
     return procs(d, n, out, 1);
+}
+
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil, memUtil, encUtil, decUtil;
+} fakeProcessUtilizationSample_t;
+
+EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
+                                                    fakeProcessUtilizationSample_t *out,
+                                                    unsigned *n, unsigned long long last_seen)
+{
+    const char *dir = getenv("FAKE_NVML_PROCS");
+    int gpu = ((struct fake_dev *)d)->index;
+    unsigned have = 0, cap = out ? *n : 0;
+    struct timeval tv;
+    unsigned long long now;
+    struct dirent *e;
+    DIR *dp;
+
+    if (getenv("FAKE_NVML_UTIL_FAIL"))
+        return 3; /* NVML_ERROR_NOT_SUPPORTED */
+    gettimeofday(&tv, NULL);
+    now = (unsigned long long)tv.tv_sec * 1000000ULL + (unsigned long long)tv.tv_usec;
+    if (!dir || !(dp = opendir(dir)))
+        return 6; /* NVML_ERROR_NOT_FOUND: no sample since last_seen */
+    while ((e = readdir(dp))) {
+        char path[1024];
+        unsigned pct = 0;
+        int g, pid;
+        FILE *f;
+
+        if (sscanf(e->d_name, "util.%d.%d", &g, &pid) != 2 || g != gpu || pid <= 0 ||
+            kill(pid, 0) != 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fscanf(f, "%u", &pct) != 1)
+            pct = 0;
+        fclose(f);
+        if (have < cap) {
+            memset(&out[have], 0, sizeof(out[have]));
+            out[have].pid = (unsigned)pid;
+            out[have].timeStamp = now > last_seen ? now : last_seen + 1;
+            out[have].smUtil = pct > 100 ? 100 : pct;
+        }
+        have++;
+    }
+    closedir(dp);
+    *n = have;
+    if (have == 0)
+        return 6;
+    return have > cap ? 7 /* NVML_ERROR_INSUFFICIENT_SIZE */ : NVML_SUCCESS;
 }
 
 static int mode_path(char *buf, size_t n, const char *what, int gpu)

@@ -2,7 +2,9 @@
  * tests/vgpu/test_gpuwatch.c: the GPU memory watchdog's parts (agent/gpuwatch.h): the verdict on
  * made-up samples (whose cgroup, which GPU, the reserve per process, uncapped GPUs, a cgroup
  * whose name only starts like a pod's), and the sampling against the fake NVML's per-process
- * lists (more processes than the first buffer holds, MPS clients, dead pids left out).
+ * lists (more processes than the first buffer holds, MPS clients, dead pids left out); the
+ * per-pod utilisation on made-up samples (sum per GPU capped at 100, highest GPU, unknown never
+ * idle) and per-process utilisation sampled from the fake (NOT_FOUND is 0, NOT_SUPPORTED is -1).
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -168,6 +170,85 @@ static void test_sample_fake_nvml(void **state)
     assert_int_equal(system(path), 0);
 }
 
+static void test_util(void **state)
+{
+    const char *uuids[] = {"GPU-a", "GPU-b"};
+    bool ok[] = {true, true};
+    struct fatia_gpuwatch_proc v[5];
+    struct fatia_gpuwatch_pod pods[3] = {
+        {.cgroup = "/fatia/pod-1", .n_gpus = 2, .uuid = {"GPU-a", "GPU-b"}},
+        {.cgroup = "/fatia/pod-2", .n_gpus = 1, .uuid = {"GPU-a"}},
+        {.cgroup = "/fatia/pod-3", .n_gpus = 1, .uuid = {"GPU-b"}},
+    };
+
+    (void)state;
+    v[0] = proc(10, 0, 0, "/fatia/pod-1");
+    v[0].sm = 70;
+    v[1] = proc(11, 0, 0, "/fatia/pod-1/child");
+    v[1].sm = 60; /* 70 + 60: capped at 100 */
+    v[2] = proc(12, 1, 0, "/fatia/pod-1");
+    v[2].sm = 20;
+    v[3] = proc(13, 0, 0, "/fatia/pod-22"); /* only starts like pod-2's cgroup */
+    v[3].sm = 90;
+    v[4] = proc(14, 1, 0, "/fatia/pod-3");
+    v[4].sm = -1;
+    fatia_gpuwatch_util(pods, 3, v, 5, uuids, ok, 2);
+    assert_int_equal(pods[0].util, 100);
+    assert_int_equal(pods[1].util, 0);  /* no process of its own: idle */
+    assert_int_equal(pods[2].util, -1); /* its process's utilisation unknown */
+    /* a GPU that cannot tell makes every pod on it unknown, processes or not */
+    ok[0] = false;
+    fatia_gpuwatch_util(pods, 3, v, 5, uuids, ok, 2);
+    assert_int_equal(pods[0].util, -1);
+    assert_int_equal(pods[1].util, -1);
+    /* a GPU the sample does not know */
+    ok[0] = true;
+    pods[1].uuid[0] = "GPU-z";
+    fatia_gpuwatch_util(pods, 3, v, 5, uuids, ok, 2);
+    assert_int_equal(pods[1].util, -1);
+}
+
+static void test_util_fake_nvml(void **state)
+{
+    const char *lib = getenv("FAKE_NVML_LIB");
+    char dir[] = "/tmp/fatia-gpuutil-XXXXXX", path[600], why[256] = "";
+    const struct fatia_gpuwatch_proc *v;
+    struct fatia_gpuwatch *w;
+    size_t n;
+    FILE *f;
+
+    (void)state;
+    assert_non_null(lib);
+    assert_non_null(mkdtemp(dir));
+    setenv("FAKE_NVML_PROCS", dir, 1);
+    unsetenv("FAKE_NVML_UTIL_FAIL");
+    assert_int_equal(fatia_gpuwatch_open(lib, &w, why, sizeof(why)), 0);
+    snprintf(path, sizeof(path), "%s/0.%d", dir, (int)getpid());
+    f = fopen(path, "w");
+    fprintf(f, "%llu\n", (unsigned long long)GiB);
+    fclose(f);
+    /* no utilisation sample: NVML's NOT_FOUND, the process used no SM */
+    assert_int_equal(fatia_gpuwatch_sample(w, &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_true(fatia_gpuwatch_util_ok(w, 0));
+    assert_int_equal(v[0].sm, 0);
+    snprintf(path, sizeof(path), "%s/util.0.%d", dir, (int)getpid());
+    f = fopen(path, "w");
+    fprintf(f, "42\n");
+    fclose(f);
+    assert_int_equal(fatia_gpuwatch_sample(w, &v, &n), 0);
+    assert_int_equal(v[0].sm, 42);
+    /* per-process utilisation not supported: unknown */
+    setenv("FAKE_NVML_UTIL_FAIL", "1", 1);
+    assert_int_equal(fatia_gpuwatch_sample(w, &v, &n), 0);
+    assert_false(fatia_gpuwatch_util_ok(w, 0));
+    assert_int_equal(v[0].sm, -1);
+    unsetenv("FAKE_NVML_UTIL_FAIL");
+    fatia_gpuwatch_close(w);
+    snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+    assert_int_equal(system(path), 0);
+}
+
 static void test_open_without_driver(void **state)
 {
     struct fatia_gpuwatch *w = NULL;
@@ -186,6 +267,8 @@ int main(void)
         cmocka_unit_test(test_cgroup_rel),
         cmocka_unit_test(test_sample_fake_nvml),
         cmocka_unit_test(test_open_without_driver),
+        cmocka_unit_test(test_util),
+        cmocka_unit_test(test_util_fake_nvml),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,8 @@
 #      not the built-in server's), the pool targets 9000;
 #   2. an InferenceService choosing the runtime by modelFormat (autoSelect) and overriding args
 #      (--default-max-tokens 5, appended after the runtime's as KServe concatenates) answers 5;
+#   2b. an InferenceService of another namespace cannot use that ServingRuntime (by name:
+#      RuntimeNotRecognized; by format: not chosen, the built-in engine-sim container);
 #   3. a runtime naming an image that is not there (pull policy Never): the pod ErrImageNeverPull,
 #      the InferenceService's PredictorReady False with that reason;
 #   4. a runtime with a template fatia does not expand ({{.Spec}}): nothing deployed,
@@ -106,6 +108,31 @@ tokens() {
 }
 wait_for "alpha through the gateway with the runtime's 7 tokens: $(cat "$TMP/c" 2>/dev/null)" tokens alpha 7
 wait_for "beta (runtime by modelFormat) with its own args' 5 tokens: $(cat "$TMP/c" 2>/dev/null)" tokens beta 5
+
+# 2b. another tenant's namespace cannot use rt's ServingRuntime: by name it does not exist there,
+#     by format it is not chosen (the built-in engine-sim container instead)
+cat >"$TMP/other.yaml" <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata: {name: other}
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: byname, namespace: other}
+spec: {predictor: {minReplicas: 0, model: {modelFormat: {name: sim}, runtime: sim}}}
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: byformat, namespace: other}
+spec: {predictor: {minReplicas: 0, model: {modelFormat: {name: sim}}}}
+EOF
+expect_rc 0 "$k" apply -f "$TMP/other.yaml"
+notrec() { [ "$("$k" get isvc byname -n other -o jsonpath='{.status.conditions[?(@.type=="PredictorReady")].reason}')" = RuntimeNotRecognized ]; }
+wait_for "another namespace's InferenceService naming rt's runtime: RuntimeNotRecognized" notrec
+builtin() { [ "$("$k" get deploy byformat-predictor -n other -o jsonpath='{.spec.template.spec.containers[0].command[1]}' 2>/dev/null)" = engine-sim ]; }
+wait_for "another namespace's InferenceService by format: the built-in engine-sim" builtin
+"$k" get deploy byname-predictor -n other >/dev/null 2>&1 && fail "a Deployment for another namespace's runtime"
+expect_rc 0 "$k" delete isvc --all -n other
 
 # 3. an image that is not there
 cat >"$TMP/bad.yaml" <<'EOF'

@@ -21,7 +21,10 @@ for t in runc umoci skopeo busybox; do
     command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
 done
 PIDS=""
-trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done
+# on a failure too, the containers go before fatiad (which leaves them running when stopped)
+trap 'if [ -n "$FATIAD_PID" ]; then "$k" delete isvc --all -A >/dev/null 2>&1
+          for _ in $(seq 100); do [ -z "$("$k" get pods -A -o name 2>/dev/null)" ] && break; sleep 0.2; done; fi
+      for p in $PIDS; do kill -9 $p 2>/dev/null; done
       if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
 export HOME=$TMP/home
 mkdir -p "$HOME"

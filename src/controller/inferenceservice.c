@@ -34,9 +34,16 @@
  * predictor.model.runtime is checked as KServe does (a ServingRuntime of the namespace, else a
  * ClusterServingRuntime; missing: RuntimeNotRecognized, spec.disabled: RuntimeDisabled, the
  * model's format not in supportedModelFormats: NoSupportingRuntime): such a spec deploys nothing
- * and says why in PredictorReady and modelStatus.lastFailureInfo. The runtime's containers are not
- * run: the model server is engine-sim whatever the runtime (no vLLM image here; docs/serving.md
- * says how a vLLM image maps onto this spec).
+ * and says why in PredictorReady and modelStatus.lastFailureInfo. Without predictor.model.runtime
+ * a runtime is chosen by modelFormat as KServe does (auto_runtime: autoSelect, the namespace's
+ * before the cluster's). A runtime whose spec.containers[0] names an image is run as KServe runs
+ * it (isvc_runtime.c: its container with predictor.model's container fields merged over it, the
+ * {{.Name}} templates expanded, the pool on its first containerPort, else 8080): the pod keeps
+ * the queue label and profile annotations, and gets none of engine-sim's flags (--slice/--gpus,
+ * --listen, PATH). A runtime without an image, or none, gives the built-in engine-sim container
+ * below. A predictor pod that cannot start (ErrImagePull, ErrImageNeverPull, CrashLoopBackOff,
+ * ...) puts its reason in PredictorReady (pod_failure). docs/serving.md says how a vLLM image
+ * maps onto this (the image itself unverified here).
  *
  * Replicas: predictor.minReplicas (KServe's default 1) when not autoscaled. With maxReplicas >
  * minReplicas or minReplicas 0 the autoscaler (isvc_scale.c, its decision autoscale.c: Knative's
@@ -62,6 +69,7 @@
 #include "base/log.h"
 #include "controller/ctl_internal.h"
 #include "controller/enginepod.h"
+#include "controller/isvc_runtime.h"
 #include "controller/isvc_scale.h"
 
 #define COMPONENT     "inferenceservice-controller"
@@ -171,32 +179,38 @@ static json_t *pod_labels(const json_t *isvc)
     return l;
 }
 
-/* The Deployment's pod template. */
-static json_t *pod_template(struct isvc_ctl *ic, const json_t *isvc, int port)
+/* The Deployment's pod template: rctr (the runtime's container, isvc_runtime.c, taken) or the
+ * built-in engine-sim container. */
+static json_t *pod_template(struct isvc_ctl *ic, const json_t *isvc, int port, json_t *rctr)
 {
     const json_t *model = fatia_json_path(isvc, "spec.predictor.model");
     const json_t *res = json_object_get(model, "resources");
     const json_t *args = json_object_get(model, "args");
     const char *prof = fatia_ctlr_obj_annotation(isvc, PROFILE_ANN);
     const char *profns = fatia_ctlr_obj_annotation(isvc, PROFILE_NS);
-    json_t *cmd = json_array(), *ann = json_object(), *ctr, *t;
+    json_t *cmd = json_array(), *ann = json_object(), *ctr = rctr, *t;
     size_t i;
     json_t *a;
 
+    if (prof)
+        json_object_set_new(ann, PROFILE_ANN, json_string(prof));
+    if (profns)
+        json_object_set_new(ann, PROFILE_NS, json_string(profns));
+    if (ctr) {
+        json_decref(cmd);
+        goto pack;
+    }
     add_arg(cmd, "--model");
     add_arg(cmd, model_shape(isvc, model));
     add_arg(cmd, "--served-model-name");
     add_arg(cmd, fatia_ctlr_meta_str(isvc, "name"));
     slice_args(cmd, res);
     json_array_foreach(args, i, a) if (json_is_string(a)) json_array_append(cmd, a);
-    if (prof)
-        json_object_set_new(ann, PROFILE_ANN, json_string(prof));
-    if (profns)
-        json_object_set_new(ann, PROFILE_NS, json_string(profns));
     ctr = fatia_ctlr_engine_container(ic->bin, "kserve-container", port, cmd);
     json_decref(cmd);
     if (ctr && json_is_object(res))
         json_object_set_new(ctr, "resources", json_deep_copy(res));
+pack:
     t = ctr ? json_pack("{s:{s:o,s:o},s:{s:[o]}}", "metadata", "labels", pod_labels(isvc),
                         "annotations", ann, "spec", "containers", ctr)
             : NULL;
@@ -222,12 +236,12 @@ static bool owned_by(const json_t *obj, const json_t *isvc)
 
 /* Creates or updates the Deployment; *ret_foreign when a Deployment of that name is not ours. */
 static void sync_deployment(struct isvc_ctl *ic, const char *key, const json_t *isvc,
-                            const json_t *have, int port, bool *ret_foreign)
+                            const json_t *have, int port, json_t *rctr, bool *ret_foreign)
 {
     const char *name = fatia_ctlr_meta_str(isvc, "name"),
                *ns = fatia_ctlr_meta_str(isvc, "namespace");
     int64_t replicas = 1;
-    json_t *tmpl = pod_template(ic, isvc, port), *obj = NULL;
+    json_t *tmpl = pod_template(ic, isvc, port, rctr), *obj = NULL;
     char dname[300], hash[32], *text = NULL;
 
     *ret_foreign = false;
@@ -320,6 +334,45 @@ static void sync_pool(struct isvc_ctl *ic, const char *key, const json_t *isvc, 
     json_decref(spec);
 }
 
+/* A predictor pod's container that cannot start (kubelet's waiting reasons for an image or a
+ * crash): its reason, "pod P: container C: message" in buf; NULL when none. */
+static const char *pod_failure(struct isvc_ctl *ic, const json_t *isvc, char *buf, size_t n)
+{
+    static const char *const REASONS[] = {"ErrImagePull",
+                                          "ErrImageNeverPull",
+                                          "ImagePullBackOff",
+                                          "InvalidImageName",
+                                          "CreateContainerError",
+                                          "CrashLoopBackOff",
+                                          NULL};
+    const char *name = fatia_ctlr_meta_str(isvc, "name"),
+               *ns = fatia_ctlr_meta_str(isvc, "namespace");
+
+    INFORMER_FOREACH(ic->pods, it)
+    {
+        const char *pns = fatia_ctlr_meta_str(it->obj, "namespace");
+        const char *owner = fatia_ctlr_obj_label(it->obj, ISVC_LABEL);
+        const json_t *cs;
+        size_t i;
+        if (!pns || !owner || strcmp(pns, ns) || strcmp(owner, name))
+            continue;
+        json_array_foreach(fatia_json_path(it->obj, "status.containerStatuses"), i, cs)
+        {
+            const json_t *w = fatia_json_path(cs, "state.waiting");
+            const char *r = fatia_json_str(w, "reason"), *m = fatia_json_str(w, "message");
+            for (int k = 0; r && REASONS[k]; k++) {
+                if (strcmp(r, REASONS[k]))
+                    continue;
+                snprintf(buf, n, "pod %.200s: container %.100s: %.400s",
+                         fatia_ctlr_meta_str(it->obj, "name"),
+                         fatia_json_str(cs, "name") ? fatia_json_str(cs, "name") : "", m ? m : r);
+                return REASONS[k];
+            }
+        }
+    }
+    return NULL;
+}
+
 static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isvc,
                          const json_t *dep, const char *reason, const char *blocked)
 {
@@ -332,6 +385,7 @@ static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isv
     bool avail, is_ready, zero;
     int gated = fatia_ctlr_isvc_scale_gated(ic->scaler, key);
     char url[600], msg[800];
+    const char *podwhy = NULL;
     fatia_usec_t now = fatia_ctlr_now(ic->ctl);
 
     fatia_json_int(json_object_get(isvc, "metadata"), "generation", &gen);
@@ -348,6 +402,8 @@ static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isv
         snprintf(msg, sizeof(msg), "%s", blocked);
     else if (want == 0 && !dep)
         snprintf(msg, sizeof(msg), "minReplicas is 0: no replica yet");
+    else if (!is_ready && (podwhy = pod_failure(ic, isvc, msg, sizeof(msg))))
+        ; /* msg names the pod and its container */
     else
         snprintf(msg, sizeof(msg), "%" PRId64 " of %" PRId64 " replicas ready", ready, want);
     conds = json_deep_copy(json_object_get(old, "conditions"));
@@ -359,6 +415,7 @@ static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isv
                         zero       ? "ScaledToZero"
                         : is_ready ? "MinimumReplicasAvailable"
                         : blocked  ? reason
+                        : podwhy   ? podwhy
                                    : "MinimumReplicasUnavailable",
                         is_ready ? "" : msg, now);
     fatia_ctlr_cond_set(conds, "Ready", is_ready ? "True" : "False",
@@ -410,21 +467,66 @@ static void write_status(struct isvc_ctl *ic, const char *key, const json_t *isv
     json_decref(obj);
 }
 
+static bool serves_format(const json_t *r, const char *format, bool auto_only)
+{
+    const json_t *f;
+    size_t i;
+
+    json_array_foreach(fatia_json_path(r, "spec.supportedModelFormats"), i, f)
+    {
+        const char *fn = fatia_json_str(f, "name");
+        if (fn && format && !strcasecmp(fn, format) &&
+            (!auto_only || json_is_true(json_object_get(f, "autoSelect"))))
+            return true;
+    }
+    return false;
+}
+
+/* Without predictor.model.runtime, KServe's choice by modelFormat: an enabled runtime listing the
+ * format with autoSelect, the namespace's ServingRuntimes before the ClusterServingRuntimes, the
+ * first name in each (a deterministic pick where KServe would sort by priority). NULL: none, the
+ * built-in engine-sim server. */
+static const json_t *auto_runtime(struct isvc_ctl *ic, const char *ns, const char *format)
+{
+    struct informer *infs[2] = {ic->runtimes, ic->cluster_runtimes};
+
+    if (!format)
+        return NULL;
+    for (int k = 0; k < 2; k++) {
+        const json_t *best = NULL;
+        INFORMER_FOREACH(infs[k], it)
+        {
+            const char *rns = fatia_ctlr_meta_str(it->obj, "namespace");
+            const char *rn = fatia_ctlr_meta_str(it->obj, "name");
+            if ((k == 0 && (!rns || strcmp(rns, ns))) || !rn ||
+                json_is_true(fatia_json_path(it->obj, "spec.disabled")) ||
+                !serves_format(it->obj, format, true))
+                continue;
+            if (!best || strcmp(rn, fatia_ctlr_meta_str(best, "name")) < 0)
+                best = it->obj;
+        }
+        if (best)
+            return best;
+    }
+    return NULL;
+}
+
 /* KServe's runtime checks for predictor.model.runtime: a ServingRuntime of the namespace or a
  * ClusterServingRuntime of that name, not disabled, listing the model's format. 0, or a reason
- * (KServe's) with why in buf. The model server stays engine-sim either way (file comment). */
+ * (KServe's) with why in buf. *ret_rt: the runtime (named or chosen by auto_runtime), or NULL. */
 static const char *check_runtime(struct isvc_ctl *ic, const json_t *isvc, const char *ns, char *buf,
-                                 size_t n)
+                                 size_t n, const json_t **ret_rt)
 {
     const json_t *model = fatia_json_path(isvc, "spec.predictor.model");
     const char *rt = fatia_json_str(model, "runtime");
     const char *format = fatia_json_str(json_object_get(model, "modelFormat"), "name");
-    const json_t *r, *f;
-    bool supported = false;
-    size_t i;
+    const json_t *r;
 
-    if (!rt)
+    *ret_rt = NULL;
+    if (!rt) {
+        *ret_rt = auto_runtime(ic, ns, format);
         return NULL;
+    }
     r = fatia_ctlr_informer_get(ic->runtimes, ns, rt);
     if (!r)
         r = fatia_ctlr_informer_get(ic->cluster_runtimes, NULL, rt);
@@ -436,16 +538,12 @@ static const char *check_runtime(struct isvc_ctl *ic, const json_t *isvc, const 
         snprintf(buf, n, "specified runtime %.200s is disabled", rt);
         return "RuntimeDisabled";
     }
-    json_array_foreach(fatia_json_path(r, "spec.supportedModelFormats"), i, f)
-    {
-        const char *fn = fatia_json_str(f, "name");
-        supported = supported || (fn && format && !strcasecmp(fn, format));
-    }
-    if (!supported) {
+    if (!serves_format(r, format, false)) {
         snprintf(buf, n, "specified runtime %.200s does not support model format %.100s", rt,
                  format ? format : "");
         return "NoSupportingRuntime";
     }
+    *ret_rt = r;
     return NULL;
 }
 
@@ -455,10 +553,11 @@ static void reconcile(void *arg, const char *key)
     const json_t *isvc = fatia_ctlr_informer_get_key(ic->isvcs, key);
     char ns[300], dname[300], blocked[700] = "";
     const char *name;
-    const json_t *dep, *pool;
+    const json_t *dep, *pool, *rt;
     const char *reason;
     bool fd = false, fp = false;
-    int port;
+    json_t *rctr = NULL;
+    int port, rc;
 
     if (!isvc || fatia_ctlr_obj_deleting(isvc))
         return; /* the garbage collector deletes what it owned */
@@ -466,13 +565,21 @@ static void reconcile(void *arg, const char *key)
     snprintf(dname, sizeof(dname), "%.200s-predictor", name);
     dep = fatia_ctlr_informer_get(ic->deploys, ns, dname);
     pool = fatia_ctlr_informer_get(ic->pools, ns, name);
-    if ((reason = check_runtime(ic, isvc, ns, blocked, sizeof(blocked)))) {
+    if ((reason = check_runtime(ic, isvc, ns, blocked, sizeof(blocked), &rt))) {
         /* as KServe: nothing is deployed for a spec it cannot serve */
         write_status(ic, key, isvc, NULL, reason, blocked);
         return;
     }
     port = fatia_ctlr_isvc_port(isvc);
-    sync_deployment(ic, key, isvc, dep, port, &fd);
+    if (rt && (rc = fatia_ctlr_isvc_runtime_container(rt, isvc, blocked, sizeof(blocked), &rctr,
+                                                      &port)) < 0) {
+        if (rc == -EINVAL)
+            write_status(ic, key, isvc, NULL, "InvalidRuntimeTemplate", blocked);
+        return;
+    }
+    if (!rctr)
+        port = fatia_ctlr_isvc_port(isvc);
+    sync_deployment(ic, key, isvc, dep, port, rctr, &fd);
     sync_pool(ic, key, isvc, pool, port, &fp);
     if (fd || fp)
         snprintf(blocked, sizeof(blocked),
@@ -505,7 +612,22 @@ static void on_owned(void *arg, const json_t *old, const json_t *obj)
     fatia_ctlr_wq_add(ic->q, key);
 }
 
-/* A runtime changed: the InferenceServices that name it (few; a scan of the cache). */
+/* A pod of an InferenceService (its label): the owner's key, for pod_failure. */
+static void on_pod(void *arg, const json_t *old, const json_t *obj)
+{
+    struct isvc_ctl *ic = arg;
+    const json_t *p = obj ? obj : old;
+    const char *name = fatia_ctlr_obj_label(p, ISVC_LABEL);
+    char key[600];
+
+    if (!name)
+        return;
+    fatia_ctlr_make_key(fatia_ctlr_meta_str(p, "namespace"), name, key, sizeof(key));
+    fatia_ctlr_wq_add(ic->q, key);
+}
+
+/* A runtime changed: the InferenceServices that name it or may choose it by format (few; a scan
+ * of the cache). */
 static void on_runtime(void *arg, const json_t *old, const json_t *obj)
 {
     struct isvc_ctl *ic = arg;
@@ -517,7 +639,7 @@ static void on_runtime(void *arg, const json_t *old, const json_t *obj)
         const char *want =
             fatia_json_str(fatia_json_path(it->obj, "spec.predictor.model"), "runtime");
         const char *ns = fatia_ctlr_meta_str(it->obj, "namespace");
-        if (want && rname && !strcmp(want, rname) && (!rns || (ns && !strcmp(ns, rns))))
+        if ((!want || (rname && !strcmp(want, rname))) && (!rns || (ns && !strcmp(ns, rns))))
             fatia_ctlr_wq_add(ic->q, it->key);
     }
 }
@@ -552,7 +674,8 @@ int fatia_ctlr_isvc_ctl_new(struct ctl *c, struct isvc_ctl **ret)
         (rc = fatia_ctlr_informer_on(ic->deploys, on_owned, ic)) < 0 ||
         (rc = fatia_ctlr_informer_on(ic->pools, on_owned, ic)) < 0 ||
         (rc = fatia_ctlr_informer_on(ic->runtimes, on_runtime, ic)) < 0 ||
-        (rc = fatia_ctlr_informer_on(ic->cluster_runtimes, on_runtime, ic)) < 0) {
+        (rc = fatia_ctlr_informer_on(ic->cluster_runtimes, on_runtime, ic)) < 0 ||
+        (rc = fatia_ctlr_informer_on(ic->pods, on_pod, ic)) < 0) {
         fatia_ctlr_isvc_ctl_free(ic);
         return rc;
     }

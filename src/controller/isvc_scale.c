@@ -574,6 +574,12 @@ static void tick_one(struct isvc_scaler *s, const char *key, const json_t *isvc)
     {
         struct in_addr addrs[MAX_GROUPS];
         int port = fatia_ctlr_isvc_port(isvc);
+        /* the predictor container's port: a ServingRuntime's own (isvc_runtime.c) or the above */
+        const json_t *c0 = json_array_get(fatia_json_path(dep, "spec.template.spec.containers"), 0);
+        int64_t cp;
+        if (fatia_json_int(json_array_get(json_object_get(c0, "ports"), 0), "containerPort", &cp) &&
+            cp >= 1 && cp <= 65535)
+            port = (int)cp;
         sc->ngroups = ready_addrs(s, isvc, addrs, sc);
         if (!sc->ngroups) {
             /* Ready in the Deployment, no pod with an address seen yet: the old estimate */

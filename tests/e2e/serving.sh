@@ -564,7 +564,7 @@ cat >"$TMP/sr.yaml" <<EOF
 apiVersion: serving.kserve.io/v1alpha1
 kind: ClusterServingRuntime
 metadata: {name: vllm-runtime}
-spec: {disabled: true, supportedModelFormats: [{name: vLLM, autoSelect: true}], containers: [{name: kserve-container, image: vllm/vllm-openai}]}
+spec: {disabled: true, supportedModelFormats: [{name: vLLM, autoSelect: false}], containers: [{name: kserve-container, image: vllm/vllm-openai}]}
 EOF
 expect_rc 0 "$k" apply -f "$TMP/sr.yaml"
 wait_for "runtime disabled" reason_is RuntimeDisabled

@@ -9,6 +9,10 @@
  * so a year of 1 TiB of memory does not overflow. Hours are formatted from that integer with six
  * decimals (rounded half up), so equal inputs give equal text on every machine.
  *
+ * A record of 0 s (started and ended within one second: a workbench stopped at once) whose
+ * instant is in [since, until) counts in its group's records with no hours: it is a run, and
+ * a report that dropped it would say a namespace ran fewer workloads than it did.
+ *
  * Groups are namespace, ClusterQueue, profile or user ("" shows as "-" in tables). Rejected: floating
  * sums (the order of additions would change the last digits; a fixture could not be exact).
  */
@@ -126,12 +130,14 @@ json_t *fatia_control_usage_report(const struct fatia_control_usage_rec *recs, s
         const char *res;
         json_t *v;
 
+        /* a run that started and ended within one second (the records' resolution) is a
+         * run of 0 s: counted in its window's records, adding no hours */
+        if (a == b ? a < w0 || a >= w1 : b <= w0 || a >= w1)
+            continue;
         if (a < w0)
             a = w0;
         if (b > w1)
             b = w1;
-        if (b <= a)
-            continue;
         json_object_foreach((json_t *)r->resources, res, v)
         {
             fatia_i128 m = milli_of(v);

@@ -177,7 +177,7 @@ recs_closed2() { [ "$($K get usagerecords -n team-b -o json | python3 -c 'import
 wait_until 20 recs_closed2 || $K get usagerecords -n team-b -o yaml >&2
 $K get usagerecords -A -o yaml | "$FATIA" usage -f - --by profile -o csv >"$TMP/out" || fail "fatia usage"
 grep -q '^gpu-catalog/notebook-shared,nvidia.com/gpu.shared,[0-9.]*,2$' "$TMP/out" ||
-    fail "fatia usage lacks the workbench's two runs: $(cat "$TMP/out")"
+    fail "fatia usage lacks the workbench's two runs: $(cat "$TMP/out"; $K get usagerecords -A -o yaml)"
 metrics
 grep -q '^fatia_usage_resource_seconds_total{namespace="team-b",cluster_queue="team-b",profile="gpu-catalog/notebook-shared",user="bob",resource="nvidia.com/gpu.shared"} [0-9]' "$TMP/metrics" ||
     fail "no usage counter: $(grep fatia_usage "$TMP/metrics")"

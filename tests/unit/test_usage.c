@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_usage.c: control/usage.c against hand-computed sums: clipping to the window,
  * a running record up to now, grouping, rounding of hours and of sub-milli quantities, a year of
- * 1 TiB (no overflow), and decoding errors.
+ * 1 TiB (no overflow), a record of 0 s counted with no hours, and decoding errors.
  */
 #include "base/compat.h"
 
@@ -89,6 +89,56 @@ static void test_sums(void **state)
         json_decref(t[i]);
 }
 
+static const json_t *row(const json_t *rows, const char *group, const char *res)
+{
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        const json_t *r = json_array_get(rows, i);
+        if (!strcmp(fatia_json_str(r, "group"), group) &&
+            !strcmp(fatia_json_str(r, "resource"), res))
+            return r;
+    }
+    return NULL;
+}
+
+/* a run of 0 s (start == end at the records' one-second resolution) is a run: counted in the
+ * records of the window that holds its instant, with no hours; outside the window, not at all */
+static void test_zero_length(void **state)
+{
+    json_t *t[2];
+    struct fatia_control_usage_rec r[2];
+    char why[200];
+    json_t *rows;
+    fatia_usec_t now = at("2026-12-01T12:00:00Z");
+
+    (void)state;
+    t[0] = rec("a", "qa", "2026-12-01T10:00:00Z", "2026-12-01T10:00:10Z",
+               "{\"nvidia.com/gpu.shared\":\"1\"}");
+    t[1] = rec("a", "qa", "2026-12-01T10:00:12Z", "2026-12-01T10:00:12Z",
+               "{\"nvidia.com/gpu.shared\":\"1\"}");
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(fatia_control_usage_rec_decode(t[i], &r[i], why, sizeof(why)), 0);
+    rows = fatia_control_usage_report(r, 2, 0, 0, now, FATIA_USAGE_BY_NAMESPACE);
+    assert_non_null(row(rows, "a", "nvidia.com/gpu.shared"));
+    assert_int_equal(
+        json_integer_value(json_object_get(row(rows, "a", "nvidia.com/gpu.shared"), "records")), 2);
+    assert_string_equal(hours(rows, "a", "nvidia.com/gpu.shared"), "0.002778"); /* 10 s */
+    json_decref(rows);
+    /* a window holding only the 0 s run: one record, no hours */
+    rows = fatia_control_usage_report(r, 2, at("2026-12-01T10:00:11Z"), at("2026-12-01T10:00:13Z"),
+                                      now, FATIA_USAGE_BY_NAMESPACE);
+    assert_int_equal(
+        json_integer_value(json_object_get(row(rows, "a", "nvidia.com/gpu.shared"), "records")), 1);
+    assert_string_equal(hours(rows, "a", "nvidia.com/gpu.shared"), "0.000000");
+    json_decref(rows);
+    /* a window that ends at its instant: [since, until) does not hold it */
+    rows = fatia_control_usage_report(r + 1, 1, at("2026-12-01T10:00:00Z"),
+                                      at("2026-12-01T10:00:12Z"), now, FATIA_USAGE_BY_NAMESPACE);
+    assert_null(row(rows, "a", "nvidia.com/gpu.shared"));
+    json_decref(rows);
+    for (int i = 0; i < 2; i++)
+        json_decref(t[i]);
+}
+
 static void test_decode_errors(void **state)
 {
     struct fatia_control_usage_rec r;
@@ -109,6 +159,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sums),
+        cmocka_unit_test(test_zero_length),
         cmocka_unit_test(test_decode_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

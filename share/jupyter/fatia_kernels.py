@@ -11,8 +11,23 @@ stops a workbench that is computing. Here the state is the set of requests (by t
 is. `starting` and other states are taken as they come and empty the set (a (re)started kernel
 has no request in flight); so does `dead`.
 
+The watch must not miss a message: IOPub is a ZeroMQ PUB socket, and a SUB receives only what is
+published after it has joined. jupyter-server connects its activity SUB in `_finish_kernel_start`,
+often before the new kernel has bound its sockets; the SUB then retries its connection every
+100 ms, while the clients' SUBs, opened later, connect at once. A fast kernel (0.4 s from launch to
+a cell running, measured) answered a client's `execute_request` before the activity SUB had
+joined: its `busy` was never seen, the kernel stayed `starting` for the whole cell, and the culler
+stopped a computing workbench (the flake of e2e_culler and e2e_workbench-containers, reproduced
+with a ZMQ socket monitor: CONNECT_RETRIED three times, HANDSHAKE_SUCCEEDED after the cell's
+`busy`). So `start_kernel` (and `restart_kernel`) return only once the activity SUB has received a
+message: it sends `kernel_info_request` on a transient control channel every 0.2 s until one of its
+statuses reaches the activity SUB (as jupyter-server's own `nudge` does for a client's SUBs). No
+client can send a request before: it needs the kernel's id, which POST /api/kernels returns after.
+
 Invariants: a status without a parent `msg_id` changes the state as upstream does (ipykernel's
-`starting`); `last_activity` is updated on every IOPub message exactly as upstream.
+`starting`); `last_activity` is updated on every IOPub message exactly as upstream; a kernel is
+handed out only with a joined activity watch (or after JOIN_TIMEOUT, logged, for a kernel that
+never answers, which upstream hands out too).
 
 Choices rejected: counting busy/idle (an unmatched idle, e.g. a status whose busy was published
 before we connected, would drift the count); trusting only shell-channel requests (the server
@@ -22,9 +37,14 @@ ipykernel 6 does not set in parent_header); patching jupyter-server in place (De
 Use: PYTHONPATH=<fatia>/share/jupyter jupyter-server \
         --ServerApp.kernel_manager_class=fatia_kernels.FatiaKernelManager ...
 """
+import asyncio
+
 from jupyter_client.session import Session
 from jupyter_server._tz import utcnow
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+
+JOIN_TIMEOUT = 60.0  # seconds: jupyter-server's own kernel_info_timeout
+NUDGE_PERIOD = 0.2
 
 
 class FatiaKernelManager(AsyncMappingKernelManager):
@@ -36,11 +56,14 @@ class FatiaKernelManager(AsyncMappingKernelManager):
         kernel.reason = ""
         kernel.last_activity = utcnow()
         kernel._fatia_busy = set()
+        kernel._fatia_joined = asyncio.get_event_loop().create_future()
         kernel._activity_stream = kernel.connect_iopub()
         session = Session(config=kernel.session.config, key=kernel.session.key)
 
         def record_activity(msg_list):
             self.last_kernel_activity = kernel.last_activity = utcnow()
+            if not kernel._fatia_joined.done():
+                kernel._fatia_joined.set_result(None)
             _, fed = session.feed_identities(msg_list)
             msg = session.deserialize(fed, content=False)
             if msg["header"]["msg_type"] != "status":
@@ -62,3 +85,36 @@ class FatiaKernelManager(AsyncMappingKernelManager):
                            len(busy))
 
         kernel._activity_stream.on_recv(record_activity)
+
+    async def _join_activity(self, kernel_id):
+        """Returns once kernel_id's activity watch has received a message (module docstring)."""
+        kernel = self._kernels[kernel_id]
+        joined = kernel._fatia_joined
+        control = kernel.connect_control()
+        loop = asyncio.get_event_loop()
+        end = loop.time() + JOIN_TIMEOUT
+        try:
+            while not joined.done() and loop.time() < end:
+                kernel.session.send(control, "kernel_info_request")
+                try:
+                    await asyncio.wait_for(asyncio.shield(joined), NUDGE_PERIOD)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            control.close()
+        if not joined.done():
+            self.log.warning("kernel %s: its activity watch got no message in %.0f s", kernel_id,
+                             JOIN_TIMEOUT)
+
+    async def start_kernel(self, kernel_id=None, path=None, **kwargs):
+        new = kernel_id is None or kernel_id not in self
+        kernel_id = await super().start_kernel(kernel_id=kernel_id, path=path, **kwargs)
+        if new and kernel_id in self:
+            await self._join_activity(kernel_id)
+        return kernel_id
+
+    async def restart_kernel(self, kernel_id, now=False):
+        result = await super().restart_kernel(kernel_id, now=now)
+        if kernel_id in self:
+            await self._join_activity(kernel_id)
+        return result

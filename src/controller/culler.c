@@ -122,8 +122,27 @@ static void probe_failed(struct probe *p, const char *why)
     probe_free(p);
 }
 
-static void cull(struct culler *cu, const json_t *nb, fatia_usec_t now, fatia_usec_t last,
-                 bool stop)
+/* "2 kernels: idle since 2026-12-02T05:50:01Z, starting since ...": what the cull was decided on,
+ * for the log (an operator asking why a workbench was stopped). */
+static void describe_kernels(const json_t *kernels, char *out, size_t n)
+{
+    size_t i, len;
+    json_t *k;
+
+    len = (size_t)snprintf(out, n, "%zu kernel(s)", json_array_size(kernels));
+    json_array_foreach(kernels, i, k)
+    {
+        const char *st = fatia_json_str(k, "execution_state");
+        const char *la = fatia_json_str(k, "last_activity");
+        if (len >= n)
+            break;
+        len += (size_t)snprintf(out + len, n - len, "%s %s since %s", i ? "," : ":", st ? st : "?",
+                                la ? la : "?");
+    }
+}
+
+static void cull(struct culler *cu, const json_t *nb, const json_t *kernels, fatia_usec_t now,
+                 fatia_usec_t last, bool stop)
 {
     json_t *copy = json_deep_copy(nb);
     json_t *meta = copy ? json_object_get(copy, "metadata") : NULL;
@@ -149,8 +168,11 @@ static void cull(struct culler *cu, const json_t *nb, fatia_usec_t now, fatia_us
                                  fatia_ctlr_meta_str(nb, "namespace"), NULL);
         fatia_ctlr_metric_inc(fatia_ctlr_metrics(cu->ctl), "fatia_notebook_culled_total", labels,
                               1);
-        fatia_info("culler: %s/%s idle since %s: stopped", fatia_ctlr_meta_str(nb, "namespace"),
-                   fatia_ctlr_meta_str(nb, "name"), t_last);
+        char ks[400];
+        describe_kernels(kernels, ks, sizeof(ks));
+        fatia_info("culler: %s/%s idle since %s (%s): stopped",
+                   fatia_ctlr_meta_str(nb, "namespace"), fatia_ctlr_meta_str(nb, "name"), t_last,
+                   ks);
     }
     fatia_ctlr_update(cu->ctl, copy, &(struct op_opts){.quiet_conflict = true});
     json_decref(copy);
@@ -202,7 +224,7 @@ static void answered(struct probe *p)
         fatia_usec_t now = fatia_ctlr_now(cu->ctl), last;
         bool stop = fatia_ctlr_cull_decide(j, p->kernels, now, cu->idle, &last);
         if (nb && !fatia_ctlr_notebook_stopped(nb) && last > 0)
-            cull(cu, nb, now, last, stop);
+            cull(cu, nb, p->kernels, now, last, stop);
     }
     json_decref(j);
     probe_free(p);

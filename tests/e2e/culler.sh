@@ -38,7 +38,7 @@ mkdir -p "$SHARE"
 install -m 0644 "$(dirname "$0")/../../share/jupyter/fatia_kernels.py" "$SHARE/"
 chmod 755 "$SHARE"
 JUPYTER="exec env PYTHONPATH=$SHARE /usr/bin/jupyter-server --ServerApp.kernel_manager_class=fatia_kernels.FatiaKernelManager"
-JUPYTER+=' --sock="$HOME/.fatia-jupyter.sock" --ServerApp.base_url="$NB_PREFIX" --ServerApp.token= --ServerApp.password= --ServerApp.disable_check_xsrf=True --transport=ipc --KernelManager.ip=kernel-ipc --ServerApp.open_browser=False'
+JUPYTER+=' --sock="$HOME/.fatia-jupyter.sock" --ServerApp.base_url="$NB_PREFIX" --ServerApp.token= --ServerApp.password= --ServerApp.disable_check_xsrf=True --transport=ipc --KernelManager.ip=kernel-ipc --ServerApp.open_browser=False 2>>"$HOME/jupyter.log"'
 cat >"$TMP/lab.yaml" <<YAML
 apiVersion: kubeflow.org/v1
 kind: Notebook
@@ -75,14 +75,27 @@ cookie=$($NB login "$PROXY" "$CA" team-b lab "$(tok() { awk -v u="$1" '$2 == u {
 BUSY=$((IDLE * 2 + 4))
 $NB run "$PROXY" "$CA" team-b lab "$cookie" "import time; time.sleep($BUSY)" >"$TMP/out" || fail "run: $(cat "$TMP/out")"
 t0=$SECONDS
+# what Jupyter says of its kernels, twice a second, through the proxy (printed on a failure)
+(while kill -0 $$ 2>/dev/null; do
+    echo "$(date +%T.%N | cut -c1-12) $($NB get "$PROXY" "$CA" "/notebook/team-b/lab/api/kernels?no_track_activity=1" "$cookie" 2>&1)"
+    sleep 0.5
+done) >"$TMP/kpoll" 2>&1 &
+kpoll=$!
 stopped() { [ -n "$(jp notebook lab -n team-b -o jsonpath='{.metadata.annotations.kubeflow-resource-stopped}')" ]; }
 # busy for BUSY s: twice the idle time and more, and not culled
 while [ $((SECONDS - t0)) -lt $((BUSY - 1)) ]; do
-    stopped && { fail "culled while its kernel was busy (after $((SECONDS - t0)) s)"; break; }
+    stopped && {
+        fail "culled while its kernel was busy (after $((SECONDS - t0)) s)"
+        tail -30 "$TMP/data/agent/homes/team-b/lab/jupyter.log"
+        grep -a culler "$TMP/data.log" | tail -5
+        cat "$TMP/kpoll"
+        break
+    }
     sleep 0.5
 done
 [ -n "$(jp notebook lab -n team-b -o jsonpath='{.metadata.annotations.notebooks\.kubeflow\.org/last-activity}')" ] ||
     fail "no last-activity annotation while running"
+kill "$kpoll" 2>/dev/null
 # idle now: culled within the idle time plus a few periods
 wait_until $((IDLE + 15)) stopped
 took=$((SECONDS - t0 - BUSY))

@@ -138,10 +138,25 @@ $NB run "$PROXY" "$CA" team-b lab "$cookie" \
     "import os, time; open(os.path.join(os.environ['HOME'], 'kept.txt'), 'w').write('kept across stops'); time.sleep($BUSY)" \
     >"$TMP/out" 2>&1 || fail "run: $(cat "$TMP/out")"
 tb=$SECONDS
+# what Jupyter says of its kernels, twice a second, through the proxy (printed on a failure)
+(while kill -0 $$ 2>/dev/null; do
+    echo "$(date +%T.%N | cut -c1-12) $($NB get "$PROXY" "$CA" "/notebook/team-b/lab/api/kernels?no_track_activity=1" "$cookie" 2>&1)"
+    sleep 0.5
+done) >"$TMP/kpoll" 2>&1 &
+kpoll=$!
 while [ $((SECONDS - tb)) -lt $((BUSY - 1)) ]; do
-    stopped && { fail "culled while its kernel was busy (after $((SECONDS - tb)) s)"; break; }
+    stopped && {
+        fail "culled while its kernel was busy (after $((SECONDS - tb)) s)"
+        $K get pod lab-0 -n team-b -o jsonpath='{.status.containerStatuses}' 2>&1 | head -c 1500
+        echo
+        $K logs lab-0 -n team-b 2>&1 | tail -40
+        grep -a culler "$TMP/data.log" | tail -5
+        cat "$TMP/kpoll"
+        break
+    }
     sleep 0.5
 done
+kill "$kpoll" 2>/dev/null
 wait_until $((IDLE + 15)) stopped
 echo "culled $((SECONDS - tb - BUSY)) s after the kernel went idle (idle time ${IDLE} s)"
 lab_gone() { [ -z "$(jp pod lab-0 -n team-b -o name)" ]; }

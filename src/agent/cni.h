@@ -15,7 +15,7 @@
 #define FATIA_CNI_LEASE_DIR "/var/lib/cni/networks"
 /* the sandboxes' network namespace pins (cni_reclaim.c), a tmpfs: a reboot empties it */
 #define FATIA_CNI_PIN_DIR "/run/fatia-cni"
-#define FATIA_CNI_ID_MAX 256
+#define FATIA_CNI_ID_MAX  256
 
 /* Network index k (the namespace's range index): bridge fbr<k>, subnet 10.<k/256>.<k%256>.0/24,
  * gateway .1 on the host. ADD for the netns (a path), container id id; the result (CNI JSON) is

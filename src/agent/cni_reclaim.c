@@ -40,17 +40,16 @@
  */
 #include "base/compat.h"
 
-#include "agent/cni.h"
-
+#include <arpa/inet.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "agent/cni.h"
 #include "base/alloc.h"
 #include "base/log.h"
 

@@ -36,6 +36,7 @@ cleanup() {
         for c in $(runc --root "$d" list -q 2>/dev/null); do runc --root "$d" delete --force "$c" 2>/dev/null; done
     done
     grep -o " $TMP[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+    for p in "$TMP"/*/agent/pods/*; do [ -d "$p" ] && rm -f "/run/fatia-cni/$(basename "$p")"; done
     rm -f "$LEASES/fatia-$K"/10.*
     rm -rf "$LEASES/fatia-$K"
     ip link del "$BR" 2>/dev/null

@@ -9,7 +9,9 @@
 # same host reclaims the three leases at its start (one info line each), keep keeps its lease and
 # answers; a pod of C gets an address. Then the range is filled with leases of ids that no
 # sandbox has: C's next pod's ADD finds it exhausted, C's shim reclaims and retries, the pod runs,
-# and keep's lease is still there.
+# and keep's lease is still there. Last, fatiad B, keep's shim and its pause are SIGKILLed while
+# keep's container runs on: a fresh fatiad D leaves keep's lease (its pinned network namespace is
+# still held by the container), and keep still answers.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 . "$(dirname "$0")/agent.bash"
@@ -47,7 +49,7 @@ trap cleanup EXIT
 
 "$SRC/scripts/images/busybox" "$TMP/busybox.tar" || { fail "cannot build the image"; finish; }
 IMG=fatia.dev/busybox:1
-for d in a b c; do
+for d in a b c d; do
     expect_rc 0 "$FATIA" image load -d "$TMP/$d" --name $IMG "$TMP/busybox.tar"
     echo "default $K" >"$TMP/$d/agent/uidranges"
 done
@@ -62,7 +64,7 @@ start() { # DIR
 
 # ---- fatiad B: pod keep, alive for the whole test ----
 start b
-B_KCFG=$KCFG
+B_PID=$FATIAD_PID
 bound_pod keep "" "  restartPolicy: Never" <<EOF2
   - name: main
     image: $IMG
@@ -129,12 +131,14 @@ done
 grep -q "cni: reclaimed .* of $KEEP_UID" "$TMP"/*.log && fail "the lease of live pod keep (fatiad B) was reclaimed"
 [ "$(lease_of "$KEEP_UID")" = "$KEEP_IP" ] || fail "keep lost its lease $KEEP_IP"
 reach_keep || fail "keep does not answer on $KEEP_IP:8080 after fatiad C's reclaim"
+t0=$(date +%s%N)
 bound_pod fresh "" "  restartPolicy: Never" <<EOF2
   - name: main
     image: $IMG
     command: ["sh", "-c", "nc -w 2 $KEEP_IP 8080 </dev/null > /tmp/got; exec sleep 600"]
 EOF2
 wait_for 30 running fresh
+echo "fatia-$K with free addresses: pod fresh running $((($(date +%s%N) - t0) / 1000000)) ms after its create"
 case $(jp fresh .status.podIP) in "$NET".*) ;; *) fail "pod fresh has no address on fatia-$K: $(jp fresh .status.podIP)" ;; esac
 
 # ---- an exhausted range: C's shim reclaims and retries ----
@@ -147,12 +151,14 @@ for i in $(seq 2 254); do
     n_fill=$((n_fill + 1))
 done
 [ "$(leases)" = 253 ] || fail "fatia-$K has $(leases) leases after the fill, want 253 (full)"
+t0=$(date +%s%N)
 bound_pod late "" "  restartPolicy: Never" <<EOF2
   - name: main
     image: $IMG
     command: ["sleep", "600"]
 EOF2
 wait_for 60 running late || fail "pod late: $(jp late .status)"
+echo "exhausted fatia-$K ($n_fill stale leases): pod late running $((($(date +%s%N) - t0) / 1000000)) ms after its create"
 case $(jp late .status.podIP) in "$NET".*) ;; *) fail "pod late has no address on fatia-$K: $(jp late .status.podIP)" ;; esac
 [ "$(lease_of "$KEEP_UID")" = "$KEEP_IP" ] || fail "keep lost its lease $KEEP_IP in the exhausted range's reclaim"
 [ -n "$(lease_of "$(uid_of fresh)")" ] || fail "fresh (fatiad C, running) lost its lease"
@@ -160,5 +166,21 @@ left=$(grep -l '^stale-' "$LEASES/fatia-$K"/10.* 2>/dev/null | wc -l)
 [ "$left" = 0 ] || fail "$left of the $n_fill stale leases are left after the retry"
 grep -rqs "cni: reclaimed $NET\.[0-9]* of stale-$$-[0-9]* (its sandbox is gone)" "$TMP/c" "$TMP/c.log" ||
     fail "no reclaim line for the stale leases (the shim's log)"
+reach_keep || fail "keep does not answer on $KEEP_IP:8080 after the exhausted range's reclaim"
+
+# ---- keep's container outlives its shim and pause: its pinned namespace keeps the lease ----
+kill -9 "$B_PID" # fatiad B first (it would release the pod of a lost shim)
+f=$TMP/b/agent/status/$KEEP_UID.json
+pg=$(grep -o '"pgid":[0-9]*' "$f" | head -1 | cut -d: -f2)
+sh=$(grep -o '"shim":{"pid":[0-9]*' "$f" | head -1 | grep -o '[0-9]*$')
+[ -n "$pg" ] && [ -n "$sh" ] || fail "no pause or shim pid for keep in $f"
+kill -9 "$pg" "$sh"
+no_keep_shim() { ! pgrep -f "fatia-shim $TMP/b/agent/pods/$KEEP_UID" >/dev/null; }
+wait_for 10 no_keep_shim || fail "keep's shim or pause lives on"
+reach_keep || fail "keep's container did not outlive its shim: the check below proves nothing"
+start d
+grep -q "cni: reclaimed .* of $KEEP_UID" "$TMP/d.log" &&
+    fail "fatiad D reclaimed the lease of keep, whose container still holds its network namespace"
+[ "$(lease_of "$KEEP_UID")" = "$KEEP_IP" ] || fail "keep lost its lease $KEEP_IP (its container runs)"
 reach_keep || fail "keep does not answer on $KEEP_IP:8080 at the end"
 finish

@@ -25,9 +25,12 @@
  * When: at the agent's start, before it adopts its shims, over every fatia-<k> network; and when
  * an ADD fails because the range is exhausted (the shim reclaims that network, then retries once).
  *
- * Invariants: a lease of a live sandbox is never removed, whichever fatiad runs it (the process
- * scan happens before the leases are read, and a sandbox's shim exists before its ADD and after
- * its DEL); only files named by an IPv4 address are touched; one info line per reclaimed lease.
+ * Invariants: a lease of a live sandbox is never removed, whichever fatiad runs it: the leases
+ * are listed before the processes are scanned, and a sandbox's shim exists before its ADD and
+ * until after its DEL, so a listed lease whose sandbox lives has a shim the scan sees (or a
+ * pinned namespace still held); DEL is by container id, and the fallback removal re-reads the
+ * file under the lock, so an address given to another id meanwhile is never touched. Only files
+ * named by an IPv4 address are touched; one info line per reclaimed lease.
  * The host-side veths need nothing: a veth pair dies with the network namespace of its peer, so
  * once a sandbox is gone its veth is gone too (measured: tests/cli/containers-cni-reclaim.sh
  * counts the bridge's ports after the SIGKILL).
@@ -36,7 +39,10 @@
  * and veth alive after a SIGKILL: the leak this file ends); asking each fatiad which pods it has
  * (fatiads on one host do not know each other, and a dead one cannot answer); the lease's address
  * answering ARP or ping (an ADD in flight has the lease before the address is configured, and a
- * pod may drop ICMP); a lease's age (a pod lives for as long as it likes).
+ * pod may drop ICMP); a lease's age (a pod lives for as long as it likes); killing an orphan
+ * shim whose POD_DIR is gone (its fatiad and data directory were removed: its namespace, veth and
+ * lease stay while it runs, and go with its DEL when its pod ends): a process of somebody else's
+ * fatiad, which no agent may end on a guess.
  */
 #include "base/compat.h"
 

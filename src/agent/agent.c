@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/cni.h"
 #include "agent/computemode.h"
 #include "agent/devfilter.h"
 #include "agent/gpuhealth_agent.h"
@@ -3262,6 +3263,14 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
     if (!a->have_vgpu)
         fatia_warn("agent: '%s' is missing: pods with memory-capped slices will not start",
                    a->vgpu_lib);
+    if (a->oci && access(FATIA_CNI_PLUGIN_DIR "/bridge", X_OK) == 0) {
+        /* the leases of sandboxes that are gone (SIGKILLed shims, a crash): before adopting,
+         * whoever's they were (cni_reclaim.c: never a live sandbox of another fatiad) */
+        r = fatia_cni_reclaim(FATIA_CNI_PLUGIN_DIR, FATIA_CNI_LEASE_DIR, FATIA_CNI_PIN_DIR, -1);
+        if (r < 0)
+            fatia_warn("agent: cannot reclaim the CNI leases of gone sandboxes: %s",
+                       fatia_strerror(r));
+    }
     adopt_all(a);
     *ret = a;
     return 0;

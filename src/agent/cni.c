@@ -11,7 +11,13 @@
  * cannot reach another tenant's pods; pods of one namespace share an L2 segment (the namespace
  * is the isolation unit, as in the process mode).
  *
- * Invariants: DEL is idempotent; the FORWARD rules are added once (checked with -C first).
+ * Before ADD the sandbox's network namespace is pinned (FATIA_CNI_PIN_DIR/<id>: its device and
+ * inode, no bind mount) and DEL removes the pin: the reclaim of leases whose sandbox is gone
+ * (cni_reclaim.c) reads it. An ADD that finds the range exhausted undoes itself (DEL in the
+ * namespace), reclaims that network's stale leases, and is tried once more if any went.
+ *
+ * Invariants: DEL is idempotent; the FORWARD rules are added once (checked with -C first); a
+ * lease is made only for a pinned namespace.
  *
  * Rejected: one bridge for every pod with per-pod filtering (a rule per pod pair), and the
  * portmap plugin for now (no pod port is published on the host: fatiad proxies).
@@ -148,12 +154,14 @@ static char *net_config(const char *state_dir, uint32_t k)
     return text;
 }
 
-static int plugin(const char *plugin_dir, const char *cmd, const char *id, const char *netns,
-                  const char *config, char *out, size_t out_n)
+static int plugin_if(const char *plugin_dir, const char *cmd, const char *id, const char *netns,
+                     const char *ifname, const char *config, char *out, size_t out_n)
 {
-    char exe[600], e_cmd[64], e_id[300], e_ns[300], e_path[600];
-    const char *env[] = {PATH_ENV, e_cmd, e_id, e_ns, "CNI_IFNAME=eth0", e_path, NULL};
+    char exe[600], e_cmd[64], e_id[300], e_ns[300], e_path[600], e_if[64];
+    const char *env[] = {PATH_ENV, e_cmd, e_id, e_ns, e_if, e_path, NULL};
     const char *argv[] = {exe, NULL};
+
+    snprintf(e_if, sizeof(e_if), "CNI_IFNAME=%.40s", ifname);
 
     snprintf(exe, sizeof(exe), "%.500s/bridge", plugin_dir);
     snprintf(e_cmd, sizeof(e_cmd), "CNI_COMMAND=%s", cmd);
@@ -161,6 +169,28 @@ static int plugin(const char *plugin_dir, const char *cmd, const char *id, const
     snprintf(e_ns, sizeof(e_ns), "CNI_NETNS=%.250s", netns);
     snprintf(e_path, sizeof(e_path), "CNI_PATH=%.500s", plugin_dir);
     return run(argv, env, config, out, out_n);
+}
+
+static int plugin(const char *plugin_dir, const char *cmd, const char *id, const char *netns,
+                  const char *config, char *out, size_t out_n)
+{
+    return plugin_if(plugin_dir, cmd, id, netns, "eth0", config, out, out_n);
+}
+
+void fatia_cni_del_lease(const char *plugin_dir, uint32_t k, const char *id, const char *ifname)
+{
+    char *config = net_config("", k), out[4096];
+
+    if (config)
+        (void)plugin_if(plugin_dir, "DEL", id, "", ifname, config, out, sizeof(out));
+    free(config);
+}
+
+/* host-local's answer when every address of the range is leased */
+static bool exhausted(const json_t *res, const char *out)
+{
+    const char *m = fatia_json_str(res, "msg");
+    return strstr(m ? m : out, "no IP addresses available") != NULL;
 }
 
 int fatia_cni_add(const char *plugin_dir, const char *state_dir, uint32_t k, const char *id,
@@ -181,9 +211,28 @@ int fatia_cni_add(const char *plugin_dir, const char *state_dir, uint32_t k, con
         free(config);
         return r;
     }
+    /* the pin before the lease: the reclaim of another fatiad must see this sandbox live */
+    r = fatia_cni_pin_write(FATIA_CNI_PIN_DIR, id, netns);
+    if (r < 0) {
+        snprintf(why, why_n, "cannot pin the sandbox's network namespace in '%s/%.200s': %s",
+                 FATIA_CNI_PIN_DIR, id, fatia_strerror(r));
+        free(config);
+        return r;
+    }
     r = plugin(plugin_dir, "ADD", id, netns, config, out, sizeof(out));
-    free(config);
     res = json_loads(out, 0, NULL);
+    if ((r != 0 || !res) && exhausted(res, out)) {
+        /* leases of sandboxes that are gone (a SIGKILLed shim never ran DEL): reclaim, retry
+         * once, after undoing what the failed ADD left in the namespace */
+        char tmp[4096];
+        (void)plugin(plugin_dir, "DEL", id, netns, config, tmp, sizeof(tmp));
+        if (fatia_cni_reclaim(plugin_dir, FATIA_CNI_LEASE_DIR, FATIA_CNI_PIN_DIR, k) > 0) {
+            json_decref(res);
+            r = plugin(plugin_dir, "ADD", id, netns, config, out, sizeof(out));
+            res = json_loads(out, 0, NULL);
+        }
+    }
+    free(config);
     if (r != 0 || !res) {
         snprintf(why, why_n, "CNI bridge ADD failed (exit %d): %.400s", r,
                  fatia_json_str(res, "msg") ? fatia_json_str(res, "msg") : out);
@@ -221,4 +270,5 @@ void fatia_cni_del(const char *plugin_dir, const char *state_dir, uint32_t k, co
         (void)plugin(plugin_dir, "DEL", id, netns, text, out, sizeof(out));
     free(text);
     (void)unlink(result_file);
+    fatia_cni_pin_remove(FATIA_CNI_PIN_DIR, id);
 }

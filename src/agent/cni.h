@@ -6,10 +6,16 @@
 #ifndef FATIA_AGENT_CNI_H
 #define FATIA_AGENT_CNI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define FATIA_CNI_PLUGIN_DIR "/usr/lib/cni"
+/* host-local's leases (its default dataDir): shared by every fatiad of the host */
+#define FATIA_CNI_LEASE_DIR "/var/lib/cni/networks"
+/* the sandboxes' network namespace pins (cni_reclaim.c), a tmpfs: a reboot empties it */
+#define FATIA_CNI_PIN_DIR "/run/fatia-cni"
+#define FATIA_CNI_ID_MAX  256
 
 /* Network index k (the namespace's range index): bridge fbr<k>, subnet 10.<k/256>.<k%256>.0/24,
  * gateway .1 on the host. ADD for the netns (a path), container id id; the result (CNI JSON) is
@@ -18,8 +24,44 @@ int fatia_cni_add(const char *plugin_dir, const char *state_dir, uint32_t k, con
                   const char *netns, const char *result_file, char *ret_ip, size_t ip_n, char *why,
                   size_t why_n);
 
-/* DEL (idempotent: a missing result or netns is fine). */
+/* DEL (idempotent: a missing result or netns is fine); the pin of id goes too. */
 void fatia_cni_del(const char *plugin_dir, const char *state_dir, uint32_t k, const char *id,
                    const char *netns, const char *result_file);
+
+/* DEL of network k for id and ifname with no namespace: host-local releases id's addresses. */
+void fatia_cni_del_lease(const char *plugin_dir, uint32_t k, const char *id, const char *ifname);
+
+/* ---- reclaim (cni_reclaim.c: the rule is in its design comment) ---- */
+
+struct fatia_cni_ns {
+    uint64_t dev, ino; /* stat(2) of /proc/PID/ns/net */
+};
+
+/* What the host shows at one moment: the pod uids of the running fatia-shims (and their pause
+ * processes), and the network namespaces that a process is in or a nsfs mount holds. */
+struct fatia_cni_host {
+    char **shim_ids;
+    size_t n_shim_ids, cap_shim_ids;
+    struct fatia_cni_ns *netns;
+    size_t n_netns, cap_netns;
+};
+
+/* The rule (pure): the sandbox of CNI container id is live (pin: its namespace, or NULL). */
+bool fatia_cni_sandbox_live(const struct fatia_cni_host *h, const char *id,
+                            const struct fatia_cni_ns *pin);
+int fatia_cni_host_scan(struct fatia_cni_host *h, const char *proc);
+void fatia_cni_host_free(struct fatia_cni_host *h);
+
+/* An id usable as a file name (a pod uid: no '/', no leading '.'). */
+bool fatia_cni_id_ok(const char *id);
+/* PIN_DIR/<id> = the namespace of netns (a path), written before ADD. 0 or -errno. */
+int fatia_cni_pin_write(const char *pin_dir, const char *id, const char *netns);
+int fatia_cni_pin_read(const char *pin_dir, const char *id, struct fatia_cni_ns *ret);
+void fatia_cni_pin_remove(const char *pin_dir, const char *id);
+
+/* Gives back the leases of network k (k < 0: of every fatia-<k> network, and prunes the pins)
+ * whose sandbox is gone, one info line each. The number reclaimed, or -errno. */
+int fatia_cni_reclaim(const char *plugin_dir, const char *lease_dir, const char *pin_dir,
+                      int64_t k);
 
 #endif

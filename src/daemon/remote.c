@@ -41,6 +41,9 @@
  *
  * Stopping a watch from inside its own callback is allowed: the stop marks it and the transfer
  * is aborted (the write callback returns 0), and the watch is freed once libcurl is done with it.
+ * Stopped from anywhere else, its stream is removed from the loop's next turn: the stop may run
+ * inside another transfer's write callback (a pod's DELETED releasing a ConfigMap's watch), where
+ * libcurl forbids removing a handle (that crashed the node role at its exit).
  * Rejected: a thread per watch with blocking curl_easy (the loop would need the events handed
  * over, as the etcd watch does, for one stream; here there is one per kind watched); a
  * hand-written HTTP client on bufferevents (TLS, chunked encoding, keep-alive, redirects: what
@@ -874,6 +877,7 @@ static void ref_event(void *arg, enum fatia_watch_event t, const json_t *obj, ui
 
     (void)rv;
     if (t == FATIA_WATCH_ERROR) { /* history gone: list again */
+        fatia_info("remote: %s: its watch's history is gone: listed again", f->key);
         ref_set(f, NULL);
         f->w->rv = 0;
         f->w->gone = false;
@@ -1050,6 +1054,7 @@ static void pod_event(void *arg, enum fatia_watch_event t, const json_t *obj, ui
 
     (void)rv;
     if (t == FATIA_WATCH_ERROR) { /* history gone: list again; the old set goes at the bookmark */
+        fatia_info("remote: the node's pods: the watch's history is gone: listed again");
         if (!rc->pods_old) {
             rc->pods_old = rc->pods;
             rc->pods = json_object();

@@ -6,7 +6,9 @@
 #   1. a pod bound to box-0 with env from a Secret, a ConfigMap volume and a claim (local-path)
 #      runs in box-0's node role and writes what it sees into its claim: the Secret's value and
 #      the ConfigMap's file;
-#   2. the ConfigMap changes: the file in the running container follows;
+#   2. the ConfigMap changes: the file in the running container follows; again after the control
+#      plane restarted past the watches' history (--watch-history 20): each watch of box-0's
+#      node role is listed again (410), no object its pod names is dropped;
 #   3. hostile, on box-1: a pod of team-b naming the Secret that only box-0's pod (of team-a)
 #      uses gets nothing: CreateContainerConfigError 'secret "db" not found', the value nowhere
 #      in box-1's node role;
@@ -65,7 +67,7 @@ IMG=fatia.dev/busybox:1
 # the provisioner's volumes are under the control role's pod directory's pv/: in a fleet that
 # path must be the node roles' own (docs/fleet.md); here box-0's
 start_fatiad "$TMP/data" --fleet "$TMP/fleet/" -f examples/ --no-agent \
-    --agent "pod-dir=$TMP/box-0/agent" || { finish; exit 1; }
+    --agent "pod-dir=$TMP/box-0/agent" --watch-history 20 || { finish; exit 1; }
 K="$KUBECTL_DIR/kubectl.1.33 --kubeconfig $KCFG"
 wait_until 20 $K get node box-1 -o name
 $K create namespace kube-node-lease >/dev/null 2>&1 || fail "kubectl create namespace kube-node-lease"
@@ -149,6 +151,24 @@ t0=$SECONDS
 $K -n team-a patch configmap app -p '{"data":{"mode":"slow"}}' >/dev/null || fail "patch configmap app"
 wait_until 30 has "P=$SECRET_VALUE M=slow" out || echo "out: $(out)" >&2
 echo "the ConfigMap's change seen in the container $((SECONDS - t0)) s after the patch"
+
+# ---- 2b. the control plane restarts past the watches' history: listed again, still followed ----
+filler() {
+    for i in $(seq 60); do
+        printf -- '---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: filler-%s, namespace: team-b}\n' "$i"
+    done
+}
+filler | $K apply -f - >/dev/null || fail "the filler ConfigMaps"
+port=${URL##*:}
+stop_fatiad
+start_fatiad "$TMP/data" --fleet "$TMP/fleet/" -f examples/ --no-agent \
+    --agent "pod-dir=$TMP/box-0/agent" --watch-history 20 --listen "127.0.0.1:$port" ||
+    { finish; exit 1; }
+wait_until 30 grep -qF "remote: configmaps/team-a/app: its watch's history is gone: listed again" "$TMP/box-0.log"
+wait_until 30 grep -qF "remote: the node's pods: the watch's history is gone: listed again" "$TMP/box-0.log"
+$K -n team-a patch configmap app -p '{"data":{"mode":"after"}}' >/dev/null || fail "patch configmap app"
+wait_until 30 has "P=$SECRET_VALUE M=after" out || echo "out: $(out)" >&2
+grep -F "no pod of the node names it any more" "$TMP/box-0.log" && fail "box-0 dropped an object its pod names"
 
 # ---- 3. hostile: another namespace's Secret, on the other node ----
 pod thief team-b box-1 <<EOF

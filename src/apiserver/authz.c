@@ -312,6 +312,17 @@ int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r
     return -FATIA_E_FORBIDDEN;
 }
 
+int fatia_api_authorize_collection(const struct opctx *c, const char *verb,
+                                   const struct fatia_api_query *q, struct opres *r)
+{
+    struct opctx one = *c;
+    char name[512];
+
+    if (!c->name && q && fatia_api_fieldsel_name(q->field_selector, name, sizeof(name)))
+        one.name = name;
+    return fatia_api_authorize(&one, verb, r);
+}
+
 bool fatia_api_may_resource(struct fatia_apiserver *s, const struct fatia_user *u, const char *verb,
                             const struct fatia_kind *k, const char *sub, const char *ns,
                             const char *name)

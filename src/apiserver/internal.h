@@ -335,6 +335,11 @@ int fatia_api_op_convert(const struct opctx *c, json_t *tree, struct opres *r);
  * "log", "exec", ...). Every operation calls it before it looks at the object, so that a
  * refused user learns nothing about what exists. */
 int fatia_api_authorize(const struct opctx *c, const char *verb, struct opres *r);
+/* The same for a list or watch of a collection: a field selector that requires metadata.name=X
+ * names X in the attributes, as upstream's RequestInfo does (so a node's list or watch of one
+ * Secret it may read is allowed; the selector still narrows the answer to X). */
+int fatia_api_authorize_collection(const struct opctx *c, const char *verb,
+                                   const struct fatia_api_query *q, struct opres *r);
 /* u's authentication.k8s.io UserInfo: {username, groups} (system:authenticated and a service
  * account's groups included), as `kubectl auth whoami` prints it. */
 json_t *fatia_api_user_info(const struct fatia_user *u);
@@ -417,6 +422,9 @@ struct filter {
 
 void fatia_api_filter_release(struct filter *f);
 bool fatia_api_filter_match(const struct filter *f, const json_t *obj);
+/* Whether field selector s requires metadata.name to equal a value (upstream's
+ * RequiresExactMatch): then the value in buf. */
+bool fatia_api_fieldsel_name(const char *s, char *buf, size_t n);
 /* Parses the selectors of a query; 0 or a 400 in r. */
 int fatia_api_filter_from_query(struct filter *f, const struct fatia_api_query *q, struct opres *r);
 

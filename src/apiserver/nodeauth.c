@@ -281,7 +281,9 @@ static int decide(void *arg, const struct fatia_user *u, const struct fatia_rbac
     const char *node = NULL, *res = or_(a->resource, ""), *grp = or_(a->group, ""),
                *sub = or_(a->subresource, ""), *v = or_(a->verb, "");
     int n = node_of(u, &node);
-    bool one = !empty(a->name);
+    /* one named object; of a namespace for a namespaced kind (a list of every namespace's
+     * objects of that name is not the read of the one a pod uses) */
+    bool one = !empty(a->name), one_ns = one && !empty(a->ns);
     const char *reason = "no rule grants it to a node";
 
 #define ALLOW(...)                                                 \
@@ -321,12 +323,12 @@ static int decide(void *arg, const struct fatia_user *u, const struct fatia_rbac
                      ? "a node neither creates nor binds pods"
                      : "a node writes only the pods bound to it";
     } else if (!*grp && (is_(res, "secrets") || is_(res, "configmaps")) && !*sub) {
-        if (one && verb_in(v, READ) &&
+        if (one_ns && verb_in(v, READ) &&
             node_uses(s, node, a->ns, is_(res, "secrets") ? REF_SECRET : REF_CONFIGMAP, a->name))
             ALLOW("used by a pod bound to this node");
         reason = "a node reads only the objects its pods use, one by name";
     } else if (!*grp && is_(res, "persistentvolumeclaims")) {
-        if (one && ((!*sub && is_(v, "get")) || (is_(sub, "status") && verb_in(v, UPDATE))) &&
+        if (one_ns && ((!*sub && is_(v, "get")) || (is_(sub, "status") && verb_in(v, UPDATE))) &&
             node_uses(s, node, a->ns, REF_PVC, a->name))
             ALLOW("used by a pod bound to this node");
         reason = "a node reads only the claims its pods use, one by name";
@@ -335,11 +337,11 @@ static int decide(void *arg, const struct fatia_user *u, const struct fatia_rbac
             ALLOW("bound to a claim a pod of this node uses");
         reason = "a node reads only the volumes of the claims its pods use";
     } else if (is_(grp, "resource.k8s.io") && is_(res, "resourceclaims") && !*sub) {
-        if (one && is_(v, "get") && node_uses(s, node, a->ns, REF_CLAIM, a->name))
+        if (one_ns && is_(v, "get") && node_uses(s, node, a->ns, REF_CLAIM, a->name))
             ALLOW("named by a pod bound to this node");
         reason = "a node reads only the claims its pods name";
     } else if (!*grp && is_(res, "serviceaccounts") && is_(sub, "token")) {
-        if (one && is_(v, "create") && node_uses(s, node, a->ns, REF_SA, a->name))
+        if (one_ns && is_(v, "create") && node_uses(s, node, a->ns, REF_SA, a->name))
             ALLOW("the service account of a pod bound to this node");
         reason = "a node asks tokens only for the service accounts of its pods";
     } else if (is_(grp, "resource.k8s.io") && is_(res, "resourceslices") && !*sub) {

@@ -166,6 +166,25 @@ static bool fatia_api_fieldsel_match(const struct fieldsel *f, const json_t *obj
     return true;
 }
 
+bool fatia_api_fieldsel_name(const char *s, char *buf, size_t n)
+{
+    struct fieldsel *f = NULL;
+    char why[256];
+    bool found = false;
+
+    if (!s || !*s || fatia_api_fieldsel_parse(s, &f, why, sizeof(why)) < 0)
+        return false;
+    for (size_t i = 0; i < f->n && !found; i++) {
+        if (f->v[i].neg || strcmp(f->v[i].path, "metadata.name") || !f->v[i].value[0])
+            continue;
+        found = strlen(f->v[i].value) < n;
+        if (found)
+            snprintf(buf, n, "%s", f->v[i].value);
+    }
+    fatia_api_fieldsel_free(f);
+    return found;
+}
+
 void fatia_api_filter_release(struct filter *f)
 {
     fatia_selector_free(f->labels);
@@ -365,7 +384,7 @@ int fatia_api_op_list(const struct opctx *c, const struct fatia_api_query *q, bo
     size_t remaining = 0;
     struct evbuffer *items;
 
-    if (fatia_api_authorize(c, "list", r) < 0)
+    if (fatia_api_authorize_collection(c, "list", q, r) < 0)
         return -FATIA_E_FORBIDDEN;
     if (q->continue_token && continue_decode(q->continue_token, after, sizeof(after)) < 0) {
         fatia_api_opres_fail(r, 400, "BadRequest", "continue key is not valid");

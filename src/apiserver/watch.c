@@ -611,7 +611,7 @@ void fatia_api_watch_start_http(const struct opctx *c, const struct fatia_api_qu
     char fs[1024];
     int r;
 
-    if (fatia_api_authorize(c, "watch", err) < 0)
+    if (fatia_api_authorize_collection(c, "watch", q, err) < 0)
         return;
     if (start_rv(q, &rv) < 0) {
         fatia_api_opres_fail(err, 400, "BadRequest", "invalid resourceVersion \"%s\"",

@@ -128,7 +128,8 @@ int fatia_node_role_run(const struct fatia_node_role_opts *o, struct fatia_agent
     if (!n.base)
         goto out;
     r = fatia_remote_client_new(
-        n.base, &(struct fatia_remote_opts){.server = o->server, .token = token, .ca = o->ca},
+        n.base,
+        &(struct fatia_remote_opts){.server = o->server, .token = token, .ca = o->ca, .node = node},
         &client, why, sizeof(why));
     if (r < 0) {
         fatia_error("--server %s: %s", o->server ? o->server : "(none)", why);

@@ -17,12 +17,33 @@
  * ends the watch with an ERROR event, and the consumer lists again (client.h).
  *
  * The cache behind cached and cached_each holds Nodes and ResourceSlices, each kept by a watch
- * of its own (the agent reads both synchronously); other kinds are absent (NULL, -ENOTSUP):
- * a node may not list Secrets or ConfigMaps (apiserver/nodeauth.c), so those would need fetches
- * by name, which are not built (docs/fleet.md, "Not done").
+ * of its own (the agent reads both synchronously), and the objects the node's pods name, by
+ * name, as kubelet's watch-based secret and configmap managers keep them (a node may not list
+ * them: apiserver/nodeauth.c). A watch of the node's own pods (fieldSelector
+ * spec.nodeName=NODE) gives each pod's references (noderefs.c); each referenced object is a
+ * struct ref counted by the pods that name it, made when the first one arrives and dropped
+ * when the last one is deleted:
+ *   Secret, ConfigMap   a list and watch narrowed to it (fieldSelector metadata.name=NAME),
+ *                       which the Node authorizer grants for an object a pod of the node uses,
+ *                       so a change reaches the agent's volumes within its next tick;
+ *   PVC, and its PV     a GET every POLL_USEC (the authorizer grants get only, as upstream's;
+ *                       a claim's binding changes once, and the agent waits for it anyway);
+ *                       the claim holds a ref of its spec.volumeName.
+ * cached answers a ref's object once fetched, NULL before (the agent's pod waits and tries
+ * again: CreateContainerConfigError, as kubelet's) and while it does not exist or is refused
+ * (the same error as in the all-in-one daemon). cached_each of these kinds is -ENOTSUP: the
+ * client holds only what its pods name, never "every" one (so localpath.c's reclaim of
+ * unnamed volume directories never runs on a node role).
+ * Rejected: fetching on the agent's first cached() (then nothing says when to stop); a GET
+ * per pod start (a ConfigMap volume must follow its object); the single-object watch path
+ * (.../secrets/NAME?watch=1), since the list gives the revision the watch starts from even when
+ * the object does not exist yet.
  *
  * Stopping a watch from inside its own callback is allowed: the stop marks it and the transfer
  * is aborted (the write callback returns 0), and the watch is freed once libcurl is done with it.
+ * Stopped from anywhere else, its stream is removed from the loop's next turn: the stop may run
+ * inside another transfer's write callback (a pod's DELETED releasing a ConfigMap's watch), where
+ * libcurl forbids removing a handle (that crashed the node role at its exit).
  * Rejected: a thread per watch with blocking curl_easy (the loop would need the events handed
  * over, as the etcd watch does, for one stream; here there is one per kind watched); a
  * hand-written HTTP client on bufferevents (TLS, chunked encoding, keep-alive, redirects: what
@@ -43,9 +64,11 @@
 #include "base/log.h"
 #include "client/client.h"
 #include "model/kinds/kinds.h"
+#include "noderefs.h"
 
 #define MAX_BODY   (256u << 20)
 #define RETRY_USEC 1000000
+#define POLL_USEC  2000000
 
 struct rclient;
 
@@ -81,6 +104,20 @@ struct cache {
     struct fatia_client_watch *w;
 };
 
+/* An object the node's pods name (see the top). */
+struct ref {
+    struct ref *next;
+    struct rclient *rc;
+    const struct fatia_kind *k;
+    char *ns, *name, *key; /* key: "PLURAL/NS/NAME" */
+    unsigned users;
+    json_t *obj;                  /* the object as last seen; NULL: none (yet) */
+    struct fatia_client_watch *w; /* Secret, ConfigMap */
+    struct event *poll;           /* PVC, PV: the next GET */
+    bool in_flight, dead;         /* a GET outstanding; released meanwhile (freed on answer) */
+    char *pv;                     /* a claim's: the key of the PV ref it holds */
+};
+
 struct rclient {
     struct fatia_client c;
     struct event_base *base;
@@ -88,6 +125,9 @@ struct rclient {
     struct event *timer;
     char *server, *auth, *ca;
     struct cache caches[2];
+    struct ref *refs;
+    json_t *pods, *pods_old; /* "ns/name" -> that pod's refs (noderefs.h); old: during a relist */
+    struct fatia_client_watch *pod_w;
 };
 
 /* ---- the loop's side of libcurl ---- */
@@ -494,8 +534,12 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (w->stopped)
+    if (w->stopped) { /* watch_stop's deferred end of a stream */
+        req_free(w->cur);
+        w->cur = NULL;
+        watch_free(w);
         return;
+    }
     if (w->rv)
         watch_open(w);
     else
@@ -706,20 +750,39 @@ static int rc_watch(struct fatia_client *c, const struct fatia_kind *k, const ch
     return 0;
 }
 
-static void rc_watch_stop(struct fatia_client_watch *w)
+/* now: from outside every libcurl callback (rc_free). Otherwise a stream in flight is removed
+ * from the loop (on_retry): this may run inside another transfer's write callback (a pod's
+ * event releasing the refs of a ConfigMap's watch), and libcurl forbids removing a handle
+ * there. */
+static void watch_stop(struct fatia_client_watch *w, bool now)
 {
+    struct timeval zero = {0, 0};
+
     if (!w || w->stopped)
         return;
     w->stopped = true;
     evtimer_del(w->retry);
     if (w->cur == (struct rreq *)1)
         return; /* the list's answer finds it stopped; freed then (listed) */
-    if (w->cur && !w->busy) {
-        req_free(w->cur);
-        w->cur = NULL;
+    if (w->busy)
+        return; /* inside its own callback: the write callback ends the transfer (stream_done) */
+    if (w->cur && !now) {
+        evtimer_add(w->retry, &zero);
+        return;
     }
-    if (!w->cur && !w->busy)
-        watch_free(w);
+    req_free(w->cur);
+    w->cur = NULL;
+    watch_free(w);
+}
+
+static void rc_watch_stop(struct fatia_client_watch *w)
+{
+    watch_stop(w, false);
+}
+
+static void watch_stop_now(struct fatia_client_watch *w)
+{
+    watch_stop(w, true);
 }
 
 /* ---- the cache ---- */
@@ -762,12 +825,298 @@ static struct cache *cache_of(struct rclient *rc, const struct fatia_kind *k)
     return NULL;
 }
 
+/* ---- the objects the node's pods name ---- */
+
+static bool by_name(const struct fatia_kind *k)
+{
+    return k == &fatia_kind_secret || k == &fatia_kind_configmap ||
+           k == &fatia_kind_persistentvolumeclaim || k == &fatia_kind_persistentvolume;
+}
+
+static void ref_key(const struct fatia_kind *k, const char *ns, const char *name, char *buf,
+                    size_t n)
+{
+    snprintf(buf, n, "%s/%s/%s", k->plural, k->namespaced && ns ? ns : "", name);
+}
+
+static struct ref *ref_find(struct rclient *rc, const char *key)
+{
+    for (struct ref *f = rc->refs; f; f = f->next)
+        if (!strcmp(f->key, key))
+            return f;
+    return NULL;
+}
+
+static void ref_free(struct ref *f)
+{
+    if (f->poll)
+        event_free(f->poll);
+    json_decref(f->obj);
+    fatia_free(f->ns);
+    fatia_free(f->name);
+    fatia_free(f->key);
+    fatia_free(f->pv);
+    fatia_free(f);
+}
+
+static struct ref *ref_hold(struct rclient *rc, const struct fatia_kind *k, const char *ns,
+                            const char *name);
+static void ref_release(struct rclient *rc, const char *key);
+
+static void ref_set(struct ref *f, const json_t *obj)
+{
+    json_decref(f->obj);
+    f->obj = obj ? json_deep_copy(obj) : NULL;
+}
+
+/* A Secret's or ConfigMap's watch, narrowed to its name. */
+static void ref_event(void *arg, enum fatia_watch_event t, const json_t *obj, uint64_t rv)
+{
+    struct ref *f = arg;
+    const char *name = fatia_json_str(json_object_get(obj, "metadata"), "name");
+
+    (void)rv;
+    if (t == FATIA_WATCH_ERROR) { /* history gone: list again */
+        fatia_info("remote: %s: its watch's history is gone: listed again", f->key);
+        ref_set(f, NULL);
+        f->w->rv = 0;
+        f->w->gone = false;
+        watch_again(f->w);
+        return;
+    }
+    if (!obj || !name || strcmp(name, f->name))
+        return;
+    ref_set(f, t == FATIA_WATCH_DELETED ? NULL : obj);
+}
+
+static void ref_poll_later(struct ref *f)
+{
+    struct timeval tv = {POLL_USEC / 1000000, POLL_USEC % 1000000};
+
+    evtimer_add(f->poll, &tv);
+}
+
+/* A claim's or volume's GET. */
+static void ref_got(void *arg, const struct fatia_client_result *res)
+{
+    struct ref *f = arg;
+    const char *vn;
+
+    f->in_flight = false;
+    if (f->dead) {
+        ref_free(f);
+        return;
+    }
+    if (res->code == 200)
+        ref_set(f, res->obj);
+    else if (res->code == 404 || res->code == 403 || res->code == 401)
+        ref_set(f, NULL); /* gone, or not this node's any more */
+    if (res->code == 403 || res->code == 401)
+        fatia_warn("remote get of %s: %d: %s", f->key, res->code,
+                   fatia_json_str(res->status, "message"));
+    /* 5xx: the last answer stays */
+    if (f->k == &fatia_kind_persistentvolumeclaim) {
+        char key[600] = "";
+        vn = fatia_json_str(json_object_get(f->obj, "spec"), "volumeName");
+        if (vn && fatia_noderefs_name_ok(vn))
+            ref_key(&fatia_kind_persistentvolume, NULL, vn, key, sizeof(key));
+        if (!f->pv || strcmp(f->pv, key)) {
+            if (key[0])
+                ref_hold(f->rc, &fatia_kind_persistentvolume, NULL, vn);
+            if (f->pv)
+                ref_release(f->rc, f->pv);
+            fatia_free(f->pv);
+            f->pv = key[0] ? fatia_xstrdup(key) : NULL;
+        }
+    }
+    ref_poll_later(f);
+}
+
+static void ref_poll(evutil_socket_t fd, short what, void *arg)
+{
+    struct ref *f = arg;
+
+    (void)fd;
+    (void)what;
+    if (f->in_flight)
+        return;
+    if (rc_get(&f->rc->c, f->k, f->ns, f->name, ref_got, f) < 0)
+        ref_poll_later(f);
+    else
+        f->in_flight = true;
+}
+
+static struct ref *ref_hold(struct rclient *rc, const struct fatia_kind *k, const char *ns,
+                            const char *name)
+{
+    char key[600], fs[600];
+    struct ref *f;
+
+    ref_key(k, ns, name, key, sizeof(key));
+    f = ref_find(rc, key);
+    if (f) {
+        f->users++;
+        return f;
+    }
+    f = fatia_xcalloc(1, sizeof(*f));
+    f->rc = rc;
+    f->k = k;
+    f->ns = k->namespaced && ns ? fatia_xstrdup(ns) : NULL;
+    f->name = fatia_xstrdup(name);
+    f->key = fatia_xstrdup(key);
+    f->users = 1;
+    if (k == &fatia_kind_secret || k == &fatia_kind_configmap) {
+        struct fatia_watch_opts wo = {.field_selector = fs};
+        snprintf(fs, sizeof(fs), "metadata.name=%s", name);
+        if (rc_watch(&rc->c, k, f->ns, &wo, ref_event, f, &f->w) < 0)
+            f->w = NULL; /* out of memory: never fetched, the pod waits */
+    } else {
+        f->poll = evtimer_new(rc->base, ref_poll, f);
+        if (f->poll) {
+            struct timeval now = {0, 0};
+            evtimer_add(f->poll, &now);
+        }
+    }
+    f->next = rc->refs;
+    rc->refs = f;
+    fatia_info("remote: %s: named by a pod of the node: fetched by name", f->key);
+    return f;
+}
+
+static void ref_release(struct rclient *rc, const char *key)
+{
+    struct ref **pp = &rc->refs, *f;
+
+    while (*pp && strcmp((*pp)->key, key))
+        pp = &(*pp)->next;
+    f = *pp;
+    if (!f || --f->users)
+        return;
+    *pp = f->next;
+    fatia_info("remote: %s: no pod of the node names it any more: no longer fetched", f->key);
+    rc_watch_stop(f->w);
+    f->w = NULL;
+    if (f->poll)
+        evtimer_del(f->poll);
+    if (f->pv)
+        ref_release(rc, f->pv);
+    if (f->in_flight)
+        f->dead = true; /* ref_got frees it */
+    else
+        ref_free(f);
+}
+
+static const struct fatia_kind *ref_kind(const char *plural)
+{
+    static const struct fatia_kind *const ks[] = {&fatia_kind_secret, &fatia_kind_configmap,
+                                                  &fatia_kind_persistentvolumeclaim};
+
+    for (size_t i = 0; i < FATIA_ARRAY_SIZE(ks); i++)
+        if (!strcmp(ks[i]->plural, plural))
+            return ks[i];
+    return NULL;
+}
+
+static void hold_all(struct rclient *rc, const json_t *refs)
+{
+    const char *key;
+    json_t *v;
+
+    json_object_foreach((json_t *)refs, key, v)
+    {
+        const struct fatia_kind *k = ref_kind(json_string_value(json_array_get(v, 0)));
+        if (k)
+            ref_hold(rc, k, json_string_value(json_array_get(v, 1)),
+                     json_string_value(json_array_get(v, 2)));
+    }
+}
+
+static void release_all(struct rclient *rc, const json_t *refs)
+{
+    const char *key;
+    json_t *v;
+
+    json_object_foreach((json_t *)refs, key, v)
+    {
+        if (ref_kind(json_string_value(json_array_get(v, 0))))
+            ref_release(rc, key);
+    }
+}
+
+/* The node's pods: each one's references held while it exists (new ones before old ones are
+ * let go, so a ref both name is never dropped in between). */
+static void pod_event(void *arg, enum fatia_watch_event t, const json_t *obj, uint64_t rv)
+{
+    struct rclient *rc = arg;
+    const char *key;
+    char pk[600];
+    json_t *v;
+
+    (void)rv;
+    if (t == FATIA_WATCH_ERROR) { /* history gone: list again; the old set goes at the bookmark */
+        fatia_info("remote: the node's pods: the watch's history is gone: listed again");
+        if (!rc->pods_old) {
+            rc->pods_old = rc->pods;
+            rc->pods = json_object();
+        } else {
+            json_object_foreach(rc->pods, key, v)
+            {
+                release_all(rc, v);
+            }
+            json_object_clear(rc->pods);
+        }
+        rc->pod_w->rv = 0;
+        rc->pod_w->gone = false;
+        watch_again(rc->pod_w);
+        return;
+    }
+    if (t == FATIA_WATCH_BOOKMARK) {
+        if (rc->pods_old) {
+            json_object_foreach(rc->pods_old, key, v)
+            {
+                release_all(rc, v);
+            }
+            json_decref(rc->pods_old);
+            rc->pods_old = NULL;
+        }
+        return;
+    }
+    if (!obj)
+        return;
+    cache_key(obj, pk, sizeof(pk));
+    if (t == FATIA_WATCH_DELETED) {
+        v = json_object_get(rc->pods, pk);
+        if (v)
+            release_all(rc, v);
+        json_object_del(rc->pods, pk);
+        return;
+    }
+    v = json_object();
+    if (!v || fatia_noderefs_of_pod(obj, v) < 0) {
+        json_decref(v);
+        return;
+    }
+    hold_all(rc, v);
+    {
+        json_t *old = json_object_get(rc->pods, pk);
+        if (old)
+            release_all(rc, old);
+    }
+    json_object_set_new(rc->pods, pk, v);
+}
+
 static const json_t *rc_cached(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
                                const char *name)
 {
     struct cache *ca = cache_of((struct rclient *)c, k);
     char key[600];
 
+    if (name && by_name(k)) {
+        struct ref *f;
+        ref_key(k, ns, name, key, sizeof(key));
+        f = ref_find((struct rclient *)c, key);
+        return f ? f->obj : NULL;
+    }
     if (!ca || !name)
         return NULL;
     snprintf(key, sizeof(key), "%s%s%s", k->namespaced && ns ? ns : "",
@@ -804,9 +1153,18 @@ static void rc_free(struct fatia_client *c)
     struct rclient *rc = (struct rclient *)c;
 
     for (size_t i = 0; i < FATIA_ARRAY_SIZE(rc->caches); i++) {
-        rc_watch_stop(rc->caches[i].w);
+        watch_stop_now(rc->caches[i].w);
         json_decref(rc->caches[i].objs);
     }
+    watch_stop_now(rc->pod_w);
+    while (rc->refs) {
+        struct ref *f = rc->refs;
+        rc->refs = f->next;
+        watch_stop_now(f->w);
+        ref_free(f); /* a GET in flight is never answered: the multi handle goes below */
+    }
+    json_decref(rc->pods);
+    json_decref(rc->pods_old);
     if (rc->timer)
         event_free(rc->timer);
     if (rc->multi)
@@ -870,6 +1228,18 @@ int fatia_remote_client_new(struct event_base *base, const struct fatia_remote_o
         if (!rc->caches[i].k || !rc->caches[i].objs ||
             rc_watch(&rc->c, rc->caches[i].k, NULL, NULL, cache_event, &rc->caches[i],
                      &rc->caches[i].w) < 0) {
+            rc_free(&rc->c);
+            snprintf(why, why_n, "out of memory");
+            return -ENOMEM;
+        }
+    }
+    rc->pods = json_object();
+    if (o->node) {
+        char fs[400];
+        snprintf(fs, sizeof(fs), "spec.nodeName=%s", o->node);
+        if (!rc->pods || rc_watch(&rc->c, &fatia_kind_pod, NULL,
+                                  &(struct fatia_watch_opts){.field_selector = fs}, pod_event, rc,
+                                  &rc->pod_w) < 0) {
             rc_free(&rc->c);
             snprintf(why, why_n, "out of memory");
             return -ENOMEM;

@@ -152,6 +152,17 @@ as_node system:node:n1
 for s in s-used s-env s-pull; do ok 200 GET /api/v1/namespaces/team-a/secrets/$s; done
 refused "node authorizer" GET /api/v1/namespaces/team-a/secrets/s-other
 refused "node authorizer" GET /api/v1/namespaces/team-a/secrets
+# a list or watch narrowed to one name is that name's read (upstream's RequestInfo); the answer
+# holds that one object only, and another name, or a selector that does not require one, is refused
+ok 200 GET "/api/v1/namespaces/team-a/secrets?fieldSelector=metadata.name%3Ds-used"
+grep -q '"name":"s-used"' "$TMP/body" || fail "the narrowed list lacks s-used: $(head -c 300 "$TMP/body")"
+grep -q '"name":"s-other"\|"name":"s-env"' "$TMP/body" && fail "the narrowed list holds more than s-used"
+ok 200 GET "/api/v1/namespaces/team-a/configmaps?fieldSelector=metadata.name%3D%3Dcm-used"
+ok 200 GET "/api/v1/namespaces/team-a/secrets?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3Ds-used" -m 5
+refused "node authorizer" GET "/api/v1/namespaces/team-a/secrets?fieldSelector=metadata.name%3Ds-other"
+refused "node authorizer" GET "/api/v1/namespaces/team-a/secrets?watch=1&fieldSelector=metadata.name%3Ds-other" -m 5
+refused "node authorizer" GET "/api/v1/namespaces/team-a/secrets?fieldSelector=metadata.name!%3Ds-other"
+refused "node authorizer" GET "/api/v1/secrets?fieldSelector=metadata.name%3Ds-used"
 refused "node authorizer" GET /api/v1/secrets
 refused "node authorizer" PUT /api/v1/namespaces/team-a/secrets/s-used -H "$J" -d '{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s-used"},"stringData":{"k":"w"}}'
 ok 200 GET /api/v1/namespaces/team-a/configmaps/cm-used

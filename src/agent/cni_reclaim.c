@@ -40,9 +40,9 @@
  * (fatiads on one host do not know each other, and a dead one cannot answer); the lease's address
  * answering ARP or ping (an ADD in flight has the lease before the address is configured, and a
  * pod may drop ICMP); a lease's age (a pod lives for as long as it likes); killing an orphan
- * shim whose POD_DIR is gone (its fatiad and data directory were removed: its namespace, veth and
- * lease stay while it runs, and go with its DEL when its pod ends): a process of somebody else's
- * fatiad, which no agent may end on a guess.
+ * shim whose POD_DIR is gone: a process of somebody else's fatiad, which no agent may end on a
+ * guess. The shim ends itself instead (shim_dirwatch.c): it notices its POD_DIR removed, stops
+ * its pod and runs DEL.
  */
 #include "base/compat.h"
 

@@ -217,6 +217,25 @@ static int pod_cgroup(const struct fatia_rt_pod *pod, int64_t pids_max, char *wh
 }
 
 /* The pod's cgroup in every hierarchy (runc removes its containers' own). */
+/* rmdir of a pod's cgroup directory, after its containers' (runc delete removes those, unless
+ * runc's state went with the data directory: shim_dirwatch.c); one holding a process stays */
+static void cgroup_rmdir(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    char p[1000];
+
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.' || e->d_type != DT_DIR)
+            continue;
+        snprintf(p, sizeof(p), "%.700s/%.200s", path, e->d_name);
+        (void)rmdir(p);
+    }
+    if (d)
+        closedir(d);
+    (void)rmdir(path);
+}
+
 static void pod_cgroup_remove(const struct fatia_rt_pod *pod)
 {
     DIR *d = opendir(CG_ROOT);
@@ -224,12 +243,12 @@ static void pod_cgroup_remove(const struct fatia_rt_pod *pod)
     char p[700];
 
     snprintf(p, sizeof(p), CG_ROOT "/fatia-pods/pod-%.128s", pod->uid);
-    (void)rmdir(p);
+    cgroup_rmdir(p);
     while (d && (e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
         snprintf(p, sizeof(p), CG_ROOT "/%.64s/fatia-pods/pod-%.128s", e->d_name, pod->uid);
-        (void)rmdir(p);
+        cgroup_rmdir(p);
     }
     if (d)
         closedir(d);
@@ -700,11 +719,16 @@ static int oci_kill(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, pid_
 static void oci_cleanup(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c)
 {
     char rdir[4000], id[512];
+    struct stat st;
 
     rootfs_dir(c, rdir, sizeof(rdir));
     fatia_oci_ctr_id(pod->uid, c->name, id, sizeof(id));
-    (void)run_runc(pod, (const char *const[]){"delete", "--force", id, NULL}, -1, -1, -1, false,
-                   true, NULL);
+    /* runc makes its --root (and the parents) on any command, delete included: none once that
+     * directory is gone (with the data directory: shim_dirwatch.c), which holds no container
+     * then, and whose removal must stay done */
+    if (stat(runc_root(pod), &st) == 0 || errno != ENOENT)
+        (void)run_runc(pod, (const char *const[]){"delete", "--force", id, NULL}, -1, -1, -1, false,
+                       true, NULL);
     unmount_rootfs(rdir);
     remove_upper(rdir);
 }

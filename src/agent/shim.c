@@ -26,6 +26,8 @@
  *   running | terminating --no container runs and none will start--> finishing:
  *   SIGKILL to what is left of P (and cgroup.kill), reap the pause process, wait until no
  *   process of P is left, write the final status (done: true), exit 0.
+ *   running --POD_DIR removed (shim_dirwatch.c)--> terminating with no grace period: the shim
+ *   outlives fatiad (a restarted fatiad adopts it), never its pod directory.
  *
  * Invariants: the status file is written after every change, durably, before the shim acts on
  * the next event, so what it says happened did happen; the pause process is reaped last, so the
@@ -66,6 +68,7 @@
 #include "agent/proc.h"
 #include "agent/runtime.h"
 #include "agent/shim_attach.h"
+#include "agent/shim_dirwatch.h"
 #include "agent/shim_probe.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -147,6 +150,9 @@ struct shim {
     fatia_usec_t kill_at; /* monotonic end of the grace period */
     char reason[64], message[512];
     char boot_id[64];
+    struct fatia_shim_dirwatch dw; /* POD_DIR (shim_dirwatch.c) */
+    fatia_usec_t dir_check_at;     /* monotonic: the next check of POD_DIR; 0: now */
+    bool dir_gone;                 /* POD_DIR was removed: the pod is being torn down */
 };
 
 /* ---- small helpers ---- */
@@ -344,6 +350,8 @@ static int write_status(struct shim *s, bool done)
     if (fd < 0) {
         r = -errno;
         free(text);
+        if (s->dir_gone) /* the data directory went with the pod's: said once already */
+            return r;
         return fatia_log_errno(FATIA_LOG_ERROR, r, "cannot write '%s'", tmp);
     }
     r = write_all(fd, text, strlen(text));
@@ -355,7 +363,7 @@ static int write_status(struct shim *s, bool done)
         r = -errno;
     if (r == 0 && s->status_dir_fd >= 0)
         (void)fsync(s->status_dir_fd);
-    if (r < 0)
+    if (r < 0 && !s->dir_gone)
         fatia_log_errno(FATIA_LOG_ERROR, r, "cannot write '%s'", s->status_path);
     return r;
 }
@@ -1028,6 +1036,9 @@ static int setup(struct shim *s)
         fatia_error("'%s' is locked: another fatia-shim runs this pod, exiting", path);
         return -EBUSY;
     }
+    r = fatia_shim_dirwatch_open(&s->dw, s->dir);
+    if (r < 0)
+        return r;
     r = load_spec(s);
     if (r < 0)
         return r;
@@ -1102,19 +1113,50 @@ static void handle_signals(struct shim *s)
     }
 }
 
+/* Checks POD_DIR (shim_dirwatch.c) and, once it is gone, stops the pod as a SIGTERM would, but
+ * with no grace period: its spec, logs and status went with the directory, nobody can adopt or
+ * stop it any more, and what its containers would save on a SIGTERM (their emptyDirs) is gone
+ * too. Returns true when the pod was just told to stop. */
+static bool check_dir(struct shim *s, fatia_usec_t now)
+{
+    const char *why = "";
+    enum fatia_shim_dir_verdict v;
+
+    if (s->dir_gone)
+        return false;
+    v = fatia_shim_dirwatch_check(&s->dw, &why);
+    if (v == FATIA_SHIM_DIR_UNKNOWN) {
+        s->dir_check_at = now + FATIA_SHIM_DIRWATCH_RETRY_MS * FATIA_USEC_PER_MSEC;
+        return false;
+    }
+    s->dir_check_at = now + fatia_shim_dirwatch_period_s(&s->dw) * FATIA_USEC_PER_SEC;
+    if (v == FATIA_SHIM_DIR_HERE)
+        return false;
+    s->dir_gone = true;
+    /* the log file may be gone with the directory: stderr still takes the line */
+    fatia_warn("pod %s/%s: the pod directory '%s' was removed (%s): stopping the pod and exiting",
+               s->ns, s->name, s->dir, why);
+    terminate(s, 0);
+    return true;
+}
+
 static void run(struct shim *s)
 {
-    struct pollfd *pfd = fatia_xcalloc(1 + (3 + FATIA_SHIM_ATTACH_MAX) * s->n_ctrs, sizeof(*pfd));
+    struct pollfd *pfd = fatia_xcalloc(2 + (3 + FATIA_SHIM_ATTACH_MAX) * s->n_ctrs, sizeof(*pfd));
 
     start_next(s);
     for (;;) {
         fatia_usec_t now = mono(), next = now + 60 * FATIA_USEC_PER_SEC;
-        size_t n = 0;
+        size_t n = 0, first;
         int timeout, r;
 
         reap(s);
         if (!anything_running(s) && !anything_pending(s))
             break;
+        if (!s->dir_gone && s->dir_check_at <= now && check_dir(s, now))
+            continue;
+        if (!s->dir_gone)
+            next = FATIA_MIN(next, s->dir_check_at);
         /* timers */
         for (size_t i = 0; i < s->n_ctrs; i++) {
             struct ctr *c = &s->ctrs[i];
@@ -1149,6 +1191,9 @@ static void run(struct shim *s)
             }
         }
         pfd[n++] = (struct pollfd){.fd = s->sfd, .events = POLLIN};
+        if (s->dw.ino_fd >= 0 && !s->dir_gone)
+            pfd[n++] = (struct pollfd){.fd = s->dw.ino_fd, .events = POLLIN};
+        first = n;
         for (size_t i = 0; i < s->n_ctrs; i++) {
             struct ctr *c = &s->ctrs[i];
             if (c->out_fd >= 0)
@@ -1165,9 +1210,11 @@ static void run(struct shim *s)
             continue;
         if (pfd[0].revents)
             handle_signals(s);
+        if (first == 2 && pfd[1].revents && fatia_shim_dirwatch_events(&s->dw))
+            s->dir_check_at = 0; /* the event only says when to look */
         for (size_t i = 0; i < s->n_ctrs; i++) {
             struct ctr *c = &s->ctrs[i];
-            for (size_t k = 1; k < n; k++) {
+            for (size_t k = first; k < n; k++) {
                 if (!pfd[k].revents)
                     continue;
                 if (fatia_shim_attach_handle(&c->att, pfd[k].fd, pfd[k].revents, &c->in_fd,
@@ -1198,6 +1245,7 @@ static void shim_free(struct shim *s)
     }
     fatia_free(s->ctrs);
     json_decref(s->spec);
+    fatia_shim_dirwatch_close(&s->dw);
 }
 
 /* `fatia-shim exec POD_DIR CONTAINER ARGV...`: the runtime's exec entry (runtime.h) with this
@@ -1227,7 +1275,11 @@ static int exec_main(int argc, char **argv)
 
 int fatia_shim_main(int argc, char **argv)
 {
-    struct shim s = {.sfd = -1, .lock_fd = -1, .null_fd = -1, .status_dir_fd = -1};
+    struct shim s = {.sfd = -1,
+                     .lock_fd = -1,
+                     .null_fd = -1,
+                     .status_dir_fd = -1,
+                     .dw = {.dir_fd = -1, .ino_fd = -1}};
     int r;
 
     if (argc >= 2 && !strcmp(argv[1], "exec"))

@@ -3,7 +3,9 @@
  * session, a pod directory with spec.json), with real processes: exit codes and signals, start
  * errors, restart policies and back-off, SIGTERM then SIGKILL of the whole process group after
  * the grace period, active deadlines, init containers, CRI log files (partial lines, rotation),
- * the lock that keeps a second shim away, and the refusal to run a pod twice.
+ * the lock that keeps a second shim away, the refusal to run a pod twice, and the end of a pod
+ * whose directory was removed (and only then: shim_dirwatch.c's rule, and the events that must
+ * not stop a pod).
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -30,6 +32,7 @@
 
 #include "agent/crilog.h"
 #include "agent/proc.h"
+#include "agent/shim_dirwatch.h"
 #include "base/clock.h"
 
 struct pod {
@@ -38,6 +41,8 @@ struct pod {
     char logs[160];   /* logDir */
     char status[160]; /* statusFile */
     pid_t shim;
+    pid_t pause; /* when a test knows it: killed by teardown, with what is left of its group */
+    uint64_t pause_start;
 };
 
 /* The shim of the test that runs (a copy: the test's own struct is gone by teardown), stopped
@@ -47,6 +52,7 @@ static struct pod current;
 static void pod_init(struct pod *p)
 {
     p->shim = 0;
+    p->pause = 0;
     snprintf(p->dir, sizeof(p->dir), "/tmp/fatia-shim-test-XXXXXX");
     assert_non_null(mkdtemp(p->dir));
     snprintf(p->pod, sizeof(p->pod), "%s/pod", p->dir);
@@ -129,6 +135,9 @@ static int teardown(void **state)
     FILE *f;
 
     (void)state;
+    if (p->pause > 0 && fatia_proc_alive(p->pause, p->pause_start))
+        kill(-p->pause, SIGKILL); /* a shim that failed its test left its pod */
+    p->pause = 0;
     if (p->shim <= 0 || waitpid(p->shim, &status, WNOHANG) != 0) {
         p->shim = 0;
         return 0;
@@ -656,6 +665,198 @@ static void test_once(void **state)
     pod_release(&p);
 }
 
+/* ---- the pod directory removed ---- */
+
+/* A running pod with a container that leaves a child behind; its shim's stderr in DIR/shim.log.
+ * *ctr_pid, *child_pid, *pause_pid: its processes. */
+static void start_watched(struct pod *p, pid_t *ctr_pid, pid_t *child_pid, pid_t *pause_pid)
+{
+    static char shim[] = FATIA_SHIM;
+    char cmd[300], path[300], *txt;
+    const char *ctrs[2] = {cmd, NULL};
+    char *argv[] = {shim, p->pod, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    json_t *st;
+
+    pod_init(p);
+    snprintf(cmd, sizeof(cmd), "main|sleep 600 & echo $! > %s/child; exec sleep 600", p->dir);
+    write_spec(p, "\"terminationGracePeriodSeconds\": 30", NULL, ctrs);
+    snprintf(path, sizeof(path), "%s/shim.log", p->dir);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+    assert_int_equal(posix_spawn(&p->shim, FATIA_SHIM, &fa, &at, argv, environ), 0);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    current = *p;
+    st = wait_state(p, "main", "running", 5);
+    *ctr_pid = (pid_t)json_integer_value(json_object_get(ctr(st, "containers", "main"), "pid"));
+    *pause_pid = (pid_t)json_integer_value(json_object_get(st, "pgid"));
+    current.pause = *pause_pid;
+    (void)fatia_proc_start_time(*pause_pid, &current.pause_start);
+    json_decref(st);
+    snprintf(path, sizeof(path), "%s/child", p->dir);
+    for (int i = 0; i < 300 && !(txt = slurp(path), txt && txt[0]); i++) {
+        free(txt);
+        usleep(10000);
+    }
+    assert_non_null(txt);
+    *child_pid = (pid_t)strtol(txt, NULL, 10);
+    free(txt);
+    assert_true(*ctr_pid > 1 && *child_pid > 1 && *pause_pid > 1);
+    assert_true(fatia_proc_alive(*ctr_pid, 0) && fatia_proc_alive(*child_pid, 0) &&
+                fatia_proc_alive(*pause_pid, 0));
+}
+
+static void rm_rf(const char *path)
+{
+    char cmd[400];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
+}
+
+/* Every process of the pod is gone (the shim reaped its own; the child was re-parented). */
+static void assert_pod_gone(pid_t ctr_pid, pid_t child_pid, pid_t pause_pid)
+{
+    for (int i = 0; i < 200 && fatia_proc_alive(child_pid, 0); i++)
+        usleep(10000);
+    assert_false(fatia_proc_alive(ctr_pid, 0));
+    assert_false(fatia_proc_alive(child_pid, 0));
+    assert_false(fatia_proc_alive(pause_pid, 0));
+}
+
+/* rm -rf of the pod directory (what the tests' cleanup does to a data directory): the shim stops
+ * the pod at once, whatever its grace period (30 s here), says why, and exits. */
+static void test_dir_removed(void **state)
+{
+    struct pod p;
+    pid_t cp, kid, pause;
+    fatia_usec_t t0, took;
+    char path[300], *log;
+    json_t *st;
+
+    (void)state;
+    start_watched(&p, &cp, &kid, &pause);
+    t0 = fatia_now_mono_usec();
+    rm_rf(p.pod);
+    assert_int_equal(wait_shim(&p, 5), 0);
+    took = fatia_now_mono_usec() - t0;
+    print_message("shim gone %lld ms after rm -rf of its pod directory\n",
+                  (long long)(took / FATIA_USEC_PER_MSEC));
+    assert_true(took < 2 * FATIA_USEC_PER_SEC); /* the event, not the 60 s timer */
+    assert_pod_gone(cp, kid, pause);
+    snprintf(path, sizeof(path), "%s/shim.log", p.dir);
+    log = slurp(path);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "the pod directory '"));
+    assert_non_null(strstr(log, "/pod' was removed (it was deleted): stopping the pod"));
+    free(log);
+    st = status(&p); /* the status file is not in POD_DIR: it says how the pod ended */
+    assert_true(json_is_true(json_object_get(st, "done")));
+    assert_int_equal(term_int(ctr(st, "containers", "main"), "state", "exitCode"), 137);
+    json_decref(st);
+    pod_release(&p);
+}
+
+/* POD_DIR moved away and a new directory made in its place: the path names another directory. */
+static void test_dir_replaced(void **state)
+{
+    struct pod p;
+    pid_t cp, kid, pause;
+    char old[300];
+
+    (void)state;
+    start_watched(&p, &cp, &kid, &pause);
+    snprintf(old, sizeof(old), "%s.old", p.pod);
+    assert_int_equal(rename(p.pod, old), 0);
+    assert_int_equal(mkdir(p.pod, 0700), 0);
+    assert_int_equal(wait_shim(&p, 5), 0);
+    assert_pod_gone(cp, kid, pause);
+    pod_release(&p);
+}
+
+/* What must not stop a pod: its neighbours' directories made, removed and renamed in the same
+ * parent, files and directories made and removed inside POD_DIR, the parent's metadata changed,
+ * and fatia-shim's own work. Then the pod directory goes and the pod with it (the shim was
+ * watching all along). */
+static void test_dir_kept(void **state)
+{
+    struct pod p;
+    pid_t cp, kid, pause;
+    char a[300], b[300], f[700];
+
+    (void)state;
+    start_watched(&p, &cp, &kid, &pause);
+    for (int i = 0; i < 20; i++) {
+        snprintf(a, sizeof(a), "%s/other-%d", p.dir, i);
+        snprintf(b, sizeof(b), "%s/other-%d.moved", p.dir, i);
+        assert_int_equal(mkdir(a, 0700), 0);
+        assert_int_equal(rename(a, b), 0);
+        rm_rf(b);
+        snprintf(a, sizeof(a), "%s/sub-%d/deeper", p.pod, i);
+        snprintf(f, sizeof(f), "mkdir -p '%s' && touch '%s/x'", a, a);
+        assert_int_equal(WEXITSTATUS(system(f)), 0);
+        snprintf(a, sizeof(a), "%s/sub-%d", p.pod, i);
+        rm_rf(a);
+    }
+    /* a neighbour whose name begins as ours */
+    snprintf(a, sizeof(a), "%s-x", p.pod);
+    assert_int_equal(mkdir(a, 0700), 0);
+    assert_int_equal(rmdir(a), 0);
+    assert_int_equal(chmod(p.dir, 0755), 0);
+    assert_int_equal(chmod(p.pod, 0750), 0);
+    usleep(1500 * 1000);
+    assert_int_equal(waitpid(p.shim, NULL, WNOHANG), 0);
+    assert_true(fatia_proc_alive(cp, 0) && fatia_proc_alive(kid, 0) && fatia_proc_alive(pause, 0));
+    rm_rf(p.pod);
+    assert_int_equal(wait_shim(&p, 5), 0);
+    assert_pod_gone(cp, kid, pause);
+    pod_release(&p);
+}
+
+/* The rule: only the directory's own removal is "gone"; a failed check never is. */
+static void test_dir_judge(void **state)
+{
+    struct stat here = {.st_dev = 7, .st_ino = 42, .st_nlink = 2};
+    struct stat unlinked = here, other = here, other_dev = here;
+    const int transient[] = {-EINTR, -ENOMEM, -EIO, -ESTALE, -EACCES, -ELOOP, -EOVERFLOW};
+    const char *why = NULL;
+
+    (void)state;
+    unlinked.st_nlink = 0;
+    other.st_ino = 43;
+    other_dev.st_dev = 8;
+    assert_int_equal(fatia_shim_dir_judge(7, 42, 0, &here, 0, &here, &why), FATIA_SHIM_DIR_HERE);
+    assert_int_equal(fatia_shim_dir_judge(7, 42, 0, &unlinked, -ENOENT, NULL, &why),
+                     FATIA_SHIM_DIR_GONE);
+    assert_string_equal(why, "it was deleted");
+    /* unlinked, even when the path check failed for another reason */
+    assert_int_equal(fatia_shim_dir_judge(7, 42, 0, &unlinked, -EINTR, NULL, &why),
+                     FATIA_SHIM_DIR_GONE);
+    assert_int_equal(fatia_shim_dir_judge(7, 42, 0, &here, -ENOENT, NULL, &why),
+                     FATIA_SHIM_DIR_GONE);
+    assert_int_equal(fatia_shim_dir_judge(7, 42, 0, &here, -ENOTDIR, NULL, &why),
+                     FATIA_SHIM_DIR_GONE);
+    assert_int_equal(fatia_shim_dir_judge(7, 42, 0, &here, 0, &other, &why), FATIA_SHIM_DIR_GONE);
+    assert_string_equal(why, "its path names another directory");
+    assert_int_equal(fatia_shim_dir_judge(7, 42, 0, &here, 0, &other_dev, &why),
+                     FATIA_SHIM_DIR_GONE);
+    for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++) {
+        /* the path check failed: nothing known */
+        assert_int_equal(fatia_shim_dir_judge(7, 42, 0, &here, transient[i], NULL, &why),
+                         FATIA_SHIM_DIR_UNKNOWN);
+        /* fstat failed (opened is garbage then), the path is fine or failed too */
+        assert_int_equal(fatia_shim_dir_judge(7, 42, transient[i], &unlinked, 0, &here, &why),
+                         FATIA_SHIM_DIR_UNKNOWN);
+        assert_int_equal(
+            fatia_shim_dir_judge(7, 42, transient[i], &unlinked, transient[i], NULL, &why),
+            FATIA_SHIM_DIR_UNKNOWN);
+    }
+}
+
 /* The pid-reuse guard: a process is signalled only if its start time matches. */
 static void test_proc_guard(void **state)
 {
@@ -702,6 +903,10 @@ int main(void)
         cmocka_unit_test_teardown(test_log_rotation, teardown),
         cmocka_unit_test_teardown(test_once, teardown),
         cmocka_unit_test_teardown(test_proc_guard, teardown),
+        cmocka_unit_test_teardown(test_dir_removed, teardown),
+        cmocka_unit_test_teardown(test_dir_replaced, teardown),
+        cmocka_unit_test_teardown(test_dir_kept, teardown),
+        cmocka_unit_test(test_dir_judge),
     };
 
     signal(SIGPIPE, SIG_IGN);

@@ -16,6 +16,14 @@
  *     relay: T <-> master; SIGWINCH: T's size onto the master; waits for the process (by the
  *            pid file's pid, re-parented to it) and exits with its code (128 + signal).
  *
+ * The master is non-blocking and input goes through a bounded buffer (64 KiB), so a process
+ * that does not read its terminal (the pty's input queue full, in raw mode) never stops the
+ * relay from carrying its output: input waits in the buffer, then in T, and the caller's
+ * stream holds the rest. Before, the relay wrote input with a blocking write: once the
+ * container's pty was raw and full, its output stopped too (tests/cli/containers-tty.sh,
+ * "output stalled behind unread input", which failed whenever the container's stty raw ran
+ * before the client's paste arrived: every run on an idle machine).
+ *
  * Invariants: the relay is forked from a multi-threaded fatiad and never execs, so it makes only
  * async-signal-safe calls (system calls; every string and argv made before the fork); it keeps
  * only T (as 0, 1, 2) of the caller's descriptors; the socket and the pid file are removed once
@@ -121,6 +129,8 @@ static _Noreturn void relay(int tty, const char *dir, const char *sock, const ch
     int ls, sfd, master = -1, code = 126, status;
     bool done = false, out_open = true, in_open = true;
     char buf[16384];
+    static char in[65536]; /* typed, not yet taken by the container's terminal */
+    size_t in_n = 0;
 
     sigemptyset(&mask);
     sigprocmask(SIG_SETMASK, &mask, NULL);
@@ -219,12 +229,19 @@ static _Noreturn void relay(int tty, const char *dir, const char *sock, const ch
         (void)rmdir(dir);
     }
     copy_size(0, master);
+    /* the master never blocks the relay: input the container's process does not read waits
+     * in `in` (and, once that is full, in T: the caller's side), while output keeps flowing */
+    {
+        int fl = fcntl(master, F_GETFL);
+        if (fl >= 0)
+            (void)fcntl(master, F_SETFL, fl | O_NONBLOCK);
+    }
 
     /* the relay, until the process ended and its terminal's output is drained */
     while (out_open) {
-        struct pollfd p[3] = {{.fd = master, .events = POLLIN},
+        struct pollfd p[3] = {{.fd = master, .events = POLLIN | (in_n ? POLLOUT : 0)},
                               {.fd = sfd, .events = POLLIN},
-                              {.fd = in_open ? 0 : -1, .events = POLLIN}};
+                              {.fd = in_open && in_n < sizeof(in) ? 0 : -1, .events = POLLIN}};
         int n = poll(p, 3, done ? DRAIN_MS : -1);
         if (n == 0)
             break;
@@ -237,14 +254,24 @@ static _Noreturn void relay(int tty, const char *dir, const char *sock, const ch
             ssize_t r = read(master, buf, sizeof(buf));
             if (r > 0)
                 put_all(1, buf, (size_t)r);
-            else if (r == 0 || errno != EINTR)
+            else if (r == 0 || (errno != EINTR && errno != EAGAIN))
                 out_open = false; /* EIO: no one in the container holds the terminal */
         }
+        if (in_n && (p[0].revents & POLLOUT)) {
+            ssize_t w = write(master, in, in_n);
+            if (w > 0) {
+                memmove(in, in + w, in_n - (size_t)w);
+                in_n -= (size_t)w;
+            } else if (w < 0 && errno != EINTR && errno != EAGAIN) {
+                in_n = 0; /* the terminal went: what was typed has no reader */
+                in_open = false;
+            }
+        }
         if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t r = read(0, buf, sizeof(buf));
+            ssize_t r = read(0, in + in_n, sizeof(in) - in_n);
             if (r > 0)
-                put_all(master, buf, (size_t)r);
-            else if (r == 0 || errno != EINTR)
+                in_n += (size_t)r;
+            else if (r == 0 || (errno != EINTR && errno != EAGAIN))
                 in_open = false;
         }
         if (p[1].revents & POLLIN) {

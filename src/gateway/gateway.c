@@ -120,6 +120,7 @@ struct gw_req {
     uint64_t tokens;
     char prefiller[280]; /* P/D: the prefill pod's host:port, sent as x-prefiller-host-port */
     int attempts;
+    int same_retries;  /* fresh connections to the same endpoint after a reset (up_error) */
     bool client_close; /* the client response must end with a close */
     bool dechunk;      /* HTTP/1.0 client: strip the chunked coding */
     bool sse;
@@ -732,9 +733,14 @@ static void up_error(void *ud, int err, bool responded, bool reused)
         respond_upstream_failure(q);
         return;
     }
-    if (!responded && reused && q->attempts < 3) {
-        /* a keep-alive connection the server had closed: try again on a fresh one */
-        q->attempts++;
+    if (!responded && (reused || err == -ECONNRESET || err == -EPIPE) && q->same_retries < 2) {
+        /* a keep-alive connection the server had closed, or a connection reset before any
+         * answer: try again on a fresh one to the same endpoint, before calling it down. The
+         * reset is what a draining replica's listener does to the connections still in its
+         * accept queue; where replicas share a port (the process mode's SO_REUSEPORT: one
+         * endpoint for all of them) the fresh connection reaches a live one, where each has its
+         * own endpoint it is refused at once and the request goes to another */
+        q->same_retries++;
         q->g->retries++;
         if (start_upx(q, FATIA_UPX_FRESH) == 0)
             return;

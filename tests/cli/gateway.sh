@@ -245,6 +245,13 @@ curl -s -N "localhost:$PORT_f/v1/completions?mode=barelf" -d '{}' >"$TMP/out" 2>
 rc=$?
 [ "$rc" != 0 ] || fail "an answer framed with bare LFs must not look complete"
 grep -q SMUGGLED "$TMP/out" && fail "bytes framed with bare LFs were relayed"
+# connections reset before any answer (what a draining replica's closed listener does to those
+# in its accept queue; in the process mode the replicas of a model share one endpoint): tried
+# again on fresh connections to the same endpoint, the answer arrives whole
+wait_metric "$PORT_f" "fatia_gateway_endpoint_ready{endpoint=\"127.0.0.1:$PORT_fake\"} 1"
+code=$(curl -s -N -o "$TMP/out" -w '%{http_code}' "localhost:$PORT_f/v1/completions?mode=reset2" -d '{}')
+[ "$code" = 200 ] || fail "a request whose connection was reset twice got $code: $(head -c 300 "$TMP/out")"
+expect_line "$TMP/out" "data: [DONE]"
 # first-byte timeout: a model server that never answers gets 504 naming it, not "no model
 # server is ready" (and the request is not replayed elsewhere)
 start ft $FATIA gateway --listen 127.0.0.1:0 $GW_OPTS --upstream-timeout 300ms \

@@ -14,12 +14,19 @@ Paths (any method; request bodies are read and ignored):
                          or ?mode=big: a 2 MiB Content-Length body of a known pattern,
                          or ?mode=hang: no answer at all (the connection stays open),
                          or ?mode=barelf: a chunked answer whose framing uses bare LFs,
-                         or ?mode=head: the request head it received, as the body
+                         or ?mode=head: the request head it received, as the body,
+                         or ?mode=reset2: the first two such requests get their connection
+                         reset (RST, no answer: what a draining replica's closed listener does
+                         to the connections in its accept queue), later ones the SSE stream
 Usage: fake_upstream.py PORTFILE   (listens on 127.0.0.1, an ephemeral port written to PORTFILE)
 """
 import asyncio
 import os
+import socket
+import struct
 import sys
+
+RESETS = {"left": 2}
 
 
 def sse_events(n):
@@ -63,6 +70,12 @@ async def handle(reader, writer):
             elif q.get("mode") == "head":
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
                              b"Content-Length: %d\r\n\r\n" % len(head) + head)
+            elif q.get("mode") == "reset2" and RESETS["left"] > 0:
+                RESETS["left"] -= 1
+                sock = writer.get_extra_info("socket")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                writer.transport.abort()
+                return
             elif q.get("mode") == "hang":
                 await asyncio.sleep(3600)
             elif q.get("mode") == "barelf":

@@ -82,8 +82,12 @@ alloc_is 2 || fail "allocatable $(alloc) after the tenant's attempts, want 2"
 # ---- the application XIDs and a single-bit ECC error: ignored ----
 for x in 13 31 43 45 68 109; do inject "$(idx_of "$UA") xid $x"; done
 inject "$(idx_of "$UA") sbe"
-wait_for 10 test "$(metric "uuid=\"$UA\",kind=\"xid-ignored\"")" = 6
-[ "$(metric "uuid=\"$UA\",kind=\"ecc-single-bit\"")" = 1 ] || fail "single-bit ECC not counted"
+# (the metric read at each try: `wait_for 10 test "$(metric ...)" = 6` read it once, and failed
+# whenever the agent had not counted all six by then)
+ignored_is() { [ "$(metric "uuid=\"$UA\",kind=\"xid-ignored\"")" = "$1" ]; }
+sbe_is() { [ "$(metric "uuid=\"$UA\",kind=\"ecc-single-bit\"")" = "$1" ]; }
+wait_for 10 ignored_is 6
+wait_for 10 sbe_is 1
 sleep 1.5
 phase a Running || fail "an application XID stopped pod a"
 alloc_is 2 || fail "an application XID took a GPU out: allocatable $(alloc)"

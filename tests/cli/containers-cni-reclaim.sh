@@ -120,14 +120,22 @@ echo "veths on $BR: $veths_running with 4 pods, $veths_after after the SIGKILL o
 [ "$veths_after" = 1 ] || fail "$BR has $veths_after veths after the SIGKILL, want 1 (keep's)"
 
 # ---- fatiad C, fresh: reclaims at its start ----
+# Every agent reclaims host-wide at its start, so under `ctest -j` another test's fatiad starting
+# at this moment may take some of these leases first (seen once in CI): then its log has the
+# line and C's has fewer. What must hold either way: the leases are gone, C's lines name only
+# them, and keep's lease stays (below). Alone, nothing but C reclaims them: without the reclaim
+# the first check fails.
 start c
 for u in "${GONE[@]}"; do
     [ -z "$(lease_of "$u")" ] || fail "the lease of gone pod $u is still there after fatiad C started"
-    grep -q "cni: reclaimed $NET\.[0-9]* of $u (its sandbox is gone)" "$TMP/c.log" ||
-        fail "no reclaim line for $u in fatiad C's log"
 done
-[ "$(grep -c "cni: reclaimed $NET\." "$TMP/c.log")" = 3 ] ||
-    fail "$(grep -c "cni: reclaimed $NET\." "$TMP/c.log") reclaim lines for fatia-$K, want 3"
+n_c=$(grep -c "cni: reclaimed $NET\." "$TMP/c.log")
+n_gone=0
+for u in "${GONE[@]}"; do
+    grep -q "cni: reclaimed $NET\.[0-9]* of $u (its sandbox is gone)" "$TMP/c.log" && n_gone=$((n_gone + 1))
+done
+[ "$n_c" = "$n_gone" ] || fail "fatiad C reclaimed $n_c leases of fatia-$K, only $n_gone of them the gone pods'"
+[ "$n_c" = 3 ] || echo "fatiad C reclaimed $n_c of the 3 (another fatiad started meanwhile took the rest)"
 grep -q "cni: reclaimed .* of $KEEP_UID" "$TMP"/*.log && fail "the lease of live pod keep (fatiad B) was reclaimed"
 [ "$(lease_of "$KEEP_UID")" = "$KEEP_IP" ] || fail "keep lost its lease $KEEP_IP"
 reach_keep || fail "keep does not answer on $KEEP_IP:8080 after fatiad C's reclaim"
@@ -164,8 +172,10 @@ case $(jp late .status.podIP) in "$NET".*) ;; *) fail "pod late has no address o
 [ -n "$(lease_of "$(uid_of fresh)")" ] || fail "fresh (fatiad C, running) lost its lease"
 left=$(grep -l '^stale-' "$LEASES/fatia-$K"/10.* 2>/dev/null | wc -l)
 [ "$left" = 0 ] || fail "$left of the $n_fill stale leases are left after the retry"
+# the shim's reclaim logs its lines (unless, as above, another fatiad starting meanwhile took
+# every stale lease before the ADD found the range full)
 grep -rqs "cni: reclaimed $NET\.[0-9]* of stale-$$-[0-9]* (its sandbox is gone)" "$TMP/c" "$TMP/c.log" ||
-    fail "no reclaim line for the stale leases (the shim's log)"
+    echo "no reclaim line for the stale leases in C's logs: another fatiad started meanwhile took them"
 reach_keep || fail "keep does not answer on $KEEP_IP:8080 after the exhausted range's reclaim"
 
 # ---- keep's container outlives its shim and pause: its pinned namespace keeps the lease ----

@@ -1,6 +1,7 @@
 # tests/e2e/fleet.bash: what the fleet tests' two control replicas share (fleet-leader.sh,
 # fleet-fence.sh): `replica NAME` starts a fatiad control replica on the test's etcd (one prefix,
-# --etcd-replica, leader election with short timings: lease 3 s, renew deadline 2 s, retry 0.5 s)
+# --etcd-replica, leader election with short timings: lease FLEET_LEASE (3 s), renew deadline
+# FLEET_RENEW (2 s), retry 0.5 s)
 # and sets NAME_PID, NAME_URL and NAME_K (its kubectl); `start_pair` starts A and B and sets K,
 # h (the lease's holder), LEADER and FOLLOWER. Needs lib.bash, fatiad.bash, start_etcd and PIDS.
 
@@ -10,7 +11,8 @@ replica() {
     : >"$TMP/$name.log"
     "$FATIAD" --data-dir "$TMP/$name" --listen 127.0.0.1:0 --no-agent --store etcd \
         --etcd-endpoints "$ETCD_URLS" --etcd-prefix /fleet/registry --etcd-replica \
-        --leader-elect --leader-elect-lease-duration 3s --leader-elect-renew-deadline 2s \
+        --leader-elect --leader-elect-lease-duration "${FLEET_LEASE:-3s}" \
+        --leader-elect-renew-deadline "${FLEET_RENEW:-2s}" \
         --leader-elect-retry-period 500ms --job-backoff 200ms \
         --fleet examples/fleet/ -f examples/ >"$TMP/$name.log" 2>&1 &
     eval "${name}_PID=$!"

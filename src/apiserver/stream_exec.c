@@ -21,7 +21,10 @@
  * Invariants: the process is always reaped (its pidfd fires even after the client left; a
  * client that leaves gets the process SIGKILLed, as the kubelet's stream does when its
  * connection drops); output is read only while the connection's output holds less than
- * 1 MiB (a client that does not read pauses the process on a full pipe, costing no memory);
+ * 1 MiB (a client that does not read pauses the process on a full pipe, costing no memory),
+ * and the client is read only while less than 1 MiB of its stdin waits for the process (a
+ * client flooding the stdin of a process that reads none costs 1 MiB, not the flood: before,
+ * 256 MiB of it were held; tests/cli/apiserver-exec.sh);
  * the session frees itself exactly once, when the process is reaped and the WebSocket is done.
  * Authorization is the API server's: `create` on pods/exec in the pod's namespace (a read-only
  * or another namespace's token is 403, with upstream's message), checked before the upgrade.
@@ -65,6 +68,7 @@
 
 #define EXEC_MAX_ARGS 256
 #define EXEC_OUT_HIGH (1u << 20) /* pause reading the process above this much unsent output */
+#define EXEC_IN_HIGH  (1u << 20) /* pause reading the client above this much unwritten stdin */
 #define EXEC_MAX_MSG  (1u << 20)
 #define CH_STDIN      0
 #define CH_STDOUT     1
@@ -95,6 +99,7 @@ struct exec_sess {
     int pidfd;
     struct event *exit_ev;
     bool exited, status_sent, closing, conn_gone, in_eof, want_in;
+    bool in_paused; /* the client is not read: EXEC_IN_HIGH of stdin waits for the process */
     int wstatus;
 };
 
@@ -195,6 +200,29 @@ static void maybe_finish(struct exec_sess *x)
     flush_conn(x);
 }
 
+/* After stdin was queued: stop reading the client while too much of it waits. */
+static void in_check(struct exec_sess *x)
+{
+    if (x->in && !x->in_paused && !x->conn_gone &&
+        evbuffer_get_length(bufferevent_get_output(x->in)) > EXEC_IN_HIGH) {
+        x->in_paused = true;
+        bufferevent_disable(x->conn, EV_READ);
+    }
+}
+
+/* The process took its stdin (or closed it): read the client again. */
+static void in_resume(struct exec_sess *x)
+{
+    if (!x->in_paused || (x->in && evbuffer_get_length(bufferevent_get_output(x->in)) > 0))
+        return;
+    x->in_paused = false;
+    if (!x->conn_gone && x->conn) {
+        bufferevent_enable(x->conn, EV_READ);
+        if (evbuffer_get_length(bufferevent_get_input(x->conn)))
+            bufferevent_trigger(x->conn, EV_READ, 0);
+    }
+}
+
 static void conn_lost(struct exec_sess *x)
 {
     if (x->conn_gone)
@@ -251,6 +279,7 @@ static void out_event_cb(struct bufferevent *b, short what, void *arg)
                 bufferevent_free(x->in);
                 x->in = NULL;
             }
+            in_resume(x);
         }
     } else {
         x->err = NULL;
@@ -269,6 +298,7 @@ static void in_write_cb(struct bufferevent *b, void *arg)
         bufferevent_free(b);
         x->in = NULL;
     }
+    in_resume(x);
 }
 
 static void in_event_cb(struct bufferevent *b, short what, void *arg)
@@ -280,6 +310,7 @@ static void in_event_cb(struct bufferevent *b, short what, void *arg)
         bufferevent_free(b);
         x->in = NULL;
     }
+    in_resume(x);
 }
 
 static void exit_cb(evutil_socket_t fd, short what, void *arg)
@@ -315,6 +346,7 @@ static void on_message(void *arg, bool binary, const uint8_t *p, size_t n)
         if (x->in && n > 1) {
             bufferevent_write(x->in, p + 1, n - 1);
             bufferevent_enable(x->in, EV_WRITE);
+            in_check(x);
         }
         break;
     case CH_RESIZE:
@@ -394,6 +426,7 @@ static void stdin_data(struct exec_sess *x, const uint8_t *p, size_t n, bool eof
     if (x->in && n) {
         bufferevent_write(x->in, p, n);
         bufferevent_enable(x->in, EV_WRITE);
+        in_check(x);
     }
     if (eof && x->in) {
         if (x->master >= 0) {

@@ -8,6 +8,8 @@
 #   - kubectl cp both ways (exec of tar);
 #   - a command that does not exist: 127 and kubelet's message;
 #   - a hostile tenant: another namespace's token, a read-only token, a missing pod: refused;
+#     256 MiB of stdin to a process that reads none (both protocols): fatiad's memory grows by
+#     less than 64 MiB (it stops reading the client while 1 MiB of input is unsent);
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 need_python3
@@ -116,6 +118,29 @@ for mode in 1.27 1.33 1.33-spdy; do
     exec_checks
 done
 unset KUBECTL_REMOTE_COMMAND_WEBSOCKETS
+
+# a client flooding the stdin of a process that reads none: fatiad holds at most about 1 MiB of
+# it (then stops reading the client), never the flood
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$FATIAD_PID/status"; }
+for mode in ws spdy; do
+    if [ "$mode" = spdy ]; then export KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false; fi
+    r0=$(rss_kb)
+    head -c 268435456 /dev/zero | timeout 15 "$K33" exec -i box -n shell -- sleep 6 >/dev/null 2>&1 &
+    fl=$!
+    peak=$r0
+    for _ in $(seq 50); do
+        r=$(rss_kb)
+        [ "$r" -gt "$peak" ] && peak=$r
+        kill -0 "$fl" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill "$fl" 2>/dev/null
+    wait "$fl" 2>/dev/null
+    unset KUBECTL_REMOTE_COMMAND_WEBSOCKETS
+    echo "stdin flood ($mode): fatiad's RSS $((r0 / 1024)) -> $((peak / 1024)) MiB"
+    [ $((peak - r0)) -lt 65536 ] ||
+        fail "a stdin flood ($mode) grew fatiad by $(((peak - r0) / 1024)) MiB (the unread input held)"
+done
 
 # hostile tenants
 expect_rc 0 "$FATIA" token create --data-dir "$TMP/data" --user mallory --namespace other

@@ -111,13 +111,6 @@ environ_of() {
 # Stops every pod process the test's fatiads started, by the ids their shims recorded: each
 # pod's process group, then its shim.
 agent_cleanup() {
-    local f pg sh
-    for f in "$TMP"/*/agent/status/*.json; do
-        [ -f "$f" ] || continue
-        pg=$(grep -o '"pgid":[0-9]*' "$f" | head -1 | cut -d: -f2)
-        sh=$(grep -o '"shim":{"pid":[0-9]*' "$f" | head -1 | grep -o '[0-9]*$')
-        [ -n "$pg" ] && [ "$pg" -gt 1 ] && kill -9 -- "-$pg" 2>/dev/null
-        [ -n "$sh" ] && [ "$sh" -gt 1 ] && kill -9 "$sh" 2>/dev/null
-    done
+    kill_agent_pods "$TMP"/*/agent/status/*.json
     return 0
 }

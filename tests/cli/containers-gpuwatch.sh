@@ -13,9 +13,7 @@
 . "$(dirname "$0")/fatiad.bash"
 . "$(dirname "$0")/agent.bash"
 [ "$(id -u)" = 0 ] || skip "containers need root"
-for t in runc umoci skopeo busybox; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
+need_tools runc umoci skopeo busybox
 FAKE=$BUILD/tests/vgpu/fake/libnvidia-ml.so.1
 [ -e "$FAKE" ] || { fail "missing $FAKE (build first)"; finish; }
 SRC=$(cd "$(dirname "$0")/../.." && pwd)

@@ -23,9 +23,7 @@
 . "$(dirname "$0")/agent.bash"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || skip "containers need root"
-for t in runc umoci skopeo busybox; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
+need_tools runc umoci skopeo busybox
 agent_setup
 cleanup() {
     agent_cleanup

@@ -17,9 +17,7 @@
 . "$(dirname "$0")/agent.bash"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || skip "containers need root"
-for t in runc umoci skopeo busybox; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
+need_tools runc umoci skopeo busybox
 [ -x /usr/lib/cni/bridge ] || skip "the CNI plugins are not installed (scripts/setup installs them)"
 agent_setup
 cleanup() {

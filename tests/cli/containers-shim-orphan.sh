@@ -11,12 +11,8 @@
 . "$(dirname "$0")/agent.bash"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || skip "containers need root"
-for t in runc umoci skopeo busybox ip iptables; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
-for p in bridge host-local; do
-    [ -x "/usr/lib/cni/$p" ] || skip "the CNI plugin /usr/lib/cni/$p is missing (containernetworking-plugins)"
-done
+need_tools runc umoci skopeo busybox ip iptables
+need_cni
 agent_setup
 LEASES=/var/lib/cni/networks
 K=$((2000 + ($$ + 1777) % 4000))

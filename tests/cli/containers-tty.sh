@@ -22,9 +22,7 @@
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$(dirname "$0")
 [ "$(id -u)" = 0 ] || skip "containers need root"
-for t in runc umoci skopeo busybox python3; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
+need_tools runc umoci skopeo busybox python3
 agent_setup
 export HOME=$TMP/home
 mkdir -p "$HOME"

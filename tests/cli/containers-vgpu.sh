@@ -18,9 +18,7 @@
 . "$(dirname "$0")/fatiad.bash"
 . "$(dirname "$0")/agent.bash"
 [ "$(id -u)" = 0 ] || skip "containers need root"
-for t in runc umoci skopeo busybox ldconfig; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
+need_tools runc umoci skopeo busybox ldconfig
 BUILD=$(cd "$BUILD" && pwd)
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 LIB=$BUILD/lib/libfatia-vgpu.so

@@ -15,9 +15,7 @@
 . "$(dirname "$0")/agent.bash"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || skip "containers need root"
-for t in runc umoci skopeo busybox; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
+need_tools runc umoci skopeo busybox
 agent_setup
 cleanup() {
     [ "$FAILS" -gt 0 ] && { mkdir -p /tmp/containers-debug; cp -r "$D.log" "$D/agent/pods" /tmp/containers-debug/ 2>/dev/null; }

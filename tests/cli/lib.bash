@@ -40,6 +40,37 @@ skip() {
     exit 77
 }
 
+# need_tools TOOL...: skips the test (saying which) unless every TOOL is on PATH.
+need_tools() {
+    local t
+    for t in "$@"; do
+        command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
+    done
+}
+
+# need_cni: skips the test unless the CNI plugins a container's network needs are installed.
+need_cni() {
+    local p
+    for p in bridge host-local; do
+        [ -x "/usr/lib/cni/$p" ] || skip "the CNI plugin /usr/lib/cni/$p is missing (containernetworking-plugins)"
+    done
+}
+
+# kill_agent_pods GLOB...: SIGKILL, for each agent status file GLOB names
+# (DIR/agent/status/*.json), the pod's process group and then its shim, as a test's cleanup does
+# to the pods of the fatiads it killed.
+kill_agent_pods() {
+    local f pg sh
+    for f in "$@"; do
+        [ -f "$f" ] || continue
+        pg=$(grep -o '"pgid":[0-9]*' "$f" | head -1 | cut -d: -f2)
+        sh=$(grep -o '"shim":{"pid":[0-9]*' "$f" | head -1 | grep -o '[0-9]*$')
+        [ -n "$pg" ] && [ "$pg" -gt 1 ] && kill -9 -- "-$pg" 2>/dev/null
+        [ -n "$sh" ] && [ "$sh" -gt 1 ] && kill -9 "$sh" 2>/dev/null
+    done
+    return 0
+}
+
 # need_python3: skip unless python3 is on PATH.
 need_python3() {
     command -v python3 >/dev/null || skip "python3 not found"

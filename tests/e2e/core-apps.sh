@@ -19,9 +19,7 @@
 . "$(dirname "$0")/../cli/agent.bash"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || skip "containers need root"
-for t in runc umoci skopeo busybox python3; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
+need_tools runc umoci skopeo busybox python3
 agent_setup
 PFPID=
 WPID=

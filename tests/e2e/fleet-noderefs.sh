@@ -24,9 +24,7 @@
 . "$(dirname "$0")/lib.bash"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || skip "containers need root"
-for t in runc umoci skopeo busybox; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
+need_tools runc umoci skopeo busybox
 find_kubectl
 chmod 711 "$TMP"
 export HOME=$TMP/home
@@ -37,15 +35,9 @@ grep -q 'count: 2' "$TMP/fleet/00-box.yaml" || fail "could not make the two-node
 
 declare -A NR
 cleanup() {
-    local n f pg sh c
+    local n c
     for n in "${!NR[@]}"; do kill -9 "${NR[$n]}" 2>/dev/null; done
-    for f in "$TMP"/box-*/agent/status/*.json; do
-        [ -f "$f" ] || continue
-        pg=$(grep -o '"pgid":[0-9]*' "$f" | head -1 | cut -d: -f2)
-        sh=$(grep -o '"shim":{"pid":[0-9]*' "$f" | head -1 | grep -o '[0-9]*$')
-        [ -n "$pg" ] && [ "$pg" -gt 1 ] && kill -9 -- "-$pg" 2>/dev/null
-        [ -n "$sh" ] && [ "$sh" -gt 1 ] && kill -9 "$sh" 2>/dev/null
-    done
+    kill_agent_pods "$TMP"/box-*/agent/status/*.json
     for n in box-0 box-1; do
         for c in $(runc --root "$TMP/$n/agent/runc" list -q 2>/dev/null); do
             runc --root "$TMP/$n/agent/runc" delete --force "$c" 2>/dev/null

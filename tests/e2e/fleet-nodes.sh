@@ -34,14 +34,7 @@ declare -A NR
 # every pod process the node roles started, by the ids their shims recorded (the shims outlive
 # fatiad by design): each pod's process group, then its shim (as tests/cli/agent.bash)
 pods_cleanup() {
-    local f pg sh
-    for f in "$TMP"/box-*/agent/status/*.json; do
-        [ -f "$f" ] || continue
-        pg=$(grep -o '"pgid":[0-9]*' "$f" | head -1 | cut -d: -f2)
-        sh=$(grep -o '"shim":{"pid":[0-9]*' "$f" | head -1 | grep -o '[0-9]*$')
-        [ -n "$pg" ] && [ "$pg" -gt 1 ] && kill -9 -- "-$pg" 2>/dev/null
-        [ -n "$sh" ] && [ "$sh" -gt 1 ] && kill -9 "$sh" 2>/dev/null
-    done
+    kill_agent_pods "$TMP"/box-*/agent/status/*.json
     return 0
 }
 start_node() { # start_node NAME: its node role, on $TMP/NAME

@@ -17,9 +17,7 @@
 . "$(dirname "$0")/../cli/fatiad.bash"
 find_kubectl
 [ "$(id -u)" = 0 ] || skip "the model servers run in containers: it needs root"
-for t in runc umoci skopeo busybox; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
+need_tools runc umoci skopeo busybox
 PIDS=""
 # on a failure too, the containers go before fatiad (which leaves them running when stopped)
 trap 'if [ -n "$FATIAD_PID" ]; then "$k" delete isvc --all -A >/dev/null 2>&1

@@ -39,9 +39,7 @@ find_kubectl
 RT=${SERVING_RUNTIME:-process}
 if [ "$RT" = oci ]; then
     [ "$(id -u)" = 0 ] || skip "the model servers run in containers: it needs root"
-    for t in runc umoci skopeo busybox; do
-        command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-    done
+    need_tools runc umoci skopeo busybox
 fi
 PIDS=""
 trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done

@@ -34,9 +34,7 @@
 . "$(dirname "$0")/lib.bash"
 find_kubectl
 [ "$(id -u)" = 0 ] || skip "the walkthrough runs in containers: it needs root"
-for t in runc umoci skopeo busybox; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
+need_tools runc umoci skopeo busybox
 export HOME=$TMP/home
 mkdir -p "$HOME"
 export FATIAD_CONTROLLERS=1

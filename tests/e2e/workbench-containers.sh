@@ -24,9 +24,7 @@
 find_kubectl
 PY=/usr/bin/python3
 [ "$(id -u)" = 0 ] || skip "the workbench runs in containers: it needs root"
-for t in runc umoci skopeo busybox nsenter ss; do
-    command -v "$t" >/dev/null || skip "$t not found (scripts/setup installs it)"
-done
+need_tools runc umoci skopeo busybox nsenter ss
 [ -x /usr/bin/jupyter-server ] || skip "Debian's jupyter-server is not installed (scripts/setup)"
 $PY -c 'import websocket' 2>/dev/null || skip "python3-websocket missing"
 export HOME=$TMP/home

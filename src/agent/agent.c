@@ -65,6 +65,7 @@
 #include "agent/imgpull.h"
 #include "agent/localpath.h"
 #include "agent/mps.h"
+#include "agent/mps_files.h"
 #include "agent/nbhome.h"
 #include "agent/oci.h"
 #include "agent/oci_pod.h"
@@ -1381,8 +1382,12 @@ static struct mpsd *mps_get(struct fatia_agent *a, const struct fatia_pod_device
     snprintf(base, sizeof(base), "%s/mps", a->dir);
     (void)mkdir_mode(base, 0711);
     /* the directory is named after the GPU's UUID, so a restarted agent finds it again */
-    cfg = (struct fatia_mps_config){
-        .control_bin = a->o.mps_control, .base_dir = base, .name = d->uuid, .gpu = d->uuid};
+    /* as root the daemon gets a /dev/shm of its own, which its clients share (mps.h) */
+    cfg = (struct fatia_mps_config){.control_bin = a->o.mps_control,
+                                    .base_dir = base,
+                                    .name = d->uuid,
+                                    .gpu = d->uuid,
+                                    .private_shm = geteuid() == 0};
     if (a->o.gpu_compute_manage) {
         /* EXCLUSIVE_PROCESS while the daemon runs: no context beside it (computemode.h) */
         char state[4500];
@@ -1588,7 +1593,7 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         struct fatia_devenv_opts dopt = {.vgpu_lib = a->have_vgpu ? a->vgpu_lib : NULL,
                                          .vgpu_log = a->o.vgpu_log,
                                          .in_container = op != NULL};
-        char acct_name[512], acct[4800], pipe_dir[4400] = "", layer[1500] = "";
+        char acct_name[512], acct[4800], pipe_dir[4400] = "", layer[1500] = "", shm[4400] = "";
         json_t *argv = NULL, *envj, *oci = NULL, *probes = NULL;
         int r;
 
@@ -1610,10 +1615,7 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                     continue;
                 sl.uuids[sl.n_devices] = d->kind == FATIA_DEV_MIG ? d->mig_uuid : d->uuid;
                 sl.cap[sl.n_devices++] =
-                    (d->kind == FATIA_DEV_TIMESLICE || d->kind == FATIA_DEV_FRACTION) &&
-                            d->memory_bytes
-                        ? d->memory_bytes
-                        : FATIA_VGPU_NO_LIMIT;
+                    fatia_pod_device_cap(d) ? fatia_pod_device_cap(d) : FATIA_VGPU_NO_LIMIT;
             }
             if (access(acct, F_OK) < 0) {
                 r = fatia_agent_vgpu_slice_prepare(&sl, why, why_n);
@@ -1659,6 +1661,23 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
                 m->refs++;
                 json_array_append_new(p->mps_gpus, json_string(d->uuid));
                 snprintf(pipe_dir, sizeof(pipe_dir), "%s", fatia_mps_pipe_dir(m->d));
+                if (fatia_mps_shm_dir(m->d))
+                    snprintf(shm, sizeof(shm), "%s", fatia_mps_shm_dir(m->d));
+                if (op) {
+                    /* the container reaches the daemon through its mounts (mps_files.h) */
+                    char vdir[1400];
+                    snprintf(vdir, sizeof(vdir), "%s/%s/vgpu", a->pods_dir, p->uid);
+                    r = fatia_agent_mps_files_write(vdir, name, pipe_dir, shm[0] ? shm : NULL, why,
+                                                    why_n);
+                    if (r < 0) {
+                        *err = r;
+                        goto fail;
+                    }
+                    snprintf(pipe_dir, sizeof(pipe_dir), "%s", FATIA_MPS_CONTAINER_PIPE);
+                }
+            } else if (op) {
+                /* a simulated GPU in a container: the variables a real one's container has */
+                snprintf(pipe_dir, sizeof(pipe_dir), "%s", FATIA_MPS_CONTAINER_PIPE);
             } else {
                 /* a simulated GPU has no driver to run a daemon on: same variables, no daemon */
                 snprintf(pipe_dir, sizeof(pipe_dir), "%s/mps/%s/pipe", a->dir, d->uuid);
@@ -1729,6 +1748,9 @@ static json_t *build_ctrs(struct fatia_agent *a, struct apod *p, const json_t *l
         if (layer[0])
             json_object_set_new(json_array_get(out, json_array_size(out) - 1), "vgpuLayer",
                                 json_string(layer));
+        if (!op && shm[0]) /* the process mode binds the daemon's /dev/shm (runtime_process.c) */
+            json_object_set_new(json_array_get(out, json_array_size(out) - 1), "mpsShm",
+                                json_string(shm));
         if (oci)
             json_object_set_new(json_array_get(out, json_array_size(out) - 1), "oci", oci);
         if (probes)

@@ -147,9 +147,11 @@ int fatia_agent_exec(void *agent, const struct fatia_exec_req *req, int *ret_pid
         rc = -EIO;
         goto out;
     }
-    if (json_object_get(spec_ctr, "oci") || fatia_json_str(spec_ctr, "vgpuLayer")) {
-        /* a container (runc exec), or a capped slice's process whose /etc layer the exec must
-         * enter too: the runtime boundary's exec (runtime.h), which does both */
+    if (json_object_get(spec_ctr, "oci") || fatia_json_str(spec_ctr, "vgpuLayer") ||
+        fatia_json_str(spec_ctr, "mpsShm")) {
+        /* a container (runc exec), or a process whose mount namespace (a capped slice's /etc
+         * layer, an MPS daemon's /dev/shm) the exec must enter too: the runtime boundary's exec
+         * (runtime.h), which does both */
         struct fatia_rt_stdio io = {
             .in = req->in, .out = req->out, .err = req->err, .tty = req->tty};
         pid_t rpid = -1;

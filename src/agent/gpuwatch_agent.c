@@ -157,10 +157,8 @@ static struct watched *entry_of(struct fatia_agent_gpuwatch *g, struct apod *p)
 
         if (!d->uuid)
             continue;
-        if ((d->kind == FATIA_DEV_TIMESLICE || d->kind == FATIA_DEV_FRACTION) && d->memory_bytes)
-            cap = d->memory_bytes;
-        else if (d->kind == FATIA_DEV_MPS && d->mps_pinned)
-            cap = d->mps_pinned;
+        if (fatia_pod_device_cap(d))
+            cap = fatia_pod_device_cap(d);
         add_cap(e, d, cap);
     }
     for (unsigned k = 0; k < e->pod.n_gpus; k++)

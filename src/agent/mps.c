@@ -14,6 +14,13 @@
  *         | then TERM, KILL; rm dirs  |          again, defaults again
  *         +---------------------------+
  *
+ * The private /dev/shm (private_shm): a tmpfs mounted at <dir>/shm in the host's namespace (so
+ * that runtimes can bind it into clients, and it survives an agent restart with the daemon), and
+ * the daemon started by util-linux's `unshare --mount --propagation slave` with that tmpfs bound
+ * over /dev/shm. Slave, not private: a mount the host removes later (a pod's rootfs, a memory
+ * emptyDir) leaves the daemon's namespace too, instead of being held there for the daemon's life.
+ * Unmounted (lazily) when the daemon is stopped or its start fails.
+ *
  * Invariants: every program runs with an environment built here (pipe and log directory, the GPU)
  * and passed to posix_spawn, never with setenv in a forked child of a threaded agent; nothing is
  * left running when start fails; stop never follows a symbolic link when it removes the
@@ -27,6 +34,7 @@
 
 #include "agent/mps.h"
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -45,12 +53,16 @@
 #include "vgpu/region.h"
 
 #define PID_FILE "nvidia-cuda-mps-control.pid"
+/* The private /dev/shm's bound: what CUDA's MPS keeps there is small; the pages are charged to
+ * the memory cgroup of the pod that writes them. */
+#define FATIA_MPS_SHM_SIZE "1g"
 
 struct fatia_mps_daemon {
     char control_bin[FATIA_MPS_PATH_MAX];
     char dir[FATIA_MPS_PATH_MAX];          /* <base_dir>/<name> */
     char pipe_dir[FATIA_MPS_PATH_MAX + 8]; /* <dir>/pipe */
     char log_dir[FATIA_MPS_PATH_MAX + 8];  /* <dir>/log */
+    char shm_dir[FATIA_MPS_PATH_MAX + 8];  /* <dir>/shm, "" without private_shm */
     char gpu[128];
     int active_thread_pct;
     uint64_t pinned_mem_limit;
@@ -250,8 +262,16 @@ static int run_control(struct fatia_mps_daemon *d, const char *arg, const char *
          * umask 022, whatever the caller's; posix_spawn has no umask attribute, so a shell
          * sets it and execs the control program with the same arguments */
         static char shell[] = "/bin/sh", dash_c[] = "-c",
-                    script[] = "umask 022 && exec \"$0\" \"$@\"";
-        char *sh[] = {shell, dash_c, script, d->control_bin, (char *)arg, NULL};
+                    script[] = "umask 022 && exec \"$0\" \"$@\"",
+                    /* $0 the program, $1 its argument, $2 the tmpfs for /dev/shm */
+            private_script[] = "umask 022 && exec unshare --mount --propagation slave /bin/sh -c "
+                               "'mount --bind \"$1\" /dev/shm && exec \"$2\" \"$3\"' "
+                               "sh \"$2\" \"$0\" \"$1\"";
+        char *sh[] = {shell, dash_c, script, d->control_bin, (char *)arg, NULL, NULL};
+        if (d->shm_dir[0]) {
+            sh[2] = private_script;
+            sh[5] = d->shm_dir;
+        }
         r = posix_spawn(&pid, sh[0], &fa, NULL, sh, env);
     } else {
         r = strchr(d->control_bin, '/') ? posix_spawn(&pid, d->control_bin, &fa, NULL, argv, env)
@@ -375,6 +395,34 @@ static int apply_defaults(struct fatia_mps_daemon *d)
     return 0;
 }
 
+/* Whether the private /dev/shm's tmpfs is mounted (another device than its parent's). */
+static bool shm_mounted(const struct fatia_mps_daemon *d)
+{
+    struct stat a, b;
+
+    return d->shm_dir[0] && stat(d->shm_dir, &a) == 0 && stat(d->dir, &b) == 0 &&
+           a.st_dev != b.st_dev;
+}
+
+/* The private /dev/shm: a tmpfs every client may write (sticky, as /dev/shm is), bounded. */
+static int shm_mount(struct fatia_mps_daemon *d)
+{
+    if (!d->shm_dir[0] || shm_mounted(d))
+        return 0;
+    if (mkdir(d->shm_dir, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    if (mount("fatia-mps-shm", d->shm_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "mode=1777,size=" FATIA_MPS_SHM_SIZE) < 0)
+        return -errno;
+    return 0;
+}
+
+static void shm_unmount(struct fatia_mps_daemon *d)
+{
+    if (shm_mounted(d) && umount2(d->shm_dir, MNT_DETACH) < 0)
+        fatia_warn("mps '%s': cannot unmount its /dev/shm: %s", d->dir, fatia_strerror(-errno));
+}
+
 /* Kills whatever pid the directory names and removes the directory. */
 static void kill_and_clean(struct fatia_mps_daemon *d)
 {
@@ -382,6 +430,7 @@ static void kill_and_clean(struct fatia_mps_daemon *d)
 
     if (pid_alive(pid))
         kill(pid, SIGKILL);
+    shm_unmount(d);
     (void)remove_tree(AT_FDCWD, d->dir, 4);
 }
 
@@ -412,6 +461,8 @@ static int launch(struct fatia_mps_daemon *d)
      * fail: CUDA runs it without MPS, with no thread or memory limit (seen on the H200). */
     if (r == 0 && (chmod(d->dir, 0711) < 0 || chmod(d->pipe_dir, 0755) < 0))
         r = -errno;
+    if (r == 0)
+        r = shm_mount(d);
     if (r < 0)
         return fatia_log_errno(FATIA_LOG_ERROR, r, "mps '%s': cannot create directories", d->dir);
     r = run_control(d, "-d", NULL, NULL, 0);
@@ -459,6 +510,8 @@ int fatia_mps_start(const struct fatia_mps_config *cfg, struct fatia_mps_daemon 
     snprintf(d->dir, sizeof(d->dir), "%s/%s", cfg->base_dir, cfg->name);
     snprintf(d->pipe_dir, sizeof(d->pipe_dir), "%s/pipe", d->dir);
     snprintf(d->log_dir, sizeof(d->log_dir), "%s/log", d->dir);
+    if (cfg->private_shm)
+        snprintf(d->shm_dir, sizeof(d->shm_dir), "%s/shm", d->dir);
     snprintf(d->gpu, sizeof(d->gpu), "%s", cfg->gpu);
     d->active_thread_pct = cfg->active_thread_pct;
     d->pinned_mem_limit = cfg->pinned_mem_limit;
@@ -517,6 +570,7 @@ int fatia_mps_stop(struct fatia_mps_daemon *d)
     if (d->pid > 0)
         (void)waitpid(d->pid, NULL, WNOHANG);
     d->pid = 0;
+    shm_unmount(d);
     return remove_tree(AT_FDCWD, d->dir, 4);
 }
 
@@ -569,6 +623,11 @@ int fatia_mps_pid(const struct fatia_mps_daemon *d)
 const char *fatia_mps_pipe_dir(const struct fatia_mps_daemon *d)
 {
     return d->pipe_dir;
+}
+
+const char *fatia_mps_shm_dir(const struct fatia_mps_daemon *d)
+{
+    return d->shm_dir[0] ? d->shm_dir : NULL;
 }
 
 unsigned fatia_mps_restarts(const struct fatia_mps_daemon *d)

@@ -7,6 +7,14 @@
  * per client) and the pinned device memory limit per client. A client process joins the daemon
  * through the variables fatia_mps_client_env() gives (docs/vgpu.md).
  *
+ * With private_shm (root only: it mounts) the daemon, and every nvidia-cuda-mps-server it starts,
+ * runs in a mount namespace of its own whose /dev/shm is a tmpfs at <base_dir>/<name>/shm, so that
+ * the daemon's clients share that tmpfs, never the host's /dev/shm: a client in a container gets
+ * it bound as its /dev/shm and the pipe directory read-only at FATIA_MPS_CONTAINER_PIPE
+ * (mps_files.h), a client in the process mode gets it bound over /dev/shm in its own mount
+ * namespace (runtime_process.c). The tmpfs goes with the daemon, so the next namespace to get the
+ * GPU's MPS shares never sees what the last one left there.
+ *
  * MPS serves one uid per GPU at a time (DESIGN §7, trust model): the placement must respect it.
  */
 #ifndef FATIA_AGENT_MPS_H
@@ -36,6 +44,8 @@ struct fatia_mps_config {
     uint64_t pinned_mem_limit;
     /* Limit for each control command and for start and stop; 0: 10 s. */
     fatia_usec_t timeout;
+    /* A /dev/shm of the daemon's own (see above); needs root. */
+    bool private_shm;
 };
 
 struct fatia_mps_daemon;
@@ -74,9 +84,11 @@ void fatia_mps_forget(struct fatia_mps_daemon *d);
 int fatia_mps_client_env(const struct fatia_mps_daemon *d, int active_thread_pct,
                          uint64_t pinned_mem_limit, fatia_env_put_fn put, void *ctx);
 
-/* The daemon's pid (0 if none known), pipe directory and the number of restarts so far. */
+/* The daemon's pid (0 if none known), pipe directory, its private /dev/shm's host path (NULL
+ * without private_shm) and the number of restarts so far. */
 int fatia_mps_pid(const struct fatia_mps_daemon *d);
 const char *fatia_mps_pipe_dir(const struct fatia_mps_daemon *d);
+const char *fatia_mps_shm_dir(const struct fatia_mps_daemon *d);
 unsigned fatia_mps_restarts(const struct fatia_mps_daemon *d);
 
 #endif

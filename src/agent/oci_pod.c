@@ -370,6 +370,25 @@ static void drop_overridden(json_t *edits, const json_t *over)
     }
 }
 
+/* Drops each mount that a later one of the same destination hides whole (the container's own
+ * /dev/shm under an MPS daemon's): runc would mount both, the first for nothing. */
+static void drop_shadowed(json_t *cfg)
+{
+    json_t *m = json_object_get(cfg, "mounts");
+    size_t i = json_array_size(m);
+
+    while (i-- > 0) {
+        const char *d = fatia_json_str(json_array_get(m, i), "destination");
+        for (size_t k = i + 1; d && k < json_array_size(m); k++) {
+            const char *later = fatia_json_str(json_array_get(m, k), "destination");
+            if (later && !strcmp(d, later)) {
+                json_array_remove(m, i);
+                break;
+            }
+        }
+    }
+}
+
 /* The container's slices through CDI (kind fatia.dev/gpu, one device per slice id: from the
  * admin's specs when they name them all, else from the agent's spec of the node), then the slice side's own edits for it (POD_DIR's vgpu/<container>.edits.json,
  * when written): where both mount one container path (a capped slice's vgpu.conf and accounting
@@ -401,6 +420,14 @@ static int apply_devices(const struct fatia_oci_pod *op, const char *cname, json
     if (r == 0 && extra)
         r = fatia_cdi_apply(cfg, extra, why, why_n);
     json_decref(extra);
+    /* an MPS share's pipe directory and its daemon's /dev/shm (mps_files.h) */
+    snprintf(path, sizeof(path), "%.3000s/vgpu/%.300s.mps.json", op->pod_dir, cname);
+    extra = r == 0 ? json_load_file(path, 0, NULL) : NULL;
+    if (extra)
+        r = fatia_cdi_apply(cfg, extra, why, why_n);
+    json_decref(extra);
+    if (r == 0)
+        drop_shadowed(cfg);
     return r == -ENOENT ? -EIO : r;
 }
 

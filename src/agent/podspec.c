@@ -269,9 +269,18 @@ void fatia_pod_devices_release(struct fatia_pod_devices *d)
     *d = (struct fatia_pod_devices){0};
 }
 
+uint64_t fatia_pod_device_cap(const struct fatia_pod_device *x)
+{
+    if (x->kind == FATIA_DEV_TIMESLICE || x->kind == FATIA_DEV_FRACTION)
+        return x->memory_bytes;
+    if (x->kind == FATIA_DEV_MPS)
+        return x->mps_pinned ? x->mps_pinned : x->memory_bytes;
+    return 0;
+}
+
 static bool capped(const struct fatia_pod_device *x)
 {
-    return (x->kind == FATIA_DEV_TIMESLICE || x->kind == FATIA_DEV_FRACTION) && x->memory_bytes;
+    return fatia_pod_device_cap(x) != 0;
 }
 
 void fatia_pod_devices_acct_name(const struct fatia_pod_devices *d, const char *container,
@@ -363,7 +372,7 @@ int fatia_pod_devices_env(const struct fatia_pod_devices *d, const char *contain
             if (!capped(mine[i]))
                 continue;
             snprintf(name, sizeof(name), "FATIA_VGPU_MEMORY_LIMIT_%u", i);
-            snprintf(value, sizeof(value), "%" PRIu64, mine[i]->memory_bytes);
+            snprintf(value, sizeof(value), "%" PRIu64, fatia_pod_device_cap(mine[i]));
             if ((r = fatia_env_set(env, name, value)) < 0)
                 goto out;
         }

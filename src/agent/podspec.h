@@ -75,6 +75,12 @@ int fatia_pod_devices_parse(const json_t *pod, struct fatia_pod_devices *ret, ch
 void fatia_pod_devices_release(struct fatia_pod_devices *d);
 const char *fatia_dev_kind_name(enum fatia_dev_kind k);
 
+/* The memory cap the interposer and the watchdog hold a device to, bytes, 0 for none: a
+ * timeslice's or fraction's memoryBytes; an MPS share's pinnedMemoryBytes (else its
+ * memoryBytes), since MPS's own limit is per client process and a pod may run many; whole GPUs
+ * and MIG instances are bounded by the hardware. */
+uint64_t fatia_pod_device_cap(const struct fatia_pod_device *x);
+
 /* The name of a container's accounting file for its capped devices ("gpu-0-ts1" or, for several,
  * "gpu-0-ts1+gpu-1-ts0"), or "" when the container has no capped device. Containers of one pod
  * with the same capped devices share the file, so they share the caps. */

@@ -51,6 +51,7 @@ enum {
     STEP_NOTFOUND,
     STEP_TTY,
     STEP_VGPU,
+    STEP_MPS,
 };
 
 FATIA_NORETURN static void child_fail(int fd, int step, int err)
@@ -170,6 +171,9 @@ static void describe(const struct fatia_rt_ctr *c, char *const *argv, const stru
     case STEP_VGPU:
         snprintf(why, why_n, "cannot lay the memory cap's read-only /etc over the host's: %s", e);
         break;
+    case STEP_MPS:
+        snprintf(why, why_n, "cannot bind its MPS daemon's /dev/shm over the host's: %s", e);
+        break;
     case STEP_TTY:
         snprintf(why, why_n, "cannot make the terminal the controlling one: %s", e);
         break;
@@ -213,6 +217,7 @@ static int spawn_in_pod(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, 
                         size_t why_n)
 {
     const char *layer = fatia_json_str(c->spec, "vgpuLayer");
+    const char *mps_shm = fatia_json_str(c->spec, "mpsShm");
     struct child_err ce = {0};
     int ep[2];
     pid_t pid;
@@ -250,6 +255,9 @@ static int spawn_in_pod(struct fatia_rt_pod *pod, const struct fatia_rt_ctr *c, 
          * for the container's processes and for every exec into it */
         if (layer && (rc = fatia_agent_vgpu_ns_enter(layer)) < 0)
             child_fail(ep[1], STEP_VGPU, rc);
+        /* an MPS share of a daemon with its own /dev/shm (mps.h): that one, not the host's */
+        if (mps_shm && (rc = fatia_agent_mps_shm_enter(mps_shm, layer != NULL)) < 0)
+            child_fail(ep[1], STEP_MPS, rc);
         if ((rc = drop_privileges(pod)) < 0)
             child_fail(ep[1], STEP_USER, rc);
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

@@ -73,3 +73,16 @@ int fatia_agent_vgpu_ns_enter(const char *layer)
         return -errno;
     return 0;
 }
+
+int fatia_agent_mps_shm_enter(const char *shm, bool in_private_ns)
+{
+    if (!in_private_ns) {
+        if (unshare(CLONE_NEWNS) < 0)
+            return -errno;
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+            return -errno;
+    }
+    if (mount(shm, "/dev/shm", NULL, MS_BIND, NULL) < 0)
+        return -errno;
+    return 0;
+}

@@ -12,6 +12,7 @@
 #ifndef FATIA_AGENT_VGPU_NS_H
 #define FATIA_AGENT_VGPU_NS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "agent/vgpu_slice.h"
@@ -23,5 +24,11 @@ int fatia_agent_vgpu_ns_layer(const struct fatia_vgpu_slice *s, const char *dir)
 /* In a child, as root: a private mount namespace, then the layer over /etc, read-only. 0 or
  * -errno (async-signal-safe: no allocation, no stdio). */
 int fatia_agent_vgpu_ns_enter(const char *layer);
+
+/* In a child, as root: the MPS daemon's private /dev/shm (mps.h) bound over /dev/shm, in a
+ * private mount namespace (made here unless in_private_ns says fatia_agent_vgpu_ns_enter made
+ * one already), so that the process shares memory with the daemon's servers and with no one
+ * else on the host. 0 or -errno (async-signal-safe). */
+int fatia_agent_mps_shm_enter(const char *shm, bool in_private_ns);
 
 #endif

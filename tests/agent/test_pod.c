@@ -197,8 +197,9 @@ static void test_devices_env(void **state)
 
     (void)state;
     assert_int_equal(fatia_pod_devices_parse(pod, &d, why, sizeof(why)), 0);
+    /* the MPS share is capped too, at its pinned memory */
     fatia_pod_devices_acct_name(&d, "main", name, sizeof(name));
-    assert_string_equal(name, "gpu-0-ts1");
+    assert_string_equal(name, "gpu-0-ts1+gpu-2-mps1");
     fatia_pod_devices_acct_name(&d, "side", name, sizeof(name));
     assert_string_equal(name, "");
     assert_int_equal(fatia_podspec_env(pod, container(pod, 0), NULL, &env, why, sizeof(why)), 0);
@@ -210,6 +211,7 @@ static void test_devices_env(void **state)
     assert_string_equal(get(&env, "FATIA_VGPU_SHARED_FILE"), "/run/x/gpu-0-ts1.acct");
     assert_string_equal(get(&env, "FATIA_VGPU_MEMORY_LIMIT_0"), "1073741824");
     assert_string_equal(get(&env, "FATIA_VGPU_MEMORY_LIMIT_1"), "(unset)");
+    assert_string_equal(get(&env, "FATIA_VGPU_MEMORY_LIMIT_2"), "2147483648");
     assert_string_equal(get(&env, "CUDA_MPS_PIPE_DIRECTORY"), "/run/mps/GPU-2/pipe");
     assert_string_equal(get(&env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "30");
     assert_string_equal(get(&env, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "2=2048M");

@@ -160,7 +160,10 @@ expect_line "$TMP/env-mps" "CUDA_VISIBLE_DEVICES=GPU-11111111-1111-2222-3333-444
 expect_line "$TMP/env-mps" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"
 expect_line "$TMP/env-mps" "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M"
 expect_line "$TMP/env-mps" "CUDA_MPS_PIPE_DIRECTORY="
-grep -q LD_PRELOAD "$TMP/env-mps" && fail "mps: LD_PRELOAD set"
+# an MPS share is capped by the interposer too (MPS's own limit is per process; a pod may run
+# many), at its pinned memory
+expect_line "$TMP/env-mps" "FATIA_VGPU_MEMORY_LIMIT_0=2147483648"
+grep -q "^LD_PRELOAD=.*/libfatia-vgpu.so$" "$TMP/env-mps" || fail "mps: LD_PRELOAD: $(grep LD_PRELOAD "$TMP/env-mps")"
 expect_line "$TMP/env-mig" "CUDA_VISIBLE_DEVICES=MIG-22222222-1111-2222-3333-444444444444"
 expect_line "$TMP/env-whole" "CUDA_VISIBLE_DEVICES=GPU-33333333-1111-2222-3333-444444444444"
 expect_line "$TMP/env-none" "NVIDIA_VISIBLE_DEVICES=void"

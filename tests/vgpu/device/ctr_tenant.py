@@ -9,6 +9,8 @@
   hostile            the attempts in order: cooperative, LD_PRELOAD and the MPS pipe unset with
                      the tenant's own FATIA_VGPU_* caps, env -i, three children, the files
                      written and unmounted; then sleeps (the runner execs a second shell into it)
+  bypass-mps         bypass, having also left MPS (CUDA_MPS_PIPE_DIRECTORY pointed at nothing:
+                     a context of its own beside the MPS server, outside its limits)
   bypass             a copy of the dynamic loader that reads /tmp/ld.so.preload instead of
                      /etc/ld.so.preload runs PyTorch without the interposer (as a static or
                      self-loading program would): 2 GiB tensors up to 120 GiB, held 60 s
@@ -115,6 +117,12 @@ def hostile():
     time.sleep(300)
 
 
+def bypass_mps():
+    os.environ["CUDA_MPS_PIPE_DIRECTORY"] = "/tmp/no-mps-here"
+    os.environ.pop("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", None)
+    bypass()
+
+
 def bypass():
     d = open("/lib64/ld-linux-x86-64.so.2", "rb").read()
     open("/tmp/ldnp.so", "wb").write(d.replace(b"/etc/ld.so.preload", b"/tmp/ld.so.preload"))
@@ -153,5 +161,7 @@ if __name__ == "__main__":
         hostile()
     elif cmd == "bypass":
         bypass()
+    elif cmd == "bypass-mps":
+        bypass_mps()
     elif cmd == "bypass-run":
         bypass_run()

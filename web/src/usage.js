@@ -154,8 +154,17 @@ export function formatHours(milliSec, per = 1n) {
 const str = (v) => (typeof v === 'string' ? v : null);
 
 // One record as usage.c's fatia_control_usage_rec_decode: { rec } or { error } naming the record
-// and the field.
+// and the field; rec.milli: [resource, milli-units] of its positive quantities. Cached per object
+// (the lists' objects are replaced, never changed, when a record changes).
+const decoded = new WeakMap();
 export function decodeRecord(r) {
+  if (r && typeof r === 'object' && decoded.has(r)) return decoded.get(r);
+  const d = decode(r);
+  if (r && typeof r === 'object') decoded.set(r, d);
+  return d;
+}
+
+function decode(r) {
   const md = (r && typeof r.metadata === 'object' && r.metadata) || {};
   const spec = r && typeof r.spec === 'object' && r.spec && !Array.isArray(r.spec) ? r.spec : {};
   const id = `UsageRecord ${md.namespace ? md.namespace + '/' : ''}${md.name || '?'}`;
@@ -174,7 +183,9 @@ export function decodeRecord(r) {
       user: str(spec.user) ?? '',
       start,
       end,
-      resources: res,
+      milli: Object.entries(res)
+        .map(([k, v]) => [k, milliOf(v)])
+        .filter(([, m]) => m > 0n),
     },
   };
 }
@@ -220,12 +231,10 @@ export function usageReport(records, { by = 'namespace', since = null, until = n
     if (w0 !== null && a < w0) a = w0;
     if (b > w1) b = w1;
     let counted = false;
-    for (const [res, v] of Object.entries(r.resources)) {
-      const m = milliOf(v);
-      if (!m) continue;
-      const k = JSON.stringify([g, res]);
-      if (!rows.has(k)) rows.set(k, { group: g, resource: res, milliSec: 0n, records: 0 });
-      const row = rows.get(k);
+    for (const [res, m] of r.milli) {
+      if (!rows.has(g)) rows.set(g, new Map());
+      let row = rows.get(g).get(res);
+      if (!row) rows.get(g).set(res, (row = { group: g, resource: res, milliSec: 0n, records: 0 }));
       row.milliSec += m * (b - a);
       row.records++;
       counted = true;
@@ -233,6 +242,7 @@ export function usageReport(records, { by = 'namespace', since = null, until = n
     if (counted) runs.set(g, (runs.get(g) || 0) + 1);
   }
   const out = [...rows.values()]
+    .flatMap((m) => [...m.values()])
     .sort((x, y) => cmpText(x.group, y.group) || cmpText(x.resource, y.resource))
     .map((r) => {
       const hours = formatHours(r.milliSec);

@@ -6,7 +6,7 @@
 //
 // The arithmetic is usage.js's, which is usage.c's (exact integers; web/tests/usage.test.mjs
 // compares it with the CLI). now is whole seconds, ticking every 15 s so running work grows.
-import React, { useEffect, useState } from 'react';
+import React, { useEffect, useMemo, useState } from 'react';
 import { Alert, Button, Content, FormSelect, FormSelectOption, PageSection, TextInput } from '@patternfly/react-core';
 import { Table, Thead, Tr, Th, Tbody, Td } from '@patternfly/react-table';
 import { paths, useList } from '../api.js';
@@ -86,8 +86,11 @@ function download(name, text) {
 }
 
 function Section({ by, items, win, ns }) {
-  const report = usageReport(items, { by, ...win });
-  const table = usageTable(report);
+  const { since, until, now } = win;
+  const [report, table] = useMemo(() => {
+    const rep = usageReport(items, { by, since, until, now });
+    return [rep, usageTable(rep)];
+  }, [items, by, since, until, now]);
   const cli =
     `kubectl get usagerecords ${ns ? `-n ${ns}` : '-A'} -o yaml | fatia usage -f - --by ${by}` +
     (win.since !== null ? ` --since ${formatTime(win.since)}` : '') +

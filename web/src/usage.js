@@ -251,9 +251,14 @@ export function usageReport(records, { by = 'namespace', since = null, until = n
   return { rows: out, runs, errors };
 }
 
-// `fatia usage --by BY -o csv`'s text (fields as the CLI writes them, unquoted)
+// `fatia usage --by BY -o csv`'s text: RFC 4180, a field holding a comma, a quote or a line
+// break quoted with its quotes doubled (cmd_usage.c's put_csv_field)
+const csvField = (s) => (/[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
 export function usageCsv(by, rows) {
-  return `${by},resource,hours,records\n` + rows.map((r) => `${r.group},${r.resource},${r.hours},${r.records}\n`).join('');
+  return (
+    `${by},resource,hours,records\n` +
+    rows.map((r) => `${csvField(r.group)},${csvField(r.resource)},${r.hours},${r.records}\n`).join('')
+  );
 }
 
 // ---- the page's table: one row per group, one column per resource

@@ -210,10 +210,15 @@ check(zoe.runs === 2 && zoe.cells['nvidia.com/gpu.shared'] === '0.000000' && zoe
 const qa = row('queue', 'team-a');
 check(qa.runs === 6 && qa.cells.memory === '754974722.347683', `ClusterQueue team-a by hand: 6 runs (nil-a's 0 GPUs is none), 754974722.347683 memory GiB-h (${qa.runs}, ${qa.cells.memory})`);
 check(row('queue', '').runs === 1 && row('queue', '').cells['nvidia.com/gpu.shared'] === '0.333667', 'odd-b, of no queue, is the group "-" with its 1.0000000001 shared slice rounded up to 1n');
-// the CSV download is `fatia usage -o csv`
-const [dl] = await Promise.all([p.waitForEvent('download'), p.click('#usage-csv-queue')]);
-const csv = fs.readFileSync(await dl.path(), 'utf8');
-check(dl.suggestedFilename() === 'usage-by-queue.csv' && csv === cliOf(shown.queue.cli, 'csv'), `the CSV download is fatia usage -o csv's (${csv.split('\n').length - 1} lines)`);
+// the CSV downloads are `fatia usage -o csv`'s (a user's comma and quote quoted, RFC 4180)
+for (const by of ['queue', 'user']) {
+  const [dl] = await Promise.all([p.waitForEvent('download'), p.click(`#usage-csv-${by}`)]);
+  const csv = fs.readFileSync(await dl.path(), 'utf8');
+  check(
+    dl.suggestedFilename() === `usage-by-${by}.csv` && csv === cliOf(shown[by].cli, 'csv') && (by !== 'user' || csv.includes('\n"O""Brien, Pat",')),
+    `the CSV download by ${by} is fatia usage -o csv's (${csv.split('\n').length - 1} lines)`,
+  );
+}
 await p.selectOption('#usage-by', 'queue');
 await shot(p, 'usage');
 // all time: running work grows up to now (erik's serve-a, admitted 2026-12-01T11:00Z)

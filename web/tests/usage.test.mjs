@@ -132,7 +132,8 @@ test('by hand: records.yaml (its comment) and edge.yaml', () => {
   assert.equal(cell(e, 'zoë', 'nvidia.com/gpu.shared'), '0.000000'); // the run of 0 s
   assert.equal(e.runs.get('zoë'), 2);
   assert.equal(cell(e, 'Zed', 'memory'), '810647932926689280.000000'); // 2^50 x 720 h
-  assert.deepEqual([...new Set(e.rows.map((r) => r.group))], ['', 'Zed', 'zoë', 'émile', 'ｚ', '𝔘ser']);
+  assert.deepEqual([...new Set(e.rows.map((r) => r.group))], ['', 'O"Brien, Pat', 'Zed', 'zoë', 'émile', 'ｚ', '𝔘ser']);
+  assert.ok(usageCsv('user', e.rows).includes('\n"O""Brien, Pat",nvidia.com/gpu,0.500000,1\n'), 'a comma and a quote, quoted');
   const nsEdge = usageTable(usageReport(edge, { by: 'namespace', now }));
   assert.equal(nsEdge.groups.find((g) => g.group === 'team-a').runs, 4, 'nil-a (0 GPUs) is no run');
 });

@@ -350,6 +350,21 @@ await shot(p, 'preemptions');
 await go(t, '#/preemptions');
 const tpre = await until(t, () => [...document.querySelectorAll('#preemptions tbody tr')].map((r) => r.dataset.wl.split('/')[0]).join(',') || null, null, 15000);
 check(tpre && tpre.split(',').every((n) => n === 'team-a'), `alice's preemptions page lists team-a's only (${tpre})`);
+// alice's usage is team-a's only: by user, zoë's team-a run of 0 s but not her team-b MIG run
+await go(t, '#/usage');
+await t.selectOption('#usage-window', 'all');
+await t.selectOption('#usage-by', 'all');
+const tusage = await until(t, () => {
+  const groups = [...document.querySelectorAll('#usage-table-namespace tbody tr')].map((r) => r.dataset.group);
+  const zoe = document.querySelector('#usage-table-user tr[data-group="zoë"]');
+  return groups.length && zoe
+    ? { groups, zoeRuns: zoe.querySelector('[data-col="runs"]').textContent, zoeMig: !!zoe.querySelector('td[data-resource="nvidia.com/mig-1g.18gb"]')?.textContent, cli: document.querySelector('#usage-cli-user').textContent }
+    : null;
+});
+check(
+  tusage && JSON.stringify(tusage.groups) === '["team-a"]' && tusage.zoeRuns === '1' && !tusage.zoeMig && tusage.cli.includes('get usagerecords -n team-a'),
+  `alice's usage is team-a's only (${JSON.stringify(tusage)})`,
+);
 
 // put the profile back for whoever runs next
 await apiFetch('PATCH', '/apis/infrastructure.opendatahub.io/v1/namespaces/gpu-catalog/hardwareprofiles/inference-mig-3g', { metadata: { annotations: { 'opendatahub.io/disabled': 'false' } } }, ADMIN, 'application/merge-patch+json');

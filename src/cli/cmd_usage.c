@@ -44,6 +44,23 @@ static const char usage[] =
     "\n"
     "Exit status: 0 reported, 1 some input invalid or unreadable, 2 usage.\n";
 
+/* One CSV field (RFC 4180): as is, or in double quotes with its quotes doubled when it holds a
+ * comma, a quote or a line break (a user's name may: "O'Brien, Pat"). */
+static void put_csv_field(const char *s, FILE *f)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 static int parse_when(const char *s, fatia_usec_t now, fatia_usec_t *ret)
 {
     int64_t d;
@@ -176,8 +193,10 @@ static int run(int argc, char **argv)
         printf("%s,resource,hours,records\n", by_s);
         for (size_t k = 0; k < json_array_size(rows); k++) {
             const json_t *row = json_array_get(rows, k);
-            printf("%s,%s,%s,%lld\n", fatia_json_str(row, "group"), fatia_json_str(row, "resource"),
-                   fatia_json_str(row, "hours"),
+            put_csv_field(fatia_json_str(row, "group"), stdout);
+            putchar(',');
+            put_csv_field(fatia_json_str(row, "resource"), stdout);
+            printf(",%s,%lld\n", fatia_json_str(row, "hours"),
                    (long long)json_integer_value(json_object_get(row, "records")));
         }
     } else if (in.out == FATIA_OUT_JSON || in.out == FATIA_OUT_YAML) {

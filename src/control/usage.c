@@ -11,7 +11,8 @@
  *
  * A record of 0 s (started and ended within one second: a workbench stopped at once) whose
  * instant is in [since, until) counts in its group's records with no hours: it is a run, and
- * a report that dropped it would say a namespace ran fewer workloads than it did.
+ * a report that dropped it would say a namespace ran fewer workloads than it did. A running
+ * record that starts after now (clocks apart) is such a run at its start, never negative hours.
  *
  * Groups are namespace, ClusterQueue, profile or user ("" shows as "-" in tables). Rejected: floating
  * sums (the order of additions would change the last digits; a fixture could not be exact).
@@ -130,6 +131,10 @@ json_t *fatia_control_usage_report(const struct fatia_control_usage_rec *recs, s
         const char *res;
         json_t *v;
 
+        /* a running record that starts after now (fatiad's clock ahead of the reader's) has
+         * run 0 s so far: without this, a window ending after now gave it negative hours */
+        if (b < a)
+            b = a;
         /* a run that started and ended within one second (the records' resolution) is a
          * run of 0 s: counted in its window's records, adding no hours */
         if (a == b ? a < w0 || a >= w1 : b <= w0 || a >= w1)

@@ -62,6 +62,18 @@ expect_line "$TMP/out" "team-a,nvidia.com/gpu,1.000000,1"
 printf 'apiVersion: fatia.dev/v1alpha1\nkind: UsageRecord\nmetadata: {name: bad, namespace: x}\nspec: {workload: w, workloadUID: u, start: "2026-12-01T10:00:00Z", end: "2026-12-01T09:00:00Z"}\n' >"$TMP/bad.yaml"
 expect_rc 1 "$FATIA" usage -f "$TMP/bad.yaml" $NOW
 expect_line "$TMP/err" "spec.end: must not be before start"
+# CSV fields are RFC 4180: a user with a comma and a quote is quoted, its quotes doubled
+printf 'apiVersion: fatia.dev/v1alpha1\nkind: UsageRecord\nmetadata: {name: q, namespace: x}\nspec: {workload: w, workloadUID: u, user: %s, start: "2026-12-01T10:00:00Z", end: "2026-12-01T10:30:00Z", resources: {nvidia.com/gpu: "1"}}\n' "'O\"Brien, Pat'" >"$TMP/q.yaml"
+expect_rc 0 "$FATIA" usage -f "$TMP/q.yaml" $NOW --by user -o csv
+expect_line "$TMP/out" '"O""Brien, Pat",nvidia.com/gpu,0.500000,1'
+# start and end are compared as instants, not as text: 12:30+02:00 (10:30Z) to 11:00Z is 30 min;
+# 10:00Z to 11:00+05:00 (06:00Z) ends before it starts
+printf 'apiVersion: fatia.dev/v1alpha1\nkind: UsageRecord\nmetadata: {name: tz, namespace: x}\nspec: {workload: w, workloadUID: u, start: "2026-12-01T12:30:00+02:00", end: "2026-12-01T11:00:00Z", resources: {nvidia.com/gpu: "1"}}\n' >"$TMP/tz.yaml"
+expect_rc 0 "$FATIA" usage -f "$TMP/tz.yaml" $NOW -o csv
+expect_line "$TMP/out" "x,nvidia.com/gpu,0.500000,1"
+printf 'apiVersion: fatia.dev/v1alpha1\nkind: UsageRecord\nmetadata: {name: tz, namespace: x}\nspec: {workload: w, workloadUID: u, start: "2026-12-01T10:00:00Z", end: "2026-12-01T11:00:00+05:00"}\n' >"$TMP/tz.yaml"
+expect_rc 1 "$FATIA" usage -f "$TMP/tz.yaml" $NOW
+expect_line "$TMP/err" "spec.end: must not be before start"
 expect_rc 2 "$FATIA" usage -f $R --by owner
 expect_rc 2 "$FATIA" usage -f $R --since yesterday
 expect_rc 0 "$FATIA" usage --help

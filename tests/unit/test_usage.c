@@ -1,7 +1,8 @@
 /*
  * tests/unit/test_usage.c: control/usage.c against hand-computed sums: clipping to the window,
  * a running record up to now, grouping, rounding of hours and of sub-milli quantities, a year of
- * 1 TiB (no overflow), a record of 0 s counted with no hours, and decoding errors.
+ * 1 TiB (no overflow), a record of 0 s counted with no hours, a running record that starts after
+ * now (0 s, not negative), and decoding errors.
  */
 #include "base/compat.h"
 
@@ -139,6 +140,26 @@ static void test_zero_length(void **state)
         json_decref(t[i]);
 }
 
+/* a running record that starts after now (fatiad's clock ahead of the reader's), read over a
+ * window that ends later: a run of 0 s at its start, not negative hours */
+static void test_start_after_now(void **state)
+{
+    json_t *t = rec("a", "qa", "2026-12-01T12:10:00Z", NULL, "{\"nvidia.com/gpu\":\"1\"}");
+    struct fatia_control_usage_rec r;
+    char why[200];
+    json_t *rows;
+
+    (void)state;
+    assert_int_equal(fatia_control_usage_rec_decode(t, &r, why, sizeof(why)), 0);
+    rows = fatia_control_usage_report(&r, 1, at("2026-12-01T11:00:00Z"), at("2026-12-01T13:00:00Z"),
+                                      at("2026-12-01T12:00:00Z"), FATIA_USAGE_BY_NAMESPACE);
+    assert_string_equal(hours(rows, "a", "nvidia.com/gpu"), "0.000000");
+    assert_int_equal(
+        json_integer_value(json_object_get(row(rows, "a", "nvidia.com/gpu"), "records")), 1);
+    json_decref(rows);
+    json_decref(t);
+}
+
 static void test_decode_errors(void **state)
 {
     struct fatia_control_usage_rec r;
@@ -160,6 +181,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sums),
         cmocka_unit_test(test_zero_length),
+        cmocka_unit_test(test_start_after_now),
         cmocka_unit_test(test_decode_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,10 +4,13 @@
 // another namespace. With SHOTS=DIR, a screenshot of each page lands in DIR.
 //   node web/tests/dashboard.mjs URL ADMIN_TOKEN TENANT_TOKEN(team-a) TENANT_KUBECONFIG
 import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { browser, page, login, check, failed, until } from './lib.mjs';
 
 const [URL, ADMIN, ALICE, ALICE_KUBECONFIG] = process.argv.slice(2);
 const SHOTS = process.env.SHOTS || '';
+const FATIA = process.env.FATIA || 'build/bin/fatia';
+const TMP = process.env.TMP_DIR || fs.mkdtempSync('/tmp/fatia-dash-');
 
 async function apiFetch(method, path, body, token = ADMIN, ctype = 'application/json') {
   const res = await fetch(URL + path, {
@@ -136,26 +139,94 @@ const pend = await until(p, () => document.querySelector('#pending tbody')?.text
 check(pend, 'the pending work is listed with its reason');
 await shot(p, 'queues');
 
-// ---- usage ----
+// ---- usage: the page's tables are `fatia usage`'s numbers on the same records ----
+// dashboard.sh applied tests/data/usage/records.yaml and edge.yaml (hand-computed in their
+// comments). Over [2026-11-01, 2026-12-01T13:00) they all count and nothing this test ran does.
 await go(p, '#/usage');
 await p.selectOption('#ns-select', '');
-await p.selectOption('#usage-window', 'all');
-const u = await until(p, () => document.querySelector('#usage-table tr[data-ns="team-a"]')?.textContent, null, 20000);
-check(u, `usage has a row for team-a (${u})`);
-// the hand-computed fixtures (tests/data/usage/records.yaml, applied by dashboard.sh): team-b's
-// only MIG use is mig-b, two 3g instances for 45 min = 1.5 MIG-h; team-a's train-a 3 GPU-h
-const migB = await until(p, () => document.querySelector('#usage-table tr[data-ns="team-b"]')?.children[2].textContent);
-check(migB === '1.5000', `team-b's MIG-hours match the fixture: 1.5 (${migB})`);
-const gpuA = Number(await p.evaluate(() => document.querySelector('#usage-table tr[data-ns="team-a"]').children[1].textContent));
-check(gpuA >= 3, `team-a's GPU-hours include the fixture's 3 (${gpuA})`);
-// per user (spec.user, fatia.dev/creator): dora made train-a (3 GPU-h) and mig-b (1.5 MIG-h)
-const dora = await until(p, () => document.querySelector('#usage-user-table tr[data-user="dora"]')?.textContent && [...document.querySelectorAll('#usage-user-table tr[data-user="dora"] td')].map((td) => td.textContent).join(' '));
-check(dora === 'dora 3.0000 1.5000 0.0000 0.7500', `dora's usage matches the fixture: 3 GPU-h, 1.5 MIG-h (${dora})`);
-const erik = await p.evaluate(() => document.querySelector('#usage-user-table tr[data-user="erik"] td:nth-child(2)')?.textContent);
-check(Number(erik) >= 1, `erik's running serve-a counts at least its 1 GPU-h (${erik})`);
-const chartUser = await p.evaluate(() => document.querySelector('#usage-by-user')?.textContent.includes('dora'));
-check(chartUser, 'the per-user chart draws dora');
+await p.selectOption('#usage-by', 'all');
+await p.selectOption('#usage-window', 'custom');
+await p.fill('#usage-since', '2026-12-01');
+const bad = await until(p, () => document.querySelector('#usage-bad-window')?.textContent);
+check(bad && bad.includes("since: '2026-12-01' is not an RFC 3339 time"), `a date alone is refused, naming the field (${bad})`);
+await p.fill('#usage-since', '2026-11-01T00:00:00Z');
+await p.fill('#usage-until', '2026-12-01T13:00:00Z');
+await until(p, () => document.querySelector('#usage-table-user tr[data-group="dora"]'), null, 20000);
+// everything shown, read at once (the page's now ticks)
+const shown = await p.evaluate(() => {
+  const out = {};
+  for (const by of ['namespace', 'queue', 'profile', 'user']) {
+    const rows = [...document.querySelectorAll(`#usage-table-${by} tbody tr`)].map((tr) => ({
+      group: tr.getAttribute('data-group'),
+      runs: Number(tr.querySelector('[data-col="runs"]').textContent),
+      cells: Object.fromEntries(
+        [...tr.querySelectorAll('td[data-resource]')].filter((td) => td.textContent).map((td) => [td.getAttribute('data-resource'), td.textContent]),
+      ),
+    }));
+    out[by] = { rows, cli: document.querySelector(`#usage-cli-${by}`).textContent };
+  }
+  return out;
+});
+const recsAll = (await apiFetch('GET', '/apis/fatia.dev/v1alpha1/usagerecords')).json.items;
+const recFile = `${TMP}/usage-records.json`;
+fs.writeFileSync(
+  recFile,
+  JSON.stringify({ apiVersion: 'v1', kind: 'List', items: recsAll.map((r) => ({ apiVersion: 'fatia.dev/v1alpha1', kind: 'UsageRecord', ...r })) }),
+);
+// the CLI line the page prints, run on the records the API holds
+const cliOf = (line, out) => {
+  const args = line.split('| fatia ')[1].split(' ').filter((x) => x !== '-f' && x !== '-');
+  return execFileSync(FATIA, [...args, '-f', recFile, '-o', out], { encoding: 'utf8' });
+};
+const micro = (h) => BigInt(h.replace('.', ''));
+for (const by of ['namespace', 'queue', 'profile', 'user']) {
+  const want = JSON.parse(cliOf(shown[by].cli, 'json')).usage;
+  const got = shown[by].rows;
+  let same = want.length > 0 && new Set(want.map((r) => r.group)).size === got.length;
+  const why = [];
+  for (const r of want) {
+    const row = got.find((g) => g.group === r.group);
+    const cell = row && row.cells[r.resource];
+    // memory is shown in GiB-hours: within rounding of the CLI's byte-hours / 2^30
+    const ok = r.resource === 'memory' ? cell && (micro(cell) * (1n << 30n) - micro(r.hours)) ** 2n <= (1n << 29n) ** 2n : cell === r.hours;
+    if (!ok || !(row.runs >= r.records)) {
+      same = false;
+      why.push(`${r.group} ${r.resource}: ${cell} runs ${row && row.runs}, fatia usage ${r.hours} records ${r.records}`);
+    }
+  }
+  const cells = got.reduce((a, g) => a + Object.keys(g.cells).length, 0);
+  check(same && cells === want.length, `usage by ${by}: the page's ${cells} cells are fatia usage's ${want.length} rows (${shown[by].cli}) ${why.join('; ')}`);
+}
+const row = (by, g) => shown[by].rows.find((r) => r.group === g) || { cells: {} };
+const dora = row('user', 'dora');
+check(
+  dora.runs === 2 && dora.cells['nvidia.com/gpu'] === '3.000000' && dora.cells['nvidia.com/mig-3g.71gb'] === '1.500000' &&
+    dora.cells.cpu === '0.750750' && dora.cells.memory === '1.500000',
+  `dora by hand: 2 runs, 3 GPU-h, 1.5 MIG 3g-h, 0.750750 CPU-h, 1.5 memory GiB-h (${JSON.stringify(dora)})`,
+);
+// the runs of 0 s count: zoë's zero-a (and edge-b, 61 s of a 1g MIG)
+const zoe = row('user', 'zoë');
+check(zoe.runs === 2 && zoe.cells['nvidia.com/gpu.shared'] === '0.000000' && zoe.cells['nvidia.com/mig-1g.18gb'] === '0.016944', `zoë's run of 0 s is a run with no hours (${JSON.stringify(zoe)})`);
+const qa = row('queue', 'team-a');
+check(qa.runs === 6 && qa.cells.memory === '754974722.347683', `ClusterQueue team-a by hand: 6 runs (nil-a's 0 GPUs is none), 754974722.347683 memory GiB-h (${qa.runs}, ${qa.cells.memory})`);
+check(row('queue', '').runs === 1 && row('queue', '').cells['nvidia.com/gpu.shared'] === '0.333667', 'odd-b, of no queue, is the group "-" with its 1.0000000001 shared slice rounded up to 1n');
+// the CSV downloads are `fatia usage -o csv`'s (a user's comma and quote quoted, RFC 4180)
+for (const by of ['queue', 'user']) {
+  const [dl] = await Promise.all([p.waitForEvent('download'), p.click(`#usage-csv-${by}`)]);
+  const csv = fs.readFileSync(await dl.path(), 'utf8');
+  check(
+    dl.suggestedFilename() === `usage-by-${by}.csv` && csv === cliOf(shown[by].cli, 'csv') && (by !== 'user' || csv.includes('\n"O""Brien, Pat",')),
+    `the CSV download by ${by} is fatia usage -o csv's (${csv.split('\n').length - 1} lines)`,
+  );
+}
+await p.selectOption('#usage-by', 'queue');
 await shot(p, 'usage');
+// all time: running work grows up to now (erik's serve-a, admitted 2026-12-01T11:00Z)
+await p.selectOption('#usage-by', 'user');
+await p.selectOption('#usage-window', 'all');
+const erik = await until(p, () => document.querySelector('#usage-table-user tr[data-group="erik"] td[data-resource="nvidia.com/gpu"]')?.textContent);
+check(Number(erik) > 1, `erik's running serve-a counts up to now (${erik} GPU-h)`);
+check(await p.evaluate(() => document.querySelector('#usage-chart-user')?.textContent.includes('dora')), 'the per-user chart draws dora');
 
 // ---- profiles: disable, and the catalog hides it ----
 await go(p, '#/profiles');
@@ -279,6 +350,21 @@ await shot(p, 'preemptions');
 await go(t, '#/preemptions');
 const tpre = await until(t, () => [...document.querySelectorAll('#preemptions tbody tr')].map((r) => r.dataset.wl.split('/')[0]).join(',') || null, null, 15000);
 check(tpre && tpre.split(',').every((n) => n === 'team-a'), `alice's preemptions page lists team-a's only (${tpre})`);
+// alice's usage is team-a's only: by user, zoë's team-a run of 0 s but not her team-b MIG run
+await go(t, '#/usage');
+await t.selectOption('#usage-window', 'all');
+await t.selectOption('#usage-by', 'all');
+const tusage = await until(t, () => {
+  const groups = [...document.querySelectorAll('#usage-table-namespace tbody tr')].map((r) => r.dataset.group);
+  const zoe = document.querySelector('#usage-table-user tr[data-group="zoë"]');
+  return groups.length && zoe
+    ? { groups, zoeRuns: zoe.querySelector('[data-col="runs"]').textContent, zoeMig: !!zoe.querySelector('td[data-resource="nvidia.com/mig-1g.18gb"]')?.textContent, cli: document.querySelector('#usage-cli-user').textContent }
+    : null;
+});
+check(
+  tusage && JSON.stringify(tusage.groups) === '["team-a"]' && tusage.zoeRuns === '1' && !tusage.zoeMig && tusage.cli.includes('get usagerecords -n team-a'),
+  `alice's usage is team-a's only (${JSON.stringify(tusage)})`,
+);
 
 // put the profile back for whoever runs next
 await apiFetch('PATCH', '/apis/infrastructure.opendatahub.io/v1/namespaces/gpu-catalog/hardwareprofiles/inference-mig-3g', { metadata: { annotations: { 'opendatahub.io/disabled': 'false' } } }, ADMIN, 'application/merge-patch+json');

@@ -1,11 +1,10 @@
 // The dashboard's pure parts (node's test runner, `node --test`; CTest web_unit): Kueue's
 // messages in plain words and queue order, the GPU page's fleet from ResourceSlices and pods,
-// usage arithmetic against hand-computed values, quantities.
+// quantities (the usage arithmetic: usage.test.mjs, against `fatia usage`).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { plainWords, pendingMessage, queuePosition, workloadState } from '../src/kueue.js';
 import { fleet, holders } from '../src/fleet.js';
-import { usageBy } from '../src/usage.js';
 import { quantity } from '../src/quantity.js';
 
 const wl = (name, prio, created, conds, extra = {}) => ({
@@ -73,33 +72,6 @@ test('fleet: GPUs by PCI address, slices at their places, holders from fatia.dev
   assert.equal(g2.kind, 'mig');
   assert.deepEqual(g2.slices.map((s) => [s.label, s.start, s.size]), [['1g.18gb', 2, 1], ['3g.71gb', 4, 4]]);
   assert.equal(holders([pod('x', 'y', 'a, b')]).get('n1/b').pod, 'y');
-});
-
-test('usage: the fixtures of tests/data/usage/records.yaml, hand-computed', () => {
-  const rec = (ns, start, end, resources, profile, user) => ({ metadata: { namespace: ns }, spec: { start, end, resources, profile, user } });
-  const recs = [
-    rec('team-a', '2026-12-01T10:00:00Z', '2026-12-01T11:30:00Z', { 'nvidia.com/gpu': '2', cpu: '500m', memory: '1Gi' }, 'gpu-catalog/training-2gpu', 'dora'),
-    rec('team-a', '2026-12-01T11:00:00Z', undefined, { 'nvidia.com/gpu': '1' }, undefined, 'erik'),
-    rec('team-b', '2026-12-01T09:00:00Z', '2026-12-01T09:00:20Z', { 'nvidia.com/gpu.shared': '1' }, 'gpu-catalog/notebook-shared'),
-    rec('team-b', '2026-12-01T09:30:00Z', '2026-12-01T10:15:00Z', { 'nvidia.com/mig-3g.71gb': '2' }, 'gpu-catalog/inference-mig-3g', 'dora'),
-  ];
-  const now = Date.parse('2026-12-01T12:00:00Z');
-  const [a, b] = usageBy(recs, 'namespace', 0, now, now);
-  assert.equal(a['GPU-h'], 4); // 3 + 1 (serve-a from 11:00, open)
-  assert.equal(a['CPU-h'], 0.75);
-  assert.equal(b['MIG-h'], 1.5);
-  assert.equal(b['slice-h'].toFixed(6), '0.005556');
-  // window [11:00, 11:15): train-a 0.5 GPU-h, serve-a 0.25, mig-b 0
-  const w = usageBy(recs, 'namespace', Date.parse('2026-12-01T11:00:00Z'), Date.parse('2026-12-01T11:15:00Z'), now);
-  assert.deepEqual(w.map((r) => [r.key, r['GPU-h'], r['MIG-h']]), [['team-a', 0.75, 0]]);
-  assert.deepEqual(usageBy(recs, 'profile', 0, now, now).map((r) => r.key), ['(none)', 'gpu-catalog/inference-mig-3g', 'gpu-catalog/notebook-shared', 'gpu-catalog/training-2gpu']);
-  // per user: dora 3 GPU-h + 1.5 MIG-h across two namespaces, erik 1 GPU-h, nb-b unknown
-  const u = usageBy(recs, 'user', 0, now, now);
-  assert.deepEqual(u.map((r) => [r.key, r['GPU-h'], r['MIG-h'], r['slice-h'].toFixed(6)]), [
-    ['(unknown)', 0, 0, '0.005556'],
-    ['dora', 3, 1.5, '0.000000'],
-    ['erik', 1, 0, '0.000000'],
-  ]);
 });
 
 test('quantities', () => {

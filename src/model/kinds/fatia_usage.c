@@ -11,15 +11,20 @@
  */
 #include "base/compat.h"
 
+#include "base/clock.h"
 #include "base/json.h"
 #include "model/kinds/kinds.h"
 
 static void check_spec(struct fatia_vctx *ctx, json_t *spec)
 {
     const char *start = fatia_json_str(spec, "start"), *end = fatia_json_str(spec, "end");
+    fatia_usec_t a, b;
 
-    /* both are RFC 3339 in UTC (the schema's time format), so they compare as text */
-    if (start && end && strcmp(end, start) < 0)
+    /* compared as instants: RFC 3339 allows offsets and fractions, so the text's order is not
+     * the time's ("12:30:00+02:00" is before "11:00:00Z"); one that does not parse is the
+     * schema's error already */
+    if (start && end && fatia_time_parse_rfc3339(start, &a) == 0 &&
+        fatia_time_parse_rfc3339(end, &b) == 0 && b < a)
         fatia_verr_at(ctx, spec, "end", "must not be before start (%s)", start);
 }
 

@@ -177,6 +177,13 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
         } else {
             o->gpu_watch = v;
         }
+    } else if (KEY("storage-check")) {
+        if (fatia_parse_duration_usec(v, &d) < 0 || d < 100 * FATIA_USEC_PER_MSEC ||
+            d > 600 * FATIA_USEC_PER_SEC) {
+            snprintf(why, why_n, "storage-check: expected a period from 100ms to 10m");
+            return -EINVAL;
+        }
+        o->storage_check_ms = (unsigned)(d / FATIA_USEC_PER_MSEC);
     } else if (KEY("gpu-util-every")) {
         if (fatia_parse_duration_usec(v, &d) < 0 || d < 100 * FATIA_USEC_PER_MSEC ||
             d > 10 * FATIA_USEC_PER_SEC) {
@@ -2212,6 +2219,20 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
         }
         json_object_set_new(json_object_get(sp, "oci"), "podPidsMax",
                             json_integer(a->o.pod_pids_max ? a->o.pod_pids_max : 4096));
+        {
+            /* emptyDir.sizeLimit on disk: the shim measures and evicts (shim_storage.h) */
+            json_t *dlim = NULL;
+            char lwhy[256];
+            if (fatia_oci_pod_disk_limits(p->pod, run_dir, &dlim, lwhy, sizeof(lwhy)) == 0 &&
+                json_array_size(dlim)) {
+                json_object_set_new(sp, "emptyDirLimits", dlim);
+                json_object_set_new(
+                    sp, "storageCheckMs",
+                    json_integer(a->o.storage_check_ms ? a->o.storage_check_ms : 10000));
+            } else {
+                json_decref(dlim);
+            }
+        }
         tmpfs = NULL;
     }
     text = json_dumps(sp, JSON_INDENT(1));

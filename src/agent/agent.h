@@ -53,12 +53,13 @@ struct fatia_agent_opts {
     const char *gpu_health, *gpu_health_nvml, *gpu_health_node;
     int64_t gpu_health_recover_ms;
     const char *gpu_health_ignore, *gpu_health_enable;
-    unsigned gpu_util_ms;    /* gpu-util-every: how often a pod's GPU utilisation is published */
-    const char *cdi_root;    /* where the CDI spec's host discovery looks (tests); NULL: / */
-    bool gpu_compute_manage; /* gpu-compute-mode=manage: EXCLUSIVE_PROCESS under MPS daemons */
-    bool no_vgpu_namespace;  /* vgpu-namespace=off: no read-only /etc layer in the process mode */
-    const char *runtime;     /* "process" (NULL), "oci" or "auto" (oci when runc is installed) */
-    const char *runc;        /* runc; NULL: on the default PATH */
+    unsigned gpu_util_ms;      /* gpu-util-every: how often a pod's GPU utilisation is published */
+    unsigned storage_check_ms; /* storage-check: how often emptyDir sizeLimits are measured (10s) */
+    const char *cdi_root;      /* where the CDI spec's host discovery looks (tests); NULL: / */
+    bool gpu_compute_manage;   /* gpu-compute-mode=manage: EXCLUSIVE_PROCESS under MPS daemons */
+    bool no_vgpu_namespace;    /* vgpu-namespace=off: no read-only /etc layer in the process mode */
+    const char *runtime;       /* "process" (NULL), "oci" or "auto" (oci when runc is installed) */
+    const char *runc;          /* runc; NULL: on the default PATH */
     const char *host_path_namespaces;     /* namespaces whose pods may mount hostPath (oci) */
     const char *host_network_namespaces;  /* namespaces whose pods may use hostNetwork (oci) */
     int64_t pod_pids_max;                 /* pids.max of a pod in containers; 0: 4096 */

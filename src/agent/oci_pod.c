@@ -126,6 +126,39 @@ static int downward_files(const json_t *pod, const json_t *vol, size_t vi, const
     return 0;
 }
 
+int fatia_oci_pod_disk_limits(const json_t *pod, const char *run_dir, json_t **ret, char *why,
+                              size_t why_n)
+{
+    json_t *out = json_array(), *v;
+    size_t i;
+
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "volumes"), i, v)
+    {
+        const json_t *ed = json_object_get(v, "emptyDir");
+        const char *vn = fatia_json_str(v, "name"), *medium = fatia_json_str(ed, "medium");
+        const char *sl = fatia_json_str(ed, "sizeLimit");
+        uint64_t bytes = 0;
+        char p[4600];
+
+        if (!ed || !sl || (medium && !strcmp(medium, "Memory")))
+            continue;
+        if (!vn || !vn[0] || strchr(vn, '/') || fatia_quantity_parse_bytes(sl, &bytes) < 0 ||
+            bytes == 0) {
+            snprintf(why, why_n,
+                     "spec.volumes[%zu].emptyDir.sizeLimit: expected a positive quantity, got "
+                     "'%.40s'",
+                     i, sl);
+            json_decref(out);
+            return -FATIA_E_INVALID;
+        }
+        snprintf(p, sizeof(p), "%s/volumes/%s", run_dir, vn);
+        json_array_append_new(out, json_pack("{s:s,s:s,s:I,s:s}", "volume", vn, "path", p, "bytes",
+                                             (json_int_t)bytes, "sizeLimit", sl));
+    }
+    *ret = out;
+    return 0;
+}
+
 int fatia_oci_pod_prepare(const struct fatia_oci_pod *op, json_t **ret_tmpfs, char *why,
                           size_t why_n)
 {

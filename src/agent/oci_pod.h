@@ -62,6 +62,12 @@ bool fatia_oci_insecure(const char *list, const char *image);
 int fatia_oci_pod_prepare(const struct fatia_oci_pod *op, json_t **ret_tmpfs, char *why,
                           size_t why_n);
 
+/* The disk emptyDirs with a sizeLimit, for the shim to hold (shim_storage.h): *ret
+ * [{"volume","path","bytes","sizeLimit"}] (path: run_dir/volumes/<name>, as prepare lays them
+ * out). Pure. 0, -FATIA_E_INVALID (why: spec.volumes[i].emptyDir.sizeLimit), -ENOMEM. */
+int fatia_oci_pod_disk_limits(const json_t *pod, const char *run_dir, json_t **ret, char *why,
+                              size_t why_n);
+
 /* One container: its argv (*ret_argv), its bundle template, and its spec.json "oci" object
  * (*ret_oci: image, imageID, lowerdir, rootUid, rootGid; hostUid, hostGid: its user's host ids). env is what the agent computed for it.
  * -ENOENT (the image is not in the store), -FATIA_E_INVALID, -errno; why set. */

@@ -28,6 +28,8 @@
  *   process of P is left, write the final status (done: true), exit 0.
  *   running --POD_DIR removed (shim_dirwatch.c)--> terminating with no grace period: the shim
  *   outlives fatiad (a restarted fatiad adopts it), never its pod directory.
+ *   running --a disk emptyDir over its sizeLimit (shim_storage.c)--> terminating with no grace
+ *   period, reason Evicted, as kubelet's eviction manager does.
  *
  * Invariants: the status file is written after every change, durably, before the shim acts on
  * the next event, so what it says happened did happen; the pause process is reaped last, so the
@@ -70,6 +72,7 @@
 #include "agent/shim_attach.h"
 #include "agent/shim_dirwatch.h"
 #include "agent/shim_probe.h"
+#include "agent/shim_storage.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/error.h"
@@ -153,6 +156,9 @@ struct shim {
     struct fatia_shim_dirwatch dw; /* POD_DIR (shim_dirwatch.c) */
     fatia_usec_t dir_check_at;     /* monotonic: the next check of POD_DIR; 0: now */
     bool dir_gone;                 /* POD_DIR was removed: the pod is being torn down */
+    const json_t *storage_limits;  /* spec emptyDirLimits (shim_storage.h), or NULL */
+    int64_t storage_every_ms;
+    fatia_usec_t storage_check_at; /* monotonic: the next measure of the limited emptyDirs */
 };
 
 /* ---- small helpers ---- */
@@ -1001,6 +1007,10 @@ static int load_spec(struct shim *s)
     s->backoff_init_ms = fatia_json_int(j, "backoffInitialMs", &v) && v > 0 ? v : 10000;
     s->backoff_max_ms = fatia_json_int(j, "backoffMaxMs", &v) && v > 0 ? v : 300000;
     s->log_max = fatia_json_int(j, "logMaxBytes", &v) && v > 0 ? (uint64_t)v : 10u << 20;
+    s->storage_limits = json_array_size(json_object_get(j, "emptyDirLimits"))
+                            ? json_object_get(j, "emptyDirLimits")
+                            : NULL;
+    s->storage_every_ms = fatia_json_int(j, "storageCheckMs", &v) && v > 0 ? v : 10000;
     inits = json_object_get(j, "initContainers");
     apps = json_object_get(j, "containers");
     s->n_init = json_array_size(inits);
@@ -1113,6 +1123,36 @@ static void handle_signals(struct shim *s)
     }
 }
 
+/* Measures the pod's disk emptyDirs with a sizeLimit (shim_storage.h) and evicts the pod, as
+ * kubelet does, with no grace period, when one holds more. Returns true when it did. */
+static bool check_storage(struct shim *s, fatia_usec_t now)
+{
+    const json_t *l;
+    size_t i;
+
+    s->storage_check_at = now + s->storage_every_ms * FATIA_USEC_PER_MSEC;
+    json_array_foreach(s->storage_limits, i, l)
+    {
+        struct fatia_shim_storage_use use;
+        const char *path = fatia_json_str(l, "path"), *vol = fatia_json_str(l, "volume");
+        const char *text = fatia_json_str(l, "sizeLimit");
+        int64_t limit;
+        char msg[sizeof(s->message)];
+
+        if (!path || !vol || !text || !fatia_json_int(l, "bytes", &limit) || limit <= 0 ||
+            fatia_shim_storage_measure(path, &use) < 0 ||
+            !fatia_shim_storage_over(&use, (uint64_t)limit, vol, text, msg, sizeof(msg)))
+            continue;
+        fatia_warn("pod %s/%s: evicted: %s (%llu bytes in %llu entries)", s->ns, s->name, msg,
+                   (unsigned long long)use.bytes, (unsigned long long)use.entries);
+        snprintf(s->reason, sizeof(s->reason), "Evicted");
+        snprintf(s->message, sizeof(s->message), "%s", msg);
+        terminate(s, 0);
+        return true;
+    }
+    return false;
+}
+
 /* Checks POD_DIR (shim_dirwatch.c) and, once it is gone, stops the pod as a SIGTERM would, but
  * with no grace period: its spec, logs and status went with the directory, nobody can adopt or
  * stop it any more, and what its containers would save on a SIGTERM (their emptyDirs) is gone
@@ -1166,6 +1206,11 @@ static void run(struct shim *s)
                 else
                     next = FATIA_MIN(next, c->restart_at);
             }
+        }
+        if (s->storage_limits && !s->terminating) {
+            if (s->storage_check_at <= now && check_storage(s, now))
+                continue;
+            next = FATIA_MIN(next, s->storage_check_at);
         }
         if (s->deadline_s > 0 && !s->terminating) {
             fatia_usec_t real = fatia_now_real_usec();

@@ -23,7 +23,10 @@
 #include <stddef.h>
 
 #define FATIA_CDI_KIND    "fatia.dev/gpu"
-#define FATIA_CDI_VERSION "0.6.0"
+/* the lowest CDI version with every field the spec uses (mount type: 0.4.0; a device node's
+ * hostPath: 0.5.0), as nvidia-ctk picks it: podman 4.3's CDI library (Debian 12) refuses a 0.6.0
+ * spec whole ("invalid version"), so a higher one would lose the consumers the spec is for */
+#define FATIA_CDI_VERSION "0.5.0"
 #define FATIA_CDI_MAX     128
 
 /* What the host offers every GPU container (found by fatia_agent_cdi_discover). */

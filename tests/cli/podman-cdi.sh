@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# tests/cli/podman-cdi.sh: the node's CDI spec that the agent writes (src/agent/cdi.c) is read by
+# a real CDI consumer, Debian's podman (4.3), as issue 16 promises: `podman run --device
+# fatia.dev/gpu=<slice>` outside fatia gives the container exactly that slice's device node (not
+# another GPU's), the host's control node and driver files, the slice's env and, for a capped
+# slice, its read-only vgpu.conf and ld.so.preload. The host is a fake root (--agent cdi-root,
+# nodes made with mknod); the image is scripts/images/busybox, loaded with `podman load`.
+# podman runs in a private mount namespace whose /run is a tmpfs with the spec's directory bound
+# at /run/cdi (podman 4.3 reads only /etc/cdi and /run/cdi: no option names another directory),
+# with its storage, run root and runc state under $TMP: nothing of the host's podman changes.
+# Found by this test: podman 4.3's CDI library refuses cdiVersion 0.6.0 ("invalid version"): the
+# agent writes 0.5.0, the lowest version with every field it uses.
+. "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/fatiad.bash"
+. "$(dirname "$0")/agent.bash"
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+command -v podman >/dev/null || skip "podman not found (scripts/setup installs it)"
+[ "$(id -u)" = 0 ] || skip "mknod of the fake host's device nodes and podman's mounts need root"
+need_tools runc umoci busybox unshare
+agent_setup
+trap 'agent_cleanup; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
+
+"$SRC/scripts/images/busybox" "$TMP/busybox.tar" >/dev/null || { fail "cannot build the image"; finish; }
+R=$TMP/host
+mkdir -p "$R/dev" "$R/usr/lib/x86_64-linux-gnu" "$R/usr/bin"
+mknod "$R/dev/nvidiactl" c 195 255
+for m in 0 1; do mknod "$R/dev/nvidia$m" c 195 $m; done
+echo "driver 580" >"$R/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04"
+ln -s libcuda.so.580.159.04 "$R/usr/lib/x86_64-linux-gnu/libcuda.so.1"
+printf '#!/bin/sh\n' >"$R/usr/bin/nvidia-smi"
+chmod +x "$R/usr/bin/nvidia-smi"
+
+D=$TMP/d
+start_fatiad "$D" --no-controllers --agent "cdi-root=$R" --agent nodes=node-0 || finish
+GA=GPU-aaaaaaaa-1111-2222-3333-444444444444
+GB=GPU-bbbbbbbb-1111-2222-3333-444444444444
+add_inventory "[{\"slice\":\"gpu-0\",\"kind\":\"whole\",\"uuid\":\"$GA\"},
+ {\"slice\":\"gpu-1-ts0\",\"kind\":\"timeslice\",\"uuid\":\"$GB\",\"memoryBytes\":4294967296}]"
+CDI=$D/agent/cdi/node-0
+wait_for 10 grep -q '"gpu-1-ts0"' "$CDI/fatia.dev-gpu.json" || finish
+
+# podman_run OUT ARGS...: podman (private storage, runc) in a mount namespace of its own whose
+# /run/cdi is the agent's spec directory
+P=$TMP/p
+mkdir -p "$P"
+podman_run() {
+    local out=$1
+    shift
+    unshare -m --propagation private sh -c '
+        set -e
+        mount -t tmpfs tmpfs /run
+        mkdir /run/cdi
+        mount --bind "$1" /run/cdi
+        shift
+        exec podman --root "$P/storage" --runroot "$P/run" --storage-driver vfs \
+            --cgroup-manager cgroupfs --events-backend file --runtime runc "$@"' \
+        sh "$CDI" "$@" >"$out" 2>&1
+}
+export P
+podman_run "$TMP/load" load -i "$TMP/busybox.tar" || fail "podman load: $(cat "$TMP/load")"
+IMG=$(grep -o 'sha256:[0-9a-f]*' "$TMP/load" | tail -1 | cut -c8-)
+[ -n "$IMG" ] || { fail "podman load printed no image: $(cat "$TMP/load")"; finish; }
+# podman's default rlimits (nofile 1048576) exceed this machine's hard limits
+RUN=(run --rm --network none --ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=4096:4096)
+PROBE='ls /dev; echo env: $CUDA_VISIBLE_DEVICES $NVIDIA_VISIBLE_DEVICES; echo lib: $(cat /usr/lib/x86_64-linux-gnu/libcuda.so.1)
+ls /usr/bin/nvidia-smi; echo conf: $(grep MEMORY_LIMIT_0 /etc/fatia/vgpu.conf); echo preload: $(cat /etc/ld.so.preload)
+if echo x >>/etc/fatia/vgpu.conf; then echo conf-writable; fi'
+
+# the whole GPU: its node and the control node, not the other GPU's; its UUID; the driver's files
+podman_run "$TMP/gpu0" "${RUN[@]}" --device fatia.dev/gpu=gpu-0 "$IMG" sh -c "$PROBE" ||
+    fail "podman run --device fatia.dev/gpu=gpu-0: $(cat "$TMP/gpu0")"
+for want in nvidia0 nvidiactl "env: $GA $GA" "lib: driver 580" /usr/bin/nvidia-smi; do
+    grep -qx -- "$want" "$TMP/gpu0" || fail "gpu-0 container lacks '$want': $(cat "$TMP/gpu0")"
+done
+grep -qx nvidia1 "$TMP/gpu0" && fail "gpu-0 container has the other GPU's /dev/nvidia1"
+grep -q "^conf: ." "$TMP/gpu0" && fail "a whole GPU's container got a vgpu.conf: $(cat "$TMP/gpu0")"
+
+# the capped slice: its GPU's node only, its cap and interposer, read-only
+podman_run "$TMP/ts" "${RUN[@]}" --device fatia.dev/gpu=gpu-1-ts0 "$IMG" sh -c "$PROBE" ||
+    fail "podman run --device fatia.dev/gpu=gpu-1-ts0: $(cat "$TMP/ts")"
+for want in nvidia1 nvidiactl "env: $GB $GB" "conf: FATIA_VGPU_MEMORY_LIMIT_0=4294967296" \
+    "preload: /usr/lib/fatia/libfatia-vgpu.so"; do
+    grep -qx -- "$want" "$TMP/ts" || fail "gpu-1-ts0 container lacks '$want': $(cat "$TMP/ts")"
+done
+grep -qx nvidia0 "$TMP/ts" && fail "gpu-1-ts0 container has the other GPU's /dev/nvidia0"
+grep -qx conf-writable "$TMP/ts" && fail "the slice's vgpu.conf is writable in the container"
+
+# a slice the spec does not have is refused by podman, not run without its device
+podman_run "$TMP/none" "${RUN[@]}" --device fatia.dev/gpu=gpu-7 "$IMG" true &&
+    fail "podman ran a container with an unknown slice"
+grep -q "unresolvable CDI devices fatia.dev/gpu=gpu-7" "$TMP/none" || fail "unknown slice: $(cat "$TMP/none")"
+stop_fatiad
+finish

@@ -3,7 +3,8 @@
  * image's Entrypoint/Cmd, the container's user (runAsUser, the image's User, runAsNonRoot), the
  * config.json (user namespace mappings, the sandbox's namespaces, capabilities, no_new_privs,
  * read-only root, volume mounts and their refusals, limits), CDI specs read from a directory and
- * applied (env, device nodes and their cgroup rule, mounts, hooks, a missing device).
+ * applied (env, device nodes and their cgroup rule, mounts, hooks, a missing device); the
+ * node spec's parsers of /proc/devices and of a MIG capability's access file.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/cdi.h"
 #include "agent/cdi_apply.h"
 #include "agent/oci.h"
 #include "base/error.h"
@@ -332,13 +334,34 @@ static void test_cdi(void **state)
     }
 }
 
+/* The nvidia-caps major and a MIG capability's minor, as the driver writes them. */
+static void test_cdi_proc(void **state)
+{
+    const char *devices = "Character devices:\n  1 mem\n195 nvidia\n241 nvidia-caps\n"
+                          "242 nvidia-caps-imex-channels\n\nBlock devices:\n  7 loop\n";
+
+    (void)state;
+    assert_int_equal(fatia_agent_cdi_proc_major(devices, "nvidia-caps"), 241);
+    assert_int_equal(fatia_agent_cdi_proc_major(devices, "nvidia"), 195);
+    assert_int_equal(fatia_agent_cdi_proc_major(devices, "nvidia-cap"), -ENOENT); /* no prefix */
+    assert_int_equal(fatia_agent_cdi_proc_major(devices, "loop"), -ENOENT); /* a block major */
+    assert_int_equal(fatia_agent_cdi_proc_major("  1 mem\n", "mem"), -ENOENT);
+    assert_int_equal(fatia_agent_cdi_cap_minor(
+                         "DeviceFileMinor: 12\nDeviceFileMode: 292\nDeviceFileModify: 1\n"),
+                     12);
+    assert_int_equal(fatia_agent_cdi_cap_minor("DeviceFileMode: 292\nDeviceFileMinor: 3"), 3);
+    assert_int_equal(fatia_agent_cdi_cap_minor("DeviceFileMode: 292\n"), -EINVAL);
+    assert_int_equal(fatia_agent_cdi_cap_minor("DeviceFileMinor: x\n"), -EINVAL);
+    assert_int_equal(fatia_agent_cdi_cap_minor("DeviceFileMinor: 12abc\n"), -EINVAL);
+    assert_int_equal(fatia_agent_cdi_cap_minor("DeviceFileMinor: -1\n"), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_merge_command),
-        cmocka_unit_test(test_user),
-        cmocka_unit_test(test_spec),
-        cmocka_unit_test(test_cdi),
+        cmocka_unit_test(test_merge_command), cmocka_unit_test(test_user),
+        cmocka_unit_test(test_spec),          cmocka_unit_test(test_cdi),
+        cmocka_unit_test(test_cdi_proc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

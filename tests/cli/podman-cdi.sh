@@ -3,8 +3,11 @@
 # a real CDI consumer, Debian's podman (4.3), as issue 16 promises: `podman run --device
 # fatia.dev/gpu=<slice>` outside fatia gives the container exactly that slice's device node (not
 # another GPU's), the host's control node and driver files, the slice's env and, for a capped
-# slice, its read-only vgpu.conf and ld.so.preload. The host is a fake root (--agent cdi-root,
-# nodes made with mknod); the image is scripts/images/busybox, loaded with `podman load`.
+# slice, its read-only vgpu.conf and ld.so.preload, and for a MIG slice exactly the
+# /dev/nvidia-caps nodes of its GPU and compute instance (not another MIG slice's; a MIG slice
+# whose caps the host lacks has no spec). The host is a fake root (--agent cdi-root: its /dev
+# nodes made with mknod, its /proc/devices and /proc/driver/nvidia/capabilities written); the
+# image is scripts/images/busybox, loaded with `podman load`.
 # podman runs in a private mount namespace whose /run is a tmpfs with the spec's directory bound
 # at /run/cdi (podman 4.3 reads only /etc/cdi and /run/cdi: no option names another directory),
 # with its storage, run root and runc state under $TMP: nothing of the host's podman changes.
@@ -22,9 +25,24 @@ trap 'agent_cleanup; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/
 
 "$SRC/scripts/images/busybox" "$TMP/busybox.tar" >/dev/null || { fail "cannot build the image"; finish; }
 R=$TMP/host
-mkdir -p "$R/dev" "$R/usr/lib/x86_64-linux-gnu" "$R/usr/bin"
+mkdir -p "$R/dev" "$R/proc" "$R/usr/lib/x86_64-linux-gnu" "$R/usr/bin"
 mknod "$R/dev/nvidiactl" c 195 255
-for m in 0 1; do mknod "$R/dev/nvidia$m" c 195 $m; done
+for m in 0 1 2; do mknod "$R/dev/nvidia$m" c 195 $m; done
+# GPU 2 is cut into MIG instances: the driver's capabilities and their /dev/nvidia-caps nodes
+# (gi7/ci0 of slice -0, gi8/ci0 of slice -1; gi9's compute instance has no access file)
+printf 'Character devices:\n  1 mem\n195 nvidia\n241 nvidia-caps\n\nBlock devices:\n  7 loop\n' >"$R/proc/devices"
+mkdir -p "$R/dev/nvidia-caps"
+cap() { # cap PATH MINOR: the access file under gpu2/mig/ and its node
+    mkdir -p "$R/proc/driver/nvidia/capabilities/gpu2/mig/$1"
+    printf 'DeviceFileMinor: %s\nDeviceFileMode: 292\nDeviceFileModify: 1\n' "$2" \
+        >"$R/proc/driver/nvidia/capabilities/gpu2/mig/$1/access"
+    mknod "$R/dev/nvidia-caps/nvidia-cap$2" c 241 "$2"
+}
+cap gi7 66
+cap gi7/ci0 67
+cap gi8 75
+cap gi8/ci0 76
+cap gi9 84
 echo "driver 580" >"$R/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04"
 ln -s libcuda.so.580.159.04 "$R/usr/lib/x86_64-linux-gnu/libcuda.so.1"
 printf '#!/bin/sh\n' >"$R/usr/bin/nvidia-smi"
@@ -34,10 +52,22 @@ D=$TMP/d
 start_fatiad "$D" --no-controllers --agent "cdi-root=$R" --agent nodes=node-0 || finish
 GA=GPU-aaaaaaaa-1111-2222-3333-444444444444
 GB=GPU-bbbbbbbb-1111-2222-3333-444444444444
+GC=GPU-cccccccc-1111-2222-3333-444444444444
+M0=MIG-00000000-1111-2222-3333-444444444444
+M1=MIG-11111111-1111-2222-3333-444444444444
 add_inventory "[{\"slice\":\"gpu-0\",\"kind\":\"whole\",\"uuid\":\"$GA\"},
- {\"slice\":\"gpu-1-ts0\",\"kind\":\"timeslice\",\"uuid\":\"$GB\",\"memoryBytes\":4294967296}]"
+ {\"slice\":\"gpu-1-ts0\",\"kind\":\"timeslice\",\"uuid\":\"$GB\",\"memoryBytes\":4294967296},
+ {\"slice\":\"gpu-2-mig-1g18gb-19-0\",\"kind\":\"mig\",\"uuid\":\"$GC\",\"migUuid\":\"$M0\",\"gi\":7,\"ci\":0},
+ {\"slice\":\"gpu-2-mig-1g18gb-19-1\",\"kind\":\"mig\",\"uuid\":\"$GC\",\"migUuid\":\"$M1\",\"gi\":8,\"ci\":0},
+ {\"slice\":\"gpu-2-mig-1g18gb-19-2\",\"kind\":\"mig\",\"uuid\":\"$GC\",\"migUuid\":\"MIG-22222222-1111-2222-3333-444444444444\",\"gi\":9,\"ci\":0},
+ {\"slice\":\"gpu-2-mig-1g18gb-19-3\",\"kind\":\"mig\",\"uuid\":\"$GC\",\"migUuid\":\"MIG-33333333-1111-2222-3333-444444444444\"}]"
 CDI=$D/agent/cdi/node-0
-wait_for 10 grep -q '"gpu-1-ts0"' "$CDI/fatia.dev-gpu.json" || finish
+wait_for 10 grep -q '"gpu-2-mig-1g18gb-19-1"' "$CDI/fatia.dev-gpu.json" || finish
+python3 "$(dirname "$0")/cdi_check.py" "$CDI/fatia.dev-gpu.json" || fail "the spec breaks CDI's rules"
+# a MIG slice whose compute instance's capability is missing, or without instance ids: no spec
+for s in gpu-2-mig-1g18gb-19-2 gpu-2-mig-1g18gb-19-3; do
+    grep -q "\"$s\"" "$CDI/fatia.dev-gpu.json" && fail "$s is in the spec without its caps"
+done
 
 # podman_run OUT ARGS...: podman (private storage, runc) in a mount namespace of its own whose
 # /run/cdi is the agent's spec directory
@@ -84,6 +114,27 @@ for want in nvidia1 nvidiactl "env: $GB $GB" "conf: FATIA_VGPU_MEMORY_LIMIT_0=42
 done
 grep -qx nvidia0 "$TMP/ts" && fail "gpu-1-ts0 container has the other GPU's /dev/nvidia0"
 grep -qx conf-writable "$TMP/ts" && fail "the slice's vgpu.conf is writable in the container"
+
+# a MIG slice: its GPU's node, exactly its GPU and compute instance's nvidia-caps nodes (not the
+# other MIG slice's), its MIG UUID; the device cgroup (v1 here) allows those nodes, not the others
+MPROBE='ls /dev; ls /dev/nvidia-caps; echo env: $CUDA_VISIBLE_DEVICES
+sed "s/^/cgroup: /" /sys/fs/cgroup/devices/devices.list 2>/dev/null'
+podman_run "$TMP/mig" "${RUN[@]}" --device fatia.dev/gpu=gpu-2-mig-1g18gb-19-0 "$IMG" sh -c "$MPROBE" ||
+    fail "podman run --device fatia.dev/gpu=gpu-2-mig-1g18gb-19-0: $(cat "$TMP/mig")"
+for want in nvidia2 nvidiactl nvidia-cap66 nvidia-cap67 "env: $M0"; do
+    grep -qx -- "$want" "$TMP/mig" || fail "MIG container lacks '$want': $(cat "$TMP/mig")"
+done
+for bad in nvidia0 nvidia1 nvidia-cap75 nvidia-cap76 nvidia-cap84; do
+    grep -qx -- "$bad" "$TMP/mig" && fail "MIG container has $bad: $(cat "$TMP/mig")"
+done
+if grep -q "^cgroup: " "$TMP/mig"; then
+    for want in "c 241:66 rw" "c 241:67 rw" "c 195:2 rw"; do
+        grep -qx -- "cgroup: $want" "$TMP/mig" || fail "the device cgroup lacks $want: $(grep cgroup: "$TMP/mig")"
+    done
+    grep -E -q "^cgroup: (a |c 241:(75|76|\*))" "$TMP/mig" && fail "the device cgroup allows another cap: $(grep cgroup: "$TMP/mig")"
+elif [ -d /sys/fs/cgroup/devices ]; then
+    fail "no devices.list in the MIG container: $(cat "$TMP/mig")"
+fi
 
 # a slice the spec does not have is refused by podman, not run without its device
 podman_run "$TMP/none" "${RUN[@]}" --device fatia.dev/gpu=gpu-7 "$IMG" true &&

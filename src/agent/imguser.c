@@ -93,7 +93,6 @@ static void each_line(const char *text, line_fn fn, void *ctx)
 struct user_q {
     const char *name; /* by name, or NULL */
     uint32_t uid;     /* by uid, when name is NULL */
-    uint32_t max;
     bool found;
     char matched[256];
     uint32_t m_uid, m_gid;
@@ -160,7 +159,7 @@ int fatia_oci_imguser_resolve(const char *spec, const struct fatia_imguser_files
 {
     const char *colon = strchr(spec ? spec : "", ':');
     char user[256], group[256];
-    struct user_q uq = {.max = max_id};
+    struct user_q uq = {0};
     bool by_uid;
 
     memset(ret, 0, sizeof(*ret));

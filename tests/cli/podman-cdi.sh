@@ -7,7 +7,8 @@
 # /dev/nvidia-caps nodes of its GPU and compute instance (not another MIG slice's; a MIG slice
 # whose caps the host lacks has no spec). The host is a fake root (--agent cdi-root: its /dev
 # nodes made with mknod, its /proc/devices and /proc/driver/nvidia/capabilities written); the
-# image is scripts/images/busybox, loaded with `podman load`.
+# image is scripts/images/busybox, loaded with `podman load`. The MIG slice also runs in fatia's
+# own runtime (--agent runtime=oci) from the same spec, its device cgroup checked from the host.
 # podman runs in a private mount namespace whose /run is a tmpfs with the spec's directory bound
 # at /run/cdi (podman 4.3 reads only /etc/cdi and /run/cdi: no option names another directory),
 # with its storage, run root and runc state under $TMP: nothing of the host's podman changes.
@@ -19,9 +20,18 @@
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 command -v podman >/dev/null || skip "podman not found (scripts/setup installs it)"
 [ "$(id -u)" = 0 ] || skip "mknod of the fake host's device nodes and podman's mounts need root"
-need_tools runc umoci busybox unshare
+need_tools runc umoci skopeo busybox unshare
 agent_setup
-trap 'agent_cleanup; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi; rm -rf "$TMP"' EXIT
+cleanup() {
+    agent_cleanup
+    [ -n "${FATIAD_PID:-}" ] && kill -9 "$FATIAD_PID" 2>/dev/null
+    for c in $(runc --root "$D/agent/runc" list -q 2>/dev/null); do
+        runc --root "$D/agent/runc" delete --force "$c" 2>/dev/null
+    done
+    grep -o " $TMP[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
 
 "$SRC/scripts/images/busybox" "$TMP/busybox.tar" >/dev/null || { fail "cannot build the image"; finish; }
 R=$TMP/host
@@ -49,7 +59,8 @@ printf '#!/bin/sh\n' >"$R/usr/bin/nvidia-smi"
 chmod +x "$R/usr/bin/nvidia-smi"
 
 D=$TMP/d
-start_fatiad "$D" --no-controllers --agent "cdi-root=$R" --agent nodes=node-0 || finish
+"$FATIA" image load -d "$D" --name fatia.dev/busybox:1 "$TMP/busybox.tar" >/dev/null || fail "fatia image load"
+start_fatiad "$D" --no-controllers --agent runtime=oci --agent "cdi-root=$R" --agent nodes=node-0 || finish
 GA=GPU-aaaaaaaa-1111-2222-3333-444444444444
 GB=GPU-bbbbbbbb-1111-2222-3333-444444444444
 GC=GPU-cccccccc-1111-2222-3333-444444444444
@@ -135,6 +146,42 @@ if grep -q "^cgroup: " "$TMP/mig"; then
 elif [ -d /sys/fs/cgroup/devices ]; then
     fail "no devices.list in the MIG container: $(cat "$TMP/mig")"
 fi
+
+# the same MIG slice in fatia's own runtime (runc, a user namespace: the nodes are bind mounts):
+# the same two caps in /dev, and the container's device cgroup allows them and no other cap
+bound_pod mig "[{\"slice\":\"gpu-2-mig-1g18gb-19-0\",\"kind\":\"mig\",\"uuid\":\"$GC\",\"migUuid\":\"$M0\",\"gi\":7,\"ci\":0}]" "" <<EOF
+  - name: main
+    image: fatia.dev/busybox:1
+    command: ["sh", "-c", "ls /dev /dev/nvidia-caps > /tmp/devs; exec sleep 600"]
+EOF
+ctr_pid() {
+    python3 - "$D/agent/status/$(jp "$1" .metadata.uid).json" 2>/dev/null <<'PY'
+import json, sys
+print(next(c["pid"] for c in json.load(open(sys.argv[1]))["containers"] if "pid" in c))
+PY
+}
+devs_written() { GP=$(ctr_pid mig) && [ -s "/proc/$GP/root/tmp/devs" ]; }
+if wait_for 30 devs_written; then
+    GP=$(ctr_pid mig)
+    [ -n "${DEBUG:-}" ] && cat "/proc/$GP/root/tmp/devs" "/sys/fs/cgroup/devices$(awk -F: '$2 == "devices" {print $3}' "/proc/$GP/cgroup")/devices.list" >&2
+    for want in nvidia2 nvidiactl nvidia-cap66 nvidia-cap67; do
+        grep -qx "$want" "/proc/$GP/root/tmp/devs" || fail "fatia's MIG container lacks $want: $(tr '\n' ' ' <"/proc/$GP/root/tmp/devs")"
+    done
+    grep -E -qx "nvidia-cap(75|76|84)|nvidia[01]" "/proc/$GP/root/tmp/devs" &&
+        fail "fatia's MIG container has another slice's node: $(tr '\n' ' ' <"/proc/$GP/root/tmp/devs")"
+    dl=/sys/fs/cgroup/devices$(awk -F: '$2 == "devices" {print $3}' "/proc/$GP/cgroup")/devices.list
+    if [ -f "$dl" ]; then
+        for want in "c 241:66 rw" "c 241:67 rw" "c 195:2 rw"; do
+            grep -qx "$want" "$dl" || fail "fatia's device cgroup lacks $want: $(tr '\n' ' ' <"$dl")"
+        done
+        grep -E -q "^(a |c 241:(75|76|84|\*) |c 195:[01] )" "$dl" && fail "fatia's device cgroup allows another slice's node: $(tr '\n' ' ' <"$dl")"
+    elif [ -d /sys/fs/cgroup/devices ]; then
+        fail "no devices.list for fatia's MIG container ($dl)"
+    fi
+else
+    fail "fatia's MIG pod did not run: $(jp mig .status.containerStatuses)"
+fi
+k delete pod mig --wait=false >/dev/null 2>&1
 
 # a slice the spec does not have is refused by podman, not run without its device
 podman_run "$TMP/none" "${RUN[@]}" --device fatia.dev/gpu=gpu-7 "$IMG" true &&

@@ -11,6 +11,16 @@
  * interposer mounts only, so the walkthrough's GPU pods run in containers here as they would on
  * a GPU host, capped by the same read-only vgpu.conf; no host device node is ever named.
  *
+ * A MIG slice (type "mig") also needs the /dev/nvidia-caps/nvidia-cap<M> nodes of its GPU
+ * instance and compute instance, as nvidia-ctk emits them: M is the "DeviceFileMinor" of
+ * /proc/driver/nvidia/capabilities/gpu<parent minor>/mig/gi<g>/access and .../gi<g>/ci<c>/access,
+ * the major /proc/devices' "nvidia-caps"; g and c are the slice's fatia.dev/gpuInstance and
+ * fatia.dev/computeInstance attributes (NVML's ids, supply/render.c). A MIG slice whose caps
+ * cannot be found (no such attributes, no access file, no nvidia-caps major, no node) is left out
+ * of the spec like a GPU gone: without them CUDA sees no device in the container, and "no spec"
+ * says why where an empty device list would not. Under cdi-root the /proc files are the fake
+ * host's too.
+ *
  * Invariants: every device name is a slice id and unique; every path in the spec is absolute;
  * the spec is written whole and renamed into place; the capped slices' files are root's and
  * read-only but the accounting file (the slice's processes reserve in it).
@@ -80,13 +90,73 @@ static void add_file(struct fatia_cdi_host *h, const char *path)
         snprintf(h->files[h->n_files++], sizeof(h->files[0]), "%s", path);
 }
 
+/* The start of a small file (a /proc entry) as a string; its length, or -errno. */
+static ssize_t read_small(const char *path, char *buf, size_t n)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t len;
+
+    if (fd < 0)
+        return -errno;
+    len = read(fd, buf, n - 1);
+    if (len < 0)
+        len = -errno;
+    close(fd);
+    buf[len < 0 ? 0 : len] = '\0';
+    return len;
+}
+
+int fatia_agent_cdi_proc_major(const char *text, const char *name)
+{
+    const char *p = strstr(text, "Character devices:");
+    size_t nl = strlen(name);
+
+    if (!p)
+        return -ENOENT;
+    for (p = strchr(p, '\n'); p && p[1] && p[1] != '\n'; p = strchr(p + 1, '\n')) {
+        char *end;
+        long v = strtol(p + 1, &end, 10);
+
+        if (end == p + 1 || v < 0 || v > 4095)
+            continue;
+        while (*end == ' ')
+            end++;
+        if (!strncmp(end, name, nl) && (end[nl] == '\n' || end[nl] == '\0'))
+            return (int)v;
+    }
+    return -ENOENT;
+}
+
+int fatia_agent_cdi_cap_minor(const char *text)
+{
+    const char *p = text;
+
+    for (; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        char *end;
+        long v;
+
+        if (strncmp(p, "DeviceFileMinor:", 16))
+            continue;
+        v = strtol(p + 16, &end, 10);
+        if (end == p + 16 || v < 0 || v > 1048575 || (*end != '\n' && *end != '\0'))
+            return -EINVAL;
+        return (int)v;
+    }
+    return -EINVAL;
+}
+
 void fatia_agent_cdi_discover(const char *root, struct fatia_cdi_host *h)
 {
-    char path[1024];
+    char path[1024], text[8192];
     struct stat st;
+    int r;
 
     memset(h, 0, sizeof(*h));
     h->gpu_major = 195;
+    snprintf(path, sizeof(path), "%s/proc/devices", root);
+    if (read_small(path, text, sizeof(text)) > 0 &&
+        (r = fatia_agent_cdi_proc_major(text, "nvidia-caps")) > 0)
+        h->caps_major = (unsigned)r;
     for (size_t i = 0; i < FATIA_ARRAY_SIZE(ctl_nodes); i++) {
         snprintf(path, sizeof(path), "%s/dev/%s", root, ctl_nodes[i]);
         if (stat(path, &st) < 0 || !S_ISCHR(st.st_mode))
@@ -197,6 +267,48 @@ static uint64_t cap_of(const json_t *dev)
     return b;
 }
 
+/* The nvidia-caps node of one MIG capability (sub: "gi3" or "gi3/ci0") of the GPU of minor
+ * gpu, or NULL when the host lacks it. */
+static json_t *cap_node(const struct fatia_cdi_host *h, const char *root, int gpu, const char *sub)
+{
+    char path[1100], text[512], node[64];
+    int m;
+
+    snprintf(path, sizeof(path), "%s/proc/driver/nvidia/capabilities/gpu%d/mig/%s/access",
+             root ? root : "", gpu, sub);
+    if (!h->caps_major || read_small(path, text, sizeof(text)) <= 0 ||
+        (m = fatia_agent_cdi_cap_minor(text)) < 0)
+        return NULL;
+    snprintf(node, sizeof(node), "/dev/nvidia-caps/nvidia-cap%d", m);
+    if (!node_exists(root, node))
+        return NULL;
+    return dev_node(root, node, h->caps_major, (unsigned)m);
+}
+
+/* Appends a MIG slice's GPU and compute instance caps to nodes; false when one is missing. */
+static bool mig_caps(const struct fatia_cdi_host *h, const char *root, const json_t *dev, int gpu,
+                     json_t *nodes)
+{
+    const json_t *at = json_object_get(dev, "attributes");
+    int64_t gi, ci;
+    char sub[64];
+    json_t *n;
+
+    if (!fatia_json_int(json_object_get(at, "fatia.dev/gpuInstance"), "int", &gi) ||
+        !fatia_json_int(json_object_get(at, "fatia.dev/computeInstance"), "int", &ci) || gi < 0 ||
+        ci < 0 || gi > 1000 || ci > 1000)
+        return false;
+    snprintf(sub, sizeof(sub), "gi%d", (int)gi);
+    if (!(n = cap_node(h, root, gpu, sub)))
+        return false;
+    json_array_append_new(nodes, n);
+    snprintf(sub, sizeof(sub), "gi%d/ci%d", (int)gi, (int)ci);
+    if (!(n = cap_node(h, root, gpu, sub)))
+        return false;
+    json_array_append_new(nodes, n);
+    return true;
+}
+
 static bool name_ok(const char *n)
 {
     if (!n || !n[0] || strlen(n) > 200)
@@ -253,6 +365,11 @@ int fatia_agent_cdi_spec(const struct fatia_cdi_host *h, const char *root, const
         else
             edits = json_pack("{s:[o],s:[s,s]}", "deviceNodes",
                               dev_node(root, node, h->gpu_major, (unsigned)minor), "env", v1, v2);
+        if (edits && !h->simulated && !strcmp(type, "mig") &&
+            !mig_caps(h, root, dev, minor, json_object_get(edits, "deviceNodes"))) {
+            json_decref(edits);
+            continue; /* its caps are not on this host: no spec (the file's comment) */
+        }
         cap = cap_of(dev);
         if (edits && cap && lib) {
             char conf[700], preload[700], acct[700];

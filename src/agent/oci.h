@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/imguser.h"
+
 /* The runc container id of a pod's container: "<pod uid>-<name>". */
 void fatia_oci_ctr_id(const char *pod_uid, const char *name, char *buf, size_t n);
 
@@ -49,23 +51,28 @@ extern const char *const fatia_oci_default_caps[];
 
 /* What a container's config.json is made of. Borrowed. */
 struct fatia_oci_in {
-    const json_t *pod;          /* the Pod */
-    const json_t *ctr;          /* its containers[] (or initContainers[]) entry */
-    const json_t *image_config; /* the image config's "config" object, or NULL */
-    const json_t *argv;         /* the command line (fatia_oci_argv) */
-    const json_t *env;          /* ["K=V"...]: the final environment */
-    uint32_t host_base;         /* the namespace's host id range: container id 0 is this */
-    const char *run_dir;        /* DATA/agent/run/<pod uid>: volumes, etc/ files */
-    const char *cgroups_path;   /* runc's cgroupsPath, or NULL */
-    const json_t *devices;      /* CDI containerEdits merged (cdi_apply.c), or NULL */
+    const json_t *pod;              /* the Pod */
+    const json_t *ctr;              /* its containers[] (or initContainers[]) entry */
+    const json_t *image_config;     /* the image config's "config" object, or NULL */
+    const json_t *argv;             /* the command line (fatia_oci_argv) */
+    const json_t *env;              /* ["K=V"...]: the final environment */
+    uint32_t host_base;             /* the namespace's host id range: container id 0 is this */
+    const char *run_dir;            /* DATA/agent/run/<pod uid>: volumes, etc/ files */
+    const char *cgroups_path;       /* runc's cgroupsPath, or NULL */
+    const json_t *devices;          /* CDI containerEdits merged (cdi_apply.c), or NULL */
+    struct fatia_imguser_files etc; /* the image's /etc/passwd and /etc/group, or NULLs */
     bool host_network;
 };
 
-/* The container's uid and gid: securityContext (container, then pod) runAsUser/runAsGroup, else
- * the image's numeric User, else 0. -FATIA_E_INVALID with why for a User that names a user
- * (no passwd lookup yet) or a runAsNonRoot container that would run as 0. */
+/* The container's uid, gid and supplementary groups: securityContext (container, then pod)
+ * runAsUser (replacing the image's User) and runAsGroup (its group), else the image's User, a
+ * name or a number, "user[:group]", resolved against the image's own files as runc does
+ * (imguser.h), else 0. With why: -FATIA_E_INVALID for the pod's own fields (runAsUser or
+ * runAsGroup out of the container's range, runAsNonRoot with uid 0: CreateContainerConfigError);
+ * imguser's -EINVAL or -ERANGE for what the image's User or files give (CreateContainerError). */
 int fatia_oci_user(const json_t *pod, const json_t *ctr, const json_t *image_config,
-                   uint32_t *ret_uid, uint32_t *ret_gid, char *why, size_t why_n);
+                   const struct fatia_imguser_files *files, struct fatia_imguser *ret, char *why,
+                   size_t why_n);
 
 /* Kubernetes' rule for the command line from command/args and the image's Entrypoint/Cmd:
  * neither: Entrypoint + Cmd; command only: command; args only: Entrypoint + args; both: both.

@@ -16,6 +16,10 @@
  * (--agent host-path-namespaces); a container's root is host_base, never host root; what the
  * pod names reaches the filesystem only through paths checked in oci_spec.c or here.
  *
+ * The image's User is resolved against the image's own /etc/passwd and /etc/group (imguser.h),
+ * read inside the unpacked rootfs with openat2(RESOLVE_IN_ROOT): a link in the image (an absolute
+ * /etc/passwd -> /etc/passwd, or ../../..) resolves within the rootfs, never to the host's files.
+ *
  * Rejected: pulling here (the pull belongs to the image store and its policy; a missing image is
  * ErrImageNeverPull / ErrImagePull before anything is written). The agent's worker (imgpull.c)
  * pulls and unpacks before the start (op->prefetched); the pull here is only for a caller that
@@ -25,7 +29,9 @@
 
 #include "agent/oci_pod.h"
 
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -553,6 +559,37 @@ static int ensure_image(const struct fatia_oci_pod *op, const json_t *ctr, const
                             fatia_oci_insecure(op->insecure_registries, image), why, why_n);
 }
 
+/* The text of rootfs/<rel> (at most 1 MiB), every link resolved inside rootfs: a new string,
+ * NULL when absent, unreadable or too large (the image then has no such file). */
+static char *read_in_root(const char *rootfs, const char *rel)
+{
+    struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};
+    int root = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC), fd;
+    struct stat st;
+    char *buf = NULL;
+    ssize_t len;
+
+    if (root < 0)
+        return NULL;
+    fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof(how));
+    close(root);
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1 << 20) &&
+        (buf = malloc((size_t)st.st_size + 1)) != NULL) {
+        len = read(fd, buf, (size_t)st.st_size);
+        if (len < 0) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[len] = '\0';
+        }
+    }
+    close(fd);
+    return buf;
+}
+
 int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
                           const struct fatia_env *env, json_t **ret_argv, json_t **ret_oci,
                           char *why, size_t why_n)
@@ -562,8 +599,8 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
     json_t *icfg = NULL, *merged = NULL, *argv = NULL, *fenv = NULL, *cfg = NULL;
     struct fatia_oci_in in = {0};
     char cgpath[400];
-    uint32_t uid = 0, gid = 0;
-    char *text;
+    struct fatia_imguser ids;
+    char *text, *passwd = NULL, *group = NULL;
     int r;
 
     if (!image || !image[0]) {
@@ -588,10 +625,15 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
         r = r == -ENOMEM ? r : -FATIA_E_INVALID;
         goto out;
     }
-    r = fatia_oci_user(op->pod, ctr, icfg, &uid, &gid, why, why_n);
+    passwd = read_in_root(rootfs, "etc/passwd");
+    group = read_in_root(rootfs, "etc/group");
+    r = fatia_oci_user(op->pod, ctr, icfg, &(struct fatia_imguser_files){passwd, group}, &ids, why,
+                       why_n);
+    if (r == -EINVAL || r == -ERANGE)
+        r = -EIO; /* the image's User or files, not the pod: CreateContainerError, as kubelet's */
     if (r < 0)
         goto out;
-    fenv = merge_env(ctr, icfg, env, uid);
+    fenv = merge_env(ctr, icfg, env, ids.uid);
     /* under the pod's cgroup (oci.c makes it, with the pod's pids.max) */
     snprintf(cgpath, sizeof(cgpath), "/fatia-pods/pod-%.128s/%.200s",
              fatia_json_str(json_object_get(op->pod, "metadata"), "uid"), cname);
@@ -603,7 +645,8 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
                                .host_base = op->host_base,
                                .run_dir = op->run_dir,
                                .cgroups_path = cgpath,
-                               .host_network = op->host_network};
+                               .host_network = op->host_network,
+                               .etc = {passwd, group}};
     r = fatia_oci_spec_build(&in, &cfg, why, why_n);
     if (r < 0)
         goto out;
@@ -646,10 +689,11 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
         snprintf(why, why_n, "cannot write '%.300s': %s", path, fatia_strerror(r));
         goto out;
     }
-    *ret_oci = json_pack(
-        "{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "image", image, "imageID", digest, "lowerdir", rootfs,
-        "dir", rootdir, "rootUid", (json_int_t)op->host_base, "rootGid", (json_int_t)op->host_base,
-        "hostUid", (json_int_t)op->host_base + uid, "hostGid", (json_int_t)op->host_base + gid);
+    *ret_oci = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I}", "image", image, "imageID", digest,
+                         "lowerdir", rootfs, "dir", rootdir, "rootUid", (json_int_t)op->host_base,
+                         "rootGid", (json_int_t)op->host_base, "hostUid",
+                         (json_int_t)op->host_base + ids.uid, "hostGid",
+                         (json_int_t)op->host_base + ids.gid);
     *ret_argv = argv;
     argv = NULL;
 out:
@@ -658,5 +702,7 @@ out:
     json_decref(argv);
     json_decref(merged);
     json_decref(icfg);
+    free(passwd);
+    free(group);
     return r;
 }

@@ -9,7 +9,7 @@
  *     host_base.. (the pod's namespace's range; the mappings are in the config too), so the
  *     container's root is never host root and runAsUser N is host uid host_base + N;
  *   - process: argv and env as given; cwd: workingDir, else the image's WorkingDir, else "/";
- *     uid/gid by fatia_oci_user; capabilities: the runtime default set, minus drop (ALL
+ *     uid/gid (and the image's supplementary groups) by fatia_oci_user; capabilities: the runtime default set, minus drop (ALL
  *     included), plus add; noNewPrivileges unless allowPrivilegeEscalation is true;
  *   - mounts: runc's defaults (proc, /dev tmpfs, devpts, /dev/shm, /sys read-only), the pod's
  *     /etc/hosts, /etc/hostname and /etc/resolv.conf, then the volumeMounts;
@@ -63,73 +63,61 @@ static const json_t *sc_field(const json_t *pod, const json_t *ctr, const char *
     return v ? v : json_object_get(sec(json_object_get(pod, "spec")), f);
 }
 
-static bool all_digits(const char *s, size_t n)
+/* A securityContext id (runAsUser, runAsGroup) in 0..FATIA_OCI_IDS-1, or -1 when unset. */
+static int sc_id(const json_t *v, const char *field, const char *name, int64_t *ret, char *why,
+                 size_t why_n)
 {
-    if (n == 0)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-    }
-    return true;
-}
-
-int fatia_oci_user(const json_t *pod, const json_t *ctr, const json_t *image_config,
-                   uint32_t *ret_uid, uint32_t *ret_gid, char *why, size_t why_n)
-{
-    const json_t *u = sc_field(pod, ctr, "runAsUser"), *g = sc_field(pod, ctr, "runAsGroup");
-    const json_t *nr = sc_field(pod, ctr, "runAsNonRoot");
-    const char *iu = fatia_json_str(image_config, "User");
-    const char *name = fatia_json_str(ctr, "name");
-    uint64_t uid = 0, gid = 0;
-    bool have_gid = false;
-
-    if (iu && iu[0]) {
-        const char *colon = strchr(iu, ':');
-        size_t ul = colon ? (size_t)(colon - iu) : strlen(iu);
-        if (!all_digits(iu, ul) || (colon && !all_digits(colon + 1, strlen(colon + 1)))) {
-            if (!u) {
-                snprintf(why, why_n,
-                         "container %s: the image's User '%.100s' is a name; fatia resolves "
-                         "numeric ids only: set spec.containers[].securityContext.runAsUser",
-                         name, iu);
-                return -FATIA_E_INVALID;
-            }
-        } else {
-            uid = strtoull(iu, NULL, 10);
-            if (colon) {
-                gid = strtoull(colon + 1, NULL, 10);
-                have_gid = true;
-            }
-        }
-    }
-    if (u) {
-        if (!json_is_integer(u) || json_integer_value(u) < 0 ||
-            json_integer_value(u) >= (json_int_t)FATIA_OCI_IDS) {
-            snprintf(why, why_n, "container %s: securityContext.runAsUser: expected 0..%u", name,
-                     FATIA_OCI_IDS - 1);
-            return -FATIA_E_INVALID;
-        }
-        uid = (uint64_t)json_integer_value(u);
-    }
-    if (g) {
-        if (!json_is_integer(g) || json_integer_value(g) < 0 ||
-            json_integer_value(g) >= (json_int_t)FATIA_OCI_IDS) {
-            snprintf(why, why_n, "container %s: securityContext.runAsGroup: expected 0..%u", name,
-                     FATIA_OCI_IDS - 1);
-            return -FATIA_E_INVALID;
-        }
-        gid = (uint64_t)json_integer_value(g);
-        have_gid = true;
-    }
-    if (!have_gid)
-        gid = 0;
-    if (uid >= FATIA_OCI_IDS || gid >= FATIA_OCI_IDS) {
-        snprintf(why, why_n, "container %s: the image's User is out of 0..%u", name,
+    *ret = -1;
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        json_integer_value(v) >= (json_int_t)FATIA_OCI_IDS) {
+        snprintf(why, why_n, "container %s: securityContext.%s: expected 0..%u", name, field,
                  FATIA_OCI_IDS - 1);
         return -FATIA_E_INVALID;
     }
-    if (json_is_true(nr) && uid == 0) {
+    *ret = json_integer_value(v);
+    return 0;
+}
+
+int fatia_oci_user(const json_t *pod, const json_t *ctr, const json_t *image_config,
+                   const struct fatia_imguser_files *files, struct fatia_imguser *ret, char *why,
+                   size_t why_n)
+{
+    const json_t *nr = sc_field(pod, ctr, "runAsNonRoot");
+    const char *iu = fatia_json_str(image_config, "User");
+    const char *name = fatia_json_str(ctr, "name");
+    char spec[300], err[400];
+    int64_t u, g;
+    int r;
+
+    if ((r = sc_id(sc_field(pod, ctr, "runAsUser"), "runAsUser", name, &u, why, why_n)) < 0 ||
+        (r = sc_id(sc_field(pod, ctr, "runAsGroup"), "runAsGroup", name, &g, why, why_n)) < 0)
+        return r;
+    /* runAsUser replaces the image's User, group included (CRI's rule); runAsGroup the group */
+    if (u >= 0) {
+        snprintf(spec, sizeof(spec), "%lld", (long long)u);
+    } else {
+        if (iu && strlen(iu) > 250) {
+            snprintf(why, why_n, "container %s: the image's User '%.60s...' is too long", name, iu);
+            return -EINVAL;
+        }
+        snprintf(spec, sizeof(spec), "%s", iu ? iu : "");
+    }
+    if (g >= 0) {
+        char *colon = strchr(spec, ':');
+        size_t l = colon ? (size_t)(colon - spec) : strlen(spec);
+        snprintf(spec + l, sizeof(spec) - l, ":%lld", (long long)g);
+    }
+    r = fatia_oci_imguser_resolve(spec, files, FATIA_OCI_IDS - 1, ret, err, sizeof(err));
+    if (r < 0) {
+        if (u < 0)
+            snprintf(why, why_n, "container %s: the image's User '%.100s': %s", name, iu, err);
+        else
+            snprintf(why, why_n, "container %s: securityContext: %s", name, err);
+        return r;
+    }
+    if (json_is_true(nr) && ret->uid == 0) {
         /* kubelet's words */
         snprintf(why, why_n,
                  "container has runAsNonRoot and image will run as root (pod: %s, "
@@ -137,8 +125,6 @@ int fatia_oci_user(const json_t *pod, const json_t *ctr, const json_t *image_con
                  fatia_json_str(json_object_get(pod, "metadata"), "name"), name);
         return -FATIA_E_INVALID;
     }
-    *ret_uid = (uint32_t)uid;
-    *ret_gid = (uint32_t)gid;
     return 0;
 }
 
@@ -427,7 +413,7 @@ int fatia_oci_spec_build(const struct fatia_oci_in *in, json_t **ret, char *why,
     const json_t *ape = json_object_get(sec(in->ctr), "allowPrivilegeEscalation");
     const json_t *priv = json_object_get(sec(in->ctr), "privileged");
     json_t *cfg = NULL, *capset = NULL, *mounts = NULL, *ns, *lin, *proc;
-    uint32_t uid, gid;
+    struct fatia_imguser ids;
     int r;
 
     if (json_is_true(priv)) {
@@ -437,7 +423,7 @@ int fatia_oci_spec_build(const struct fatia_oci_in *in, json_t **ret, char *why,
                  fatia_json_str(in->ctr, "name"));
         return -FATIA_E_INVALID;
     }
-    r = fatia_oci_user(in->pod, in->ctr, in->image_config, &uid, &gid, why, why_n);
+    r = fatia_oci_user(in->pod, in->ctr, in->image_config, &in->etc, &ids, why, why_n);
     if (r < 0)
         return r;
     if (!cwd || !cwd[0])
@@ -458,10 +444,16 @@ int fatia_oci_spec_build(const struct fatia_oci_in *in, json_t **ret, char *why,
         goto fail;
     /* no rlimits: the node's own (fatiad's), which a container may not raise anyway */
     proc = json_pack("{s:b,s:{s:i,s:i},s:O,s:O,s:s,s:o,s:b}", "terminal",
-                     json_is_true(json_object_get(in->ctr, "tty")), "user", "uid", (int)uid, "gid",
-                     (int)gid, "args", in->argv, "env", in->env, "cwd", cwd, "capabilities", capset,
-                     "noNewPrivileges", !json_is_true(ape));
+                     json_is_true(json_object_get(in->ctr, "tty")), "user", "uid", (int)ids.uid,
+                     "gid", (int)ids.gid, "args", in->argv, "env", in->env, "cwd", cwd,
+                     "capabilities", capset, "noNewPrivileges", !json_is_true(ape));
     capset = NULL;
+    if (proc && ids.n_groups) {
+        json_t *sg = json_array();
+        for (size_t i = 0; i < ids.n_groups; i++)
+            json_array_append_new(sg, json_integer(ids.groups[i]));
+        json_object_set_new(json_object_get(proc, "user"), "additionalGids", sg);
+    }
     ns = json_pack("[{s:s},{s:s},{s:s}]", "type", "pid", "type", "mount", "type", "cgroup");
     json_array_append_new(ns, json_pack("{s:s,s:b}", "type", "user", "fatiaSandbox", 1));
     json_array_append_new(ns, json_pack("{s:s,s:b}", "type", "ipc", "fatiaSandbox", 1));

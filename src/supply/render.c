@@ -10,7 +10,10 @@
  * "580.159.04" -> "580.159.4"), resource.kubernetes.io/pciBusID and pcieRoot, and for MIG
  * parentUUID and profile; capacity memory (and for MIG multiprocessors, the engines and
  * memorySlice<i>). Attributes the machine does not tell (driver versions of a simulated fleet)
- * are left out rather than invented. fatia adds fatia.dev/nvlinkIsland to every device, and for
+ * are left out rather than invented. fatia adds fatia.dev/nvlinkIsland to every device, to a MIG
+ * device that exists its NVML GPU and compute instance ids (fatia.dev/gpuInstance,
+ * fatia.dev/computeInstance: the node's CDI spec names its /dev/nvidia-caps nodes by them, where
+ * the DRA driver's kubelet plugin asks NVML on the node), and for
  * its own kinds (time-slice replicas, MPS shares, fraction pools) uses type "timeslice", "mps",
  * "fraction" so that a DeviceClass selecting type == 'gpu' never hands out a replica as a GPU.
  *
@@ -124,12 +127,29 @@ static const struct fatia_plan_gpu *slice_gpu(const struct fatia_plan *plan,
     return &plan->nodes[s->node].gpus[s->gpu];
 }
 
+/* The NVML instance of a MIG slice that exists as planned (its UUID known), or NULL. */
+static const struct fatia_inv_mig_instance *mig_instance(const struct fatia_plan *plan,
+                                                         const struct fatia_slice *s)
+{
+    const struct fatia_plan_gpu *g = slice_gpu(plan, s);
+    const struct fatia_mig_placement *pl = &g->layout->v[s->mig];
+
+    if (g->state == FATIA_STATE_SIMULATED)
+        return NULL;
+    for (unsigned i = 0; i < g->inv->n_instances; i++)
+        if (g->inv->instances[i].profile == pl->profile &&
+            g->inv->instances[i].start == pl->start && g->inv->instances[i].uuid[0])
+            return &g->inv->instances[i];
+    return NULL;
+}
+
 /* A MIG device's UUID: NVML's when it exists as planned, a deterministic one when simulated. */
 static bool mig_uuid(const struct fatia_plan *plan, const struct fatia_slice *s, char *buf,
                      size_t n)
 {
     const struct fatia_plan_gpu *g = slice_gpu(plan, s);
     const struct fatia_mig_placement *pl = &g->layout->v[s->mig];
+    const struct fatia_inv_mig_instance *mi;
 
     if (g->state == FATIA_STATE_SIMULATED) {
         char key[320];
@@ -138,13 +158,10 @@ static bool mig_uuid(const struct fatia_plan *plan, const struct fatia_slice *s,
         fatia_inventory_sim_uuid("MIG", key, buf, n);
         return true;
     }
-    for (unsigned i = 0; i < g->inv->n_instances; i++)
-        if (g->inv->instances[i].profile == pl->profile &&
-            g->inv->instances[i].start == pl->start && g->inv->instances[i].uuid[0]) {
-            snprintf(buf, n, "%s", g->inv->instances[i].uuid);
-            return true;
-        }
-    return false;
+    mi = mig_instance(plan, s);
+    if (mi)
+        snprintf(buf, n, "%s", mi->uuid);
+    return mi != NULL;
 }
 
 json_t *fatia_plan_slice_attributes(const struct fatia_plan *plan, const struct fatia_slice *s)
@@ -152,6 +169,7 @@ json_t *fatia_plan_slice_attributes(const struct fatia_plan *plan, const struct 
     const struct fatia_plan_gpu *g = slice_gpu(plan, s);
     const struct fatia_inv_node *n = plan->nodes[s->node].inv;
     const struct fatia_gpu_model *m = g->inv->model;
+    const struct fatia_inv_mig_instance *mi;
     json_t *a = json_object();
     char cc[16], uuid[64];
 
@@ -173,6 +191,13 @@ json_t *fatia_plan_slice_attributes(const struct fatia_plan *plan, const struct 
             set_str(a, "uuid", uuid);
         set_str(a, "parentUUID", g->inv->uuid);
         set_str(a, "profile", g->layout->v[s->mig].profile->name);
+        /* its GPU and compute instance ids (NVML's), for the node's CDI spec: the
+         * /dev/nvidia-caps nodes of gpu<minor>/mig/gi<g>/ci<c> (agent/cdi.c) */
+        mi = mig_instance(plan, s);
+        if (mi) {
+            set_int(a, "fatia.dev/gpuInstance", mi->gi_id);
+            set_int(a, "fatia.dev/computeInstance", mi->ci_id);
+        }
     } else {
         set_str(a, "uuid", g->inv->uuid);
     }

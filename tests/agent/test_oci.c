@@ -1,9 +1,11 @@
 /*
  * tests/agent/test_oci.c: the OCI runtime's pure parts: Kubernetes' command-line rule over an
- * image's Entrypoint/Cmd, the container's user (runAsUser, the image's User, runAsNonRoot), the
+ * image's Entrypoint/Cmd, the container's user (runAsUser, the image's User, a name resolved
+ * against the image's passwd and group as runc does, runAsNonRoot), the
  * config.json (user namespace mappings, the sandbox's namespaces, capabilities, no_new_privs,
  * read-only root, volume mounts and their refusals, limits), CDI specs read from a directory and
- * applied (env, device nodes and their cgroup rule, mounts, hooks, a missing device).
+ * applied (env, device nodes and their cgroup rule, mounts, hooks, a missing device); the
+ * node spec's parsers of /proc/devices and of a MIG capability's access file.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/cdi.h"
 #include "agent/cdi_apply.h"
 #include "agent/oci.h"
 #include "base/error.h"
@@ -74,23 +77,26 @@ static void test_user(void **state)
     json_t *nr = J("{\"name\":\"m\",\"securityContext\":{\"runAsNonRoot\":true}}");
     json_t *bare = J("{\"metadata\":{\"name\":\"p\"},\"spec\":{}}");
     json_t *big = J("{\"name\":\"m\",\"securityContext\":{\"runAsUser\":65536}}");
-    uint32_t u = 99, g = 99;
+    struct fatia_imguser ids;
     char why[512];
 
     (void)state;
-    assert_int_equal(fatia_oci_user(pod, c, NULL, &u, &g, why, sizeof(why)), 0);
-    assert_int_equal(u, 7); /* the pod's securityContext */
-    assert_int_equal(fatia_oci_user(pod, c2, NULL, &u, &g, why, sizeof(why)), 0);
-    assert_int_equal(u, 1000);
-    assert_int_equal(g, 2000);
-    assert_int_equal(fatia_oci_user(bare, c, img, &u, &g, why, sizeof(why)), 0);
-    assert_int_equal(u, 33); /* the image's numeric User */
-    assert_int_equal(g, 44);
-    assert_int_equal(fatia_oci_user(bare, c, named, &u, &g, why, sizeof(why)), -FATIA_E_INVALID);
-    assert_non_null(strstr(why, "www-data"));
-    assert_int_equal(fatia_oci_user(bare, nr, NULL, &u, &g, why, sizeof(why)), -FATIA_E_INVALID);
+    assert_int_equal(fatia_oci_user(pod, c, NULL, NULL, &ids, why, sizeof(why)), 0);
+    assert_int_equal(ids.uid, 7); /* the pod's securityContext */
+    assert_int_equal(fatia_oci_user(pod, c2, NULL, NULL, &ids, why, sizeof(why)), 0);
+    assert_int_equal(ids.uid, 1000);
+    assert_int_equal(ids.gid, 2000);
+    assert_int_equal(fatia_oci_user(bare, c, img, NULL, &ids, why, sizeof(why)), 0);
+    assert_int_equal(ids.uid, 33); /* the image's numeric User */
+    assert_int_equal(ids.gid, 44);
+    /* a name without the image's passwd: refused, never uid 0 */
+    assert_int_equal(fatia_oci_user(bare, c, named, NULL, &ids, why, sizeof(why)), -EINVAL);
+    assert_non_null(strstr(why, "the image's User 'www-data': unable to find user www-data"));
+    assert_int_equal(fatia_oci_user(bare, nr, NULL, NULL, &ids, why, sizeof(why)),
+                     -FATIA_E_INVALID);
     assert_non_null(strstr(why, "runAsNonRoot and image will run as root"));
-    assert_int_equal(fatia_oci_user(bare, big, NULL, &u, &g, why, sizeof(why)), -FATIA_E_INVALID);
+    assert_int_equal(fatia_oci_user(bare, big, NULL, NULL, &ids, why, sizeof(why)),
+                     -FATIA_E_INVALID);
     assert_non_null(strstr(why, "runAsUser"));
     json_decref(pod);
     json_decref(c);
@@ -100,6 +106,71 @@ static void test_user(void **state)
     json_decref(nr);
     json_decref(bare);
     json_decref(big);
+}
+
+/* user[:group] against an image's /etc/passwd and /etc/group, as runc reads them. */
+static void test_imguser(void **state)
+{
+    const struct fatia_imguser_files f = {
+        .passwd = "root:x:0:0:root:/root:/bin/sh\n"
+                  "  \n"
+                  "evil:x:abc:abc::/:/bin/sh\n" /* malformed: skipped, not uid 0 */
+                  "app:x:1000:1001:App:/home/app:/bin/sh\n"
+                  "app:x:2000:2000::/:/bin/sh\n" /* the first match wins */
+                  "nobody:x:65534:65534:nobody:/:/bin/false\n"
+                  "huge:x:70000:70000::/:/bin/sh",
+        .group = "root:x:0:\napp:x:1001:\nvideo:x:44:app,other\naudio:x:29:other,app\n"
+                 "far:x:90000:app\nstaff:x:50:appx\nnogroup:x:65534:\n"};
+    struct fatia_imguser u;
+    json_t *named = J("{\"User\":\"app\"}"), *bare = J("{\"metadata\":{\"name\":\"p\"}}");
+    json_t *c = J("{\"name\":\"m\"}"), *nr = J("{\"name\":\"m\",\"securityContext\":"
+                                               "{\"runAsNonRoot\":true,\"runAsGroup\":7}}");
+    char why[512];
+
+    (void)state;
+    assert_int_equal(fatia_oci_imguser_resolve("app", &f, 65535, &u, why, sizeof(why)), 0);
+    assert_int_equal(u.uid, 1000);
+    assert_int_equal(u.gid, 1001);
+    assert_int_equal(u.n_groups, 2); /* video and audio list it; far is out of range; appx no */
+    assert_int_equal(u.groups[0], 44);
+    assert_int_equal(u.groups[1], 29);
+    assert_int_equal(fatia_oci_imguser_resolve("app:app", &f, 65535, &u, why, sizeof(why)), 0);
+    assert_int_equal(u.uid, 1000);
+    assert_int_equal(u.gid, 1001);
+    assert_int_equal(u.n_groups, 0); /* an explicit group: no supplementary ones (runc) */
+    assert_int_equal(fatia_oci_imguser_resolve("nobody:video", &f, 65535, &u, why, sizeof(why)), 0);
+    assert_int_equal(u.uid, 65534);
+    assert_int_equal(u.gid, 44);
+    assert_int_equal(fatia_oci_imguser_resolve("1000", &f, 65535, &u, why, sizeof(why)), 0);
+    assert_int_equal(u.gid, 1001); /* a numeric uid's entry gives its gid */
+    assert_int_equal(fatia_oci_imguser_resolve("4242:5", &f, 65535, &u, why, sizeof(why)), 0);
+    assert_int_equal(u.uid, 4242); /* numbers stand alone */
+    assert_int_equal(u.gid, 5);
+    assert_int_equal(fatia_oci_imguser_resolve("", &f, 65535, &u, why, sizeof(why)), 0);
+    assert_int_equal(u.uid, 0);
+    assert_int_equal(fatia_oci_imguser_resolve("evil", &f, 65535, &u, why, sizeof(why)), -EINVAL);
+    assert_string_equal(why, "unable to find user evil: no matching entries in passwd file");
+    assert_int_equal(fatia_oci_imguser_resolve("ghost", &f, 65535, &u, why, sizeof(why)), -EINVAL);
+    assert_int_equal(fatia_oci_imguser_resolve("app:ghosts", &f, 65535, &u, why, sizeof(why)),
+                     -EINVAL);
+    assert_string_equal(why, "unable to find group ghosts: no matching entries in group file");
+    assert_int_equal(fatia_oci_imguser_resolve("app:far", &f, 65535, &u, why, sizeof(why)),
+                     -ERANGE);
+    assert_int_equal(fatia_oci_imguser_resolve("huge", &f, 65535, &u, why, sizeof(why)), -ERANGE);
+    assert_non_null(strstr(why, "out of 0..65535"));
+    assert_int_equal(fatia_oci_imguser_resolve("70000", &f, 65535, &u, why, sizeof(why)), -ERANGE);
+    assert_int_equal(fatia_oci_imguser_resolve("ro", &f, 65535, &u, why, sizeof(why)),
+                     -EINVAL); /* no prefix match */
+    /* through the container: runAsNonRoot with the name's uid 1000 passes; runAsGroup wins */
+    assert_int_equal(fatia_oci_user(bare, nr, named, &f, &u, why, sizeof(why)), 0);
+    assert_int_equal(u.uid, 1000);
+    assert_int_equal(u.gid, 7);
+    assert_int_equal(fatia_oci_user(bare, c, named, &f, &u, why, sizeof(why)), 0);
+    assert_int_equal(u.gid, 1001);
+    json_decref(named);
+    json_decref(bare);
+    json_decref(c);
+    json_decref(nr);
 }
 
 static json_t *build(const char *pod, const char *ctr, int *ret_r, char *why, size_t why_n)
@@ -332,13 +403,34 @@ static void test_cdi(void **state)
     }
 }
 
+/* The nvidia-caps major and a MIG capability's minor, as the driver writes them. */
+static void test_cdi_proc(void **state)
+{
+    const char *devices = "Character devices:\n  1 mem\n195 nvidia\n241 nvidia-caps\n"
+                          "242 nvidia-caps-imex-channels\n\nBlock devices:\n  7 loop\n";
+
+    (void)state;
+    assert_int_equal(fatia_agent_cdi_proc_major(devices, "nvidia-caps"), 241);
+    assert_int_equal(fatia_agent_cdi_proc_major(devices, "nvidia"), 195);
+    assert_int_equal(fatia_agent_cdi_proc_major(devices, "nvidia-cap"), -ENOENT); /* no prefix */
+    assert_int_equal(fatia_agent_cdi_proc_major(devices, "loop"), -ENOENT); /* a block major */
+    assert_int_equal(fatia_agent_cdi_proc_major("  1 mem\n", "mem"), -ENOENT);
+    assert_int_equal(fatia_agent_cdi_cap_minor(
+                         "DeviceFileMinor: 12\nDeviceFileMode: 292\nDeviceFileModify: 1\n"),
+                     12);
+    assert_int_equal(fatia_agent_cdi_cap_minor("DeviceFileMode: 292\nDeviceFileMinor: 3"), 3);
+    assert_int_equal(fatia_agent_cdi_cap_minor("DeviceFileMode: 292\n"), -EINVAL);
+    assert_int_equal(fatia_agent_cdi_cap_minor("DeviceFileMinor: x\n"), -EINVAL);
+    assert_int_equal(fatia_agent_cdi_cap_minor("DeviceFileMinor: 12abc\n"), -EINVAL);
+    assert_int_equal(fatia_agent_cdi_cap_minor("DeviceFileMinor: -1\n"), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_merge_command),
-        cmocka_unit_test(test_user),
-        cmocka_unit_test(test_spec),
-        cmocka_unit_test(test_cdi),
+        cmocka_unit_test(test_merge_command), cmocka_unit_test(test_user),
+        cmocka_unit_test(test_imguser),       cmocka_unit_test(test_spec),
+        cmocka_unit_test(test_cdi),           cmocka_unit_test(test_cdi_proc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,8 @@
 #                           the device controller publishes it) and the annotation is bound to the
 #                           pod's uid (created behind a gate, annotated, then ungated), as the
 #                           placement controller does. BIND_AS_IS=1: the annotation as given
-#   add_inventory DEVICES_JSON  adds the entries' slices to node-0's ResourceSlice
+#   add_inventory DEVICES_JSON  adds the entries' slices to node-0's ResourceSlice (a MIG entry's
+#                           "gi" and "ci": its fatia.dev/gpuInstance and computeInstance)
 #   environ_of PID          the process's environment, one variable a line
 agent_setup() {
     chmod 711 "$TMP"
@@ -57,6 +58,9 @@ for e in new:
     if kind == "mig":
         attrs["uuid"] = {"string": e["migUuid"]}
         attrs["parentUUID"] = {"string": e["uuid"]}
+        if "gi" in e:  # NVML's GPU and compute instance ids, as supply/render.c publishes them
+            attrs["fatia.dev/gpuInstance"] = {"int": e["gi"]}
+            attrs["fatia.dev/computeInstance"] = {"int": e["ci"]}
     else:
         attrs["uuid"] = {"string": e["uuid"]}
     dev = {"name": e["slice"], "attributes": attrs}

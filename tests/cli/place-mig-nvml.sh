@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/cli/place-mig-nvml.sh: dynamic MIG end to end against the fake libnvidia-ml.so.1 that
-# replays the H200's answers (tests/supply): the GPU is cut all-balanced with --apply; a pod asks
+# replays the H200's answers (tests/supply): the GPU is cut all-balanced with --apply (its MIG
+# slices then carry NVML's GPU and compute instance ids); a pod asks
 # for a 7g.141gb instance, which placement can only give by re-laying the GPU (its instances are
 # free): `fatia place --dynamic-mig free` proposes the layout [7g.141gb at 0]; the supply layer
 # applies it (--apply, a GPUSharingPolicy with that mig-devices); placement then finds the
@@ -40,6 +41,16 @@ Y
 
 expect_rc 0 "$FATIA" plan "${nv[@]}" -f "$TMP/balanced.yaml" --apply
 expect_line "$TMP/err" "apply: 1 GPU changed, 0 failed"
+# each MIG slice that exists carries NVML's GPU and compute instance ids (the node's CDI spec
+# names its /dev/nvidia-caps nodes by them: src/agent/cdi.c), distinct GPU instances
+expect_rc 0 "$FATIA" plan "${nv[@]}" -f "$TMP/balanced.yaml" -o json
+python3 - "$TMP/out" <<'PY' || fail "MIG instance ids in the slices' attributes"
+import json, sys
+mig = [s for s in json.load(open(sys.argv[1]))["slices"] if s["attributes"]["type"]["string"] == "mig"]
+assert len(mig) == 4, [s["id"] for s in mig]
+gis = [s["attributes"]["fatia.dev/gpuInstance"]["int"] for s in mig]
+assert len(set(gis)) == len(gis) and all(s["attributes"]["fatia.dev/computeInstance"]["int"] >= 0 for s in mig), mig
+PY
 
 # no dynamic MIG: no 7g.141gb anywhere
 expect_rc 0 "$FATIA" place "${nv[@]}" -f "$TMP/balanced.yaml" -f "$TMP/big.yaml"

@@ -1,7 +1,8 @@
 # tests/e2e/fleet.bash: what the fleet tests' two control replicas share (fleet-leader.sh,
 # fleet-fence.sh): `replica NAME` starts a fatiad control replica on the test's etcd (one prefix,
 # --etcd-replica, leader election with short timings: lease FLEET_LEASE (3 s), renew deadline
-# FLEET_RENEW (2 s), retry 0.5 s)
+# FLEET_RENEW (2 s), retry 0.5 s; the fleet from FLEET_DIR (examples/fleet/), more flags in
+# FLEET_ARGS)
 # and sets NAME_PID, NAME_URL and NAME_K (its kubectl); `start_pair` starts A and B and sets K,
 # h (the lease's holder), LEADER and FOLLOWER. Needs lib.bash, fatiad.bash, start_etcd and PIDS.
 
@@ -14,7 +15,7 @@ replica() {
         --leader-elect --leader-elect-lease-duration "${FLEET_LEASE:-3s}" \
         --leader-elect-renew-deadline "${FLEET_RENEW:-2s}" \
         --leader-elect-retry-period 500ms --job-backoff 200ms \
-        --fleet examples/fleet/ -f examples/ >"$TMP/$name.log" 2>&1 &
+        --fleet "${FLEET_DIR:-examples/fleet/}" -f examples/ ${FLEET_ARGS:-} >"$TMP/$name.log" 2>&1 &
     eval "${name}_PID=$!"
     PIDS+=($!)
     for _ in $(seq 1000); do

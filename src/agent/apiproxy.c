@@ -37,12 +37,14 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/cni.h"
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/log.h"
 
 struct fatia_agent_apiproxy {
     uint32_t k;
+    bool allowed; /* its FATIA-HOSTISOLATE rule is ours (removed with the listener) */
     struct evconnlistener *l;
     struct fatia_agent *a;
     struct fatia_agent_apiproxy *next;
@@ -168,6 +170,12 @@ int fatia_agent_apiproxy_ensure(struct fatia_agent *a, uint32_t k)
     }
     x->next = a->apiproxy;
     a->apiproxy = x;
+    /* the pod network reaches nothing else of the host (cni.c, FATIA-HOSTISOLATE) */
+    x->allowed = fatia_cni_host_allow(k, a->api_port, true) == 0;
+    if (!x->allowed)
+        fatia_warn("agent: cannot let pod network %u reach %s:%u (iptables INPUT): its pods "
+                   "cannot reach the API",
+                   k, gw, a->api_port);
     fatia_info("agent: the API is reachable from pod network %u at %s:%u", k, gw, a->api_port);
     return 0;
 }
@@ -178,6 +186,8 @@ void fatia_agent_apiproxy_free(struct fatia_agent *a)
         struct fatia_agent_apiproxy *x = a->apiproxy;
         a->apiproxy = x->next;
         evconnlistener_free(x->l);
+        if (x->allowed)
+            (void)fatia_cni_host_allow(x->k, a->api_port, false);
         fatia_free(x);
     }
 }

@@ -2204,8 +2204,8 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
                                 json_pack("{s:I,s:s}", "index",
                                           (json_int_t)(host_base / FATIA_OCI_IDS), "state", st));
             if (json_array_size(hports) > 0)
-                json_object_set(json_object_get(json_object_get(sp, "oci"), "cni"),
-                                "portMappings", hports);
+                json_object_set(json_object_get(json_object_get(sp, "oci"), "cni"), "portMappings",
+                                hports);
             p->net_k1 = host_base / FATIA_OCI_IDS + 1; /* the API proxy's (apiproxy.c) */
         }
         json_object_set_new(json_object_get(sp, "oci"), "podPidsMax",

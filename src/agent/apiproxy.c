@@ -11,7 +11,9 @@
  *
  * Model: one listener per network index, made once the bridge has its gateway address (the
  * first pod's CNI ADD, by its shim: until then the bind fails with EADDRNOTAVAIL and the tick
- * tries again), kept until fatiad stops. Only the API port is proxied: the workbench proxy, the
+ * tries again), kept until fatiad stops, and with it the host's INPUT rule that lets that pod
+ * network reach this port of its gateway (cni.c, FATIA-HOSTISOLATE: the host drops all else from
+ * pods). Only the API port is proxied: the workbench proxy, the
  * dashboard's origin and node ports stay on loopback, which a pod's network namespace does not
  * reach.
  *

@@ -9,7 +9,18 @@
  * namespaces: traffic routed from one fbr bridge to another is dropped in the FORWARD chain
  * (chain FATIA-ISOLATE: each bridge may reach itself, any other fbr is DROP), so a tenant's pod
  * cannot reach another tenant's pods; pods of one namespace share an L2 segment (the namespace
- * is the isolation unit, as in the process mode).
+ * is the isolation unit, as in the process mode). Isolation from the host: traffic that enters
+ * the host from an fbr bridge (INPUT: the gateway, the host's other addresses, other bridges'
+ * gateways; ip6tables too, for the bridges' link-local addresses) goes to FATIA-HOSTISOLATE:
+ * replies to what the host opened (fatiad's proxies, probes, port-forward) RETURN, each API
+ * proxy's port on its own gateway RETURN (fatia_cni_host_allow: added and removed by the fatiad
+ * whose listener it is, keyed by bridge, gateway and port, so fatiads of one host never remove
+ * another's), the rest DROP. Pods need nothing else of the host (no DHCP, no DNS served).
+ *
+ * Host ports: the mappings of the pod's hostPorts go to the portmap plugin, run after bridge
+ * with the bridge's result as prevResult (a chain of two, as a conflist would run it); DEL runs
+ * portmap's before bridge's. What keeps a port to one pod is the shim's bound socket (oci.c),
+ * not portmap, which would add a second DNAT for a port already published.
  *
  * Before ADD the sandbox's network namespace is pinned (FATIA_CNI_PIN_DIR/<id>: its device and
  * inode, no bind mount) and DEL removes the pin: the reclaim of leases whose sandbox is gone
@@ -19,8 +30,11 @@
  * Invariants: DEL is idempotent; the FORWARD rules are added once (checked with -C first); a
  * lease is made only for a pinned namespace.
  *
- * Rejected: one bridge for every pod with per-pod filtering (a rule per pod pair), and the
- * portmap plugin for now (no pod port is published on the host: fatiad proxies).
+ * Rejected: one bridge for every pod with per-pod filtering (a rule per pod pair); filtering the
+ * host by dropping only the gateway (every host address is reachable through it); a per-port
+ * allow rule added by the shim at ADD and never removed (one rule per fatiad run and bridge,
+ * growing without end on a CI host); the API port alone without the gateway (a host service
+ * bound to another address on the same port would be reachable).
  */
 #include "base/compat.h"
 
@@ -140,8 +154,8 @@ static int isolate(uint32_t k)
  * replies' rule is inserted at the top, so that it stays before DROP whatever the order. */
 static int host_isolate(const char *exe)
 {
-    static const char *const est[] = {"FATIA-HOSTISOLATE", "-m", "conntrack", "--ctstate",
-                                      "ESTABLISHED,RELATED", "-j", "RETURN", NULL};
+    static const char *const est[] = {"FATIA-HOSTISOLATE",   "-m", "conntrack", "--ctstate",
+                                      "ESTABLISHED,RELATED", "-j", "RETURN",    NULL};
     const char *args[12];
     size_t n;
 
@@ -167,7 +181,7 @@ static int host_isolate(const char *exe)
 int fatia_cni_host_allow(uint32_t k, unsigned port, bool on)
 {
     char br[32], gw[32], p[16];
-    const char *rule[] = {"-C",  "FATIA-HOSTISOLATE", "-i", br,  "-d",     gw,       "-p",
+    const char *rule[] = {"-C",  "FATIA-HOSTISOLATE", "-i", br,   "-d",     gw,  "-p",
                           "tcp", "--dport",           p,    "-j", "RETURN", NULL};
 
     if (port == 0 || port > 65535)
@@ -273,7 +287,8 @@ static int plugin(const char *plugin_dir, const char *cmd, const char *id, const
 void fatia_cni_del_lease(const char *plugin_dir, uint32_t k, const char *id, const char *ifname)
 {
     char *config = net_config("", k), out[4096];
-    json_t *any = json_pack("[{s:i,s:i,s:s}]", "hostPort", 1, "containerPort", 1, "protocol", "tcp");
+    json_t *any =
+        json_pack("[{s:i,s:i,s:s}]", "hostPort", 1, "containerPort", 1, "protocol", "tcp");
     char *pc = any ? portmap_config(k, any, NULL) : NULL;
 
     /* a sandbox that is gone may have published host ports: portmap's DEL removes every rule
@@ -311,8 +326,7 @@ static int portmap_add(const char *plugin_dir, uint32_t k, const char *id, const
         snprintf(why, why_n, "CNI portmap ADD failed (exit %d): %.400s", r,
                  fatia_json_str(pr, "msg") ? fatia_json_str(pr, "msg") : out);
         json_decref(pr);
-        (void)plugin_exe(plugin_dir, "portmap", "DEL", id, netns, "eth0", config, tmp,
-                         sizeof(tmp));
+        (void)plugin_exe(plugin_dir, "portmap", "DEL", id, netns, "eth0", config, tmp, sizeof(tmp));
     }
     free(config);
     return r != 0 ? -EIO : 0;
@@ -336,8 +350,7 @@ int fatia_cni_add(const char *plugin_dir, const char *state_dir, uint32_t k, con
     if (r == 0 && access("/usr/sbin/ip6tables", X_OK) == 0)
         r = host_isolate("/usr/sbin/ip6tables");
     if (r < 0) {
-        snprintf(why, why_n,
-                 "cannot add the network isolation rules (iptables FORWARD and INPUT)");
+        snprintf(why, why_n, "cannot add the network isolation rules (iptables FORWARD and INPUT)");
         free(config);
         return r;
     }
@@ -402,8 +415,7 @@ void fatia_cni_del(const char *plugin_dir, const char *state_dir, uint32_t k, co
         /* the chain in reverse: portmap's rules go before the bridge's address */
         char *pc = portmap_config(k, ports, prev);
         if (pc)
-            (void)plugin_exe(plugin_dir, "portmap", "DEL", id, netns, "eth0", pc, out,
-                             sizeof(out));
+            (void)plugin_exe(plugin_dir, "portmap", "DEL", id, netns, "eth0", pc, out, sizeof(out));
         free(pc);
     }
     if (!c) {

@@ -6,11 +6,10 @@
 #ifndef FATIA_AGENT_CNI_H
 #define FATIA_AGENT_CNI_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <jansson.h>
 
 #define FATIA_CNI_PLUGIN_DIR "/usr/lib/cni"
 /* host-local's leases (its default dataDir): shared by every fatiad of the host */

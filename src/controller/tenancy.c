@@ -60,7 +60,12 @@
  *   runtime      (in the door, which has the caches) a tenant's pod or Job template names the
  *                fatia-process RuntimeClass (host processes, no container) only in a Namespace
  *                annotated fatia.dev/process-runtime: allowed by the admin; else 422 on
- *                spec.runtimeClassName (without the controllers: never).
+ *                spec.runtimeClassName (without the controllers: never);
+ *   hostport     (in the door too) a tenant's container port with a non-zero hostPort only in
+ *                a Namespace annotated fatia.dev/host-ports: allowed; else 422 on
+ *                ...containers[i].ports[j].hostPort. Both template rules hold for the pod
+ *                templates of Deployments, ReplicaSets, StatefulSets, DaemonSets and CronJobs
+ *                as well: their pods are made by trusted controllers, so the door stands there.
  *
  * Every rule holds in every mode: the daemon registers the three plugins whether or not the
  * controllers run (fatia_controllers_tenant_webhooks without them). tenancy-restrict and
@@ -642,9 +647,9 @@ static int hostport_rule(struct fatia_client *c, struct fatia_admit_attrs *a, co
             json_array_foreach(get(ct, "ports"), j, pt)
             {
                 const json_t *hp = get(pt, "hostPort");
+                char path[160];
                 if (!hp || json_is_null(hp) || (json_is_integer(hp) && !json_integer_value(hp)))
                     continue;
-                char path[160];
                 if (ns_allows(c, a, "fatia.dev/host-ports"))
                     return 0;
                 snprintf(path, sizeof(path), "%s%s[%zu].ports[%zu].hostPort", prefix, lists[l], i,

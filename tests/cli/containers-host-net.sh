@@ -3,8 +3,9 @@
 # agent/apiproxy.c, controller/tenancy.c):
 #   - hostile: a pod in a container cannot reach a service the test listens on 0.0.0.0 on the
 #     host, neither through its bridge's gateway nor through the host's other addresses (eth0's,
-#     another pod network's gateway), nor on IPv6 through its bridge's link-local address: INPUT -i fbr+ goes to FATIA-HOSTISOLATE, which drops all but
-#     the API proxy's port and replies; its in-cluster client still lists its namespace's pods at
+#     another pod network's gateway), nor on IPv6 through its bridge's link-local address:
+#     INPUT -i fbr+ goes to FATIA-HOSTISOLATE, which drops all but the API proxy's port and
+#     replies; its in-cluster client still lists its namespace's pods at
 #     https://kubernetes.default.svc:PORT, and fatiad's own reaching in (the workbench and Service
 #     proxies' replies) is not cut: kubectl port-forward still works;
 #   - hostPort through CNI's portmap: a pod of a namespace the admin annotated

@@ -15,7 +15,8 @@
  * replies to what the host opened (fatiad's proxies, probes, port-forward) RETURN, each API
  * proxy's port on its own gateway RETURN (fatia_cni_host_allow: added and removed by the fatiad
  * whose listener it is, keyed by bridge, gateway and port, so fatiads of one host never remove
- * another's), the rest DROP. Pods need nothing else of the host (no DHCP, no DNS served).
+ * another's; a rule whose gateway and port no socket holds is a killed fatiad's, pruned when a
+ * rule is added), the rest DROP. Pods need nothing else of the host (no DHCP, no DNS served).
  *
  * Host ports: the mappings of the pod's hostPorts go to the portmap plugin, run after bridge
  * with the bridge's result as prevResult (a chain of two, as a conflist would run it); DEL runs
@@ -40,6 +41,9 @@
 
 #include "agent/cni.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -178,6 +182,72 @@ static int host_isolate(const char *exe)
     return 0;
 }
 
+int fatia_cni_host_rule_parse(const char *line, char *ret_br, size_t br_n, char *ret_gw,
+                              size_t gw_n, unsigned *ret_port)
+{
+    char br[32], gw[32];
+    unsigned a, b, c, d, port;
+    int n = 0;
+
+    if (sscanf(line,
+               "-A FATIA-HOSTISOLATE -d %u.%u.%u.%u/32 -i %31s -p tcp -m tcp --dport %u -j "
+               "RETURN%n",
+               &a, &b, &c, &d, br, &port, &n) != 6 ||
+        n == 0 || (line[n] && line[n] != '\n') || a != 10 || b > 255 || c > 255 || d != 1 ||
+        strncmp(br, "fbr", 3) || port == 0 || port > 65535)
+        return -FATIA_E_PARSE;
+    snprintf(gw, sizeof(gw), "%u.%u.%u.%u", a, b, c, d);
+    snprintf(ret_br, br_n, "%s", br);
+    snprintf(ret_gw, gw_n, "%s", gw);
+    *ret_port = port;
+    return 0;
+}
+
+/* Whether a socket listens on gw:port (the API proxy of a live fatiad): its address is taken. */
+static bool port_held(const char *gw, unsigned port)
+{
+    struct sockaddr_in at = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool held;
+
+    if (fd < 0 || inet_pton(AF_INET, gw, &at.sin_addr) != 1) {
+        if (fd >= 0)
+            close(fd);
+        return true; /* cannot tell: keep the rule */
+    }
+    held = bind(fd, (struct sockaddr *)&at, sizeof(at)) < 0 && errno != EADDRNOTAVAIL;
+    close(fd);
+    return held;
+}
+
+/* The allow rules whose listener is gone (a fatiad killed with -9 never removed its own), so
+ * that the chain does not grow with every killed fatiad: a rule is stale when nothing holds its
+ * gateway and port (the listener is made before its rule and closed before its removal). */
+static void host_allow_prune(void)
+{
+    const char *argv[] = {"/usr/sbin/iptables", "-w", "-S", "FATIA-HOSTISOLATE", NULL};
+    const char *env[] = {PATH_ENV, NULL};
+    char *out = malloc(65536), *line, *save = NULL;
+
+    if (!out)
+        return;
+    if (run(argv, env, NULL, out, 65536) != 0) {
+        free(out);
+        return;
+    }
+    for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char br[32], gw[32], p[16];
+        unsigned port;
+        if (fatia_cni_host_rule_parse(line, br, sizeof(br), gw, sizeof(gw), &port) < 0 ||
+            port_held(gw, port))
+            continue;
+        snprintf(p, sizeof(p), "%u", port);
+        (void)iptables((const char *const[]){"-D", "FATIA-HOSTISOLATE", "-i", br, "-d", gw, "-p",
+                                             "tcp", "--dport", p, "-j", "RETURN", NULL});
+    }
+    free(out);
+}
+
 int fatia_cni_host_allow(uint32_t k, unsigned port, bool on)
 {
     char br[32], gw[32], p[16];
@@ -199,6 +269,7 @@ int fatia_cni_host_allow(uint32_t k, unsigned port, bool on)
         return 0;
     }
     (void)iptables((const char *const[]){"-N", "FATIA-HOSTISOLATE", NULL});
+    host_allow_prune();
     if (iptables(rule) == 0)
         return 0;
     rule[0] = "-I";

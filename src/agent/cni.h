@@ -35,6 +35,10 @@ void fatia_cni_del(const char *plugin_dir, const char *state_dir, uint32_t k, co
 /* The host's INPUT rule that lets network k's pods reach tcp port on their gateway (the API
  * proxy's, agent/apiproxy.c): on adds it once (-C first), off removes it. 0 or -errno. */
 int fatia_cni_host_allow(uint32_t k, unsigned port, bool on);
+/* One line of `iptables -S FATIA-HOSTISOLATE` that is such a rule: its bridge, gateway and port.
+ * 0, or -FATIA_E_PARSE for any other line (pure). */
+int fatia_cni_host_rule_parse(const char *line, char *ret_br, size_t br_n, char *ret_gw,
+                              size_t gw_n, unsigned *ret_port);
 
 /* DEL of network k for id and ifname with no namespace: host-local releases id's addresses. */
 void fatia_cni_del_lease(const char *plugin_dir, uint32_t k, const char *id, const char *ifname);

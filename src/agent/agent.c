@@ -2015,7 +2015,7 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
     struct fatia_pod_limits lim;
     uid_t uid = geteuid();
     gid_t gid = getegid();
-    json_t *inits = NULL, *apps = NULL, *sp = NULL, *tmpfs = NULL;
+    json_t *inits = NULL, *apps = NULL, *sp = NULL, *tmpfs = NULL, *hports = NULL;
     bool real = node_is_real(a, p->pod);
     const char *rtc = fatia_json_str(spec, "runtimeClassName");
     bool oci = a->oci && !(rtc && !strcmp(rtc, FATIA_RUNTIME_CLASS_PROCESS));
@@ -2070,6 +2070,23 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
         /* the pod's run directory belongs to its containers' root (host_base) */
         uid = host_base;
         gid = host_base;
+    }
+    if (oci && !host_net) {
+        /* hostPort: published by CNI's portmap (a hostNetwork pod binds its ports itself) */
+        r = fatia_pod_host_ports(p->pod, &hports, why, sizeof(why));
+        if (r == 0 && json_array_size(hports) > 0 &&
+            (access("/usr/lib/cni/bridge", X_OK) != 0 ||
+             access("/usr/lib/cni/portmap", X_OK) != 0)) {
+            snprintf(why, sizeof(why),
+                     "%s: this node cannot publish host ports (the CNI plugins bridge and "
+                     "portmap, /usr/lib/cni, are not installed)",
+                     fatia_json_str(json_array_get(hports, 0), "field"));
+            r = -FATIA_E_INVALID;
+        }
+        if (r < 0) {
+            fail_before_start(a, p, "CreateContainerConfigError", why);
+            goto out;
+        }
     }
     snprintf(pod_dir, sizeof(pod_dir), "%s/%s", a->pods_dir, p->uid);
     r = mkdir_mode(pod_dir, 0700);
@@ -2215,6 +2232,9 @@ static void start_pod(struct fatia_agent *a, struct apod *p)
             json_object_set_new(json_object_get(sp, "oci"), "cni",
                                 json_pack("{s:I,s:s}", "index",
                                           (json_int_t)(host_base / FATIA_OCI_IDS), "state", st));
+            if (json_array_size(hports) > 0)
+                json_object_set(json_object_get(json_object_get(sp, "oci"), "cni"), "portMappings",
+                                hports);
             p->net_k1 = host_base / FATIA_OCI_IDS + 1; /* the API proxy's (apiproxy.c) */
         }
         json_object_set_new(json_object_get(sp, "oci"), "podPidsMax",
@@ -2316,6 +2336,7 @@ fail:
                                                 : "CreateContainerError",
                       why[0] ? why : fatia_strerror(err));
 out:
+    json_decref(hports);
     json_decref(tmpfs);
     json_decref(sp);
     fatia_pod_devices_release(&devs);

@@ -11,7 +11,9 @@
  *
  * Model: one listener per network index, made once the bridge has its gateway address (the
  * first pod's CNI ADD, by its shim: until then the bind fails with EADDRNOTAVAIL and the tick
- * tries again), kept until fatiad stops. Only the API port is proxied: the workbench proxy, the
+ * tries again), kept until fatiad stops, and with it the host's INPUT rule that lets that pod
+ * network reach this port of its gateway (cni.c, FATIA-HOSTISOLATE: the host drops all else from
+ * pods). Only the API port is proxied: the workbench proxy, the
  * dashboard's origin and node ports stay on loopback, which a pod's network namespace does not
  * reach.
  *
@@ -37,12 +39,14 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/cni.h"
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/log.h"
 
 struct fatia_agent_apiproxy {
     uint32_t k;
+    bool allowed; /* its FATIA-HOSTISOLATE rule is ours (removed with the listener) */
     struct evconnlistener *l;
     struct fatia_agent *a;
     struct fatia_agent_apiproxy *next;
@@ -168,6 +172,12 @@ int fatia_agent_apiproxy_ensure(struct fatia_agent *a, uint32_t k)
     }
     x->next = a->apiproxy;
     a->apiproxy = x;
+    /* the pod network reaches nothing else of the host (cni.c, FATIA-HOSTISOLATE) */
+    x->allowed = fatia_cni_host_allow(k, a->api_port, true) == 0;
+    if (!x->allowed)
+        fatia_warn("agent: cannot let pod network %u reach %s:%u (iptables INPUT): its pods "
+                   "cannot reach the API",
+                   k, gw, a->api_port);
     fatia_info("agent: the API is reachable from pod network %u at %s:%u", k, gw, a->api_port);
     return 0;
 }
@@ -178,6 +188,8 @@ void fatia_agent_apiproxy_free(struct fatia_agent *a)
         struct fatia_agent_apiproxy *x = a->apiproxy;
         a->apiproxy = x->next;
         evconnlistener_free(x->l);
+        if (x->allowed)
+            (void)fatia_cni_host_allow(x->k, a->api_port, false);
         fatia_free(x);
     }
 }

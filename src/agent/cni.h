@@ -1,11 +1,12 @@
 /*
  * agent/cni.h: a pod's network namespace wired by the CNI plugins Kubernetes uses (Debian's
- * containernetworking-plugins: bridge, host-local), one network per Kubernetes namespace, and
- * no route between two of them (cni.c).
+ * containernetworking-plugins: bridge, host-local, portmap), one network per Kubernetes
+ * namespace, no route between two of them, and none to the host but the allowed ports (cni.c).
  */
 #ifndef FATIA_AGENT_CNI_H
 #define FATIA_AGENT_CNI_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,15 +19,26 @@
 #define FATIA_CNI_ID_MAX  256
 
 /* Network index k (the namespace's range index): bridge fbr<k>, subnet 10.<k/256>.<k%256>.0/24,
- * gateway .1 on the host. ADD for the netns (a path), container id id; the result (CNI JSON) is
- * written to result_file for DEL; the pod's IPv4 address in ret_ip. 0 or -errno with why. */
+ * gateway .1 on the host. ADD for the netns (a path), container id id; ports (NULL or []: none)
+ * the host ports to publish, CNI's portMappings ({hostPort, containerPort, protocol "tcp" or
+ * "udp", hostIP}) for the portmap plugin after the bridge; the result (CNI JSON) is written to
+ * result_file for DEL; the pod's IPv4 address in ret_ip. 0 or -errno with why. */
 int fatia_cni_add(const char *plugin_dir, const char *state_dir, uint32_t k, const char *id,
-                  const char *netns, const char *result_file, char *ret_ip, size_t ip_n, char *why,
-                  size_t why_n);
+                  const char *netns, const json_t *ports, const char *result_file, char *ret_ip,
+                  size_t ip_n, char *why, size_t why_n);
 
-/* DEL (idempotent: a missing result or netns is fine); the pin of id goes too. */
+/* DEL (idempotent: a missing result or netns is fine), portmap's with the same ports first; the
+ * pin of id goes too. */
 void fatia_cni_del(const char *plugin_dir, const char *state_dir, uint32_t k, const char *id,
-                   const char *netns, const char *result_file);
+                   const char *netns, const json_t *ports, const char *result_file);
+
+/* The host's INPUT rule that lets network k's pods reach tcp port on their gateway (the API
+ * proxy's, agent/apiproxy.c): on adds it once (-C first), off removes it. 0 or -errno. */
+int fatia_cni_host_allow(uint32_t k, unsigned port, bool on);
+/* One line of `iptables -S FATIA-HOSTISOLATE` that is such a rule: its bridge, gateway and port.
+ * 0, or -FATIA_E_PARSE for any other line (pure). */
+int fatia_cni_host_rule_parse(const char *line, char *ret_br, size_t br_n, char *ret_gw,
+                              size_t gw_n, unsigned *ret_port);
 
 /* DEL of network k for id and ifname with no namespace: host-local releases id's addresses. */
 void fatia_cni_del_lease(const char *plugin_dir, uint32_t k, const char *id, const char *ifname);

@@ -17,8 +17,10 @@
  *       holds (a container that outlived its pause keeps the namespace, and so its address).
  * Otherwise it is stale: no process can use the address any more (a SIGKILLed shim and its
  * pause, a node that crashed: /run is a tmpfs, so after a reboot no pin and no namespace exist).
- * A stale lease is given back by CNI DEL for U without a namespace (the bridge plugin then only
- * runs host-local's DEL, which releases U's addresses under its lock); if the file is still there
+ * A stale lease is given back by CNI DEL for U without a namespace (portmap's first, which drops
+ * the host ports U published, so that no DNAT keeps pointing at an address given to another
+ * pod; the bridge plugin then only runs host-local's DEL, which releases U's addresses under its
+ * lock); if the file is still there
  * after that, it is removed under host-local's own lock (flock of the directory's `lock`), after
  * reading it again (it must still name U). Pins of ids that are not live go too.
  *

@@ -33,6 +33,8 @@
 
 #include "agent/oci.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -289,7 +291,59 @@ static int write_maps(pid_t pid, uint32_t base)
     return 0;
 }
 
-/* The pod's network through CNI (spec "oci.cni": {"index", "state"}; absent: lo only). */
+/* hostPort: the shim binds each mapping's host address and port (no SO_REUSEADDR, no listen)
+ * and holds the socket while the sandbox lives, as kubelet's hostport manager did: a second pod
+ * asking for a port another pod holds, of this fatiad or another one, or a port a host process
+ * has bound, fails here with EADDRINUSE before portmap's DNAT could take the port over; and
+ * nothing on the host can bind it while the pod publishes it. */
+static int hostports_hold(struct fatia_rt_pod *pod, const json_t *ports, char *why, size_t why_n)
+{
+    size_t i;
+    json_t *m;
+
+    json_array_foreach(ports, i, m)
+    {
+        const char *proto = fatia_json_str(m, "protocol"), *hip = fatia_json_str(m, "hostIP");
+        const char *field = fatia_json_str(m, "field");
+        bool udp = proto && !strcmp(proto, "udp");
+        struct sockaddr_in at = {.sin_family = AF_INET};
+        int64_t hp = 0;
+        int fd, e;
+
+        if (!fatia_json_int(m, "hostPort", &hp) || hp <= 0 || hp > 65535 ||
+            pod->n_hostport_fds >= FATIA_ARRAY_SIZE(pod->hostport_fds) ||
+            (hip && hip[0] && inet_pton(AF_INET, hip, &at.sin_addr) != 1)) {
+            snprintf(why, why_n, "%s: a host port the shim cannot publish",
+                     field ? field : "oci.cni.portMappings");
+            return -EINVAL;
+        }
+        at.sin_port = htons((uint16_t)hp);
+        fd = socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return -errno;
+        if (bind(fd, (struct sockaddr *)&at, sizeof(at)) < 0) {
+            e = -errno;
+            close(fd);
+            snprintf(why, why_n, "%s: host port %lld/%s on %s is %s", field ? field : "hostPort",
+                     (long long)hp, udp ? "UDP" : "TCP", hip && hip[0] ? hip : "0.0.0.0",
+                     e == -EADDRINUSE ? "already in use on the node (by another pod or a host "
+                                        "process)"
+                                      : fatia_strerror(e));
+            return e;
+        }
+        pod->hostport_fds[pod->n_hostport_fds++] = fd;
+    }
+    return 0;
+}
+
+static void hostports_release(struct fatia_rt_pod *pod)
+{
+    while (pod->n_hostport_fds > 0)
+        close(pod->hostport_fds[--pod->n_hostport_fds]);
+}
+
+/* The pod's network through CNI (spec "oci.cni": {"index", "state", "portMappings"}; absent: lo
+ * only). */
 static int cni_add(struct fatia_rt_pod *pod, char *why, size_t why_n)
 {
     const json_t *cni = json_object_get(json_object_get(pod->spec, "oci"), "cni");
@@ -301,8 +355,14 @@ static int cni_add(struct fatia_rt_pod *pod, char *why, size_t why_n)
         return 0;
     snprintf(netns, sizeof(netns), "/proc/%d/ns/net", (int)pod->sandbox_pid);
     snprintf(result, sizeof(result), "%.4000s/cni.json", pod->dir);
+    r = hostports_hold(pod, json_object_get(cni, "portMappings"), why, why_n);
+    if (r < 0)
+        return r;
     r = fatia_cni_add(FATIA_CNI_PLUGIN_DIR, fatia_json_str(cni, "state"), (uint32_t)k, pod->uid,
-                      netns, result, ip, sizeof(ip), why, why_n);
+                      netns, json_object_get(cni, "portMappings"), result, ip, sizeof(ip), why,
+                      why_n);
+    if (r < 0)
+        hostports_release(pod);
     if (r == 0) {
         snprintf(ipf, sizeof(ipf), "%.4000s/pod-ip", pod->dir);
         (void)write_file(ipf, ip);
@@ -322,7 +382,8 @@ static void cni_del(struct fatia_rt_pod *pod)
     snprintf(netns, sizeof(netns), "/proc/%d/ns/net", (int)pod->sandbox_pid);
     snprintf(result, sizeof(result), "%.4000s/cni.json", pod->dir);
     fatia_cni_del(FATIA_CNI_PLUGIN_DIR, fatia_json_str(cni, "state"), (uint32_t)k, pod->uid, netns,
-                  result);
+                  json_object_get(cni, "portMappings"), result);
+    hostports_release(pod);
 }
 
 static int oci_sandbox_start(struct fatia_rt_pod *pod, char *why, size_t why_n)
@@ -817,7 +878,7 @@ int fatia_runtime_oci_release(const char *pod_dir)
         if (cni && fatia_json_int(cni, "index", &k) && fatia_json_str(cni, "state")) {
             snprintf(result, sizeof(result), "%.4000s/cni.json", pod_dir);
             fatia_cni_del(FATIA_CNI_PLUGIN_DIR, fatia_json_str(cni, "state"), (uint32_t)k, pod.uid,
-                          "", result);
+                          "", json_object_get(cni, "portMappings"), result);
         }
     }
     pod_cgroup_remove(&pod);

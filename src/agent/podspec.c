@@ -14,6 +14,8 @@
 
 #include "agent/podspec.h"
 
+#include <arpa/inet.h>
+
 #include <errno.h>
 
 #include "agent/podrefs.h"
@@ -778,4 +780,106 @@ bool fatia_pod_terminal(const json_t *pod)
     const char *phase = fatia_json_str(json_object_get(pod, "status"), "phase");
 
     return phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+}
+
+/* ---- host ports ---- */
+
+static bool hostip_overlap(const char *a, const char *b)
+{
+    return !a || !b || !strcmp(a, b);
+}
+
+/* One ports[] entry j of containers[i] into out (none when it has no hostPort). */
+static int host_port(const json_t *pt, size_t i, size_t j, json_t *out, char *why, size_t why_n)
+{
+    const json_t *hpj = json_object_get(pt, "hostPort");
+    const char *proto = fatia_json_str(pt, "protocol"), *hip = fatia_json_str(pt, "hostIP");
+    char field[96];
+    struct in_addr ia;
+    int64_t hp = 0, cp = 0;
+    size_t m;
+    json_t *o;
+
+    snprintf(field, sizeof(field), "spec.containers[%zu].ports[%zu]", i, j);
+    if (!hpj || json_is_null(hpj))
+        return 0;
+    if (!fatia_json_int(pt, "hostPort", &hp) || hp < 0 || hp > 65535) {
+        snprintf(why, why_n, "%s.hostPort: must be a port number between 1 and 65535", field);
+        return -FATIA_E_INVALID;
+    }
+    if (hp == 0)
+        return 0; /* Kubernetes: 0 is unset */
+    if (!fatia_json_int(pt, "containerPort", &cp) || cp < 1 || cp > 65535) {
+        snprintf(why, why_n, "%s.containerPort: must be a port number between 1 and 65535", field);
+        return -FATIA_E_INVALID;
+    }
+    if (proto && strcmp(proto, "TCP") && strcmp(proto, "UDP")) {
+        snprintf(why, why_n,
+                 "%s.protocol: Unsupported value: \"%.40s\": with a hostPort, \"TCP\" or \"UDP\"",
+                 field, proto);
+        return -FATIA_E_INVALID;
+    }
+    if (hip && (!hip[0] || !strcmp(hip, "0.0.0.0")))
+        hip = NULL;
+    if (hip && inet_pton(AF_INET, hip, &ia) != 1) {
+        snprintf(why, why_n, "%s.hostIP: \"%.64s\" is not an IPv4 address (pod networks are IPv4)",
+                 field, hip);
+        return -FATIA_E_INVALID;
+    }
+    proto = proto && !strcmp(proto, "UDP") ? "udp" : "tcp";
+    json_array_foreach(out, m, o)
+    {
+        int64_t ohp = 0;
+        (void)fatia_json_int(o, "hostPort", &ohp);
+        if (ohp == hp && !strcmp(fatia_json_str(o, "protocol"), proto) &&
+            hostip_overlap(fatia_json_str(o, "hostIP"), hip)) {
+            snprintf(why, why_n, "%s.hostPort: Duplicate value: %lld/%s, as %s", field,
+                     (long long)hp, proto[0] == 'u' ? "UDP" : "TCP", fatia_json_str(o, "field"));
+            return -FATIA_E_INVALID;
+        }
+    }
+    snprintf(field, sizeof(field), "spec.containers[%zu].ports[%zu].hostPort", i, j);
+    o = json_pack("{s:I,s:I,s:s,s:s}", "hostPort", (json_int_t)hp, "containerPort", (json_int_t)cp,
+                  "protocol", proto, "field", field);
+    if (!o)
+        return -ENOMEM;
+    if (hip)
+        json_object_set_new(o, "hostIP", json_string(hip));
+    return json_array_append_new(out, o) < 0 ? -ENOMEM : 0;
+}
+
+static int container_host_ports(const json_t *c, size_t i, json_t *out, char *why, size_t why_n)
+{
+    size_t j;
+    json_t *pt;
+    int r;
+
+    json_array_foreach(json_object_get(c, "ports"), j, pt)
+    {
+        r = host_port(pt, i, j, out, why, why_n);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int fatia_pod_host_ports(const json_t *pod, json_t **ret, char *why, size_t why_n)
+{
+    json_t *out = json_array(), *c;
+    size_t i;
+    int r;
+
+    *ret = NULL;
+    if (!out)
+        return -ENOMEM;
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "containers"), i, c)
+    {
+        r = container_host_ports(c, i, out, why, why_n);
+        if (r < 0) {
+            json_decref(out);
+            return r;
+        }
+    }
+    *ret = out;
+    return 0;
 }

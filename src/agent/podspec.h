@@ -152,4 +152,15 @@ bool fatia_pod_runnable(const json_t *pod);
 /* "Succeeded" or "Failed". */
 bool fatia_pod_terminal(const json_t *pod);
 
+/* ---- host ports ---- */
+
+/* The host ports of a pod's containers[] (ports[] entries with a hostPort), as CNI's
+ * portMappings for the portmap plugin: {hostPort, containerPort, protocol "tcp"|"udp", hostIP
+ * (absent: every address), field "spec.containers[i].ports[j].hostPort"} in *ret (a new array,
+ * possibly empty). Refused with why naming the field: a hostPort or containerPort outside
+ * 1..65535, a protocol other than TCP or UDP, a hostIP that is not an IPv4 address, and two
+ * entries of the pod that ask for the same port and protocol on overlapping addresses (0.0.0.0
+ * overlaps every address). 0 or -FATIA_E_INVALID. */
+int fatia_pod_host_ports(const json_t *pod, json_t **ret, char *why, size_t why_n);
+
 #endif

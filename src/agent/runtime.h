@@ -59,6 +59,9 @@ struct fatia_rt_pod {
     pid_t sandbox_pid;
     uint64_t sandbox_start;
     char ip[64]; /* set by sandbox_start when the pod has an address of its own (CNI) */
+    /* oci: the sockets that hold the pod's host ports (hostPort) while the sandbox lives */
+    int hostport_fds[32];
+    size_t n_hostport_fds;
 };
 
 /* One container of the pod, one instance of it (instance = restartCount). */

@@ -60,7 +60,12 @@
  *   runtime      (in the door, which has the caches) a tenant's pod or Job template names the
  *                fatia-process RuntimeClass (host processes, no container) only in a Namespace
  *                annotated fatia.dev/process-runtime: allowed by the admin; else 422 on
- *                spec.runtimeClassName (without the controllers: never).
+ *                spec.runtimeClassName (without the controllers: never);
+ *   hostport     (in the door too) a tenant's container port with a non-zero hostPort only in
+ *                a Namespace annotated fatia.dev/host-ports: allowed; else 422 on
+ *                ...containers[i].ports[j].hostPort. Both template rules hold for the pod
+ *                templates of Deployments, ReplicaSets, StatefulSets, DaemonSets and CronJobs
+ *                as well: their pods are made by trusted controllers, so the door stands there.
  *
  * Every rule holds in every mode: the daemon registers the three plugins whether or not the
  * controllers run (fatia_controllers_tenant_webhooks without them). tenancy-restrict and
@@ -593,22 +598,29 @@ static int door_notebook(struct fatia_client *c, struct fatia_admit_attrs *a)
     return res ? door_queue(c, a, res) : 0;
 }
 
+/* A namespace the admin annotated key: allowed (the controllers' cache; none: never). */
+static bool ns_allows(struct fatia_client *c, struct fatia_admit_attrs *a, const char *key)
+{
+    const struct fatia_kind *k = fatia_kind_find("v1", "Namespace", NULL);
+    const char *ns = fatia_json_str(get(a->obj, "metadata"), "namespace");
+    const json_t *nso = c && k && ns ? fatia_client_cached(c, k, NULL, ns) : NULL;
+
+    return str_is(get(get(get(nso, "metadata"), "annotations"), key), "allowed");
+}
+
 /* runtime: the fatia-process RuntimeClass (a pod as host processes, outside a container) only
  * in a namespace the admin annotated fatia.dev/process-runtime: allowed; without the caches
  * (no controllers) never. 422, as an invalid field. */
 static int runtime_rule(struct fatia_client *c, struct fatia_admit_attrs *a, const json_t *pspec,
-                        const char *path)
+                        const char *prefix)
 {
-    const struct fatia_kind *k = fatia_kind_find("v1", "Namespace", NULL);
     const char *ns = fatia_json_str(get(a->obj, "metadata"), "namespace");
-    const json_t *nso;
+    char path[128];
 
-    if (!str_is(get(pspec, "runtimeClassName"), "fatia-process"))
+    if (!str_is(get(pspec, "runtimeClassName"), "fatia-process") ||
+        ns_allows(c, a, "fatia.dev/process-runtime"))
         return 0;
-    nso = c && k && ns ? fatia_client_cached(c, k, NULL, ns) : NULL;
-    if (str_is(get(get(get(nso, "metadata"), "annotations"), "fatia.dev/process-runtime"),
-               "allowed"))
-        return 0;
+    snprintf(path, sizeof(path), "%sruntimeClassName", prefix);
     fatia_diag_add(a->diag, FATIA_DIAG_ERROR, NULL, 0, 0, NULL, path,
                    "%s: Unsupported value: \"fatia-process\": pods of namespace %s run in "
                    "containers; the admin allows the process runtime per namespace (annotation "
@@ -617,17 +629,73 @@ static int runtime_rule(struct fatia_client *c, struct fatia_admit_attrs *a, con
     return -FATIA_E_INVALID;
 }
 
+/* hostport: a container port published on the node's addresses (hostPort, agent/cni.c's
+ * portmap) only in a namespace the admin annotated fatia.dev/host-ports: allowed (a sibling of
+ * fatia.dev/process-runtime, not that annotation: a host port is much less than host
+ * processes); without the caches never. 422 on the first such field. */
+static int hostport_rule(struct fatia_client *c, struct fatia_admit_attrs *a, const json_t *pspec,
+                         const char *prefix)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    const char *ns = fatia_json_str(get(a->obj, "metadata"), "namespace");
+
+    for (size_t l = 0; l < FATIA_ARRAY_SIZE(lists); l++) {
+        size_t i, j;
+        json_t *ct, *pt;
+        json_array_foreach(get(pspec, lists[l]), i, ct)
+        {
+            json_array_foreach(get(ct, "ports"), j, pt)
+            {
+                const json_t *hp = get(pt, "hostPort");
+                char path[160];
+                if (!hp || json_is_null(hp) || (json_is_integer(hp) && !json_integer_value(hp)))
+                    continue;
+                if (ns_allows(c, a, "fatia.dev/host-ports"))
+                    return 0;
+                snprintf(path, sizeof(path), "%s%s[%zu].ports[%zu].hostPort", prefix, lists[l], i,
+                         j);
+                fatia_diag_add(a->diag, FATIA_DIAG_ERROR, NULL, 0, 0, NULL, path,
+                               "%s: Forbidden: host ports are not allowed in namespace %s; the "
+                               "admin allows them per namespace (annotation "
+                               "fatia.dev/host-ports: allowed)",
+                               path, ns ? ns : "");
+                return -FATIA_E_INVALID;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The pod spec an object of the door's kinds makes pods of, and its field path. */
+static const json_t *pod_spec_of(const struct fatia_admit_attrs *a, const char **prefix)
+{
+    const json_t *spec = get(a->obj, "spec");
+
+    if (is_kind(a->kind, "", "Pod")) {
+        *prefix = "spec.";
+        return spec;
+    }
+    if (is_kind(a->kind, "batch", "CronJob")) {
+        *prefix = "spec.jobTemplate.spec.template.spec.";
+        return get(get(get(get(spec, "jobTemplate"), "spec"), "template"), "spec");
+    }
+    *prefix = "spec.template.spec.";
+    return get(get(spec, "template"), "spec");
+}
+
 static int door_admit(void *arg, struct fatia_admit_attrs *a)
 {
     struct fatia_client *c = arg;
+    const char *prefix;
+    const json_t *pspec;
     int r;
 
     if (trusted(a->user) || !a->obj)
         return 0;
-    r = is_kind(a->kind, "", "Pod")
-            ? runtime_rule(c, a, get(a->obj, "spec"), "spec.runtimeClassName")
-            : runtime_rule(c, a, get(get(get(a->obj, "spec"), "template"), "spec"),
-                           "spec.template.spec.runtimeClassName");
+    pspec = pod_spec_of(a, &prefix);
+    r = runtime_rule(c, a, pspec, prefix);
+    if (r == 0)
+        r = hostport_rule(c, a, pspec, prefix);
     if (r < 0)
         return r;
     if (is_kind(a->kind, "", "Pod"))
@@ -636,7 +704,7 @@ static int door_admit(void *arg, struct fatia_admit_attrs *a)
         return door_job(c, a);
     if (is_kind(a->kind, "kubeflow.org", "Notebook"))
         return door_notebook(c, a);
-    return 0;
+    return 0; /* the workload controllers: only the template's rules */
 }
 
 int fatia_controller_tenancy_restrict(struct fatia_admission out[2])
@@ -671,14 +739,25 @@ int fatia_controller_tenancy_restrict(struct fatia_admission out[2])
 
 int fatia_controller_quota_door(struct fatia_client *client, struct fatia_admission *out)
 {
-    static const struct fatia_kind *kinds[4];
+    static const char *const names[][2] = {
+        {"v1", "Pod"},
+        {"batch/v1", "Job"},
+        {"kubeflow.org/v1", "Notebook"},
+        /* their pods are made by trusted controllers: the template's rules hold here */
+        {"apps/v1", "Deployment"},
+        {"apps/v1", "ReplicaSet"},
+        {"apps/v1", "StatefulSet"},
+        {"apps/v1", "DaemonSet"},
+        {"batch/v1", "CronJob"},
+    };
+    static const struct fatia_kind *kinds[FATIA_ARRAY_SIZE(names) + 1];
 
-    kinds[0] = fatia_kind_find("v1", "Pod", NULL);
-    kinds[1] = fatia_kind_find("batch/v1", "Job", NULL);
-    kinds[2] = fatia_kind_find("kubeflow.org/v1", "Notebook", NULL);
-    kinds[3] = NULL;
-    if (!kinds[0] || !kinds[1] || !kinds[2])
-        return -EINVAL;
+    for (size_t i = 0; i < FATIA_ARRAY_SIZE(names); i++) {
+        kinds[i] = fatia_kind_find(names[i][0], names[i][1], NULL);
+        if (!kinds[i])
+            return -EINVAL;
+    }
+    kinds[FATIA_ARRAY_SIZE(names)] = NULL;
     *out = (struct fatia_admission){.name = DOOR_NAME,
                                     .phase = FATIA_ADMIT_MUTATING,
                                     .ops = FATIA_ADMIT_CREATE | FATIA_ADMIT_UPDATE,

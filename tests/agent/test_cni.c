@@ -2,7 +2,8 @@
  * tests/agent/test_cni.c: the rule that says whether a CNI lease's sandbox is live
  * (agent/cni_reclaim.c): a running fatia-shim (or its pause) of that pod uid, or a pinned network
  * namespace that a process is in. The host scan is run on a fake /proc for the command lines, and
- * on the real one for the namespaces.
+ * on the real one for the namespaces. The FATIA-HOSTISOLATE allow rules read back from
+ * `iptables -S` (the prune of a killed fatiad's rules deletes only what parses as one).
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -110,12 +111,43 @@ static void pins(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static void host_rule_parse(void **state)
+{
+    static const char *const other[] = {
+        "-N FATIA-HOSTISOLATE",
+        "-A FATIA-HOSTISOLATE -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN",
+        "-A FATIA-HOSTISOLATE -j DROP",
+        "-A FATIA-HOSTISOLATE -d 10.0.5.2/32 -i fbr5 -p tcp -m tcp --dport 80 -j RETURN",
+        "-A FATIA-HOSTISOLATE -d 192.0.2.1/32 -i fbr5 -p tcp -m tcp --dport 80 -j RETURN",
+        "-A FATIA-HOSTISOLATE -d 10.0.5.1/32 -i eth0 -p tcp -m tcp --dport 80 -j RETURN",
+        "-A FATIA-HOSTISOLATE -d 10.0.5.1/32 -i fbr5 -p tcp -m tcp --dport 0 -j RETURN",
+        "-A FATIA-HOSTISOLATE -d 10.0.5.1/32 -i fbr5 -p tcp -m tcp --dport 80 -j ACCEPT",
+        "-A FATIA-HOSTISOLATE -d 10.0.5.1/32 -i fbr5 -p tcp -m tcp --dport 80 -j RETURNX",
+        "-A FORWARD -d 10.0.5.1/32 -i fbr5 -p tcp -m tcp --dport 80 -j RETURN",
+    };
+    char br[32], gw[32];
+    unsigned port = 0;
+
+    (void)state;
+    assert_int_equal(fatia_cni_host_rule_parse("-A FATIA-HOSTISOLATE -d 10.18.192.1/32 -i fbr4800 "
+                                               "-p tcp -m tcp --dport 45403 -j RETURN",
+                                               br, sizeof(br), gw, sizeof(gw), &port),
+                     0);
+    assert_string_equal(br, "fbr4800");
+    assert_string_equal(gw, "10.18.192.1");
+    assert_int_equal(port, 45403);
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
+        if (fatia_cni_host_rule_parse(other[i], br, sizeof(br), gw, sizeof(gw), &port) == 0)
+            fail_msg("'%s' parsed as an allow rule", other[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rule),
         cmocka_unit_test(scan_cmdlines),
         cmocka_unit_test(pins),
+        cmocka_unit_test(host_rule_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
  * tests/agent/test_pod.c: the node agent's pure parts: the fatia.dev/devices contract and the
  * variables each slice kind gives a container, environments ($(VAR) expansion, the downward API,
  * ConfigMap references), command lines, limits, the pod status built from a shim's record, CRI
- * log entries, the namespace uid map, kubelet's cpu weight.
+ * log entries, the namespace uid map, kubelet's cpu weight, the host ports of a pod.
  */
 /* clang-format off */
 #include <setjmp.h>
@@ -406,6 +406,77 @@ static void test_uidmap(void **state)
     rmdir(dir);
 }
 
+/* hostPort: the portmap mappings of containers[] (never initContainers), the refusals naming
+ * the field */
+static void test_host_ports(void **state)
+{
+    static const struct {
+        const char *ports, *err;
+    } bad[] = {
+        {"[{\"containerPort\":80,\"hostPort\":70000}]", "spec.containers[1].ports[0].hostPort"},
+        {"[{\"containerPort\":80,\"hostPort\":-1}]", "spec.containers[1].ports[0].hostPort"},
+        {"[{\"containerPort\":\"80\",\"hostPort\":80}]",
+         "spec.containers[1].ports[0].containerPort"},
+        {"[{\"hostPort\":80}]", "spec.containers[1].ports[0].containerPort"},
+        {"[{\"containerPort\":80,\"hostPort\":80,\"protocol\":\"SCTP\"}]",
+         "spec.containers[1].ports[0].protocol"},
+        {"[{\"containerPort\":80,\"hostPort\":80,\"hostIP\":\"::1\"}]",
+         "spec.containers[1].ports[0].hostIP"},
+        {"[{\"containerPort\":80,\"hostPort\":80,\"hostIP\":\"10.0.0.1; rm\"}]",
+         "spec.containers[1].ports[0].hostIP"},
+        /* the same port twice, 0.0.0.0 against a given address (the first container has 8080) */
+        {"[{\"containerPort\":81,\"hostPort\":8080,\"hostIP\":\"127.0.0.1\"}]",
+         "spec.containers[1].ports[0].hostPort: Duplicate value: 8080/TCP, as "
+         "spec.containers[0].ports[0].hostPort"},
+    };
+
+    char text[1024], why[300];
+    json_t *pod, *m;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(text, sizeof(text),
+                 "{\"spec\":{\"containers\":[{\"name\":\"a\",\"ports\":[{\"containerPort\":"
+                 "8080,\"hostPort\":8080}]},{\"name\":\"b\",\"ports\":%s}]}}",
+                 bad[i].ports);
+        pod = json_loads(text, 0, NULL);
+        assert_non_null(pod);
+        why[0] = '\0';
+        m = (json_t *)1;
+        assert_int_equal(fatia_pod_host_ports(pod, &m, why, sizeof(why)), -FATIA_E_INVALID);
+        assert_null(m);
+        if (!strstr(why, bad[i].err))
+            fail_msg("case %zu: '%s' does not name %s", i, why, bad[i].err);
+        json_decref(pod);
+    }
+    pod = json_loads("{\"spec\":{\"initContainers\":[{\"name\":\"i\",\"ports\":[{"
+                     "\"containerPort\":1,\"hostPort\":1}]}],\"containers\":[{\"name\":\"a\","
+                     "\"ports\":[{\"containerPort\":53,\"hostPort\":5353,\"protocol\":\"UDP\"},"
+                     "{\"containerPort\":53,\"hostPort\":5353},{\"containerPort\":9000},"
+                     "{\"containerPort\":9001,\"hostPort\":0},{\"containerPort\":80,"
+                     "\"hostPort\":8080,\"hostIP\":\"127.0.0.1\"},{\"containerPort\":81,"
+                     "\"hostPort\":8080,\"hostIP\":\"127.0.0.2\"},{\"containerPort\":82,"
+                     "\"hostPort\":8081,\"hostIP\":\"0.0.0.0\"}]}]}}",
+                     0, NULL);
+    assert_non_null(pod);
+    assert_int_equal(fatia_pod_host_ports(pod, &m, why, sizeof(why)), 0);
+    /* UDP and TCP of one port, two addresses of one port; no hostPort or 0: none */
+    assert_int_equal(json_array_size(m), 5);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(m, 0), "protocol")),
+                        "udp");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(m, 1), "protocol")),
+                        "tcp");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(m, 2), "containerPort")),
+                     80);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(m, 3), "hostIP")),
+                        "127.0.0.2");
+    assert_null(json_object_get(json_array_get(m, 4), "hostIP")); /* 0.0.0.0: every address */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(m, 4), "field")),
+                        "spec.containers[0].ports[6].hostPort");
+    json_decref(m);
+    json_decref(pod);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -413,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_devices_parse), cmocka_unit_test(test_devices_env),
         cmocka_unit_test(test_limits),        cmocka_unit_test(test_status),
         cmocka_unit_test(test_crilog),        cmocka_unit_test(test_uidmap),
+        cmocka_unit_test(test_host_ports),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

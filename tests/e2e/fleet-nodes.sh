@@ -10,8 +10,8 @@
 #      another node
 #   4. SIGCONT: the node comes back Ready; the stale pod's process is killed by its node role
 #      (the pod is gone), and the Job runs exactly one process
-# FLEET_NODES_STORE=etcd: the same on a 3-member etcd with two control replicas (fleet-nodes-etcd
-# in the slow tier: tests/e2e/fleet.bash's helpers).
+# On a 3-member etcd with two control replicas, with a failover and a restart of everything:
+# tests/e2e/fleet-ha-slow.sh.
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
 . "$(dirname "$0")/lib.bash"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/e2e/fleet-ha-slow.sh (slow tier, about 100 s): the whole fleet of issue 21 at once, real
+# tests/e2e/fleet-ha-slow.sh (slow tier, 23 s in CI): the whole fleet of issue 21 at once, real
 # processes on loopback: a three-member etcd, two fatiad control replicas on it (leader election, short timings:
 # tests/e2e/fleet.bash) and three `fatiad --role node` processes (one simulated node each, a node
 # token each, their pods in the process runtime) joined over HTTPS to the replica that does not

@@ -96,6 +96,7 @@ struct user_q {
     bool found;
     char matched[256];
     uint32_t m_uid, m_gid;
+    char home[256];
 };
 
 static bool user_line(char **f, size_t n, void *ctx)
@@ -111,6 +112,8 @@ static bool user_line(char **f, size_t n, void *ctx)
     snprintf(q->matched, sizeof(q->matched), "%s", f[0]);
     q->m_uid = uid;
     q->m_gid = gid;
+    if (n >= 6 && f[5][0] == '/' && strlen(f[5]) < sizeof(q->home))
+        snprintf(q->home, sizeof(q->home), "%s", f[5]);
     return false;
 }
 
@@ -190,6 +193,7 @@ int fatia_oci_imguser_resolve(const char *spec, const struct fatia_imguser_files
         }
         ret->uid = uq.m_uid;
         ret->gid = uq.m_gid;
+        snprintf(ret->home, sizeof(ret->home), "%s", uq.home);
     } else if (!by_uid) {
         snprintf(why, why_n, "unable to find user %s: no matching entries in passwd file%s", user,
                  files && files->passwd ? "" : " (the image has no /etc/passwd)");

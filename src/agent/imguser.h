@@ -21,6 +21,7 @@ struct fatia_imguser {
     uint32_t uid, gid;
     size_t n_groups; /* supplementary groups: the groups that list the user by name */
     uint32_t groups[FATIA_IMGUSER_MAX_GROUPS];
+    char home[256]; /* the passwd entry's home directory (absolute), "" without one */
 };
 
 /* Resolves spec ("", "name", "uid", "name:group", "uid:gid", ...) against files:
@@ -28,7 +29,9 @@ struct fatia_imguser {
  *     in passwd; "" is uid 0;
  *   - the group: a number is that gid; a name must be in group; none: the passwd entry's gid
  *     (0 without one), and the user's supplementary groups (group entries listing its name);
- *   - ids are at most max_id (the container's range) where given by number or by the files.
+ *   - ids are at most max_id (the container's range) where given by number or by the files;
+ *   - home: the matched passwd entry's directory when it is absolute (runc sets HOME from it
+ *     when the environment has none).
  * 0; -EINVAL for a name without an entry (runc's words: "unable to find user NAME: no matching
  * entries in passwd file") or a spec too long, -ERANGE for an id out of 0..max_id; with why. */
 int fatia_oci_imguser_resolve(const char *spec, const struct fatia_imguser_files *files,

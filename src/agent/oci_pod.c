@@ -309,9 +309,10 @@ io:
 }
 
 /* The image's Env below the agent's: the pod's own values win; PATH from the image unless the
- * pod's env sets it; HOME from the image, else /root for uid 0 and / otherwise. */
+ * pod's env sets it; HOME from the pod or the image, else the user's passwd entry in the image
+ * (as runc sets it), else /root for uid 0 and / otherwise. */
 static json_t *merge_env(const json_t *ctr, const json_t *icfg, const struct fatia_env *agent,
-                         uint32_t uid)
+                         uint32_t uid, const char *pw_home)
 {
     struct fatia_env e = {0};
     bool pod_path = false, image_home = false;
@@ -348,7 +349,7 @@ static json_t *merge_env(const json_t *ctr, const json_t *icfg, const struct fat
         (void)fatia_env_set(&e, n, eq + 1);
     }
     if (!image_home)
-        (void)fatia_env_set(&e, "HOME", uid == 0 ? "/root" : "/");
+        (void)fatia_env_set(&e, "HOME", pw_home && pw_home[0] ? pw_home : uid == 0 ? "/root" : "/");
     out = json_array();
     for (size_t k = 0; k < e.n; k++)
         json_array_append_new(out, json_string(e.v[k]));
@@ -633,7 +634,7 @@ int fatia_oci_ctr_prepare(const struct fatia_oci_pod *op, const json_t *ctr,
         r = -EIO; /* the image's User or files, not the pod: CreateContainerError, as kubelet's */
     if (r < 0)
         goto out;
-    fenv = merge_env(ctr, icfg, env, ids.uid);
+    fenv = merge_env(ctr, icfg, env, ids.uid, ids.home);
     /* under the pod's cgroup (oci.c makes it, with the pod's pids.max) */
     snprintf(cgpath, sizeof(cgpath), "/fatia-pods/pod-%.128s/%.200s",
              fatia_json_str(json_object_get(op->pod, "metadata"), "uid"), cname);

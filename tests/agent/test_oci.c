@@ -134,6 +134,7 @@ static void test_imguser(void **state)
     assert_int_equal(u.n_groups, 2); /* video and audio list it; far is out of range; appx no */
     assert_int_equal(u.groups[0], 44);
     assert_int_equal(u.groups[1], 29);
+    assert_string_equal(u.home, "/home/app"); /* HOME when the environment has none */
     assert_int_equal(fatia_oci_imguser_resolve("app:app", &f, 65535, &u, why, sizeof(why)), 0);
     assert_int_equal(u.uid, 1000);
     assert_int_equal(u.gid, 1001);
@@ -144,7 +145,8 @@ static void test_imguser(void **state)
     assert_int_equal(fatia_oci_imguser_resolve("1000", &f, 65535, &u, why, sizeof(why)), 0);
     assert_int_equal(u.gid, 1001); /* a numeric uid's entry gives its gid */
     assert_int_equal(fatia_oci_imguser_resolve("4242:5", &f, 65535, &u, why, sizeof(why)), 0);
-    assert_int_equal(u.uid, 4242); /* numbers stand alone */
+    assert_int_equal(u.uid, 4242);   /* numbers stand alone */
+    assert_string_equal(u.home, ""); /* no entry: no home */
     assert_int_equal(u.gid, 5);
     assert_int_equal(fatia_oci_imguser_resolve("", &f, 65535, &u, why, sizeof(why)), 0);
     assert_int_equal(u.uid, 0);

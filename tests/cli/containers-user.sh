@@ -61,18 +61,19 @@ for p in appapp app nobody ghost appghost abs climb; do
     bound_pod "$p" "" "  restartPolicy: Never" <<EOF
   - name: main
     image: fatia.dev/$p:1
-    command: ["sh", "-c", "echo \$(id -u) \$(id -g) / \$(id -G)"]
+    command: ["sh", "-c", "echo \$(id -u) \$(id -g) / \$(id -G) HOME=\$HOME"]
 EOF
 done
 bound_pod runas "" "  restartPolicy: Never" <<EOF
   - name: main
     image: fatia.dev/appapp:1
-    command: ["sh", "-c", "echo \$(id -u) \$(id -g) / \$(id -G)"]
+    command: ["sh", "-c", "echo \$(id -u) \$(id -g) / \$(id -G) HOME=\$HOME"]
     securityContext: {runAsUser: 2000}
 EOF
 waiting() { [ "$(jp "$1" '.status.containerStatuses[0].state.waiting.reason')" = "$2" ]; }
-for p in appapp:"1000 1001 / 1001" app:"1000 1001 / 1001 44" nobody:"65534 65534 / 65534" \
-    runas:"2000 0 / 0"; do
+# HOME from the user's passwd entry in the image (as runc sets it), else / (no entry)
+for p in appapp:"1000 1001 / 1001 HOME=/home/app" app:"1000 1001 / 1001 44 HOME=/home/app" \
+    nobody:"65534 65534 / 65534 HOME=/" runas:"2000 0 / 0 HOME=/"; do
     name=${p%%:*}
     want=${p#*:}
     wait_for 30 phase_is "$name" Succeeded || { k get pod "$name" -o yaml >&2; continue; }

@@ -7,6 +7,9 @@
 # -> Succeeded -> deleted). BACKEND=sqlite (default) or etcd (one etcd member on loopback, its CPU
 # and RSS measured too). The harness uses the admin token (no node role is needed for it).
 # Defaults: 1000 nodes, 50000 pods, 100 pods/s. Writes $OUT (default /tmp/fleet-scale-BACKEND.json).
+# FLEET_TAIL=S: seconds the run waits past the last arrival for the pods to finish (default 120).
+# FATIAD=PATH FATIAD_PREBUILT=1: run that fatiad without building (scripts/fleet-scale-device).
+# LOG_OUT=DIR: fatiad's and etcd's logs are copied there at the end.
 set -eu
 BUILD=${1:-build}
 NODES=${2:-1000}
@@ -14,10 +17,18 @@ PODS=${3:-50000}
 RATE=${4:-100}
 BACKEND=${BACKEND:-sqlite}
 OUT=${OUT:-/tmp/fleet-scale-$BACKEND.json}
-cmake --build "$BUILD" --target fatiad >/dev/null
+FATIAD=${FATIAD:-$BUILD/bin/fatiad}
+# FATIAD=PATH: a fatiad built elsewhere (the GPU machine runs a carried bundle, no cmake there)
+[ -n "${FATIAD_PREBUILT:-}" ] || cmake --build "$BUILD" --target fatiad >/dev/null
 TMP=$(mktemp -d)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$TMP"; }
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null
+    # LOG_OUT=DIR keeps fatiad's (and etcd's) log
+    [ -z "${LOG_OUT:-}" ] || cp "$TMP"/*.log "$LOG_OUT/" 2>/dev/null || true
+    rm -rf "$TMP"
+}
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -75,7 +86,7 @@ if [ "$BACKEND" = etcd ]; then
     for _ in $(seq 200); do ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$cp" endpoint health >/dev/null 2>&1 && break; sleep 0.1; done
     STORE=(--store etcd --etcd-endpoints "http://127.0.0.1:$cp")
 fi
-"$BUILD/bin/fatiad" --data-dir "$TMP/d" --listen 127.0.0.1:0 --no-agent "${STORE[@]}" \
+"$FATIAD" --data-dir "$TMP/d" --listen 127.0.0.1:0 --no-agent "${STORE[@]}" \
     --fleet "$TMP/fleet.yaml" -f "$TMP/queues.yaml" >"$TMP/fatiad.log" 2>&1 &
 FATIAD_PID=$!
 PIDS+=($FATIAD_PID)

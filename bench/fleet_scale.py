@@ -285,7 +285,7 @@ def main():
     ct = threading.Thread(target=lambda: created.__setitem__(0, creators()), daemon=True)
     ct.start()
     r0 = renewals[0]
-    deadline = t0 + PODS / RATE + 120
+    deadline = t0 + PODS / RATE + float(os.environ.get("FLEET_TAIL", "120"))
     while now() < deadline:
         time.sleep(1)
         for p in PIDS:

@@ -86,7 +86,7 @@ if [ "$BACKEND" = etcd ]; then
     for _ in $(seq 200); do ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$cp" endpoint health >/dev/null 2>&1 && break; sleep 0.1; done
     STORE=(--store etcd --etcd-endpoints "http://127.0.0.1:$cp")
 fi
-"$FATIAD" --data-dir "$TMP/d" --listen 127.0.0.1:0 --no-agent "${STORE[@]}" \
+"$FATIAD" --data-dir "$TMP/d" --listen 127.0.0.1:0 --no-agent --inventory sim "${STORE[@]}" \
     --fleet "$TMP/fleet.yaml" -f "$TMP/queues.yaml" >"$TMP/fatiad.log" 2>&1 &
 FATIAD_PID=$!
 PIDS+=($FATIAD_PID)
@@ -100,6 +100,7 @@ for _ in $(seq 600); do
     [ "$n" -ge "$NODES" ] && break
     sleep 0.5
 done
+[ "$n" -ge "$NODES" ] || { echo "fleet-scale: only $n of $NODES nodes published" >&2; exit 1; }
 echo "fleet-scale: $BACKEND, $n nodes published" >&2
 pids=$FATIAD_PID
 [ "$BACKEND" = etcd ] && pids="$pids,$ETCD_PID"

@@ -24,13 +24,6 @@
  *
  * So a running pod never loses its slice to a re-plan: the change waits, and says why.
  *
- * Publishing is keyed per node: "node:NAME" writes that node's Node and ResourceSlices, and is
- * what a change of one Node or ResourceSlice queues; "all" (a new plan, the first sync, a slice
- * of a pool the plan does not have) queues every node's key and deletes what the plan no longer
- * has. One node's round scans the slices once (its pool's generation and count); so a fleet of
- * N nodes costs O(N) per change, where one "publish everything" key cost O(N^2) per change and
- * saturated the loop at 1,000 nodes (docs/fleet-scale.md).
- *
  * GPU health (device_health.c): the GPUs a Node's fatia.dev/gpu-health annotation lists (the
  * node agent writes it from NVML events) are planned with capacity and no slices; a change of
  * the annotation re-plans. The node agent stops the pods on such a GPU, so the re-plan that a
@@ -76,7 +69,7 @@ struct fleet {
 
 struct device_ctl {
     struct ctl *ctl;
-    struct wq *q; /* keys "all" and "node:NAME" */
+    struct wq *q; /* key "publish" */
     struct informer *pools, *policies, *nodes, *slices;
     struct fatia_catalog cat;
     bool have_catalog;
@@ -327,7 +320,7 @@ static void replan(struct device_ctl *d)
                  f->plan->n_slices);
         event_on_policies(d, "Normal", "Replanned", msg);
     }
-    fatia_ctlr_wq_add(d->q, "all");
+    fatia_ctlr_wq_add(d->q, "publish");
 }
 
 static void replan_cb(evutil_socket_t fd, short what, void *arg)
@@ -436,14 +429,14 @@ static void node_created(void *arg, const struct fatia_client_result *res)
     struct device_ctl *d = arg;
 
     if (!res->status)
-        fatia_ctlr_wq_add(d->q, "all");
+        fatia_ctlr_wq_add(d->q, "publish");
 }
 
-static void publish_node(struct device_ctl *d, json_t *want, const char *key)
+static void publish_node(struct device_ctl *d, json_t *want)
 {
     const char *name = fatia_ctlr_meta_str(want, "name");
     const json_t *have = fatia_ctlr_informer_get(d->nodes, NULL, name);
-    struct op_opts o = {.wq = d->q, .key = key};
+    struct op_opts o = {.wq = d->q, .key = "publish"};
 
     if (!have) {
         o.then = node_created;
@@ -505,44 +498,21 @@ out:
     return;
 }
 
-/* A pool's slices as published: the highest generation and how many there are. */
-struct pool_state {
-    int64_t gen;
-    size_t count;
-};
-
-/* The slice's pool name when it is one of this driver's, else NULL. */
-static const char *slice_pool(const json_t *slice)
+static int64_t pool_generation(struct device_ctl *d, const char *pool)
 {
-    const json_t *spec = json_object_get(slice, "spec");
-    const char *drv = fatia_json_str(spec, "driver");
-
-    return drv && !strcmp(drv, DRIVER) ? fatia_json_str(json_object_get(spec, "pool"), "name")
-                                       : NULL;
-}
-
-static void pool_add(struct pool_state *ps, const json_t *slice)
-{
-    int64_t v;
-
-    ps->count++;
-    if (fatia_json_int(json_object_get(json_object_get(slice, "spec"), "pool"), "generation", &v) &&
-        v > ps->gen)
-        ps->gen = v;
-}
-
-/* One pass over the slices for one pool. */
-static struct pool_state pool_scan(struct device_ctl *d, const char *pool)
-{
-    struct pool_state ps = {0, 0};
+    int64_t g = 0;
 
     INFORMER_FOREACH(d->slices, it)
     {
-        const char *pn = slice_pool(it->obj);
-        if (pn && !strcmp(pn, pool))
-            pool_add(&ps, it->obj);
+        const json_t *spec = json_object_get(it->obj, "spec");
+        const json_t *p = json_object_get(spec, "pool");
+        const char *drv = fatia_json_str(spec, "driver"), *pn = fatia_json_str(p, "name");
+        int64_t v;
+        if (drv && pn && !strcmp(drv, DRIVER) && !strcmp(pn, pool) &&
+            fatia_json_int(p, "generation", &v) && v > g)
+            g = v;
     }
-    return ps;
+    return g;
 }
 
 /* Compares two ResourceSlice specs ignoring the pool generation. */
@@ -565,15 +535,14 @@ static bool slice_same(const json_t *have, const json_t *want)
     return eq;
 }
 
-/* Writes node's ResourceSlices; ps: its pool as published; keep (may be NULL) gets their names. */
 static void publish_slices(struct device_ctl *d, const struct fatia_plan *plan, size_t node,
-                           struct pool_state ps, struct fatia_strmap *keep, const char *key)
+                           struct fatia_strmap *keep)
 {
     json_t *arr = fatia_plan_resourceslices(plan, node);
     const char *pool = plan->nodes[node].inv->name;
     bool changed = false;
-    size_t i, present = 0;
     int64_t gen;
+    size_t i;
     json_t *rs;
 
     if (!arr) {
@@ -584,21 +553,25 @@ static void publish_slices(struct device_ctl *d, const struct fatia_plan *plan, 
     {
         const json_t *have =
             fatia_ctlr_informer_get(d->slices, NULL, fatia_ctlr_meta_str(rs, "name"));
-        const char *hp = have ? slice_pool(have) : NULL;
-        if (hp && !strcmp(hp, pool))
-            present++;
         if (!have || !slice_same(have, rs))
             changed = true;
-        if (keep && !fatia_strmap_has(keep, fatia_ctlr_meta_str(rs, "name"))) {
+        if (!fatia_strmap_has(keep, fatia_ctlr_meta_str(rs, "name"))) {
             char *k = fatia_strdup(fatia_ctlr_meta_str(rs, "name"));
             if (!k || fatia_strmap_put(keep, k, (void *)1) < 0)
                 fatia_free(k);
         }
     }
     /* fewer slices than before also changes the pool */
-    if (ps.count > present)
-        changed = true;
-    gen = ps.gen;
+    INFORMER_FOREACH(d->slices, it)
+    {
+        const json_t *spec = json_object_get(it->obj, "spec");
+        const char *pn = fatia_json_str(json_object_get(spec, "pool"), "name");
+        const char *drv = fatia_json_str(spec, "driver");
+        if (drv && pn && !strcmp(drv, DRIVER) && !strcmp(pn, pool) &&
+            !fatia_strmap_has(keep, it->key))
+            changed = true;
+    }
+    gen = pool_generation(d, pool);
     if (changed || gen == 0)
         gen++;
     json_array_foreach(arr, i, rs)
@@ -608,12 +581,12 @@ static void publish_slices(struct device_ctl *d, const struct fatia_plan *plan, 
         json_t *p = json_object_get(json_object_get(rs, "spec"), "pool");
         json_object_set_new(p, "generation", json_integer(gen));
         if (!have) {
-            fatia_ctlr_create(d->ctl, rs, &(struct op_opts){.wq = d->q, .key = key});
+            fatia_ctlr_create(d->ctl, rs, &(struct op_opts){.wq = d->q, .key = "publish"});
         } else if (!fatia_json_equal(json_object_get(have, "spec"), json_object_get(rs, "spec"))) {
             json_t *n = json_deep_copy(have);
             if (n) {
                 json_object_set(n, "spec", json_object_get(rs, "spec"));
-                fatia_ctlr_update(d->ctl, n, &(struct op_opts){.wq = d->q, .key = key});
+                fatia_ctlr_update(d->ctl, n, &(struct op_opts){.wq = d->q, .key = "publish"});
                 json_decref(n);
             }
         }
@@ -621,60 +594,33 @@ static void publish_slices(struct device_ctl *d, const struct fatia_plan *plan, 
     json_decref(arr);
 }
 
-/* The plan's index of node `name`, or -1. */
-static ssize_t plan_node(const struct fatia_plan *plan, const char *name)
+static void publish(void *arg, const char *key)
 {
-    for (size_t i = 0; name && i < plan->n_nodes; i++)
-        if (!strcmp(plan->nodes[i].inv->name, name))
-            return (ssize_t)i;
-    return -1;
-}
+    struct device_ctl *d = arg;
+    const struct fatia_plan *plan = fatia_ctlr_device_ctl_plan(d);
+    struct fatia_strmap nodes, keep;
 
-static void publish_one(struct device_ctl *d, const struct fatia_plan *plan, size_t i,
-                        struct pool_state ps, struct fatia_strmap *keep, const char *key)
-{
-    json_t *n = node_object(plan, i);
-
-    if (!n)
+    (void)key;
+    if (!plan)
         return;
-    publish_node(d, n, key);
-    json_decref(n);
-    publish_slices(d, plan, i, ps, keep, key);
-}
-
-/* "all": every node, with the pools counted in one pass; then what the plan no longer has. */
-static void publish_all(struct device_ctl *d, const struct fatia_plan *plan)
-{
-    struct fatia_strmap nodes, keep, pools;
-    struct pool_state *st = fatia_calloc(plan->n_nodes ? plan->n_nodes : 1, sizeof(*st));
-
-    if (!st) {
-        fatia_error("device: out of memory publishing the plan");
-        return;
-    }
     fatia_strmap_init(&nodes);
     fatia_strmap_init(&keep);
-    fatia_strmap_init(&pools);
-    for (size_t i = 0; i < plan->n_nodes; i++)
-        (void)fatia_strmap_put(&pools, plan->nodes[i].inv->name, &st[i]);
-    INFORMER_FOREACH(d->slices, it)
-    {
-        const char *pn = slice_pool(it->obj);
-        struct pool_state *ps = pn ? fatia_strmap_get(&pools, pn) : NULL;
-        if (ps)
-            pool_add(ps, it->obj);
-    }
     for (size_t i = 0; i < plan->n_nodes; i++) {
+        json_t *n = node_object(plan, i);
+        if (!n)
+            continue;
         (void)fatia_strmap_put(&nodes, plan->nodes[i].inv->name, (void *)1);
-        publish_one(d, plan, i, st[i], &keep, "all");
+        publish_node(d, n);
+        json_decref(n);
+        publish_slices(d, plan, i, &keep);
     }
     /* nodes and pools this controller published before and the plan no longer has */
     INFORMER_FOREACH(d->nodes, it)
     {
         if (fatia_ctlr_obj_label(it->obj, LABEL_MANAGED) && !fatia_strmap_has(&nodes, it->key))
-            fatia_ctlr_delete(d->ctl, d->nodes->kind, NULL, it->key,
-                              fatia_ctlr_meta_str(it->obj, "uid"),
-                              &(struct op_opts){.wq = d->q, .key = "all", .quiet_missing = true});
+            fatia_ctlr_delete(
+                d->ctl, d->nodes->kind, NULL, it->key, fatia_ctlr_meta_str(it->obj, "uid"),
+                &(struct op_opts){.wq = d->q, .key = "publish", .quiet_missing = true});
     }
     INFORMER_FOREACH(d->slices, it)
     {
@@ -684,33 +630,14 @@ static void publish_all(struct device_ctl *d, const struct fatia_plan *plan)
         if (drv && !strcmp(drv, DRIVER) && !fatia_strmap_has(&keep, it->key) &&
             (!nn || !fatia_ctlr_informer_get(d->nodes, NULL, nn) ||
              fatia_ctlr_obj_label(fatia_ctlr_informer_get(d->nodes, NULL, nn), LABEL_MANAGED)))
-            fatia_ctlr_delete(d->ctl, d->slices->kind, NULL, it->key,
-                              fatia_ctlr_meta_str(it->obj, "uid"),
-                              &(struct op_opts){.wq = d->q, .key = "all", .quiet_missing = true});
+            fatia_ctlr_delete(
+                d->ctl, d->slices->kind, NULL, it->key, fatia_ctlr_meta_str(it->obj, "uid"),
+                &(struct op_opts){.wq = d->q, .key = "publish", .quiet_missing = true});
     }
     fatia_strmap_release(&nodes);
-    fatia_strmap_release(&pools);
     for (size_t i = 0; i < keep.cap; i++)
         fatia_free((char *)keep.slots[i].key);
     fatia_strmap_release(&keep);
-    fatia_free(st);
-}
-
-static void publish(void *arg, const char *key)
-{
-    struct device_ctl *d = arg;
-    const struct fatia_plan *plan = fatia_ctlr_device_ctl_plan(d);
-    ssize_t i;
-
-    if (!plan)
-        return;
-    if (strncmp(key, "node:", 5)) {
-        publish_all(d, plan);
-        return;
-    }
-    i = plan_node(plan, key + 5);
-    if (i >= 0)
-        publish_one(d, plan, (size_t)i, pool_scan(d, key + 5), NULL, key);
 }
 
 /* ---- events ---- */
@@ -728,34 +655,14 @@ static void on_config(void *arg, const json_t *old, const json_t *obj)
     want_replan(d);
 }
 
-/* Queues the publishing of node `name`: its own key when the plan has it, else "all" (which
- * deletes what the plan no longer has). */
-static void queue_node(struct device_ctl *d, const char *name)
-{
-    const struct fatia_plan *plan = fatia_ctlr_device_ctl_plan(d);
-    char key[300];
-
-    if (!plan)
-        return;
-    if (!name || plan_node(plan, name) < 0 ||
-        snprintf(key, sizeof(key), "node:%s", name) >= (int)sizeof(key)) {
-        fatia_ctlr_wq_add(d->q, "all");
-        return;
-    }
-    fatia_ctlr_wq_add(d->q, key);
-}
-
-static void on_slice(void *arg, const json_t *old, const json_t *obj)
+static void on_published(void *arg, const json_t *old, const json_t *obj)
 {
     struct device_ctl *d = arg;
-    const char *po = old ? slice_pool(old) : NULL, *pn = obj ? slice_pool(obj) : NULL;
 
-    if (!d->cur || (!po && !pn))
-        return;
-    if (po && (!pn || strcmp(po, pn)))
-        queue_node(d, po);
-    if (pn)
-        queue_node(d, pn);
+    (void)old;
+    (void)obj;
+    if (d->cur)
+        fatia_ctlr_wq_add(d->q, "publish");
 }
 
 /* A Node's lifecycle or cordon taints changed: placement must see them (a re-plan). */
@@ -769,12 +676,7 @@ static void on_node(void *arg, const json_t *old, const json_t *obj)
         want_replan(d);
     json_decref(a);
     json_decref(b);
-    /* a node the plan lacks matters only when this controller made it (to be deleted) */
-    if (fatia_ctlr_device_ctl_plan(d) &&
-        (fatia_ctlr_obj_label(obj ? obj : old, LABEL_MANAGED) ||
-         plan_node(fatia_ctlr_device_ctl_plan(d), fatia_ctlr_meta_str(obj ? obj : old, "name")) >=
-             0))
-        queue_node(d, fatia_ctlr_meta_str(obj ? obj : old, "name"));
+    on_published(arg, old, obj);
 }
 
 static void on_synced(void *arg)
@@ -840,7 +742,7 @@ int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret)
         fatia_ctlr_informer_on(d->pools, on_config, d) < 0 ||
         fatia_ctlr_informer_on(d->policies, on_config, d) < 0 ||
         fatia_ctlr_informer_on(d->nodes, on_node, d) < 0 ||
-        fatia_ctlr_informer_on(d->slices, on_slice, d) < 0 ||
+        fatia_ctlr_informer_on(d->slices, on_published, d) < 0 ||
         fatia_ctlr_on_synced(c, on_synced, d) < 0) {
         fatia_ctlr_device_ctl_free(d);
         return -ENOMEM;

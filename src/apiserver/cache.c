@@ -240,12 +240,17 @@ void fatia_api_rtable_range(const struct rtable *t, const char *ns, size_t *lo, 
     *hi = lower_bound(t, hi_key, false);
 }
 
-size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns)
+bool fatia_api_kind_is_event(const struct fatia_kind *k)
+{
+    return !strcmp(k->kind, "Event") && (!k->group[0] || !strcmp(k->group, "events.k8s.io"));
+}
+
+size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns, bool events)
 {
     size_t n = 0, lo, hi;
 
     for (size_t i = 0; i < s->n_tables; i++) {
-        if (!s->tables[i].kind->namespaced)
+        if (!s->tables[i].kind->namespaced || fatia_api_kind_is_event(s->tables[i].kind) != events)
             continue;
         fatia_api_rtable_range(&s->tables[i], ns, &lo, &hi);
         n += hi - lo;

@@ -93,8 +93,12 @@ void fatia_api_rtable_maybe_remove(struct rtable *t, struct entry *e);
  * cluster-scoped). */
 void fatia_api_rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi);
 /* Entries of namespace ns over every namespaced kind (a binary search per kind): what the cap on
- * objects per namespace (fatia_apiserver_opts.max_namespace_objects) counts. */
-size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns);
+ * objects per namespace (fatia_apiserver_opts.max_namespace_objects) counts. Events (core and
+ * events.k8s.io) have a budget of their own (events true: only they; false: everything else):
+ * the system writes them, they outlive their pods for the event TTL, and a busy namespace's
+ * Events must not lock its tenant out of creating pods. */
+size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns, bool events);
+bool fatia_api_kind_is_event(const struct fatia_kind *k);
 
 /* limits.c: the look at a request body before parsing (depth, size, members of one map or
  * list). 0, or a negative code with why and *ret_code (the HTTP status) set. */

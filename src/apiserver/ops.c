@@ -466,19 +466,21 @@ static const char *const system_meta[] = {"uid",
                                           NULL};
 
 /* The cap on objects per namespace (until ResourceQuota's count/<resource>): checked before
- * anything else costs, so that a namespace at its cap costs two binary searches per kind. */
+ * anything else costs, so that a namespace at its cap costs two binary searches per kind.
+ * Events count against a budget of the same size of their own (fatia_api_ns_objects). */
 static int check_ns_objects(const struct opctx *c, const char *ns, struct opres *r)
 {
     size_t max = c->s->o.max_namespace_objects ? c->s->o.max_namespace_objects : 50000;
-    size_t n = fatia_api_ns_objects(c->s, ns);
+    bool events = fatia_api_kind_is_event(c->t->kind);
+    size_t n = fatia_api_ns_objects(c->s, ns, events);
 
     if (n < max)
         return 0;
     fatia_api_opres_fail(
         r, 403, "Forbidden",
-        "%s is forbidden: exceeded the object count of namespace \"%s\": it holds %zu "
-        "objects, the most one namespace may hold is %zu (fatiad --max-namespace-objects)",
-        c->t->resource, ns, n, max);
+        "%s is forbidden: exceeded the object count of namespace \"%s\": it holds %zu %s, the "
+        "most one namespace may hold is %zu (fatiad --max-namespace-objects)",
+        c->t->resource, ns, n, events ? "events" : "objects other than events", max);
     return -FATIA_E_FORBIDDEN;
 }
 

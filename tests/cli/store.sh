@@ -168,6 +168,27 @@ api DELETE /api/v1/namespaces/lim/pods/p2
 [ "$CODE" = 200 ] || fail "delete p2: $CODE"
 post /api/v1/namespaces/lim/pods "$TMP/req.json"
 [ "$CODE" = 201 ] || fail "a create after a delete under the cap: $CODE"
+# Events have a budget of their own: a namespace at its cap of objects still takes them, and
+# 30 Events in another namespace leave its pods room; the 31st Event is refused, naming events
+ev() { gen "o={'apiVersion':'v1','kind':'Event','metadata':{'name':'$1'},'involvedObject':{'kind':'Pod','name':'p','namespace':'$2'},'reason':'R','message':'m','type':'Normal'}"; }
+ev e0 lim
+post /api/v1/namespaces/lim/events "$TMP/req.json"
+[ "$CODE" = 201 ] || fail "an Event in a namespace at its object cap: $CODE"
+echo '{"metadata":{"name":"evs"}}' >"$TMP/req.json"
+post /api/v1/namespaces "$TMP/req.json"
+[ "$CODE" = 201 ] || fail "namespace evs: $CODE"
+for i in $(seq 1 30); do
+    ev "e$i" evs
+    post /api/v1/namespaces/evs/events "$TMP/req.json"
+    [ "$CODE" = 201 ] || fail "event e$i: $CODE"
+done
+ev e31 evs
+post /api/v1/namespaces/evs/events "$TMP/req.json"
+[ "$CODE" = 403 ] || fail "the 31st Event of a namespace: $CODE"
+expect_line "$TMP/body" "30 events"
+gen "o=json.loads('$pod'); o['metadata']['name']='after-events'"
+post /api/v1/namespaces/evs/pods "$TMP/req.json"
+[ "$CODE" = 201 ] || fail "a pod in a namespace whose Events are at their cap: $CODE"
 api GET /healthz
 [ "$CODE" = 200 ] || fail "healthz: $CODE"
 stop_fatiad

@@ -28,6 +28,12 @@
  *
  * Rejected: accumulating counters in memory (a restart would lose them); a record per Workload
  * (an evicted and re-admitted Workload has several intervals, with different flavors).
+ *
+ * Cost: records are kept (one per run), so they outnumber everything else; the open record of a
+ * Workload and a Workload by uid are found through two indexes kept from the informers' events
+ * ("ns/uid" -> the object's key), not by walking every record and Workload per event, which made
+ * each Workload event O(records) and a 50,000-pod run quadratic (docs/fleet-scale.md). /metrics
+ * sorts the records by series once (O(n log n)) instead of comparing every pair.
  */
 #include "base/compat.h"
 
@@ -48,13 +54,117 @@ struct usage_ctl {
     struct ctl *ctl;
     struct wq *q;
     struct informer *wls, *recs, *jobs;
+    struct fatia_strmap open_by_uid; /* "ns/workloadUID" -> struct uidx (an open record's key) */
+    struct fatia_strmap wl_by_uid;   /* "ns/uid" -> struct uidx (a Workload's key) */
 };
+
+/* ---- the indexes: "ns/uid" -> an object's informer key ("ns/name") ---- */
+
+struct uidx {
+    char *key; /* the object's "ns/name" */
+    char id[]; /* "ns/uid": the map's key */
+};
+
+static void uidx_id(const char *ns, const char *uid, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%s", ns ? ns : "", uid ? uid : "");
+}
+
+static void uidx_put(struct fatia_strmap *m, const char *ns, const char *uid, const char *key)
+{
+    char id[600];
+    struct uidx *e;
+    size_t len;
+
+    uidx_id(ns, uid, id, sizeof(id));
+    e = fatia_strmap_get(m, id);
+    if (e && !strcmp(e->key, key))
+        return;
+    if (e) {
+        char *k = fatia_strdup(key);
+        if (!k)
+            goto oom;
+        fatia_free(e->key);
+        e->key = k;
+        return;
+    }
+    len = strlen(id) + 1;
+    if (!(e = fatia_calloc(1, sizeof(*e) + len)))
+        goto oom;
+    memcpy(e->id, id, len);
+    if (!(e->key = fatia_strdup(key)) || fatia_strmap_put(m, e->id, e) < 0) {
+        fatia_free(e->key);
+        fatia_free(e);
+        goto oom;
+    }
+    return;
+oom:
+    fatia_error("usage: out of memory indexing %s", key);
+}
+
+/* Drops ns/uid's entry when it names key (another object may have taken the uid's entry). */
+static void uidx_del(struct fatia_strmap *m, const char *ns, const char *uid, const char *key)
+{
+    char id[600];
+    struct uidx *e;
+
+    uidx_id(ns, uid, id, sizeof(id));
+    e = fatia_strmap_get(m, id);
+    if (!e || strcmp(e->key, key))
+        return;
+    fatia_strmap_del(m, id);
+    fatia_free(e->key);
+    fatia_free(e);
+}
+
+static const char *uidx_get(const struct fatia_strmap *m, const char *ns, const char *uid)
+{
+    char id[600];
+    const struct uidx *e;
+
+    uidx_id(ns, uid, id, sizeof(id));
+    e = fatia_strmap_get(m, id);
+    return e ? e->key : NULL;
+}
+
+static void uidx_release(struct fatia_strmap *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].key) {
+            struct uidx *e = m->slots[i].val;
+            fatia_free(e->key);
+            fatia_free(e);
+        }
+    fatia_strmap_release(m);
+}
+
+static const char *rec_uid(const json_t *rec)
+{
+    return fatia_json_str(json_object_get(rec, "spec"), "workloadUID");
+}
+
+static bool rec_open(const json_t *rec)
+{
+    return !fatia_json_str(json_object_get(rec, "spec"), "end");
+}
+
+/* ---- events ---- */
 
 static void on_workload(void *arg, const json_t *old, const json_t *obj)
 {
     struct usage_ctl *u = arg;
     char key[700];
 
+    if (old) {
+        fatia_ctlr_obj_key(old, key, sizeof(key));
+        uidx_del(&u->wl_by_uid, fatia_ctlr_meta_str(old, "namespace"),
+                 fatia_ctlr_meta_str(old, "uid"), key);
+    }
+    if (obj) {
+        fatia_ctlr_obj_key(obj, key, sizeof(key));
+        uidx_put(&u->wl_by_uid, fatia_ctlr_meta_str(obj, "namespace"),
+                 fatia_ctlr_meta_str(obj, "uid"), key);
+    }
     if (obj) {
         fatia_ctlr_obj_key(obj, key, sizeof(key));
     } else {
@@ -70,7 +180,15 @@ static void on_record(void *arg, const json_t *old, const json_t *obj)
     const json_t *o = obj ? obj : old;
     char key[700];
 
-    if (obj && fatia_json_str(json_object_get(obj, "spec"), "end"))
+    if (old && rec_open(old)) {
+        fatia_ctlr_obj_key(old, key, sizeof(key));
+        uidx_del(&u->open_by_uid, fatia_ctlr_meta_str(old, "namespace"), rec_uid(old), key);
+    }
+    if (obj && rec_open(obj)) {
+        fatia_ctlr_obj_key(obj, key, sizeof(key));
+        uidx_put(&u->open_by_uid, fatia_ctlr_meta_str(obj, "namespace"), rec_uid(obj), key);
+    }
+    if (obj && !rec_open(obj))
         return;
     snprintf(key, sizeof(key), "uid:%s/%s", fatia_ctlr_meta_str(o, "namespace"),
              fatia_json_str(json_object_get(o, "spec"), "workloadUID"));
@@ -80,27 +198,19 @@ static void on_record(void *arg, const json_t *old, const json_t *obj)
 /* The open record of the Workload with uid (in ns), or NULL. */
 static const json_t *open_record(struct usage_ctl *u, const char *ns, const char *uid)
 {
-    INFORMER_FOREACH(u->recs, it)
-    {
-        const json_t *spec = json_object_get(it->obj, "spec");
-        const char *rns = fatia_ctlr_meta_str(it->obj, "namespace");
-        const char *ruid = fatia_json_str(spec, "workloadUID");
-        if (rns && ruid && !strcmp(rns, ns) && !strcmp(ruid, uid) && !fatia_json_str(spec, "end"))
-            return it->obj;
-    }
-    return NULL;
+    const char *k = uidx_get(&u->open_by_uid, ns, uid);
+    const json_t *rec = k ? fatia_ctlr_informer_get_key(u->recs, k) : NULL;
+
+    return rec && rec_open(rec) && rec_uid(rec) && !strcmp(rec_uid(rec), uid) ? rec : NULL;
 }
 
 static const json_t *workload_of_uid(struct usage_ctl *u, const char *ns, const char *uid)
 {
-    INFORMER_FOREACH(u->wls, it)
-    {
-        const char *wns = fatia_ctlr_meta_str(it->obj, "namespace");
-        const char *wuid = fatia_ctlr_meta_str(it->obj, "uid");
-        if (wns && wuid && !strcmp(wns, ns) && !strcmp(wuid, uid))
-            return it->obj;
-    }
-    return NULL;
+    const char *k = uidx_get(&u->wl_by_uid, ns, uid);
+    const json_t *wl = k ? fatia_ctlr_informer_get_key(u->wls, k) : NULL;
+    const char *wuid = wl ? fatia_ctlr_meta_str(wl, "uid") : NULL;
+
+    return wuid && !strcmp(wuid, uid) ? wl : NULL;
 }
 
 static bool running(const json_t *wl)
@@ -302,11 +412,17 @@ static void on_synced(void *arg)
     }
 }
 
-static bool same_series(const struct fatia_control_usage_rec *a,
-                        const struct fatia_control_usage_rec *b)
+/* Orders records by series: namespace, queue, profile, user. */
+static int series_cmp(const void *pa, const void *pb)
 {
-    return !strcmp(a->ns, b->ns) && !strcmp(a->queue, b->queue) &&
-           !strcmp(a->profile, b->profile) && !strcmp(a->user, b->user);
+    const struct fatia_control_usage_rec *a = pa, *b = pb;
+    int c = strcmp(a->ns, b->ns);
+
+    if (!c)
+        c = strcmp(a->queue, b->queue);
+    if (!c)
+        c = strcmp(a->profile, b->profile);
+    return c ? c : strcmp(a->user, b->user);
 }
 
 void fatia_ctlr_usage_ctl_metrics(struct usage_ctl *u, struct fatia_buf *out)
@@ -330,23 +446,13 @@ void fatia_ctlr_usage_ctl_metrics(struct usage_ctl *u, struct fatia_buf *out)
     fatia_ctlr_metric_header(out, "fatia_usage_resource_seconds_total", "counter",
                              "Reserved resource x seconds of admitted workloads (UsageRecords), "
                              "per namespace, ClusterQueue, hardware profile, user and resource");
-    /* one report per (namespace, queue, profile, user): group by namespace over the records of
-     * each queue, profile and user */
-    for (size_t a = 0; a < i; a++) {
-        bool seen = false;
-        struct fatia_control_usage_rec *sel;
-        size_t m = 0;
-        for (size_t b = 0; b < a && !seen; b++)
-            seen = same_series(&recs[a], &recs[b]);
-        if (seen)
-            continue;
-        sel = fatia_calloc(i, sizeof(*sel));
-        if (!sel)
-            break;
-        for (size_t b = a; b < i; b++)
-            if (same_series(&recs[a], &recs[b]))
-                sel[m++] = recs[b];
-        rows = fatia_control_usage_report(sel, m, 0, 0, fatia_ctlr_now(u->ctl),
+    /* one report per (namespace, queue, profile, user): the records sorted by series, each run
+     * of one series reported grouped by namespace */
+    qsort(recs, i, sizeof(*recs), series_cmp);
+    for (size_t a = 0, m; a < i; a += m) {
+        for (m = 1; a + m < i && !series_cmp(&recs[a], &recs[a + m]); m++)
+            ;
+        rows = fatia_control_usage_report(&recs[a], m, 0, 0, fatia_ctlr_now(u->ctl),
                                           FATIA_USAGE_BY_NAMESPACE);
         for (size_t k = 0; rows && k < json_array_size(rows); k++) {
             const json_t *row = json_array_get(rows, k);
@@ -359,7 +465,6 @@ void fatia_ctlr_usage_ctl_metrics(struct usage_ctl *u, struct fatia_buf *out)
                                      json_real_value(json_object_get(row, "value")) * 3600);
         }
         json_decref(rows);
-        fatia_free(sel);
     }
     fatia_free(recs);
 }
@@ -375,6 +480,8 @@ int fatia_ctlr_usage_ctl_new(struct ctl *c, struct usage_ctl **ret)
     if (!u)
         return -ENOMEM;
     u->ctl = c;
+    fatia_strmap_init(&u->open_by_uid);
+    fatia_strmap_init(&u->wl_by_uid);
     u->q = fatia_ctlr_wq_new(c, "usage", reconcile, u);
     u->wls = fatia_ctlr_informer(c, fatia_kind_find("kueue.x-k8s.io/v1beta2", "Workload", NULL));
     u->recs = fatia_ctlr_informer(c, rk);
@@ -395,5 +502,7 @@ void fatia_ctlr_usage_ctl_free(struct usage_ctl *u)
     if (!u)
         return;
     fatia_ctlr_wq_free(u->q);
+    uidx_release(&u->open_by_uid);
+    uidx_release(&u->wl_by_uid);
     fatia_free(u);
 }

@@ -24,6 +24,16 @@
  *
  * So a running pod never loses its slice to a re-plan: the change waits, and says why.
  *
+ * Publishing is keyed per node: "node:NAME" writes that node's Node and ResourceSlices (and
+ * deletes its pool's slices the plan dropped), and is what a change of one Node or ResourceSlice
+ * queues; "all" (a new plan, the first sync, a slice of a pool the plan does not have) queues
+ * every node's key and deletes the nodes and pools the plan no longer has. Only a node's own key
+ * writes its pool, and the work queue never runs a key while its writes are in flight, so two
+ * rounds never race on one pool. A node's round visits its own slices only (pool_sets, an index
+ * kept from the slice informer's events): a change costs O(slices of one node) and "all" O(N),
+ * where one "publish everything" key cost O(N^2) per change and saturated the loop at 1,000
+ * nodes (docs/fleet-scale.md).
+ *
  * GPU health (device_health.c): the GPUs a Node's fatia.dev/gpu-health annotation lists (the
  * node agent writes it from NVML events) are planned with capacity and no slices; a change of
  * the annotation re-plans. The node agent stops the pods on such a GPU, so the re-plan that a
@@ -69,8 +79,11 @@ struct fleet {
 
 struct device_ctl {
     struct ctl *ctl;
-    struct wq *q; /* key "publish" */
+    struct wq *q; /* keys "all" and "node:NAME" */
     struct informer *pools, *policies, *nodes, *slices;
+    /* pool name -> struct pool_set: the names of this driver's slices per pool, kept from the
+     * slice informer's events, so that one node's round visits its own slices only */
+    struct fatia_strmap pool_sets;
     struct fatia_catalog cat;
     bool have_catalog;
     char catalog_error[512];
@@ -320,7 +333,7 @@ static void replan(struct device_ctl *d)
                  f->plan->n_slices);
         event_on_policies(d, "Normal", "Replanned", msg);
     }
-    fatia_ctlr_wq_add(d->q, "publish");
+    fatia_ctlr_wq_add(d->q, "all");
 }
 
 static void replan_cb(evutil_socket_t fd, short what, void *arg)
@@ -423,20 +436,23 @@ static bool node_status_differs(const json_t *have, const json_t *want)
            !fatia_json_equal(json_object_get(hs, "nodeInfo"), json_object_get(ws, "nodeInfo"));
 }
 
-/* Writes the status of node `want` once it exists (after a create). */
+static bool queue_key(struct device_ctl *d, const char *name);
+
+/* Writes the status of the node once it exists (after a create): its key again. */
 static void node_created(void *arg, const struct fatia_client_result *res)
 {
     struct device_ctl *d = arg;
+    const char *name = res->status ? NULL : fatia_ctlr_meta_str(res->obj, "name");
 
-    if (!res->status)
-        fatia_ctlr_wq_add(d->q, "publish");
+    if (name && !queue_key(d, name))
+        fatia_ctlr_wq_add(d->q, "all");
 }
 
-static void publish_node(struct device_ctl *d, json_t *want)
+static void publish_node(struct device_ctl *d, json_t *want, const char *key)
 {
     const char *name = fatia_ctlr_meta_str(want, "name");
     const json_t *have = fatia_ctlr_informer_get(d->nodes, NULL, name);
-    struct op_opts o = {.wq = d->q, .key = "publish"};
+    struct op_opts o = {.wq = d->q, .key = key};
 
     if (!have) {
         o.then = node_created;
@@ -498,21 +514,119 @@ out:
     return;
 }
 
-static int64_t pool_generation(struct device_ctl *d, const char *pool)
-{
-    int64_t g = 0;
+/* A pool's slices as published: the highest generation and how many there are. */
+struct pool_state {
+    int64_t gen;
+    size_t count;
+};
 
-    INFORMER_FOREACH(d->slices, it)
-    {
-        const json_t *spec = json_object_get(it->obj, "spec");
-        const json_t *p = json_object_get(spec, "pool");
-        const char *drv = fatia_json_str(spec, "driver"), *pn = fatia_json_str(p, "name");
-        int64_t v;
-        if (drv && pn && !strcmp(drv, DRIVER) && !strcmp(pn, pool) &&
-            fatia_json_int(p, "generation", &v) && v > g)
-            g = v;
+/* Whether the slice is one of this driver's. */
+static bool slice_ours(const json_t *slice)
+{
+    const char *drv = fatia_json_str(json_object_get(slice, "spec"), "driver");
+
+    return drv && !strcmp(drv, DRIVER);
+}
+
+/* The slice's pool name when it is one of this driver's, else NULL. */
+static const char *slice_pool(const json_t *slice)
+{
+    return slice_ours(slice)
+               ? fatia_json_str(json_object_get(json_object_get(slice, "spec"), "pool"), "name")
+               : NULL;
+}
+
+/* ---- the slices of each pool ---- */
+
+struct pool_set {
+    char *pool;
+    struct fatia_strmap names; /* slice name (owned) -> (void *)1 */
+};
+
+static void pool_set_add(struct device_ctl *d, const char *pool, const char *name)
+{
+    struct pool_set *ps = fatia_strmap_get(&d->pool_sets, pool);
+    char *k;
+
+    if (!ps) {
+        if (!(ps = fatia_calloc(1, sizeof(*ps))) || !(ps->pool = fatia_strdup(pool)) ||
+            fatia_strmap_put(&d->pool_sets, ps->pool, ps) < 0) {
+            if (ps)
+                fatia_free(ps->pool);
+            fatia_free(ps);
+            fatia_error("device: out of memory indexing the slices of pool '%s'", pool);
+            return;
+        }
+        fatia_strmap_init(&ps->names);
     }
-    return g;
+    if (fatia_strmap_has(&ps->names, name))
+        return;
+    if (!(k = fatia_strdup(name)) || fatia_strmap_put(&ps->names, k, (void *)1) < 0) {
+        fatia_free(k);
+        fatia_error("device: out of memory indexing the slices of pool '%s'", pool);
+    }
+}
+
+static void pool_set_free(struct pool_set *ps)
+{
+    for (size_t i = 0; i < ps->names.cap; i++)
+        fatia_free((char *)ps->names.slots[i].key);
+    fatia_strmap_release(&ps->names);
+    fatia_free(ps->pool);
+    fatia_free(ps);
+}
+
+static void pool_set_del(struct device_ctl *d, const char *pool, const char *name)
+{
+    struct pool_set *ps = fatia_strmap_get(&d->pool_sets, pool);
+    char *k = NULL;
+
+    if (!ps)
+        return;
+    for (size_t i = 0; i < ps->names.cap; i++)
+        if (ps->names.slots[i].key && !strcmp(ps->names.slots[i].key, name)) {
+            k = (char *)ps->names.slots[i].key;
+            break;
+        }
+    if (!k)
+        return;
+    fatia_strmap_del(&ps->names, name);
+    fatia_free(k);
+    if (!ps->names.n) {
+        fatia_strmap_del(&d->pool_sets, pool);
+        pool_set_free(ps);
+    }
+}
+
+/* Whether this controller may delete a slice of its driver that the plan lacks: the slice names
+ * no node, or a node that is gone, or one this controller made (another node agent's are its). */
+static bool slice_deletable(struct device_ctl *d, const json_t *slice)
+{
+    const char *nn = fatia_json_str(json_object_get(slice, "spec"), "nodeName");
+    const json_t *node = nn ? fatia_ctlr_informer_get(d->nodes, NULL, nn) : NULL;
+
+    return !node || fatia_ctlr_obj_label(node, LABEL_MANAGED);
+}
+
+static void slice_delete(struct device_ctl *d, const char *name, const json_t *slice,
+                         const char *key)
+{
+    fatia_ctlr_delete(d->ctl, d->slices->kind, NULL, name, fatia_ctlr_meta_str(slice, "uid"),
+                      &(struct op_opts){.wq = d->q, .key = key, .quiet_missing = true});
+}
+
+/* Whether the rendered slices `arr` have one named `name`. */
+static bool slices_have(const json_t *arr, const char *name)
+{
+    size_t i;
+    json_t *rs;
+
+    json_array_foreach(arr, i, rs)
+    {
+        if (!strcmp(fatia_ctlr_meta_str(rs, "name"), name))
+            return true;
+    }
+    return false;
 }
 
 /* Compares two ResourceSlice specs ignoring the pool generation. */
@@ -535,13 +649,21 @@ static bool slice_same(const json_t *have, const json_t *want)
     return eq;
 }
 
+/*
+ * Writes node's ResourceSlices under key and deletes the slices of its pool the plan no longer
+ * has. Only this node's key writes its pool, and a key is not reconciled while its writes are in
+ * flight: so the informer is never behind this round's own writes, and the generation grows once
+ * per change (two rounds writing one pool at once bumped it twice, and the pool was seen half
+ * old, half new). It visits the pool's own slices only (d->pool_sets).
+ */
 static void publish_slices(struct device_ctl *d, const struct fatia_plan *plan, size_t node,
-                           struct fatia_strmap *keep)
+                           const char *key)
 {
     json_t *arr = fatia_plan_resourceslices(plan, node);
     const char *pool = plan->nodes[node].inv->name;
+    const struct pool_set *set;
+    struct pool_state ps = {0, 0};
     bool changed = false;
-    int64_t gen;
     size_t i;
     json_t *rs;
 
@@ -549,44 +671,46 @@ static void publish_slices(struct device_ctl *d, const struct fatia_plan *plan, 
         fatia_error("device: out of memory rendering the ResourceSlices of '%s'", pool);
         return;
     }
+    set = fatia_strmap_get(&d->pool_sets, pool);
+    for (i = 0; set && i < set->names.cap; i++) {
+        const char *sn = set->names.slots[i].key;
+        const json_t *have = sn ? fatia_ctlr_informer_get(d->slices, NULL, sn) : NULL;
+        int64_t v;
+        if (!have)
+            continue;
+        ps.count++;
+        if (fatia_json_int(json_object_get(json_object_get(have, "spec"), "pool"), "generation",
+                           &v) &&
+            v > ps.gen)
+            ps.gen = v;
+        if (!slices_have(arr, sn)) {
+            changed = true; /* fewer slices than before also changes the pool */
+            if (slice_deletable(d, have))
+                slice_delete(d, sn, have, key);
+        }
+    }
     json_array_foreach(arr, i, rs)
     {
         const json_t *have =
             fatia_ctlr_informer_get(d->slices, NULL, fatia_ctlr_meta_str(rs, "name"));
         if (!have || !slice_same(have, rs))
             changed = true;
-        if (!fatia_strmap_has(keep, fatia_ctlr_meta_str(rs, "name"))) {
-            char *k = fatia_strdup(fatia_ctlr_meta_str(rs, "name"));
-            if (!k || fatia_strmap_put(keep, k, (void *)1) < 0)
-                fatia_free(k);
-        }
     }
-    /* fewer slices than before also changes the pool */
-    INFORMER_FOREACH(d->slices, it)
-    {
-        const json_t *spec = json_object_get(it->obj, "spec");
-        const char *pn = fatia_json_str(json_object_get(spec, "pool"), "name");
-        const char *drv = fatia_json_str(spec, "driver");
-        if (drv && pn && !strcmp(drv, DRIVER) && !strcmp(pn, pool) &&
-            !fatia_strmap_has(keep, it->key))
-            changed = true;
-    }
-    gen = pool_generation(d, pool);
-    if (changed || gen == 0)
-        gen++;
+    if (changed || ps.gen == 0)
+        ps.gen++;
     json_array_foreach(arr, i, rs)
     {
         const json_t *have =
             fatia_ctlr_informer_get(d->slices, NULL, fatia_ctlr_meta_str(rs, "name"));
         json_t *p = json_object_get(json_object_get(rs, "spec"), "pool");
-        json_object_set_new(p, "generation", json_integer(gen));
+        json_object_set_new(p, "generation", json_integer(ps.gen));
         if (!have) {
-            fatia_ctlr_create(d->ctl, rs, &(struct op_opts){.wq = d->q, .key = "publish"});
+            fatia_ctlr_create(d->ctl, rs, &(struct op_opts){.wq = d->q, .key = key});
         } else if (!fatia_json_equal(json_object_get(have, "spec"), json_object_get(rs, "spec"))) {
             json_t *n = json_deep_copy(have);
             if (n) {
                 json_object_set(n, "spec", json_object_get(rs, "spec"));
-                fatia_ctlr_update(d->ctl, n, &(struct op_opts){.wq = d->q, .key = "publish"});
+                fatia_ctlr_update(d->ctl, n, &(struct op_opts){.wq = d->q, .key = key});
                 json_decref(n);
             }
         }
@@ -594,50 +718,75 @@ static void publish_slices(struct device_ctl *d, const struct fatia_plan *plan, 
     json_decref(arr);
 }
 
+/* The plan's index of node `name`, or -1. */
+static ssize_t plan_node(const struct fatia_plan *plan, const char *name)
+{
+    for (size_t i = 0; name && i < plan->n_nodes; i++)
+        if (!strcmp(plan->nodes[i].inv->name, name))
+            return (ssize_t)i;
+    return -1;
+}
+
+/* Queues node `name`'s key ("node:NAME"); false when the name does not fit a key. */
+static bool queue_key(struct device_ctl *d, const char *name)
+{
+    char key[300];
+
+    if (snprintf(key, sizeof(key), "node:%s", name) >= (int)sizeof(key))
+        return false;
+    fatia_ctlr_wq_add(d->q, key);
+    return true;
+}
+
+/* "all": every node's key, then deletes the nodes and pools the plan no longer has (no node key
+ * writes those). */
+static void publish_all(struct device_ctl *d, const struct fatia_plan *plan)
+{
+    struct fatia_strmap nodes;
+
+    fatia_strmap_init(&nodes);
+    for (size_t i = 0; i < plan->n_nodes; i++) {
+        (void)fatia_strmap_put(&nodes, plan->nodes[i].inv->name, (void *)1);
+        if (!queue_key(d, plan->nodes[i].inv->name))
+            fatia_error("device: node name '%.40s...' is too long to publish",
+                        plan->nodes[i].inv->name);
+    }
+    INFORMER_FOREACH(d->nodes, it)
+    {
+        if (fatia_ctlr_obj_label(it->obj, LABEL_MANAGED) && !fatia_strmap_has(&nodes, it->key))
+            fatia_ctlr_delete(d->ctl, d->nodes->kind, NULL, it->key,
+                              fatia_ctlr_meta_str(it->obj, "uid"),
+                              &(struct op_opts){.wq = d->q, .key = "all", .quiet_missing = true});
+    }
+    INFORMER_FOREACH(d->slices, it)
+    {
+        const char *pn = slice_pool(it->obj);
+        if (slice_ours(it->obj) && (!pn || !fatia_strmap_has(&nodes, pn)) &&
+            slice_deletable(d, it->obj))
+            slice_delete(d, it->key, it->obj, "all");
+    }
+    fatia_strmap_release(&nodes);
+}
+
 static void publish(void *arg, const char *key)
 {
     struct device_ctl *d = arg;
     const struct fatia_plan *plan = fatia_ctlr_device_ctl_plan(d);
-    struct fatia_strmap nodes, keep;
+    json_t *n;
+    ssize_t i;
 
-    (void)key;
     if (!plan)
         return;
-    fatia_strmap_init(&nodes);
-    fatia_strmap_init(&keep);
-    for (size_t i = 0; i < plan->n_nodes; i++) {
-        json_t *n = node_object(plan, i);
-        if (!n)
-            continue;
-        (void)fatia_strmap_put(&nodes, plan->nodes[i].inv->name, (void *)1);
-        publish_node(d, n);
-        json_decref(n);
-        publish_slices(d, plan, i, &keep);
+    if (strncmp(key, "node:", 5)) {
+        publish_all(d, plan);
+        return;
     }
-    /* nodes and pools this controller published before and the plan no longer has */
-    INFORMER_FOREACH(d->nodes, it)
-    {
-        if (fatia_ctlr_obj_label(it->obj, LABEL_MANAGED) && !fatia_strmap_has(&nodes, it->key))
-            fatia_ctlr_delete(
-                d->ctl, d->nodes->kind, NULL, it->key, fatia_ctlr_meta_str(it->obj, "uid"),
-                &(struct op_opts){.wq = d->q, .key = "publish", .quiet_missing = true});
-    }
-    INFORMER_FOREACH(d->slices, it)
-    {
-        const json_t *spec = json_object_get(it->obj, "spec");
-        const char *drv = fatia_json_str(spec, "driver");
-        const char *nn = fatia_json_str(spec, "nodeName");
-        if (drv && !strcmp(drv, DRIVER) && !fatia_strmap_has(&keep, it->key) &&
-            (!nn || !fatia_ctlr_informer_get(d->nodes, NULL, nn) ||
-             fatia_ctlr_obj_label(fatia_ctlr_informer_get(d->nodes, NULL, nn), LABEL_MANAGED)))
-            fatia_ctlr_delete(
-                d->ctl, d->slices->kind, NULL, it->key, fatia_ctlr_meta_str(it->obj, "uid"),
-                &(struct op_opts){.wq = d->q, .key = "publish", .quiet_missing = true});
-    }
-    fatia_strmap_release(&nodes);
-    for (size_t i = 0; i < keep.cap; i++)
-        fatia_free((char *)keep.slots[i].key);
-    fatia_strmap_release(&keep);
+    i = plan_node(plan, key + 5);
+    if (i < 0 || !(n = node_object(plan, (size_t)i)))
+        return;
+    publish_node(d, n, key);
+    json_decref(n);
+    publish_slices(d, plan, (size_t)i, key);
 }
 
 /* ---- events ---- */
@@ -655,14 +804,34 @@ static void on_config(void *arg, const json_t *old, const json_t *obj)
     want_replan(d);
 }
 
-static void on_published(void *arg, const json_t *old, const json_t *obj)
+/* Queues the publishing of node `name`: its own key when the plan has it, else "all" (which
+ * deletes what the plan no longer has). */
+static void queue_node(struct device_ctl *d, const char *name)
+{
+    const struct fatia_plan *plan = fatia_ctlr_device_ctl_plan(d);
+
+    if (!plan)
+        return;
+    if (!name || plan_node(plan, name) < 0 || !queue_key(d, name))
+        fatia_ctlr_wq_add(d->q, "all");
+}
+
+static void on_slice(void *arg, const json_t *old, const json_t *obj)
 {
     struct device_ctl *d = arg;
+    const char *po = old ? slice_pool(old) : NULL, *pn = obj ? slice_pool(obj) : NULL;
+    const char *name = fatia_ctlr_meta_str(obj ? obj : old, "name");
 
-    (void)old;
-    (void)obj;
-    if (d->cur)
-        fatia_ctlr_wq_add(d->q, "publish");
+    if (name && po && (!pn || strcmp(po, pn)))
+        pool_set_del(d, po, name);
+    if (name && pn)
+        pool_set_add(d, pn, name);
+    if (!d->cur || (!po && !pn))
+        return;
+    if (po && (!pn || strcmp(po, pn)))
+        queue_node(d, po);
+    if (pn)
+        queue_node(d, pn);
 }
 
 /* A Node's lifecycle or cordon taints changed: placement must see them (a re-plan). */
@@ -676,7 +845,12 @@ static void on_node(void *arg, const json_t *old, const json_t *obj)
         want_replan(d);
     json_decref(a);
     json_decref(b);
-    on_published(arg, old, obj);
+    /* a node the plan lacks matters only when this controller made it (to be deleted) */
+    if (fatia_ctlr_device_ctl_plan(d) &&
+        (fatia_ctlr_obj_label(obj ? obj : old, LABEL_MANAGED) ||
+         plan_node(fatia_ctlr_device_ctl_plan(d), fatia_ctlr_meta_str(obj ? obj : old, "name")) >=
+             0))
+        queue_node(d, fatia_ctlr_meta_str(obj ? obj : old, "name"));
 }
 
 static void on_synced(void *arg)
@@ -720,6 +894,7 @@ int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret)
     if (!d)
         return -ENOMEM;
     d->ctl = c;
+    fatia_strmap_init(&d->pool_sets);
     fatia_catalog_init(&d->cat);
     fatia_diag_init(&diag);
     fatia_catalog_default_path(fatia_ctlr_opts(c)->catalog, path, sizeof(path));
@@ -742,7 +917,7 @@ int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret)
         fatia_ctlr_informer_on(d->pools, on_config, d) < 0 ||
         fatia_ctlr_informer_on(d->policies, on_config, d) < 0 ||
         fatia_ctlr_informer_on(d->nodes, on_node, d) < 0 ||
-        fatia_ctlr_informer_on(d->slices, on_published, d) < 0 ||
+        fatia_ctlr_informer_on(d->slices, on_slice, d) < 0 ||
         fatia_ctlr_on_synced(c, on_synced, d) < 0) {
         fatia_ctlr_device_ctl_free(d);
         return -ENOMEM;
@@ -760,5 +935,9 @@ void fatia_ctlr_device_ctl_free(struct device_ctl *d)
     fatia_ctlr_wq_free(d->q);
     fleet_free(d->cur);
     fatia_catalog_release(&d->cat);
+    for (size_t i = 0; i < d->pool_sets.cap; i++)
+        if (d->pool_sets.slots[i].key)
+            pool_set_free(d->pool_sets.slots[i].val);
+    fatia_strmap_release(&d->pool_sets);
     fatia_free(d);
 }

@@ -240,17 +240,24 @@ void fatia_api_rtable_range(const struct rtable *t, const char *ns, size_t *lo, 
     *hi = lower_bound(t, hi_key, false);
 }
 
-bool fatia_api_kind_is_event(const struct fatia_kind *k)
+enum fatia_api_ns_budget fatia_api_kind_budget(const struct fatia_kind *k)
 {
-    return !strcmp(k->kind, "Event") && (!k->group[0] || !strcmp(k->group, "events.k8s.io"));
+    if (!k->namespaced)
+        return FATIA_API_NS_BUDGET_NONE;
+    if (!strcmp(k->kind, "Event") && (!k->group[0] || !strcmp(k->group, "events.k8s.io")))
+        return FATIA_API_NS_BUDGET_EVENTS;
+    if (!strcmp(k->kind, "UsageRecord") && !strcmp(k->group, "fatia.dev"))
+        return FATIA_API_NS_BUDGET_NONE;
+    return FATIA_API_NS_BUDGET_OBJECTS;
 }
 
-size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns, bool events)
+size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns,
+                            enum fatia_api_ns_budget budget)
 {
     size_t n = 0, lo, hi;
 
     for (size_t i = 0; i < s->n_tables; i++) {
-        if (!s->tables[i].kind->namespaced || fatia_api_kind_is_event(s->tables[i].kind) != events)
+        if (fatia_api_kind_budget(s->tables[i].kind) != budget)
             continue;
         fatia_api_rtable_range(&s->tables[i], ns, &lo, &hi);
         n += hi - lo;

@@ -92,13 +92,21 @@ void fatia_api_rtable_maybe_remove(struct rtable *t, struct entry *e);
 /* [lo, hi) of the entries of namespace ns (all entries when ns is NULL or the kind is
  * cluster-scoped). */
 void fatia_api_rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi);
-/* Entries of namespace ns over every namespaced kind (a binary search per kind): what the cap on
- * objects per namespace (fatia_apiserver_opts.max_namespace_objects) counts. Events (core and
- * events.k8s.io) have a budget of their own (events true: only they; false: everything else):
- * the system writes them, they outlive their pods for the event TTL, and a busy namespace's
- * Events must not lock its tenant out of creating pods. */
-size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns, bool events);
-bool fatia_api_kind_is_event(const struct fatia_kind *k);
+/* The cap on objects per namespace (fatia_apiserver_opts.max_namespace_objects) has budgets of
+ * the same size: one for the tenant's objects, one for Events (core and events.k8s.io: the
+ * system writes them and they outlive their pods for the event TTL, so a busy namespace's Events
+ * must not lock its tenant out of creating pods), and none for UsageRecords (the usage
+ * controller's, one per run, kept, and never deletable by the tenant: counted, they would lock a
+ * namespace out for good after its 50,000th run). */
+enum fatia_api_ns_budget {
+    FATIA_API_NS_BUDGET_OBJECTS,
+    FATIA_API_NS_BUDGET_EVENTS,
+    FATIA_API_NS_BUDGET_NONE, /* not counted (and every cluster-scoped kind) */
+};
+enum fatia_api_ns_budget fatia_api_kind_budget(const struct fatia_kind *k);
+/* Entries of namespace ns over the kinds of one budget (a binary search per kind). */
+size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns,
+                            enum fatia_api_ns_budget budget);
 
 /* limits.c: the look at a request body before parsing (depth, size, members of one map or
  * list). 0, or a negative code with why and *ret_code (the HTTP status) set. */

@@ -467,12 +467,14 @@ static const char *const system_meta[] = {"uid",
 
 /* The cap on objects per namespace (until ResourceQuota's count/<resource>): checked before
  * anything else costs, so that a namespace at its cap costs two binary searches per kind.
- * Events count against a budget of the same size of their own (fatia_api_ns_objects). */
+ * Events count against a budget of the same size of their own, UsageRecords against none
+ * (fatia_api_kind_budget). */
 static int check_ns_objects(const struct opctx *c, const char *ns, struct opres *r)
 {
     size_t max = c->s->o.max_namespace_objects ? c->s->o.max_namespace_objects : 50000;
-    bool events = fatia_api_kind_is_event(c->t->kind);
-    size_t n = fatia_api_ns_objects(c->s, ns, events);
+    enum fatia_api_ns_budget b = fatia_api_kind_budget(c->t->kind);
+    bool events = b == FATIA_API_NS_BUDGET_EVENTS;
+    size_t n = b == FATIA_API_NS_BUDGET_NONE ? 0 : fatia_api_ns_objects(c->s, ns, b);
 
     if (n < max)
         return 0;

@@ -174,6 +174,11 @@ ev() { gen "o={'apiVersion':'v1','kind':'Event','metadata':{'name':'$1'},'involv
 ev e0 lim
 post /api/v1/namespaces/lim/events "$TMP/req.json"
 [ "$CODE" = 201 ] || fail "an Event in a namespace at its object cap: $CODE"
+# UsageRecords count against no budget: the usage controller keeps one per run and the tenant may
+# not delete them, so counted they would lock a namespace out for good
+gen "o={'apiVersion':'fatia.dev/v1alpha1','kind':'UsageRecord','metadata':{'name':'r1'},'spec':{'workload':'w','workloadUID':'u','start':'2026-12-01T10:00:00Z'}}"
+post /apis/fatia.dev/v1alpha1/namespaces/lim/usagerecords "$TMP/req.json"
+[ "$CODE" = 201 ] || fail "a UsageRecord in a namespace at its object cap: $CODE $(cat "$TMP/body")"
 echo '{"metadata":{"name":"evs"}}' >"$TMP/req.json"
 post /api/v1/namespaces "$TMP/req.json"
 [ "$CODE" = 201 ] || fail "namespace evs: $CODE"

@@ -92,6 +92,7 @@ void fatia_api_rtable_maybe_remove(struct rtable *t, struct entry *e);
 /* [lo, hi) of the entries of namespace ns (all entries when ns is NULL or the kind is
  * cluster-scoped). */
 void fatia_api_rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi);
+
 /* The cap on objects per namespace (fatia_apiserver_opts.max_namespace_objects) has budgets of
  * the same size: one for the tenant's objects, one for Events (core and events.k8s.io: the
  * system writes them and they outlive their pods for the event TTL, so a busy namespace's Events

@@ -45,7 +45,8 @@ static const char usage[] =
     "                             typical-pod cut is --typical-coverage 95), fgdpack (fgd,\n"
     "                             ties packed: --fgd all,pack) or fgdscarce (fgd, CPU-only\n"
     "                             pods' ties packed, GPU pods kept off the GPU models that\n"
-    "                             choosy pods are short of: --fgd all,packcpu,scarce)\n"
+    "                             choosy pods are short of, their ties to the best-fitting\n"
+    "                             GPU: --fgd all,packcpu,scarce,fit)\n"
     "      --fgd LIST             the FGD artifact's choices one by one (docs/sim.md,\n"
     "                             the ablation), comma-separated: score (its integer\n"
     "                             sigmoid score), ties (random among equal nodes), cpu\n"
@@ -301,9 +302,10 @@ static int sim_value(struct sim_args *a, int c, const char *arg)
     case 1303:
         if (!strcmp(arg, "fgd") || !strcmp(arg, "fgdpack") || !strcmp(arg, "fgdscarce")) {
             so->policy = FATIA_PLACE_FRAGMENTATION;
-            so->fgd =
-                FATIA_SIM_FGD_ALL | (!strcmp(arg, "fgdpack") ? FATIA_SIM_FGD_PACK : 0) |
-                (!strcmp(arg, "fgdscarce") ? FATIA_SIM_FGD_PACK_CPU | FATIA_SIM_FGD_SCARCE : 0);
+            so->fgd = FATIA_SIM_FGD_ALL | (!strcmp(arg, "fgdpack") ? FATIA_SIM_FGD_PACK : 0) |
+                      (!strcmp(arg, "fgdscarce")
+                           ? FATIA_SIM_FGD_PACK_CPU | FATIA_SIM_FGD_SCARCE | FATIA_SIM_FGD_FIT
+                           : 0);
             return 0;
         }
         if (fatia_place_policy_parse(arg, &so->policy) < 0) {

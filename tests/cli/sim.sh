@@ -59,8 +59,8 @@ expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv
 cmp -s "$TMP/out" "$TMP/fill-fgd.json" || fail "--placement fgd is not fragmentation with --fgd all"
 expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fgd --fgd all,pack -o json
 cmp -s "$TMP/out" "$TMP/fill-fgdpack.json" || fail "--placement fgdpack is not fgd with --fgd all,pack"
-expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fgd --fgd all,packcpu,scarce -o json
-cmp -s "$TMP/out" "$TMP/fill-fgdscarce.json" || fail "--placement fgdscarce is not fgd with --fgd all,packcpu,scarce"
+expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fgd --fgd all,packcpu,scarce,fit -o json
+cmp -s "$TMP/out" "$TMP/fill-fgdscarce.json" || fail "--placement fgdscarce is not fgd with --fgd all,packcpu,scarce,fit"
 # the CPU-only pod of the list is a request type of fgd's mix, not of fragmentation's
 q "$TMP/fill-fgd.json" 'd["requestTypes"]' "6"
 expect_rc 2 "$FATIA" sim --trace $D/fifo.csv --fgd score,bogus

@@ -42,15 +42,20 @@ static const char usage[] =
     "                             the fleet: one NodePool per node shape, GPUs fractional\n"
     "      --placement POLICY     binpack (default), bestfit, spread, fragmentation, fgd (the\n"
     "                             FGD artifact's scheduler: fragmentation with --fgd all; its\n"
-    "                             typical-pod cut is --typical-coverage 95) or fgdpack (fgd,\n"
-    "                             ties packed: --fgd all,pack)\n"
+    "                             typical-pod cut is --typical-coverage 95), fgdpack (fgd,\n"
+    "                             ties packed: --fgd all,pack) or fgdscarce (fgd, CPU-only\n"
+    "                             pods' ties packed, GPU pods kept off the GPU models that\n"
+    "                             choosy pods are short of, their ties to the best-fitting\n"
+    "                             GPU: --fgd all,packcpu,scarce,fit)\n"
     "      --fgd LIST             the FGD artifact's choices one by one (docs/sim.md,\n"
     "                             the ablation), comma-separated: score (its integer\n"
     "                             sigmoid score), ties (random among equal nodes), cpu\n"
     "                             (CPU-only pods in the mix), upfront (the mix of the\n"
     "                             whole draw), types (types without memory), pack\n"
     "                             (fatia's: ties to the fullest node), packcpu (the same for\n"
-    "                             CPU-only pods only), all, none\n"
+    "                             CPU-only pods only), scarce (GPU pods: the scarcity of\n"
+    "                             the node's class for choosy types), fit (GPU pods' ties:\n"
+    "                             the best-fitting GPU), all, none\n"
     "      --dynamic-mig MODE     off (default), free or evict\n"
     "      --fill PCT             the FGD experiment: draw pods at random with replacement, no\n"
     "                             departures, until the GPUs asked for reach PCT% of the fleet's\n"
@@ -83,6 +88,8 @@ static int parse_fgd(const char *arg, unsigned *ret)
                  {"all", FATIA_SIM_FGD_ALL},
                  {"pack", FATIA_SIM_FGD_PACK},
                  {"packcpu", FATIA_SIM_FGD_PACK_CPU},
+                 {"scarce", FATIA_SIM_FGD_SCARCE},
+                 {"fit", FATIA_SIM_FGD_FIT},
                  {"none", 0}};
 
     unsigned bits = 0;
@@ -95,7 +102,7 @@ static int parse_fgd(const char *arg, unsigned *ret)
         if (i == FATIA_ARRAY_SIZE(names)) {
             fatia_cli_usage_error(&fatia_cmd_sim,
                                   "--fgd: unknown choice '%.*s': expected score, ties, cpu, "
-                                  "upfront, types, pack, packcpu, all or none",
+                                  "upfront, types, pack, packcpu, scarce, fit, all or none",
                                   (int)n, arg);
             return -EINVAL;
         }
@@ -293,9 +300,12 @@ static int sim_value(struct sim_args *a, int c, const char *arg)
         }
         return 0;
     case 1303:
-        if (!strcmp(arg, "fgd") || !strcmp(arg, "fgdpack")) {
+        if (!strcmp(arg, "fgd") || !strcmp(arg, "fgdpack") || !strcmp(arg, "fgdscarce")) {
             so->policy = FATIA_PLACE_FRAGMENTATION;
-            so->fgd = FATIA_SIM_FGD_ALL | (!strcmp(arg, "fgdpack") ? FATIA_SIM_FGD_PACK : 0);
+            so->fgd = FATIA_SIM_FGD_ALL | (!strcmp(arg, "fgdpack") ? FATIA_SIM_FGD_PACK : 0) |
+                      (!strcmp(arg, "fgdscarce")
+                           ? FATIA_SIM_FGD_PACK_CPU | FATIA_SIM_FGD_SCARCE | FATIA_SIM_FGD_FIT
+                           : 0);
             return 0;
         }
         if (fatia_place_policy_parse(arg, &so->policy) < 0) {

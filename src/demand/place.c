@@ -26,7 +26,11 @@
  *   spread         -(free GPU capacity after), -(free CPU after);
  *   fragmentation  growth of the node's F_n(M) (place_frag.c), or the FGD artifact's integer
  *                  score of it (FATIA_PLACE_FGD_SCORE); with FATIA_PLACE_FGD_PACK then the free
- *                  GPU capacity after, the free CPU after (fatia's improvement).
+ *                  GPU capacity after, the free CPU after (fatia's improvement); with
+ *                  FATIA_PLACE_FGD_SCARCE a GPU pod's first key is raised by SCARCE_WEIGHT x
+ *                  the scarcity of the node's class (place_frag.c; it depends on every node, so
+ *                  it is added after the memo of node answers, never kept in it); with
+ *                  FATIA_PLACE_FGD_FIT its second key is the free capacity left on its GPUs.
  * Ties: the node listed first, or with opts.ties one drawn at random among the tied nodes.
  *
  * Dynamic MIG: when no node fits and the pod asks for MIG instances, nodes that pass the filters
@@ -46,6 +50,11 @@
 #include "demand/place_internal.h"
 
 #define MAX_REASONS 24
+
+/* FATIA_PLACE_FGD_SCARCE: the weight of a node's scarcity (1 = its class is free in proportion to
+ * the choosy types' demand on it) against the fragmentation key (the artifact's integer score:
+ * 1 = about 40 milli-GPUs of growth). Chosen from 1, 4 and 16 on seed 42 of spec25 (docs/sim.md). */
+#define SCARCE_WEIGHT 4.0
 
 /* Why a node was turned away, kept unformatted (it is recorded for every node a pod cannot use,
  * so it must be cheap); the text is made only when a pod is not placed. */
@@ -930,6 +939,8 @@ static int eval_devices(struct pl_ctx *c, uint32_t node)
                 c->score[0] = frag_key(c, f1);
                 c->score[1] = pack ? gfree : 0;
                 c->score[2] = pack && st->max_cpu_milli ? cpu / (double)st->max_cpu_milli : 0;
+                if ((c->flags & FATIA_PLACE_FGD_FIT) && !pack && c->items.n)
+                    c->score[1] = chosen;
                 break;
             }
             FATIA_FALLTHROUGH;
@@ -1165,6 +1176,12 @@ static int place_pod(struct pl_ctx *c)
         st->memo_cap = cap;
     }
     tab = memo ? st->memo : NULL;
+    /* the scarcity key depends on every node's state: applied after the memo, never kept */
+    const double *scarce = NULL;
+    if (fgd(c) && (c->flags & FATIA_PLACE_FGD_SCARCE) &&
+        (c->pod->n_fracs || c->pod->n_reqs || c->pod->n_claims) &&
+        (r = fatia_pl_mix_scarcity(c->mix, &scarce)) < 0)
+        return r;
     for (uint32_t n = 0; n < st->n_nodes; n++) {
         struct memo *m = NULL;
         uint64_t key = 0;
@@ -1210,6 +1227,8 @@ static int place_pod(struct pl_ctx *c)
             count_reason(c);
             continue;
         }
+        if (scarce)
+            c->score[0] += SCARCE_WEIGHT * scarce[n];
         if (c->best_node < 0 || better(c->score, c->best_score)) {
             c->n_ties = 1;
         } else if (c->ties && !better(c->best_score, c->score)) {

@@ -227,6 +227,15 @@ double fatia_place_frag_total(struct fatia_place_mix *mix);
 #define FATIA_PLACE_FGD_PACK (1u << 2)
 /* The same for CPU-only pods only (GPU pods' ties stay as they are). */
 #define FATIA_PLACE_FGD_PACK_CPU (1u << 3)
+/* fatia's second improvement (docs/sim.md, "Beyond FGD: scarce"): a GPU pod's fragmentation key
+ * is raised by the scarcity of the node's class: the demand, per free GPU, of the typical types
+ * that only some node classes admit (a GPU model constraint), spread over the classes that admit
+ * them (place_frag.c), in units of the balanced value. A pod that may run anywhere then leaves
+ * alone the model that choosy pods are short of. Nothing changes where no typical type is choosy. */
+#define FATIA_PLACE_FGD_SCARCE (1u << 4)
+/* A GPU pod's candidates the fragmentation key ties are ordered by the free capacity left on the
+ * GPUs the pod takes (least first: best fit of the GPU), before any random draw. */
+#define FATIA_PLACE_FGD_FIT (1u << 5)
 
 enum fatia_place_mig {
     FATIA_PLACE_MIG_OFF,   /* MIG layouts stay as they are */

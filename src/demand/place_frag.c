@@ -44,6 +44,17 @@
  * snapshot (fatia_pl_frag_node_many, O(groups x k): a whole-GPU request's GPUs): the Alibaba trace
  * has 24 groups for 126 types.
  *
+ * Scarcity (fatia's, fatia_pl_mix_scarcity, for FATIA_PLACE_FGD_SCARCE). FGD's measure sees a
+ * GPU model constraint only through the capacity a node strands for the types it turns away, so
+ * a pod that may run anywhere goes to the model fewest choosy pods want in absolute terms, even
+ * when that model has still fewer GPUs for them. The scarcity of a node class c (pl_node.cls:
+ * equal labels, taints, GPUs) is sum over the typical groups g that some class turns away and c
+ * admits of p_g x d_g / F(g), d_g the GPU demand of one pod of g (milli), F(g) the free GPU
+ * capacity of every class admitting g: g's demand spread over its classes in proportion to what
+ * they have free, per free milli-GPU; scaled by (all free capacity) / (sum of p_g x d_g) so that
+ * 1 is a class free exactly in proportion to its choosy demand. O(nodes + groups x classes) per
+ * pod; nothing when no typical group is choosy.
+ *
  * Worked example (tests/unit/test_place.c): a node with two fraction-pool GPUs left with 600 and
  * 300 milli-GPUs and 8 free CPUs, against a mix of 1/2 "500 milli-GPUs, 4 CPUs" and 1/2 "one whole
  * GPU, 4 CPUs": the first type fits on GPU 0 only, so GPU 1's 300 are stranded: F = 300; the second
@@ -80,6 +91,8 @@ struct mgroup {
     uint16_t res;
     uint64_t cons;     /* the constraints' hash */
     bool in_typ;       /* has typical members: its columns are kept current */
+    bool constrained;  /* scarcity: some node class turns it away */
+    uint8_t *cls_ok;   /* scarcity: per node class, the static filters pass (NULL: not built) */
     uint8_t *access;   /* per node: the static filters pass */
     int32_t *usable;   /* per node, cached */
     int64_t *unusable; /* per node, cached */
@@ -107,6 +120,13 @@ struct fatia_place_mix {
     /* per node cache */
     uint64_t *gen; /* node gen at caching; UINT64_MAX = invalid */
     int64_t *free_total, *cpu_free;
+    /* scarcity (fatia_pl_mix_scarcity): node classes (pl_node.cls), built on first use */
+    uint32_t *node_cls; /* per node: index into cls_key */
+    uint64_t *cls_key;
+    size_t n_cls;
+    int64_t *cls_free; /* per class: free GPU capacity, milli */
+    double *cls_press; /* per class: the pressure */
+    double *press;     /* per node: its class's pressure (the answer) */
 };
 
 int fatia_place_mix_new(const struct fatia_place_state *st, unsigned coverage_pct,
@@ -142,7 +162,13 @@ void fatia_place_mix_free(struct fatia_place_mix *mix)
         fatia_free(mix->g[i].unusable);
         fatia_free(mix->g[i].cpu);
         fatia_free(mix->g[i].pcum);
+        fatia_free(mix->g[i].cls_ok);
     }
+    fatia_free(mix->node_cls);
+    fatia_free(mix->cls_key);
+    fatia_free(mix->cls_free);
+    fatia_free(mix->cls_press);
+    fatia_free(mix->press);
     fatia_free(mix->g);
     fatia_free(mix->t);
     fatia_free(mix->typ);
@@ -590,6 +616,101 @@ double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t n, const ui
         f += group_frag(g, n, total, cpu, usable, unusable);
     }
     return f;
+}
+
+/* ---- scarcity (fatia's, FATIA_PLACE_FGD_SCARCE) ---- */
+
+static int scarcity_classes(struct fatia_place_mix *mix)
+{
+    const struct fatia_place_state *st = mix->st;
+    size_t nn = st->n_nodes ? st->n_nodes : 1;
+
+    mix->node_cls = fatia_calloc(nn, sizeof(*mix->node_cls));
+    mix->cls_key = fatia_calloc(nn, sizeof(*mix->cls_key));
+    mix->cls_free = fatia_calloc(nn, sizeof(*mix->cls_free));
+    mix->cls_press = fatia_calloc(nn, sizeof(*mix->cls_press));
+    mix->press = fatia_calloc(nn, sizeof(*mix->press));
+    if (!mix->node_cls || !mix->cls_key || !mix->cls_free || !mix->cls_press || !mix->press)
+        return -ENOMEM;
+    for (size_t n = 0; n < st->n_nodes; n++) {
+        uint64_t k = st->nodes[n].cls;
+        size_t c = 0;
+        while (c < mix->n_cls && mix->cls_key[c] != k)
+            c++;
+        if (c == mix->n_cls)
+            mix->cls_key[mix->n_cls++] = k;
+        mix->node_cls[n] = (uint32_t)c;
+    }
+    return 0;
+}
+
+/* The classes a group's static filters let in (nodes of one class pass or fail alike). */
+static int scarcity_group(struct fatia_place_mix *mix, struct mgroup *g)
+{
+    const struct fatia_place_state *st = mix->st;
+
+    if (!(g->cls_ok = fatia_calloc(mix->n_cls ? mix->n_cls : 1, 1)))
+        return -ENOMEM;
+    for (size_t n = 0; n < st->n_nodes; n++)
+        g->cls_ok[mix->node_cls[n]] |= g->access[n];
+    g->constrained = false;
+    for (size_t c = 0; c < mix->n_cls; c++)
+        g->constrained |= !g->cls_ok[c];
+    return 0;
+}
+
+int fatia_pl_mix_scarcity(struct fatia_place_mix *mix, const double **ret)
+{
+    const struct fatia_place_state *st = mix->st;
+    bool any = false;
+    int r;
+
+    *ret = NULL;
+    if ((r = fatia_pl_mix_prepare(mix)) < 0)
+        return r;
+    if (!mix->node_cls && (r = scarcity_classes(mix)) < 0)
+        return r;
+    for (size_t k = 0; k < mix->n_g; k++) {
+        struct mgroup *g = &mix->g[k];
+        if (!g->cls_ok && (r = scarcity_group(mix, g)) < 0)
+            return r;
+        any |= g->constrained && g->n_mem > 0;
+    }
+    if (!any) /* no typical type is choosy: every node alike (the answer stays all zeros) */
+        return 0;
+    for (size_t c = 0; c < mix->n_cls; c++) {
+        mix->cls_free[c] = 0;
+        mix->cls_press[c] = 0;
+    }
+    for (uint32_t n = 0; n < st->n_nodes; n++) {
+        if (mix->gen[n] != st->nodes[n].gen)
+            node_cache(mix, n);
+        mix->cls_free[mix->node_cls[n]] += mix->free_total[n];
+    }
+    double demand = 0, all = 0;
+    for (size_t c = 0; c < mix->n_cls; c++)
+        all += (double)mix->cls_free[c];
+    for (size_t k = 0; k < mix->n_g; k++) {
+        const struct mgroup *g = &mix->g[k];
+        double d = g->kind == MT_FRAC ? (double)g->milli : 1000.0 * g->units, f = 0;
+        if (g->constrained && g->n_mem)
+            demand += g->p * d;
+        if (!g->constrained || !g->n_mem)
+            continue;
+        for (size_t c = 0; c < mix->n_cls; c++)
+            f += g->cls_ok[c] ? (double)mix->cls_free[c] : 0;
+        if (f <= 0)
+            continue;
+        for (size_t c = 0; c < mix->n_cls; c++)
+            mix->cls_press[c] += g->cls_ok[c] ? g->p * d / f : 0;
+    }
+    /* in units of the balanced pressure (every class free in proportion to its choosy demand) */
+    for (size_t c = 0; c < mix->n_cls; c++)
+        mix->cls_press[c] *= demand > 0 ? all / demand : 0;
+    for (uint32_t n = 0; n < st->n_nodes; n++)
+        mix->press[n] = mix->cls_press[mix->node_cls[n]];
+    *ret = mix->press;
+    return 0;
 }
 
 double fatia_place_frag_node(struct fatia_place_mix *mix, size_t node)

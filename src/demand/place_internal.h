@@ -319,6 +319,12 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t node, uint32
 double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t node, const uint32_t *gis,
                                const struct pl_gpu *before, size_t k, int64_t d_cpu);
 
+/* fatia's scarcity key (FATIA_PLACE_FGD_SCARCE, place.h): per node, the pressure on its class of
+ * the typical types that only some classes admit: sum over such groups g admitted by the class of
+ * p_g x (g's GPU demand per pod) / (free GPU capacity of every class admitting g). *ret: one per
+ * node, or NULL when no typical type is choosy (every node alike). 0 or -ENOMEM. */
+int fatia_pl_mix_scarcity(struct fatia_place_mix *mix, const double **ret);
+
 /* place_claims.c */
 int fatia_pl_dra_map(struct fatia_place_state *st);
 void fatia_pl_dra_release(struct fatia_place_state *st);

@@ -406,7 +406,9 @@ static unsigned place_flags(const struct sim *s)
 {
     return (s->o->fgd & FATIA_SIM_FGD_SCORE ? FATIA_PLACE_FGD_SCORE : 0) |
            (s->o->fgd & FATIA_SIM_FGD_PACK ? FATIA_PLACE_FGD_PACK : 0) |
-           (s->o->fgd & FATIA_SIM_FGD_PACK_CPU ? FATIA_PLACE_FGD_PACK_CPU : 0);
+           (s->o->fgd & FATIA_SIM_FGD_PACK_CPU ? FATIA_PLACE_FGD_PACK_CPU : 0) |
+           (s->o->fgd & FATIA_SIM_FGD_SCARCE ? FATIA_PLACE_FGD_SCARCE : 0) |
+           (s->o->fgd & FATIA_SIM_FGD_FIT ? FATIA_PLACE_FGD_FIT : 0);
 }
 
 static int try_place(struct sim *s, uint32_t wi, bool *ret_placed)

@@ -102,6 +102,8 @@ int fatia_sim_alibaba_fleet(const char *file, const char *buf, size_t n, json_t 
 #define FATIA_SIM_FGD_ALL      0x2fu     /* the five above */
 #define FATIA_SIM_FGD_PACK     (1u << 4) /* fatia's improvement: ties packed (FATIA_PLACE_FGD_PACK) */
 #define FATIA_SIM_FGD_PACK_CPU (1u << 6) /* the same, CPU-only pods only */
+#define FATIA_SIM_FGD_SCARCE   (1u << 7) /* GPU pods: class scarcity (FATIA_PLACE_FGD_SCARCE) */
+#define FATIA_SIM_FGD_FIT      (1u << 8) /* GPU pods' ties: best fit of the GPU (FATIA_PLACE_FGD_FIT) */
 
 struct fatia_sim_opts {
     enum fatia_place_policy policy;

@@ -46,7 +46,7 @@ q "$TMP/out" 'd["totalGpus"], d["placedPods"], sorted(d["concurrency"])' "(20, 6
 # the T4-only pod waits for the T4 node, where binpack put the 2-GPU pod until t=300
 q "$TMP/out" 'd["queues"]["alibaba"]["waitSeconds"]["p99"]' "250.0"
 
-for p in binpack bestfit spread fragmentation fgd fgdpack; do
+for p in binpack bestfit spread fragmentation fgd fgdpack fgdscarce; do
     expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement $p -o json
     cp "$TMP/out" "$TMP/fill-$p.json"
     q "$TMP/out" '[c["loadPct"] for c in d["checkpoints"]]' "[80, 90, 100, 110, 120, 130]"
@@ -59,10 +59,12 @@ expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv
 cmp -s "$TMP/out" "$TMP/fill-fgd.json" || fail "--placement fgd is not fragmentation with --fgd all"
 expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fgd --fgd all,pack -o json
 cmp -s "$TMP/out" "$TMP/fill-fgdpack.json" || fail "--placement fgdpack is not fgd with --fgd all,pack"
+expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fgd --fgd all,packcpu,scarce,fit -o json
+cmp -s "$TMP/out" "$TMP/fill-fgdscarce.json" || fail "--placement fgdscarce is not fgd with --fgd all,packcpu,scarce,fit"
 # the CPU-only pod of the list is a request type of fgd's mix, not of fragmentation's
 q "$TMP/fill-fgd.json" 'd["requestTypes"]' "6"
 expect_rc 2 "$FATIA" sim --trace $D/fifo.csv --fgd score,bogus
-expect_line "$TMP/err" "--fgd: unknown choice 'bogus': expected score, ties, cpu, upfront, types, pack, packcpu, all or none"
+expect_line "$TMP/err" "--fgd: unknown choice 'bogus': expected score, ties, cpu, upfront, types, pack, packcpu, scarce, fit, all or none"
 # --typical-coverage defaults to 100 (every request type), as the help says (it once said 60)
 q "$TMP/fill-fragmentation.json" 'd["typicalTypes"], d["requestTypes"]' "(5, 5)"
 expect_rc 0 "$FATIA" sim --trace-format alibaba2023 --nodes $D/alibaba-nodes.csv --trace $D/alibaba-pods.csv --fill 130 --seed 7 --placement fragmentation --typical-coverage 100 -o json

@@ -9,6 +9,10 @@
  *     700 on the worked example), types that ignore memory, a frozen mix ignores later pods, and random tie-breaking
  *     spreads equal candidates over the tied nodes where the deterministic rule always takes the
  *     first (and the same seed gives the same choices);
+ *   - fatia's scarcity key (FATIA_PLACE_FGD_SCARCE): with model A (6 GPUs, 40 % of the pods only
+ *     run there) and model B (2 GPUs, 30 %), FGD sends a pod that runs anywhere to B (there it
+ *     strands least for A's pods) while B is the scarcer model per free GPU: the key sends it to
+ *     A; with no choosy type in the mix the key changes no decision;
  *   - a gang that does not fit leaves the state exactly as it was, and says why;
  *   - FATIA_PLACE_TEST answers on the empty fleet and changes nothing;
  *   - MPS: pods of another namespace never share an MPS GPU;
@@ -597,6 +601,117 @@ static void test_fgd_artifact(void **state)
     fleet_close(&f);
 }
 
+static const char model_fleet[] = "apiVersion: fatia.dev/v1alpha1\n"
+                                  "kind: NodePool\n"
+                                  "metadata: {name: a}\n"
+                                  "spec:\n"
+                                  "  count: 3\n"
+                                  "  labels: {model: A}\n"
+                                  "  resources: {cpu: '16', memory: 64Gi, pods: '110'}\n"
+                                  "  gpus: [{product: T4, count: 2}]\n"
+                                  "---\n"
+                                  "apiVersion: fatia.dev/v1alpha1\n"
+                                  "kind: NodePool\n"
+                                  "metadata: {name: b}\n"
+                                  "spec:\n"
+                                  "  labels: {model: B}\n"
+                                  "  resources: {cpu: '16', memory: 64Gi, pods: '110'}\n"
+                                  "  gpus: [{product: T4, count: 2}]\n"
+                                  "---\n"
+                                  "apiVersion: fatia.dev/v1alpha1\n"
+                                  "kind: GPUSharingPolicy\n"
+                                  "metadata: {name: frac}\n"
+                                  "spec: {fractional: {}}\n";
+
+/* one whole GPU, 1 CPU, on model `model` only (NULL: anywhere) */
+static struct fatia_place_pod *gpu_pod(struct fatia_place_state *st, const char *model)
+{
+    char spec[512];
+    if (!model)
+        return frac_pod(st, 1000, 1);
+    snprintf(spec, sizeof(spec),
+             "{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
+             "{\"fatia.dev/gpu-milli\":\"1000\",\"cpu\":\"1\"}}}],\"affinity\":{\"nodeAffinity\":"
+             "{\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":"
+             "[{\"matchExpressions\":[{\"key\":\"model\",\"operator\":\"In\",\"values\":"
+             "[\"%s\"]}]}]}}}}",
+             model);
+    return pod(st, "default", spec);
+}
+
+static void test_fgd_scarce(void **state)
+{
+    struct fleet f;
+    struct fatia_place_pod *any, *on_a, *on_b, *half;
+    struct fatia_place_mix *mix, *plain;
+    struct fatia_place_opts o = {.policy = FATIA_PLACE_FRAGMENTATION};
+    const char *keys[] = {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"};
+
+    (void)state;
+    fleet_open(&f, model_fleet);
+    any = gpu_pod(f.st, NULL);
+    on_a = gpu_pod(f.st, "A");
+    on_b = gpu_pod(f.st, "B");
+    /* nodes 0-2 are model A, node 3 model B */
+    /* the mix: 40 % on A only, 30 % on B only, 30 % anywhere */
+    assert_int_equal(fatia_place_mix_new(f.st, 100, &mix), 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(fatia_place_mix_add(mix, on_a), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(fatia_place_mix_add(mix, on_b), 0);
+        assert_int_equal(fatia_place_mix_add(mix, any), 0);
+    }
+    fatia_place_mix_freeze(mix);
+    o.mix = mix;
+    o.flags = FATIA_PLACE_FGD_SCORE;
+    assert_int_equal(probe_node(f.st, on_b, &o), 3);
+    /* FGD: on B the pod takes capacity A's pods could never use (growth -400 against -300 on A:
+     * the artifact's scores 59 and 57), so B, the scarcer model (2 GPUs for 30 % of the pods
+     * against 6 for 40 %) */
+    assert_int_equal(probe_node(f.st, any, &o), 3);
+    /* the scarcity key: B's pressure per free GPU is 1.71 times the balanced one, A's 0.76;
+     * x 4 outweighs the 2 points of the score */
+    o.flags = FATIA_PLACE_FGD_SCORE | FATIA_PLACE_FGD_SCARCE;
+    assert_int_equal(probe_node(f.st, any, &o), 0);
+    /* a choosy pod keeps to its model whatever the key says */
+    assert_int_equal(probe_node(f.st, on_b, &o), 3);
+    /* as A fills, its pressure rises: pods that run anywhere go to A while it has enough more
+     * free per unit of its choosy demand; after 2 of A's 6 GPUs (A 4000 free for 0.4, B 2000 for
+     * 0.3: pressures 0.86 and 1.29, x 4 1.71 points apart against FGD's 2) B wins again */
+    for (int i = 0; i < 2; i++) {
+        int n = probe_node(f.st, any, &o);
+        assert_int_equal(n, 0);
+        assert_true(place1(f.st, any, keys[i], &o));
+    }
+    assert_int_equal(probe_node(f.st, any, &o), 3);
+
+    /* with no choosy type in the mix the key changes nothing: the same node as FGD, pod by pod */
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(fatia_place_unbind(f.st, keys[i]), 0);
+    half = frac_pod(f.st, 500, 1);
+    assert_int_equal(fatia_place_mix_new(f.st, 100, &plain), 0);
+    assert_int_equal(fatia_place_mix_add(plain, any), 0);
+    assert_int_equal(fatia_place_mix_add(plain, half), 0);
+    fatia_place_mix_freeze(plain);
+    o.mix = plain;
+    for (int i = 0; i < 8; i++) {
+        struct fatia_place_opts o2 = o;
+        o2.flags = FATIA_PLACE_FGD_SCORE;
+        o.flags = FATIA_PLACE_FGD_SCORE | FATIA_PLACE_FGD_SCARCE;
+        int n = probe_node(f.st, any, &o2);
+        assert_int_equal(probe_node(f.st, any, &o), n);
+        assert_true(place1(f.st, any, keys[i], &o));
+    }
+    check(f.st);
+    fatia_place_mix_free(mix);
+    fatia_place_mix_free(plain);
+    fatia_place_pod_free(any);
+    fatia_place_pod_free(on_a);
+    fatia_place_pod_free(on_b);
+    fatia_place_pod_free(half);
+    fleet_close(&f);
+}
+
 static void test_compile_errors(void **state)
 {
     struct fleet f;
@@ -625,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_gang_rollback),       cmocka_unit_test(test_test_mode),
         cmocka_unit_test(test_mps_namespaces),      cmocka_unit_test(test_random_invariants),
         cmocka_unit_test(test_compile_errors),      cmocka_unit_test(test_fgd_artifact),
+        cmocka_unit_test(test_fgd_scarce),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

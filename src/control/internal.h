@@ -523,6 +523,8 @@ struct fatia_control {
      * earliest requeue_due of a cohort or ClusterQueue (INT64_MAX: none pending). */
     int64_t requeue_batch;
     int64_t requeue_next;
+    size_t n_due_cohorts, n_due_cqs; /* at least the number of cohorts / ClusterQueues with a
+                                      * pending request (freed ones may leave them high) */
 
     /* preempt.c: per (root cohort, flavor-resource), the cohort-tree candidates of one
      * nomination phase (the quota tree does not change while heads are nominated); an entry is

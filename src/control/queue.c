@@ -636,6 +636,10 @@ int fatia_control_queue_requeue_tree(struct fatia_control *c, struct ctl_cq *cq,
                   : fatia_control_queue_requeue_inadmissible(c, cq, now);
     due = co ? &co->requeue_due : &cq->requeue_due;
     if (!*due) {
+        if (co)
+            c->n_due_cohorts++;
+        else
+            c->n_due_cqs++;
         *due = now + c->requeue_batch;
         if (*due < c->requeue_next)
             c->requeue_next = *due;
@@ -649,15 +653,19 @@ int fatia_control_queue_requeue_tree(struct fatia_control *c, struct ctl_cq *cq,
 int fatia_control_queue_requeue_due(struct fatia_control *c, int64_t now)
 {
     int64_t next = INT64_MAX;
+    size_t left = 0;
     int r;
 
     if (now < c->requeue_next)
         return 0;
-    for (size_t i = 0; i < c->cohorts.n; i++) {
+    /* the counters bound the pending requests: a loop stops once it has seen them all */
+    for (size_t i = 0, seen = 0; i < c->cohorts.n && seen < c->n_due_cohorts; i++) {
         struct ctl_cohort *co = c->cohorts.v[i];
         if (!co->requeue_due)
             continue;
+        seen++;
         if (co->requeue_due > now) {
+            left++;
             if (co->requeue_due < next)
                 next = co->requeue_due;
             continue;
@@ -666,11 +674,15 @@ int fatia_control_queue_requeue_due(struct fatia_control *c, int64_t now)
         if ((r = requeue_cohort(c, co, now, 0)) < 0)
             return r;
     }
-    for (size_t i = 0; i < c->cqs.n; i++) {
+    c->n_due_cohorts = left;
+    left = 0;
+    for (size_t i = 0, seen = 0; i < c->cqs.n && seen < c->n_due_cqs; i++) {
         struct ctl_cq *cq = c->cqs.v[i];
         if (!cq->requeue_due)
             continue;
+        seen++;
         if (cq->requeue_due > now) {
+            left++;
             if (cq->requeue_due < next)
                 next = cq->requeue_due;
             continue;
@@ -679,6 +691,7 @@ int fatia_control_queue_requeue_due(struct fatia_control *c, int64_t now)
         if ((r = fatia_control_queue_requeue_inadmissible(c, cq, now)) < 0)
             return r;
     }
+    c->n_due_cqs = left;
     c->requeue_next = next;
     return 0;
 }

@@ -10,6 +10,8 @@
 # Each runs BENCH_RUNS times (default 3) and every `name: value unit` line is printed with the
 # median value over the runs: the machine is shared, so single runs are noisy.
 # BENCH_PHASES=1 adds the per-phase breakdown of cycle time (four clock reads per cycle).
+# BENCH_REQUEUE_BATCH_MS (default 1000, Kueue's requeueBatchPeriod) batches the requeue of
+# inadmissible workloads per root cohort; 0 requeues at each capacity event.
 set -eu
 
 build=${1:-build}

@@ -11,7 +11,10 @@
  * finish), scaled by the process's share of the CPU over the run (the machine is shared); the
  * engine itself reads no clock. BENCH_PHASES=1 splits cycle time by phase through the engine's
  * phase hook. The clock also jumps to the engine's next wakeup (fatia_control_next_wakeup: a
- * requeue backoff or a victim's preemption cooldown ending). A run that preempts more workloads
+ * requeue backoff, a victim's preemption cooldown or a batched requeue ending). The engine batches
+ * the requeue of inadmissible workloads per root cohort as Kueue's requeuer does, with Kueue's 1 s
+ * (fatia_control_set_requeue_batch; BENCH_REQUEUE_BATCH_MS=N sets N ms, 0 requeues at each
+ * capacity event as the engine did before). A run that preempts more workloads
  * at one instant than there are workloads stops with "preemption loop" (none does: see
  * docs/control.md on the loop guards); one that ends with workloads never finished says so.
  *
@@ -736,6 +739,11 @@ int main(int argc, char **argv)
     /* the phase breakdown costs four clock reads per cycle: only on request */
     if (getenv("BENCH_PHASES"))
         fatia_control_set_phase_hook(eng, phase_hook, NULL);
+    /* Kueue's batched requeue of inadmissible workloads (1 s, requeueBatchPeriod) unless
+     * BENCH_REQUEUE_BATCH_MS says otherwise; 0 requeues at each capacity event */
+    fatia_control_set_requeue_batch(
+        eng, (getenv("BENCH_REQUEUE_BATCH_MS") ? atoll(getenv("BENCH_REQUEUE_BATCH_MS")) : 1000) *
+                 INT64_C(1000));
     t0 = proc_cpu_usec();
     m0 = cpu_usec();
     if (!strcmp(scen, "main")) {

@@ -1,5 +1,6 @@
 /*
- * cli/cmd_schedule.c: `fatia schedule -f PATH... [--cycles N] [--now TIME] [-o json|table|yaml]`:
+ * cli/cmd_schedule.c: `fatia schedule -f PATH... [--cycles N] [--now TIME] [--requeue-batch D]
+ * [-o json|table|yaml]`:
  * run Kueue scheduling cycles over manifests and print who is admitted, preempted and pending.
  *
  * The command loads and validates the objects (nothing runs on partial input: any invalid
@@ -27,7 +28,8 @@
 #include "model/objset.h"
 
 static const char usage[] =
-    "Usage: fatia schedule -f PATH... [--cycles N] [--now TIME] [-o table|json|yaml] [-R]\n"
+    "Usage: fatia schedule -f PATH... [--cycles N] [--now TIME] [--requeue-batch DURATION]\n"
+    "                      [-o table|json|yaml] [-R]\n"
     "\n"
     "Run Kueue scheduling cycles over ResourceFlavors, Cohorts, ClusterQueues, LocalQueues,\n"
     "WorkloadPriorityClasses, Namespaces (for namespaceSelector), a SchedulerConfig and\n"
@@ -45,6 +47,9 @@ static const char usage[] =
     "  -R, --recursive       descend into subdirectories\n"
     "      --cycles N        run exactly N scheduling cycles (1 = one Kueue cycle)\n"
     "      --now TIME        the clock, RFC 3339 (default: the latest timestamp in the input)\n"
+    "      --requeue-batch D delay the requeue of inadmissible workloads after a capacity\n"
+    "                        event by D (Kueue: 1s), per root cohort; the clock does not move,\n"
+    "                        so such requeues do not happen in the run (default 0: at once)\n"
     "  -o, --output FORMAT   table (default), json or yaml\n"
     "\n"
     "Exit status: 0 done, 1 invalid input, 2 usage.\n";
@@ -190,6 +195,7 @@ static int run(int argc, char **argv)
     static const struct option opts[] = {FATIA_CLI_INPUT_OPTIONS,
                                          {"cycles", required_argument, NULL, 'c'},
                                          {"now", required_argument, NULL, 'n'},
+                                         {"requeue-batch", required_argument, NULL, 'b'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     struct fatia_cli_input in;
@@ -226,6 +232,14 @@ static int run(int argc, char **argv)
                                              optarg);
             }
             so.have_now = true;
+            break;
+        case 'b':
+            if (fatia_parse_duration_usec(optarg, &so.requeue_batch) < 0 || so.requeue_batch < 0) {
+                fatia_cli_input_release(&in);
+                return fatia_cli_usage_error(&fatia_cmd_schedule,
+                                             "--requeue-batch '%s': expected a duration, e.g. 1s",
+                                             optarg);
+            }
             break;
         case 'h':
             fatia_cli_input_release(&in);

@@ -159,12 +159,13 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
 
 /* ---- queries ---- */
 
-/* True when a cycle at `now` would pop some workload (one queued, or a backoff expired). */
+/* True when a cycle at `now` would pop some workload (one queued, or a backoff expired) or
+ * carry out a batched requeue that is due. */
 bool fatia_control_has_work(const struct fatia_control *c, int64_t now);
 
 /* The earliest time after which a cycle has work that the clock alone makes ready (a backoff
  * that expires: status.requeueState.requeueAt, or a victim whose search waited for the clock to
- * move); INT64_MAX when none. A driver that sleeps between events wakes up for it. */
+ * move; a batched requeue, fatia_control_set_requeue_batch); INT64_MAX when none. A driver that sleeps between events wakes up for it. */
 int64_t fatia_control_next_wakeup(const struct fatia_control *c);
 
 /* Engine-wide counts. */
@@ -204,8 +205,11 @@ int fatia_control_usage_table(const struct fatia_control *c, json_t **ret);
  * membership and heap order). With FATIA_CONTROL_CHECK_QUOTA it also checks that no active
  * ClusterQueue and no root cohort uses more than its quota tree allows (true whenever the engine
  * admitted everything itself and quotas never shrank). Returns 0, or -EFAULT with a description
- * in why. For tests; O(workloads x flavor-resources). */
-#define FATIA_CONTROL_CHECK_QUOTA 1u
+ * in why. With FATIA_CONTROL_CHECK_REQUEUED (right after a cycle) also that no batched requeue
+ * is due at the cycle's clock (the cycle carried out every due one). For tests; O(workloads x
+ * flavor-resources). */
+#define FATIA_CONTROL_CHECK_QUOTA    1u
+#define FATIA_CONTROL_CHECK_REQUEUED 2u
 int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why, size_t why_n);
 
 /* Formats milli-units of a resource as a Kubernetes quantity ("2", "500m", "1Gi") into buf. */
@@ -241,6 +245,17 @@ void fatia_control_phase_counts(const struct fatia_control *c,
  * tests run an engine without them next to one with them and compare every cycle's result. */
 void fatia_control_set_caches(struct fatia_control *c, bool on);
 
+/* Batched requeue (Kueue pkg/cache/queue/inadmissible_workloads.go, NotifyRetryInadmissible and
+ * workqueueRequeuer): a workload capacity event (a workload finished, deleted or released) at
+ * time t requests a requeue of the inadmissible workloads of its ClusterQueue's root cohort (or
+ * of the ClusterQueue, without a cohort), carried out by the first cycle at or after t + period;
+ * further events of that tree before then join the same request. Kueue's period is 1 s
+ * (requeueBatchPeriod). 0, the default, requeues at the event, as Kueue's unit tests do
+ * (testInadmissibleWorkloadRequeuer processes the requests before each cycle). Object events
+ * (queues, cohorts, flavors, namespaces, checks) requeue at once either way. has_work reports a
+ * due request and next_wakeup the earliest pending one. period in usec, as `now`. */
+void fatia_control_set_requeue_batch(struct fatia_control *c, int64_t period);
+
 /* ---- the one-shot driver (`fatia schedule`) ---- */
 
 struct fatia_objset;
@@ -248,9 +263,10 @@ struct fatia_objset;
 #define FATIA_SCHEDULE_MAX_CYCLES 1000
 
 struct fatia_schedule_opts {
-    int cycles;    /* exactly this many cycles; 0 = until nothing changes (at most 1,000) */
-    bool have_now; /* else: the latest timestamp in the input */
-    int64_t now;   /* usec since the epoch */
+    int cycles;            /* exactly this many cycles; 0 = until nothing changes (at most 1,000) */
+    bool have_now;         /* else: the latest timestamp in the input */
+    int64_t now;           /* usec since the epoch */
+    int64_t requeue_batch; /* usec; fatia_control_set_requeue_batch (0: requeue at once) */
 };
 
 struct fatia_schedule_report {

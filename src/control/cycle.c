@@ -2,7 +2,8 @@
  * control/cycle.c: one scheduling cycle (Kueue pkg/scheduler/scheduler.go schedule,
  * fair_sharing_iterator.go; reference/kueue.md §2.2, §2.6 and §2.8).
  *
- *   1. heads: one pop per active ClusterQueue (backoffs that expired are queued first);
+ *   1. heads: one pop per active ClusterQueue (backoffs that expired and batched requeues that
+ *      are due are queued first);
  *   2. nominate: namespace check, then flavor assignment, preemption targets and partial
  *      admission against the tree as it stands (control/assign.c, preempt.c);
  *   3. order: classical (non-borrowing first by borrowing level, higher priority, older) or the
@@ -772,8 +773,11 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
     c->cycle_no++;
     c->stamp++;
 
-    /* 1. heads: one per ready ClusterQueue, in ClusterQueue order */
+    /* 1. heads: one per ready ClusterQueue, in ClusterQueue order, after the batched requeues
+     * that are due (they may list more queues) */
     PHASE(FATIA_CONTROL_PHASE_HEADS);
+    if ((r = fatia_control_queue_requeue_due(c, now)) < 0)
+        goto out;
     {
         size_t k = 0;
         for (size_t i = 0; i < c->ready.n; i++) {
@@ -952,7 +956,7 @@ void fatia_control_set_phase_hook(struct fatia_control *c, fatia_control_phase_f
 
 int64_t fatia_control_next_wakeup(const struct fatia_control *c)
 {
-    int64_t t = INT64_MAX;
+    int64_t t = c->requeue_next; /* a batched requeue (queue.c) */
 
     /* every ClusterQueue with backoffs is in the ready list (queue.c) */
     for (size_t i = 0; i < c->ready.n; i++)
@@ -964,6 +968,8 @@ int64_t fatia_control_next_wakeup(const struct fatia_control *c)
 
 bool fatia_control_has_work(const struct fatia_control *c, int64_t now)
 {
+    if (c->requeue_next <= now)
+        return true; /* a batched requeue is due: the cycle carries it out */
     if (c->tree_dirty) {
         /* a rebuild may activate any ClusterQueue */
         for (size_t i = 0; i < c->cqs.n; i++)

@@ -352,6 +352,7 @@ struct ctl_cq {
     struct ctl_wlist single;  /* inadmissible on their own (namespace, StrictFIFO) */
     struct ctl_wlist backoff; /* requeueAt in the future */
     uint64_t requeue_gen;     /* bumped each time its inadmissible workloads are requeued */
+    int64_t requeue_due;      /* batched requeue of this queue (no cohort) due then; 0: none */
     size_t n_grouped, n_parked, n_inflight;
 
     FATIA_VEC(struct ctl_wl *) admitted; /* ADMITTED and EVICTING */
@@ -389,6 +390,7 @@ struct ctl_cohort {
     uint64_t cand_stamp;  /* == the search's stamp: some ClusterQueue below holds a candidate */
     uint64_t cycle_stamp; /* cycle_rank is valid when this equals the engine's cycle_no */
     size_t cycle_rank;
+    int64_t requeue_due; /* batched requeue of this tree (notified as a root) due then; 0: none */
 };
 
 /* ---- admission checks (checks.c) ---- */
@@ -515,6 +517,14 @@ struct fatia_control {
     bool result_valid;
 
     bool caches_off; /* fatia_control_set_caches(c, false) */
+
+    /* queue.c: batched requeue of inadmissible workloads after workload capacity events
+     * (fatia_control_set_requeue_batch); 0: at once. requeue_next is a lower bound of the
+     * earliest requeue_due of a cohort or ClusterQueue (INT64_MAX: none pending). */
+    int64_t requeue_batch;
+    int64_t requeue_next;
+    size_t n_due_cohorts, n_due_cqs; /* at least the number of cohorts / ClusterQueues with a
+                                      * pending request (freed ones may leave them high) */
 
     /* preempt.c: per (root cohort, flavor-resource), the cohort-tree candidates of one
      * nomination phase (the quota tree does not change while heads are nominated); an entry is
@@ -693,6 +703,7 @@ int fatia_control_queue_requeue_inadmissible(struct fatia_control *c, struct ctl
                                              int64_t now);
 int fatia_control_queue_requeue_tree(struct fatia_control *c, struct ctl_cq *cq, int64_t now);
 int fatia_control_queue_requeue_all(struct fatia_control *c, int64_t now);
+int fatia_control_queue_requeue_due(struct fatia_control *c, int64_t now);
 size_t fatia_control_queue_pending(const struct ctl_cq *cq);
 int fatia_control_ready_mark(struct fatia_control *c, struct ctl_cq *cq);
 int fatia_control_ready_all(struct fatia_control *c);

@@ -209,6 +209,7 @@ int fatia_control_new(struct fatia_control **ret)
     c->cfg.n_strategies = 2;
     c->cfg.strategies[0] = 0;
     c->cfg.strategies[1] = 1;
+    c->requeue_next = INT64_MAX;
     *ret = c;
     return 0;
 }
@@ -343,6 +344,11 @@ static void config_release(struct ctl_config *cfg)
 void fatia_control_set_caches(struct fatia_control *c, bool on)
 {
     c->caches_off = !on;
+}
+
+void fatia_control_set_requeue_batch(struct fatia_control *c, int64_t period)
+{
+    c->requeue_batch = period > 0 ? period : 0;
 }
 
 void fatia_control_free(struct fatia_control *c)

@@ -140,6 +140,7 @@ int fatia_control_schedule(const struct fatia_objset *set, const struct fatia_sc
     r = fatia_control_new(&c);
     if (r < 0)
         return r;
+    fatia_control_set_requeue_batch(c, opts->requeue_batch);
     for (size_t k = 0; load_order[k]; k++) {
         size_t it = 0;
         struct fatia_object *o;

@@ -25,6 +25,12 @@
  * wait. A group's `parked_gen` equals the ClusterQueue's requeue generation while it is parked;
  * bumping the generation at a requeue makes every group active at once.
  *
+ * Capacity events of workloads (finished, deleted, released) requeue the parked workloads of the
+ * ClusterQueue's whole cohort tree, at once or, with fatia_control_set_requeue_batch, as Kueue's
+ * requeuer does: one request per root cohort (or per ClusterQueue without a cohort), carried out
+ * by the first cycle at or after the first event's time + the period (requeue_due; later events
+ * join the pending request). Object events requeue at once.
+ *
  * Besides groups: `sticky` holds the BestEffortFIFO preemptor waiting for its victims; `single`
  * parks workloads one by one (namespace mismatch, invalid requests), requeued when their namespace
  * matches; `backoff` holds workloads whose status.requeueState.requeueAt is still ahead.
@@ -612,17 +618,82 @@ static int requeue_cohort(struct fatia_control *c, struct ctl_cohort *co, int64_
     return 0;
 }
 
+/* A capacity event of cq's tree: requeue the tree now, or request a batched requeue of it
+ * (Kueue's notifyRetryInadmissibleWithoutLock: the root cohort, or the ClusterQueue without
+ * one; a request already pending keeps its earlier time, as AddAfter of a queued item does). */
 int fatia_control_queue_requeue_tree(struct fatia_control *c, struct ctl_cq *cq, int64_t now)
 {
-    struct ctl_cohort *co;
+    struct ctl_cohort *co = NULL;
+    int64_t *due;
 
     if (c->tree_dirty)
         return fatia_control_queue_requeue_all(c, now);
-    if (!cq->cohort)
-        return fatia_control_queue_requeue_inadmissible(c, cq, now);
-    for (co = cq->cohort; co->parent; co = co->parent)
-        ;
-    return requeue_cohort(c, co, now, 0);
+    if (cq->cohort)
+        for (co = cq->cohort; co->parent; co = co->parent)
+            ;
+    if (c->requeue_batch <= 0)
+        return co ? requeue_cohort(c, co, now, 0)
+                  : fatia_control_queue_requeue_inadmissible(c, cq, now);
+    due = co ? &co->requeue_due : &cq->requeue_due;
+    if (!*due) {
+        if (co)
+            c->n_due_cohorts++;
+        else
+            c->n_due_cqs++;
+        *due = now + c->requeue_batch;
+        if (*due < c->requeue_next)
+            c->requeue_next = *due;
+    }
+    return 0;
+}
+
+/* Carries out the batched requests due at now (cycle start). A request names the tree it was
+ * made for: a cohort that is no longer a root still has its own subtree requeued, as Kueue's
+ * requeueWorkloadsCohort looks the name up when the request fires. */
+int fatia_control_queue_requeue_due(struct fatia_control *c, int64_t now)
+{
+    int64_t next = INT64_MAX;
+    size_t left = 0;
+    int r;
+
+    if (now < c->requeue_next)
+        return 0;
+    /* the counters bound the pending requests: a loop stops once it has seen them all */
+    for (size_t i = 0, seen = 0; i < c->cohorts.n && seen < c->n_due_cohorts; i++) {
+        struct ctl_cohort *co = c->cohorts.v[i];
+        if (!co->requeue_due)
+            continue;
+        seen++;
+        if (co->requeue_due > now) {
+            left++;
+            if (co->requeue_due < next)
+                next = co->requeue_due;
+            continue;
+        }
+        co->requeue_due = 0;
+        if ((r = requeue_cohort(c, co, now, 0)) < 0)
+            return r;
+    }
+    c->n_due_cohorts = left;
+    left = 0;
+    for (size_t i = 0, seen = 0; i < c->cqs.n && seen < c->n_due_cqs; i++) {
+        struct ctl_cq *cq = c->cqs.v[i];
+        if (!cq->requeue_due)
+            continue;
+        seen++;
+        if (cq->requeue_due > now) {
+            left++;
+            if (cq->requeue_due < next)
+                next = cq->requeue_due;
+            continue;
+        }
+        cq->requeue_due = 0;
+        if ((r = fatia_control_queue_requeue_inadmissible(c, cq, now)) < 0)
+            return r;
+    }
+    c->n_due_cqs = left;
+    c->requeue_next = next;
+    return 0;
 }
 
 int fatia_control_queue_requeue_all(struct fatia_control *c, int64_t now)

@@ -431,6 +431,31 @@ int fatia_control_check(const struct fatia_control *c, unsigned flags, char *why
 
     if (!sum)
         return -ENOMEM;
+    /* a batched requeue is never missed: requeue_next bounds every pending request, and after
+     * a cycle none is due at its clock */
+    {
+        size_t n_co = 0, n_cq = 0;
+        for (size_t i = 0; i < c->cohorts.n; i++)
+            n_co += c->cohorts.v[i]->requeue_due != 0;
+        for (size_t i = 0; i < c->cqs.n; i++)
+            n_cq += c->cqs.v[i]->requeue_due != 0;
+        if (n_co > c->n_due_cohorts || n_cq > c->n_due_cqs)
+            FAIL("%zu cohorts and %zu ClusterQueues wait for a batched requeue, counters say %zu "
+                 "and %zu",
+                 n_co, n_cq, c->n_due_cohorts, c->n_due_cqs);
+    }
+    for (size_t i = 0; i < c->cohorts.n; i++) {
+        int64_t due = c->cohorts.v[i]->requeue_due;
+        if (due &&
+            (due < c->requeue_next || ((flags & FATIA_CONTROL_CHECK_REQUEUED) && due <= c->now)))
+            FAIL("cohort %s: batched requeue missed", c->cohorts.v[i]->name);
+    }
+    for (size_t i = 0; i < c->cqs.n; i++) {
+        int64_t due = c->cqs.v[i]->requeue_due;
+        if (due &&
+            (due < c->requeue_next || ((flags & FATIA_CONTROL_CHECK_REQUEUED) && due <= c->now)))
+            FAIL("ClusterQueue %s: batched requeue missed", c->cqs.v[i]->name);
+    }
     if (c->tree_dirty)
         goto out; /* usage is recomputed at the next rebuild */
     /* every workload holding quota is in its ClusterQueue's list exactly once */

@@ -8,7 +8,7 @@
  * A case directory holds input.yaml and expected.json. input.yaml starts with comment lines:
  *     # source: <the Kueue document section or upstream test case it transcribes>   (required)
  *     # fixture: ../fixtures/<file>.yaml     (optional, repeatable: shared objects, loaded first)
- *     # args: --cycles 1 --now 2026-01-01T00:00:10Z                          (optional)
+ *     # args: --cycles 1 --now 2026-01-01T00:00:10Z --requeue-batch 1s       (optional)
  * The producer loads the fixtures and the input as `fatia schedule -f FIXTURE... -f input.yaml
  * ARGS` would, runs the engine, and prints the JSON (jansson's 2-space indent, as expected.json
  * is written). A case without a source line fails: every case says what it transcribes.
@@ -49,7 +49,7 @@ static char *read_text(const char *path)
     return buf;
 }
 
-/* Parses "--cycles N" and "--now TIME" from an args line. */
+/* Parses "--cycles N", "--now TIME" and "--requeue-batch D" from an args line. */
 static int parse_args(const char *line, struct fatia_schedule_opts *o, char *why, size_t n)
 {
     char buf[512], *save = NULL, *tok;
@@ -72,6 +72,11 @@ static int parse_args(const char *line, struct fatia_schedule_opts *o, char *why
                 return -1;
             }
             o->have_now = true;
+        } else if (!strcmp(tok, "--requeue-batch")) {
+            if (fatia_parse_duration_usec(val, &o->requeue_batch) < 0 || o->requeue_batch < 0) {
+                snprintf(why, n, "args: bad --requeue-batch '%s'", val);
+                return -1;
+            }
         } else {
             snprintf(why, n, "args: unknown option '%s'", tok);
             return -1;

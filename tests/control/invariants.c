@@ -19,6 +19,9 @@
  * every cycle: its admissions are distinct, are held in the ClusterQueue the result names, and
  * every pod set's assignment covers what the pod set requests.
  *
+ * Each new engine pair requeues inadmissible workloads at once or batched
+ * (fatia_control_set_requeue_batch) over 3 or 50 clock steps, in turn.
+ *
  * A twin engine with its caches off (fatia_control_set_caches: shares per node, formatted
  * amounts) gets the same operations, and every cycle's result (admissions with their flavors,
  * evictions with reasons and messages, pending workloads with their messages) must be the same
@@ -271,6 +274,8 @@ static json_t *workload_json(const char *name, int prio, bool active)
 
 /* ---- checks ---- */
 
+static bool after_cycle; /* the last operation was a cycle */
+
 static void check(bool quota)
 {
     char why[512];
@@ -278,8 +283,10 @@ static void check(bool quota)
     int r;
 
     fatia_control_stats(eng, &st);
-    r = fatia_control_check(eng, quota && st.evicting == 0 ? FATIA_CONTROL_CHECK_QUOTA : 0, why,
-                            sizeof(why));
+    r = fatia_control_check(eng,
+                            (quota && st.evicting == 0 ? FATIA_CONTROL_CHECK_QUOTA : 0) |
+                                (after_cycle ? FATIA_CONTROL_CHECK_REQUEUED : 0),
+                            why, sizeof(why));
     if (r < 0)
         die("invariant", why);
 }
@@ -421,9 +428,16 @@ static void op_cycle(void)
 
 static void new_engines(void)
 {
+    /* requeue at once, or batched over 3 or 50 cycles (clock steps), in turn */
+    static const int64_t batch[] = {0, 3000, 50000};
+    static uint64_t n_engines;
+    int64_t period = batch[(seed_now + n_engines++) % 3];
+
     if (fatia_control_new(&eng) < 0 || fatia_control_new(&ref) < 0)
         die("new", "out of memory");
     fatia_control_set_caches(ref, false);
+    fatia_control_set_requeue_batch(eng, period);
+    fatia_control_set_requeue_batch(ref, period);
 }
 
 static void run(uint64_t seed, uint64_t ops)
@@ -435,6 +449,7 @@ static void run(uint64_t seed, uint64_t ops)
     check(true);
     for (op_no = 0; op_no < ops; op_no++) {
         int p = pick(100);
+        after_cycle = p >= 40 && p < 70;
         if (p < 40)
             op_submit();
         else if (p < 70)

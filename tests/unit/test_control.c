@@ -420,6 +420,67 @@ static void test_victim_cooldown(void **state)
     fatia_control_free(c);
 }
 
+/* Batched requeue (fatia_control_set_requeue_batch, Kueue's requeueBatchPeriod): capacity
+ * events of a tree requeue its parked workloads one period after the first of them, all at
+ * once; another tree's parked workloads stay parked. */
+static void test_requeue_batched(void **state)
+{
+    static const char *const objs[] = {
+        FLAVOR,
+        CQ("a", "co", "4"),
+        CQ("b", "co", "0"),
+        CQ("d", "co2", "0"),
+        LQ("a", "a"),
+        LQ("b", "b"),
+        LQ("d", "d"),
+        WL("x1", "a", "2", "0"),
+        WL("x2", "a", "2", "0"),
+        WL("wz", "d", "1", "0"),
+    };
+    const int64_t S = 1000000;
+    struct fatia_control *c;
+    const struct fatia_control_result *res;
+
+    (void)state;
+    for (int batched = 0; batched < 2; batched++) {
+        assert_int_equal(fatia_control_new(&c), 0);
+        if (batched)
+            fatia_control_set_requeue_batch(c, S);
+        for (size_t i = 0; i < sizeof(objs) / sizeof(*objs); i++)
+            apply(c, objs[i]);
+        while (fatia_control_has_work(c, NOW))
+            cycle_at(c, NOW); /* x1 and x2 fill the cohort; wz does not fit and is parked */
+        assert_int_equal(fatia_control_workload_state(c, "ns", "x2"), FATIA_CONTROL_ADMITTED);
+        apply(c, WL("wy", "b", "2", "0"));
+        res = cycle_at(c, NOW);
+        assert_int_equal(res->n_pending, 1); /* wy: parked */
+        assert_false(fatia_control_has_work(c, NOW));
+        assert_int_equal(fatia_control_workload_finished(c, "ns", "x1", NOW + S / 10), 0);
+        if (!batched) {
+            res = cycle_at(c, NOW + S / 10); /* at once: wy borrows x1's quota */
+            assert_int_equal(res->n_admitted, 1);
+            assert_string_equal(res->admitted[0].key, "ns/wy");
+            fatia_control_free(c);
+            continue;
+        }
+        assert_false(fatia_control_has_work(c, NOW + S / 10));
+        assert_int_equal(fatia_control_next_wakeup(c), NOW + S / 10 + S);
+        /* a second event of the tree joins the pending request, keeping its time */
+        assert_int_equal(fatia_control_workload_finished(c, "ns", "x2", NOW + S / 2), 0);
+        assert_int_equal(fatia_control_next_wakeup(c), NOW + S / 10 + S);
+        res = cycle_at(c, NOW + S);
+        assert_int_equal(res->n_heads, 0);
+        assert_true(fatia_control_has_work(c, NOW + S / 10 + S));
+        res = cycle_at(c, NOW + S / 10 + S);
+        assert_int_equal(res->n_heads, 1); /* wy only: co2's wz stays parked */
+        assert_int_equal(res->n_admitted, 1);
+        assert_string_equal(res->admitted[0].key, "ns/wy");
+        assert_int_equal(fatia_control_next_wakeup(c), INT64_MAX);
+        assert_false(fatia_control_has_work(c, NOW + 10 * S));
+        fatia_control_free(c);
+    }
+}
+
 /* A preemptor is admitted with the flavors it preempted for, not the first flavor that
  * happens to be free when its victims are gone. */
 static void test_preemptor_keeps_assignment(void **state)
@@ -563,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_v1beta1_and_config),
         cmocka_unit_test(test_saturation),
         cmocka_unit_test(test_victim_cooldown),
+        cmocka_unit_test(test_requeue_batched),
         cmocka_unit_test(test_preemptor_keeps_assignment),
         cmocka_unit_test(test_cq_status_stable),
     };

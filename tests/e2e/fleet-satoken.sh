@@ -3,7 +3,8 @@
 # TokenRequest, agent/apiproxy.c forwarding to --server, apiserver/nodeauth.c's token rule;
 # docs/fleet.md "The node role"): one `fatiad --role node` (box-0; runc containers of the
 # busybox image this test builds) joined to a control fatiad (its own agent off); box-1 is a
-# node of the fleet that no node role runs (its pods stay bound and idle):
+# node of the fleet that no node role runs (its pods stay bound and idle); the control plane
+# listens on 127.0.0.2, so only a proxy that forwards to --server reaches it:
 #   1. a pod on box-0 with the default kube-api-access volume runs kubectl in-cluster
 #      (KUBERNETES_SERVICE_HOST/PORT, the volume's token and ca.crt): as
 #      system:serviceaccount:team-a:runner it lists team-a's pods (a RoleBinding of view) and is
@@ -52,7 +53,10 @@ trap cleanup EXIT
 expect_rc 0 "$FATIA" image load -d "$TMP/box-0" --name fatia.dev/busybox:1 "$TMP/busybox.tar"
 IMG=fatia.dev/busybox:1
 
-start_fatiad "$TMP/data" --fleet "$TMP/fleet/" -f examples/ --no-agent || { finish; exit 1; }
+# on 127.0.0.2: the node role's API proxy must forward to --server, not to a loopback 127.0.0.1
+start_fatiad "$TMP/data" --fleet "$TMP/fleet/" -f examples/ --no-agent --listen 127.0.0.2:0 ||
+    { finish; exit 1; }
+case $URL in https://127.0.0.2:*) ;; *) fail "the control plane is not on 127.0.0.2: $URL" ;; esac
 K="$KUBECTL_DIR/kubectl.1.33 --kubeconfig $KCFG"
 wait_until 20 $K get node box-1 -o name
 $K create namespace kube-node-lease >/dev/null 2>&1 || fail "kubectl create namespace kube-node-lease"

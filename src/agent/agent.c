@@ -1504,10 +1504,13 @@ static const json_t *ref_get(void *ctx, bool secret, const char *name)
 /* The kubernetes Service's variables, as kubelet sets them for every pod (the pod's own env
  * wins): in a pod network the API's names map to its gateway (the agent's proxy:
  * apiproxy.c; fatiad's certificate names kubernetes.default.svc); on the host's network
- * fatiad's loopback listener. */
+ * fatiad's loopback listener, or on a node role the control plane's --server host (its
+ * certificate names its --listen address). */
 static int api_env(struct fatia_agent *a, const struct fatia_oci_pod *op, struct fatia_env *env)
 {
-    const char *host = op && !op->host_network ? "kubernetes.default.svc" : "127.0.0.1";
+    const char *host = op && !op->host_network ? "kubernetes.default.svc"
+                       : a->api_host[0]        ? a->api_host
+                                               : "127.0.0.1";
     char port[16], url[300], n[5][64];
     const char *vars[9][2];
     int r = 0;

@@ -124,4 +124,11 @@ void fatia_agent_free(struct fatia_agent *a);
 void fatia_agent_set_api_port(struct fatia_agent *a, unsigned port);
 unsigned fatia_agent_api_port(const struct fatia_agent *a);
 
+/* A node role's: pods reach the API of the control plane at host:port (--server) instead of
+ * fatiad's own listener. The agent's proxy on each pod network's gateway listens at port and
+ * forwards to host's address, resolved once, here (apiproxy.c); pods get port as
+ * KUBERNETES_SERVICE_PORT, and on the host's network host as KUBERNETES_SERVICE_HOST. 0, or
+ * -EINVAL (host too long, or no address: getaddrinfo's message logged). */
+int fatia_agent_set_api_server(struct fatia_agent *a, const char *host, unsigned port);
+
 #endif

@@ -5,6 +5,7 @@
 #ifndef FATIA_AGENT_AGENT_INT_H
 #define FATIA_AGENT_AGENT_INT_H
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -117,6 +118,11 @@ struct fatia_agent {
      * RuntimeClass; off when --agent runtime=process or no runc */
     bool oci;
     uint16_t api_port; /* fatiad's port (fatia_agent_set_api_port); 0: not known yet */
+    /* where the proxies forward (fatia_agent_set_api_server, a node role: the control plane's
+     * --server); api_to_len 0: fatiad's loopback listener at api_port */
+    struct sockaddr_storage api_to;
+    socklen_t api_to_len;
+    char api_host[256]; /* what a pod on the host's network names the API by; "": 127.0.0.1 */
     struct fatia_agent_apiproxy *apiproxy; /* the API's proxies on pod gateways (apiproxy.c) */
     char runc[512], runc_root[1200];
     char cdi_dir[1300]; /* POD_DIR/cdi: the CDI specs of the node's slices (cdi.h) */

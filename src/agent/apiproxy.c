@@ -24,6 +24,15 @@
  * name as well); the kubernetes Service's ClusterIP routed by an address on a host interface or
  * iptables DNAT (it changes the host's network for every fatiad on the machine; see
  * controller/svcproxy.c). Known: fatiad sees the proxy's 127.0.0.1 as the peer, not the pod.
+ *
+ * On a node role (`fatiad --role node`, no API of its own) the proxy listens at the --server
+ * URL's port and forwards to the control plane's address (fatia_agent_set_api_server: resolved
+ * once at start; a control plane that moves to another address needs the node role restarted).
+ * TLS stays end to end: the pod verifies the control plane's certificate, which names
+ * kubernetes.default.svc, against the kube-root-ca.crt the node role fetched for it (the
+ * control plane's CA, the one --ca names). Rejected: terminating TLS in the node role and opening a new one with
+ * --ca (the node role would see every pod's bearer token, and need a certificate of its own
+ * naming kubernetes.default.svc that the pods trust).
  */
 #include "base/compat.h"
 
@@ -36,6 +45,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <netdb.h>
 #include <unistd.h>
 
 #include "agent/agent_int.h"
@@ -113,12 +123,18 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 {
     struct fatia_agent_apiproxy *x = arg;
     struct event_base *base = evconnlistener_get_base(lis);
-    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(x->a->api_port)};
+    struct sockaddr_in lo = {.sin_family = AF_INET, .sin_port = htons(x->a->api_port)};
+    const struct sockaddr *to = (const struct sockaddr *)&lo;
+    socklen_t to_len = sizeof(lo);
     struct pconn *c = fatia_calloc(1, sizeof(*c));
 
     (void)sa;
     (void)salen;
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (x->a->api_to_len) { /* a node role: the control plane */
+        to = (const struct sockaddr *)&x->a->api_to;
+        to_len = x->a->api_to_len;
+    }
     if (!c) {
         close(fd);
         return;
@@ -126,7 +142,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     c->side[0] = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
     c->side[1] = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (!c->side[0] || !c->side[1] ||
-        bufferevent_socket_connect(c->side[1], (struct sockaddr *)&to, sizeof(to)) < 0) {
+        bufferevent_socket_connect(c->side[1], (struct sockaddr *)to, (int)to_len) < 0) {
         if (!c->side[0])
             close(fd);
         conn_free(c);
@@ -203,4 +219,29 @@ void fatia_agent_set_api_port(struct fatia_agent *a, unsigned port)
 unsigned fatia_agent_api_port(const struct fatia_agent *a)
 {
     return a ? a->api_port : 0;
+}
+
+int fatia_agent_set_api_server(struct fatia_agent *a, const char *host, unsigned port)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    char ps[16];
+    int r;
+
+    if (!a || !host || strlen(host) >= sizeof(a->api_host) || !port || port > 65535)
+        return -EINVAL;
+    snprintf(ps, sizeof(ps), "%u", port);
+    r = getaddrinfo(host, ps, &hints, &ai);
+    if (r != 0 || !ai || ai->ai_addrlen > sizeof(a->api_to)) {
+        fatia_error("agent: the API server's host '%s': %s", host,
+                    r ? gai_strerror(r) : "no address");
+        if (ai)
+            freeaddrinfo(ai);
+        return -EINVAL;
+    }
+    memcpy(&a->api_to, ai->ai_addr, ai->ai_addrlen);
+    a->api_to_len = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    snprintf(a->api_host, sizeof(a->api_host), "%s", host);
+    a->api_port = (uint16_t)port;
+    return 0;
 }

@@ -373,6 +373,16 @@ int fatia_api_rules_of(struct fatia_apiserver *s, const struct fatia_user *u, co
 int fatia_api_rbac_register(struct fatia_apiserver *s);
 /* nodeauth.c: adds the Node authorizer to the chain and the admission plugin node-restriction. */
 int fatia_api_node_register(struct fatia_apiserver *s);
+/* node-restriction of a TokenRequest (satoken.c calls it once the authorizer allowed it): a
+ * node's request for serviceaccounts/sa/token in ns must be bound to a pod (kind Pod, a name and
+ * its uid) bound to that node and running as sa, ask only for audiences that pod's projected
+ * serviceAccountToken sources name (auds: the request's; NULL or empty: api_aud, the API's own,
+ * which a source without audience names) and live no longer than the longest of those sources
+ * (exp_s, seconds). 0 (also for a user that is no node), or a code (403, 404) and why. */
+int fatia_api_node_token_check(struct fatia_apiserver *s, const struct fatia_user *u,
+                               const char *ns, const char *sa, const json_t *ref,
+                               const json_t *auds, const char *api_aud, int64_t exp_s, char *why,
+                               size_t why_n);
 /* Writes the default ClusterRoles and ClusterRoleBindings at start (rbac_defaults.c): created
  * when missing, rewritten when annotated rbac.authorization.kubernetes.io/autoupdate: "true"
  * and different. */

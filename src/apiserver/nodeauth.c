@@ -30,7 +30,8 @@
  *   persistentvolumeclaims get (and status update, patch) of one used by a pod bound to NAME
  *   persistentvolumes      get of one bound to such a claim
  *   resourceclaims         get of one a pod bound to NAME names
- *   serviceaccounts/token  create for a service account of a pod bound to NAME
+ *   serviceaccounts/token  create for a service account of a pod bound to NAME (and
+ *                          node-restriction's token rule below)
  *   resourceslices         read; write: admission holds spec.nodeName to NAME
  *   deviceclasses, services, endpoints  read
  *   events (core and events.k8s.io)     create, update, patch
@@ -47,6 +48,13 @@
  *               fatia.dev/agent), a status write no label or annotation
  *   Lease       kube-node-lease/NAME
  *   ResourceSlice  spec.nodeName NAME before and after
+ *   TokenRequest   (fatia_api_node_token_check, from satoken.c: a TokenRequest is no stored
+ *               object and passes no admission chain) bound to a Pod of the request's
+ *               namespace: kind Pod, name and uid matching the pod in record, bound to NAME (that
+ *               it runs as the service account asked for is satoken.c's, for everyone); every audience named by one of that
+ *               pod's projected serviceAccountToken sources (none: the API's own, named by a
+ *               source without audience); expirationSeconds no longer than the longest such
+ *               source's (fatia's rule: kubelet asks for the source's; upstream has no cap)
  * Rejected: trusting the node for its own pods' specs (a node that could edit a pod's spec could
  * move another tenant's GPU work onto itself).
  */
@@ -510,6 +518,114 @@ static int admit(void *arg, struct fatia_admit_attrs *a)
         if ((a->obj && !is_(fatia_json_str(json_object_get(a->obj, "spec"), "nodeName"), node)) ||
             (a->old && !is_(fatia_json_str(json_object_get(a->old, "spec"), "nodeName"), node)))
             return refuse(a, "spec.nodeName", "a node writes only the ResourceSlices of itself");
+    }
+    return 0;
+}
+
+/* ---- node-restriction of TokenRequests (upstream's admitServiceAccount, with the audience
+ * rule of ServiceAccountNodeAudienceRestriction; the expiry cap is fatia's) ---- */
+
+/* The longest expirationSeconds (default 3600) of the pod's serviceAccountToken sources for
+ * aud (NULL: the API's own); 0: no source names it. */
+static int64_t source_exp(const json_t *pod, const char *aud, const char *api_aud)
+{
+    const json_t *v, *src;
+    size_t i, j;
+    int64_t best = 0;
+
+    json_array_foreach(json_object_get(json_object_get(pod, "spec"), "volumes"), i, v)
+    {
+        json_array_foreach(json_object_get(json_object_get(v, "projected"), "sources"), j, src)
+        {
+            const json_t *t = json_object_get(src, "serviceAccountToken"), *e;
+            const char *sa = t ? fatia_json_str(t, "audience") : NULL;
+            int64_t x;
+            if (!t)
+                continue;
+            if (empty(sa))
+                sa = api_aud;
+            if (!is_(sa, aud ? aud : api_aud))
+                continue;
+            e = json_object_get(t, "expirationSeconds");
+            x = json_is_integer(e) && json_integer_value(e) > 0 ? json_integer_value(e) : 3600;
+            if (x > best)
+                best = x;
+        }
+    }
+    return best;
+}
+
+int fatia_api_node_token_check(struct fatia_apiserver *s, const struct fatia_user *u,
+                               const char *ns, const char *sa, const json_t *ref,
+                               const json_t *auds, const char *api_aud, int64_t exp_s, char *why,
+                               size_t why_n)
+{
+    const char *node = NULL, *pname = fatia_json_str(ref, "name"),
+               *uid = fatia_json_str(ref, "uid");
+    const char *api = fatia_json_str(ref, "apiVersion");
+    const json_t *pod, *a;
+    int64_t cap = 0;
+    size_t i;
+
+    if (node_of(u, &node) <= 0)
+        return 0; /* an unknown node was refused by the authorizer */
+    if (!ref || !is_(fatia_json_str(ref, "kind"), "Pod") || (api && !is_(api, "v1")) ||
+        empty(pname)) {
+        snprintf(why, why_n, "node \"%s\": node requested token not bound to a pod", node);
+        return 403;
+    }
+    if (empty(uid)) {
+        snprintf(why, why_n, "node \"%s\": node requested token with a pod binding without a uid",
+                 node);
+        return 403;
+    }
+    pod = committed(s, &fatia_kind_pod, ns, pname);
+    if (!pod) {
+        snprintf(why, why_n, "pods \"%s\" not found", pname);
+        return 404;
+    }
+    if (!is_(fatia_json_str(json_object_get(pod, "metadata"), "uid"), uid)) {
+        snprintf(why, why_n,
+                 "node \"%s\": the UID in the bound object reference (%s) does not match the UID "
+                 "in record. The object might have been deleted and then recreated",
+                 node, uid);
+        return 403;
+    }
+    if (!bound_to(pod, node)) {
+        snprintf(why, why_n,
+                 "node \"%s\": node requested token bound to a pod scheduled on a different node",
+                 node);
+        return 403;
+    }
+    if (!json_array_size(auds)) {
+        cap = source_exp(pod, NULL, api_aud);
+        if (!cap) {
+            snprintf(why, why_n,
+                     "node \"%s\": serviceaccount %s/%s does not have access to the audience "
+                     "\"%s\"",
+                     node, ns, sa, api_aud);
+            return 403;
+        }
+    }
+    json_array_foreach(auds, i, a)
+    {
+        int64_t x = json_is_string(a) ? source_exp(pod, json_string_value(a), api_aud) : 0;
+        if (!x) {
+            snprintf(why, why_n,
+                     "node \"%s\": serviceaccount %s/%s does not have access to the audience "
+                     "\"%s\"",
+                     node, ns, sa, json_is_string(a) ? json_string_value(a) : "");
+            return 403;
+        }
+        if (!cap || x < cap)
+            cap = x;
+    }
+    if (exp_s > cap) {
+        snprintf(why, why_n,
+                 "node \"%s\": expirationSeconds %lld is longer than the pod's projection asks "
+                 "for (%lld)",
+                 node, (long long)exp_s, (long long)cap);
+        return 403;
     }
     return 0;
 }

@@ -26,7 +26,10 @@
  * authenticated false. A tokens-file token speaks for fatiad's audience only.
  *
  * Limits, as upstream's validation: expirationSeconds at least 600 (default 3600) and at most
- * 2^32; boundObjectRef kind Pod only (Secret and Node tokens are not made: 422). Verified
+ * 2^32; boundObjectRef kind Pod only (Secret and Node tokens are not made: 422), and a pod
+ * running as the service account asked for (400, upstream's TokenRequest REST). A node's request
+ * is held to its own pods by node-restriction (apiserver/nodeauth.c, fatia_api_node_token_check:
+ * bound to a pod of the node, with its uid, for that pod's audiences and expiry). Verified
  * identities are kept by jti until their expiry (the users the write path borrows must outlive
  * the request), at most SA_CACHE_MAX of them.
  */
@@ -376,7 +379,7 @@ int fatia_api_token_request(struct fatia_apiserver *s, const struct fatia_user *
     const json_t *ref = json_object_get(spec, "boundObjectRef");
     const struct entry *sae, *pe = NULL;
     json_int_t exp_s = SA_DEF_EXP;
-    const char *pod = NULL, *pod_uid = NULL;
+    const char *pod = NULL, *pod_uid = NULL, *psa;
     struct fatia_buf tok = FATIA_BUF_INIT;
     json_t *claims = NULL, *k8s, *aud;
     char jti[37], sub[600], when[40];
@@ -420,6 +423,11 @@ int fatia_api_token_request(struct fatia_apiserver *s, const struct fatia_user *
     }
     if (!nz(fatia_json_str(ref, "kind"))[0] && !nz(fatia_json_str(ref, "name"))[0])
         ref = NULL; /* kubectl 1.27 sends an empty one */
+    /* a node's: bound to a pod of its own, for what that pod's projection asks (nodeauth.c) */
+    code = fatia_api_node_token_check(s, u, ns, name, ref, auds, SA_ISSUER, exp_s, why, why_n);
+    if (code)
+        goto out;
+    code = 500;
     if (ref) {
         const char *kind = fatia_json_str(ref, "kind");
         pod = fatia_json_str(ref, "name");
@@ -436,6 +444,15 @@ int fatia_api_token_request(struct fatia_apiserver *s, const struct fatia_user *
         if (!pod_uid) {
             snprintf(why, why_n, "pods \"%s\" not found", pod);
             code = 404;
+            goto out;
+        }
+        psa = fatia_json_str(json_object_get(pe->committed->tree, "spec"), "serviceAccountName");
+        if (strcmp(psa && *psa ? psa : "default", name)) {
+            snprintf(why, why_n,
+                     "cannot bind token for serviceaccount \"%s\" to pod running with different "
+                     "serviceaccount name.",
+                     name);
+            code = 400;
             goto out;
         }
         if (fatia_json_str(ref, "uid") && *fatia_json_str(ref, "uid") &&

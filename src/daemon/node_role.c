@@ -8,7 +8,9 @@
  * kubelet's). The control plane holds the node to its own objects (apiserver/nodeauth.c): the
  * token is `fatia token create --node NAME`, and its user must name the node served. The data
  * directory holds the agent's state (DATA/agent: the shims it adopts after a restart) and the
- * lock that keeps a second fatiad off it.
+ * lock that keeps a second fatiad off it. The pods' ServiceAccount tokens are TokenRequests
+ * through the same client (remote.c), and their API (KUBERNETES_SERVICE_HOST/PORT) is the
+ * --server's, through the agent's proxy on each pod network's gateway (agent/apiproxy.c).
  *
  * Chosen over a separate binary: the agent's options (--agent KEY=VALUE), the lease flag and the
  * logging are fatiad's already, and one binary is one thing to install on every host. The
@@ -26,6 +28,8 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -94,6 +98,40 @@ static int read_token(const char *path, char *buf, size_t n)
     return len ? 0 : -FATIA_E_INVALID;
 }
 
+/* The host and port of an https://HOST[:PORT][/...] URL ([V6]:PORT too; default 443). 0, or
+ * -FATIA_E_INVALID. */
+static int server_addr(const char *url, char *host, size_t n, unsigned *port)
+{
+    const char *h = url + strlen("https://"), *end;
+    size_t len;
+
+    *port = 443;
+    if (*h == '[') {
+        end = strchr(++h, ']');
+        if (!end)
+            return -FATIA_E_INVALID;
+        len = (size_t)(end - h);
+        end++;
+    } else {
+        len = strcspn(h, ":/");
+        end = h + len;
+    }
+    if (!len || len >= n)
+        return -FATIA_E_INVALID;
+    memcpy(host, h, len);
+    host[len] = '\0';
+    if (*end == ':') {
+        char *e;
+        unsigned long p = strtoul(end + 1, &e, 10);
+        if (e == end + 1 || p == 0 || p > 65535 || (*e && *e != '/'))
+            return -FATIA_E_INVALID;
+        *port = (unsigned)p;
+    } else if (*end && *end != '/') {
+        return -FATIA_E_INVALID;
+    }
+    return 0;
+}
+
 int fatia_node_role_run(const struct fatia_node_role_opts *o, struct fatia_agent_opts *ao)
 {
     struct node n = {0};
@@ -138,6 +176,15 @@ int fatia_node_role_run(const struct fatia_node_role_opts *o, struct fatia_agent
     ao->data_dir = o->data_dir;
     ao->nodes = node;
     r = fatia_agent_new(n.base, client, ao, &n.agent);
+    /* the pods' API (KUBERNETES_SERVICE_HOST/PORT) is the control plane's (agent/apiproxy.c) */
+    if (r == 0) {
+        char shost[256];
+        unsigned sport;
+        r = server_addr(o->server, shost, sizeof(shost), &sport);
+        if (r < 0)
+            fatia_error("--server %s: no host and port in it", o->server);
+        r = r ? r : fatia_agent_set_api_server(n.agent, shost, sport);
+    }
     r = r ? r : fatia_agent_start(n.agent);
     r = r ? r : fatia_agent_lease_new(n.base, client, node, o->lease_s, &lease);
     if (r < 0) {

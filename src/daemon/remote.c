@@ -39,6 +39,13 @@
  * (.../secrets/NAME?watch=1), since the list gives the revision the watch starts from even when
  * the object does not exist yet.
  *
+ * The pods' ServiceAccount tokens (the kube-api-access volume's, and every projected
+ * serviceAccountToken source) are the client's token_request: a POST of the agent's
+ * TokenRequest (agent/satoken.c: bound to the pod, the source's audience and expirationSeconds,
+ * renewed at 80 % of its life or after 24 h) to .../serviceaccounts/SA/token; the volume's
+ * ca.crt and namespace come as in the all-in-one daemon (the kube-root-ca.crt ConfigMap, a
+ * projected configMap source fetched by name as above; the downwardAPI from the pod).
+ *
  * Stopping a watch from inside its own callback is allowed: the stop marks it and the transfer
  * is aborted (the write callback returns 0), and the watch is freed once libcurl is done with it.
  * Stopped from anywhere else, its stream is removed from the loop's next turn: the stop may run
@@ -720,6 +727,32 @@ static int rc_del(struct fatia_client *c, const struct fatia_kind *k, const char
     return req_start(rc, "DELETE", &url, copy, "application/json", done, arg, NULL, NULL);
 }
 
+/* POST .../namespaces/NS/serviceaccounts/SA/token: the TokenRequest the agent's token manager
+ * (agent/satoken.c) makes for a pod's projected serviceAccountToken source, bound to the pod;
+ * the control plane's node authorizer and node-restriction hold it to the pods of this node
+ * (apiserver/nodeauth.c). A name that is not a DNS-1123 subdomain is never put in the URL (see
+ * the top: dot segments). */
+static int rc_token_request(struct fatia_client *c, const char *ns, const char *sa,
+                            const json_t *req, fatia_client_done_fn done, void *arg)
+{
+    struct rclient *rc = (struct rclient *)c;
+    struct fatia_buf url = FATIA_BUF_INIT;
+    char *body, *copy;
+    int r;
+
+    if (!ns || !sa || !fatia_noderefs_name_ok(ns) || !fatia_noderefs_name_ok(sa))
+        return -EINVAL;
+    r = path_of(&url, rc, &fatia_kind_serviceaccount, ns, sa, "token");
+    body = r ? NULL : json_dumps(req, JSON_COMPACT);
+    if (!body) {
+        fatia_buf_release(&url);
+        return r < 0 ? r : -ENOMEM;
+    }
+    copy = fatia_xstrdup(body);
+    free(body);
+    return req_start(rc, "POST", &url, copy, "application/json", done, arg, NULL, NULL);
+}
+
 static int rc_watch(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
                     const struct fatia_watch_opts *o, fatia_watch_fn fn, void *arg,
                     struct fatia_client_watch **ret)
@@ -1186,6 +1219,7 @@ static const struct fatia_client_ops ops = {
     .cached = rc_cached,
     .cached_each = rc_cached_each,
     .free = rc_free,
+    .token_request = rc_token_request,
 };
 
 int fatia_remote_client_new(struct event_base *base, const struct fatia_remote_opts *o,

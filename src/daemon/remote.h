@@ -19,6 +19,7 @@ struct fatia_remote_opts {
 /* A client on base. Its cache (cached, cached_each) holds Nodes and ResourceSlices, filled by a
  * list and watch of each once it starts, and (cached only) the Secrets, ConfigMaps, PVCs and
  * their PVs that the pods bound to o->node name, each fetched by name while a pod names it.
+ * token_request is served (a POST to the control plane's TokenRequest subresource).
  * 0, or a negative code (why says). */
 int fatia_remote_client_new(struct event_base *base, const struct fatia_remote_opts *o,
                             struct fatia_client **ret, char *why, size_t why_n);

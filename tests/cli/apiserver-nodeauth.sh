@@ -9,7 +9,8 @@
 #   3. Pods: no create, no binding (pods/binding, or an update setting spec.nodeName); status,
 #      finalizers and delete only of pods bound to n1; no label or spec change of its own pods
 #   4. Secrets, ConfigMaps, PVCs: one by name, only while a pod bound to n1 uses it (the grant
-#      comes with the pod and goes with it); no list
+#      comes with the pod and goes with it); no list; service-account tokens bound to a pod of
+#      n1 only (with its uid), for the audiences and no longer than its projection asks
 #   5. ResourceSlices of n1 only; Events; nothing else (ClusterQueues, Namespaces, RBAC)
 #   6. an unknown node (system:nodes with another user name) is refused everything; a user named
 #      system:node:n1 outside the group is no node
@@ -185,6 +186,29 @@ done
 [ "$CODE" = 404 ] || fail "p4 not deleted: $CODE"
 as_node system:node:n1
 refused "node authorizer" GET /api/v1/namespaces/team-a/secrets/s-other
+
+# ---- 4b. TokenRequests: bound to a pod of n1 (its uid), for what its projection asks ----
+as_admin
+ok 201 POST /api/v1/namespaces/team-a/serviceaccounts -H "$J" -d '{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"runner"}}'
+TV='[{"name":"t","projected":{"sources":[{"serviceAccountToken":{"path":"token","expirationSeconds":3607}},{"serviceAccountToken":{"path":"v","audience":"vault-ok"}}]}}]'
+tpod() { # tpod NAME NODE: a pod of runner with the token volume TV
+    ok 201 POST /api/v1/namespaces/team-a/pods -H "$J" -d '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"'$1'"},"spec":{"nodeName":"'$2'","serviceAccountName":"runner","volumes":'"$TV"',"containers":[{"name":"c","image":"busybox"}]}}'
+    jq -r .metadata.uid "$TMP/body"
+}
+T1=$(tpod t1 n1)
+T2=$(tpod t2 n2)
+tr() { printf '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":%s}' "$1"; }
+ref() { printf '{"kind":"Pod","apiVersion":"v1","name":"%s","uid":"%s"}' "$1" "$2"; }
+TR=/api/v1/namespaces/team-a/serviceaccounts/runner/token
+as_node system:node:n1
+ok 201 POST $TR -H "$J" -d "$(tr '{"boundObjectRef":'"$(ref t1 "$T1")"',"expirationSeconds":3607}')"
+ok 201 POST $TR -H "$J" -d "$(tr '{"boundObjectRef":'"$(ref t1 "$T1")"',"audiences":["vault-ok"],"expirationSeconds":3600}')"
+refused "bound to a pod scheduled on a different node" POST $TR -H "$J" -d "$(tr '{"boundObjectRef":'"$(ref t2 "$T2")"'}')"
+refused "node requested token not bound to a pod" POST $TR -H "$J" -d "$(tr '{}')"
+refused "node requested token with a pod binding without a uid" POST $TR -H "$J" -d "$(tr '{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"t1"}}')"
+refused 'does not have access to the audience \"vault\"' POST $TR -H "$J" -d "$(tr '{"boundObjectRef":'"$(ref t1 "$T1")"',"audiences":["vault"]}')"
+refused "longer than the pod's projection asks for (3600)" POST $TR -H "$J" -d "$(tr '{"boundObjectRef":'"$(ref t1 "$T1")"',"audiences":["vault-ok"],"expirationSeconds":3607}')"
+refused "longer than the pod's projection asks for (3607)" POST $TR -H "$J" -d "$(tr '{"boundObjectRef":'"$(ref t1 "$T1")"',"expirationSeconds":86400}')"
 
 # ---- 5. ResourceSlices, Events, nothing else ----
 RS='{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"NODE-gpu"},"spec":{"driver":"gpu.nvidia.com","nodeName":"NODE","pool":{"name":"NODE","generation":1,"resourceSliceCount":1},"devices":[]}}'

@@ -94,16 +94,18 @@ for V in 1.27 1.33; do
     refused 'cannot create resource "serviceaccounts/token"' $K --kubeconfig "$TMP/rosa.kc" -n team-a create token bot
     refused 'not found' $AK create token nope -n team-a
     refused 'may not specify a duration less than 10 minutes' $AK create token bot -n team-a --duration=5m
-    # bound to a pod: valid while the pod is, never again once it is gone
+    # bound to a pod (one running as bot: a token binds only to a pod of its service account,
+    # satoken.c): valid while the pod is, never again once it is gone
     PV=p${V/./}
-    allowed $AK run "$PV" -n team-a --image=busybox --restart=Never
+    BOT='{"spec":{"serviceAccountName":"bot"}}'
+    allowed $AK run "$PV" -n team-a --image=busybox --restart=Never --overrides="$BOT"
     TP=$($AK create token bot -n team-a --bound-object-kind=Pod --bound-object-name="$PV") ||
         fail "$V: create token bound to a pod"
     allowed AS "$TP" -n team-a get pods
     PUID=$($AK get pod "$PV" -n team-a -o jsonpath='{.metadata.uid}')
     allowed $AK delete pod "$PV" -n team-a --wait=false
     refused Unauthorized AS "$TP" -n team-a get pods
-    allowed $AK run "$PV" -n team-a --image=busybox --restart=Never
+    allowed $AK run "$PV" -n team-a --image=busybox --restart=Never --overrides="$BOT"
     refused Unauthorized AS "$TP" -n team-a get pods # the same name, another pod
     refused 'does not match the UID in record' $AK create token bot -n team-a --bound-object-kind=Pod \
         --bound-object-name="$PV" --bound-object-uid="$PUID"

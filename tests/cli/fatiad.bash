@@ -42,7 +42,7 @@ start_fatiad() {
     FATIAD_PID=$!
     for _ in $(seq 1000); do
         if grep -q "serving the Kubernetes API at" "$dir.log" 2>/dev/null; then
-            URL=$(grep -o 'https\?://127.0.0.1:[0-9]*' "$dir.log" | tail -1)
+            URL=$(grep -o 'https\?://127\.0\.0\.[0-9]*:[0-9]*' "$dir.log" | tail -1)
             TOKEN=$(awk '$2 == "admin" {print $1; exit}' "$dir/tokens")
             CA=$dir/tls.crt
             KCFG=$dir/kubeconfig

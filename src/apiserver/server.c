@@ -167,6 +167,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
     if (!s)
         return -ENOMEM;
     s->base = base;
+    s->streams.base = base;
     s->store = store;
     s->checks = checks;
     lc.s = s;

@@ -232,6 +232,7 @@ struct fatia_apiserver {
     bool sa_automount;                /* pods get the kube-api-access volume (saadmit.c) */
     struct fatia_strmap sa_users;     /* jti -> verified identity */
     struct fatia_api_streams streams; /* the pod streams' providers (nodeserve.h) */
+    void *node_client_ctx;            /* the node proxy's SSL_CTX, or NULL (nodeproxy.c) */
     fatia_metrics_provider_fn metrics_provider;
     void *metrics_arg;
 
@@ -636,6 +637,14 @@ void fatia_api_exec_serve(const struct fatia_api_streams *sv, const json_t *pod,
 void fatia_api_portforward_serve(const struct fatia_api_streams *sv, const json_t *pod,
                                  const char *who, const struct fatia_api_target *tgt,
                                  struct fatia_api_http_req *req, struct opres *err);
+
+/* The pod's node serves its own endpoint (Node status.daemonEndpoints.kubeletEndpoint.Port):
+ * the request goes there (nodeproxy.c), after the caller's authorization here; true when it
+ * was taken (answered later, or err set: the node is not reachable), false to serve it in this
+ * process. */
+bool fatia_api_nodeproxy(struct fatia_apiserver *s, const json_t *pod, const char *who,
+                         struct fatia_api_http_req *req, struct opres *err);
+void fatia_api_nodeproxy_free(struct fatia_apiserver *s);
 
 /* ---- the dashboard's static files (dashboard.c) ---- */
 

@@ -78,7 +78,8 @@ void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q
         fatia_api_opres_not_found(err, c->t, c->name);
         return;
     }
-    fatia_api_logs_serve(&c->s->streams, e->committed->tree, q, req, err);
+    if (!fatia_api_nodeproxy(c->s, e->committed->tree, c->user->name, req, err))
+        fatia_api_logs_serve(&c->s->streams, e->committed->tree, q, req, err);
 }
 
 void fatia_api_logs_serve(const struct fatia_api_streams *sv, const json_t *pod,

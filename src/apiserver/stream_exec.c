@@ -859,7 +859,9 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
         fatia_api_opres_not_found(err, c->t, c->name);
         return;
     }
-    fatia_api_exec_serve(&c->s->streams, e->committed->tree, c->user->name, tgt, req, err, attach);
+    if (!fatia_api_nodeproxy(c->s, e->committed->tree, c->user->name, req, err))
+        fatia_api_exec_serve(&c->s->streams, e->committed->tree, c->user->name, tgt, req, err,
+                             attach);
 }
 
 void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *tgt,

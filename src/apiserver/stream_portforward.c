@@ -345,7 +345,9 @@ void fatia_api_portforward_start(const struct opctx *c, const struct fatia_api_t
         fatia_api_opres_not_found(err, c->t, c->name);
         return;
     }
-    fatia_api_portforward_serve(&c->s->streams, e->committed->tree, c->user->name, tgt, req, err);
+    if (!fatia_api_nodeproxy(c->s, e->committed->tree, c->user->name, req, err))
+        fatia_api_portforward_serve(&c->s->streams, e->committed->tree, c->user->name, tgt, req,
+                                    err);
 }
 
 void fatia_api_portforward_serve(const struct fatia_api_streams *sv, const json_t *pod,

@@ -605,7 +605,11 @@ static void process_input(struct conn *c)
             return;
         if (rc == 0)
             return;
+        /* c may be gone now (an upgrade or a take hands the connection over and frees it), so
+         * it is not read again here: a finished keep-alive request resumes reading from the
+         * loop (finish_request) */
         dispatch(c);
+        return;
     }
 }
 

@@ -445,6 +445,16 @@ struct apod *fatia_agent_pod(struct fatia_agent *a, const char *uid)
     return uid ? fatia_strmap_get(&a->by_uid, uid) : NULL;
 }
 
+const json_t *fatia_agent_pod_object(void *agent, const char *ns, const char *name)
+{
+    struct fatia_agent *a = agent;
+
+    for (struct apod *p = a->pods; p; p = p->next)
+        if (p->pod && p->in_api && !strcmp(p->ns, ns) && !strcmp(p->name, name))
+            return p->pod;
+    return NULL;
+}
+
 static struct apod *pod_new(struct fatia_agent *a, const char *uid, const char *ns,
                             const char *name)
 {

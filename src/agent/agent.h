@@ -105,6 +105,11 @@ int fatia_agent_exec(void *agent, const struct fatia_exec_req *req, int *ret_pid
 int fatia_agent_portforward(void *agent, const json_t *pod, int port, int *ret_fd, char *why,
                             size_t why_n);
 
+/* The Pod ns/name as this agent last saw it in the API, if it is one of the pods it runs
+ * (borrowed until the loop turns), else NULL: the node role's endpoint serves the streams of
+ * these pods only (apiserver/nodeserve.c). arg is the agent. */
+const json_t *fatia_agent_pod_object(void *agent, const char *ns, const char *name);
+
 int fatia_agent_start(struct fatia_agent *a);
 
 /* Stops watching and ends log streams; pods keep running under their shims. done(arg) runs from

@@ -134,6 +134,12 @@ void fatia_apiserver_set_log_provider(struct fatia_apiserver *s, fatia_log_provi
 void fatia_apiserver_set_portforward_provider(struct fatia_apiserver *s,
                                               fatia_portforward_provider_fn fn, void *arg);
 
+/* The TLS client certificate the node proxy presents to a node role's endpoint (nodeproxy.c):
+ * fatiad's own pair (DATA/tls.crt, .key), which the node roles trust as --ca. Without it a pod
+ * of such a node answers 503. 0, or a negative code with why set. */
+int fatia_apiserver_set_node_client(struct fatia_apiserver *s, const char *cert, const char *key,
+                                    char *why, size_t why_n);
+
 /* pods/NAME/exec (client/plugin.h; stream_exec.c): without a provider, 503. */
 void fatia_apiserver_set_exec_provider(struct fatia_apiserver *s, fatia_exec_provider_fn fn,
                                        void *arg);

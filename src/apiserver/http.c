@@ -234,11 +234,30 @@ void fatia_api_http_reply(struct fatia_api_http_req *r, int status, const char *
     finish_request(r);
 }
 
+void *fatia_api_http_req_ssl(const struct fatia_api_http_req *r)
+{
+    return r->conn && r->conn->srv->o.tls_ctx ? bufferevent_openssl_get_ssl(r->conn->bev) : NULL;
+}
+
 struct bufferevent *fatia_api_http_upgrade(struct fatia_api_http_req *r)
+{
+    struct evbuffer *out;
+
+    FATIA_ASSERT(!r->streaming);
+    if (r->conn) {
+        out = bufferevent_get_output(r->conn->bev);
+        evbuffer_add_printf(out, "HTTP/1.1 101 Switching Protocols\r\n");
+        if (r->out_headers.len)
+            evbuffer_add(out, r->out_headers.p, r->out_headers.len);
+        evbuffer_add_printf(out, "\r\n");
+    }
+    return fatia_api_http_take(r);
+}
+
+struct bufferevent *fatia_api_http_take(struct fatia_api_http_req *r)
 {
     struct conn *c = r->conn;
     struct bufferevent *bev;
-    struct evbuffer *out;
 
     FATIA_ASSERT(!r->streaming);
     if (!c) {
@@ -246,11 +265,6 @@ struct bufferevent *fatia_api_http_upgrade(struct fatia_api_http_req *r)
         return NULL;
     }
     bev = c->bev;
-    out = bufferevent_get_output(bev);
-    evbuffer_add_printf(out, "HTTP/1.1 101 Switching Protocols\r\n");
-    if (r->out_headers.len)
-        evbuffer_add(out, r->out_headers.p, r->out_headers.len);
-    evbuffer_add_printf(out, "\r\n");
     /* the connection forgets the socket: its new owner frees the bufferevent */
     bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
     bufferevent_set_timeouts(bev, NULL, NULL);
@@ -591,7 +605,11 @@ static void process_input(struct conn *c)
             return;
         if (rc == 0)
             return;
+        /* c may be gone now (an upgrade or a take hands the connection over and frees it), so
+         * it is not read again here: a finished keep-alive request resumes reading from the
+         * loop (finish_request) */
         dispatch(c);
+        return;
     }
 }
 

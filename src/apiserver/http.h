@@ -101,6 +101,12 @@ void fatia_api_http_reply(struct fatia_api_http_req *r, int status, const char *
  * it. The server counts it no more. NULL when the client is gone already. */
 struct bufferevent;
 struct bufferevent *fatia_api_http_upgrade(struct fatia_api_http_req *r);
+/* The same without writing anything: the caller answers on the connection itself (the node
+ * proxy, nodeproxy.c, relays the node's own answer). */
+struct bufferevent *fatia_api_http_take(struct fatia_api_http_req *r);
+/* The connection's SSL (an OpenSSL SSL *), or NULL (plain HTTP, or the client is gone): a
+ * handler that checks the peer's certificate (nodeserve.c). */
+void *fatia_api_http_req_ssl(const struct fatia_api_http_req *r);
 
 /* Same, taking the body from an evbuffer (moved, not copied; evbuf is left empty). */
 struct evbuffer;

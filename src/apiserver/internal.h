@@ -29,6 +29,7 @@
 #include "apiserver/auth.h"
 #include "apiserver/client.h"
 #include "apiserver/http.h"
+#include "apiserver/nodeserve.h"
 #include "apiserver/request.h"
 #include "base/buf.h"
 #include "base/map.h"
@@ -228,14 +229,10 @@ struct fatia_apiserver {
     size_t n_authorizers;
     unsigned char sa_key[32]; /* the service-account tokens' HMAC key (satoken.c) */
     bool sa_enabled;
-    bool sa_automount;            /* pods get the kube-api-access volume (saadmit.c) */
-    struct fatia_strmap sa_users; /* jti -> verified identity */
-    fatia_log_provider_fn log_provider;
-    void *log_arg;
-    fatia_exec_provider_fn exec_provider;
-    void *exec_arg;
-    fatia_portforward_provider_fn pf_provider;
-    void *pf_arg;
+    bool sa_automount;                /* pods get the kube-api-access volume (saadmit.c) */
+    struct fatia_strmap sa_users;     /* jti -> verified identity */
+    struct fatia_api_streams streams; /* the pod streams' providers (nodeserve.h) */
+    void *node_client_ctx;            /* the node proxy's SSL_CTX, or NULL (nodeproxy.c) */
     fatia_metrics_provider_fn metrics_provider;
     void *metrics_arg;
 
@@ -627,6 +624,27 @@ void fatia_api_attach_start(const struct opctx *c, const struct fatia_api_target
 
 void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q,
                           struct fatia_api_http_req *req, struct opres *err);
+
+/* The same streams without the API server's authorization and object table: for pod as the
+ * caller has it (the API server's committed object, or a node's own view: nodeserve.c); ns and
+ * name are the pod's. who names the caller in the log. Each answers req itself or sets err. */
+void fatia_api_logs_serve(const struct fatia_api_streams *sv, const json_t *pod,
+                          const struct fatia_api_query *q, struct fatia_api_http_req *req,
+                          struct opres *err);
+void fatia_api_exec_serve(const struct fatia_api_streams *sv, const json_t *pod, const char *who,
+                          const struct fatia_api_target *tgt, struct fatia_api_http_req *req,
+                          struct opres *err, bool attach);
+void fatia_api_portforward_serve(const struct fatia_api_streams *sv, const json_t *pod,
+                                 const char *who, const struct fatia_api_target *tgt,
+                                 struct fatia_api_http_req *req, struct opres *err);
+
+/* The pod's node serves its own endpoint (Node status.daemonEndpoints.kubeletEndpoint.Port):
+ * the request goes there (nodeproxy.c), after the caller's authorization here; true when it
+ * was taken (answered later, or err set: the node is not reachable), false to serve it in this
+ * process. */
+bool fatia_api_nodeproxy(struct fatia_apiserver *s, const json_t *pod, const char *who,
+                         struct fatia_api_http_req *req, struct opres *err);
+void fatia_api_nodeproxy_free(struct fatia_apiserver *s);
 
 /* ---- the dashboard's static files (dashboard.c) ---- */
 

@@ -8,6 +8,10 @@
  * The answer is text/plain, chunked, so follow=true streams for as long as the provider writes;
  * a client that hangs up cancels the provider through its cancel callback.
  *
+ * fatia_api_logs_serve is the stream alone, for a pod the caller found (after the API server's
+ * authorization and table lookup in fatia_api_logs_start; or a node role's own pod, nodeserve.c,
+ * which has no table).
+ *
  * The provider sees the stream as client/plugin.h's table of operations (write, set_cancel,
  * end), so the agent writes logs without linking the API server.
  *
@@ -42,8 +46,8 @@ void fatia_apiserver_set_metrics_provider(struct fatia_apiserver *s, fatia_metri
 void fatia_apiserver_set_log_provider(struct fatia_apiserver *s, fatia_log_provider_fn fn,
                                       void *arg)
 {
-    s->log_provider = fn;
-    s->log_arg = arg;
+    s->streams.log = fn;
+    s->streams.log_arg = arg;
 }
 
 static const struct fatia_log_stream_ops stream_ops;
@@ -63,12 +67,8 @@ static void close_cb(void *arg)
 void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q,
                           struct fatia_api_http_req *req, struct opres *err)
 {
-    struct fatia_apiserver *s = c->s;
-    struct log_stream *st;
-    struct fatia_log_req lr;
     struct entry *e;
     char key[600];
-    int rc;
 
     if (fatia_api_authorize(c, "get", err) < 0)
         return;
@@ -78,12 +78,28 @@ void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q
         fatia_api_opres_not_found(err, c->t, c->name);
         return;
     }
-    if (!s->log_provider) {
+    if (!fatia_api_nodeproxy(c->s, e->committed->tree, c->user->name, req, err))
+        fatia_api_logs_serve(&c->s->streams, e->committed->tree, q, req, err);
+}
+
+void fatia_api_logs_serve(const struct fatia_api_streams *sv, const json_t *pod,
+                          const struct fatia_api_query *q, struct fatia_api_http_req *req,
+                          struct opres *err)
+{
+    const json_t *meta = json_object_get(pod, "metadata");
+    const char *ns = fatia_json_str(meta, "namespace"), *name = fatia_json_str(meta, "name");
+    struct log_stream *st;
+    struct fatia_log_req lr;
+    int rc;
+
+    if (!name)
+        name = "";
+    if (!sv->log) {
         fatia_api_opres_fail(
             err, 503, "ServiceUnavailable",
             "logs of pod \"%s\" are not available: no node agent serves pod logs in this "
             "fatiad",
-            c->name);
+            name);
         return;
     }
     st = fatia_calloc(1, sizeof(*st));
@@ -93,8 +109,8 @@ void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q
     }
     st->base.ops = &stream_ops;
     st->req = req;
-    lr = (struct fatia_log_req){.ns = c->ns,
-                                .name = c->name,
+    lr = (struct fatia_log_req){.ns = ns,
+                                .name = name,
                                 .container = q->container,
                                 .follow = q->follow,
                                 .previous = q->previous,
@@ -102,26 +118,26 @@ void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q
                                 .tail_lines = q->tail_lines,
                                 .limit_bytes = q->limit_bytes,
                                 .since_seconds = q->since_seconds,
-                                .pod = e->committed->tree};
+                                .pod = pod};
     fatia_api_http_req_set_close_cb(req, close_cb, st);
-    rc = s->log_provider(s->log_arg, &lr, &st->base);
+    rc = sv->log(sv->log_arg, &lr, &st->base);
     if (rc < 0) {
         fatia_api_http_req_set_close_cb(req, NULL, NULL);
         fatia_free(st);
         if (rc == -ENOENT)
             fatia_api_opres_fail(err, 400, "BadRequest", "container %s is not valid for pod %s",
-                                 q->container ? q->container : "(default)", c->name);
+                                 q->container ? q->container : "(default)", name);
         else if (rc == -EAGAIN)
             fatia_api_opres_fail(err, 400, "BadRequest",
                                  "container \"%s\" in pod \"%s\" is waiting to start",
-                                 q->container ? q->container : "(default)", c->name);
+                                 q->container ? q->container : "(default)", name);
         else if (rc == -ESRCH)
             fatia_api_opres_fail(err, 400, "BadRequest",
                                  "previous terminated container \"%s\" in pod \"%s\" not found",
-                                 q->container ? q->container : "(default)", c->name);
+                                 q->container ? q->container : "(default)", name);
         else
             fatia_api_opres_fail(err, 500, "InternalError",
-                                 "cannot read the logs of pod \"%s\": %s", c->name,
+                                 "cannot read the logs of pod \"%s\": %s", name,
                                  fatia_strerror(rc));
     }
 }

@@ -167,6 +167,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
     if (!s)
         return -ENOMEM;
     s->base = base;
+    s->streams.base = base;
     s->store = store;
     s->checks = checks;
     lc.s = s;
@@ -360,6 +361,7 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
         fatia_api_watch_shutdown_all(s);
     fatia_api_http_server_free(s->http);
     fatia_api_dashboard_free(s->dashboard);
+    fatia_api_nodeproxy_free(s);
     fatia_free(s->catalog_ns);
     if (s->store_ev)
         event_free(s->store_ev);

@@ -42,6 +42,10 @@
  * exits when the container's output ends) are exec's. With tty the relay gets the pty's slave,
  * as exec's process does, and carries its resizes to the container's own pty (shim_attach.c).
  *
+ * fatia_api_exec_serve is the session alone, for a pod the caller found: exec_start (the API
+ * server's authorization and table lookup) calls it, and so does a node role's own endpoint
+ * (nodeserve.c), which has no table.
+ *
  * Not here (docs/apiserver.md): port-forward (stream_portforward.c), the base64 subprotocols.
  */
 #include "base/compat.h"
@@ -106,8 +110,8 @@ struct exec_sess {
 void fatia_apiserver_set_exec_provider(struct fatia_apiserver *s, fatia_exec_provider_fn fn,
                                        void *arg)
 {
-    s->exec_provider = fn;
-    s->exec_arg = arg;
+    s->streams.exec = fn;
+    s->streams.exec_arg = arg;
 }
 
 static void sess_maybe_free(struct exec_sess *x)
@@ -542,9 +546,12 @@ static struct bufferevent *fd_bev(struct exec_sess *x, int fd, bool reading)
     return b;
 }
 
-static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt,
-                       struct fatia_api_http_req *req, struct opres *err, bool attach)
+void fatia_api_exec_serve(const struct fatia_api_streams *sv, const json_t *pod, const char *who,
+                          const struct fatia_api_target *tgt, struct fatia_api_http_req *req,
+                          struct opres *err, bool attach)
 {
+    const json_t *meta = json_object_get(pod, "metadata");
+    const char *pns = fatia_json_str(meta, "namespace"), *pname = fatia_json_str(meta, "name");
     const struct fatia_http_head *h = fatia_api_http_req_head(req);
     const struct fatia_str *upgrade = fatia_http_header_get(h, "Upgrade");
     const struct fatia_str *key = fatia_http_header_get(h, "Sec-WebSocket-Key");
@@ -557,18 +564,12 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
     char accept[29], why[512] = "";
     struct fatia_exec_req er;
     struct exec_sess *x = NULL;
-    struct entry *e;
-    char ekey[600];
     int rc, pid = -1;
 
-    if (fatia_api_authorize(c, "create", err) < 0)
-        return;
-    fatia_api_entry_key(c->t, c->ns, c->name, ekey, sizeof(ekey));
-    e = fatia_api_rtable_find(c->t, ekey);
-    if (!e || !e->committed) {
-        fatia_api_opres_not_found(err, c->t, c->name);
-        return;
-    }
+    if (!pname)
+        pname = "";
+    if (!pns)
+        pns = "";
     for (size_t i = 0; i < tgt->n_params; i++) {
         const char *k = tgt->params[i].key, *v = tgt->params[i].val;
         if (!strcmp(k, "command")) {
@@ -604,7 +605,7 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
     {
         /* as kube-apiserver's ExecLocation: before any protocol, so that kubectl's SPDY fallback
          * after a failed upgrade shows this error, not the protocol's */
-        const json_t *ctrs = fatia_json_path(e->committed->tree, "spec.containers"), *ct;
+        const json_t *ctrs = fatia_json_path(pod, "spec.containers"), *ct;
         const char *want = container;
         bool found = false;
         size_t i;
@@ -620,7 +621,7 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
         }
         if (!found) {
             fatia_api_opres_fail(err, 400, "BadRequest", "container %s is not valid for pod %s",
-                                 want ? want : "", c->name);
+                                 want ? want : "", pname);
             return;
         }
         if (attach && tty && !ctr_tty) {
@@ -628,7 +629,7 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
             fatia_api_opres_fail(err, 400, "BadRequest",
                                  "attach: container %s of pod %s has no TTY (tty: true): attach "
                                  "without -t",
-                                 want, c->name);
+                                 want, pname);
             return;
         }
     }
@@ -668,11 +669,11 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
             return;
         }
     }
-    if (!c->s->exec_provider) {
+    if (!sv->exec) {
         fatia_api_opres_fail(err, 503, "ServiceUnavailable",
                              "exec into pod \"%s\" is not available: no node agent serves exec in "
                              "this fatiad",
-                             c->name);
+                             pname);
         return;
     }
 
@@ -689,7 +690,7 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
         if (!tty && !want_in)
             devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
         er = (struct fatia_exec_req){
-            .pod = e->committed->tree,
+            .pod = pod,
             .container = container,
             .argv = argv,
             .tty = tty,
@@ -701,7 +702,7 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
             .out = tty ? slave : pout[1],
             .err = tty ? slave : perr[1],
         };
-        rc = c->s->exec_provider(c->s->exec_arg, &er, &pid, why, sizeof(why));
+        rc = sv->exec(sv->exec_arg, &er, &pid, why, sizeof(why));
         if (devnull >= 0)
             close(devnull);
     }
@@ -731,7 +732,7 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
     if (!x)
         goto kill_fail;
     x->pidfd = -1;
-    x->base = c->s->base;
+    x->base = sv->base;
     x->version = proto[0] == 'v' ? proto[1] - '0' : 1;
     x->tty = tty;
     x->want_in = want_in;
@@ -805,8 +806,8 @@ static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt
     bufferevent_enable(x->conn, EV_READ | EV_WRITE);
     if (evbuffer_get_length(bufferevent_get_input(x->conn)))
         conn_read_cb(x->conn, x);
-    fatia_log(FATIA_LOG_INFO, "exec: %s/%s %s (%s%s) by %s", c->ns, c->name, argv[0], proto,
-              tty ? ", tty" : "", c->user->name);
+    fatia_log(FATIA_LOG_INFO, "exec: %s/%s %s (%s%s) by %s", pns, pname, argv[0], proto,
+              tty ? ", tty" : "", who);
     return;
 
 kill_fail:
@@ -840,6 +841,27 @@ close_fds:
          *fd != -2; fd++)
         if (*fd >= 0)
             close(*fd);
+}
+
+/* The API server's: its authorization (create on pods/exec or pods/attach) and its object,
+ * then the pod's node if it serves its own endpoint, else this process's provider. */
+static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt,
+                       struct fatia_api_http_req *req, struct opres *err, bool attach)
+{
+    struct entry *e;
+    char ekey[600];
+
+    if (fatia_api_authorize(c, "create", err) < 0)
+        return;
+    fatia_api_entry_key(c->t, c->ns, c->name, ekey, sizeof(ekey));
+    e = fatia_api_rtable_find(c->t, ekey);
+    if (!e || !e->committed) {
+        fatia_api_opres_not_found(err, c->t, c->name);
+        return;
+    }
+    if (!fatia_api_nodeproxy(c->s, e->committed->tree, c->user->name, req, err))
+        fatia_api_exec_serve(&c->s->streams, e->committed->tree, c->user->name, tgt, req, err,
+                             attach);
 }
 
 void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *tgt,

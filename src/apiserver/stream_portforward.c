@@ -19,7 +19,9 @@
  * 127.0.0.1:PORT could reach another tenant's pod or fatiad itself); at most PF_MAX_CONNS
  * connections per session; reading from TCP pauses while the client's output holds over 1 MiB;
  * the session frees itself once the client's connection is gone, closing every TCP connection.
- * Authorization is `create` on pods/portforward in the pod's namespace, before the upgrade.
+ * Authorization is `create` on pods/portforward in the pod's namespace, before the upgrade
+ * (fatia_api_portforward_start); fatia_api_portforward_serve is the session alone, for a pod the
+ * caller found (also a node role's own endpoint, nodeserve.c).
  */
 #include "base/compat.h"
 
@@ -52,7 +54,7 @@ struct pf_conn {
 };
 
 struct pf_sess {
-    struct fatia_apiserver *s;
+    struct fatia_api_streams sv; /* the loop and the provider (a copy) */
     json_t *pod;
     struct bufferevent *conn;
     struct fatia_ws *ws;         /* the WebSocket tunnel, or NULL for SPDY on the connection */
@@ -65,8 +67,8 @@ struct pf_sess {
 void fatia_apiserver_set_portforward_provider(struct fatia_apiserver *s,
                                               fatia_portforward_provider_fn fn, void *arg)
 {
-    s->pf_provider = fn;
-    s->pf_arg = arg;
+    s->streams.pf = fn;
+    s->streams.pf_arg = arg;
 }
 
 /* What SPDY wrote goes to the client: as it is, or in WebSocket messages. */
@@ -230,7 +232,7 @@ static void on_stream(void *arg, uint32_t id, const struct fatia_spdy_hdrs *hd, 
         conn_end(x, pc, "invalid port");
         return;
     }
-    rc = x->s->pf_provider(x->s->pf_arg, x->pod, (int)port, &fd, why, sizeof(why));
+    rc = x->sv.pf(x->sv.pf_arg, x->pod, (int)port, &fd, why, sizeof(why));
     if (rc < 0) {
         char msg[400];
         snprintf(msg, sizeof(msg), "%s", why[0] ? why : "cannot connect to the pod's port");
@@ -238,7 +240,7 @@ static void on_stream(void *arg, uint32_t id, const struct fatia_spdy_hdrs *hd, 
         return;
     }
     (void)evutil_make_socket_nonblocking(fd);
-    pc->tcp = bufferevent_socket_new(x->s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    pc->tcp = bufferevent_socket_new(x->sv.base, fd, BEV_OPT_CLOSE_ON_FREE);
     if (!pc->tcp) {
         close(fd);
         conn_end(x, pc, "out of memory");
@@ -332,18 +334,9 @@ static void conn_event_cb(struct bufferevent *b, short what, void *arg)
 void fatia_api_portforward_start(const struct opctx *c, const struct fatia_api_target *tgt,
                                  struct fatia_api_http_req *req, struct opres *err)
 {
-    static const char *const ws_protocols[] = {"SPDY/3.1+portforward.k8s.io", NULL};
-    static const char *const spdy_protocols[] = {"portforward.k8s.io", NULL};
-    const struct fatia_http_head *h = fatia_api_http_req_head(req);
-    const struct fatia_str *upgrade = fatia_http_header_get(h, "Upgrade");
-    const char *proto = NULL;
-    char accept[29];
-    bool spdy;
-    struct pf_sess *x;
     struct entry *e;
     char ekey[600];
 
-    (void)tgt;
     if (fatia_api_authorize(c, "create", err) < 0)
         return;
     fatia_api_entry_key(c->t, c->ns, c->name, ekey, sizeof(ekey));
@@ -352,6 +345,27 @@ void fatia_api_portforward_start(const struct opctx *c, const struct fatia_api_t
         fatia_api_opres_not_found(err, c->t, c->name);
         return;
     }
+    if (!fatia_api_nodeproxy(c->s, e->committed->tree, c->user->name, req, err))
+        fatia_api_portforward_serve(&c->s->streams, e->committed->tree, c->user->name, tgt, req,
+                                    err);
+}
+
+void fatia_api_portforward_serve(const struct fatia_api_streams *sv, const json_t *pod,
+                                 const char *who, const struct fatia_api_target *tgt,
+                                 struct fatia_api_http_req *req, struct opres *err)
+{
+    const json_t *meta = json_object_get(pod, "metadata");
+    const char *pns = fatia_json_str(meta, "namespace"), *pname = fatia_json_str(meta, "name");
+    static const char *const ws_protocols[] = {"SPDY/3.1+portforward.k8s.io", NULL};
+    static const char *const spdy_protocols[] = {"portforward.k8s.io", NULL};
+    const struct fatia_http_head *h = fatia_api_http_req_head(req);
+    const struct fatia_str *upgrade = fatia_http_header_get(h, "Upgrade");
+    const char *proto = NULL;
+    char accept[29];
+    bool spdy;
+    struct pf_sess *x;
+
+    (void)tgt;
     spdy = upgrade && upgrade->n == 8 && !strncasecmp(upgrade->p, "SPDY/3.1", 8);
     if (spdy) {
         for (size_t i = 0; i < h->n_headers && !proto; i++)
@@ -384,11 +398,11 @@ void fatia_api_portforward_start(const struct opctx *c, const struct fatia_api_t
             return;
         }
     }
-    if (!c->s->pf_provider) {
+    if (!sv->pf) {
         fatia_api_opres_fail(err, 503, "ServiceUnavailable",
                              "port-forward to pod \"%s\" is not available: no node agent serves "
                              "it in this fatiad",
-                             c->name);
+                             pname ? pname : "");
         return;
     }
     x = fatia_calloc(1, sizeof(*x));
@@ -396,8 +410,8 @@ void fatia_api_portforward_start(const struct opctx *c, const struct fatia_api_t
         fatia_api_opres_from_errno(err, -ENOMEM, "portforward");
         return;
     }
-    x->s = c->s;
-    x->pod = json_incref(e->committed->tree);
+    x->sv = *sv;
+    x->pod = json_incref((json_t *)pod);
     if (spdy) {
         fatia_api_http_add_header(req, "Connection", "Upgrade");
         fatia_api_http_add_header(req, "Upgrade", "SPDY/3.1");
@@ -438,8 +452,8 @@ void fatia_api_portforward_start(const struct opctx *c, const struct fatia_api_t
     }
     bufferevent_setcb(x->conn, conn_read_cb, conn_write_cb, conn_event_cb, x);
     bufferevent_enable(x->conn, EV_READ | EV_WRITE);
-    fatia_log(FATIA_LOG_INFO, "portforward: %s/%s (%s) by %s", c->ns, c->name, proto,
-              c->user->name);
+    fatia_log(FATIA_LOG_INFO, "portforward: %s/%s (%s) by %s", pns ? pns : "", pname ? pname : "",
+              proto, who);
     if (evbuffer_get_length(bufferevent_get_input(x->conn)))
         conn_read_cb(x->conn, x);
 }

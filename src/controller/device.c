@@ -492,8 +492,21 @@ static void publish_node(struct device_ctl *d, json_t *want, const char *key)
                         json_object_get(json_object_get(want, "status"), "allocatable"));
         json_object_set(st, "nodeInfo",
                         json_object_get(json_object_get(want, "status"), "nodeInfo"));
-        json_object_set(st, "addresses",
-                        json_object_get(json_object_get(want, "status"), "addresses"));
+        {
+            /* ours: the Hostname; the others are the node's own (a node role's InternalIP:
+             * daemon/node_role.c), kept */
+            json_t *addrs =
+                json_deep_copy(json_object_get(json_object_get(want, "status"), "addresses"));
+            const json_t *ad;
+            size_t i;
+            json_array_foreach(json_object_get(json_object_get(have, "status"), "addresses"), i, ad)
+            {
+                const char *t = fatia_json_str(ad, "type");
+                if (addrs && t && strcmp(t, "Hostname"))
+                    json_array_append(addrs, (json_t *)ad);
+            }
+            json_object_set_new(st, "addresses", addrs ? addrs : json_array());
+        }
         if (!node_lost(have))
             fatia_ctlr_cond_set(fatia_json_array_ensure(st, "conditions"), "Ready", "True",
                                 "KubeletReady", "fatia's node agent runs the pods of this node",

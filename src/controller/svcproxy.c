@@ -4,12 +4,13 @@
  * (127.0.0.1:nodePort), forwarding each connection to one ready address of the Service's
  * Endpoints (the endpoints controller lists only ready pods: readiness probes decide), round
  * robin, at the port the Endpoints give for the Service port's name (its targetPort resolved).
+ * The bytes are carried by the shared relay (http/relay.c).
  *
  * Model: the key is the Service's ns/name; a pass makes the listeners its nodePorts need and
  * closes those it no longer does (deleted, type changed, port changed). A connection reads the
  * Endpoints at accept time, so a pod that turns unready gets no new connections; open ones go
- * on until either side closes. Each direction is a libevent bufferevent pair; at the end of one
- * side the other's pending output is flushed before both close.
+ * on until either side closes (the relay: at the end of one side the other's pending output is
+ * flushed before both close).
  *
  * Choices: loopback only (no other host reaches a node port: one box, and a tenant's pod in its
  * own network namespace does not reach the host's loopback either, so the proxy does not bridge
@@ -38,6 +39,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "controller/ctl_internal.h"
+#include "http/relay.h"
 
 struct plistener {
     char key[600]; /* ns/name */
@@ -56,63 +58,6 @@ struct svcproxy_ctl {
     struct plistener *ls;
     json_t *warned; /* {"ns/name/port": true}: bind failures reported */
 };
-
-struct pconn {
-    struct bufferevent *side[2];
-    bool eof[2];
-};
-
-static void conn_free(struct pconn *c)
-{
-    for (int i = 0; i < 2; i++)
-        if (c->side[i])
-            bufferevent_free(c->side[i]);
-    fatia_free(c);
-}
-
-static int side_of(struct pconn *c, struct bufferevent *bev)
-{
-    return c->side[0] == bev ? 0 : 1;
-}
-
-static void on_read(struct bufferevent *bev, void *arg)
-{
-    struct pconn *c = arg;
-    int s = side_of(c, bev);
-
-    evbuffer_add_buffer(bufferevent_get_output(c->side[!s]), bufferevent_get_input(bev));
-}
-
-static void on_drained(struct bufferevent *bev, void *arg)
-{
-    struct pconn *c = arg;
-
-    (void)bev;
-    if ((c->eof[0] || c->eof[1]) && evbuffer_get_length(bufferevent_get_output(c->side[0])) == 0 &&
-        evbuffer_get_length(bufferevent_get_output(c->side[1])) == 0)
-        conn_free(c);
-}
-
-static void on_event(struct bufferevent *bev, short what, void *arg)
-{
-    struct pconn *c = arg;
-    int s = side_of(c, bev);
-
-    if (what & BEV_EVENT_CONNECTED)
-        return;
-    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-        on_read(bev, c); /* what it sent last */
-        c->eof[s] = true;
-        if (what & BEV_EVENT_ERROR || c->eof[!s] ||
-            evbuffer_get_length(bufferevent_get_output(c->side[!s])) == 0) {
-            conn_free(c);
-            return;
-        }
-        /* flush what the other side still has to receive, then close both */
-        bufferevent_disable(bev, EV_READ);
-        bufferevent_setcb(c->side[!s], on_read, on_drained, on_event, c);
-    }
-}
 
 /* One ready address and its port for l's Service port, round robin; false when none. */
 static bool pick(struct plistener *l, struct sockaddr_in *ret)
@@ -161,27 +106,26 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     struct plistener *l = arg;
     struct event_base *base = evconnlistener_get_base(lis);
     struct sockaddr_in to;
-    struct pconn *c;
+    struct bufferevent *in, *up;
 
     (void)sa;
     (void)salen;
-    if (!pick(l, &to) || !(c = fatia_calloc(1, sizeof(*c)))) {
+    if (!pick(l, &to)) {
         close(fd); /* no ready endpoint: refused, as kube-proxy's REJECT */
         return;
     }
-    c->side[0] = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
-    c->side[1] = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (!c->side[0] || !c->side[1] ||
-        bufferevent_socket_connect(c->side[1], (struct sockaddr *)&to, sizeof(to)) < 0) {
-        if (!c->side[0])
+    in = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+    up = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!in || !up || bufferevent_socket_connect(up, (struct sockaddr *)&to, sizeof(to)) < 0) {
+        if (in)
+            bufferevent_free(in);
+        else
             close(fd);
-        conn_free(c);
+        if (up)
+            bufferevent_free(up);
         return;
     }
-    for (int i = 0; i < 2; i++) {
-        bufferevent_setcb(c->side[i], on_read, NULL, on_event, c);
-        bufferevent_enable(c->side[i], EV_READ | EV_WRITE);
-    }
+    (void)fatia_http_relay_new(in, up); /* each connection is a relay of its own (http/relay.c) */
 }
 
 static void listener_free(struct plistener *l)

@@ -146,6 +146,11 @@ static const char usage_more[] =
     "      --token FILE            (--role node) the node's token (fatia token create --node)\n"
     "      --ca FILE               (--role node) the control plane's certificate (its\n"
     "                              DIR/tls.crt); default: the system's CAs\n"
+    "      --node-listen HOST:PORT (--role node) the node's endpoint for the control plane's\n"
+    "                              logs, exec, attach, port-forward (default 0.0.0.0:10250;\n"
+    "                              'off': none; needs --ca; docs/fleet.md)\n"
+    "      --node-address IP       (--role node) the address published for it (default: the\n"
+    "                              HOST of --node-listen, or the one that reaches --server)\n"
     "      --notebook-listen HOST:PORT\n"
     "                              the workbench (Jupyter) proxy's own origin (default\n"
     "                              127.0.0.1:0, a free port; 'off': none; docs/selfservice.md)\n"
@@ -226,9 +231,11 @@ struct daemon {
     int lock_fd;           /* DATA/fatiad.lock, held until exit */
     /* the workbench proxy (apiserver/nbproxy.h) */
     struct fatia_nbproxy *nbproxy;
-    const char *nb_listen; /* --notebook-listen; NULL: 127.0.0.1:0; "off": none */
-    const char *dashboard; /* --dashboard; NULL: BINDIR/../dashboard if built; "off": none */
-    char nb_origin[160];   /* the workbench proxy's origin, for the dashboard; "" when none */
+    const char *nb_listen;    /* --notebook-listen; NULL: 127.0.0.1:0; "off": none */
+    const char *node_listen;  /* --node-listen (--role node); NULL: 0.0.0.0:10250 */
+    const char *node_address; /* --node-address (--role node); NULL: see node_role.h */
+    const char *dashboard;    /* --dashboard; NULL: BINDIR/../dashboard if built; "off": none */
+    char nb_origin[160];      /* the workbench proxy's origin, for the dashboard; "" when none */
 };
 
 static bool is_loopback(const char *host)
@@ -872,6 +879,8 @@ static const struct option long_opts[] = {
     {"server", required_argument, NULL, 0x121},
     {"token", required_argument, NULL, 0x122},
     {"ca", required_argument, NULL, 0x123},
+    {"node-listen", required_argument, NULL, 0x124},
+    {"node-address", required_argument, NULL, 0x125},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
@@ -1029,6 +1038,12 @@ static int parse_args(struct daemon *d, int argc, char **argv)
             break;
         case 0x123:
             d->ca_file = optarg;
+            break;
+        case 0x124:
+            d->node_listen = optarg;
+            break;
+        case 0x125:
+            d->node_address = optarg;
             break;
         case 0x101:
             d->nb_listen = optarg;
@@ -1261,6 +1276,14 @@ static int open_api(struct daemon *d)
     }
     /* the store's gauges always; the controllers' metrics once they run (--no-controllers:
      * none) */
+    if (d->tls) {
+        /* what the node proxy presents to the node roles' endpoints (their --ca) */
+        char cert[4096], key[4096], why[300];
+        snprintf(cert, sizeof(cert), "%s/tls.crt", d->data_dir);
+        snprintf(key, sizeof(key), "%s/tls.key", d->data_dir);
+        if (fatia_apiserver_set_node_client(d->api, cert, key, why, sizeof(why)) < 0)
+            fatia_warn("the node proxy has no client certificate: %s", why);
+    }
     fatia_apiserver_set_metrics_provider(d->api, metrics, d);
     /* the examples' catalog namespace: tenants read its HardwareProfiles (the dashboard's
      * catalog, apiserver/dashboard.c) */
@@ -1442,13 +1465,28 @@ int main(int argc, char **argv)
             fprintf(stderr, "fatiad: --role node needs --server URL and --token FILE\n");
             return 2;
         }
-        return fatia_node_role_run(&(struct fatia_node_role_opts){.data_dir = d.data_dir,
-                                                                  .server = d.server,
-                                                                  .token_file = d.token_file,
-                                                                  .ca = d.ca_file,
-                                                                  .node_name = d.co.node_name,
-                                                                  .lease_s = d.lease_s},
-                                   &d.agent_opts);
+        char nl_host[256];
+        uint16_t nl_port = 10250;
+        bool nl_off = d.node_listen && !strcmp(d.node_listen, "off");
+        snprintf(nl_host, sizeof(nl_host), "0.0.0.0");
+        if (d.node_listen && !nl_off &&
+            parse_listen(d.node_listen, nl_host, sizeof(nl_host), &nl_port) < 0) {
+            fprintf(stderr, "fatiad: --node-listen: expected HOST:PORT or off, got '%s'\n",
+                    d.node_listen);
+            return 2;
+        }
+        return fatia_node_role_run(
+            &(struct fatia_node_role_opts){.data_dir = d.data_dir,
+                                           .listen_host = nl_off ? NULL : nl_host,
+                                           .listen_port = nl_port,
+                                           .listen_default = !d.node_listen,
+                                           .address = d.node_address,
+                                           .server = d.server,
+                                           .token_file = d.token_file,
+                                           .ca = d.ca_file,
+                                           .node_name = d.co.node_name,
+                                           .lease_s = d.lease_s},
+            &d.agent_opts);
     }
     if (open_data_dir(&d) < 0)
         return 1;

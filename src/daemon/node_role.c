@@ -12,6 +12,17 @@
  * through the same client (remote.c), and their API (KUBERNETES_SERVICE_HOST/PORT) is the
  * --server's, through the agent's proxy on each pod network's gateway (agent/apiproxy.c).
  *
+ * The node's endpoint (--node-listen, default 0.0.0.0:10250, the kubelet's port): the logs,
+ * exec, attach and port-forward streams of its pods for the control plane's node proxy, served
+ * by apiserver/nodeserve.c over the agent's view of its pods, to the holder of the --ca
+ * certificate only (docs/fleet.md, "Streams of a node role's pods"). Where it serves is
+ * published as the kubelet does, in its Node's status: an InternalIP address and
+ * daemonEndpoints.kubeletEndpoint.Port, patched (merge, status subresource) whenever the Node
+ * lacks them, and the SHA-256 of its serving certificate in the annotation
+ * fatia.dev/serving-cert-sha256 (a metadata patch: node-restriction lets no status write carry
+ * one), which the control plane's proxy pins; checked every PUBLISH_SEC against the client's cache of Nodes (the control
+ * plane's device controller makes the Node and keeps the addresses it does not own).
+ *
  * Chosen over a separate binary: the agent's options (--agent KEY=VALUE), the lease flag and the
  * logging are fatiad's already, and one binary is one thing to install on every host. The
  * device controller stays in the control role for now: with the simulated inventory the
@@ -22,11 +33,14 @@
 
 #include "node_role.h"
 
+#include <arpa/inet.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <event2/event.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,18 +48,218 @@
 
 #include "agent/agent.h"
 #include "agent/lease.h"
+#include "apiserver/nodeserve.h"
 #include "base/error.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "client/client.h"
+#include "model/kinds/kinds.h"
 #include "remote.h"
 
-#define GRACE_SEC 10
+#define GRACE_SEC   10
+#define PUBLISH_SEC 2
 
 struct node {
     struct event_base *base;
     struct fatia_agent *agent;
     struct event *sig_term, *sig_int, *grace;
+    struct fatia_client *client;
+    struct fatia_api_node_server *srv;
+    struct event *publish;
+    const char *name;
+    char address[64];
+    char pin[65]; /* the serving certificate's SHA-256 */
+    uint16_t port;
+    bool publishing; /* a patch in flight */
 };
+
+/* The source address this host uses toward the control plane's host (a UDP socket connected,
+ * nothing sent). 0 or -errno. */
+static int address_toward(const char *server, char *buf, size_t n)
+{
+    const char *h = strstr(server, "://");
+    char host[256], port[16] = "443";
+    struct addrinfo hints = {.ai_socktype = SOCK_DGRAM}, *ai = NULL;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    size_t hl;
+    int fd, rc = 0;
+
+    h = h ? h + 3 : server;
+    if (*h == '[') {
+        hl = strcspn(++h, "]");
+        snprintf(host, sizeof(host), "%.*s", (int)hl, h);
+        h += hl + (h[hl] == ']');
+    } else {
+        hl = strcspn(h, ":/");
+        snprintf(host, sizeof(host), "%.*s", (int)hl, h);
+        h += hl;
+    }
+    if (*h == ':')
+        snprintf(port, sizeof(port), "%.*s", (int)strcspn(h + 1, "/"), h + 1);
+    if (getaddrinfo(host, port, &hints, &ai) || !ai)
+        return -EHOSTUNREACH;
+    fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
+        getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+        rc = -errno;
+    else if (!inet_ntop(ss.ss_family,
+                        ss.ss_family == AF_INET6 ? (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+                                                 : (void *)&((struct sockaddr_in *)&ss)->sin_addr,
+                        buf, (socklen_t)n))
+        rc = -errno;
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(ai);
+    return rc;
+}
+
+static bool pin_published(const struct node *n, const json_t *node)
+{
+    const char *v =
+        fatia_json_str(json_object_get(json_object_get(node, "metadata"), "annotations"),
+                       FATIA_NODE_CERT_ANNOTATION);
+
+    return v && !strcmp(v, n->pin);
+}
+
+static bool published(const struct node *n, const json_t *node)
+{
+    const json_t *st = json_object_get(node, "status"), *a;
+    int64_t port = 0;
+    size_t i;
+
+    if (!fatia_json_int(json_object_get(json_object_get(st, "daemonEndpoints"), "kubeletEndpoint"),
+                        "Port", &port) ||
+        port != n->port)
+        return false;
+    json_array_foreach(json_object_get(st, "addresses"), i, a)
+    {
+        const char *t = fatia_json_str(a, "type"), *ad = fatia_json_str(a, "address");
+        if (t && ad && !strcmp(t, "InternalIP") && !strcmp(ad, n->address))
+            return true;
+    }
+    return false;
+}
+
+static void publish_done(void *arg, const struct fatia_client_result *res)
+{
+    struct node *n = arg;
+
+    n->publishing = false;
+    if (res->code >= 300)
+        fatia_warn("node %s: cannot publish its endpoint %s:%u: %s", n->name, n->address, n->port,
+                   fatia_json_str(res->status, "message") ? fatia_json_str(res->status, "message")
+                                                          : "error");
+    else
+        fatia_info("node %s: its endpoint %s:%u published in its Node's status", n->name,
+                   n->address, n->port);
+}
+
+/* The Node's addresses (its other types kept) and daemonEndpoints, patched when they differ. */
+static void on_publish(evutil_socket_t fd, short what, void *arg)
+{
+    struct node *n = arg;
+    const json_t *node = fatia_client_cached(n->client, &fatia_kind_node, NULL, n->name), *a;
+    json_t *addrs, *patch;
+    char *body;
+    size_t i;
+
+    (void)fd;
+    (void)what;
+    if (!node || n->publishing)
+        return;
+    if (!pin_published(n, node)) {
+        /* metadata: a status write carries no annotation (node-restriction) */
+        patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", FATIA_NODE_CERT_ANNOTATION,
+                          n->pin);
+        body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+        json_decref(patch);
+        if (body &&
+            fatia_client_patch(n->client, &fatia_kind_node, NULL, n->name, NULL, FATIA_PATCH_MERGE,
+                               body, strlen(body), NULL, publish_done, n) == 0)
+            n->publishing = true;
+        free(body);
+        return;
+    }
+    if (published(n, node))
+        return;
+    addrs = json_array();
+    json_array_append_new(addrs,
+                          json_pack("{s:s,s:s}", "type", "InternalIP", "address", n->address));
+    json_array_foreach(json_object_get(json_object_get(node, "status"), "addresses"), i, a)
+    {
+        const char *t = fatia_json_str(a, "type");
+        if (t && strcmp(t, "InternalIP"))
+            json_array_append(addrs, (json_t *)a);
+    }
+    patch = json_pack("{s:{s:o,s:{s:{s:i}}}}", "status", "addresses", addrs, "daemonEndpoints",
+                      "kubeletEndpoint", "Port", (int)n->port);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    if (body &&
+        fatia_client_patch(n->client, &fatia_kind_node, NULL, n->name, "status", FATIA_PATCH_MERGE,
+                           body, strlen(body), NULL, publish_done, n) == 0)
+        n->publishing = true;
+    free(body);
+}
+
+/* The endpoint and its publisher; 0 or -1 after a logged error. */
+static int serve_endpoint(struct node *n, const struct fatia_node_role_opts *o)
+{
+    char cert[4096], key[4096], why[300] = "";
+    const char *h = o->listen_host;
+    int r;
+
+    if (!h)
+        return 0;
+    if (!o->ca) {
+        fatia_warn("node %s: no --ca: its endpoint (logs, exec, attach, port-forward through the "
+                   "control plane) is not served: it accepts only the certificate --ca names",
+                   n->name);
+        return 0;
+    }
+    if (o->address)
+        snprintf(n->address, sizeof(n->address), "%s", o->address);
+    else if (*h && strcmp(h, "0.0.0.0") && strcmp(h, "::"))
+        snprintf(n->address, sizeof(n->address), "%s", h);
+    else if ((r = address_toward(o->server, n->address, sizeof(n->address))) < 0) {
+        fatia_log_errno(FATIA_LOG_ERROR, r,
+                        "--node-address: none given, and no local address reaches %s", o->server);
+        return -1;
+    }
+    snprintf(cert, sizeof(cert), "%s/node-tls.crt", o->data_dir);
+    snprintf(key, sizeof(key), "%s/node-tls.key", o->data_dir);
+    struct fatia_api_node_server_opts so = {.host = h,
+                                            .port = o->listen_port,
+                                            .cert = cert,
+                                            .key = key,
+                                            .peers = o->ca,
+                                            .streams = {n->base, fatia_agent_logs, n->agent,
+                                                        fatia_agent_exec, n->agent,
+                                                        fatia_agent_portforward, n->agent},
+                                            .pod = fatia_agent_pod_object,
+                                            .pod_arg = n->agent};
+    r = fatia_api_node_server_new(n->base, &so, &n->srv, &n->port, why, sizeof(why));
+    if (r == -EADDRINUSE && o->listen_default) {
+        /* another node role on this host has the kubelet's port: its Node says where */
+        fatia_warn("node %s: port %u is taken: its endpoint listens on a free port", n->name,
+                   o->listen_port);
+        so.port = 0;
+        r = fatia_api_node_server_new(n->base, &so, &n->srv, &n->port, why, sizeof(why));
+    }
+    if (r < 0) {
+        fatia_error("--node-listen %s:%u: %s", h, o->listen_port, why);
+        return -1;
+    }
+    fatia_api_node_server_cert_sha256(n->srv, n->pin);
+    n->publish = event_new(n->base, -1, EV_PERSIST, on_publish, n);
+    if (!n->publish || event_add(n->publish, &(struct timeval){PUBLISH_SEC, 0}) < 0)
+        return -1;
+    fatia_info("node %s: its endpoint serves the control plane on %s:%u (published as %s)", n->name,
+               h, n->port, n->address);
+    return 0;
+}
 
 static void stopped(void *arg)
 {
@@ -76,6 +290,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     n->grace = evtimer_new(n->base, on_grace, n);
     if (n->grace)
         evtimer_add(n->grace, &tv);
+    fatia_api_node_server_free(n->srv); /* no stream starts once the agent stops */
+    n->srv = NULL;
     fatia_agent_stop(n->agent, stopped, n);
 }
 
@@ -191,6 +407,10 @@ int fatia_node_role_run(const struct fatia_node_role_opts *o, struct fatia_agent
         fatia_log_errno(FATIA_LOG_ERROR, r, "cannot start the node agent");
         goto out;
     }
+    n.client = client;
+    n.name = node;
+    if (serve_endpoint(&n, o) < 0)
+        goto out;
     signal(SIGPIPE, SIG_IGN);
     n.sig_term = evsignal_new(n.base, SIGTERM, on_signal, &n);
     n.sig_int = evsignal_new(n.base, SIGINT, on_signal, &n);
@@ -203,6 +423,9 @@ int fatia_node_role_run(const struct fatia_node_role_opts *o, struct fatia_agent
     fatia_info("stopped");
     rc = 0;
 out:
+    fatia_api_node_server_free(n.srv);
+    if (n.publish)
+        event_free(n.publish);
     fatia_agent_lease_free(lease);
     fatia_agent_free(n.agent);
     fatia_client_free(client);

@@ -15,6 +15,13 @@ struct fatia_node_role_opts {
     const char *ca;         /* the control plane's certificate; NULL: the system's CAs */
     const char *node_name;  /* NULL: the host name */
     int64_t lease_s;        /* the Lease's duration; 0: 40 */
+    /* The node's endpoint for the control plane's streams (apiserver/nodeserve.h), served only
+     * with ca (the certificate it accepts from its caller): NULL host: none. */
+    const char *listen_host;
+    uint16_t listen_port;
+    bool listen_default; /* the port is the default's (10250): taken, any free one is used */
+    const char *address; /* published in Node status.addresses (InternalIP); NULL: listen_host,
+                            or when that is a wildcard the local address that reaches server */
 };
 
 /* Runs until SIGTERM or SIGINT; the exit status (0, or 1 after a logged error). */

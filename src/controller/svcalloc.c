@@ -157,8 +157,12 @@ static int check_ip(struct fatia_admit_attrs *a, const struct used *u, const cha
     return 0;
 }
 
-static void set_ip(json_t *spec, const char *ip)
+/* ip may point into spec (its own clusterIP): it is copied before spec changes. */
+static void set_ip(json_t *spec, const char *ip_in)
 {
+    char ip[64];
+
+    snprintf(ip, sizeof(ip), "%s", ip_in);
     json_object_set_new(spec, "clusterIP", json_string(ip));
     json_object_set_new(spec, "clusterIPs", json_pack("[s]", ip));
     if (strcmp(ip, "None")) {

@@ -3190,6 +3190,16 @@ static int oci_setup(struct fatia_agent *a, const char *data_dir)
     return 0;
 }
 
+static void *reclaim_main(void *arg)
+{
+    int r = fatia_cni_reclaim(FATIA_CNI_PLUGIN_DIR, FATIA_CNI_LEASE_DIR, FATIA_CNI_PIN_DIR, -1);
+
+    (void)arg;
+    if (r < 0)
+        fatia_warn("agent: cannot reclaim the CNI leases of gone sandboxes: %s", fatia_strerror(r));
+    return NULL;
+}
+
 int fatia_agent_new(struct event_base *base, struct fatia_client *client,
                     const struct fatia_agent_opts *opts, struct fatia_agent **ret)
 {
@@ -3341,12 +3351,15 @@ int fatia_agent_new(struct event_base *base, struct fatia_client *client,
         fatia_warn("agent: '%s' is missing: pods with memory-capped slices will not start",
                    a->vgpu_lib);
     if (a->oci && access(FATIA_CNI_PLUGIN_DIR "/bridge", X_OK) == 0) {
-        /* the leases of sandboxes that are gone (SIGKILLed shims, a crash): before adopting,
-         * whoever's they were (cni_reclaim.c: never a live sandbox of another fatiad) */
-        r = fatia_cni_reclaim(FATIA_CNI_PLUGIN_DIR, FATIA_CNI_LEASE_DIR, FATIA_CNI_PIN_DIR, -1);
-        if (r < 0)
-            fatia_warn("agent: cannot reclaim the CNI leases of gone sandboxes: %s",
-                       fatia_strerror(r));
+        /* the leases of sandboxes that are gone (SIGKILLed shims, a crash), whoever's they
+         * were (cni_reclaim.c: never a live sandbox of another fatiad), on a thread of its own:
+         * each costs a CNI DEL (about 130 ms), and 200 of them held fatiad's start, API
+         * included, for 26 s. It needs nothing of this agent's, and a pod's ADD that finds the
+         * range exhausted meanwhile reclaims by itself (cni.c), as another fatiad's would. */
+        if (pthread_create(&a->reclaim, NULL, reclaim_main, NULL) == 0)
+            a->reclaim_running = true;
+        else
+            (void)reclaim_main(NULL);
     }
     adopt_all(a);
     *ret = a;
@@ -3402,6 +3415,8 @@ void fatia_agent_free(struct fatia_agent *a)
 {
     if (!a)
         return;
+    if (a->reclaim_running)
+        pthread_join(a->reclaim, NULL);
     fatia_agent_gpuwatch_free(a->gpuwatch);
     fatia_agent_gpuhealth_free(a->gpuhealth);
     fatia_agent_cdi_free(a);

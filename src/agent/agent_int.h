@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -95,6 +96,8 @@ struct fatia_agent {
     struct fatia_client_watch *watch;
     bool synced;
     bool stopping;
+    pthread_t reclaim; /* the start-up reclaim of gone sandboxes' CNI leases (agent.c) */
+    bool reclaim_running;
     size_t outstanding;
     void (*stop_done)(void *arg);
     void *stop_arg;

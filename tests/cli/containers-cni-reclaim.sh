@@ -121,14 +121,19 @@ echo "veths on $BR: $veths_running with 4 pods, $veths_after after the SIGKILL o
 # line and C's has fewer. What must hold either way: the leases are gone, C's lines name only
 # them, and keep's lease stays (below). Alone, nothing but C reclaims them: without the reclaim
 # the first check fails.
+# (the reclaim runs on a thread of its own from the agent's start: the API does not wait for it)
 start c
-for u in "${GONE[@]}"; do
-    [ -z "$(lease_of "$u")" ] || fail "the lease of gone pod $u is still there after fatiad C started"
-done
-n_c=$(grep -c "cni: reclaimed $NET\." "$TMP/c.log")
+gone_released() {
+    local u
+    for u in "${GONE[@]}"; do [ -z "$(lease_of "$u")" ] || return 1; done
+}
+wait_for 30 gone_released || fail "a lease of a gone pod is still there 30 s after fatiad C started"
+sleep 1 # the line of the last lease follows its DEL; the counts below read one copy of the log
+cp "$TMP/c.log" "$TMP/c-reclaim.log"
+n_c=$(grep -c "cni: reclaimed $NET\." "$TMP/c-reclaim.log")
 n_gone=0
 for u in "${GONE[@]}"; do
-    grep -q "cni: reclaimed $NET\.[0-9]* of $u (its sandbox is gone)" "$TMP/c.log" && n_gone=$((n_gone + 1))
+    grep -q "cni: reclaimed $NET\.[0-9]* of $u (its sandbox is gone)" "$TMP/c-reclaim.log" && n_gone=$((n_gone + 1))
 done
 [ "$n_c" = "$n_gone" ] || fail "fatiad C reclaimed $n_c leases of fatia-$K, only $n_gone of them the gone pods'"
 [ "$n_c" = 3 ] || echo "fatiad C reclaimed $n_c of the 3 (another fatiad started meanwhile took the rest)"

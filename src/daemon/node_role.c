@@ -73,6 +73,13 @@ struct node {
     bool publishing; /* a patch in flight */
 };
 
+/* The first address of a --server list (URL[,URL...]), into buf. */
+static const char *first_server(const char *list, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.*s", (int)strcspn(list, ","), list);
+    return buf;
+}
+
 /* The source address this host uses toward the control plane's host (a UDP socket connected,
  * nothing sent). 0 or -errno. */
 static int address_toward(const char *server, char *buf, size_t n)
@@ -207,7 +214,7 @@ static void on_publish(evutil_socket_t fd, short what, void *arg)
 /* The endpoint and its publisher; 0 or -1 after a logged error. */
 static int serve_endpoint(struct node *n, const struct fatia_node_role_opts *o)
 {
-    char cert[4096], key[4096], why[300] = "";
+    char cert[4096], key[4096], why[300] = "", first[1024];
     const char *h = o->listen_host;
     int r;
 
@@ -223,7 +230,8 @@ static int serve_endpoint(struct node *n, const struct fatia_node_role_opts *o)
         snprintf(n->address, sizeof(n->address), "%s", o->address);
     else if (*h && strcmp(h, "0.0.0.0") && strcmp(h, "::"))
         snprintf(n->address, sizeof(n->address), "%s", h);
-    else if ((r = address_toward(o->server, n->address, sizeof(n->address))) < 0) {
+    else if ((r = address_toward(first_server(o->server, first, sizeof(first)), n->address,
+                                 sizeof(n->address))) < 0) {
         fatia_log_errno(FATIA_LOG_ERROR, r,
                         "--node-address: none given, and no local address reaches %s", o->server);
         return -1;
@@ -396,7 +404,9 @@ int fatia_node_role_run(const struct fatia_node_role_opts *o, struct fatia_agent
     if (r == 0) {
         char shost[256];
         unsigned sport;
-        r = server_addr(o->server, shost, sizeof(shost), &sport);
+        char first[1024];
+        r = server_addr(first_server(o->server, first, sizeof(first)), shost, sizeof(shost),
+                        &sport);
         if (r < 0)
             fatia_error("--server %s: no host and port in it", o->server);
         r = r ? r : fatia_agent_set_api_server(n.agent, shost, sport);

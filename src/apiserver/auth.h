@@ -80,7 +80,7 @@ int fatia_tokens_revoke(const char *path, const char *user, const char *id, size
 /* The record of a node token in the shared store (apiserver/nodetoken.c): a kube-system Secret
  * of type fatia.dev/node-token holding the token's SHA-256, never the token, as JSON for
  * `kubectl apply -f -` (appended to out). expires 0 = never. 0, -EINVAL, -ENOMEM. */
-int fatia_node_token_record(struct fatia_buf *out, const char *token, const char *node,
+int fatia_token_node_record(struct fatia_buf *out, const char *token, const char *node,
                             fatia_usec_t expires);
 
 /* The kubeconfig of one user for the server at url, as YAML (appended to out). ns and ca (the

@@ -192,8 +192,7 @@ const struct fatia_user *fatia_api_nodetoken_authenticate(struct fatia_apiserver
     fatia_api_entry_key(t, NT_NS, name, key, sizeof(key));
     e = fatia_api_rtable_find(t, key);
     obj = e && e->committed ? e->committed->tree : NULL;
-    if (!is_record(obj) ||
-        json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp") ||
+    if (!is_record(obj) || json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp") ||
         !record_fields(obj, hash, user, sizeof(user), &expires, &why) ||
         CRYPTO_memcmp(hash, hex, 64))
         return NULL;
@@ -225,7 +224,7 @@ static json_t *b64(const char *s)
     return json_string((const char *)out);
 }
 
-int fatia_node_token_record(struct fatia_buf *out, const char *token, const char *node,
+int fatia_token_node_record(struct fatia_buf *out, const char *token, const char *node,
                             fatia_usec_t expires)
 {
     char hex[65], name[80], user[300], exp[64];
@@ -301,13 +300,13 @@ static const struct fatia_kind *const nt_kinds[] = {&fatia_kind_secret, NULL};
 
 int fatia_api_nodetoken_register(struct fatia_apiserver *s)
 {
-    return fatia_apiserver_add_admission(s, &(struct fatia_admission){
-                                                .name = "node-token-records",
-                                                .phase = FATIA_ADMIT_VALIDATING,
-                                                .ops = FATIA_ADMIT_CREATE | FATIA_ADMIT_UPDATE |
-                                                       FATIA_ADMIT_DELETE,
-                                                .kinds = nt_kinds,
-                                                .admit = admit,
-                                                .arg = s,
-                                            });
+    return fatia_apiserver_add_admission(
+        s, &(struct fatia_admission){
+               .name = "node-token-records",
+               .phase = FATIA_ADMIT_VALIDATING,
+               .ops = FATIA_ADMIT_CREATE | FATIA_ADMIT_UPDATE | FATIA_ADMIT_DELETE,
+               .kinds = nt_kinds,
+               .admit = admit,
+               .arg = s,
+           });
 }

@@ -211,7 +211,7 @@ static int create_record(const char *node, const char *file, int64_t ttl)
         return fatia_cli_usage_error(&fatia_cmd_token,
                                      "--record takes --node NAME and --output-file TOKEN_FILE");
     r = fatia_token_generate(token);
-    r = r ? r : fatia_node_token_record(&rec, token, node, ttl ? fatia_now_real_usec() + ttl : 0);
+    r = r ? r : fatia_token_node_record(&rec, token, node, ttl ? fatia_now_real_usec() + ttl : 0);
     r = r ? r : fatia_buf_printf(&tok, "%s\n", token);
     if (r < 0) {
         fprintf(stderr, "fatia token: %s\n", fatia_strerror(r));

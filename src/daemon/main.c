@@ -1036,15 +1036,14 @@ static int parse_args(struct daemon *d, int argc, char **argv)
         case 0x121: /* repeated: one comma list, tried in order (remote.c) */
         {
             size_t used = strlen(d->servers);
-            int w = snprintf(d->servers + used, sizeof(d->servers) - used, "%s%s",
-                             used ? "," : "", optarg);
+            int w = snprintf(d->servers + used, sizeof(d->servers) - used, "%s%s", used ? "," : "",
+                             optarg);
             if (w < 0 || (size_t)w >= sizeof(d->servers) - used) {
                 fprintf(stderr, "fatiad: --server: too many addresses\n");
                 return -EINVAL;
             }
             d->server = d->servers;
-        }
-            break;
+        } break;
         case 0x122:
             d->token_file = optarg;
             break;

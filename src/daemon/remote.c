@@ -9,6 +9,17 @@
  * A transport failure (connection refused, TLS, timeout) is answered as a 503 Status whose
  * message names the cause: callers already treat a 5xx as "try again".
  *
+ * Several servers (--server URL,URL...: control replicas of one store, docs/fleet.md): every new
+ * request goes to the current one; a request that it did not answer (unreachable(): refused,
+ * reset, timeout, TLS failure; an HTTP error is an answer) makes the next one current, after
+ * the last the first again (fail_over()), only if it went to the current one (so the many
+ * requests failing together move it once). Nothing moves back while the current one answers:
+ * a replica that returns is not preferred. Callers retry as before, now on the next server; a
+ * watch resumes there from its last revision (the replicas share etcd's revisions). Rejected:
+ * probing the others in the background (traffic for a choice the next failure makes anyway);
+ * trying each request on every server in turn (a write could then be applied twice when the
+ * answer, not the request, was lost).
+ *
  * A watch with resource_version 0 is a list, ADDED for each item, a BOOKMARK at the list's
  * revision, then the stream (GET ?watch=1&resourceVersion=RV&allowWatchBookmarks=true), read a
  * line (one event) at a time. A stream that ends for any reason other than the consumer's stop
@@ -1275,8 +1286,9 @@ int fatia_remote_client_new(struct event_base *base, const struct fatia_remote_o
     for (p = o->server;; p += n + 1) { /* URL[,URL...]: each an https:// URL */
         n = strcspn(p, ",");
         if (n < 9 || strncmp(p, "https://", 8)) {
-            snprintf(why, why_n, "--server must be an https:// URL (or several, comma-separated) "
-                                 "and the token not empty");
+            snprintf(why, why_n,
+                     "--server must be an https:// URL (or several, comma-separated) "
+                     "and the token not empty");
             return -EINVAL;
         }
         if (!p[n])

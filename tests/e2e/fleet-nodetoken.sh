@@ -8,8 +8,9 @@
 # the two replicas' certificates in one file (each replica makes its own, self-signed).
 #   hostile: a tenant of team-a cannot read the records; a forged token is 401 on both
 #     replicas; the node token cannot create a record; a token of every namespace (ClusterRole
-#     admin in kube-system too, not system:masters) cannot create one (the node-token-records
-#     admission rule); nor can an admin record a user that is not a node's;
+#     admin in kube-system too, not system:masters) cannot create one nor delete one (the
+#     node-token-records admission rule); nor can an admin record a user that is not a node's;
+#     a record's expiry (--ttl) ends its token (401);
 #   1. the node is Ready, its token authenticates on A and on B;
 #   2. kill -9 of A: the node role moves to B ("now speaking to"), the Lease is renewed through
 #      B, the node stays Ready, and a new Job's pod bound to box-0 runs there;
@@ -67,6 +68,8 @@ $KO apply -f "$TMP/rec9.json" >"$TMP/out" 2>&1 && fail "a token of every namespa
 grep -q "fatia.dev/node-token" "$TMP/out" || fail "ops refused, but not by the rule: $(cat "$TMP/out")"
 $KO get secret -n kube-system "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["name"])' "$TMP/rec9.json")" >/dev/null 2>&1 &&
     fail "a record of ops' exists"
+$KO delete secret -n kube-system "$REC" >"$TMP/out" 2>&1 && fail "a token of every namespace deleted a record"
+$K get secret -n kube-system "$REC" >/dev/null 2>&1 || fail "box-0's record is gone"
 python3 - "$TMP/rec9.json" >"$TMP/rec-admin.json" <<'EOF'
 import base64, json, sys
 r = json.load(open(sys.argv[1]))
@@ -75,6 +78,12 @@ print(json.dumps(r))
 EOF
 $K apply -f "$TMP/rec-admin.json" >"$TMP/out" 2>&1 && fail "a record of user admin was admitted"
 grep -q "system:node:NAME" "$TMP/out" || fail "the admin record refused, but not by the rule: $(cat "$TMP/out")"
+
+# a record's expiry: valid, then 401 once passed
+"$FATIA" token create --node box-8 --record --ttl 3s --output-file "$TMP/box-8.token" | $K apply -f - >/dev/null ||
+    fail "a record with --ttl"
+[ "$(code "$B_URL" "$(cat "$TMP/box-8.token")")" = 200 ] || fail "a record with --ttl 3s is not valid at once"
+wait_until 6 eval '[ "$(code "$B_URL" "$(cat "$TMP/box-8.token")")" = 401 ]' || fail "an expired record is still valid"
 
 # ---- 1. Ready, and valid on both replicas ----
 "$FATIAD" --role node --server "$A_URL" --server "$B_URL" --token "$TMP/box-0.token" \

@@ -13,6 +13,10 @@
  * (checked at most once a second), so `fatia token create` takes effect without a restart; a file
  * that no longer parses is reported and the previous tokens stay in force.
  *
+ * A node token may instead live in the shared store as a record of its hash (nodetoken.c,
+ * fatia_token_node_record below), valid on every replica of that store; the file's tokens are
+ * its own replica's only.
+ *
  * Authorization is RBAC (authz.c): system:masters may do anything; a token's NAMESPACES and
  * ACCESS are bindings of ClusterRole admin (rw) or view (ro) in those namespaces ("*": every
  * namespace; "-": none), beside the stored RoleBindings and ClusterRoleBindings.

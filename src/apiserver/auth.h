@@ -13,6 +13,10 @@
  * (checked at most once a second), so `fatia token create` takes effect without a restart; a file
  * that no longer parses is reported and the previous tokens stay in force.
  *
+ * A node token may instead live in the shared store as a record of its hash (nodetoken.c,
+ * fatia_token_node_record below), valid on every replica of that store; the file's tokens are
+ * its own replica's only.
+ *
  * Authorization is RBAC (authz.c): system:masters may do anything; a token's NAMESPACES and
  * ACCESS are bindings of ClusterRole admin (rw) or view (ro) in those namespaces ("*": every
  * namespace; "-": none), beside the stored RoleBindings and ClusterRoleBindings.
@@ -76,6 +80,12 @@ int fatia_token_id_generate(char out[FATIA_TOKEN_ID_LEN + 1]);
  * from the tokens file, under its lock, atomically (rename). *ret_n: how many. 0, -ENOENT (none
  * matched; the file is unchanged), -EINVAL (neither given), -errno. */
 int fatia_tokens_revoke(const char *path, const char *user, const char *id, size_t *ret_n);
+
+/* The record of a node token in the shared store (apiserver/nodetoken.c): a kube-system Secret
+ * of type fatia.dev/node-token holding the token's SHA-256, never the token, as JSON for
+ * `kubectl apply -f -` (appended to out). expires 0 = never. 0, -EINVAL, -ENOMEM. */
+int fatia_token_node_record(struct fatia_buf *out, const char *token, const char *node,
+                            fatia_usec_t expires);
 
 /* The kubeconfig of one user for the server at url, as YAML (appended to out). ns and ca (the
  * base64 certificate-authority-data of an https url) may be NULL. */

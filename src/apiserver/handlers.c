@@ -299,8 +299,10 @@ static const struct fatia_user *authenticate(struct fatia_apiserver *s,
         return NULL;
     memcpy(token, v.p + 7, v.n - 7);
     token[v.n - 7] = '\0';
-    u = strchr(token, '.') ? NULL : fatia_auth_lookup(s->auth, token);
-    return u ? u : fatia_api_satoken_authenticate(s, token);
+    if (strchr(token, '.'))
+        return fatia_api_satoken_authenticate(s, token);
+    u = fatia_auth_lookup(s->auth, token);
+    return u ? u : fatia_api_nodetoken_authenticate(s, token); /* a recorded node token */
 }
 
 /* ---- endpoints ---- */

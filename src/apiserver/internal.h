@@ -231,6 +231,7 @@ struct fatia_apiserver {
     bool sa_enabled;
     bool sa_automount;                /* pods get the kube-api-access volume (saadmit.c) */
     struct fatia_strmap sa_users;     /* jti -> verified identity */
+    struct fatia_strmap nt_users;     /* node name -> a recorded node token's identity */
     struct fatia_api_streams streams; /* the pod streams' providers (nodeserve.h) */
     void *node_client_ctx;            /* the node proxy's SSL_CTX, or NULL (nodeproxy.c) */
     fatia_metrics_provider_fn metrics_provider;
@@ -391,6 +392,15 @@ int fatia_api_satoken_init(struct fatia_apiserver *s);
 void fatia_api_satoken_release(struct fatia_apiserver *s);
 const struct fatia_user *fatia_api_satoken_authenticate(struct fatia_apiserver *s,
                                                         const char *token);
+/* Node tokens recorded in the store (nodetoken.c): the identity of a token whose record (a
+ * kube-system Secret of type FATIA_NODE_TOKEN_TYPE holding its SHA-256) exists, or NULL; the
+ * admission plugin that keeps those records to system:masters; the hash (64 hex + NUL). */
+#define FATIA_NODE_TOKEN_TYPE "fatia.dev/node-token"
+const struct fatia_user *fatia_api_nodetoken_authenticate(struct fatia_apiserver *s,
+                                                          const char *token);
+int fatia_api_nodetoken_register(struct fatia_apiserver *s);
+void fatia_api_nodetoken_release(struct fatia_apiserver *s);
+int fatia_api_nodetoken_hash(const char *token, char hex[65]);
 /* The ServiceAccount admission plugin of Pods (saadmit.c). */
 int fatia_api_saadmit_register(struct fatia_apiserver *s);
 /* TokenReview (body taken): 201 and *ret, or a code and why. */

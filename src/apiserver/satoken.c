@@ -550,6 +550,8 @@ int fatia_api_token_review(struct fatia_apiserver *s, const struct fatia_user *u
         /* a tokens-file token speaks for fatiad's own audience only */
         json_t *self = json_string(SA_ISSUER);
         who = aud_ok(self, want) ? fatia_auth_lookup(s->auth, token) : NULL;
+        if (!who && aud_ok(self, want))
+            who = fatia_api_nodetoken_authenticate(s, token); /* a recorded node token */
         json_decref(self);
     } else {
         who = verify(s, token, want);

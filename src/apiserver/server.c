@@ -183,6 +183,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         s->o.max_json_depth = 64;
     fatia_strmap_init(&s->by_resource);
     fatia_strmap_init(&s->sa_users);
+    fatia_strmap_init(&s->nt_users);
 
     while (fatia_kinds[n])
         n++;
@@ -300,6 +301,8 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         goto out_free;
     }
     r = fatia_api_saadmit_register(s); /* the kube-api-access volume (saadmit.c) */
+    if (r == 0)
+        r = fatia_api_nodetoken_register(s); /* node tokens' records (nodetoken.c) */
     if (r < 0)
         goto out_free;
     {
@@ -392,6 +395,7 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
     fatia_api_openapi_release(s);
     fatia_auth_free(s->auth);
     fatia_api_satoken_release(s);
+    fatia_api_nodetoken_release(s);
     fatia_audit_free(s->audit);
     fatia_api_crd_rules_release(s);
     fatia_free(s);

@@ -2,6 +2,11 @@
  * cli/cmd_token.c: `fatia token create`: a bearer token for a tenant, and the kubeconfig to use
  * it; `fatia token revoke`: tokens out of the file.
  *
+ * `create --node NAME --record` makes a node token for every replica of one store: the token goes
+ * to --output-file only, and its record (the token's SHA-256, apiserver/nodetoken.c) to stdout,
+ * to be applied by a cluster admin; the tokens file is not touched. Why a record and not a
+ * mirror of the tokens file: nodetoken.c.
+ *
  * `create --node NAME` makes a node's token (user system:node:NAME, group system:nodes, no
  * namespace grant): what `fatiad --role node` presents; apiserver/nodeauth.c holds it to NAME's
  * objects. Rejected: a bootstrap-token flow (a CSR signed by the control plane): one file copied
@@ -48,6 +53,7 @@ static const char usage[] =
     "                          [--group GROUP ...] [--ttl DURATION] [--data-dir DIR]\n"
     "                          [--output-file FILE]\n"
     "       fatia token create --node NAME [--ttl DURATION] [--data-dir DIR] [--output-file FILE]\n"
+    "       fatia token create --node NAME --record --output-file TOKEN_FILE [--ttl DURATION]\n"
     "       fatia token revoke (--user NAME | --id ID) [--data-dir DIR]\n"
     "\n"
     "create adds a bearer token to fatiad's tokens file and prints a kubeconfig that uses it\n"
@@ -61,6 +67,11 @@ static const char usage[] =
     "      --node NAME        a node's token: user system:node:NAME, group system:nodes, no\n"
     "                         namespace; the Node authorizer and node-restriction hold it to\n"
     "                         that node's objects (for `fatiad --role node --token FILE`)\n"
+    "      --record           (with --node) a token for every replica of one store: the token\n"
+    "                         alone goes to --output-file (0600), nothing to the tokens file,\n"
+    "                         and its record (a kube-system Secret holding its SHA-256) to\n"
+    "                         stdout, for `kubectl apply -f -` as a cluster admin; revoked by\n"
+    "                         `kubectl -n kube-system delete secret -l fatia.dev/node=NAME`\n"
     "      --ttl DURATION     the token expires after DURATION (24h, 90m; default: never)\n"
     "      --id ID            (revoke) the token's id, as create printed it\n"
     "  -d, --data-dir DIR     fatiad's data directory (default .fatia; $FATIA_DATA_DIR is the\n"
@@ -189,6 +200,32 @@ static bool valid_node_name(const char *s)
     return true;
 }
 
+/* --node NAME --record: the token to file, its record (apiserver/nodetoken.c) to stdout. */
+static int create_record(const char *node, const char *file, int64_t ttl)
+{
+    char token[FATIA_TOKEN_LEN + 1];
+    struct fatia_buf rec = FATIA_BUF_INIT, tok = FATIA_BUF_INIT;
+    int r, rc = FATIA_EXIT_FAIL;
+
+    if (!node || !file)
+        return fatia_cli_usage_error(&fatia_cmd_token,
+                                     "--record takes --node NAME and --output-file TOKEN_FILE");
+    r = fatia_token_generate(token);
+    r = r ? r : fatia_token_node_record(&rec, token, node, ttl ? fatia_now_real_usec() + ttl : 0);
+    r = r ? r : fatia_buf_printf(&tok, "%s\n", token);
+    if (r < 0) {
+        fprintf(stderr, "fatia token: %s\n", fatia_strerror(r));
+        goto out;
+    }
+    rc = write_private(file, &tok);
+    if (rc == FATIA_EXIT_OK && fwrite(rec.p, 1, rec.len, stdout) != rec.len)
+        rc = FATIA_EXIT_FAIL;
+out:
+    fatia_buf_release(&rec);
+    fatia_buf_release(&tok);
+    return rc;
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option opts[] = {{"user", required_argument, NULL, 'u'},
@@ -199,6 +236,7 @@ static int run(int argc, char **argv)
                                          {"ttl", required_argument, NULL, 't'},
                                          {"output-file", required_argument, NULL, 'O'},
                                          {"node", required_argument, NULL, 'N'},
+                                         {"record", no_argument, NULL, 'R'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *user = NULL, *dir = ".fatia", *out_file = NULL, *node = NULL;
@@ -206,7 +244,7 @@ static int run(int argc, char **argv)
     const char **namespaces = fatia_xcalloc((size_t)argc + 1, sizeof(char *));
     const char **groups = fatia_xcalloc((size_t)argc + 1, sizeof(char *));
     size_t n_ns = 0, n_groups = 0;
-    bool read_only = false;
+    bool read_only = false, record = false;
     int64_t ttl = 0;
     char path[4096], server[1024], token[FATIA_TOKEN_LEN + 1], id[FATIA_TOKEN_ID_LEN + 1];
     struct fatia_buf out = FATIA_BUF_INIT;
@@ -255,6 +293,9 @@ static int run(int argc, char **argv)
         case 'N':
             node = optarg;
             break;
+        case 'R':
+            record = true;
+            break;
         case 't':
             if (fatia_parse_duration_usec(optarg, &ttl) < 0 || ttl <= 0) {
                 rc = fatia_cli_usage_error(&fatia_cmd_token,
@@ -283,6 +324,10 @@ static int run(int argc, char **argv)
         user = node_user;
         groups[n_groups++] = "system:nodes";
         namespaces[n_ns++] = "-";
+    }
+    if (record) {
+        rc = create_record(node, out_file, ttl);
+        goto out;
     }
     if (!user || !n_ns || optind != argc) {
         rc = fatia_cli_usage_error(&fatia_cmd_token, "--user and --namespace are required");

@@ -142,7 +142,9 @@ static const char usage_more[] =
     "      --role all|node         all (default): the control plane and a local node; node:\n"
     "                              only this host's node agent and Lease, for the control\n"
     "                              plane at --server (docs/fleet.md, \"The node role\")\n"
-    "      --server URL            (--role node) the control plane's https:// address\n"
+    "      --server URL[,URL...]   (--role node) the control plane's https:// address; several\n"
+    "                              (repeated, or a comma list): replicas of one store, the next\n"
+    "                              tried when the current one stops answering\n"
     "      --token FILE            (--role node) the node's token (fatia token create --node)\n"
     "      --ca FILE               (--role node) the control plane's certificate (its\n"
     "                              DIR/tls.crt); default: the system's CAs\n"
@@ -222,6 +224,7 @@ struct daemon {
     /* --role node (node_role.c): --server, --token, --ca */
     bool role_node;
     const char *server, *token_file, *ca_file;
+    char servers[4096]; /* the --server addresses, joined with commas */
     bool help;
     char default_fleet[4096];
     char tokens[4096];     /* DATA/tokens (ao.tokens_path) */
@@ -1030,9 +1033,17 @@ static int parse_args(struct daemon *d, int argc, char **argv)
             }
             d->role_node = !strcmp(optarg, "node");
             break;
-        case 0x121:
-            d->server = optarg;
-            break;
+        case 0x121: /* repeated: one comma list, tried in order (remote.c) */
+        {
+            size_t used = strlen(d->servers);
+            int w = snprintf(d->servers + used, sizeof(d->servers) - used, "%s%s", used ? "," : "",
+                             optarg);
+            if (w < 0 || (size_t)w >= sizeof(d->servers) - used) {
+                fprintf(stderr, "fatiad: --server: too many addresses\n");
+                return -EINVAL;
+            }
+            d->server = d->servers;
+        } break;
         case 0x122:
             d->token_file = optarg;
             break;

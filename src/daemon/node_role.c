@@ -11,6 +11,10 @@
  * lock that keeps a second fatiad off it. The pods' ServiceAccount tokens are TokenRequests
  * through the same client (remote.c), and their API (KUBERNETES_SERVICE_HOST/PORT) is the
  * --server's, through the agent's proxy on each pod network's gateway (agent/apiproxy.c).
+ * --server may list several control replicas (URL,URL...): the remote client fails over among
+ * them (remote.c); the pods' API and the address this host publishes are the first one's. A
+ * token valid on every replica is a recorded one (`fatia token create --node NAME --record`,
+ * apiserver/nodetoken.c).
  *
  * The node's endpoint (--node-listen, default 0.0.0.0:10250, the kubelet's port): the logs,
  * exec, attach and port-forward streams of its pods for the control plane's node proxy, served
@@ -72,6 +76,13 @@ struct node {
     uint16_t port;
     bool publishing; /* a patch in flight */
 };
+
+/* The first address of a --server list (URL[,URL...]), into buf. */
+static const char *first_server(const char *list, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.*s", (int)strcspn(list, ","), list);
+    return buf;
+}
 
 /* The source address this host uses toward the control plane's host (a UDP socket connected,
  * nothing sent). 0 or -errno. */
@@ -207,7 +218,7 @@ static void on_publish(evutil_socket_t fd, short what, void *arg)
 /* The endpoint and its publisher; 0 or -1 after a logged error. */
 static int serve_endpoint(struct node *n, const struct fatia_node_role_opts *o)
 {
-    char cert[4096], key[4096], why[300] = "";
+    char cert[4096], key[4096], why[300] = "", first[1024];
     const char *h = o->listen_host;
     int r;
 
@@ -223,7 +234,8 @@ static int serve_endpoint(struct node *n, const struct fatia_node_role_opts *o)
         snprintf(n->address, sizeof(n->address), "%s", o->address);
     else if (*h && strcmp(h, "0.0.0.0") && strcmp(h, "::"))
         snprintf(n->address, sizeof(n->address), "%s", h);
-    else if ((r = address_toward(o->server, n->address, sizeof(n->address))) < 0) {
+    else if ((r = address_toward(first_server(o->server, first, sizeof(first)), n->address,
+                                 sizeof(n->address))) < 0) {
         fatia_log_errno(FATIA_LOG_ERROR, r,
                         "--node-address: none given, and no local address reaches %s", o->server);
         return -1;
@@ -396,7 +408,9 @@ int fatia_node_role_run(const struct fatia_node_role_opts *o, struct fatia_agent
     if (r == 0) {
         char shost[256];
         unsigned sport;
-        r = server_addr(o->server, shost, sizeof(shost), &sport);
+        char first[1024];
+        r = server_addr(first_server(o->server, first, sizeof(first)), shost, sizeof(shost),
+                        &sport);
         if (r < 0)
             fatia_error("--server %s: no host and port in it", o->server);
         r = r ? r : fatia_agent_set_api_server(n.agent, shost, sport);

@@ -9,6 +9,17 @@
  * A transport failure (connection refused, TLS, timeout) is answered as a 503 Status whose
  * message names the cause: callers already treat a 5xx as "try again".
  *
+ * Several servers (--server URL,URL...: control replicas of one store, docs/fleet.md): every new
+ * request goes to the current one; a request that it did not answer (unreachable(): refused,
+ * reset, timeout, TLS failure; an HTTP error is an answer) makes the next one current, after
+ * the last the first again (fail_over()), only if it went to the current one (so the many
+ * requests failing together move it once). Nothing moves back while the current one answers:
+ * a replica that returns is not preferred. Callers retry as before, now on the next server; a
+ * watch resumes there from its last revision (the replicas share etcd's revisions). Rejected:
+ * probing the others in the background (traffic for a choice the next failure makes anyway);
+ * trying each request on every server in turn (a write could then be applied twice when the
+ * answer, not the request, was lost).
+ *
  * A watch with resource_version 0 is a list, ADDED for each item, a BOOKMARK at the list's
  * revision, then the stream (GET ?watch=1&resourceVersion=RV&allowWatchBookmarks=true), read a
  * line (one event) at a time. A stream that ends for any reason other than the consumer's stop
@@ -89,6 +100,7 @@ struct rreq {
     fatia_client_done_fn done;
     void *arg;
     struct fatia_client_watch *w; /* a watch's stream: events from the write callback */
+    size_t srv;                   /* the index of the server it went to */
 };
 
 struct fatia_client_watch {
@@ -130,7 +142,9 @@ struct rclient {
     struct event_base *base;
     CURLM *multi;
     struct event *timer;
-    char *server, *auth, *ca;
+    char *server, *auth, *ca; /* server: servers[cur] (not owned) */
+    char **servers;           /* --server's addresses, in order (owned) */
+    size_t n_servers, cur;    /* cur: the one every new request goes to */
     struct cache caches[2];
     struct ref *refs;
     json_t *pods, *pods_old; /* "ns/name" -> that pod's refs (noderefs.h); old: during a relist */
@@ -285,6 +299,7 @@ static int req_start(struct rclient *rc, const char *method, struct fatia_buf *u
     if (!q->hdrs)
         goto oom;
     curl_easy_setopt(q->h, CURLOPT_URL, url->p);
+    q->srv = rc->cur;
     curl_easy_setopt(q->h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(q->h, CURLOPT_HTTPHEADER, q->hdrs);
     curl_easy_setopt(q->h, CURLOPT_PRIVATE, q);
@@ -567,6 +582,38 @@ static void watch_list(struct fatia_client_watch *w)
         w->cur = (struct rreq *)1; /* a list in flight: the real request is not a stream */
 }
 
+/* Did the server not answer (as opposed to answering an error)? */
+static bool unreachable(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A request to server srv ended with cc: when that server did not answer and is still the
+ * current one, the next of the list becomes current (after the last, the first again). Requests
+ * already in flight to it fail on their own and are retried by their callers (a watch reopens
+ * after RETRY_USEC, the lease renewer at its next tick), on the new current server. */
+static void fail_over(struct rclient *rc, size_t srv, CURLcode cc)
+{
+    if (rc->n_servers < 2 || !unreachable(cc) || srv != rc->cur)
+        return;
+    rc->cur = (rc->cur + 1) % rc->n_servers;
+    rc->server = rc->servers[rc->cur];
+    fatia_warn("remote: %s does not answer (%s): now speaking to %s", rc->servers[srv],
+               curl_easy_strerror(cc), rc->server);
+}
+
 static void check_done(struct rclient *rc)
 {
     CURLMsg *m;
@@ -577,6 +624,7 @@ static void check_done(struct rclient *rc)
         if (m->msg != CURLMSG_DONE)
             continue;
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&q);
+        fail_over(rc, q->srv, m->data.result);
         if (q->w)
             stream_done(q->w, q);
         else
@@ -1202,7 +1250,9 @@ static void rc_free(struct fatia_client *c)
         event_free(rc->timer);
     if (rc->multi)
         curl_multi_cleanup(rc->multi);
-    fatia_free(rc->server);
+    for (size_t i = 0; i < rc->n_servers; i++)
+        fatia_free(rc->servers[i]);
+    fatia_free(rc->servers);
     fatia_free(rc->auth);
     fatia_free(rc->ca);
     fatia_free(rc);
@@ -1226,20 +1276,44 @@ int fatia_remote_client_new(struct event_base *base, const struct fatia_remote_o
                             struct fatia_client **ret, char *why, size_t why_n)
 {
     struct rclient *rc;
+    const char *p;
     size_t n;
 
-    if (!o->server || strncmp(o->server, "https://", 8) || !o->token || !*o->token) {
+    if (!o->server || !o->token || !*o->token) {
         snprintf(why, why_n, "--server must be an https:// URL and the token not empty");
         return -EINVAL;
+    }
+    for (p = o->server;; p += n + 1) { /* URL[,URL...]: each an https:// URL */
+        n = strcspn(p, ",");
+        if (n < 9 || strncmp(p, "https://", 8)) {
+            snprintf(why, why_n,
+                     "--server must be an https:// URL (or several, comma-separated) "
+                     "and the token not empty");
+            return -EINVAL;
+        }
+        if (!p[n])
+            break;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     rc = fatia_xcalloc(1, sizeof(*rc));
     rc->c.ops = &ops;
     rc->base = base;
-    rc->server = fatia_xstrdup(o->server);
-    n = strlen(rc->server);
-    while (n && rc->server[n - 1] == '/')
-        rc->server[--n] = '\0';
+    n = 1;
+    for (p = o->server; *p; p++)
+        n += *p == ',';
+    rc->servers = fatia_xcalloc(n, sizeof(*rc->servers));
+    for (p = o->server;; p += n + 1) {
+        size_t len = n = strcspn(p, ",");
+        char *u = fatia_xmalloc(len + 1);
+        memcpy(u, p, len);
+        u[len] = '\0';
+        while (len && u[len - 1] == '/')
+            u[--len] = '\0';
+        rc->servers[rc->n_servers++] = u;
+        if (!p[n])
+            break;
+    }
+    rc->server = rc->servers[0];
     n = strlen(o->token) + 32;
     rc->auth = fatia_xmalloc(n);
     snprintf(rc->auth, n, "Authorization: Bearer %s", o->token);

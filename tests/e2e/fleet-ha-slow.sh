@@ -2,12 +2,14 @@
 # tests/e2e/fleet-ha-slow.sh (slow tier, 23 s in CI): the whole fleet of issue 21 at once, real
 # processes on loopback: a three-member etcd, two fatiad control replicas on it (leader election, short timings:
 # tests/e2e/fleet.bash) and three `fatiad --role node` processes (one simulated node each, a node
-# token each, their pods in the process runtime) joined over HTTPS to the replica that does not
-# lead:
+# token each, recorded in the store: apiserver/nodetoken.c, their pods in the process runtime)
+# joined over HTTPS to both replicas, the leader first (`--server LEADER,FOLLOWER`, one --ca
+# file holding both replicas' certificates):
 #   1. every node Ready; three Jobs spread over the three nodes, each run by its node's role;
-#   2. kill -9 of the leader: the other replica takes the Lease over, the nodes stay Ready, the
-#      three Jobs keep exactly one process each, and a fourth Job is admitted, placed and run by
-#      the new leader;
+#   2. kill -9 of the leader: the other replica takes the Lease over, the node roles move to it
+#      (their API's failover as well as the controllers'), the nodes stay Ready, the three Jobs
+#      keep exactly one process each, and a fourth Job is admitted, placed and run by the new
+#      leader;
 #   3. the whole cluster restarted (node roles SIGTERM, the replica kill -9, every etcd member
 #      stopped, then all started again on their data directories): the same pods Running on the
 #      same nodes, each Job still exactly one process (the shims were adopted, none started
@@ -37,18 +39,20 @@ trap 'for p in ${NR[@]}; do kill -CONT $p; kill -9 $p; done 2>/dev/null; for p i
 
 start_pair
 echo "leader: $LEADER"
-eval "LPID=\$${LEADER}_PID SURL=\$${FOLLOWER}_URL K=\$${FOLLOWER}_K"
+eval "LPID=\$${LEADER}_PID LURL=\$${LEADER}_URL SURL=\$${FOLLOWER}_URL K=\$${FOLLOWER}_K"
 S=$FOLLOWER
 $K create namespace kube-node-lease >/dev/null 2>&1 || fail "kubectl create namespace kube-node-lease"
-start_node() { # NAME: its node role, joined to the surviving replica
-    "$FATIAD" --role node --server "$SURL" --token "$TMP/$1.token" --ca "$TMP/$S/tls.crt" \
+cat "$TMP/A/tls.crt" "$TMP/B/tls.crt" >"$TMP/ca.crt"
+SERVERS="$LURL,$SURL"
+start_node() { # NAME: its node role, joined to both replicas (SERVERS), the first first
+    "$FATIAD" --role node --server "$SERVERS" --token "$TMP/$1.token" --ca "$TMP/ca.crt" \
         --node-name "$1" --data-dir "$TMP/$1" --node-lease-duration 2 --agent runtime=process \
         --agent user=current >>"$TMP/$1.log" 2>&1 &
     NR[$1]=$!
 }
 for n in box-0 box-1 box-2; do
-    "$FATIA" token create --data-dir "$TMP/$S" --node "$n" >/dev/null 2>&1 || fail "token for $n"
-    awk -v u="system:node:$n" '$2 == u {print $1; exit}' "$TMP/$S/tokens" >"$TMP/$n.token"
+    "$FATIA" token create --node "$n" --record --output-file "$TMP/$n.token" | $K apply -f - >/dev/null ||
+        fail "token for $n"
     start_node "$n"
 done
 
@@ -101,6 +105,9 @@ echo "the lease went to $FOLLOWER $((SECONDS - t0)) s after the leader's kill -9
 job j3
 wait_until 40 running_pod j3
 all_ready || fail "a node went NotReady across the failover"
+for n in box-0 box-1 box-2; do
+    grep -q "now speaking to $SURL" "$TMP/$n.log" || fail "$n's node role did not move to $SURL"
+done
 one_each j0 j1 j2 j3 || fail "after the failover: $(one_each j0 j1 j2 j3)"
 
 # ---- 3. restart the whole cluster ----
@@ -123,9 +130,10 @@ K=$A_K
 # the Lease still names the replica that led before the restart until it expires (5 s)
 new_holder() { holder | grep -qE "_(${A_PID}|${B_PID})_"; }
 wait_until 20 new_holder
-# the node roles join the replica that issued their tokens again (tokens are a replica's own
-# file, docs/fleet.md), leader or not
-eval "SURL=\$${S}_URL K=\$${S}_K"
+# the node roles join both replicas again (their tokens are records in the store); the
+# certificates are the same (each replica keeps its tls.crt in its data directory)
+cmp -s "$TMP/ca.crt" <(cat "$TMP/A/tls.crt" "$TMP/B/tls.crt") || fail "a replica's certificate changed"
+SERVERS="$A_URL,$B_URL"
 for n in box-0 box-1 box-2; do start_node "$n"; done
 wait_until 30 all_ready
 echo "the cluster serves again, every node Ready, $((SECONDS - t0)) s after the restart began"

@@ -21,6 +21,7 @@
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/fleet.bash"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 [ "$(id -u)" = 0 ] || skip "containers need root"
 need_tools runc umoci skopeo busybox
@@ -35,19 +36,7 @@ sed 's/^  count: 1$/  count: 2/' examples/fleet/00-box.yaml >"$TMP/fleet/00-box.
 grep -q 'count: 2' "$TMP/fleet/00-box.yaml" || fail "could not make the two-node fleet"
 
 NR=
-cleanup() {
-    local c
-    [ -n "$NR" ] && kill -9 "$NR" 2>/dev/null
-    kill_agent_pods "$TMP"/box-0/agent/status/*.json
-    for c in $(runc --root "$TMP/box-0/agent/runc" list -q 2>/dev/null); do
-        runc --root "$TMP/box-0/agent/runc" delete --force "$c" 2>/dev/null
-    done
-    [ -n "$FATIAD_PID" ] && kill -9 "$FATIAD_PID" 2>/dev/null
-    grep -o " ${TMP}[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
-    etcd_cleanup
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
+trap node_role_cleanup EXIT
 
 "$SRC/scripts/images/busybox" "$TMP/busybox.tar" || { fail "cannot build the image"; finish; }
 expect_rc 0 "$FATIA" image load -d "$TMP/box-0" --name fatia.dev/busybox:1 "$TMP/busybox.tar"

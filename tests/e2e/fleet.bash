@@ -1,10 +1,11 @@
-# tests/e2e/fleet.bash: what the fleet tests' two control replicas share (fleet-leader.sh,
-# fleet-fence.sh): `replica NAME` starts a fatiad control replica on the test's etcd (one prefix,
-# --etcd-replica, leader election with short timings: lease FLEET_LEASE (3 s), renew deadline
-# FLEET_RENEW (2 s), retry 0.5 s; the fleet from FLEET_DIR (examples/fleet/), more flags in
-# FLEET_ARGS)
-# and sets NAME_PID, NAME_URL and NAME_K (its kubectl); `start_pair` starts A and B and sets K,
-# h (the lease's holder), LEADER and FOLLOWER. Needs lib.bash, fatiad.bash, start_etcd and PIDS.
+# tests/e2e/fleet.bash: what the fleet tests share.
+# Two control replicas (fleet-leader.sh, fleet-fence.sh, fleet-nodetoken.sh): `replica NAME`
+# starts a fatiad control replica on the test's etcd (one prefix, --etcd-replica, leader election
+# with short timings: lease FLEET_LEASE (3 s), renew deadline FLEET_RENEW (2 s), retry 0.5 s; the
+# fleet from FLEET_DIR (examples/fleet/), more flags in FLEET_ARGS) and sets NAME_PID, NAME_URL
+# and NAME_K (its kubectl); `start_pair` starts A and B and sets K, h (the lease's holder),
+# LEADER and FOLLOWER. Needs lib.bash, fatiad.bash, start_etcd and PIDS.
+# One node role: `node_role_cleanup` (below).
 
 # replica NAME: a control replica with its controllers under leader election
 replica() {
@@ -42,3 +43,19 @@ start_pair() {
 }
 
 holder() { $K get lease -n kube-system fatia-controller-manager -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+
+# node_role_cleanup: the EXIT trap of the tests with one node role of runc containers in
+# $TMP/box-0 (fleet-satoken.sh, fleet-satoken-renew-slow.sh): the node role ($NR), its pods and
+# containers, the control fatiad ($FATIAD_PID), the mounts under $TMP, etcd
+node_role_cleanup() {
+    local c
+    [ -n "$NR" ] && kill -9 "$NR" 2>/dev/null
+    kill_agent_pods "$TMP"/box-0/agent/status/*.json
+    for c in $(runc --root "$TMP/box-0/agent/runc" list -q 2>/dev/null); do
+        runc --root "$TMP/box-0/agent/runc" delete --force "$c" 2>/dev/null
+    done
+    [ -n "$FATIAD_PID" ] && kill -9 "$FATIAD_PID" 2>/dev/null
+    grep -o " ${TMP}[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+    etcd_cleanup
+    rm -rf "$TMP"
+}

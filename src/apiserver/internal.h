@@ -654,6 +654,9 @@ void fatia_api_portforward_serve(const struct fatia_api_streams *sv, const json_
  * process. */
 bool fatia_api_nodeproxy(struct fatia_apiserver *s, const json_t *pod, const char *who,
                          struct fatia_api_http_req *req, struct opres *err);
+/* The pod a stream (logs, exec, attach, portforward) is for, once the caller may `verb` its
+ * subresource; NULL with err set (403, 404) otherwise. Borrowed from the committed entry. */
+const json_t *fatia_api_stream_pod(const struct opctx *c, const char *verb, struct opres *err);
 void fatia_api_nodeproxy_free(struct fatia_apiserver *s);
 
 /* ---- the dashboard's static files (dashboard.c) ---- */

@@ -67,19 +67,10 @@ static void close_cb(void *arg)
 void fatia_api_logs_start(const struct opctx *c, const struct fatia_api_query *q,
                           struct fatia_api_http_req *req, struct opres *err)
 {
-    struct entry *e;
-    char key[600];
+    const json_t *pod = fatia_api_stream_pod(c, "get", err);
 
-    if (fatia_api_authorize(c, "get", err) < 0)
-        return;
-    fatia_api_entry_key(c->t, c->ns, c->name, key, sizeof(key));
-    e = fatia_api_rtable_find(c->t, key);
-    if (!e || !e->committed) {
-        fatia_api_opres_not_found(err, c->t, c->name);
-        return;
-    }
-    if (!fatia_api_nodeproxy(c->s, e->committed->tree, c->user->name, req, err))
-        fatia_api_logs_serve(&c->s->streams, e->committed->tree, q, req, err);
+    if (pod && !fatia_api_nodeproxy(c->s, pod, c->user->name, req, err))
+        fatia_api_logs_serve(&c->s->streams, pod, q, req, err);
 }
 
 void fatia_api_logs_serve(const struct fatia_api_streams *sv, const json_t *pod,

@@ -245,6 +245,22 @@ static bool hop_header(const struct fatia_str *name)
     return name->n >= 12 && !strncasecmp(name->p, "Impersonate-", 12);
 }
 
+const json_t *fatia_api_stream_pod(const struct opctx *c, const char *verb, struct opres *err)
+{
+    const struct entry *e;
+    char key[600];
+
+    if (fatia_api_authorize(c, verb, err) < 0)
+        return NULL;
+    fatia_api_entry_key(c->t, c->ns, c->name, key, sizeof(key));
+    e = fatia_api_rtable_find(c->t, key);
+    if (!e || !e->committed) {
+        fatia_api_opres_not_found(err, c->t, c->name);
+        return NULL;
+    }
+    return e->committed->tree;
+}
+
 bool fatia_api_nodeproxy(struct fatia_apiserver *s, const json_t *pod, const char *who,
                          struct fatia_api_http_req *req, struct opres *err)
 {

@@ -848,20 +848,10 @@ close_fds:
 static void exec_start(const struct opctx *c, const struct fatia_api_target *tgt,
                        struct fatia_api_http_req *req, struct opres *err, bool attach)
 {
-    struct entry *e;
-    char ekey[600];
+    const json_t *pod = fatia_api_stream_pod(c, "create", err);
 
-    if (fatia_api_authorize(c, "create", err) < 0)
-        return;
-    fatia_api_entry_key(c->t, c->ns, c->name, ekey, sizeof(ekey));
-    e = fatia_api_rtable_find(c->t, ekey);
-    if (!e || !e->committed) {
-        fatia_api_opres_not_found(err, c->t, c->name);
-        return;
-    }
-    if (!fatia_api_nodeproxy(c->s, e->committed->tree, c->user->name, req, err))
-        fatia_api_exec_serve(&c->s->streams, e->committed->tree, c->user->name, tgt, req, err,
-                             attach);
+    if (pod && !fatia_api_nodeproxy(c->s, pod, c->user->name, req, err))
+        fatia_api_exec_serve(&c->s->streams, pod, c->user->name, tgt, req, err, attach);
 }
 
 void fatia_api_exec_start(const struct opctx *c, const struct fatia_api_target *tgt,

@@ -334,20 +334,10 @@ static void conn_event_cb(struct bufferevent *b, short what, void *arg)
 void fatia_api_portforward_start(const struct opctx *c, const struct fatia_api_target *tgt,
                                  struct fatia_api_http_req *req, struct opres *err)
 {
-    struct entry *e;
-    char ekey[600];
+    const json_t *pod = fatia_api_stream_pod(c, "create", err);
 
-    if (fatia_api_authorize(c, "create", err) < 0)
-        return;
-    fatia_api_entry_key(c->t, c->ns, c->name, ekey, sizeof(ekey));
-    e = fatia_api_rtable_find(c->t, ekey);
-    if (!e || !e->committed) {
-        fatia_api_opres_not_found(err, c->t, c->name);
-        return;
-    }
-    if (!fatia_api_nodeproxy(c->s, e->committed->tree, c->user->name, req, err))
-        fatia_api_portforward_serve(&c->s->streams, e->committed->tree, c->user->name, tgt, req,
-                                    err);
+    if (pod && !fatia_api_nodeproxy(c->s, pod, c->user->name, req, err))
+        fatia_api_portforward_serve(&c->s->streams, pod, c->user->name, tgt, req, err);
 }
 
 void fatia_api_portforward_serve(const struct fatia_api_streams *sv, const json_t *pod,

@@ -257,7 +257,7 @@ size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns,
     size_t n = 0, lo, hi;
 
     for (size_t i = 0; i < s->n_tables; i++) {
-        if (fatia_api_kind_budget(s->tables[i].kind) != budget)
+        if (s->tables[i].ns_budget != budget)
             continue;
         fatia_api_rtable_range(&s->tables[i], ns, &lo, &hi);
         n += hi - lo;

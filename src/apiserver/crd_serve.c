@@ -363,6 +363,7 @@ static int serve(struct fatia_apiserver *s, const json_t *crd)
         fatia_kind_custom_unregister(t->kind);
     }
     t->kind = k;
+    t->ns_budget = fatia_api_kind_budget(k);
     t->gone = false;
     return fatia_kind_custom_register(k);
 }

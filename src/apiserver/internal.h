@@ -72,11 +72,24 @@ struct entry {
 
 struct watcher;
 
+/* The cap on objects per namespace (fatia_apiserver_opts.max_namespace_objects) has budgets of
+ * the same size: one for the tenant's objects, one for Events (core and events.k8s.io: the
+ * system writes them and they outlive their pods for the event TTL, so a busy namespace's Events
+ * must not lock its tenant out of creating pods), and none for UsageRecords (the usage
+ * controller's, one per run, kept, and never deletable by the tenant: counted, they would lock a
+ * namespace out for good after its 50,000th run). */
+enum fatia_api_ns_budget {
+    FATIA_API_NS_BUDGET_OBJECTS,
+    FATIA_API_NS_BUDGET_EVENTS,
+    FATIA_API_NS_BUDGET_NONE, /* not counted (and every cluster-scoped kind) */
+};
+
 struct rtable {
     const struct fatia_kind *kind;
-    size_t index;                      /* in fatia_kinds[] */
-    char resource[128];                /* "clusterqueues.kueue.x-k8s.io" / "pods", for messages */
-    FATIA_VEC(struct entry *) entries; /* sorted by key */
+    enum fatia_api_ns_budget ns_budget; /* of kind (fatia_api_kind_budget), set with it */
+    size_t index;                       /* in fatia_kinds[] */
+    char resource[128];                 /* "clusterqueues.kueue.x-k8s.io" / "pods", for messages */
+    FATIA_VEC(struct entry *) entries;  /* sorted by key */
     size_t n_committed;
     struct watcher *watchers;
     bool gone; /* a custom kind whose CRD was deleted: not served (crd_serve.c) */
@@ -94,17 +107,6 @@ void fatia_api_rtable_maybe_remove(struct rtable *t, struct entry *e);
  * cluster-scoped). */
 void fatia_api_rtable_range(const struct rtable *t, const char *ns, size_t *lo, size_t *hi);
 
-/* The cap on objects per namespace (fatia_apiserver_opts.max_namespace_objects) has budgets of
- * the same size: one for the tenant's objects, one for Events (core and events.k8s.io: the
- * system writes them and they outlive their pods for the event TTL, so a busy namespace's Events
- * must not lock its tenant out of creating pods), and none for UsageRecords (the usage
- * controller's, one per run, kept, and never deletable by the tenant: counted, they would lock a
- * namespace out for good after its 50,000th run). */
-enum fatia_api_ns_budget {
-    FATIA_API_NS_BUDGET_OBJECTS,
-    FATIA_API_NS_BUDGET_EVENTS,
-    FATIA_API_NS_BUDGET_NONE, /* not counted (and every cluster-scoped kind) */
-};
 enum fatia_api_ns_budget fatia_api_kind_budget(const struct fatia_kind *k);
 /* Entries of namespace ns over the kinds of one budget (a binary search per kind). */
 size_t fatia_api_ns_objects(const struct fatia_apiserver *s, const char *ns,

@@ -472,7 +472,7 @@ static const char *const system_meta[] = {"uid",
 static int check_ns_objects(const struct opctx *c, const char *ns, struct opres *r)
 {
     size_t max = c->s->o.max_namespace_objects ? c->s->o.max_namespace_objects : 50000;
-    enum fatia_api_ns_budget b = fatia_api_kind_budget(c->t->kind);
+    enum fatia_api_ns_budget b = c->t->ns_budget;
     bool events = b == FATIA_API_NS_BUDGET_EVENTS;
     size_t n = b == FATIA_API_NS_BUDGET_NONE ? 0 : fatia_api_ns_objects(c->s, ns, b);
 

@@ -198,6 +198,7 @@ int fatia_apiserver_new(struct event_base *base, struct fatia_store *store,
         struct rtable *t = &s->tables[i];
         char key[300];
         t->kind = fatia_kinds[i];
+        t->ns_budget = fatia_api_kind_budget(t->kind);
         t->index = i;
         if (t->kind->group[0])
             snprintf(t->resource, sizeof(t->resource), "%s.%s", t->kind->plural, t->kind->group);

@@ -124,6 +124,11 @@ assert s.get("user") == "bob", s  # the creator of the Notebook, through its Pod
 $T get usagerecords >/dev/null || fail "the tenant cannot read its usage"
 $T delete usagerecords --all >"$TMP/out" 2>&1 && fail "the tenant deleted its usage records"
 expect_line "$TMP/out" "usage records are written by fatia's usage controller only"
+# nor create one: UsageRecords count against no namespace budget (apiserver/cache.c), so a tenant
+# that could write them could fill the store past its namespace's cap
+printf 'apiVersion: fatia.dev/v1alpha1\nkind: UsageRecord\nmetadata: {name: forged}\nspec: {workload: w, workloadUID: u, start: "2026-12-01T10:00:00Z"}\n' >"$TMP/forged.yaml"
+$T create -f "$TMP/forged.yaml" >"$TMP/out" 2>&1 && fail "the tenant created a usage record"
+expect_line "$TMP/out" "usage records are written by fatia's usage controller only"
 
 # --- start again: a new pod, same home ---
 $T annotate notebook lab kubeflow-resource-stopped- >/dev/null || fail "remove stopped"

@@ -42,6 +42,9 @@ struct fatia_apiserver;
 
 struct fatia_apiserver_opts {
     const char *tokens_path;         /* bearer tokens file (auth.h); NULL = no authentication */
+    /* the ServiceAccount tokens' key (satoken.c): a file of 32 bytes that must exist, shared by
+     * every replica; NULL = sa-signing.key beside tokens_path, made at first start */
+    const char *sa_key_path;
     struct fatia_api_http_opts http; /* limits of the HTTP layer */
     size_t watch_history;            /* events kept for watches that resume; 0 = 10000 */
     size_t watch_budget;             /* unsent bytes of all HTTP watches together; 0 = 256 MiB */

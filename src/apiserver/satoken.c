@@ -15,7 +15,9 @@
  * no token-file grant: what it may do is what RBAC binds to it.
  *
  * Signing: HMAC-SHA256 (alg HS256) with a 256-bit key made at first start in DIR/sa-signing.key
- * (0600, beside the tokens file). Rejected: RS256 as upstream (its point is that others verify
+ * (0600, beside the tokens file), or read from --service-account-signing-key-file (opts
+ * sa_key_path, as kube-apiserver's flag: the file must exist; control replicas on one etcd share
+ * it, so a token made by one is accepted by all: tests/e2e/fleet-leader.sh). Rejected: RS256 as upstream (its point is that others verify
  * tokens through OIDC discovery; fatiad is the only verifier here, and a symmetric key halves the
  * code); storing tokens (a bound token is checked against the live objects instead, so deleting
  * the pod or the ServiceAccount revokes it at once).
@@ -146,6 +148,28 @@ int fatia_api_satoken_init(struct fatia_apiserver *s)
 
     if (!s->o.tokens_path)
         return 0;
+    if (s->o.sa_key_path) {
+        /* given: it must exist (a replica making its own would sign what the others refuse) */
+        fd = open(s->o.sa_key_path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            int e = -errno;
+            fatia_error("--service-account-signing-key-file '%s': %s (make one with `head -c 32 "
+                        "/dev/urandom > FILE`, and give every replica the same)",
+                        s->o.sa_key_path, fatia_strerror(e));
+            return e;
+        }
+        n = read(fd, s->sa_key, sizeof(s->sa_key));
+        ssize_t more = n == (ssize_t)sizeof(s->sa_key) ? read(fd, key, 1) : 0;
+        close(fd);
+        if (n != (ssize_t)sizeof(s->sa_key) || more != 0) {
+            fatia_error("--service-account-signing-key-file '%s': not a service-account signing "
+                        "key (want exactly %zu bytes)",
+                        s->o.sa_key_path, sizeof(s->sa_key));
+            return -FATIA_E_PARSE;
+        }
+        s->sa_enabled = true;
+        return 0;
+    }
     slash = strrchr(s->o.tokens_path, '/');
     if (slash)
         snprintf(path, sizeof(path), "%.*s/sa-signing.key", (int)(slash - s->o.tokens_path),

@@ -117,6 +117,10 @@ static const char usage[] =
     "      --etcd-replica          one of several fatiads on the etcd prefix: resourceVersion\n"
     "                              = etcd's mod_revision, per-object compare-and-swap, the\n"
     "                              others' writes from etcd's watch (docs/fleet.md)\n"
+    "      --service-account-signing-key-file FILE\n"
+    "                              the 32-byte key of ServiceAccount tokens (default DIR/\n"
+    "                              sa-signing.key, made at first start); give every replica\n"
+    "                              the same file, or one's tokens are refused by the others\n"
     "      --max-namespace-objects N\n"
     "                              objects one namespace may hold (default 50000)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
@@ -876,6 +880,7 @@ static const struct option long_opts[] = {
     {"leader-elect-retry-period", required_argument, NULL, 0x114},
     {"leader-elect-resource-namespace", required_argument, NULL, 0x115},
     {"leader-elect-resource-name", required_argument, NULL, 0x116},
+    {"service-account-signing-key-file", required_argument, NULL, 0x117},
     {"node-lease-duration", required_argument, NULL, 8},
     {"node-toleration-seconds", required_argument, NULL, 9},
     {"role", required_argument, NULL, 0x120},
@@ -1147,6 +1152,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
         case 0x116:
             d->leo.name = optarg;
             break;
+        case 0x117:
+            d->ao.sa_key_path = optarg;
+            break;
         case 8:
             if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 86400) {
                 fprintf(stderr, "fatiad: --node-lease-duration: expected seconds, 1..86400\n");
@@ -1225,6 +1233,9 @@ static int open_data_dir(struct daemon *d)
     r = ensure_tokens(d);
     if (r < 0)
         return r;
+    if (d->so.etcd_replica && !d->ao.sa_key_path)
+        fatia_warn("--etcd-replica without --service-account-signing-key-file: the "
+                   "ServiceAccount tokens this replica makes are refused by the others");
     if (d->tls) {
         char cert[4096], key[4096], why[300];
         snprintf(cert, sizeof(cert), "%s/tls.crt", d->data_dir);

@@ -6,6 +6,8 @@
 # their watch streams go on on the other two):
 #   - exactly one replica holds kube-system/fatia-controller-manager, and only its controllers
 #     act (the other logs no "leads");
+#   - a ServiceAccount token made by the leader (`kubectl create token`) authenticates on the
+#     other replica (--service-account-signing-key-file: one key for both);
 #   - after the kill the other takes the Lease over within 12 s (lease 5 s + retry 0.5 s, plus
 #     etcd's own recovery from the member's loss and the clients' failover), with
 #     leaseTransitions counted;
@@ -42,6 +44,16 @@ transitions0=$($K get lease -n kube-system fatia-controller-manager -o jsonpath=
 # the survivor's view: every pod event from now on, and the agent's part
 FTOKEN=$(awk '$2 == "admin" {print $1; exit}' "$TMP/$FOLLOWER/tokens")
 FCA=$TMP/$FOLLOWER/tls.crt
+# a ServiceAccount token made by one replica is a token for the other (one signing key)
+eval "LK=\$${LEADER}_K"
+wait_until 20 $LK get serviceaccount default -n team-a -o name
+SAT=$($LK create token default -n team-a) || fail "kubectl create token on the leader"
+code=$(curl -s -o "$TMP/sa.out" -w '%{http_code}' --cacert "$FCA" -H "Authorization: Bearer $SAT" \
+    "$FURL/api/v1/namespaces/team-a/pods")
+[ "$code" = 200 ] || [ "$code" = 403 ] ||
+    fail "the leader's ServiceAccount token on the other replica: $code, want 200 or 403 (not 401)"
+grep -q 'system:serviceaccount:team-a:default' "$TMP/sa.out" || [ "$code" = 200 ] ||
+    fail "the other replica does not know the token's user: $(cat "$TMP/sa.out")"
 curl -s -N --cacert "$FCA" -H "Authorization: Bearer $FTOKEN" \
     "$FURL/api/v1/pods?watch=1&resourceVersion=0" >"$TMP/pods.watch" &
 PIDS+=($!)

@@ -1,7 +1,8 @@
 # tests/e2e/fleet.bash: what the fleet tests share.
 # Two control replicas (fleet-leader.sh, fleet-fence.sh, fleet-nodetoken.sh): `replica NAME`
 # starts a fatiad control replica on the test's etcd (one prefix, --etcd-replica, leader election
-# with short timings: lease FLEET_LEASE (3 s), renew deadline FLEET_RENEW (2 s), retry 0.5 s; the
+# with short timings: lease FLEET_LEASE (3 s), renew deadline FLEET_RENEW (2 s), retry 0.5 s; one
+# ServiceAccount signing key for both, $TMP/sa.key; the
 # fleet from FLEET_DIR (examples/fleet/), more flags in FLEET_ARGS) and sets NAME_PID, NAME_URL
 # and NAME_K (its kubectl); `start_pair` starts A and B and sets K, h (the lease's holder),
 # LEADER and FOLLOWER. Needs lib.bash, fatiad.bash, start_etcd and PIDS.
@@ -11,11 +12,13 @@
 replica() {
     local name=$1
     : >"$TMP/$name.log"
+    [ -f "$TMP/sa.key" ] || head -c 32 /dev/urandom >"$TMP/sa.key" # the replicas' shared key
     "$FATIAD" --data-dir "$TMP/$name" --listen 127.0.0.1:0 --no-agent --store etcd \
         --etcd-endpoints "$ETCD_URLS" --etcd-prefix /fleet/registry --etcd-replica \
         --leader-elect --leader-elect-lease-duration "${FLEET_LEASE:-3s}" \
         --leader-elect-renew-deadline "${FLEET_RENEW:-2s}" \
         --leader-elect-retry-period 500ms --job-backoff 200ms \
+        --service-account-signing-key-file "$TMP/sa.key" \
         --fleet "${FLEET_DIR:-examples/fleet/}" -f examples/ ${FLEET_ARGS:-} >"$TMP/$name.log" 2>&1 &
     eval "${name}_PID=$!"
     PIDS+=($!)

@@ -4,8 +4,10 @@
  *
  * `create --node NAME --record` makes a node token for every replica of one store: the token goes
  * to --output-file only, and its record (the token's SHA-256, apiserver/nodetoken.c) to stdout,
- * to be applied by a cluster admin; the tokens file is not touched. Why a record and not a
- * mirror of the tokens file: nodetoken.c.
+ * to be applied by a cluster admin; the tokens file is not touched, so `revoke` (a file
+ * command) does not revoke it: deleting the record does (`kubectl -n kube-system delete secret
+ * -l fatia.dev/node=NAME`, which revoke's error names). Why a record and not a mirror of the
+ * tokens file: nodetoken.c.
  *
  * `create --node NAME` makes a node's token (user system:node:NAME, group system:nodes, no
  * namespace grant): what `fatiad --role node` presents; apiserver/nodeauth.c holds it to NAME's
@@ -177,6 +179,12 @@ static int run_revoke(int argc, char **argv)
     if (r == -ENOENT) {
         fprintf(stderr, "fatia token revoke: no token of %s%s%s in '%s'\n", user ? "user " : "id ",
                 user ? user : id, user && id ? " (or that id)" : "", path);
+        if (user && !strncmp(user, "system:node:", 12))
+            fprintf(stderr,
+                    "a node token made with --record lives in the store, not here: revoke it on "
+                    "every replica with `kubectl -n kube-system delete secret -l "
+                    "fatia.dev/node=%s`\n",
+                    user + 12);
         return FATIA_EXIT_FAIL;
     }
     if (r < 0) {

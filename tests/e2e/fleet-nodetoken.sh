@@ -40,6 +40,11 @@ $K create namespace kube-node-lease >/dev/null 2>&1 || fail "kubectl create name
 $K apply -f "$TMP/rec.json" >/dev/null || fail "the admin could not apply the record"
 TOK=$(cat "$TMP/box-0.token")
 grep -q "$TOK" "$TMP/A/tokens" "$TMP/B/tokens" && fail "the token is in a tokens file"
+# revoke, a command on the tokens file, does not pretend: it names the record's delete
+"$FATIA" token revoke --user system:node:box-0 --data-dir "$TMP/A" 2>"$TMP/revoke.err" &&
+    fail "fatia token revoke of a recorded token succeeded"
+grep -q "delete secret -l fatia.dev/node=box-0" "$TMP/revoke.err" ||
+    fail "revoke of a recorded token does not say how: $(cat "$TMP/revoke.err")"
 grep -q "$TOK" "$TMP/rec.json" && fail "the record holds the token itself"
 code() { # URL TOKEN [curl args]: the HTTP status of GET URL/api/v1/nodes/box-0 with TOKEN
     local u=$1 t=$2

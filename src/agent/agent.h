@@ -130,10 +130,13 @@ void fatia_agent_set_api_port(struct fatia_agent *a, unsigned port);
 unsigned fatia_agent_api_port(const struct fatia_agent *a);
 
 /* A node role's: pods reach the API of the control plane at host:port (--server) instead of
- * fatiad's own listener. The agent's proxy on each pod network's gateway listens at port and
- * forwards to host's address, resolved once, here (apiproxy.c); pods get port as
- * KUBERNETES_SERVICE_PORT, and on the host's network host as KUBERNETES_SERVICE_HOST. 0, or
- * -EINVAL (host too long, or no address: getaddrinfo's message logged). */
+ * fatiad's own listener. The first call names the API to pods: the agent's proxy on each pod
+ * network's gateway listens at its port, and pods get it as KUBERNETES_SERVICE_PORT (and, on
+ * the host's network, host as KUBERNETES_SERVICE_HOST); each call adds one replica, its address
+ * resolved once, here, to those the proxy forwards to, tried in order when one refuses or
+ * times out (apiproxy.c). 0, -ENOSPC (more than FATIA_AGENT_API_SERVERS), or -EINVAL (host too
+ * long, or no address: getaddrinfo's message logged). */
+#define FATIA_AGENT_API_SERVERS 8
 int fatia_agent_set_api_server(struct fatia_agent *a, const char *host, unsigned port);
 
 #endif

@@ -122,9 +122,11 @@ struct fatia_agent {
     bool oci;
     uint16_t api_port; /* fatiad's port (fatia_agent_set_api_port); 0: not known yet */
     /* where the proxies forward (fatia_agent_set_api_server, a node role: the control plane's
-     * --server); api_to_len 0: fatiad's loopback listener at api_port */
-    struct sockaddr_storage api_to;
-    socklen_t api_to_len;
+     * --server replicas, in order; api_to_cur the one that last answered); api_to_n 0: fatiad's
+     * loopback listener at api_port */
+    struct sockaddr_storage api_to[FATIA_AGENT_API_SERVERS];
+    socklen_t api_to_len[FATIA_AGENT_API_SERVERS];
+    unsigned api_to_n, api_to_cur;
     char api_host[256]; /* what a pod on the host's network names the API by; "": 127.0.0.1 */
     struct fatia_agent_apiproxy *apiproxy; /* the API's proxies on pod gateways (apiproxy.c) */
     char runc[512], runc_root[1200];

@@ -25,9 +25,15 @@
  * iptables DNAT (it changes the host's network for every fatiad on the machine; see
  * controller/svcproxy.c). Known: fatiad sees the proxy's 127.0.0.1 as the peer, not the pod.
  *
- * On a node role (`fatiad --role node`, no API of its own) the proxy listens at the --server
- * URL's port and forwards to the control plane's address (fatia_agent_set_api_server: resolved
- * once at start; a control plane that moves to another address needs the node role restarted).
+ * On a node role (`fatiad --role node`, no API of its own) the proxy listens at the first
+ * --server URL's port and forwards to the control plane's replicas (fatia_agent_set_api_server,
+ * one call per --server, each resolved once at start; a replica that moves to another address
+ * needs the node role restarted): a connection goes to the replica that last accepted one, and
+ * when the connect is refused or takes over CONNECT_TIMEOUT_S, to the next, each at most once;
+ * the pod's bytes are read only once a replica has accepted, so none is lost on the way. A
+ * connection already open to a replica that dies ends, as it would to kube-apiserver: the pod's
+ * client reconnects, and reaches the next replica. Pods on the host's network name the first
+ * replica's host themselves (KUBERNETES_SERVICE_HOST) and get no failover.
  * TLS stays end to end: the pod verifies the control plane's certificate, which names
  * kubernetes.default.svc, against the kube-root-ca.crt the node role fetched for it (the
  * control plane's CA, the one --ca names). Rejected: terminating TLS in the node role and opening a new one with
@@ -62,9 +68,14 @@ struct fatia_agent_apiproxy {
     struct fatia_agent_apiproxy *next;
 };
 
+#define CONNECT_TIMEOUT_S 3
+
 struct pconn {
-    struct bufferevent *side[2];
+    struct bufferevent *side[2]; /* the pod's, the API server's */
     bool eof[2];
+    bool connected;     /* side[1] has connected: the pod's side is read from then on */
+    struct fatia_agent *a;
+    unsigned to, tries; /* the replica side[1] connects to (api_to[to]), connects tried */
 };
 
 static void conn_free(struct pconn *c)
@@ -98,13 +109,66 @@ static void on_drained(struct bufferevent *bev, void *arg)
         conn_free(c);
 }
 
+static void on_event(struct bufferevent *bev, short what, void *arg);
+
+/* Connects side[1] (a new one) to the replica c->to, or to fatiad's loopback listener. */
+static int connect_upstream(struct pconn *c, struct event_base *base)
+{
+    struct sockaddr_in lo = {.sin_family = AF_INET, .sin_port = htons(c->a->api_port)};
+    const struct sockaddr *to = (const struct sockaddr *)&lo;
+    socklen_t to_len = sizeof(lo);
+    struct timeval tv = {CONNECT_TIMEOUT_S, 0};
+
+    lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (c->a->api_to_n) { /* a node role: the control plane's replica c->to */
+        to = (const struct sockaddr *)&c->a->api_to[c->to];
+        to_len = c->a->api_to_len[c->to];
+    }
+    if (c->side[1])
+        bufferevent_free(c->side[1]);
+    c->tries++;
+    c->side[1] = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!c->side[1])
+        return -ENOMEM;
+    bufferevent_setcb(c->side[1], on_read, NULL, on_event, c);
+    bufferevent_set_timeouts(c->side[1], NULL, &tv); /* the write timeout bounds the connect */
+    if (bufferevent_socket_connect(c->side[1], (struct sockaddr *)to, (int)to_len) < 0)
+        return -ECONNREFUSED;
+    return bufferevent_enable(c->side[1], EV_READ | EV_WRITE) < 0 ? -EIO : 0;
+}
+
+/* side[1]'s connect failed: the next replica, while one is left untried. */
+static bool connect_next(struct pconn *c, struct event_base *base)
+{
+    while (c->a->api_to_n > 1 && c->tries < c->a->api_to_n) {
+        c->to = (c->to + 1) % c->a->api_to_n;
+        if (connect_upstream(c, base) == 0)
+            return true;
+    }
+    return false;
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
     struct pconn *c = arg;
     int s = side_of(c, bev);
 
-    if (what & BEV_EVENT_CONNECTED)
+    if (what & BEV_EVENT_CONNECTED) {
+        c->connected = true;
+        c->a->api_to_cur = c->to; /* the next connections try this replica first */
+        bufferevent_set_timeouts(bev, NULL, NULL);
+        bufferevent_enable(c->side[0], EV_READ | EV_WRITE);
         return;
+    }
+    if (s == 1 && !c->connected && (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT | BEV_EVENT_EOF))) {
+        if (c->a->api_to_n > 1)
+            fatia_warn("agent: API replica %u of %u did not accept a pod's connection: trying the "
+                       "next",
+                       c->to + 1, c->a->api_to_n);
+        if (!connect_next(c, bufferevent_get_base(bev)))
+            conn_free(c);
+        return;
+    }
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         on_read(bev, c);
         c->eof[s] = true;
@@ -123,35 +187,26 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 {
     struct fatia_agent_apiproxy *x = arg;
     struct event_base *base = evconnlistener_get_base(lis);
-    struct sockaddr_in lo = {.sin_family = AF_INET, .sin_port = htons(x->a->api_port)};
-    const struct sockaddr *to = (const struct sockaddr *)&lo;
-    socklen_t to_len = sizeof(lo);
     struct pconn *c = fatia_calloc(1, sizeof(*c));
 
     (void)sa;
     (void)salen;
-    lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (x->a->api_to_len) { /* a node role: the control plane */
-        to = (const struct sockaddr *)&x->a->api_to;
-        to_len = x->a->api_to_len;
-    }
     if (!c) {
         close(fd);
         return;
     }
+    c->a = x->a;
+    c->to = x->a->api_to_n ? x->a->api_to_cur % x->a->api_to_n : 0;
     c->side[0] = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
-    c->side[1] = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (!c->side[0] || !c->side[1] ||
-        bufferevent_socket_connect(c->side[1], (struct sockaddr *)to, (int)to_len) < 0) {
-        if (!c->side[0])
-            close(fd);
+    if (!c->side[0]) {
+        close(fd);
         conn_free(c);
         return;
     }
-    for (int i = 0; i < 2; i++) {
-        bufferevent_setcb(c->side[i], on_read, NULL, on_event, c);
-        bufferevent_enable(c->side[i], EV_READ | EV_WRITE);
-    }
+    /* the pod's side is enabled once a replica accepted (on_event) */
+    bufferevent_setcb(c->side[0], on_read, NULL, on_event, c);
+    if (connect_upstream(c, base) < 0 && !connect_next(c, base))
+        conn_free(c);
 }
 
 void fatia_agent_apiproxy_gateway(uint32_t k, char *ret, size_t n)
@@ -229,19 +284,23 @@ int fatia_agent_set_api_server(struct fatia_agent *a, const char *host, unsigned
 
     if (!a || !host || strlen(host) >= sizeof(a->api_host) || !port || port > 65535)
         return -EINVAL;
+    if (a->api_to_n == FATIA_AGENT_API_SERVERS)
+        return -ENOSPC;
     snprintf(ps, sizeof(ps), "%u", port);
     r = getaddrinfo(host, ps, &hints, &ai);
-    if (r != 0 || !ai || ai->ai_addrlen > sizeof(a->api_to)) {
+    if (r != 0 || !ai || ai->ai_addrlen > sizeof(a->api_to[0])) {
         fatia_error("agent: the API server's host '%s': %s", host,
                     r ? gai_strerror(r) : "no address");
         if (ai)
             freeaddrinfo(ai);
         return -EINVAL;
     }
-    memcpy(&a->api_to, ai->ai_addr, ai->ai_addrlen);
-    a->api_to_len = ai->ai_addrlen;
+    memcpy(&a->api_to[a->api_to_n], ai->ai_addr, ai->ai_addrlen);
+    a->api_to_len[a->api_to_n] = ai->ai_addrlen;
     freeaddrinfo(ai);
-    snprintf(a->api_host, sizeof(a->api_host), "%s", host);
-    a->api_port = (uint16_t)port;
+    if (a->api_to_n++ == 0) { /* the first names the API to the pods */
+        snprintf(a->api_host, sizeof(a->api_host), "%s", host);
+        a->api_port = (uint16_t)port;
+    }
     return 0;
 }

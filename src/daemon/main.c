@@ -121,6 +121,9 @@ static const char usage[] =
     "                              the 32-byte key of ServiceAccount tokens (default DIR/\n"
     "                              sa-signing.key, made at first start); give every replica\n"
     "                              the same file, or one's tokens are refused by the others\n"
+    "      --root-ca-file FILE     the certificates pods verify the API with (kube-root-ca.crt,\n"
+    "                              as kube-controller-manager's flag; default DIR/tls.crt):\n"
+    "                              every replica's, so pods can move between them\n"
     "      --max-namespace-objects N\n"
     "                              objects one namespace may hold (default 50000)\n"
     "      --idle-timeout DURATION close idle connections after this long (default 60s)\n"
@@ -233,6 +236,7 @@ struct daemon {
     char default_fleet[4096];
     char tokens[4096];     /* DATA/tokens (ao.tokens_path) */
     char root_ca[16384];   /* DATA/tls.crt's PEM: kube-root-ca.crt (co.root_ca) */
+    const char *root_ca_file; /* --root-ca-file: kube-root-ca.crt's PEM instead of tls.crt */
     char audit[4096];      /* DATA/audit.log (ao.audit_path) unless --audit-log */
     const char *audit_opt; /* --audit-log: a path, or "-" for none */
     int lock_fd;           /* DATA/fatiad.lock, held until exit */
@@ -881,6 +885,7 @@ static const struct option long_opts[] = {
     {"leader-elect-resource-namespace", required_argument, NULL, 0x115},
     {"leader-elect-resource-name", required_argument, NULL, 0x116},
     {"service-account-signing-key-file", required_argument, NULL, 0x117},
+    {"root-ca-file", required_argument, NULL, 0x118},
     {"node-lease-duration", required_argument, NULL, 8},
     {"node-toleration-seconds", required_argument, NULL, 9},
     {"role", required_argument, NULL, 0x120},
@@ -1155,6 +1160,9 @@ static int parse_args(struct daemon *d, int argc, char **argv)
         case 0x117:
             d->ao.sa_key_path = optarg;
             break;
+        case 0x118:
+            d->root_ca_file = optarg;
+            break;
         case 8:
             if (fatia_parse_u64(optarg, &u) < 0 || u == 0 || u > 86400) {
                 fprintf(stderr, "fatiad: --node-lease-duration: expected seconds, 1..86400\n");
@@ -1246,11 +1254,23 @@ static int open_data_dir(struct daemon *d)
             return -FATIA_E_INVALID;
         }
         d->ao.http.tls_ctx = d->tls_ctx;
-        /* the CA pods trust (the kube-root-ca.crt ConfigMaps: controller/serviceaccount.c) */
-        FILE *f = fopen(cert, "re");
+        /* the CA pods trust (the kube-root-ca.crt ConfigMaps: controller/serviceaccount.c):
+         * our certificate, or --root-ca-file's (every replica's, for pods that move between
+         * them: agent/apiproxy.c) */
+        const char *ca = d->root_ca_file ? d->root_ca_file : cert;
+        FILE *f = fopen(ca, "re");
         size_t n = f ? fread(d->root_ca, 1, sizeof(d->root_ca) - 1, f) : 0;
+        bool more = f && n == sizeof(d->root_ca) - 1 && fgetc(f) != EOF;
         if (f)
             fclose(f);
+        if (d->root_ca_file && (!n || more || !strstr(d->root_ca, "-----BEGIN CERTIFICATE"))) {
+            d->root_ca[n] = '\0';
+            fatia_error("--root-ca-file '%s': %s", ca,
+                        !f     ? "cannot be read"
+                        : more ? "larger than 16 KiB"
+                               : "no PEM certificate in it");
+            return -FATIA_E_INVALID;
+        }
         d->root_ca[n] = '\0';
         d->co.root_ca = n ? d->root_ca : NULL;
     }

@@ -405,14 +405,17 @@ int fatia_node_role_run(const struct fatia_node_role_opts *o, struct fatia_agent
     ao->nodes = node;
     r = fatia_agent_new(n.base, client, ao, &n.agent);
     /* the pods' API (KUBERNETES_SERVICE_HOST/PORT) is the control plane's (agent/apiproxy.c) */
-    if (r == 0) {
-        char shost[256];
+    for (const char *at = o->server; r == 0 && at && *at;) { /* every replica, in order */
+        char shost[256], one[1024];
         unsigned sport;
-        char first[1024];
-        r = server_addr(first_server(o->server, first, sizeof(first)), shost, sizeof(shost),
-                        &sport);
+        size_t len = strcspn(at, ",");
+        snprintf(one, sizeof(one), "%.*s", (int)len, at);
+        at += len + (at[len] == ',');
+        if (!*one)
+            continue;
+        r = server_addr(one, shost, sizeof(shost), &sport);
         if (r < 0)
-            fatia_error("--server %s: no host and port in it", o->server);
+            fatia_error("--server %s: no host and port in it", one);
         r = r ? r : fatia_agent_set_api_server(n.agent, shost, sport);
     }
     r = r ? r : fatia_agent_start(n.agent);

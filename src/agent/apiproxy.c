@@ -73,7 +73,7 @@ struct fatia_agent_apiproxy {
 struct pconn {
     struct bufferevent *side[2]; /* the pod's, the API server's */
     bool eof[2];
-    bool connected;     /* side[1] has connected: the pod's side is read from then on */
+    bool connected; /* side[1] has connected: the pod's side is read from then on */
     struct fatia_agent *a;
     unsigned to, tries; /* the replica side[1] connects to (api_to[to]), connects tried */
 };

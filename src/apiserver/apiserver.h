@@ -41,7 +41,7 @@ struct fatia_apiserver;
     "v1.34.0" /* resource.k8s.io/v1, the newest API served, is 1.34 */
 
 struct fatia_apiserver_opts {
-    const char *tokens_path;         /* bearer tokens file (auth.h); NULL = no authentication */
+    const char *tokens_path; /* bearer tokens file (auth.h); NULL = no authentication */
     /* the ServiceAccount tokens' key (satoken.c): a file of 32 bytes that must exist, shared by
      * every replica; NULL = sa-signing.key beside tokens_path, made at first start */
     const char *sa_key_path;

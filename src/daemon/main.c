@@ -234,12 +234,12 @@ struct daemon {
     char servers[4096]; /* the --server addresses, joined with commas */
     bool help;
     char default_fleet[4096];
-    char tokens[4096];     /* DATA/tokens (ao.tokens_path) */
-    char root_ca[16384];   /* DATA/tls.crt's PEM: kube-root-ca.crt (co.root_ca) */
+    char tokens[4096];        /* DATA/tokens (ao.tokens_path) */
+    char root_ca[16384];      /* DATA/tls.crt's PEM: kube-root-ca.crt (co.root_ca) */
     const char *root_ca_file; /* --root-ca-file: kube-root-ca.crt's PEM instead of tls.crt */
-    char audit[4096];      /* DATA/audit.log (ao.audit_path) unless --audit-log */
-    const char *audit_opt; /* --audit-log: a path, or "-" for none */
-    int lock_fd;           /* DATA/fatiad.lock, held until exit */
+    char audit[4096];         /* DATA/audit.log (ao.audit_path) unless --audit-log */
+    const char *audit_opt;    /* --audit-log: a path, or "-" for none */
+    int lock_fd;              /* DATA/fatiad.lock, held until exit */
     /* the workbench proxy (apiserver/nbproxy.h) */
     struct fatia_nbproxy *nbproxy;
     const char *nb_listen;    /* --notebook-listen; NULL: 127.0.0.1:0; "off": none */

@@ -116,6 +116,7 @@ struct fatia_store_etcd {
     char marker_key[400];
     uint64_t marker_mod; /* the marker's mod_revision as we last wrote it; 0: absent */
     uint64_t marker_seq;
+    char hold_path[256]; /* FATIA_TEST_ETCD_HOLD: commits wait while this file exists */
     /* the loop thread's: */
     struct fatia_store_etcdw *watch;
     struct fatia_store_etcdw_event *ahead; /* the first event of the next revision */
@@ -392,6 +393,9 @@ static int replica_open(struct fatia_store_etcd *e, const struct fatia_store_opt
     char host[128] = "";
 
     e->replica = true;
+    /* tests: hold the writer so that writes queue up in one group commit (tests/cli) */
+    if (getenv("FATIA_TEST_ETCD_HOLD"))
+        snprintf(e->hold_path, sizeof(e->hold_path), "%s", getenv("FATIA_TEST_ETCD_HOLD"));
     if (gethostname(host, sizeof(host) - 1) < 0)
         snprintf(host, sizeof(host), "host");
     snprintf(e->marker_key, sizeof(e->marker_key), "%.255s_fatia/writer/%.64s-%d-%" PRIu64,
@@ -999,6 +1003,69 @@ static int put_mod_compare(struct fatia_buf *b, bool *comma, const char *key, ui
     return r;
 }
 
+static int put_range_keys_only(struct fatia_buf *b, bool *comma, const char *key)
+{
+    int r = put_op_json(b, comma, "request_range");
+
+    if (r == 0)
+        r = put_b64_field(b, "key", key, strlen(key));
+    if (r == 0)
+        r = fatia_buf_puts(b, ",\"keys_only\":true}}");
+    return r;
+}
+
+/* A transaction of build_txn_replica failed: sets conflict on every op of an object whose
+ * revision (the failure branch's ranges, in the order of the first ops) is not the one its first
+ * op expected. The number of objects marked, or a negative code. */
+static int mark_conflicts(struct fatia_store_etcd *e, struct fatia_store_batch *first,
+                          json_t *reply)
+{
+    json_t *resps = json_object_get(reply, "responses");
+    FATIA_VEC(char *) keys = {0};
+    struct fatia_strmap firsts = {0}, bad = {0};
+    size_t idx = 0;
+    int r = 0, n = 0;
+
+    fatia_strmap_init(&firsts);
+    fatia_strmap_init(&bad);
+    for (struct fatia_store_batch *b = first; b && r == 0; b = b->next)
+        for (size_t i = 0; i < b->n && r == 0; i++) {
+            const struct fatia_store_op *op = &b->ops[i];
+            struct fatia_buf k = FATIA_BUF_INIT;
+            json_t *kv;
+            uint64_t mod;
+            r = object_key(e, op, &k);
+            if (r == 0)
+                r = FATIA_VEC_PUSH(&keys, fatia_buf_steal(&k));
+            else
+                fatia_buf_release(&k);
+            if (r < 0 || fatia_strmap_has(&firsts, keys.v[keys.n - 1]))
+                continue;
+            r = fatia_strmap_put(&firsts, keys.v[keys.n - 1], NULL);
+            kv = json_array_get(
+                json_object_get(json_object_get(json_array_get(resps, idx++), "response_range"),
+                                "kvs"),
+                0);
+            mod = kv ? fatia_store_etcdc_u64(kv, "mod_revision") : 0;
+            if (r == 0 && mod != op->expect_rv) {
+                r = fatia_strmap_put(&bad, keys.v[keys.n - 1], NULL);
+                n++;
+            }
+        }
+    if (r == 0 && idx != json_array_size(resps))
+        r = -EPROTO; /* not the answer to our failure branch */
+    idx = 0;
+    for (struct fatia_store_batch *b = first; b && r == 0; b = b->next)
+        for (size_t i = 0; i < b->n; i++)
+            b->ops[i].conflict = fatia_strmap_has(&bad, keys.v[idx++]);
+    for (size_t i = 0; i < keys.n; i++)
+        fatia_free(keys.v[i]);
+    FATIA_VEC_RELEASE(&keys);
+    fatia_strmap_release(&firsts);
+    fatia_strmap_release(&bad);
+    return r < 0 ? r : n;
+}
+
 /* The batch's transaction into e->req: the marker's and every object's revision compared (the
  * first op on each object names the revision it was built on), then the last op on each object
  * and the marker written (value: mark). */
@@ -1049,6 +1116,14 @@ static int build_txn_replica(struct fatia_store_etcd *e, struct fatia_store_batc
     }
     if (r == 0)
         r = put_put(&e->req, &comma, e->marker_key, strlen(e->marker_key), mark, strlen(mark));
+    /* on failure, every compared object's revision now, in the compares' order (after the
+     * marker's): mark_conflicts learns from them which objects conflicted */
+    if (r == 0)
+        r = fatia_buf_puts(&e->req, "],\"failure\":[");
+    comma = false;
+    for (size_t i = 0; i < keys.n && r == 0; i++)
+        if (fatia_strmap_get(&firsts, keys.v[i].key) == &keys.v[i])
+            r = put_range_keys_only(&e->req, &comma, keys.v[i].key);
     if (r == 0)
         r = fatia_buf_puts(&e->req, "]}");
     for (size_t i = 0; i < keys.n; i++)
@@ -1112,6 +1187,13 @@ static int resolve_unsure_replica(struct fatia_store_etcd *e, const char *mark)
     _exit(EXIT_UNSURE);
 }
 
+/* FATIA_TEST_ETCD_HOLD (tests only): the writer waits while the file exists. */
+static void hold(const struct fatia_store_etcd *e)
+{
+    while (e->hold_path[0] && access(e->hold_path, F_OK) == 0)
+        usleep(10 * 1000);
+}
+
 static int commit_replica(struct fatia_store_etcd *e, struct fatia_store_batch *first, uint64_t *rv)
 {
     uint64_t hrev = 0;
@@ -1124,6 +1206,10 @@ static int commit_replica(struct fatia_store_etcd *e, struct fatia_store_batch *
         if (attempt)
             usleep(200 * 1000);
         snprintf(mark, sizeof(mark), "%" PRIu64, ++e->marker_seq);
+        for (struct fatia_store_batch *b = first; b; b = b->next)
+            for (size_t i = 0; i < b->n; i++)
+                b->ops[i].conflict = false;
+        hold(e);
         r = build_txn_replica(e, first, mark);
         if (r < 0)
             return r;
@@ -1146,9 +1232,16 @@ static int commit_replica(struct fatia_store_etcd *e, struct fatia_store_batch *
             return r;
         ok = json_is_true(json_object_get(reply, "succeeded"));
         hrev = fatia_store_etcdc_u64(json_object_get(reply, "header"), "revision");
+        if (!ok) {
+            /* an object changed since its writer read it: say which (none marked: the marker
+             * moved, or an answer we cannot read; the API server then fails them all) */
+            r = mark_conflicts(e, first, reply);
+            json_decref(reply);
+            if (r < 0)
+                fatia_warn("store: cannot tell which objects conflicted: %s", fatia_strerror(r));
+            return -FATIA_E_CONFLICT;
+        }
         json_decref(reply);
-        if (!ok)
-            return -FATIA_E_CONFLICT; /* an object changed since its writer read it */
         e->marker_mod = e->revision = hrev;
         break;
     }

@@ -101,6 +101,10 @@ struct fatia_store_op {
     /* Replica mode only: an op that only compares expect_rv (a fence on a Lease) and writes
      * nothing; json may be NULL. */
     bool compare_only;
+    /* Replica mode only, set by the store when the batch failed with -FATIA_E_CONFLICT: this
+     * op's object was not at expect_rv (every op on that object gets it). A conflict with no op
+     * marked (the marker key moved) names no culprit. Cleared at every commit. */
+    bool conflict;
 };
 
 /* A batch of changes committed atomically. The caller owns the memory; between submit and reap

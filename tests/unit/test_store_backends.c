@@ -411,12 +411,25 @@ static void test_etcd_replicas(void **state)
     next_change(a, &ch);
     assert_int_equal(ch.type, FATIA_STORE_MODIFIED);
     assert_int_equal(ch.rv, r2);
-    /* a create of a name that exists, and a batch where one of two ops conflicts: nothing */
+    /* a create of a name that exists, and a batch where one of two ops conflicts: nothing;
+     * the store names the op that conflicted (and every op on its object), not the other */
     {
-        struct fatia_store_op two[2];
+        struct fatia_store_op two[3];
         two[0] = op(4, FATIA_STORE_ADDED, "Pod", "default", "fresh");
         two[1] = op(5, FATIA_STORE_ADDED, "Pod", "default", "p");
         assert_int_equal(fatia_store_commit(a, two, 2), -FATIA_E_CONFLICT);
+        assert_false(two[0].conflict);
+        assert_true(two[1].conflict);
+        two[0] = op(4, FATIA_STORE_ADDED, "Pod", "default", "fresh");
+        two[1] = op(5, FATIA_STORE_MODIFIED, "Pod", "default", "p");
+        two[1].expect_rv = r1; /* stale */
+        two[2] = op(6, FATIA_STORE_MODIFIED, "Pod", "default", "p");
+        two[2].expect_rv = r1;
+        two[0].conflict = true; /* cleared by the commit */
+        assert_int_equal(fatia_store_commit(a, two, 3), -FATIA_E_CONFLICT);
+        assert_false(two[0].conflict);
+        assert_true(two[1].conflict);
+        assert_true(two[2].conflict);
     }
     /* a builds on r2 now: accepted */
     o = op(6, FATIA_STORE_MODIFIED, "Pod", "default", "p");

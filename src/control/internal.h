@@ -313,6 +313,9 @@ enum ctl_fung {
     CTL_TRY_NEXT
 };
 
+/* the most requested flavor-resources the hopeless test sums per ClusterQueue */
+#define CTL_HL_MAX_REQ 4
+
 struct ctl_cq {
     struct ctl_node node;
     char *name;
@@ -370,6 +373,10 @@ struct ctl_cq {
     uint64_t stamp; /* scratch marks of one preemption search */
     bool pruned;
     size_t grp, grp_n, grp_pos;
+    /* the hopeless test's scratch (preempt.c fits_without_all): the candidates' usage of each
+     * requested flavor-resource, summed, valid while hl_stamp is the test's stamp */
+    uint64_t hl_stamp;
+    amt_t hl_sum[CTL_HL_MAX_REQ];
     void *cycle_entry; /* the head of this queue in the running cycle (fair sharing) */
 };
 
@@ -557,6 +564,8 @@ struct fatia_control {
     amt_t *scratch_amt;  /* n_fr_cap */
     double *scratch_dbl; /* n_res_cap */
     double *scratch_dbl2;
+    struct ctl_cq **hl_cqs; /* the hopeless test's distinct ClusterQueues, hl_cap entries */
+    size_t hl_cap;
 
     uint64_t stamp; /* for the scratch marks on queues and cohorts */
     fatia_control_phase_fn phase_fn;

@@ -422,6 +422,7 @@ void fatia_control_free(struct fatia_control *c)
     fatia_free(c->scratch_amt);
     fatia_free(c->scratch_dbl);
     fatia_free(c->scratch_dbl2);
+    fatia_free(c->hl_cqs);
     fatia_free(c);
 }
 

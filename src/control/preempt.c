@@ -173,10 +173,88 @@ static void move_requested(const struct pctx *p, const struct ctl_wl *w, int sig
     }
 }
 
+/* Whether a flavor-resource appears twice in the request (the sums would take its uses off
+ * twice). */
+static bool reqs_repeat(const struct pctx *p)
+{
+    for (size_t i = 0; i < p->n_req; i++)
+        for (size_t j = i + 1; j < p->n_req; j++)
+            if (p->req[i].fr == p->req[j].fr)
+                return true;
+    return false;
+}
+
+/* Adds w's uses of the requested flavor-resources to its ClusterQueue's sums; records the
+ * ClusterQueue the first time the test (stamp) sees it. */
+static int hl_add(const struct pctx *p, const struct ctl_wl *w, uint64_t stamp, size_t *k)
+{
+    struct fatia_control *c = p->c;
+    struct ctl_cq *cq = w->cq;
+
+    if (cq->hl_stamp != stamp) {
+        if (*k == c->hl_cap) {
+            size_t nc = c->hl_cap ? c->hl_cap * 2 : 64;
+            struct ctl_cq **q = fatia_reallocarray(c->hl_cqs, nc, sizeof(*q));
+            if (!q)
+                return -ENOMEM;
+            c->hl_cqs = q;
+            c->hl_cap = nc;
+        }
+        cq->hl_stamp = stamp;
+        for (size_t j = 0; j < p->n_req; j++)
+            cq->hl_sum[j] = 0;
+        c->hl_cqs[(*k)++] = cq;
+    }
+    for (size_t i = 0; i < w->n_use; i++)
+        for (size_t j = 0; j < p->n_req; j++)
+            if (w->use[i].fr == p->req[j].fr)
+                cq->hl_sum[j] = amt_add(cq->hl_sum[j], w->use[i].v);
+    return 0;
+}
+
+/* The hopeless test with the candidates' usage summed per ClusterQueue first: one walk up the
+ * tree per ClusterQueue and flavor-resource instead of one per candidate. The same state: a
+ * node's usage is its own plus what each child holds above its local quota, a function of the
+ * ClusterQueues' usage alone, so removing a sum reaches what removing its parts one by one does
+ * (and putting it back, in any order, what there was). Returns 1 (fits), 0, or -ENOMEM. */
+static int fits_without_all_summed(const struct pctx *p, struct ctl_wl *const *v, size_t n,
+                                   const struct cand *cv, size_t cn)
+{
+    struct fatia_control *c = p->c;
+    uint64_t stamp = ++c->stamp;
+    size_t k = 0;
+    bool fits;
+
+    for (size_t i = 0; i < n; i++)
+        if (hl_add(p, v[i], stamp, &k) < 0)
+            return -ENOMEM;
+    for (size_t i = 0; i < cn; i++)
+        if (hl_add(p, cv[i].wl, stamp, &k) < 0)
+            return -ENOMEM;
+    for (size_t i = 0; i < k; i++)
+        for (size_t j = 0; j < p->n_req; j++)
+            if (c->hl_cqs[i]->hl_sum[j])
+                fatia_control_remove_usage(&c->hl_cqs[i]->node, p->req[j].fr,
+                                           c->hl_cqs[i]->hl_sum[j]);
+    fits = workload_fits(p, true);
+    for (size_t i = k; i-- > 0;)
+        for (size_t j = 0; j < p->n_req; j++)
+            if (c->hl_cqs[i]->hl_sum[j])
+                fatia_control_add_usage(&c->hl_cqs[i]->node, p->req[j].fr, c->hl_cqs[i]->hl_sum[j]);
+    return fits;
+}
+
 static bool fits_without_all(const struct pctx *p, struct ctl_wl *const *v, size_t n,
                              const struct cand *cv, size_t cn)
 {
     bool fits;
+
+    if (!p->c->caches_off && p->n_req <= CTL_HL_MAX_REQ && !reqs_repeat(p)) {
+        int r = fits_without_all_summed(p, v, n, cv, cn);
+        if (r >= 0)
+            return r;
+        /* out of memory for the scratch list: the test one candidate at a time */
+    }
 
     for (size_t i = 0; i < n; i++)
         move_requested(p, v[i], -1);

@@ -173,6 +173,61 @@ bool fatia_control_within_nominal(const struct ctl_node *n, const uint32_t *frs,
 
 /* ---- dominant resource share ---- */
 
+/* The share of the node's own usage (no extra) in one pass over its flavor-resources: the
+ * borrowed amounts are summed per resource, in the order of frs, in a list of the resources that
+ * borrow (usually one or two) instead of the engine-wide scratch array. The same value as the
+ * general path below: the maximum ratio over the resources, ties to the smallest name, does not
+ * depend on the order the resources are visited in, and each resource's sum adds the same
+ * amounts in the same order. */
+#define DRS_FAST_MAX 64
+
+static struct fatia_control_drs drs_plain(struct fatia_control *c, const struct ctl_node *n,
+                                          struct fatia_control_drs d)
+{
+    uint32_t rs[DRS_FAST_MAX];
+    double bs[DRS_FAST_MAX];
+    size_t m = 0;
+    const amt_t *lend;
+
+    for (size_t i = 0; i < n->n_frs; i++) {
+        const struct ctl_slot *sl = &n->slot[n->frs[i]];
+        amt_t b;
+        uint32_t r;
+        size_t j;
+        if (sl->usage <= sl->subtree)
+            continue;
+        b = amt_sub(sl->usage, sl->subtree);
+        if (b <= 0)
+            continue;
+        r = c->fr_res.v[n->frs[i]];
+        for (j = 0; j < m && rs[j] != r; j++)
+            ;
+        if (j == m) {
+            rs[m] = r;
+            bs[m++] = 0;
+        }
+        bs[j] += (double)b;
+    }
+    if (!m)
+        return d;
+    lend = n->parent->lend;
+    if (!lend)
+        return d;
+    for (size_t j = 0; j < m; j++) {
+        uint32_t r = rs[j];
+        double ratio;
+        if (lend[r] <= 0)
+            continue;
+        ratio = bs[j] * 1000.0 / (double)lend[r];
+        if (ratio > d.ratio || (ratio == d.ratio && d.res != UINT32_MAX &&
+                                strcmp(c->res_names.v[r], c->res_names.v[d.res]) < 0)) {
+            d.ratio = ratio;
+            d.res = r;
+        }
+    }
+    return d;
+}
+
 struct fatia_control_drs fatia_control_drs(struct fatia_control *c, const struct ctl_node *n,
                                            const struct ctl_use *extra, size_t k)
 {
@@ -185,6 +240,8 @@ struct fatia_control_drs fatia_control_drs(struct fatia_control *c, const struct
 
     if (!n->parent)
         return d;
+    if (!k && n->n_frs <= DRS_FAST_MAX)
+        return drs_plain(c, n, d);
     if (!k) {
         /* the usual case: a node that borrows nothing has share 0 */
         for (i = 0; i < n->n_frs && !any; i++)

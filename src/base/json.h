@@ -48,6 +48,15 @@ int fatia_json_dump_buf(const json_t *v, struct fatia_buf *b, size_t flags);
  * 0, or -ENOMEM with b as it was (also for what jansson cannot dump: invalid UTF-8). */
 int fatia_json_encode_compact(const json_t *v, struct fatia_buf *b, size_t flags);
 
+/* json_loadb(p, n, flags, err)'s tree, or its NULL with its error, by json_dec.c's parser where
+ * that is certain (flags within JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, and
+ * the common text: ASCII and valid UTF-8 strings, escapes, integers) and by json_loadb itself
+ * for everything else, errors included. A new reference, or NULL. */
+json_t *fatia_json_loadb(const char *p, size_t n, size_t flags, json_error_t *err);
+/* json_dec.c's parser alone: json_loadb's tree, or NULL where it gives the input to jansson
+ * (tests/unit/test_json_dec.c checks how often it does). */
+json_t *fatia_json_loadb_fast(const char *p, size_t n, size_t flags);
+
 /* Deep equality that treats 1 and 1.0 as equal (jansson's json_equal does not). */
 bool fatia_json_equal(const json_t *a, const json_t *b);
 

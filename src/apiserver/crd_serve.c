@@ -439,7 +439,7 @@ static int serve_row(void *arg, const struct fatia_store_row *row)
 
     if (strcmp(row->group, "apiextensions.k8s.io") || strcmp(row->kind, "CustomResourceDefinition"))
         return 0;
-    tree = json_loadb(row->json, row->json_len, 0, NULL);
+    tree = fatia_json_loadb(row->json, row->json_len, 0, NULL);
     if (tree && !is_compiled_crd(tree) && established(json_object_get(tree, "status")))
         (void)serve(arg, tree);
     json_decref(tree);

@@ -55,7 +55,7 @@ static void reply_evbuf(struct fatia_api_http_req *req, int code, struct evbuffe
         goto json;
     n = evbuffer_get_length(out);
     text = (const char *)evbuffer_pullup(out, -1);
-    v = text ? json_loadb(text, n, 0, NULL) : NULL;
+    v = text ? fatia_json_loadb(text, n, 0, NULL) : NULL;
     if (!v || fatia_api_pb_wrap(v, &pb) < 0)
         goto json;
     json_decref(v);
@@ -275,7 +275,7 @@ static json_t *read_body(struct fatia_apiserver *s, struct fatia_api_http_req *r
         }
         return v;
     }
-    v = json_loadb(body, n, JSON_REJECT_DUPLICATES, &jerr);
+    v = fatia_json_loadb(body, n, JSON_REJECT_DUPLICATES, &jerr);
     if (!v) {
         reply_status(req, 400, "BadRequest", "error decoding JSON body: %s (line %d, column %d)",
                      jerr.text, jerr.line, jerr.column);
@@ -615,7 +615,7 @@ static void handle_scale(struct fatia_apiserver *s, const struct fatia_user *u,
         size_t n;
         const char *p = fatia_api_http_req_body(req, &n);
         json_error_t jerr;
-        json_t *patch = p && n ? json_loadb(p, n, 0, &jerr) : NULL;
+        json_t *patch = p && n ? fatia_json_loadb(p, n, 0, &jerr) : NULL;
         int pr = -EINVAL;
         why[0] = '\0';
         if (patch && header_contains(h, "Content-Type", "application/json-patch+json"))

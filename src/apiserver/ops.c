@@ -900,7 +900,7 @@ void fatia_api_op_patch(const struct opctx *c, enum fatia_patch_type type, const
         fatia_api_opres_not_found(&r, c->t, c->name);
         goto out_answer;
     }
-    p = json_loadb(patch, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    p = fatia_json_loadb(patch, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
     if (!p) {
         fatia_api_opres_fail(&r, 400, "BadRequest", "error decoding patch: %s", jerr.text);
         goto out_answer;

@@ -69,10 +69,10 @@ static void apply_change(struct fatia_apiserver *s, const struct fatia_store_cha
     if (c->type == FATIA_STORE_DELETED) {
         if (!e || !e->committed)
             goto out; /* never had it */
-        tree = c->json ? json_loadb(c->json, c->json_len, 0, NULL)
+        tree = c->json ? fatia_json_loadb(c->json, c->json_len, 0, NULL)
                        : json_deep_copy(e->committed->tree);
     } else {
-        tree = json_loadb(c->json, c->json_len, 0, NULL);
+        tree = fatia_json_loadb(c->json, c->json_len, 0, NULL);
     }
     if (!tree || !json_is_object(json_object_get(tree, "metadata"))) {
         fatia_error("store: a change of %s %s%s%s at revision %" PRIu64 " is not an object; "

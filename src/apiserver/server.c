@@ -92,7 +92,7 @@ static int load_row(void *arg, const struct fatia_store_row *row)
         lc->skipped++;
         return 0;
     }
-    tree = json_loadb(row->json, row->json_len, 0, &jerr);
+    tree = fatia_json_loadb(row->json, row->json_len, 0, &jerr);
     if (!tree) {
         fatia_error("store: row %s %s/%s (rv %" PRIu64 ") does not parse as JSON: %s", t->resource,
                     row->ns, row->name, row->rv, jerr.text);
@@ -128,7 +128,7 @@ static int load_log_row(void *arg, const struct fatia_store_row *row)
 
     if (!t)
         return 0;
-    tree = json_loadb(row->json, row->json_len, 0, NULL);
+    tree = fatia_json_loadb(row->json, row->json_len, 0, NULL);
     if (!tree) {
         fatia_error("store: log row %s %s/%s (rv %" PRIu64 ") does not parse as JSON", t->resource,
                     row->ns, row->name, row->rv);

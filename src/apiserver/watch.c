@@ -152,7 +152,7 @@ static int pb_reencode(const char *type, struct evbuffer *json_obj, struct evbuf
 {
     struct fatia_buf b = FATIA_BUF_INIT;
     size_t n = evbuffer_get_length(json_obj);
-    json_t *obj = json_loadb((const char *)evbuffer_pullup(json_obj, -1), n, 0, NULL);
+    json_t *obj = fatia_json_loadb((const char *)evbuffer_pullup(json_obj, -1), n, 0, NULL);
     int r = obj ? fatia_api_pb_watch_frame(type, obj, &b) : -ENOMEM;
 
     if (!r)

@@ -25,6 +25,7 @@
 
 #include "apiserver/internal.h"
 #include "base/error.h"
+#include "base/json_scan.h"
 #include "store/store.h"
 
 #define MAX_TRACKED 66 /* depth levels whose keys and counts are tracked (max_json_depth + 2) */
@@ -68,6 +69,12 @@ int fatia_api_body_check(const char *p, size_t n, unsigned max_depth, char *why,
     for (size_t i = 0; i < n; i++) {
         char c = p[i];
         if (in_str) {
+            size_t run = fatia_json_plain_run(p + i, n - i); /* nothing to look at in it */
+            if (run) {
+                compact += run;
+                i += run - 1;
+                continue;
+            }
             compact++;
             if (c == '\\') {
                 i++;

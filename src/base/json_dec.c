@@ -41,6 +41,7 @@
 
 #include "base/alloc.h"
 #include "base/json.h"
+#include "base/json_scan.h"
 
 #define DEC_MAX_DEPTH 512
 #define DEC_FLAGS     ((size_t)(JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL))
@@ -242,8 +243,7 @@ static int string(struct dec *d, const char **ret, size_t *ret_n)
     const unsigned char *s = d->p, *p = s, *end = d->end;
 
     for (;;) {
-        while (p < end && plain[*p])
-            p++;
+        p += fatia_json_plain_run((const char *)p, (size_t)(end - p));
         if (p == end)
             return -1;
         if (*p == '"') {

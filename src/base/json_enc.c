@@ -30,6 +30,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "base/json_scan.h"
 
 static int jansson_cb(const char *s, size_t n, void *data)
 {
@@ -46,22 +47,17 @@ static int enc_string(const char *s, size_t n, struct fatia_buf *b, size_t flags
     static const char hex[] = "0123456789ABCDEF";
     size_t i = 0, run;
 
-    for (size_t k = 0; k < n; k++)
-        if ((unsigned char)s[k] >= 0x80) {
-            /* UTF-8 to validate: jansson's rules, by jansson */
-            json_t *t = json_stringn_nocheck(s, n);
-            int r = t ? via_jansson(t, b, flags) : -1;
-            json_decref(t);
-            return r;
-        }
+    if (!fatia_json_is_ascii(s, n)) {
+        /* UTF-8 to validate: jansson's rules, by jansson */
+        json_t *t = json_stringn_nocheck(s, n);
+        int r = t ? via_jansson(t, b, flags) : -1;
+        json_decref(t);
+        return r;
+    }
     if (fatia_buf_putc(b, '"') < 0)
         return -1;
     while (i < n) {
-        for (run = i; run < n; run++) {
-            unsigned char c = (unsigned char)s[run];
-            if (c < 0x20 || c == '"' || c == '\\')
-                break;
-        }
+        run = i + fatia_json_plain_run(s + i, n - i); /* all ASCII: stops at an escape */
         if (run > i && fatia_buf_append(b, s + i, run - i) < 0)
             return -1;
         if (run == n)

@@ -23,8 +23,7 @@
  * tests/unit/test_json_enc.c compares the two on random trees (and fuzz/fuzz_json_enc.c on
  * arbitrary documents).
  *
- * Choices rejected: a faster parser as well (the parse is the other third of a create's
- * instructions, but a parser has far more to get exactly right: left for a later round).
+ * The parse side is json_dec.c; the ASCII runs of both are json_scan.h's.
  */
 #include "base/compat.h"
 

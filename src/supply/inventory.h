@@ -84,6 +84,8 @@ struct fatia_inventory {
     size_t n_owned, owned_cap;
     char note[256];         /* why sim was chosen by auto, or "" */
     json_t *host_resources; /* nvml without a pool: this host's cpu, memory, pods; owned */
+    void **blocks;          /* owned allocations: GPUs read from JSON and their MIG instances */
+    size_t n_blocks, blocks_cap;
 };
 
 void fatia_inventory_init(struct fatia_inventory *inv);
@@ -115,6 +117,20 @@ int fatia_inventory_auto(struct fatia_inventory *inv, const struct fatia_nvml_op
 const char *fatia_inventory_strdup(struct fatia_inventory *inv, const char *s);
 /* The snapshot takes the model. -ENOMEM (the model is freed). */
 int fatia_inventory_own_model(struct fatia_inventory *inv, struct fatia_gpu_model *m);
+
+/* The snapshot takes p (freed on release). -ENOMEM (p is freed). */
+int fatia_inventory_own_block(struct fatia_inventory *inv, void *p);
+
+/* inventory_json.c: one node's GPUs as the JSON a node role publishes in its Node's annotation
+ * FATIA_GPU_INVENTORY_ANNOTATION (the format is in inventory_json.c). _json: NULL on OOM.
+ * _from_json: replaces n's GPUs and driver versions by j's, after checking every field against
+ * inv->catalog; inv must be a simulated snapshot (its GPUs are one store). 0, -ENOMEM, or
+ * -FATIA_E_INVALID with why naming the first bad field ("gpus[1].uuid: ..."); n is unchanged. */
+#define FATIA_GPU_INVENTORY_ANNOTATION "fatia.dev/gpu-inventory"
+#define FATIA_INV_JSON_MAX_GPUS        64
+json_t *fatia_inventory_node_json(const struct fatia_inv_node *n);
+int fatia_inventory_node_from_json(struct fatia_inventory *inv, struct fatia_inv_node *n,
+                                   const json_t *j, char *why, size_t why_n);
 
 /* A deterministic UUID for a simulated device: "GPU-" or "MIG-" + 8-4-4-4-12 hex of a stable
  * hash of key. */

@@ -43,6 +43,9 @@ void fatia_inventory_release(struct fatia_inventory *inv)
     for (size_t i = 0; i < inv->n_owned; i++)
         fatia_free(inv->owned[i]);
     fatia_free(inv->owned);
+    for (size_t i = 0; i < inv->n_blocks; i++)
+        fatia_free(inv->blocks[i]);
+    fatia_free(inv->blocks);
     fatia_free(inv->strings);
     json_decref(inv->host_resources);
     fatia_inventory_init(inv);
@@ -59,6 +62,17 @@ const char *fatia_inventory_strdup(struct fatia_inventory *inv, const char *s)
     if (d)
         inv->owned[inv->n_owned++] = d;
     return d;
+}
+
+int fatia_inventory_own_block(struct fatia_inventory *inv, void *p)
+{
+    if (fatia_vec_reserve_raw((void **)&inv->blocks, &inv->blocks_cap, inv->n_blocks + 1,
+                              sizeof(*inv->blocks)) < 0) {
+        fatia_free(p);
+        return -ENOMEM;
+    }
+    inv->blocks[inv->n_blocks++] = p;
+    return 0;
 }
 
 int fatia_inventory_own_model(struct fatia_inventory *inv, struct fatia_gpu_model *m)

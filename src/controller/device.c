@@ -84,6 +84,8 @@ struct device_ctl {
     /* pool name -> struct pool_set: the names of this driver's slices per pool, kept from the
      * slice informer's events, so that one node's round visits its own slices only */
     struct fatia_strmap pool_sets;
+    struct fatia_strmap
+        published; /* node -> its gpu-inventory annotation seen (device_inventory.c) */
     struct fatia_catalog cat;
     bool have_catalog;
     char catalog_error[512];
@@ -236,6 +238,10 @@ static int build_fleet(struct device_ctl *d, struct fleet **ret, char *why, size
         const json_t *node = fatia_ctlr_informer_get(d->nodes, NULL, n->name);
         json_t *rt = fatia_ctlr_node_runtime_taints(node);
         json_t *all;
+        /* a node role's own GPUs, from its NVML, in place of the pool's simulated ones */
+        if (f->inv.source == FATIA_INV_SIM &&
+            (r = fatia_ctlr_device_inventory_apply(d->ctl, &d->published, &f->inv, n, node)) < 0)
+            break;
         fatia_ctlr_device_health_apply(n, node); /* GPUs out of service: no slices */
         if (!rt)
             continue;
@@ -854,7 +860,9 @@ static void on_node(void *arg, const json_t *old, const json_t *obj)
     json_t *a = old ? fatia_ctlr_node_runtime_taints(old) : NULL;
     json_t *b = obj ? fatia_ctlr_node_runtime_taints(obj) : NULL;
 
-    if (old && obj && (!fatia_json_equal(a, b) || fatia_ctlr_device_health_changed(old, obj)))
+    if (old && obj &&
+        (!fatia_json_equal(a, b) || fatia_ctlr_device_health_changed(old, obj) ||
+         fatia_ctlr_device_inventory_changed(old, obj)))
         want_replan(d);
     json_decref(a);
     json_decref(b);
@@ -890,8 +898,10 @@ void fatia_ctlr_device_ctl_metrics(struct device_ctl *d, struct fatia_buf *out)
     fatia_ctlr_metric_header(out, "fatia_device_gpus", "gauge", "GPUs of the inventory, per node");
     for (size_t i = 0; plan && i < plan->n_nodes; i++) {
         char lab[300];
-        fatia_ctlr_metric_labels(lab, sizeof(lab), "node", plan->nodes[i].inv->name, "simulated",
-                                 plan->inv->source == FATIA_INV_SIM ? "true" : "false", NULL);
+        fatia_ctlr_metric_labels(
+            lab, sizeof(lab), "node", plan->nodes[i].inv->name, "simulated",
+            plan->inv->source == FATIA_INV_SIM && !plan->nodes[i].inv->published ? "true" : "false",
+            NULL);
         fatia_ctlr_metric_sample(out, "fatia_device_gpus", lab, (double)plan->nodes[i].inv->n_gpus);
     }
 }
@@ -908,6 +918,7 @@ int fatia_ctlr_device_ctl_new(struct ctl *c, struct device_ctl **ret)
         return -ENOMEM;
     d->ctl = c;
     fatia_strmap_init(&d->pool_sets);
+    fatia_strmap_init(&d->published);
     fatia_catalog_init(&d->cat);
     fatia_diag_init(&diag);
     fatia_catalog_default_path(fatia_ctlr_opts(c)->catalog, path, sizeof(path));
@@ -952,5 +963,6 @@ void fatia_ctlr_device_ctl_free(struct device_ctl *d)
         if (d->pool_sets.slots[i].key)
             pool_set_free(d->pool_sets.slots[i].val);
     fatia_strmap_release(&d->pool_sets);
+    fatia_ctlr_device_inventory_release(&d->published);
     fatia_free(d);
 }

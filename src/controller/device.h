@@ -30,4 +30,17 @@ struct fatia_inv_node;
 void fatia_ctlr_device_health_apply(struct fatia_inv_node *n, const json_t *node);
 bool fatia_ctlr_device_health_changed(const json_t *old, const json_t *obj);
 
+/* device_inventory.c: plans n from the GPUs its Node's fatia.dev/gpu-inventory annotation
+ * publishes (the node role's NVML read), into the simulated snapshot inv; a bad annotation is a
+ * Warning Event on the Node and n keeps the last one accepted (m: node name -> what was seen),
+ * else its pool's GPUs. 0 or -ENOMEM. Did that annotation change between old and obj? */
+struct ctl;
+struct fatia_inventory;
+struct fatia_strmap;
+int fatia_ctlr_device_inventory_apply(struct ctl *c, struct fatia_strmap *m,
+                                      struct fatia_inventory *inv, struct fatia_inv_node *n,
+                                      const json_t *node);
+bool fatia_ctlr_device_inventory_changed(const json_t *old, const json_t *obj);
+void fatia_ctlr_device_inventory_release(struct fatia_strmap *m);
+
 #endif

@@ -69,6 +69,7 @@ struct fatia_inv_node {
     uint32_t n_gpus;
     const char *driver_version;      /* "580.159.04", or NULL when unknown (sim) */
     const char *cuda_driver_version; /* "13.0", or NULL */
+    bool published; /* GPUs from the node's own NVML (inventory_json.c), in a sim snapshot */
 };
 
 struct fatia_inventory {

@@ -429,5 +429,6 @@ int fatia_inventory_node_from_json(struct fatia_inventory *inv, struct fatia_inv
     n->n_gpus = (uint32_t)json_array_size(arr);
     n->driver_version = drv;
     n->cuda_driver_version = cuda;
+    n->published = true;
     return 0;
 }

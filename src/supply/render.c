@@ -454,7 +454,8 @@ int fatia_plan_node_labels(const struct fatia_plan *plan, size_t node, json_t *l
     const struct fatia_plan_gpu *g0, *w0 = NULL;
     const char *k;
     json_t *v;
-    bool same_kind = true, whole_uniform = true, sim = plan->inv->source == FATIA_INV_SIM;
+    bool same_kind = true, whole_uniform = true,
+         sim = plan->inv->source == FATIA_INV_SIM && !n->published;
     bool any_mig = false;
     uint8_t strategy = FATIA_MIG_STRATEGY_NONE;
     uint64_t n_whole = 0;

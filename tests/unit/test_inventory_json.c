@@ -99,6 +99,7 @@ static void test_round_trip(void **state)
     assert_string_equal(n->gpus[1].instances[1].profile->name, "3g.71gb");
     assert_int_equal(n->gpus[0].pci_device_id, 0x233510DE);
     assert_string_equal(n->driver_version, "580.159.04");
+    assert_true(n->published);
     out = fatia_inventory_node_json(n);
     assert_non_null(out);
     assert_true(json_equal(in, out));

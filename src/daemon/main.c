@@ -1527,7 +1527,13 @@ int main(int argc, char **argv)
                                            .token_file = d.token_file,
                                            .ca = d.ca_file,
                                            .node_name = d.co.node_name,
-                                           .lease_s = d.lease_s},
+                                           .lease_s = d.lease_s,
+                                           .inventory =
+                                               d.co.inventory == FATIA_INVENTORY_SIM    ? "sim"
+                                               : d.co.inventory == FATIA_INVENTORY_NVML ? "nvml"
+                                                                                        : "auto",
+                                           .nvml_lib = d.co.nvml_lib,
+                                           .catalog = d.co.catalog},
             &d.agent_opts);
     }
     if (open_data_dir(&d) < 0)

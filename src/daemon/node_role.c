@@ -59,9 +59,12 @@
 #include "client/client.h"
 #include "model/kinds/kinds.h"
 #include "remote.h"
+#include "supply/catalog.h"
+#include "supply/inventory.h"
 
-#define GRACE_SEC   10
-#define PUBLISH_SEC 2
+#define GRACE_SEC     10
+#define PUBLISH_SEC   2
+#define INVENTORY_SEC 30 /* NVML read again: a GPU gone or MIG changed is published */
 
 struct node {
     struct event_base *base;
@@ -75,6 +78,13 @@ struct node {
     char pin[65]; /* the serving certificate's SHA-256 */
     uint16_t port;
     bool publishing; /* a patch in flight */
+    /* the GPU inventory (fatia.dev/gpu-inventory): NVML read every INVENTORY_SEC, published
+     * whenever the Node's annotation differs */
+    const struct fatia_node_role_opts *o;
+    struct event *inv_publish;
+    char *inv_text; /* compact JSON, or NULL before a read found GPUs */
+    int inv_ticks;
+    bool inv_publishing;
 };
 
 /* The first address of a --server list (URL[,URL...]), into buf. */
@@ -213,6 +223,127 @@ static void on_publish(evutil_socket_t fd, short what, void *arg)
                            body, strlen(body), NULL, publish_done, n) == 0)
         n->publishing = true;
     free(body);
+}
+
+/* This host's GPUs as the annotation's text (compact, keys sorted, so equal reads compare
+ * equal) into *out (NULL when NVML finds none). 0, or <0 with why (NVML does not load). */
+static int inventory_read(const struct node *n, char **out, char *why, size_t why_n)
+{
+    const struct fatia_node_role_opts *o = n->o;
+    struct fatia_nvml_opts no = {o->nvml_lib, n->name, NULL};
+    struct fatia_catalog cat;
+    struct fatia_inventory inv;
+    struct fatia_diag diag;
+    char path[1024];
+    json_t *j = NULL;
+    int r;
+
+    *out = NULL;
+    fatia_catalog_init(&cat);
+    fatia_inventory_init(&inv);
+    fatia_diag_init(&diag);
+    fatia_catalog_default_path(o->catalog, path, sizeof(path));
+    r = fatia_catalog_load(&cat, path, &diag);
+    if (r < 0 || fatia_diag_has_errors(&diag)) {
+        snprintf(why, why_n, "the GPU catalog '%.200s' does not load", path);
+        r = r < 0 ? r : -FATIA_E_INVALID;
+    } else if ((r = fatia_inventory_nvml(&inv, &no, &cat, &diag)) < 0) {
+        snprintf(why, why_n, "%s", diag.n ? diag.v[diag.n - 1].msg : "NVML does not answer");
+    } else if (inv.n_nodes == 1 && inv.nodes[0].n_gpus) {
+        j = fatia_inventory_node_json(&inv.nodes[0]);
+        *out = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        r = *out ? 0 : -ENOMEM;
+    }
+    json_decref(j);
+    fatia_inventory_release(&inv);
+    fatia_diag_release(&diag);
+    fatia_catalog_release(&cat);
+    return r;
+}
+
+static void inv_done(void *arg, const struct fatia_client_result *res)
+{
+    struct node *n = arg;
+
+    n->inv_publishing = false;
+    if (res->code >= 300)
+        fatia_warn("node %s: cannot publish its GPU inventory: %s", n->name,
+                   fatia_json_str(res->status, "message") ? fatia_json_str(res->status, "message")
+                                                          : "error");
+    else
+        fatia_info("node %s: its GPU inventory published in its Node (%s)", n->name,
+                   FATIA_GPU_INVENTORY_ANNOTATION);
+}
+
+/* Reads NVML every INVENTORY_SEC; patches the Node's annotation (metadata: node-restriction
+ * holds the patch to this node's own Node) whenever it differs from the last read. */
+static void on_inv_publish(evutil_socket_t fd, short what, void *arg)
+{
+    struct node *n = arg;
+    const json_t *node;
+    const char *have;
+    json_t *patch;
+    char *body, *text, why[300];
+
+    (void)fd;
+    (void)what;
+    if (++n->inv_ticks >= INVENTORY_SEC / PUBLISH_SEC) {
+        n->inv_ticks = 0;
+        if (inventory_read(n, &text, why, sizeof(why)) == 0 && text &&
+            (!n->inv_text || strcmp(text, n->inv_text))) {
+            free(n->inv_text);
+            n->inv_text = text;
+        } else {
+            free(text);
+        }
+    }
+    node = fatia_client_cached(n->client, &fatia_kind_node, NULL, n->name);
+    if (!node || !n->inv_text || n->inv_publishing)
+        return;
+    have = fatia_json_str(json_object_get(json_object_get(node, "metadata"), "annotations"),
+                          FATIA_GPU_INVENTORY_ANNOTATION);
+    if (have && !strcmp(have, n->inv_text))
+        return;
+    patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", FATIA_GPU_INVENTORY_ANNOTATION,
+                      n->inv_text);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    if (body && fatia_client_patch(n->client, &fatia_kind_node, NULL, n->name, NULL,
+                                   FATIA_PATCH_MERGE, body, strlen(body), NULL, inv_done, n) == 0)
+        n->inv_publishing = true;
+    free(body);
+}
+
+/* The GPU inventory's first read and its publisher; 0 or -1 after a logged error. */
+static int publish_inventory(struct node *n)
+{
+    const char *mode = n->o->inventory ? n->o->inventory : "auto";
+    char why[300] = "";
+    int r;
+
+    if (!strcmp(mode, "sim")) {
+        fatia_info("node %s: --inventory sim: no GPU inventory published (the control plane "
+                   "plans the NodePool's simulated GPUs)",
+                   n->name);
+        return 0;
+    }
+    r = inventory_read(n, &n->inv_text, why, sizeof(why));
+    if (r < 0 || !n->inv_text) {
+        if (!strcmp(mode, "nvml")) {
+            fatia_error("node %s: --inventory nvml: %s", n->name,
+                        r < 0 ? why : "NVML finds no GPU");
+            return -1;
+        }
+        fatia_info("node %s: no GPU inventory published (%s): the control plane plans the "
+                   "NodePool's simulated GPUs",
+                   n->name, r < 0 ? why : "NVML finds no GPU");
+        return 0;
+    }
+    n->inv_publish = event_new(n->base, -1, EV_PERSIST, on_inv_publish, n);
+    if (!n->inv_publish || event_add(n->inv_publish, &(struct timeval){PUBLISH_SEC, 0}) < 0)
+        return -1;
+    fatia_info("node %s: publishes its GPU inventory from NVML", n->name);
+    return 0;
 }
 
 /* The endpoint and its publisher; 0 or -1 after a logged error. */
@@ -426,7 +557,8 @@ int fatia_node_role_run(const struct fatia_node_role_opts *o, struct fatia_agent
     }
     n.client = client;
     n.name = node;
-    if (serve_endpoint(&n, o) < 0)
+    n.o = o;
+    if (serve_endpoint(&n, o) < 0 || publish_inventory(&n) < 0)
         goto out;
     signal(SIGPIPE, SIG_IGN);
     n.sig_term = evsignal_new(n.base, SIGTERM, on_signal, &n);
@@ -443,6 +575,9 @@ out:
     fatia_api_node_server_free(n.srv);
     if (n.publish)
         event_free(n.publish);
+    if (n.inv_publish)
+        event_free(n.inv_publish);
+    free(n.inv_text);
     fatia_agent_lease_free(lease);
     fatia_agent_free(n.agent);
     fatia_client_free(client);

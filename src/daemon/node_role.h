@@ -22,6 +22,12 @@ struct fatia_node_role_opts {
     bool listen_default; /* the port is the default's (10250): taken, any free one is used */
     const char *address; /* published in Node status.addresses (InternalIP); NULL: listen_host,
                             or when that is a wildcard the local address that reaches server */
+    /* This host's GPUs, published in its Node's annotation fatia.dev/gpu-inventory for the
+     * control plane's device controller: inventory "auto" (NULL: when NVML loads and finds a
+     * GPU), "nvml" (NVML must answer: a start-up error otherwise) or "sim" (none published:
+     * the NodePool's simulated GPUs); nvml_lib NULL: libnvidia-ml.so.1; catalog NULL: the
+     * default GPU catalog. */
+    const char *inventory, *nvml_lib, *catalog;
 };
 
 /* Runs until SIGTERM or SIGINT; the exit status (0, or 1 after a logged error). */

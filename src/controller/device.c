@@ -39,6 +39,12 @@
  * the annotation re-plans. The node agent stops the pods on such a GPU, so the re-plan that a
  * held slice blocks goes through once they let go.
  *
+ * A node role's own GPUs (device_inventory.c): a node of the NodePools whose Node carries the
+ * annotation fatia.dev/gpu-inventory (the node role writes it from its host's NVML) is planned
+ * from those GPUs in place of its pool's simulated ones (real UUIDs in its slices); a change of
+ * the annotation re-plans; a refused one is a Warning Event on the Node and the node keeps the
+ * last one accepted.
+ *
  * Memory: a plan borrows its inventory, config and object set; they live together in a struct
  * fleet, swapped whole and freed only after the placement controller has moved to the new one.
  */

@@ -28,10 +28,19 @@
  * plane's device controller makes the Node and keeps the addresses it does not own).
  *
  * Chosen over a separate binary: the agent's options (--agent KEY=VALUE), the lease flag and the
- * logging are fatiad's already, and one binary is one thing to install on every host. The
- * device controller stays in the control role for now: with the simulated inventory the
- * control plane publishes every node's Node and ResourceSlices from the NodePools; a node role
- * that publishes its own from NVML is not built (docs/fleet.md, "Not done").
+ * logging are fatiad's already, and one binary is one thing to install on every host.
+ *
+ * The host's GPUs (docs/fleet.md, "A node role's own GPUs"): read with the supply layer's NVML
+ * backend (--inventory auto: when NVML loads and finds a GPU; nvml: it must; sim: never) at
+ * start and every INVENTORY_SEC, and published as compact JSON (supply/inventory_json.c) in the
+ * Node's annotation fatia.dev/gpu-inventory, a metadata patch whenever the Node's value differs
+ * from the last read (so a value someone else wrote is put back within PUBLISH_SEC). The control
+ * plane's device controller plans this node from it (controller/device_inventory.c), so its
+ * ResourceSlices carry the host's UUIDs. Chosen over running the device controller here (the
+ * node writing its own ResourceSlices, as the NVIDIA DRA driver's kubelet plugin does): the
+ * plan of a node depends on the fleet's GPUSharingPolicies and on the pods placement holds, both
+ * the control plane's, and one planner keeps one place where a re-plan is checked against
+ * running pods; the node publishes facts, the control plane decides.
  */
 #include "base/compat.h"
 

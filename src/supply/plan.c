@@ -675,7 +675,7 @@ static int plan_gpu(struct plan_ctx *c, uint32_t ni, uint16_t gi, struct node_ca
     const struct fatia_inv_gpu *g = &n->gpus[gi];
     struct fatia_plan_gpu *pg = &c->plan->nodes[ni].gpus[gi];
     struct fatia_mig_layout *existing = NULL;
-    bool sim = c->inv->source == FATIA_INV_SIM;
+    bool sim = c->inv->source == FATIA_INV_SIM && !n->published; /* a node role's GPUs are real */
     int r;
 
     pg->inv = g;

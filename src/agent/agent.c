@@ -268,6 +268,13 @@ int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, 
             o->backoff_initial_ms = d / FATIA_USEC_PER_MSEC;
         else
             o->backoff_max_ms = d / FATIA_USEC_PER_MSEC;
+    } else if (KEY("inventory-wait")) {
+        if (fatia_parse_duration_usec(v, &d) < 0 || d < 0 || d > 600 * FATIA_USEC_PER_SEC) {
+            snprintf(why, why_n, "inventory-wait: expected a duration from 0 to 10m");
+            return -EINVAL;
+        }
+        o->inventory_wait_ms = d / FATIA_USEC_PER_MSEC;
+        o->inventory_wait_set = true;
     } else if (KEY("log-max-bytes")) {
         if (fatia_quantity_parse_bytes(v, &u) < 0 || u < 4096 || u > (1ull << 34)) {
             snprintf(why, why_n, "log-max-bytes: expected 4096 to 16Gi");
@@ -1297,7 +1304,7 @@ static int trust_devices(struct fatia_agent *a, struct apod *p, struct fatia_pod
         if (!dev) {
             snprintf(why, why_n, "annotation %s[%zu].slice: '%s' is not a slice of node '%s'",
                      FATIA_ANN_DEVICES, i, x->slice, node ? node : "");
-            return -FATIA_E_INVALID;
+            return -ENOENT; /* the only refusal a cache behind the API can cause */
         }
         if (!type || strcmp(!strcmp(type, "gpu") ? "whole" : type, kind)) {
             snprintf(why, why_n,
@@ -2475,6 +2482,28 @@ static bool status_written(struct apod *p)
     return same;
 }
 
+/* Whether a pod whose devices name a slice the node's ResourceSlices do not name (why) waits for
+ * them rather than being refused: for inventory-wait from the first time it was seen so. A
+ * remote client's cache of ResourceSlices is fed by a watch of its own, which can deliver a
+ * re-plan's new slices after the pod's watch delivered the pod placed on one of them (the device
+ * controller publishes the slices, then placement binds the pod). Rejected: comparing the pod's
+ * resourceVersion with the slices' watch (it advances only on their events, and bookmarks come a
+ * minute apart); a fresh GET of the slices before refusing (the start path is synchronous, and a
+ * replica the client just moved to may be behind too). */
+static bool inventory_wait(struct fatia_agent *a, struct apod *p, const char *why)
+{
+    fatia_usec_t now = fatia_now_mono_usec();
+
+    if (a->o.inventory_wait_ms <= 0)
+        return false;
+    if (!p->inv_wait_since) {
+        p->inv_wait_since = now;
+        fatia_info("agent: pod %s/%s: %s (yet): waiting up to %lld ms for its ResourceSlices",
+                   p->ns, p->name, why, (long long)a->o.inventory_wait_ms);
+    }
+    return now < p->inv_wait_since + (fatia_usec_t)a->o.inventory_wait_ms * FATIA_USEC_PER_MSEC;
+}
+
 static void reconcile(struct fatia_agent *a, struct apod *p)
 {
     const json_t *pod = p->pod;
@@ -2524,11 +2553,16 @@ static void reconcile(struct fatia_agent *a, struct apod *p)
             if (fatia_pod_devices_parse(pod, &d, why, sizeof(why)) == 0) {
                 int r = trust_devices(a, p, &d, why, sizeof(why));
                 fatia_pod_devices_release(&d);
+                if (r == -ENOENT && inventory_wait(a, p, why)) {
+                    p->st = AP_BLOCKED; /* the tick looks again */
+                    return;
+                }
                 if (r < 0) {
                     fail_pod(a, p, "UnexpectedAdmissionError", why);
                     return;
                 }
             }
+            p->inv_wait_since = 0;
         }
         collect_slices(p);
         {

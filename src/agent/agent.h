@@ -67,6 +67,13 @@ struct fatia_agent_opts {
     const char *insecure_registries;      /* "host:port,...": pulled without TLS verification */
     uint64_t image_store_max;             /* the image store's size limit; 0: none */
     unsigned image_gc_high, image_gc_low; /* image GC: filesystem use, percent; 0: 85, 80 */
+    /* inventory-wait: how long a pod whose devices name a slice its node's ResourceSlices do not
+     * (yet) name waits for them before it is refused (UnexpectedAdmissionError); 0: refused at
+     * once, as where the client's cache is the API's own table (the all-in-one fatiad). The node
+     * role's default is 30 s (its cache of ResourceSlices is a watch of its own, which may come
+     * after the pod's: node_role.c). inventory_wait_set: given by --agent */
+    int64_t inventory_wait_ms;
+    bool inventory_wait_set;
 };
 
 /* Sets one option from "key=value" (fatiad's --agent KEY=VALUE): nodes, shim, vgpu-lib, user,
@@ -78,7 +85,7 @@ struct fatia_agent_opts {
  * gpu-health-ignore-xids, gpu-health-enable-xids,
  * gpu-compute-mode (manage or leave; NVML from gpu-watch-nvml), vgpu-namespace (auto or off), runtime, runc,
  * host-path-namespaces, host-network-namespaces, pod-pids-max, registry-auth,
- * insecure-registries. Strings are borrowed. 0 or -EINVAL
+ * insecure-registries, inventory-wait (a duration, 0 to 10m). Strings are borrowed. 0 or -EINVAL
  * (why says which). */
 int fatia_agent_opts_set(struct fatia_agent_opts *o, const char *kv, char *why, size_t why_n);
 

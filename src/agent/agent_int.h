@@ -73,6 +73,8 @@ struct apod {
     fatia_usec_t pull_started_at;
     json_t *sa_tokens; /* projected ServiceAccount tokens by audience (satoken.c) */
     bool token_wait;   /* waits for its first ServiceAccount token (satoken.c) */
+    /* since when its devices name a slice the node's ResourceSlices do not (0: they do) */
+    fatia_usec_t inv_wait_since;
     uint32_t net_k1;   /* its CNI network's index + 1 (0: none): the API proxy (apiproxy.c) */
     struct apod *next; /* in the agent's list */
 };

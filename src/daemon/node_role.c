@@ -543,6 +543,8 @@ int fatia_node_role_run(const struct fatia_node_role_opts *o, struct fatia_agent
     }
     ao->data_dir = o->data_dir;
     ao->nodes = node;
+    if (!ao->inventory_wait_set) /* its ResourceSlices come on a watch of their own */
+        ao->inventory_wait_ms = 30 * 1000;
     r = fatia_agent_new(n.base, client, ao, &n.agent);
     /* the pods' API (KUBERNETES_SERVICE_HOST/PORT) is the control plane's (agent/apiproxy.c) */
     for (const char *at = o->server; r == 0 && at && *at;) { /* every replica, in order */

@@ -28,13 +28,28 @@
 #     Complete), quotas back to zero, kubectl get clusterqueues; deleting the Jobs deletes their
 #     pods and their runc containers;
 #   - tests/e2e/slicecheck.py over every pod event: no slice held by two pods.
+# FLEET=ha (tests/e2e/fleet-walkthrough-slow.sh): the same steps and checks on issue 21's fleet:
+# a three-member etcd, two control replicas electing their controllers' leader (--etcd-replica
+# --leader-elect: tests/e2e/fleet.bash) and three node roles (box-0, box-1, box-2: examples/fleet/
+# with count 3, each node the walkthrough's box cut the same way; --placement-policy spread),
+# each with a recorded node token, joined to both replicas, running its pods in runc containers.
+# kubectl (its logs -f and exec too, through the node roles' endpoints) at the leader for steps 1
+# and 3, at the follower for 2 and 4; then kill -9 of the leader: the follower takes the Lease
+# over, every node role moves to it, and steps 5 to 8 run there. Each container is read on its
+# pod's node (that node role's runc root), slices are per node, and the walkthrough's pods must
+# have run on all three nodes. The slice history is the follower's watch (it saw every event);
+# fatia_slice_conflicts_total is the survivor's, counted since it took over.
 # Skipped (with a message) when kubectl, runc, umoci, skopeo or busybox is missing or not root.
 . "$(dirname "$0")/../cli/lib.bash"
 . "$(dirname "$0")/../cli/fatiad.bash"
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/fleet.bash"
 find_kubectl
 [ "$(id -u)" = 0 ] || skip "the walkthrough runs in containers: it needs root"
 need_tools runc umoci skopeo busybox
+FLEET=${FLEET:-}
+LEADER= FOLLOWER=
+case $FLEET in "" | ha) ;; *) fail "FLEET=$FLEET: want ha or nothing" && finish ;; esac
 export HOME=$TMP/home
 mkdir -p "$HOME"
 export FATIAD_CONTROLLERS=1
@@ -44,32 +59,114 @@ mkdir -p "$SHARED"
 chmod 1777 "$SHARED"
 : >"$SHARED/order" # written by both teams' uids
 chmod 666 "$SHARED/order"
-RUNC_ROOT=$TMP/data/agent/runc
+# the nodes and the data directory of the agent that runs each one's pods: box-0 by fatiad's own
+# agent, or box-N by its node role
+if [ "$FLEET" = ha ]; then
+    NODES="box-0 box-1 box-2"
+else
+    NODES=box-0
+fi
+agent_dir() { if [ "$FLEET" = ha ]; then echo "$TMP/$1"; else echo "$TMP/data"; fi; }
+runc_root() { echo "$(agent_dir "$1")/agent/runc"; }
 cleanup_ctrs() {
-    local c f sh
-    for f in "$TMP"/data/agent/status/*.json; do # the pods' supervisors, by the pids they recorded
-        [ -f "$f" ] || continue
-        sh=$(grep -o '"shim":{"pid":[0-9]*' "$f" | head -1 | grep -o '[0-9]*$')
-        [ -n "$sh" ] && [ "$sh" -gt 1 ] && kill -9 "$sh" 2>/dev/null
-    done
-    for c in $(runc --root "$RUNC_ROOT" list -q 2>/dev/null); do
-        runc --root "$RUNC_ROOT" delete --force "$c" 2>/dev/null
+    local c f sh n
+    for n in $NODES; do
+        for f in "$(agent_dir "$n")"/agent/status/*.json; do # the pods' supervisors, by the pids they recorded
+            [ -f "$f" ] || continue
+            sh=$(grep -o '"shim":{"pid":[0-9]*' "$f" | head -1 | grep -o '[0-9]*$')
+            [ -n "$sh" ] && [ "$sh" -gt 1 ] && kill -9 "$sh" 2>/dev/null
+        done
+        for c in $(runc --root "$(runc_root "$n")" list -q 2>/dev/null); do
+            runc --root "$(runc_root "$n")" delete --force "$c" 2>/dev/null
+        done
     done
 }
-# fatiad.bash's own trap, with the containers (pods outlive fatiad) and their mounts first
-trap 'cleanup_ctrs; if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi
+# fatiad.bash's own trap, with the node roles, the containers (pods outlive fatiad) and their
+# mounts first
+declare -A NR
+PIDS=()
+trap 'for p in "${NR[@]}"; do kill -9 "$p"; done 2>/dev/null; cleanup_ctrs
+      if [ -n "$FATIAD_PID" ]; then kill -9 "$FATIAD_PID" 2>/dev/null; fi
+      for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
       grep -o " ${TMP}[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
       etcd_cleanup; rm -rf "$TMP"' EXIT
 
-# the images the examples name, as make run loads them
-scripts/images/load-examples "$TMP/data" "$BUILD/bin/fatia" >"$TMP/images.log" 2>&1 ||
-    fail "load-examples: $(cat "$TMP/images.log")"
-# fatiad's default runtime (auto), as make run starts it
-FATIAD_RUNTIME=auto e2e_start --job-backoff 200ms --agent host-path-namespaces=team-a,team-b ||
-    { finish; exit 1; }
-grep -q "pods run in OCI containers" "$TMP/data.log" ||
-    fail "the default runtime is not containers: $(grep agent: "$TMP/data.log" | head -3)"
-watch_pods "$TMP/watch"
+# at R: kubectl (K), the API's URL, TOKEN and CA of control replica R (FLEET=ha; one fatiad: its own)
+at() {
+    [ "$FLEET" = ha ] || return 0
+    eval "K=\$${1}_K URL=\$${1}_URL"
+    TOKEN=$(awk '$2 == "admin" {print $1; exit}' "$TMP/$1/tokens")
+    CA=$TMP/$1/tls.crt
+    echo "kubectl at replica $1${2:+ ($2)}"
+}
+# start_node NAME: its node role (runc containers: the agent's default runtime, auto), joined to
+# both replicas (SERVERS), the first first; its endpoint for logs and exec on a free port
+start_node() {
+    "$FATIAD" --role node --server "$SERVERS" --token "$TMP/$1.token" --ca "$TMP/ca.crt" \
+        --node-name "$1" --data-dir "$TMP/$1" --node-lease-duration 10 --node-listen 127.0.0.1:0 \
+        --agent runtime=auto --agent host-path-namespaces=team-a,team-b >>"$TMP/$1.log" 2>&1 &
+    NR[$1]=$!
+}
+published() { # NODE: its Node names the node role's endpoint, and it is Ready
+    [ -n "$($K get node "$1" -o jsonpath='{.status.daemonEndpoints.kubeletEndpoint.Port}')" ] &&
+        [ "$($K get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+# the fleet: a three-member etcd, two control replicas electing their controllers' leader, three
+# copies of the walkthrough's box (examples/fleet/ with count 3: box-0, box-1, box-2, each cut
+# as the walkthrough's), each run by its own node role with a recorded node token; placement
+# spreads (the walkthrough's pods go to all three)
+start_fleet() {
+    mkdir -p "$TMP/fleet"
+    sed 's/^  count: 1$/  count: 3/' examples/fleet/00-box.yaml >"$TMP/fleet/00-box.yaml"
+    cp examples/fleet/10-sharing.yaml "$TMP/fleet/"
+    grep -q 'count: 3' "$TMP/fleet/00-box.yaml" || fail "could not make the three-node fleet"
+    export FLEET_DIR=$TMP/fleet/ FLEET_LEASE=5s FLEET_RENEW=4s
+    export FLEET_ARGS="--placement-policy spread"
+    start_etcd fleet 3 || return 1
+    start_pair
+    echo "leader: $LEADER"
+    at "$LEADER"
+    $K create namespace kube-node-lease >/dev/null 2>&1 || fail "kubectl create namespace kube-node-lease"
+    cat "$TMP/A/tls.crt" "$TMP/B/tls.crt" >"$TMP/ca.crt"
+    eval "SERVERS=\$${LEADER}_URL,\$${FOLLOWER}_URL"
+    local n
+    for n in $NODES; do
+        "$FATIA" token create --node "$n" --record --output-file "$TMP/$n.token" |
+            $K apply -f - >/dev/null || fail "token for $n"
+        scripts/images/load-examples "$TMP/$n" "$BUILD/bin/fatia" >"$TMP/images-$n.log" 2>&1 ||
+            fail "load-examples $n: $(cat "$TMP/images-$n.log")"
+        start_node "$n"
+    done
+    for n in $NODES; do
+        wait_until 30 published "$n" || return 1
+        grep -q "pods run in OCI containers" "$TMP/$n.log" ||
+            fail "$n's runtime is not containers: $(grep agent: "$TMP/$n.log" | head -3)"
+    done
+}
+
+if [ "$FLEET" = ha ]; then
+    start_fleet || finish
+    # every pod event, from both replicas (the follower's survives the fault of step 4)
+    at "$LEADER" >/dev/null
+    watch_pods "$TMP/watch.leader"
+    WATCH_PIDS=$WATCH_PID
+    PIDS+=("$WATCH_PID")
+    at "$FOLLOWER" >/dev/null
+    watch_pods "$TMP/watch"
+    WATCH_PIDS="$WATCH_PIDS $WATCH_PID"
+    PIDS+=("$WATCH_PID")
+else
+    # the images the examples name, as make run loads them
+    scripts/images/load-examples "$TMP/data" "$BUILD/bin/fatia" >"$TMP/images.log" 2>&1 ||
+        fail "load-examples: $(cat "$TMP/images.log")"
+    # fatiad's default runtime (auto), as make run starts it
+    FATIAD_RUNTIME=auto e2e_start --job-backoff 200ms --agent host-path-namespaces=team-a,team-b ||
+        { finish; exit 1; }
+    grep -q "pods run in OCI containers" "$TMP/data.log" ||
+        fail "the default runtime is not containers: $(grep agent: "$TMP/data.log" | head -3)"
+    watch_pods "$TMP/watch"
+    WATCH_PIDS=$WATCH_PID
+fi
 
 # job FILE NAME STEPS: the example, faster, with its start and its SIGTERM recorded in $SHARED
 job() {
@@ -90,15 +187,21 @@ pod_name() {
     p=$(pod_of_job "$1" "$2")
     echo "${p:-$2}"
 }
-# ctr_pid NS NAME: the host pid of the pod's (first) container, from runc's state of it
+# ctr_pid NS NAME: the host pid of the pod's (first) container, from runc's state of it on the
+# pod's node (its agent's runc root: the node role that runs the node's pods)
 ctr_pid() {
-    local pod uid c
+    local pod uid c node
     pod=$(pod_name "$1" "$2")
-    uid=$($K get pod "$pod" -n "$1" -o jsonpath='{.metadata.uid}' 2>/dev/null)
-    c=$($K get pod "$pod" -n "$1" -o jsonpath='{.spec.containers[0].name}' 2>/dev/null)
-    [ -n "$uid" ] && [ -n "$c" ] || return 1
-    runc --root "$RUNC_ROOT" state "$uid-$c" 2>/dev/null |
+    read -r uid c node < <($K get pod "$pod" -n "$1" -o jsonpath='{.metadata.uid} {.spec.containers[0].name} {.spec.nodeName}' 2>/dev/null)
+    [ -n "$uid" ] && [ -n "$c" ] && [ -n "$node" ] || return 1
+    runc --root "$(runc_root "$node")" state "$uid-$c" 2>/dev/null |
         python3 -c 'import json,sys; s = json.load(sys.stdin); print(s["pid"]) if s["status"] == "running" and s["pid"] > 0 else sys.exit(1)' 2>/dev/null
+}
+why_not() { # NS NAME: what the pod's status and its agent's log say (a wait that failed)
+    local pod
+    pod=$(pod_name "$1" "$2")
+    $K get pod "$pod" -n "$1" -o jsonpath='{.spec.nodeName} {.status.phase} {.status.reason} {.status.message}{"\n"}' >&2
+    for n in $NODES; do grep -h "$1/$pod" "$(agent_dir "$n").log" | tail -5 >&2; done
 }
 running() { # NS NAME: the job's (or pod's) container is up and its command started
     grep -qx "start $2" "$SHARED/order" && [ -n "$(ctr_pid "$1" "$2")" ]
@@ -116,7 +219,9 @@ in_container() {
     done
     [ -e "/proc/$pid/root/usr/bin/python3" ] && [ -x "/proc/$pid/root/bin/busybox" ] ||
         fail "$1/$2: pid $pid's root is not the image fatia.dev/python3:1"
-    [ -e "/proc/$pid/root$TMP/data" ] && fail "$1/$2: pid $pid sees the host's $TMP/data"
+    for n in $NODES; do
+        [ -e "/proc/$pid/root$(agent_dir "$n")" ] && fail "$1/$2: pid $pid sees the host's $(agent_dir "$n")"
+    done
     hu=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
     [ "$hu" -ge 65536 ] || fail "$1/$2: pid $pid runs as host uid $hu (not the namespace's range)"
     grep -q "/fatia-pods/pod-" "/proc/$pid/cgroup" || fail "$1/$2: pid $pid is not in its pod's cgroup"
@@ -130,17 +235,19 @@ before() {
     [ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ] ||
         fail "admission order: '$1' should come before '$2': $(tr '\n' ';' <"$SHARED/order")"
 }
-# no_shared_slices MIN: over the live containers of this fatiad's pods (runc's state under its
-# data directory), no slice id of FATIA_SLICES belongs to two pods at once; at least MIN pods
-# were found
+# no_shared_slices MIN: over the live containers of the pods of every node (runc's state under
+# each agent's data directory), no slice id of FATIA_SLICES belongs to two pods of one node at
+# once; at least MIN pods were found
 live_slices() {
-    local c pid
-    for c in $(runc --root "$RUNC_ROOT" list -q 2>/dev/null); do
-        pid=$(runc --root "$RUNC_ROOT" state "$c" 2>/dev/null | python3 -c 'import json,sys; s = json.load(sys.stdin); print(s["pid"] if s["status"] == "running" else "")')
-        [ -n "$pid" ] || continue
-        tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | awk -v c="${c:0:36}" '
-            /^FATIA_SLICES=/ {s = substr($0, 14)}
-            END {if (s != "") {n = split(s, a, ","); for (i = 1; i <= n; i++) print a[i], c}}'
+    local c pid n
+    for n in $NODES; do
+        for c in $(runc --root "$(runc_root "$n")" list -q 2>/dev/null); do
+            pid=$(runc --root "$(runc_root "$n")" state "$c" 2>/dev/null | python3 -c 'import json,sys; s = json.load(sys.stdin); print(s["pid"] if s["status"] == "running" else "")')
+            [ -n "$pid" ] || continue
+            tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | awk -v c="${c:0:36}" -v n="$n" '
+                /^FATIA_SLICES=/ {s = substr($0, 14)}
+                END {if (s != "") {k = split(s, a, ","); for (i = 1; i <= k; i++) print n "/" a[i], c}}'
+        done
     done | sort -u >"$TMP/live-slices"
 }
 # (a pod reads Running once its supervisor started it: its process may exec a moment later, so
@@ -167,6 +274,7 @@ uuids_of() {
 }
 
 # 1. team-a trains on two whole GPUs
+at "$LEADER" "steps 1 and 3"
 job 10-team-a-train.yaml train-a1 150
 wait_until 15 running team-a train-a1
 in_container team-a train-a1
@@ -186,6 +294,7 @@ expect_rc 0 $K get pod "$(pod_of_job team-a train-a1)" -n team-a -o jsonpath='{.
 expect_line "$TMP/out" "sha256:"
 
 # 2. a second job of team-a borrows team-b's idle GPUs
+at "$FOLLOWER" "steps 2 and 4"
 job 11-team-a-train-2.yaml train-a2 150
 wait_until 15 running team-a train-a2
 wait_until 5 out_is 4 cq_usage team-a h200 nvidia.com/gpu
@@ -195,6 +304,7 @@ no_shared_slices 2
 
 # 3. team-b takes its GPUs back: the borrower gets SIGTERM (its log, followed as the README
 # says, shows the trap's message and ends with the process)
+at "$LEADER"
 $K logs -f job/train-a2 -n team-a >"$TMP/a2.log" 2>&1 &
 LOGS_PID=$!
 wait_until 5 grep -q "step" "$TMP/a2.log"
@@ -211,6 +321,7 @@ no_shared_slices 1
 
 # 4. urgent work of team-a preempts its batch job (team-b's job still runs, so team-a's
 # borrower cannot be back and the urgent job's only possible victim is train-a1)
+at "$FOLLOWER"
 running team-b train-b1 || fail "train-b1 ended before step 4 (the victim would differ)"
 job 30-team-a-urgent.yaml urgent-eval 10
 wait_until 15 test -s "$SHARED/train-a1.trap"
@@ -223,6 +334,23 @@ before "start train-a2" "stop train-a2"
 before "stop train-a2" "start train-b1"
 before "start train-b1" "stop train-a1"
 before "stop train-a1" "start urgent-eval"
+
+# the fault (FLEET=ha): kill -9 of the leader; the other replica takes the controllers' Lease
+# over and every node role moves to it; the walkthrough goes on there (urgent-eval ends and
+# train-a1 is admitted again meanwhile, by whichever leads)
+if [ "$FLEET" = ha ]; then
+    eval "kill -9 \$${LEADER}_PID"
+    t0=$SECONDS
+    wait_until 20 eval "holder | grep -q _\${${FOLLOWER}_PID}_"
+    echo "the lease went to $FOLLOWER $((SECONDS - t0)) s after the leader's kill -9"
+    eval "SURL=\$${FOLLOWER}_URL"
+    for n in $NODES; do
+        wait_until 20 grep -q "now speaking to $SURL" "$TMP/$n.log"
+        wait_until 20 published "$n"
+    done
+    LEADER=$FOLLOWER
+    at "$LEADER" "steps 5 to 8, the survivor"
+fi
 
 # 5. a notebook on a capped time-slice, a model server on MIG
 job 40-team-b-notebook.yaml notebook 200
@@ -308,7 +436,7 @@ spec:
     resources: {limits: {nvidia.com/gpu.mps: 1}}
 YAML
 expect_rc 0 $K apply -f "$TMP/mps.yaml"
-wait_until 15 ctr_pid team-b mps-client
+wait_until 15 ctr_pid team-b mps-client || why_not team-b mps-client
 environ_of "$(ctr_pid team-b mps-client)" >"$TMP/env-mps"
 expect_line "$TMP/env-mps" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"
 expect_line "$TMP/env-mps" "CUDA_MPS_PIPE_DIRECTORY="
@@ -324,15 +452,41 @@ expect_rc 0 $K delete jobs --all -n team-a
 expect_rc 0 $K delete jobs --all -n team-b
 expect_rc 0 $K delete pod notebook -n team-b
 wait_until 30 out_empty $K get pods -A -o name
-wait_until 30 out_empty runc --root "$RUNC_ROOT" list -q
+runc_lists() { for n in $NODES; do runc --root "$(runc_root "$n")" list -q; done; }
+wait_until 30 out_empty runc_lists
 
 # the history: no slice held by two pods
 metrics
 expect_line "$TMP/metrics" "fatia_slice_conflicts_total 0"
-kill "$WATCH_PID" 2>/dev/null
+kill $WATCH_PIDS 2>/dev/null
 if ! python3 "$E2E_DIR/slicecheck.py" "$TMP/watch" >"$TMP/check"; then
     fail "slice history: $(cat "$TMP/check")"
 fi
 cat "$TMP/check"
+if [ "$FLEET" = ha ]; then
+    # where the walkthrough's pods ran: spread over the three nodes, each by its own node role
+    python3 - "$TMP/watch" >"$TMP/placed" <<'PY'
+import json, sys
+on = {}
+for line in open(sys.argv[1]):
+    try:
+        o = json.loads(line)["object"]
+    except (ValueError, KeyError):
+        continue
+    if o.get("spec", {}).get("nodeName") and o["metadata"].get("namespace", "").startswith("team-"):
+        on["%s/%s" % (o["metadata"]["namespace"], o["metadata"]["name"])] = o["spec"]["nodeName"]
+for p in sorted(on):
+    print(on[p], p)
+PY
+    echo "placed: $(tr '\n' ' ' <"$TMP/placed")"
+    [ "$(awk '{print $1}' "$TMP/placed" | sort -u | wc -l)" = 3 ] ||
+        fail "the walkthrough's pods did not use all three nodes: $(tr '\n' ' ' <"$TMP/placed")"
+    for n in $NODES; do kill -TERM "${NR[$n]}"; done
+    for n in $NODES; do
+        wait "${NR[$n]}" || fail "$n's node role exited $? after SIGTERM"
+        unset "NR[$n]"
+    done
+    eval "FATIAD_PID=\$${LEADER}_PID"
+fi
 stop_fatiad
 finish

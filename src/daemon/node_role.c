@@ -12,9 +12,9 @@
  * through the same client (remote.c), and their API (KUBERNETES_SERVICE_HOST/PORT) is the
  * --server's, through the agent's proxy on each pod network's gateway (agent/apiproxy.c).
  * --server may list several control replicas (URL,URL...): the remote client fails over among
- * them (remote.c); the pods' API and the address this host publishes are the first one's. A
- * token valid on every replica is a recorded one (`fatia token create --node NAME --record`,
- * apiserver/nodetoken.c).
+ * them (remote.c), and so does a pod on a pod network (agent/apiproxy.c); a host-network pod
+ * and the address this host publishes use the first. A token valid on every replica is a
+ * recorded one (`fatia token create --node NAME --record`, apiserver/nodetoken.c).
  *
  * The node's endpoint (--node-listen, default 0.0.0.0:10250, the kubelet's port): the logs,
  * exec, attach and port-forward streams of its pods for the control plane's node proxy, served

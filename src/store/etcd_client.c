@@ -174,7 +174,7 @@ static bool sure_refusal(int64_t code)
     case 5:  /* NotFound */
     case 6:  /* AlreadyExists */
     case 7:  /* PermissionDenied */
-    case 8:  /* ResourceExhausted (NOSPACE) */
+    case 8:  /* ResourceExhausted (NOSPACE, too many requests, gRPC's size limit) */
     case 9:  /* FailedPrecondition */
     case 11: /* OutOfRange */
     case 16: /* Unauthenticated */
@@ -184,17 +184,35 @@ static bool sure_refusal(int64_t code)
     }
 }
 
-static int map_grpc(int64_t code, long http)
+/* etcd's NOSPACE alarm ("etcdserver: mvcc: database space exceeded", ResourceExhausted). Only
+ * this answer may raise fatia's alarm: the alarm refuses every write but deletes, so taking any
+ * other ResourceExhausted for it turns one refused request into a store-wide outage. */
+static bool is_nospace(int64_t code, const char *msg)
 {
-    switch (code) {
-    case 8: /* ResourceExhausted: NOSPACE */
+    return code == 8 && msg && strstr(msg, "database space exceeded");
+}
+
+/* ResourceExhausted from gRPC itself, not from etcd: a request over the server's receive limit
+ * (etcd's --max-request-bytes + 512 KiB): "grpc: received message larger than max (N vs. M)".
+ * Between the limit and limit + 512 KiB etcd answers InvalidArgument, "request is too large". */
+static bool is_too_large(int64_t code, const char *msg)
+{
+    return code == 8 && msg && strstr(msg, "message larger than max");
+}
+
+static int map_grpc(int64_t code, const char *msg)
+{
+    if (is_nospace(code, msg))
         return -ENOSPC;
+    if (is_too_large(code, msg))
+        return -EFBIG;
+    switch (code) {
     case 11: /* OutOfRange: compacted, future revision */
         return -FATIA_E_GONE;
     case 3: /* InvalidArgument: too large, too many ops, duplicate key */
         return -EFBIG;
-    default:
-        return http == 429 ? -ENOSPC : -EIO;
+    default: /* any other ResourceExhausted (HTTP 429) too: not NOSPACE */
+        return -EIO;
     }
 }
 
@@ -207,6 +225,7 @@ int fatia_store_etcdc_call(struct fatia_store_etcdc *c, const char *path, const 
     CURLcode rc;
     long http = 0;
     json_t *reply;
+    int r;
 
     *ret_reply = NULL;
     *ret_unsure = false;
@@ -252,14 +271,15 @@ retry:
             usleep((useconds_t)(50000u << busy++));
             goto retry;
         }
-        if (code != 11 && code != 8)
+        if (code != 11 && !is_nospace(code, msg))
             fatia_warn("etcd %s%s: HTTP %ld: %s", c->ep[c->cur], path, http,
                        msg ? msg : "(no JSON error in the reply)");
-        json_decref(reply); /* msg points into it */
+        r = map_grpc(code, msg); /* still too many requests: -EIO, not NOSPACE */
+        json_decref(reply);      /* msg points into it */
         /* "request timed out", "leader changed" (Unavailable, DeadlineExceeded, Unknown, ...):
          * the proposal may still commit. Only refusals before raft are sure. */
         *ret_unsure = !sure_refusal(code);
-        return too_many ? -EIO : map_grpc(code, http); /* still too many requests: not NOSPACE */
+        return r;
     }
     *ret_reply = reply;
     return 0;

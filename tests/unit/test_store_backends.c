@@ -4,8 +4,9 @@
  * test runs once per backend: commits and reloads, the log, refused non-increasing rvs (nothing
  * written), group commit through the writer thread, several ops on one key in one batch, the
  * log's pruning; on etcd also the fence (a second store on the same prefix makes the first one's
- * commits fail, nothing written), kube-apiserver's key layout, and prefixes that keep two
- * clusters apart.
+ * commits fail, nothing written), kube-apiserver's key layout, prefixes that keep two
+ * clusters apart, and (on an etcd of small request limits) a request too large for etcd failing
+ * its batch with -EFBIG, never taken for the NOSPACE alarm.
  */
 #include "base/compat.h"
 
@@ -23,6 +24,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -34,6 +36,11 @@ static char dir[64];
 static pid_t etcd_pid;
 static char etcd_url[64];
 static int prefix_seq;
+/* an etcd of small limits (--max-request-bytes SMALL_BYTES, --max-txn-ops SMALL_OPS) */
+#define SMALL_BYTES 65536
+#define SMALL_OPS   16
+static pid_t small_pid;
+static char small_url[64];
 
 struct backend {
     bool etcd;
@@ -55,34 +62,36 @@ static int free_port(void)
     return port;
 }
 
-static int start_etcd(void)
+/* Starts an etcd in dir/<name> with the given request limits; *pid and url (64 bytes) set. */
+static int start_etcd_at(const char *name, const char *max_bytes, const char *max_ops, pid_t *pid,
+                         char *url)
 {
     char data[128], client[64], peer[64], cluster[96], log[128];
     int cp = free_port(), pp = free_port();
 
     if (cp < 0 || pp < 0)
         return -1;
-    snprintf(data, sizeof(data), "%s/etcd", dir);
+    snprintf(data, sizeof(data), "%s/%s", dir, name);
     snprintf(client, sizeof(client), "http://127.0.0.1:%d", cp);
     snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", pp);
     snprintf(cluster, sizeof(cluster), "default=%s", peer);
-    snprintf(log, sizeof(log), "%s/etcd.log", dir);
-    snprintf(etcd_url, sizeof(etcd_url), "%s", client);
-    etcd_pid = fork();
-    if (etcd_pid < 0)
+    snprintf(log, sizeof(log), "%s/%s.log", dir, name);
+    snprintf(url, 64, "%s", client);
+    *pid = fork();
+    if (*pid < 0)
         return -1;
-    if (etcd_pid == 0) {
+    if (*pid == 0) {
         FILE *f = freopen(log, "w", stderr);
         (void)f;
         execl(ETCD, ETCD, "--data-dir", data, "--listen-client-urls", client,
               "--advertise-client-urls", client, "--listen-peer-urls", peer,
               "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster, "--max-txn-ops",
-              "10240", "--max-request-bytes", "10485760", (char *)NULL);
+              max_ops, "--max-request-bytes", max_bytes, (char *)NULL);
         _exit(127);
     }
     /* serving once a store opens on it */
     for (int i = 0; i < 200; i++) {
-        struct fatia_store_opts o = {.etcd_endpoints = etcd_url, .etcd_prefix = "/probe"};
+        struct fatia_store_opts o = {.etcd_endpoints = url, .etcd_prefix = "/probe"};
         struct fatia_store *s;
         if (fatia_store_open("", &o, &s) == 0) {
             fatia_store_close(s);
@@ -91,6 +100,20 @@ static int start_etcd(void)
         usleep(50000);
     }
     return -1;
+}
+
+static void stop_etcd(pid_t *pid)
+{
+    if (*pid > 0) {
+        kill(*pid, SIGTERM);
+        waitpid(*pid, NULL, 0);
+    }
+    *pid = 0;
+}
+
+static int start_etcd(void)
+{
+    return start_etcd_at("etcd", "10485760", "10240", &etcd_pid, etcd_url);
 }
 
 static int group_setup(void **state)
@@ -112,10 +135,8 @@ static int group_teardown(void **state)
     int st = 1;
 
     (void)state;
-    if (etcd_pid > 0) {
-        kill(etcd_pid, SIGTERM);
-        waitpid(etcd_pid, NULL, 0);
-    }
+    stop_etcd(&etcd_pid);
+    stop_etcd(&small_pid);
     rm = fork();
     if (rm == 0) {
         execlp("rm", "rm", "-rf", dir, (char *)NULL);
@@ -487,6 +508,96 @@ static void test_etcd_endpoint_failover(void **state)
     assert_non_null(strstr(why, "etcd at"));
 }
 
+/* An etcd of small limits, started once for the tests that need it (stopped at the end). */
+static int setup_small(void **state)
+{
+    static struct backend b;
+    if (!small_pid && start_etcd_at("small", "65536", "16", &small_pid, small_url) < 0)
+        return -1;
+    b = (struct backend){.etcd = true};
+    snprintf(b.prefix, sizeof(b.prefix), "/t%d/registry", ++prefix_seq);
+    *state = &b;
+    return 0;
+}
+
+static struct fatia_store *open_small(const struct backend *b)
+{
+    struct fatia_store_opts o = {
+        .etcd_endpoints = small_url,
+        .etcd_prefix = b->prefix,
+    };
+    struct fatia_store *s = NULL;
+
+    assert_int_equal(fatia_store_open("", &o, &s), 0);
+    return s;
+}
+
+/* An op whose JSON is about size bytes (freed by the caller). */
+static struct fatia_store_op big_op(uint64_t rv, const char *name, size_t size)
+{
+    struct fatia_store_op o = op(rv, FATIA_STORE_ADDED, "ConfigMap", "default", name);
+    char *j = malloc(size + 128);
+    int n;
+
+    assert_non_null(j);
+    n = snprintf(j, 128, "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},\"data\":\"",
+                 name);
+    memset(j + n, 'x', size);
+    memcpy(j + n + size, "\"}", 3);
+    o.json = j;
+    o.json_len = strlen(j);
+    return o;
+}
+
+/* Submits b, waits for it, returns its result. */
+static int commit_one(struct fatia_store *s, struct fatia_store_batch *b)
+{
+    struct fatia_store_batch *d;
+
+    assert_int_equal(fatia_store_submit(s, b), 0);
+    for (;;) {
+        usleep(1000);
+        if ((d = fatia_store_reap(s))) {
+            assert_ptr_equal(d, b);
+            return d->result;
+        }
+    }
+}
+
+/* etcd refuses a request over its --max-request-bytes: InvalidArgument ("request is too
+ * large") up to the limit + 512 KiB, gRPC's ResourceExhausted ("received message larger than
+ * max") above. Both are -EFBIG for that batch alone: neither is etcd's NOSPACE alarm, so the
+ * store raises no alarm and the next write commits. */
+static void test_etcd_too_large_not_nospace(void **state)
+{
+    const struct backend *b = *state;
+    struct fatia_store *s = open_small(b);
+    struct fatia_store_op o[3];
+    struct fatia_store_batch bs[3];
+    struct seen seen = {0};
+
+    assert_int_equal(fatia_store_writer_start(s), 0);
+    o[0] = big_op(1, "over", 100 * 1024);     /* > 64 KiB: "request is too large" */
+    o[1] = big_op(2, "far-over", 700 * 1024); /* > 64 KiB + 512 KiB: gRPC's limit */
+    o[2] = op(3, FATIA_STORE_ADDED, "Pod", "default", "small");
+    for (int i = 0; i < 3; i++)
+        bs[i] = (struct fatia_store_batch){.ops = &o[i], .n = 1};
+    assert_int_equal(commit_one(s, &bs[0]), -EFBIG);
+    assert_false(fatia_store_nospace(s));
+    assert_int_equal(commit_one(s, &bs[1]), -EFBIG);
+    assert_false(fatia_store_nospace(s));
+    assert_int_equal(commit_one(s, &bs[2]), 0);
+    fatia_store_close(s);
+    free((char *)o[0].json);
+    free((char *)o[1].json);
+    s = open_small(b);
+    assert_int_equal(fatia_store_rv(s), 3);
+    assert_int_equal(fatia_store_load(s, collect, &seen), 0);
+    assert_int_equal(seen.n, 1);
+    assert_string_equal(seen.names[0], "Pod/default/small");
+    fatia_store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +610,7 @@ int main(void)
         cmocka_unit_test_setup(test_etcd_fence_and_prefix, setup_etcd),
         cmocka_unit_test_setup(test_etcd_endpoint_failover, setup_etcd),
         cmocka_unit_test_setup(test_etcd_replicas, setup_etcd),
+        cmocka_unit_test_setup(test_etcd_too_large_not_nospace, setup_small),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

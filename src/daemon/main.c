@@ -109,6 +109,9 @@ static const char usage[] =
     "      --etcd-prefix PREFIX    the keys' prefix (default /registry)\n"
     "      --etcd-compaction-interval DURATION\n"
     "                              compact etcd's history this often (default 5m)\n"
+    "      --etcd-max-request-bytes BYTES, --etcd-max-txn-ops N\n"
+    "                              etcd's own --max-request-bytes and --max-txn-ops (default\n"
+    "                              1.5Mi, 128: etcd's): a group commit is cut to fit them\n"
     "      --leader-elect          run the controllers only while holding the Lease\n"
     "                              kube-system/fatia-controller-manager (docs/fleet.md)\n"
     "      --leader-elect-lease-duration, --leader-elect-renew-deadline,\n"
@@ -878,6 +881,8 @@ static const struct option long_opts[] = {
     {"etcd-keyfile", required_argument, NULL, 5},
     {"etcd-prefix", required_argument, NULL, 6},
     {"etcd-compaction-interval", required_argument, NULL, 7},
+    {"etcd-max-request-bytes", required_argument, NULL, 0x126},
+    {"etcd-max-txn-ops", required_argument, NULL, 0x127},
     {"etcd-replica", no_argument, NULL, 0x110},
     {"leader-elect", no_argument, NULL, 0x111},
     {"leader-elect-lease-duration", required_argument, NULL, 0x112},
@@ -1133,6 +1138,22 @@ static int parse_args(struct daemon *d, int argc, char **argv)
                 return -EINVAL;
             }
             d->so.etcd_compact_usec = (uint64_t)dur;
+            break;
+        case 0x126:
+            if (fatia_quantity_parse_bytes(optarg, &u) < 0 || u < 16384 || u > (1u << 31)) {
+                fprintf(stderr, "fatiad: --etcd-max-request-bytes: expected bytes 16Ki..2Gi, "
+                                "like etcd's --max-request-bytes\n");
+                return -EINVAL;
+            }
+            d->so.etcd_max_request_bytes = u;
+            break;
+        case 0x127:
+            if (fatia_parse_u64(optarg, &u) < 0 || u < 8 || u > 1000000) {
+                fprintf(stderr, "fatiad: --etcd-max-txn-ops: expected 8..1000000, like etcd's "
+                                "--max-txn-ops\n");
+                return -EINVAL;
+            }
+            d->so.etcd_max_txn_ops = u;
             break;
         case 0x110:
             d->so.etcd_replica = true;

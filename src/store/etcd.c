@@ -35,10 +35,26 @@
  * history is the log (see above), so compaction never costs a client a 410 it would not get on
  * SQLite.
  *
- * Limits: a batch is one request, so etcd must take requests of two objects' size and more
- * (--max-request-bytes, 1.5 MiB default; 10 MiB advised) and n + 3 operations
- * (--max-txn-ops, 128 default; fatia's tests run etcd with 10240). A refused batch fails
- * (-EFBIG); nothing is split, because a split batch could leave half of one API transaction.
+ * Limits: etcd refuses a request over --max-request-bytes (1.5 MiB default) and a transaction
+ * of more than --max-txn-ops operations in a list (128 default); fatiad is told them
+ * (opts->etcd_max_request_bytes, etcd_max_txn_ops; 0: those defaults), as it cannot ask etcd.
+ * A group commit is cut to fit: the writer (store.c) puts as many whole batches in one
+ * transaction as fatia_store_etcd_fill_add allows, and the API server does the same with its
+ * API transactions inside a batch (apiserver/txn.c), so nothing is ever split inside one API
+ * transaction. The measure is an upper bound of the protobuf request etcd counts: every op's
+ * key (bounded from its names) and JSON, twice in single-writer mode (the object and its log
+ * row), three keys in replica mode (compare, put, failure range), 48 bytes of framing each, and
+ * 4 KiB for the commit's own keys; every op counts as an operation (merged keys only make
+ * fewer), plus 3 for the log key, the rv key and the prune (replica: the marker, a fence).
+ * Each transaction of a cut commit is a whole one as above: its own compare of the rv key (or
+ * the marker and every object's revision), its own log key, rv key (or marker) write and
+ * unsure-outcome resolution, committed one after another in order. A batch too large alone
+ * goes alone and etcd refuses it (-EFBIG, 413 naming the object); should etcd refuse a commit
+ * of several batches as too large (fatiad told limits above etcd's), the writer sends them
+ * again one at a time, so again only one too large fails. Objects themselves stop at 1.5 MiB
+ * (FATIA_STORE_MAX_OBJECT), but a commit holds an object twice: a write of an object over half
+ * of --max-request-bytes fails, so etcd is best run with --max-request-bytes 10 MiB (and
+ * fatiad told so).
  *
  * Replicas (opts->etcd_replica): several fatiads on one prefix, each with its own cache. Then
  * resourceVersion is etcd's mod_revision, as kube-apiserver has it: a batch commits at one
@@ -89,6 +105,11 @@
 #define COMMIT_TRIES    10
 #define EXIT_UNSURE     75
 #define DEFAULT_COMPACT (5 * 60 * FATIA_USEC_PER_SEC)
+#define DEFAULT_MAX_REQ (1536 * 1024) /* etcd's --max-request-bytes default */
+#define DEFAULT_MAX_OPS 128           /* etcd's --max-txn-ops default */
+#define FIXED_BYTES     4096 /* a commit's own keys: rv, log, prune range, marker, compares */
+#define FIXED_OPS       3    /* the log key, the rv key, the prune; replica: the marker, a fence */
+#define OP_BYTES        48   /* protobuf framing of one op (tags, lengths) and a log row's header */
 
 /* Where a kind lives: "<prefix>/<path>/" (path as kube-apiserver names it). */
 struct layout {
@@ -110,6 +131,7 @@ struct fatia_store_etcd {
     struct layout *layouts;
     size_t n_layouts;
     struct fatia_buf req, tmp, val;
+    uint64_t fill_bytes, fill_ops; /* what one transaction may hold ("Limits") */
 
     /* replica mode ("Replicas" above); the writer thread's: */
     bool replica;
@@ -435,6 +457,12 @@ int fatia_store_etcd_open(const struct fatia_store_opts *o, struct fatia_store_e
     e->log_keep = o->log_keep ? o->log_keep : 100000;
     e->compact_usec = o->etcd_compact_usec ? o->etcd_compact_usec : DEFAULT_COMPACT;
     e->compact_last = fatia_now_mono_usec();
+    {
+        uint64_t mb = o->etcd_max_request_bytes ? o->etcd_max_request_bytes : DEFAULT_MAX_REQ;
+        uint64_t mo = o->etcd_max_txn_ops ? o->etcd_max_txn_ops : DEFAULT_MAX_OPS;
+        e->fill_bytes = mb > 2 * FIXED_BYTES ? mb - FIXED_BYTES : mb / 2;
+        e->fill_ops = mo > FIXED_OPS + 1 ? mo - FIXED_OPS : 1;
+    }
     r = build_layouts(e);
     if (r < 0)
         goto out_free;
@@ -728,6 +756,35 @@ uint64_t fatia_store_etcd_log_first(struct fatia_store_etcd *e)
 }
 
 /* ---- writing ---- */
+
+/* An upper bound of an op's key length: the layout's path is at most the group, the kind and a
+ * few letters ("minions", "services/endpoints", a plural). */
+static uint64_t key_bound(const struct fatia_store_etcd *e, const struct fatia_store_op *op)
+{
+    return strlen(e->prefix) + strlen(op->group) + strlen(op->kind) + 16 + strlen(op->ns) +
+           strlen(op->name) + 3;
+}
+
+bool fatia_store_etcd_fill_add(const struct fatia_store_etcd *e, struct fatia_store_fill *f,
+                               const struct fatia_store_op *ops, size_t n)
+{
+    uint64_t bytes = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct fatia_store_op *op = &ops[i];
+        uint64_t k = key_bound(e, op), j = op->json ? op->json_len : 0;
+        if (e->replica) /* a compare, a put and the failure branch's range */
+            bytes += 3 * (k + OP_BYTES) + j;
+        else /* the put or delete, and the log row (the same JSON, and the names) */
+            bytes += 2 * (k + OP_BYTES) + 2 * j;
+    }
+    /* ops: one each, not merged by key (fewer, never more, reach etcd) */
+    if ((f->bytes || f->ops) && (f->bytes + bytes > e->fill_bytes || f->ops + n > e->fill_ops))
+        return false;
+    f->bytes += bytes;
+    f->ops += n;
+    return true;
+}
 
 static int put_op_json(struct fatia_buf *b, bool *comma, const char *what)
 {

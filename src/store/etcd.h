@@ -26,6 +26,11 @@ uint64_t fatia_store_etcd_log_first(struct fatia_store_etcd *e);
 int fatia_store_etcd_commit(struct fatia_store_etcd *e, struct fatia_store_batch *first,
                             uint64_t *rv);
 
+/* fatia_store_fill_add for etcd: the ops' share of one transaction's request, against the
+ * limits of fatia_store_opts (etcd_max_request_bytes, etcd_max_txn_ops). */
+bool fatia_store_etcd_fill_add(const struct fatia_store_etcd *e, struct fatia_store_fill *f,
+                               const struct fatia_store_op *ops, size_t n);
+
 /* Replica mode (store.h): the watch's eventfd (-1 otherwise) and the next change. */
 int fatia_store_etcd_changes_fd(const struct fatia_store_etcd *e);
 int fatia_store_etcd_next_change(struct fatia_store_etcd *e, struct fatia_store_change *ret);

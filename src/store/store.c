@@ -28,6 +28,8 @@
  *                                                                |
  *     reap()  <-- [done queue] <-- result set, eventfd written --+
  *
+ * On etcd the batches taken are cut into transactions that fit etcd's request limits
+ * (fatia_store_fill_add, between batches; SQLite takes them all in one), committed in order.
  * A failed transaction is rolled back and every batch in it gets the error; the writer goes on
  * with later batches (the API server decides whether to continue). The mutex guards only the two
  * queues and the stop flags; SQLite runs outside it.
@@ -969,17 +971,41 @@ static bool batch_deleting(const struct fatia_store_batch *b)
     return true;
 }
 
+bool fatia_store_fill_add(const struct fatia_store *s, struct fatia_store_fill *f,
+                          const struct fatia_store_op *ops, size_t n)
+{
+    if (!s->etcd)
+        return true; /* SQLite: one transaction takes any number of batches */
+    return fatia_store_etcd_fill_add(s->etcd, f, ops, n);
+}
+
+/* Cuts the chain from first after the batches that fit in one commit (at least one; solo: only
+ * one) and returns the rest, or NULL. */
+static struct fatia_store_batch *cut_commit(const struct fatia_store *s,
+                                            struct fatia_store_batch *first, bool solo)
+{
+    struct fatia_store_fill f = {0};
+    struct fatia_store_batch *b = first, *rest;
+
+    (void)fatia_store_fill_add(s, &f, b->ops, b->n);
+    while (b->next && !solo && fatia_store_fill_add(s, &f, b->next->ops, b->next->n))
+        b = b->next;
+    rest = b->next;
+    b->next = NULL;
+    return rest;
+}
+
 static void *writer_main(void *arg)
 {
     struct fatia_store *s = arg;
-    struct fatia_store_batch *batch, *last;
+    struct fatia_store_batch *batch, *last, *todo = NULL;
     uint64_t one = 1;
-    size_t nb, nops;
+    size_t nb, nops, solo = 0;
     int r;
 
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        while (!s->pending && !s->stopping) {
+        while (!todo && !s->pending && !s->stopping) {
             if (atomic_load(&s->nospace)) {
                 /* the alarm: look at the free space every second */
                 fatia_usec_t t = fatia_now_real_usec() + FATIA_USEC_PER_SEC;
@@ -993,15 +1019,37 @@ static void *writer_main(void *arg)
                 pthread_cond_wait(&s->wake, &s->lock);
             }
         }
-        if (!s->pending)
-            break; /* stopping, and nothing left to commit */
-        batch = s->pending;
-        s->pending = NULL;
-        s->pending_tail = &s->pending;
+        if (!todo) {
+            if (!s->pending)
+                break; /* stopping, and nothing left to commit */
+            todo = s->pending;
+            s->pending = NULL;
+            s->pending_tail = &s->pending;
+        }
         pthread_mutex_unlock(&s->lock);
 
+        /* etcd: as many batches as one request may hold (SQLite: all); the rest next round */
+        batch = todo;
+        todo = cut_commit(s, batch, solo > 0);
+        if (solo)
+            solo--;
         reserve_try_recover(s);
         r = commit_ops(s, batch);
+        if (r == -EFBIG && s->etcd && batch->next) {
+            /* refused as too large, nothing written: the limits fatiad was given are above
+             * etcd's. These batches go again one at a time, so only one too large fails. */
+            for (last = batch, nb = 0; last->next; last = last->next)
+                nb++;
+            fatia_warn("store: etcd refused a commit of %zu batches as too large; committing them "
+                       "one by one (is --etcd-max-request-bytes or --etcd-max-txn-ops above "
+                       "etcd's own limit?)",
+                       nb + 1);
+            last->next = todo;
+            todo = batch;
+            solo = nb + 1;
+            pthread_mutex_lock(&s->lock);
+            continue;
+        }
         if (r == -ENOSPC && (s->reserve_fd >= 0 || s->etcd)) {
             if (!atomic_exchange(&s->nospace, true))
                 fatia_warn("store: out of disk space: NOSPACE alarm raised; reads and deletes "

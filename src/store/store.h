@@ -11,7 +11,8 @@
  * Durability: WAL mode with synchronous=FULL, so a commit returns only after the WAL is on disk;
  * an acknowledged write survives kill -9 and power loss, and recovery is SQLite's own (no repair
  * step). Group commit: the writer thread takes every batch submitted while it was busy and
- * commits them in one transaction (one fsync for all), so the API loop never waits on the disk.
+ * commits them in one transaction (one fsync for all), so the API loop never waits on the disk
+ * (on etcd: in as few transactions as its request limits allow, fatia_store_fill_add).
  *
  * Threads: the store's connection belongs to whoever opened it until fatia_store_writer_start;
  * from then on only the writer thread touches SQLite. The loop thread submits batches and learns
@@ -145,6 +146,12 @@ struct fatia_store_opts {
     const char *etcd_cafile, *etcd_certfile, *etcd_keyfile; /* TLS, or NULL */
     const char *etcd_prefix;                                /* NULL: "/registry" */
     uint64_t etcd_compact_usec; /* etcd compaction interval; 0: 5 minutes */
+    /* etcd's request limits (its --max-request-bytes and --max-txn-ops; 0: etcd's defaults,
+     * 1.5 MiB and 128). A group commit is cut into commits within them, between batches (the
+     * writer) and between API transactions (the API server, fatia_store_fill_add); see "Limits"
+     * in store/etcd.c. */
+    uint64_t etcd_max_request_bytes;
+    uint64_t etcd_max_txn_ops;
     /* Replica mode: several fatiad replicas share etcd_prefix. resourceVersion = etcd's
      * mod_revision (the store assigns it at commit), each commit compares the revision of every
      * object it writes instead of a store-wide fence, no log keys (history starts at the
@@ -213,8 +220,10 @@ void fatia_store_reserve(const struct fatia_store *s, uint64_t *have, uint64_t *
 /* Starts the writer thread. 0, -EAGAIN, -ENOMEM. */
 int fatia_store_writer_start(struct fatia_store *s);
 
-/* Queues a batch for the writer. Batches commit in submission order. 0, or -ESHUTDOWN once
- * closing. */
+/* Queues a batch for the writer. Batches commit in submission order: those queued while the
+ * writer was busy in one transaction, or on etcd in as few as fatia_store_fill_add allows (a
+ * batch is never split; each of those transactions succeeds or fails on its own). 0, or
+ * -ESHUTDOWN once closing. */
 int fatia_store_submit(struct fatia_store *s, struct fatia_store_batch *b);
 
 /* A nonblocking eventfd that becomes readable when batches are done. The loop watches it, then
@@ -223,6 +232,21 @@ int fatia_store_done_fd(const struct fatia_store *s);
 
 /* Pops the oldest completed batch (b->result set), or NULL. Clears the eventfd when empty. */
 struct fatia_store_batch *fatia_store_reap(struct fatia_store *s);
+
+/* ---- the size of one commit ---- */
+
+/* What a commit being filled holds, in the backend's measure (start from {0}). */
+struct fatia_store_fill {
+    uint64_t bytes, ops;
+};
+
+/* Adds n ops, a unit never to be split (a batch, an API transaction), to the commit f if they
+ * fit beside what it holds within the backend's request limits, and returns true; else returns
+ * false and leaves f alone (the commit must end before them). An empty f takes any unit: one
+ * over the limits goes alone, and the backend answers it (etcd: -EFBIG). SQLite has no limit.
+ * Reads only what open set: any thread. */
+bool fatia_store_fill_add(const struct fatia_store *s, struct fatia_store_fill *f,
+                          const struct fatia_store_op *ops, size_t n);
 
 /* ---- replica mode: the changes etcd's watch stream brings (loop thread) ---- */
 

@@ -27,6 +27,8 @@ fatiad_store_args() {
         FATIAD_ETCD=$ETCD_URL
     fi
     FATIAD_STORE_ARGS="--store etcd --etcd-endpoints $FATIAD_ETCD"
+    # etcd.bash's limits (a test's own flags come later and win)
+    FATIAD_STORE_ARGS="$FATIAD_STORE_ARGS --etcd-max-request-bytes 10Mi --etcd-max-txn-ops 10240"
     FATIAD_STORE_ARGS="$FATIAD_STORE_ARGS --etcd-prefix /$(basename "$1")/registry"
 }
 

@@ -43,7 +43,8 @@ static pid_t small_pid;
 static char small_url[64];
 
 struct backend {
-    bool etcd;
+    bool etcd, replica;
+    bool over; /* tells the store limits above the small etcd's own */
     char path[128];
     char prefix[64];
 };
@@ -525,6 +526,9 @@ static struct fatia_store *open_small(const struct backend *b)
     struct fatia_store_opts o = {
         .etcd_endpoints = small_url,
         .etcd_prefix = b->prefix,
+        .etcd_max_request_bytes = b->over ? 10485760 : SMALL_BYTES,
+        .etcd_max_txn_ops = b->over ? 10240 : SMALL_OPS,
+        .etcd_replica = b->replica,
     };
     struct fatia_store *s = NULL;
 
@@ -536,12 +540,14 @@ static struct fatia_store *open_small(const struct backend *b)
 static struct fatia_store_op big_op(uint64_t rv, const char *name, size_t size)
 {
     struct fatia_store_op o = op(rv, FATIA_STORE_ADDED, "ConfigMap", "default", name);
-    char *j = malloc(size + 128);
+    char *j = malloc(size + 160);
     int n;
 
     assert_non_null(j);
-    n = snprintf(j, 128, "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\"},\"data\":\"",
-                 name);
+    n = snprintf(j, 160,
+                 "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\","
+                 "\"resourceVersion\":\"%" PRIu64 "\"},\"data\":\"",
+                 name, rv);
     memset(j + n, 'x', size);
     memcpy(j + n + size, "\"}", 3);
     o.json = j;
@@ -598,6 +604,114 @@ static void test_etcd_too_large_not_nospace(void **state)
     fatia_store_close(s);
 }
 
+#define N_SPLIT 300
+
+struct ordered {
+    uint64_t last;
+    int n;
+};
+
+/* Objects: counted, none of them the one too large. */
+static int check_order_obj(void *arg, const struct fatia_store_row *row)
+{
+    struct ordered *o = arg;
+
+    assert_true(row->json_len < 4096);
+    o->n++;
+    return 0;
+}
+
+static int check_order(void *arg, const struct fatia_store_row *row)
+{
+    struct ordered *o = arg;
+
+    assert_true(row->rv > o->last);
+    o->last = row->rv;
+    o->n++;
+    return 0;
+}
+
+/* Many batches queued at once, more bytes and more ops than one etcd request may hold: the
+ * writer cuts them into several transactions, between batches, and all commit in order; one
+ * batch too large by itself fails alone (-EFBIG), the ones beside it commit, and no NOSPACE
+ * alarm. A batch of several ops (one API transaction) is never cut. Single writer and replica
+ * mode (each transaction its own compares and marker write). */
+static void split_commits(const struct backend *b)
+{
+    static struct fatia_store_op ops[N_SPLIT + 4];
+    static struct fatia_store_batch bs[N_SPLIT];
+    static char names[N_SPLIT + 4][32];
+    struct fatia_store *s = open_small(b);
+    struct fatia_store_stats st;
+    struct fatia_store_batch *d;
+    struct ordered ord = {0};
+    uint64_t rv = 0, rev = 0;
+    int big = N_SPLIT / 2, multi = N_SPLIT / 3, reaped = 0;
+    size_t k = 0;
+
+    assert_int_equal(fatia_store_writer_start(s), 0);
+    for (int i = 0; i < N_SPLIT; i++) {
+        size_t n = i == multi ? 5 : 1; /* one batch of 5 ops */
+        for (size_t j = 0; j < n; j++) {
+            snprintf(names[k + j], sizeof(names[0]), "cm-%d-%zu", i, j);
+            ops[k + j] = big_op(++rv, names[k + j], i == big ? 100 * 1024 : 1000);
+        }
+        bs[i] = (struct fatia_store_batch){.ops = &ops[k], .n = n};
+        k += n;
+    }
+    for (int i = 0; i < N_SPLIT; i++)
+        assert_int_equal(fatia_store_submit(s, &bs[i]), 0);
+    while (reaped < N_SPLIT) {
+        usleep(1000);
+        while ((d = fatia_store_reap(s))) {
+            assert_ptr_equal(d, &bs[reaped]);
+            assert_int_equal(d->result, reaped == big ? -EFBIG : 0);
+            if (b->replica && reaped != big) {
+                assert_true(d->revision >= rev); /* batches of one commit share a revision */
+                rev = d->revision;
+            }
+            reaped++;
+        }
+    }
+    assert_false(fatia_store_nospace(s));
+    fatia_store_get_stats(s, &st);
+    /* cut, by ops at least */
+    assert_true(st.transactions > (N_SPLIT + 4) / (SMALL_OPS - 3) || b->over);
+    fatia_store_close(s);
+    for (size_t i = 0; i < k; i++)
+        free((char *)ops[i].json);
+    s = open_small(b);
+    assert_int_equal(fatia_store_load(s, check_order_obj, &ord), 0);
+    assert_int_equal(ord.n, N_SPLIT + 4 - 1); /* all but the one too large */
+    if (!b->replica) {
+        assert_int_equal(fatia_store_rv(s), rv);
+        memset(&ord, 0, sizeof(ord));
+        assert_int_equal(fatia_store_load_log(s, 0, check_order, &ord), 0);
+        assert_int_equal(ord.n, N_SPLIT + 4 - 1);
+    }
+    fatia_store_close(s);
+}
+
+static void test_etcd_split_commits(void **state)
+{
+    struct backend b = *(const struct backend *)*state;
+
+    split_commits(&b);
+    b.replica = true;
+    snprintf(b.prefix, sizeof(b.prefix), "/t%d/registry", ++prefix_seq);
+    split_commits(&b);
+}
+
+/* The store told limits above etcd's: etcd refuses the large commits (-EFBIG, nothing written),
+ * and the writer sends their batches again one at a time: the same outcome. */
+static void test_etcd_split_limits_wrong(void **state)
+{
+    struct backend b = *(const struct backend *)*state;
+
+    b.over = true;
+    split_commits(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -611,6 +725,8 @@ int main(void)
         cmocka_unit_test_setup(test_etcd_endpoint_failover, setup_etcd),
         cmocka_unit_test_setup(test_etcd_replicas, setup_etcd),
         cmocka_unit_test_setup(test_etcd_too_large_not_nospace, setup_small),
+        cmocka_unit_test_setup(test_etcd_split_commits, setup_small),
+        cmocka_unit_test_setup(test_etcd_split_limits_wrong, setup_small),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -339,7 +339,19 @@ struct pending {
     void *arg;
     int code;
     struct opres res; /* warnings gathered on the way */
+    char what[320];   /* the object, for a failed commit's answer: resource "name" */
 };
+
+/* Names the object a transaction writes, for the answer if its commit fails. */
+static void describe(struct wtxn *tx, const struct opctx *c, const char *name)
+{
+    struct pending *p = tx->arg;
+
+    if (name && name[0])
+        snprintf(p->what, sizeof(p->what), "%s \"%s\"", c->t->resource, name);
+    else
+        snprintf(p->what, sizeof(p->what), "%s", c->t->resource);
+}
 
 static void answer_now(struct opres *r, op_done_fn done, void *arg)
 {
@@ -353,7 +365,7 @@ static void txn_done(struct fatia_apiserver *s, struct wtxn *tx, int err)
 
     (void)s;
     if (err < 0) {
-        fatia_api_opres_from_errno(&p->res, err, "write");
+        fatia_api_opres_from_errno(&p->res, err, p->what[0] ? p->what : "write");
     } else {
         p->res.code = p->code;
         p->res.ver = fatia_api_objver_ref(tx->result);
@@ -381,6 +393,7 @@ static struct wtxn *begin(const struct opctx *c, struct opres *r, int code, op_d
         return NULL;
     }
     tx->fenced = c->fenced;
+    describe(tx, c, c->name);
     p->done = done;
     p->arg = arg;
     p->code = code;
@@ -622,6 +635,7 @@ void fatia_api_op_create_take(const struct opctx *c, json_t *body, op_done_fn do
         fatia_api_rtable_maybe_remove(c->t, e);
         goto out_answer;
     }
+    describe(tx, c, e->name);
     if (fatia_api_wtxn_put(s, tx, c->t, e, FATIA_STORE_ADDED, tree) < 0) {
         tree = NULL;
         abandon(s, tx, &r);

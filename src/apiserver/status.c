@@ -13,7 +13,7 @@
  *     -FATIA_E_FORBIDDEN 403         -FATIA_E_UNAUTHORIZED 401
  *     -FATIA_E_GONE 410 Expired      -FATIA_E_LIMIT 413 RequestEntityTooLarge
  *     -FATIA_E_PARSE / -EINVAL 400   -ESHUTDOWN 503 ServiceUnavailable
- *     -EFBIG 413 (an object over the store's 1.5 MiB)
+ *     -EFBIG 413 (an object over the store's 1.5 MiB, a write over etcd's request limits)
  *     -ENOSPC 507 InsufficientStorage (the store's NOSPACE alarm: reads and deletes still work)
  *     anything else 500 InternalError (the store's errors: "storage error: ...")
  */
@@ -205,8 +205,10 @@ void fatia_api_opres_from_errno(struct opres *r, int err, const char *what)
     case -EFBIG:
         fatia_api_opres_fail(
             r, 413, "RequestEntityTooLarge",
-            "%s: the object is larger than the store's limit of %d bytes (1.5 MiB)", w,
-            FATIA_STORE_MAX_OBJECT);
+            "%s: the write is larger than the store's limit: %d bytes (1.5 MiB) an object, "
+            "and on etcd what one request may hold (etcd's --max-request-bytes and "
+            "--max-txn-ops)",
+            w, FATIA_STORE_MAX_OBJECT);
         break;
     case -ENOSPC:
         fatia_api_opres_fail(

@@ -8,7 +8,8 @@
  *
  * At most one batch is in the store at a time, so the next one accumulates every write that
  * arrives during a commit (one fsync for all of them) and a failure never has later batches
- * behind it in the store. resourceVersions are handed out when an operation joins a
+ * behind it in the store. A batch goes with as many whole transactions as one store commit
+ * holds (fatia_store_fill_add: etcd's request limits); the rest stay filling for the next kick. resourceVersions are handed out when an operation joins a
  * transaction, in loop order, so they increase along the batches as the store requires.
  */
 #include "base/compat.h"
@@ -136,6 +137,36 @@ static void set_expected(struct batch *b)
             b->ops.v[j].expect_rv = tx->ops.v[i].prev ? tx->ops.v[i].prev->rv : 0;
 }
 
+/* Cuts b after the transactions that fit in one store commit (at least one: the store answers
+ * one too large by itself) and returns a batch of the others, or NULL (also when out of memory:
+ * then b goes whole, and the store may refuse it). A transaction is never split. */
+static struct batch *cut_batch(struct fatia_apiserver *s, struct batch *b)
+{
+    struct fatia_store_fill f = {0};
+    struct wtxn *tx, *prev = NULL;
+    struct batch *rest;
+    size_t j = 0;
+
+    for (tx = b->txns; tx; prev = tx, j += tx->ops.n, tx = tx->next)
+        if (!fatia_store_fill_add(s->store, &f, &b->ops.v[j], tx->ops.n) && prev)
+            break;
+    if (!tx)
+        return NULL;
+    rest = fatia_calloc(1, sizeof(*rest));
+    if (!rest || FATIA_VEC_RESERVE(&rest->ops, b->ops.n - j) < 0) {
+        fatia_free(rest);
+        return NULL;
+    }
+    memcpy(rest->ops.v, &b->ops.v[j], (b->ops.n - j) * sizeof(*b->ops.v));
+    rest->ops.n = b->ops.n - j;
+    b->ops.n = j;
+    rest->txns = tx;
+    rest->txns_tail = b->txns_tail;
+    prev->next = NULL;
+    b->txns_tail = &prev->next;
+    return rest;
+}
+
 static void kick(struct fatia_apiserver *s)
 {
     struct batch *b = s->filling;
@@ -143,7 +174,8 @@ static void kick(struct fatia_apiserver *s)
 
     if (s->inflight || !b)
         return;
-    s->filling = NULL;
+    /* what does not fit in one commit (etcd's request limits) waits for the next kick */
+    s->filling = cut_batch(s, b);
     s->inflight = b;
     if (s->replica) {
         set_expected(b);

@@ -45,7 +45,7 @@ if [ "${BENCH_STORE:-sqlite}" = etcd ]; then
         curl -sf -o /dev/null -X POST "http://127.0.0.1:$EP/v3/maintenance/status" -d '{}' && break
         sleep 0.1
     done
-    STORE=(--store etcd --etcd-endpoints "http://127.0.0.1:$EP")
+    STORE=(--store etcd --etcd-endpoints "http://127.0.0.1:$EP" --etcd-max-request-bytes 10Mi --etcd-max-txn-ops 10240)
 fi
 taskset -c 0 "$B/bin/fatiad" --data-dir "$D/data" --listen 127.0.0.1:0 --no-tls --no-controllers \
     --sync "${BENCH_SYNC:-full}" "${STORE[@]}" \

@@ -84,7 +84,7 @@ if [ "$BACKEND" = etcd ]; then
     PIDS+=($!)
     ETCD_PID=$!
     for _ in $(seq 200); do ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$cp" endpoint health >/dev/null 2>&1 && break; sleep 0.1; done
-    STORE=(--store etcd --etcd-endpoints "http://127.0.0.1:$cp")
+    STORE=(--store etcd --etcd-endpoints "http://127.0.0.1:$cp" --etcd-max-request-bytes 10Mi --etcd-max-txn-ops 10240)
 fi
 "$FATIAD" --data-dir "$TMP/d" --listen 127.0.0.1:0 --no-agent --inventory sim "${STORE[@]}" \
     --fleet "$TMP/fleet.yaml" -f "$TMP/queues.yaml" >"$TMP/fatiad.log" 2>&1 &

@@ -14,7 +14,8 @@ replica() {
     : >"$TMP/$name.log"
     [ -f "$TMP/sa.key" ] || head -c 32 /dev/urandom >"$TMP/sa.key" # the replicas' shared key
     "$FATIAD" --data-dir "$TMP/$name" --listen 127.0.0.1:0 --no-agent --store etcd \
-        --etcd-endpoints "$ETCD_URLS" --etcd-prefix /fleet/registry --etcd-replica \
+        --etcd-endpoints "$ETCD_URLS" --etcd-max-request-bytes 10Mi --etcd-max-txn-ops 10240 \
+        --etcd-prefix /fleet/registry --etcd-replica \
         --leader-elect --leader-elect-lease-duration "${FLEET_LEASE:-3s}" \
         --leader-elect-renew-deadline "${FLEET_RENEW:-2s}" \
         --leader-elect-retry-period 500ms --job-backoff 200ms \

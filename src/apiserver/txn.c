@@ -9,8 +9,9 @@
  * At most one batch is in the store at a time, so the next one accumulates every write that
  * arrives during a commit (one fsync for all of them) and a failure never has later batches
  * behind it in the store. A batch goes with as many whole transactions as one store commit
- * holds (fatia_store_fill_add: etcd's request limits); the rest stay filling for the next kick. resourceVersions are handed out when an operation joins a
- * transaction, in loop order, so they increase along the batches as the store requires.
+ * holds (fatia_store_fill_add: etcd's request limits); the rest stay filling for the next
+ * kick. resourceVersions are handed out when an operation joins a transaction, in loop order,
+ * so they increase along the batches as the store requires.
  */
 #include "base/compat.h"
 

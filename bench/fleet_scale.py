@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/fleet_scale.py URL TOKEN CA NODES PODS RATE OUT.json [PIDS]: the fleet scale harness
+"""bench/fleet_scale.py URLS TOKEN CA NODES PODS RATE OUT.json [PIDS]: the fleet scale harness
 (docs/fleet-scale.md), in the manner of KWOK / kubemark: one process plays NODES simulated nodes
 through the real API of a running fatiad (started with --no-agent and a NodePool of NODES x 8
 simulated H200s, so the device controller publishes the Nodes and ResourceSlices):
@@ -17,6 +17,13 @@ Measured (client side, monotonic clock): every API call's latency per verb; leas
 second; admission-to-bind (the pod seen ungated on the watch -> seen with nodeName) and
 bind-to-running (bound seen -> Running seen); CPU and RSS of the PIDS (fatiad, etcd) from /proc.
 Writes OUT.json and prints a summary. Only the Python standard library.
+
+Several replicas (bench/fleet-scale.sh REPLICAS=R): URLS is their URLs, comma-separated, one
+token and one CA for all; each connection keeps to one replica, URL i mod R: lease thread i,
+creator i, worker i; node status on replica 1 mod R; the pod watch and the read load on the
+first. Per-verb latencies are then also reported per replica (api_by_replica). PIDS is
+LABEL=PID,... (fatiad-a=123,etcd-0=456; a bare PID is labelled by itself); the processes of the
+JSON are keyed by label. FLEET_LEADER (env): the label of the replica that leads, recorded.
 """
 import http.client
 import json
@@ -28,17 +35,26 @@ import threading
 import time
 import urllib.parse
 
-URL, TOKEN, CA = sys.argv[1], sys.argv[2], sys.argv[3]
+URLS, TOKEN, CA = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
 NODES, PODS, RATE = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
 OUT = sys.argv[7]
-PIDS = [int(p) for p in sys.argv[8].split(",")] if len(sys.argv) > 8 and sys.argv[8] else []
+PIDS = {}  # label -> pid
+for item in (sys.argv[8].split(",") if len(sys.argv) > 8 and sys.argv[8] else []):
+    label, _, pid = item.rpartition("=")
+    PIDS[label or pid] = int(pid)
 NS = "scale"
-u = urllib.parse.urlparse(URL)
+R = len(URLS)
+UP = [urllib.parse.urlparse(x) for x in URLS]
+REPLICA_NAMES = [l for l in PIDS if l.startswith("fatiad")][:R]
+if len(REPLICA_NAMES) < R:
+    REPLICA_NAMES = ["replica-%d" % i for i in range(R)]
 ctx = ssl.create_default_context(cafile=CA)
 lock = threading.Lock()
 lat = {}  # verb -> [seconds]
+lat_r = {}  # (replica index, verb) -> [seconds]
 errors = {}  # verb -> count
 codes = {}  # verb -> {status: count}
+retried = {}  # verb -> 409 Conflicts retried (Conn.call)
 stop = threading.Event()
 
 
@@ -47,14 +63,28 @@ def now():
 
 
 class Conn:
-    def __init__(self):
+    def __init__(self, replica=0):
+        self.r = replica % R
         self.c = None
 
     def call(self, verb, method, path, body=None, ctype="application/json"):
+        """One call; a 409 of reason Conflict (not AlreadyExists) is retried up to 5 times, as
+        a kubelet's status manager retries, each retry counted (retried_conflicts)."""
+        for k in range(6):
+            st, out = self.call1(verb, method, path, body, ctype)
+            if st != 409 or k == 5 or (out or {}).get("reason") != "Conflict":
+                return st, out
+            with lock:
+                retried[verb] = retried.get(verb, 0) + 1
+            time.sleep(0.02 * (k + 1))
+        return st, out
+
+    def call1(self, verb, method, path, body, ctype):
         data = json.dumps(body).encode() if body is not None else None
         hdr = {"Authorization": "Bearer " + TOKEN, "Content-Type": ctype}
         for attempt in range(2):
             if self.c is None:
+                u = UP[self.r]
                 self.c = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=30)
             t0 = now()
             try:
@@ -72,6 +102,7 @@ class Conn:
             dt = now() - t0
             with lock:
                 lat.setdefault(verb, []).append(dt)
+                lat_r.setdefault((self.r, verb), []).append(dt)
                 cv = codes.setdefault(verb, {})
                 cv[r.status] = cv.get(r.status, 0) + 1
                 if r.status >= 400 and r.status != 404 and r.status != 409:
@@ -100,7 +131,7 @@ def node_names(c):
 
 
 def lease_loop(names, part, parts):
-    c = Conn()
+    c = Conn(part)
     mine = names[part::parts]
     ts = lambda: time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
     c.call("create", "POST", "/api/v1/namespaces",
@@ -129,7 +160,7 @@ def lease_loop(names, part, parts):
 
 
 def status_loop(names):
-    c = Conn()
+    c = Conn(1)
     period = 60.0
     start = now()
     k = 0
@@ -151,6 +182,7 @@ work = queue.Queue()
 
 
 def watch_loop(rv):
+    u = UP[0]
     while not stop.is_set():
         c = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=3600)
         c.request("GET", "/api/v1/namespaces/%s/pods?watch=1&resourceVersion=%s" % (NS, rv),
@@ -183,8 +215,8 @@ def watch_loop(rv):
                 work.put(("delete", name))
 
 
-def worker():
-    c = Conn()
+def worker(part):
+    c = Conn(part)
     while True:
         kind, name = work.get()
         if kind is None:
@@ -209,7 +241,7 @@ CREATORS = 8  # open loop: a slow answer must not slow the arrivals
 
 
 def creator(part, start):
-    c = Conn()
+    c = Conn(part)
     for i in range(part, PODS, CREATORS):
         d = start + i / RATE - now()
         if d > 0:
@@ -275,10 +307,10 @@ def main():
                 for i in range(4)]
     threads += [threading.Thread(target=status_loop, args=(names,), daemon=True),
                 threading.Thread(target=reader, daemon=True)]
-    threads += [threading.Thread(target=worker, daemon=True) for _ in range(6)]
+    threads += [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(6)]
     for t in threads:
         t.start()
-    cpu0 = {p: proc_sample(p) for p in PIDS}
+    cpu0 = {p: proc_sample(pid) for p, pid in PIDS.items()}
     t0 = now()
     peak = {p: 0 for p in PIDS}
     created = [None]
@@ -288,9 +320,9 @@ def main():
     deadline = t0 + PODS / RATE + float(os.environ.get("FLEET_TAIL", "120"))
     while now() < deadline:
         time.sleep(1)
-        for p in PIDS:
+        for p, pid in PIDS.items():
             try:
-                peak[p] = max(peak[p], proc_sample(p)[1])
+                peak[p] = max(peak[p], proc_sample(pid)[1])
             except OSError:
                 pass
         with lock:
@@ -299,7 +331,7 @@ def main():
             break
     wall = now() - t0
     renew_rate = (renewals[0] - r0) / wall
-    cpu = {p: (proc_sample(p)[0] - cpu0[p][0]) / wall for p in PIDS}
+    cpu = {p: (proc_sample(pid)[0] - cpu0[p][0]) / wall for p, pid in PIDS.items()}
     stop.set()
     with lock:
         vals = list(pods.values())
@@ -314,6 +346,7 @@ def main():
             "lease_renewals_per_s": renew_rate,
             "api": {v: {"n": len(x), "p50_ms": 1e3 * pct(x, 50), "p99_ms": 1e3 * pct(x, 99),
                         "max_ms": 1e3 * max(x), "errors": errors.get(v, 0),
+                        "retried_conflicts": retried.get(v, 0),
                         "codes": {str(k): n for k, n in sorted(codes.get(v, {}).items())}}
                     for v, x in sorted(lat.items())},
             "admission_to_bind_ms": {"p50": 1e3 * (pct(a2b, 50) or 0),
@@ -322,9 +355,17 @@ def main():
                                   "p99": 1e3 * (pct(c2b, 99) or 0)},
             "bind_to_running_ms": {"p50": 1e3 * (pct(b2r, 50) or 0),
                                    "p99": 1e3 * (pct(b2r, 99) or 0)},
-            "processes": {str(p): {"cpu_cores": cpu[p], "rss_peak_mib": peak[p] / 2**20}
+            "processes": {p: {"pid": PIDS[p], "cpu_cores": cpu[p], "rss_peak_mib": peak[p] / 2**20}
                           for p in PIDS},
         }
+        if R > 1:
+            res["replicas"] = REPLICA_NAMES
+            res["leader"] = os.environ.get("FLEET_LEADER") or None
+            res["api_by_replica"] = {
+                REPLICA_NAMES[i]: {v: {"n": len(x), "p50_ms": 1e3 * pct(x, 50),
+                                       "p99_ms": 1e3 * pct(x, 99)}
+                                   for (j, v), x in sorted(lat_r.items()) if j == i}
+                for i in range(R)}
     json.dump(res, open(OUT, "w"), indent=1)
     print(json.dumps(res, indent=1))
 

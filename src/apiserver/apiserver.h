@@ -82,6 +82,12 @@ void fatia_apiserver_free(struct fatia_apiserver *s);
 /* The highest resourceVersion visible to readers. */
 uint64_t fatia_apiserver_rv(const struct fatia_apiserver *s);
 
+/* Replica mode: commits the store refused because another replica changed objects they write,
+ * and what became of their transactions (failed with 409: they wrote a changed object or built
+ * on one that failed; retried: the others, committed again). Appends them to out as Prometheus
+ * text. */
+int fatia_apiserver_metrics(const struct fatia_apiserver *s, struct fatia_buf *out);
+
 /* ---- identities ---- */
 
 /* True for members of system:masters: every verb on every object. */

@@ -68,6 +68,9 @@ struct entry {
     struct objver *committed;
     struct objver *latest;
     unsigned pending; /* operations queued or in flight */
+    /* txn.c, while it sorts a refused replica commit: 1 another replica changed the object,
+     * 2 a failing transaction wrote it; either way its ops fail */
+    unsigned char doomed;
 };
 
 struct watcher;
@@ -151,6 +154,7 @@ struct wtxn {
     void *arg;
     struct objver *result; /* what to answer with (borrowed from an op) */
     bool fenced;           /* refused unless the fence Lease is ours (fatia_apiserver_set_fence) */
+    int err;               /* txn.c: why a refused replica commit fails it */
     struct wtxn *next;     /* in a batch */
 };
 
@@ -214,6 +218,8 @@ struct fatia_apiserver {
     uint64_t own_rv; /* our revision seen on the watch before its batch was reaped; 0: none */
     char *fence_ns, *fence_name, *fence_holder; /* fatia_apiserver_set_fence; NULL: none */
     uint64_t fenced_writes;                     /* refused by the fence */
+    /* commits refused for another replica's writes, and their transactions (txn.c) */
+    uint64_t commit_conflicts, conflict_failed, conflict_retried;
 
     struct batch *filling;  /* accumulating; NULL when empty */
     struct batch *inflight; /* in the store's writer; NULL when idle */

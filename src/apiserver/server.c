@@ -331,6 +331,24 @@ uint64_t fatia_apiserver_rv(const struct fatia_apiserver *s)
     return s->rv_committed;
 }
 
+int fatia_apiserver_metrics(const struct fatia_apiserver *s, struct fatia_buf *out)
+{
+    if (!s->replica)
+        return 0;
+    return fatia_buf_printf(
+        out,
+        "# HELP fatia_apiserver_commit_conflicts_total Group commits etcd refused because "
+        "another replica changed objects they write\n"
+        "# TYPE fatia_apiserver_commit_conflicts_total counter\n"
+        "fatia_apiserver_commit_conflicts_total %" PRIu64 "\n"
+        "# HELP fatia_apiserver_conflict_transactions_total Their transactions: failed (409: "
+        "they wrote a changed object, or built on one that failed) or retried (committed again)\n"
+        "# TYPE fatia_apiserver_conflict_transactions_total counter\n"
+        "fatia_apiserver_conflict_transactions_total{outcome=\"failed\"} %" PRIu64 "\n"
+        "fatia_apiserver_conflict_transactions_total{outcome=\"retried\"} %" PRIu64 "\n",
+        s->commit_conflicts, s->conflict_failed, s->conflict_retried);
+}
+
 static void shutdown_now_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct fatia_apiserver *s = arg;

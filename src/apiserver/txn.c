@@ -222,6 +222,29 @@ static int check_txn(struct fatia_apiserver *s, const struct wtxn *tx)
     return 0;
 }
 
+/* Appends tx to b, with its store ops; b->ops has room for them (FATIA_VEC_RESERVE). */
+static void batch_add(struct batch *b, struct wtxn *tx)
+{
+    for (size_t i = 0; i < tx->ops.n; i++) {
+        const struct wop *op = &tx->ops.v[i];
+        b->ops.v[b->ops.n++] = (struct fatia_store_op){
+            .rv = op->ver->rv,
+            .type = op->type,
+            .group = op->t->kind->group,
+            .kind = op->t->kind->kind,
+            .ns = op->e->ns,
+            .name = op->e->name,
+            .uid = fatia_json_str(json_object_get(op->ver->tree, "metadata"), "uid"),
+            .json = op->ver->text,
+            .json_len = op->ver->len,
+            .deleting = op_deleting(op),
+        };
+    }
+    tx->next = NULL;
+    *b->txns_tail = tx;
+    b->txns_tail = &tx->next;
+}
+
 void fatia_api_wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx)
 {
     struct batch *b = s->filling;
@@ -243,24 +266,7 @@ void fatia_api_wtxn_commit(struct fatia_apiserver *s, struct wtxn *tx)
     }
     if (FATIA_VEC_RESERVE(&b->ops, b->ops.n + tx->ops.n) < 0)
         goto out_fail;
-    for (size_t i = 0; i < tx->ops.n; i++) {
-        const struct wop *op = &tx->ops.v[i];
-        b->ops.v[b->ops.n++] = (struct fatia_store_op){
-            .rv = op->ver->rv,
-            .type = op->type,
-            .group = op->t->kind->group,
-            .kind = op->t->kind->kind,
-            .ns = op->e->ns,
-            .name = op->e->name,
-            .uid = fatia_json_str(json_object_get(op->ver->tree, "metadata"), "uid"),
-            .json = op->ver->text,
-            .json_len = op->ver->len,
-            .deleting = op_deleting(op),
-        };
-    }
-    tx->next = NULL;
-    *b->txns_tail = tx;
-    b->txns_tail = &tx->next;
+    batch_add(b, tx);
     kick(s);
     return;
 
@@ -338,11 +344,147 @@ static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err)
     batch_free(also);
 }
 
+/* Replica mode: the commit was refused because objects it writes changed under it (another
+ * replica's writes), and the store named them (fatia_store_op.conflict). kube-apiserver never
+ * fails a write for another request's conflict, and a group commit must not either: a
+ * transaction fails (409) only if it writes a named object, if it writes an object that a
+ * failing transaction before it wrote (it was built on that version), or if it is fenced and
+ * the fence Lease moved or is no longer ours. The others, of b and of the filling batch, go again
+ * in their order as the next batch. Their versions are still valid: each was built on the
+ * committed version of its object, which this commit found current on etcd (else the store would
+ * have named it), or on a surviving transaction before it; a change that lands meanwhile makes
+ * the next commit name it. Each refused commit fails at least one transaction, so the retries
+ * end. Returns false (nothing done: fail_batch fails them all) when the store named nothing (the
+ * writer's marker moved, or an answer it could not read) or out of memory. */
+static bool retry_innocent(struct fatia_apiserver *s, struct batch *b)
+{
+    struct batch *also = s->filling, *next;
+    struct wtxn *lists[2] = {b->txns, also ? also->txns : NULL};
+    struct wtxn *failed = NULL, **failed_tail = &failed, *tx, *txnext;
+    FATIA_VEC(struct touched) touched = {0};
+    size_t j = 0, nops = 0, nfailed = 0, nretried = 0, named = 0;
+    bool fence_moved = false;
+
+    for (tx = b->txns; tx; tx = tx->next)
+        for (size_t i = 0; i < tx->ops.n; i++, j++)
+            if (b->ops.v[j].conflict && !tx->ops.v[i].e->doomed) {
+                tx->ops.v[i].e->doomed = 1;
+                named++;
+            }
+    if (j < b->ops.n && b->ops.v[j].compare_only && b->ops.v[j].conflict) {
+        fence_moved = true;
+        named++;
+    }
+    for (int k = 0; k < 2; k++)
+        for (tx = lists[k]; tx; tx = tx->next) {
+            nops += tx->ops.n;
+            for (size_t i = 0; i < tx->ops.n; i++)
+                if (FATIA_VEC_PUSH(&touched, ((struct touched){tx->ops.v[i].t, tx->ops.v[i].e})) <
+                    0)
+                    goto out_undo;
+        }
+    next = named ? fatia_calloc(1, sizeof(*next)) : NULL;
+    if (!next || FATIA_VEC_RESERVE(&next->ops, nops) < 0) {
+        if (next)
+            batch_free(next);
+        goto out_undo;
+    }
+    next->txns_tail = &next->txns;
+
+    /* sort: in commit order, so that a transaction built on a failing one fails too */
+    for (int k = 0; k < 2; k++)
+        for (tx = lists[k]; tx; tx = txnext) {
+            bool fail = tx->fenced && (fence_moved || fatia_api_fence_check(s) < 0);
+            txnext = tx->next;
+            tx->err = -FATIA_E_CONFLICT;
+            for (size_t i = 0; i < tx->ops.n; i++) {
+                const struct wop *op = &tx->ops.v[i];
+                fail = fail || op->e->doomed;
+                /* a create that lost to another replica's: the name is taken */
+                if (op->e->doomed == 1 && op->type == FATIA_STORE_ADDED && !op->prev)
+                    tx->err = -FATIA_E_EXISTS;
+            }
+            if (!fail) {
+                batch_add(next, tx);
+                nretried++;
+                continue;
+            }
+            for (size_t i = 0; i < tx->ops.n; i++)
+                if (!tx->ops.v[i].e->doomed)
+                    tx->ops.v[i].e->doomed = 2;
+            tx->next = NULL;
+            *failed_tail = tx;
+            failed_tail = &tx->next;
+            nfailed++;
+        }
+
+    /* every touched entry: back to committed, then the surviving ops replayed on it */
+    for (size_t i = 0; i < touched.n; i++) {
+        struct entry *e = touched.v[i].e;
+        e->pending = 0;
+        e->doomed = 0;
+        fatia_api_objver_unref(e->latest);
+        e->latest = fatia_api_objver_ref(e->committed);
+    }
+    for (tx = next->txns; tx; tx = tx->next)
+        for (size_t i = 0; i < tx->ops.n; i++) {
+            struct wop *op = &tx->ops.v[i];
+            op->e->pending++;
+            fatia_api_objver_unref(op->e->latest);
+            op->e->latest = op->type == FATIA_STORE_DELETED ? NULL : fatia_api_objver_ref(op->ver);
+        }
+    /* the failed ops no longer own entry state: drop them, then the entries nothing holds */
+    for (tx = failed; tx; tx = tx->next) {
+        for (size_t i = 0; i < tx->ops.n; i++) {
+            fatia_api_objver_unref(tx->ops.v[i].ver);
+            fatia_api_objver_unref(tx->ops.v[i].prev);
+        }
+        tx->ops.n = 0;
+        tx->result = NULL;
+    }
+    qsort(touched.v, touched.n, sizeof(*touched.v), cmp_touched);
+    for (size_t i = 0; i < touched.n; i++)
+        if (i == 0 || touched.v[i].e != touched.v[i - 1].e)
+            fatia_api_rtable_maybe_remove(touched.v[i].t, touched.v[i].e);
+    FATIA_VEC_RELEASE(&touched);
+
+    s->commit_conflicts++;
+    s->conflict_failed += nfailed;
+    s->conflict_retried += nretried;
+    if (s->commit_conflicts == 1 || s->commit_conflicts % 100 == 0)
+        fatia_warn("store: a commit was refused, %zu object%s changed by another replica: %zu "
+                   "transaction%s failed (409), %zu go again (%" PRIu64 " such commits so far)",
+                   named, named == 1 ? "" : "s", nfailed, nfailed == 1 ? "" : "s", nretried,
+                   s->commit_conflicts);
+    s->inflight = NULL;
+    s->filling = next->txns ? next : NULL;
+    if (!next->txns)
+        batch_free(next);
+    batch_free(b);
+    batch_free(also);
+    /* answered last: an answer may start writes, which join the new filling batch */
+    for (tx = failed; tx; tx = txnext) {
+        txnext = tx->next;
+        tx->done(s, tx, tx->err);
+        fatia_api_wtxn_free(tx);
+    }
+    return true;
+
+out_undo:
+    FATIA_VEC_RELEASE(&touched);
+    for (tx = b->txns; tx; tx = tx->next)
+        for (size_t i = 0; i < tx->ops.n; i++)
+            tx->ops.v[i].e->doomed = 0;
+    return false;
+}
+
 void fatia_api_batch_finish(struct fatia_apiserver *s, struct batch *b)
 {
     struct wtxn *tx, *next;
 
     s->inflight = NULL;
+    if (b->sb.result == -FATIA_E_CONFLICT && s->replica && retry_innocent(s, b))
+        return;
     if (b->sb.result < 0) {
         fail_batch(s, b, b->sb.result);
         return;

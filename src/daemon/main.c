@@ -789,6 +789,8 @@ static int metrics(void *arg, struct fatia_buf *out)
                          fatia_store_nospace(d->store) ? 1 : 0, have, want);
     if (r < 0)
         return r;
+    if (d->api && (r = fatia_apiserver_metrics(d->api, out)) < 0)
+        return r;
     if (d->agent && (r = fatia_agent_metrics(d->agent, out)) < 0)
         return r;
     return d->ctl ? fatia_controllers_metrics(d->ctl, out) : 0;

@@ -566,6 +566,10 @@ struct fatia_control {
     double *scratch_dbl2;
     struct ctl_cq **hl_cqs; /* the hopeless test's distinct ClusterQueues, hl_cap entries */
     size_t hl_cap;
+    /* a cycle's arrays (entries, their order, fair-sharing levels), kept between cycles and
+     * zeroed for each: cycle_cap elements of each (cycle.c) */
+    void *cycle_entries, *cycle_order, *cycle_lvls;
+    size_t cycle_cap;
 
     uint64_t stamp; /* for the scratch marks on queues and cohorts */
     fatia_control_phase_fn phase_fn;

@@ -746,6 +746,40 @@ static void entry_release(struct entry *e)
     fatia_free(e->res_use);
 }
 
+/* The cycle's arrays for n heads, zeroed as calloc would give them: kept in the engine between
+ * cycles (grown when a cycle has more heads), so a cycle does not pay the allocator for three
+ * arrays of up to a few hundred KiB (the levels are 1.3 KiB an entry). */
+static int cycle_arrays(struct fatia_control *c, size_t n)
+{
+    if (!n)
+        n = 1;
+    if (n > c->cycle_cap) {
+        size_t nc = c->cycle_cap * 2 > n ? c->cycle_cap * 2 : n;
+        void *e = fatia_calloc(nc, sizeof(struct entry));
+        void *o = fatia_calloc(nc, sizeof(struct entry *));
+        void *l = fatia_calloc(nc, sizeof(struct fs_lvl));
+        if (!e || !o || !l) {
+            fatia_free(e);
+            fatia_free(o);
+            fatia_free(l);
+            return -ENOMEM;
+        }
+        fatia_free(c->cycle_entries);
+        fatia_free(c->cycle_order);
+        fatia_free(c->cycle_lvls);
+        c->cycle_entries = e;
+        c->cycle_order = o;
+        c->cycle_lvls = l;
+        c->cycle_cap = nc;
+        return 0;
+    }
+    memset(c->cycle_entries, 0, n * sizeof(struct entry));
+    memset(c->cycle_order, 0, n * sizeof(struct entry *));
+    if (c->cfg.fair_sharing)
+        memset(c->cycle_lvls, 0, n * sizeof(struct fs_lvl));
+    return 0;
+}
+
 int fatia_control_cycle(struct fatia_control *c, int64_t now,
                         const struct fatia_control_result **ret)
 {
@@ -800,14 +834,12 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
                 break;
             }
     }
-    entries = fatia_calloc(n ? n : 1, sizeof(*entries));
-    order = fatia_calloc(n ? n : 1, sizeof(*order));
-    if (c->cfg.fair_sharing)
-        lvls = fatia_calloc(n ? n : 1, sizeof(*lvls));
-    if (!entries || !order || (c->cfg.fair_sharing && !lvls)) {
-        r = -ENOMEM;
+    if ((r = cycle_arrays(c, n)) < 0)
         goto out;
-    }
+    entries = c->cycle_entries;
+    order = c->cycle_order;
+    if (c->cfg.fair_sharing)
+        lvls = c->cycle_lvls;
     for (size_t i = 0; lvls && i < n; i++)
         entries[i].L = &lvls[i];
     n = 0;
@@ -930,9 +962,6 @@ out:
             fatia_control_queue_push(c, entries[i].cq, entries[i].w);
         entry_release(&entries[i]);
     }
-    fatia_free(entries);
-    fatia_free(lvls);
-    fatia_free(order);
     fatia_free(victims);
     if (r < 0)
         return r;

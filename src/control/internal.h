@@ -89,13 +89,15 @@ struct ctl_node {
     int height;    /* Kueue getNodeHeight: 0 for a ClusterQueue */
     bool is_cq;
     uint64_t epoch; /* bumped whenever usage changes (fair-sharing caches) */
-    /* fatia_control_drs_of's cache: valid while the engine's tree generation is unchanged and either the
-     * epoch is, or the usage of every fr in frs equals drs_use (a search removes and puts back
-     * usage, which moves the epoch but not the value) */
-    uint64_t drs_epoch, drs_gen;
-    double drs_ratio;
-    uint32_t drs_res;
-    amt_t *drs_use; /* drs_n entries: usage of frs[i] when the cache was filled */
+    /* fatia_control_drs_of's cache, two entries (the last value and the one before): an entry
+     * is valid while the engine's tree generation is its drs_gen and the usage of every fr in
+     * frs equals its drs_use (a search removes and puts back usage, which moves the epoch but
+     * not the value); the current entry (drs_cur) also while the epoch is drs_epoch */
+    uint64_t drs_epoch, drs_gen[2];
+    double drs_ratio[2];
+    uint32_t drs_res[2];
+    int drs_cur;
+    amt_t *drs_use; /* 2 * drs_n: entry e's usage of frs[i] at drs_use[e * drs_n + i] */
     size_t drs_n;
     const char *name;
     amt_t *lend; /* cohorts: per resource id, what a child can reach through this node
@@ -566,6 +568,10 @@ struct fatia_control {
     double *scratch_dbl2;
     struct ctl_cq **hl_cqs; /* the hopeless test's distinct ClusterQueues, hl_cap entries */
     size_t hl_cap;
+    /* a cycle's arrays (entries, their order, fair-sharing levels), kept between cycles and
+     * zeroed for each: cycle_cap elements of each (cycle.c) */
+    void *cycle_entries, *cycle_order, *cycle_lvls;
+    size_t cycle_cap;
 
     uint64_t stamp; /* for the scratch marks on queues and cohorts */
     fatia_control_phase_fn phase_fn;

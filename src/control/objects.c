@@ -423,6 +423,9 @@ void fatia_control_free(struct fatia_control *c)
     fatia_free(c->scratch_dbl);
     fatia_free(c->scratch_dbl2);
     fatia_free(c->hl_cqs);
+    fatia_free(c->cycle_entries);
+    fatia_free(c->cycle_order);
+    fatia_free(c->cycle_lvls);
     fatia_free(c);
 }
 

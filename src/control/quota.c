@@ -291,42 +291,62 @@ struct fatia_control_drs fatia_control_drs(struct fatia_control *c, const struct
     return d;
 }
 
+/* Whether entry e of n's share cache holds n's current usage. */
+static bool drs_entry_same(const struct ctl_node *n, int e)
+{
+    const amt_t *u = n->drs_use + (size_t)e * n->drs_n;
+    size_t i = 0;
+
+    while (i < n->n_frs && n->slot[n->frs[i]].usage == u[i])
+        i++;
+    return i == n->n_frs;
+}
+
+/* The share of a node's own usage, cached. Two entries, because a preemption search moves a
+ * node between two states and back (the preemptor's usage added for the search and taken off
+ * after it; a candidate removed and put back): with one entry each return to the earlier state
+ * recomputed the share. A value is the same function of the same usage either way. */
 struct fatia_control_drs fatia_control_drs_of(struct fatia_control *c, const struct ctl_node *n)
 {
     struct ctl_node *m = (struct ctl_node *)n; /* the cache is not part of the node's value */
     struct fatia_control_drs d;
+    uint64_t gen = c->tree_gen + 1;
+    int e = m->drs_cur;
 
     if (c->caches_off)
         return fatia_control_drs(c, n, NULL, 0);
-    if (m->drs_gen == c->tree_gen + 1) {
-        bool same = m->drs_epoch == m->epoch;
-        if (!same && m->drs_n == n->n_frs) {
-            size_t i = 0;
-            while (i < n->n_frs && n->slot[n->frs[i]].usage == m->drs_use[i])
-                i++;
-            same = i == n->n_frs;
-        }
-        if (same) {
+    if (m->drs_n == n->n_frs) {
+        if (m->drs_gen[e] == gen && (m->drs_epoch == m->epoch || drs_entry_same(n, e))) {
             m->drs_epoch = m->epoch;
-            return (struct fatia_control_drs){m->drs_ratio, m->weight, m->drs_res};
+            return (struct fatia_control_drs){m->drs_ratio[e], m->weight, m->drs_res[e]};
+        }
+        e = !e;
+        if (m->drs_gen[e] == gen && drs_entry_same(n, e)) {
+            m->drs_cur = e;
+            m->drs_epoch = m->epoch;
+            return (struct fatia_control_drs){m->drs_ratio[e], m->weight, m->drs_res[e]};
         }
     }
     d = fatia_control_drs(c, n, NULL, 0);
     if (m->drs_n != n->n_frs) {
-        amt_t *u = fatia_reallocarray(m->drs_use, n->n_frs ? n->n_frs : 1, sizeof(*u));
+        amt_t *u = fatia_reallocarray(m->drs_use, n->n_frs ? 2 * n->n_frs : 1, sizeof(*u));
         if (!u) {
-            m->drs_gen = 0; /* no cache */
+            m->drs_gen[0] = m->drs_gen[1] = 0; /* no cache */
             return d;
         }
         m->drs_use = u;
         m->drs_n = n->n_frs;
+        m->drs_gen[0] = m->drs_gen[1] = 0;
+        e = 0;
     }
+    /* e: the entry not current before this call (the older one), or the first after a resize */
     for (size_t i = 0; i < n->n_frs; i++)
-        m->drs_use[i] = n->slot[n->frs[i]].usage;
-    m->drs_gen = c->tree_gen + 1;
+        m->drs_use[(size_t)e * n->n_frs + i] = n->slot[n->frs[i]].usage;
+    m->drs_gen[e] = gen;
+    m->drs_cur = e;
     m->drs_epoch = m->epoch;
-    m->drs_ratio = d.ratio;
-    m->drs_res = d.res;
+    m->drs_ratio[e] = d.ratio;
+    m->drs_res[e] = d.res;
     return d;
 }
 

@@ -11,7 +11,9 @@
  * behind it in the store. A batch goes with as many whole transactions as one store commit
  * holds (fatia_store_fill_add: etcd's request limits); the rest stay filling for the next
  * kick. resourceVersions are handed out when an operation joins a transaction, in loop order,
- * so they increase along the batches as the store requires.
+ * so they increase along the batches as the store requires. A failed commit fails its
+ * transactions and those filling behind it (fail_batch), except one that etcd refused for
+ * another replica's writes: then only the transactions that conflict fail (retry_innocent).
  */
 #include "base/compat.h"
 
@@ -294,6 +296,27 @@ static int cmp_touched(const void *a, const void *b)
     return x->e < y->e ? -1 : x->e > y->e;
 }
 
+/* tx's ops no longer own entry state (it fails): their versions dropped before its answer. */
+static void drop_ops(struct wtxn *tx)
+{
+    for (size_t i = 0; i < tx->ops.n; i++) {
+        fatia_api_objver_unref(tx->ops.v[i].ver);
+        fatia_api_objver_unref(tx->ops.v[i].prev);
+    }
+    tx->ops.n = 0;
+    tx->result = NULL;
+}
+
+/* Drops the touched entries that nothing holds any more (each once), and the list. */
+static void remove_touched(struct touched *v, size_t n)
+{
+    if (n)
+        qsort(v, n, sizeof(*v), cmp_touched);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || v[i].e != v[i - 1].e)
+            fatia_api_rtable_maybe_remove(v[i].t, v[i].e);
+}
+
 /* A commit failed: every transaction in b and in the filling batch fails (they were checked
  * against latest states that will never be durable), and latest goes back to committed. */
 static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err)
@@ -318,24 +341,14 @@ static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err)
             }
         }
     }
-    if (touched.n)
-        qsort(touched.v, touched.n, sizeof(*touched.v), cmp_touched);
-    for (size_t i = 0; i < touched.n; i++)
-        if (i == 0 || touched.v[i].e != touched.v[i - 1].e)
-            fatia_api_rtable_maybe_remove(touched.v[i].t, touched.v[i].e);
+    remove_touched(touched.v, touched.n);
     FATIA_VEC_RELEASE(&touched);
     s->rv_next = s->replica ? FATIA_API_RV_PLACEHOLDER : s->rv_committed;
     for (int k = 0; k < 2; k++) {
         struct wtxn *tx = txns[k], *next;
         for (; tx; tx = next) {
             next = tx->next;
-            /* the ops no longer own entry state: drop them before answering */
-            for (size_t i = 0; i < tx->ops.n; i++) {
-                fatia_api_objver_unref(tx->ops.v[i].ver);
-                fatia_api_objver_unref(tx->ops.v[i].prev);
-            }
-            tx->ops.n = 0;
-            tx->result = NULL;
+            drop_ops(tx);
             tx->done(s, tx, err);
             fatia_api_wtxn_free(tx);
         }
@@ -434,18 +447,9 @@ static bool retry_innocent(struct fatia_apiserver *s, struct batch *b)
             op->e->latest = op->type == FATIA_STORE_DELETED ? NULL : fatia_api_objver_ref(op->ver);
         }
     /* the failed ops no longer own entry state: drop them, then the entries nothing holds */
-    for (tx = failed; tx; tx = tx->next) {
-        for (size_t i = 0; i < tx->ops.n; i++) {
-            fatia_api_objver_unref(tx->ops.v[i].ver);
-            fatia_api_objver_unref(tx->ops.v[i].prev);
-        }
-        tx->ops.n = 0;
-        tx->result = NULL;
-    }
-    qsort(touched.v, touched.n, sizeof(*touched.v), cmp_touched);
-    for (size_t i = 0; i < touched.n; i++)
-        if (i == 0 || touched.v[i].e != touched.v[i - 1].e)
-            fatia_api_rtable_maybe_remove(touched.v[i].t, touched.v[i].e);
+    for (tx = failed; tx; tx = tx->next)
+        drop_ops(tx);
+    remove_touched(touched.v, touched.n);
     FATIA_VEC_RELEASE(&touched);
 
     s->commit_conflicts++;

@@ -138,10 +138,17 @@ struct http_wait {
     json_t *audit; /* the audit event of the write (audit.c), or NULL */
 };
 
+static void http_wait_drop(struct http_wait *w);
+
 static void http_op_done(void *arg, struct opres *r)
 {
     struct http_wait *w = arg;
 
+    if (fatia_api_rerun(w->s, w->req, r)) {
+        /* the rerun begins its own audit event; this run's is not written */
+        http_wait_drop(w);
+        return;
+    }
     fatia_api_audit_end(w->s, w->audit, r,
                         r->ver ? fatia_json_str(json_object_get(r->ver->tree, "metadata"), "name")
                                : NULL);
@@ -567,6 +574,11 @@ static void http_scale_done(void *arg, struct opres *r)
 {
     struct http_wait *w = arg;
 
+    if (fatia_api_rerun(w->s, w->req, r)) {
+        /* the rerun begins its own audit event; this run's is not written */
+        http_wait_drop(w);
+        return;
+    }
     fatia_api_audit_end(w->s, w->audit, r,
                         r->ver ? fatia_json_str(json_object_get(r->ver->tree, "metadata"), "name")
                                : NULL);

@@ -62,6 +62,7 @@ struct fatia_api_http_req {
     char peer[64];
     bool keep_alive;
     bool streaming;
+    unsigned reruns; /* fatia_api_http_req_count_run */
     void (*close_cb)(void *arg);
     void *close_arg;
 };
@@ -130,6 +131,11 @@ const char *fatia_api_http_req_body(const struct fatia_api_http_req *r, size_t *
 const char *fatia_api_http_req_peer(const struct fatia_api_http_req *r)
 {
     return r->peer;
+}
+
+unsigned fatia_api_http_req_count_run(struct fatia_api_http_req *r)
+{
+    return ++r->reruns;
 }
 
 bool fatia_api_http_req_connected(const struct fatia_api_http_req *r)

@@ -79,6 +79,9 @@ const struct fatia_http_head *fatia_api_http_req_head(const struct fatia_api_htt
 const char *fatia_api_http_req_body(const struct fatia_api_http_req *r, size_t *ret_len);
 /* The peer's address as text ("127.0.0.1:53422"), for logs. */
 const char *fatia_api_http_req_peer(const struct fatia_api_http_req *r);
+/* Counts one more rerun of the request by its handler (rerun.c) and returns the count, this one
+ * included. */
+unsigned fatia_api_http_req_count_run(struct fatia_api_http_req *r);
 /* Whether the client is still connected. */
 bool fatia_api_http_req_connected(const struct fatia_api_http_req *r);
 

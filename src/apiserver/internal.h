@@ -74,6 +74,7 @@ struct entry {
 };
 
 struct watcher;
+struct rerun;
 
 /* The cap on objects per namespace (fatia_apiserver_opts.max_namespace_objects) has budgets of
  * the same size: one for the tenant's objects, one for Events (core and events.k8s.io: the
@@ -155,6 +156,7 @@ struct wtxn {
     struct objver *result; /* what to answer with (borrowed from an op) */
     bool fenced;           /* refused unless the fence Lease is ours (fatia_apiserver_set_fence) */
     int err;               /* txn.c: why a refused replica commit fails it */
+    uint64_t stale_rv;     /* failed for another replica's change: etcd's revision then (rerun.c) */
     struct wtxn *next;     /* in a batch */
 };
 
@@ -220,6 +222,10 @@ struct fatia_apiserver {
     uint64_t fenced_writes;                     /* refused by the fence */
     /* commits refused for another replica's writes, and their transactions (txn.c) */
     uint64_t commit_conflicts, conflict_failed, conflict_retried;
+    /* HTTP writes waiting to run again (rerun.c), and how many ran again, waited the whole
+     * second, or were answered 409 after the last rerun */
+    struct rerun *reruns;
+    uint64_t reruns_total, rerun_timeouts, rerun_gave_up;
 
     struct batch *filling;  /* accumulating; NULL when empty */
     struct batch *inflight; /* in the store's writer; NULL when idle */
@@ -276,6 +282,9 @@ struct opres {
     int code;
     struct objver *ver; /* ref; NULL when status is set */
     json_t *status;     /* owned */
+    /* 409 because another replica changed the object first: the revision the cache must reach
+     * before the request can run again on the winner's version (rerun.c); 0 otherwise */
+    uint64_t stale_rv;
     char *warnings[8];
     size_t n_warnings;
 };
@@ -519,6 +528,18 @@ void fatia_api_store_after(struct fatia_apiserver *s);
 /* Applies the changes etcd's watch has brought, in revision order, up to our own next
  * revision whose batch is not reaped yet. */
 void fatia_api_replica_drain(struct fatia_apiserver *s);
+
+/* ---- writes run again after another replica's change (rerun.c) ---- */
+
+/* Takes req over when r is a 409 for another replica's change (r->stale_rv) with reruns left:
+ * the request is handled again once the cache reaches r->stale_rv. true: taken (the caller
+ * answers nothing and drops its own state); false: answer r. */
+bool fatia_api_rerun(struct fatia_apiserver *s, struct fatia_api_http_req *req,
+                     const struct opres *r);
+/* The cache advanced (all: shutdown): the waiting requests whose revision it reached run. */
+void fatia_api_rerun_wake(struct fatia_apiserver *s, bool all);
+/* Answers every waiting request 503 (the server is freed). */
+void fatia_api_rerun_free_all(struct fatia_apiserver *s);
 void fatia_api_changes_cb(int fd, short what, void *arg);
 /* A fenced transaction may commit: 0, or -FATIA_E_CONFLICT when the cache shows the fence
  * Lease held by another (or by nobody). */

@@ -366,6 +366,8 @@ static void txn_done(struct fatia_apiserver *s, struct wtxn *tx, int err)
     (void)s;
     if (err < 0) {
         fatia_api_opres_from_errno(&p->res, err, p->what[0] ? p->what : "write");
+        if (err == -FATIA_E_CONFLICT)
+            p->res.stale_rv = tx->stale_rv;
     } else {
         p->res.code = p->code;
         p->res.ver = fatia_api_objver_ref(tx->result);

@@ -142,6 +142,8 @@ void fatia_api_replica_drain(struct fatia_apiserver *s)
         fatia_warn("store: revision %" PRIu64 " is ours but no batch waits for it", c.rv);
         advance(s, c.rv);
     }
+    if (s->reruns)
+        fatia_api_rerun_wake(s, false);
     fatia_api_store_after(s);
 }
 

@@ -345,8 +345,21 @@ int fatia_apiserver_metrics(const struct fatia_apiserver *s, struct fatia_buf *o
         "they wrote a changed object, or built on one that failed) or retried (committed again)\n"
         "# TYPE fatia_apiserver_conflict_transactions_total counter\n"
         "fatia_apiserver_conflict_transactions_total{outcome=\"failed\"} %" PRIu64 "\n"
-        "fatia_apiserver_conflict_transactions_total{outcome=\"retried\"} %" PRIu64 "\n",
-        s->commit_conflicts, s->conflict_failed, s->conflict_retried);
+        "fatia_apiserver_conflict_transactions_total{outcome=\"retried\"} %" PRIu64 "\n"
+        "# HELP fatia_apiserver_write_reruns_total HTTP writes that failed for another "
+        "replica's change and ran again on its version (GuaranteedUpdate's retry)\n"
+        "# TYPE fatia_apiserver_write_reruns_total counter\n"
+        "fatia_apiserver_write_reruns_total %" PRIu64 "\n"
+        "# HELP fatia_apiserver_write_rerun_timeouts_total Reruns whose wait for the watch to "
+        "bring the winning change ran out (1 s)\n"
+        "# TYPE fatia_apiserver_write_rerun_timeouts_total counter\n"
+        "fatia_apiserver_write_rerun_timeouts_total %" PRIu64 "\n"
+        "# HELP fatia_apiserver_write_reruns_exhausted_total Writes answered 409 after their "
+        "last rerun\n"
+        "# TYPE fatia_apiserver_write_reruns_exhausted_total counter\n"
+        "fatia_apiserver_write_reruns_exhausted_total %" PRIu64 "\n",
+        s->commit_conflicts, s->conflict_failed, s->conflict_retried, s->reruns_total,
+        s->rerun_timeouts, s->rerun_gave_up);
 }
 
 static void shutdown_now_cb(evutil_socket_t fd, short what, void *arg)
@@ -369,6 +382,7 @@ void fatia_apiserver_shutdown(struct fatia_apiserver *s, void (*done)(void *arg)
     if (s->http)
         fatia_api_http_server_stop_listening(s->http);
     fatia_api_watch_shutdown_all(s);
+    fatia_api_rerun_wake(s, true); /* each is refused 503 */
     if (s->bookmark_ev)
         event_del(s->bookmark_ev);
     if (fatia_api_server_idle(s))
@@ -381,6 +395,7 @@ void fatia_apiserver_free(struct fatia_apiserver *s)
         return;
     if (s->http)
         fatia_api_watch_shutdown_all(s);
+    fatia_api_rerun_free_all(s);
     fatia_api_http_server_free(s->http);
     fatia_api_dashboard_free(s->dashboard);
     fatia_api_nodeproxy_free(s);

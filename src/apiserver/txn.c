@@ -13,7 +13,8 @@
  * kick. resourceVersions are handed out when an operation joins a transaction, in loop order,
  * so they increase along the batches as the store requires. A failed commit fails its
  * transactions and those filling behind it (fail_batch), except one that etcd refused for
- * another replica's writes: then only the transactions that conflict fail (retry_innocent).
+ * another replica's writes: then only the transactions that conflict fail (retry_innocent), and
+ * their answers carry the refusal's revision so that an HTTP write runs again (rerun.c).
  */
 #include "base/compat.h"
 
@@ -348,6 +349,10 @@ static void fail_batch(struct fatia_apiserver *s, struct batch *b, int err)
         struct wtxn *tx = txns[k], *next;
         for (; tx; tx = next) {
             next = tx->next;
+            /* refused for another replica's change that the store could not name: each may
+             * run again on the fresh cache (rerun.c), but a fenced one (the fence may be why) */
+            if (s->replica && err == -FATIA_E_CONFLICT && !tx->fenced)
+                tx->stale_rv = b->sb.revision;
             drop_ops(tx);
             tx->done(s, tx, err);
             fatia_api_wtxn_free(tx);
@@ -407,7 +412,8 @@ static bool retry_innocent(struct fatia_apiserver *s, struct batch *b)
     /* sort: in commit order, so that a transaction built on a failing one fails too */
     for (int k = 0; k < 2; k++)
         for (tx = lists[k]; tx; tx = txnext) {
-            bool fail = tx->fenced && (fence_moved || fatia_api_fence_check(s) < 0);
+            bool fenced_out = tx->fenced && (fence_moved || fatia_api_fence_check(s) < 0);
+            bool fail = fenced_out;
             txnext = tx->next;
             tx->err = -FATIA_E_CONFLICT;
             for (size_t i = 0; i < tx->ops.n; i++) {
@@ -425,6 +431,10 @@ static bool retry_innocent(struct fatia_apiserver *s, struct batch *b)
             for (size_t i = 0; i < tx->ops.n; i++)
                 if (!tx->ops.v[i].e->doomed)
                     tx->ops.v[i].e->doomed = 2;
+            /* built on a version another replica replaced: it may run again on the winner's
+             * (rerun.c), not when the fence moved (a deposed leader's write) */
+            if (!fenced_out && tx->err == -FATIA_E_CONFLICT)
+                tx->stale_rv = b->sb.revision;
             tx->next = NULL;
             *failed_tail = tx;
             failed_tail = &tx->next;

@@ -1296,6 +1296,8 @@ static int commit_replica(struct fatia_store_etcd *e, struct fatia_store_batch *
             json_decref(reply);
             if (r < 0)
                 fatia_warn("store: cannot tell which objects conflicted: %s", fatia_strerror(r));
+            for (struct fatia_store_batch *b = first; b; b = b->next)
+                b->revision = hrev; /* the changes that refused it are at or before hrev */
             return -FATIA_E_CONFLICT;
         }
         json_decref(reply);

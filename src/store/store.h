@@ -113,9 +113,12 @@ struct fatia_store_op {
 struct fatia_store_batch {
     struct fatia_store_op *ops;
     size_t n;
-    int result;        /* set when done: 0 or a negative code (the batch had no effect) */
-    void *user;        /* the caller's */
-    uint64_t revision; /* replica mode: set when done, the etcd revision it committed at */
+    int result; /* set when done: 0 or a negative code (the batch had no effect) */
+    void *user; /* the caller's */
+    /* replica mode: set when done, the etcd revision it committed at; refused with
+     * -FATIA_E_CONFLICT, etcd's revision when it refused (every change that refused it is at or
+     * before it) */
+    uint64_t revision;
     struct fatia_store_batch *next; /* store-internal */
 };
 

@@ -7,7 +7,8 @@
 # cache: the per-object compare-and-swap); 20 creates of one name raced on both replicas give
 # exactly one success each; a delete on one is gone on the other; kill -9 of one replica, the
 # other goes on writing, and the restarted one loads the same objects; a group commit that
-# another replica's write refuses fails only the writes that conflict (409), the rest go again.
+# another replica's write refuses fails only the writes that conflict, the rest go again, and a
+# failed unconditional write runs again on the winner's version (a conditional one gets 409).
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 need_python3
@@ -181,16 +182,22 @@ case " $names_a " in *" after "*) ;; *) fail "A restarted lacks B's write: $name
 kill -9 "$A_PID"
 wait "$A_PID" 2>/dev/null
 
-# ---- a group commit that B's write refuses fails only the writes it conflicts with ----
+# ---- a group commit that B's writes refuse: only the conflicting writes fail there ----
 # A's writer is held (FATIA_TEST_ETCD_HOLD) with one create in it, so that A's next writes wait
-# in one batch: a patch of x, which B then changes, a create of y and a patch of y built on it.
-# etcd refuses the batch for x; only x's patch fails (409), y's writes go again and succeed
-# (kube-apiserver never fails a write for another request's conflict). A create of a name B took
-# meanwhile fails AlreadyExists.
+# in one batch: an unconditional patch of x and a patch of w with a resourceVersion
+# precondition, both of which B then changes, a create of y and a patch of y built on it, and a
+# create of z, a name B then takes. etcd refuses the batch for x, w and z; y's writes go again
+# and succeed (kube-apiserver never fails a write for another request's conflict). x and w run
+# again once A's cache has B's versions (GuaranteedUpdate's retry, rerun.c): x's patch applies
+# on top of B's (both keys kept: no update lost), w's precondition now fails (409 Conflict),
+# and z is AlreadyExists.
 FATIA_TEST_ETCD_HOLD=$TMP/hold start_replica A
-on A POST /api/v1/namespaces/team-a/configmaps -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"by":"none"}}'
-[ "$CODE" = 201 ] || fail "create x on A: $CODE"
-wait_on B /api/v1/namespaces/team-a/configmaps/x 200
+for o in x w; do
+    on A POST /api/v1/namespaces/team-a/configmaps -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"'$o'"},"data":{"by":"none"}}'
+    [ "$CODE" = 201 ] || fail "create $o on A: $CODE"
+    wait_on B /api/v1/namespaces/team-a/configmaps/$o 200
+done
+w_rv=$(field 'o["metadata"]["resourceVersion"]')
 # bg_on NAME TAG METHOD PATH [curl args]: in the background; the status into $TMP/TAG.code
 bg_on() {
     local name=$1 tag=$2 method=$3 path=$4 url token ca
@@ -205,37 +212,41 @@ BG=()
 touch "$TMP/hold"
 bg_on A d POST /api/v1/namespaces/team-a/configmaps -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"}}'
 sleep 0.3
-CT=application/merge-patch+json bg_on A x PATCH /api/v1/namespaces/team-a/configmaps/x -d '{"data":{"by":"A"}}'
+CT=application/merge-patch+json bg_on A x PATCH /api/v1/namespaces/team-a/configmaps/x -d '{"data":{"a":"A"}}'
+CT=application/merge-patch+json bg_on A w PATCH /api/v1/namespaces/team-a/configmaps/w -d '{"metadata":{"resourceVersion":"'"$w_rv"'"},"data":{"a":"A"}}'
 sleep 0.2
 bg_on A y POST /api/v1/namespaces/team-a/configmaps -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"y"},"data":{"n":"1"}}'
 sleep 0.2
 CT=application/merge-patch+json bg_on A y2 PATCH /api/v1/namespaces/team-a/configmaps/y -d '{"data":{"n":"2"}}'
 bg_on A z POST /api/v1/namespaces/team-a/configmaps -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"z"},"data":{"by":"A"}}'
 sleep 0.2
-CT=application/merge-patch+json on B PATCH /api/v1/namespaces/team-a/configmaps/x -d '{"data":{"by":"B"}}'
-[ "$CODE" = 200 ] || fail "patch x on B: $CODE $(cat "$TMP/body")"
+for o in x w; do
+    CT=application/merge-patch+json on B PATCH /api/v1/namespaces/team-a/configmaps/$o -d '{"data":{"b":"B"}}'
+    [ "$CODE" = 200 ] || fail "patch $o on B: $CODE $(cat "$TMP/body")"
+done
 on B POST /api/v1/namespaces/team-a/configmaps -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"z"},"data":{"by":"B"}}'
 [ "$CODE" = 201 ] || fail "create z on B: $CODE $(cat "$TMP/body")"
 rm -f "$TMP/hold"
 wait "${BG[@]}"
-got="d=$(cat "$TMP/d.code") x=$(cat "$TMP/x.code") y=$(cat "$TMP/y.code") y2=$(cat "$TMP/y2.code") z=$(cat "$TMP/z.code")"
-[ "$got" = "d=201 x=409 y=201 y2=200 z=409" ] ||
-    fail "writes queued behind B's: $got (want d=201 x=409 y=201 y2=200 z=409); x: $(cat "$TMP/x.body"); y: $(cat "$TMP/y.body")"
-grep -q '"reason":"Conflict"' "$TMP/x.body" || fail "x's 409 is not a Conflict: $(cat "$TMP/x.body")"
+want="d=201 x=200 w=409 y=201 y2=200 z=409"
+got="d=$(cat "$TMP/d.code") x=$(cat "$TMP/x.code") w=$(cat "$TMP/w.code") y=$(cat "$TMP/y.code") y2=$(cat "$TMP/y2.code") z=$(cat "$TMP/z.code")"
+[ "$got" = "$want" ] ||
+    fail "writes queued behind B's: $got (want $want); x: $(cat "$TMP/x.body"); w: $(cat "$TMP/w.body"); y: $(cat "$TMP/y.body")"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["data"]; assert d["a"] == "A" and d["b"] == "B", d' \
+    "$TMP/x.body" || fail "x's rerun did not apply on B's version: $(cat "$TMP/x.body")"
+grep -q '"reason":"Conflict"' "$TMP/w.body" || fail "w's 409 is not a Conflict: $(cat "$TMP/w.body")"
 grep -q '"reason":"AlreadyExists"' "$TMP/z.body" || fail "z's 409 is not AlreadyExists: $(cat "$TMP/z.body")"
 on A GET /metrics
-grep -q '^fatia_apiserver_conflict_transactions_total{outcome="retried"} 2$' "$TMP/body" ||
-    fail "A's metrics: $(grep conflict "$TMP/body")"
-grep -q '^fatia_apiserver_conflict_transactions_total{outcome="failed"} 2$' "$TMP/body" ||
-    fail "A's metrics: $(grep conflict "$TMP/body")"
+for m in 'conflict_transactions_total{outcome="retried"} 2' 'conflict_transactions_total{outcome="failed"} 3' \
+    'write_reruns_total 2' 'write_reruns_exhausted_total 0'; do
+    grep -qF "fatia_apiserver_$m" "$TMP/body" || fail "A's metrics lack $m: $(grep -E 'conflict|rerun' "$TMP/body")"
+done
 wait_on B /api/v1/namespaces/team-a/configmaps/y 200
 [ "$(field 'o["data"]["n"]')" = 2 ] || fail "B serves y as $(cat "$TMP/body")"
-for _ in $(seq 100); do
-    on A GET /api/v1/namespaces/team-a/configmaps/x
-    [ "$(field 'o["data"]["by"]')" = B ] && break
-    sleep 0.05
-done
-[ "$(field 'o["data"]["by"]')" = B ] || fail "A serves x as $(cat "$TMP/body")"
+wait_on B /api/v1/namespaces/team-a/configmaps/x 200
+[ "$(field 'o["data"]["a"]+o["data"]["b"]')" = AB ] || fail "B serves x as $(cat "$TMP/body")"
+on A GET /api/v1/namespaces/team-a/configmaps/w
+[ "$(field 'o["data"].get("a","-")+o["data"]["b"]')" = -B ] || fail "A serves w as $(cat "$TMP/body")"
 on A GET /api/v1/namespaces/team-a/configmaps/z
 [ "$(field 'o["data"]["by"]')" = B ] || fail "A serves z as $(cat "$TMP/body")"
 for p in "$A_PID" "$B_PID"; do

@@ -41,8 +41,9 @@
  * typical members are sorted by CPU with prefix sums of their probabilities, so the members a
  * node has CPU for are a binary search away. F_n(M) is O(groups x log members), and so is the
  * effect of changing one GPU of a fraction pool (fatia_pl_frag_node_one), or k of them from a
- * snapshot (fatia_pl_frag_node_many, O(groups x k): a whole-GPU request's GPUs): the Alibaba trace
- * has 24 groups for 126 types.
+ * snapshot (fatia_pl_frag_node_many, O(groups x k), GPUs changed alike counted once: a whole-GPU
+ * request's GPUs): the Alibaba trace has 24 groups for 126 types. A group the node's filters turn
+ * away is all of R_n without reading a GPU.
  *
  * Scarcity (fatia's, fatia_pl_mix_scarcity, for FATIA_PLACE_FGD_SCARCE). FGD's measure sees a
  * GPU model constraint only through the capacity a node strands for the types it turns away, so

@@ -41,8 +41,9 @@
  * typical members are sorted by CPU with prefix sums of their probabilities, so the members a
  * node has CPU for are a binary search away. F_n(M) is O(groups x log members), and so is the
  * effect of changing one GPU of a fraction pool (fatia_pl_frag_node_one), or k of them from a
- * snapshot (fatia_pl_frag_node_many, O(groups x k): a whole-GPU request's GPUs): the Alibaba trace
- * has 24 groups for 126 types.
+ * snapshot (fatia_pl_frag_node_many, O(groups x k), GPUs changed alike counted once: a whole-GPU
+ * request's GPUs): the Alibaba trace has 24 groups for 126 types. A group the node's filters turn
+ * away is all of R_n without reading a GPU.
  *
  * Scarcity (fatia's, fatia_pl_mix_scarcity, for FATIA_PLACE_FGD_SCARCE). FGD's measure sees a
  * GPU model constraint only through the capacity a node strands for the types it turns away, so
@@ -357,7 +358,7 @@ static void group_node(const struct fatia_place_state *st, const struct pl_node 
     int32_t usable = 0;
     int64_t unusable = 0;
 
-    for (uint32_t i = 0; i < nd->n_gpus; i++) {
+    for (uint32_t i = 0; g->access[n] && i < nd->n_gpus; i++) {
         const struct pl_gpu *gp = &st->gpus[nd->first_gpu + i];
         uint32_t u = units(gp, g);
         if (u)
@@ -541,6 +542,10 @@ double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
         int64_t usable = 0, unusable = 0;
         if (!g->in_typ)
             continue;
+        if (!g->access[n]) { /* group_frag's first case: the GPUs are not read */
+            f += (double)total * g->p;
+            continue;
+        }
         for (uint32_t i = 0; i < nd->n_gpus; i++) {
             const struct pl_gpu *gp = &st->gpus[nd->first_gpu + i];
             uint32_t u = units(gp, g);
@@ -575,6 +580,10 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t 
         uint32_t ub, ua;
         if (!g->in_typ)
             continue;
+        if (!g->access[n]) {
+            f += (double)total * g->p;
+            continue;
+        }
         ub = units(before, g);
         ua = units(now, g);
         f += group_frag(g, n, total, cpu, g->usable[n] - (int64_t)ub + (int64_t)ua,
@@ -583,11 +592,40 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t 
     return f;
 }
 
+/* Two GPU states the measure cannot tell apart: units() and fatia_pl_gpu_free_milli read nothing
+ * else of a fraction pool without device slices. */
+static bool same_measured(const struct pl_gpu *a, const struct pl_gpu *b)
+{
+    return a->fractional && b->fractional && !a->n_slices && !b->n_slices &&
+           a->milli_free == b->milli_free && a->mem_free == b->mem_free &&
+           a->mem_total == b->mem_total && a->ctx_reserve == b->ctx_reserve &&
+           a->mem_per_milli == b->mem_per_milli && a->shares == b->shares &&
+           a->max_shares == b->max_shares && a->users == b->users;
+}
+
 double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t n, const uint32_t *gis,
                                const struct pl_gpu *before, size_t k, int64_t d_cpu)
 {
+    /* the GPUs whose (before, now) pair is the same are measured once, times their number (a
+     * whole-GPU request's k GPUs go from free to taken alike): the sums are of integers */
+    size_t rep[16], mult[16], n_rep = 0;
     int64_t total, cpu;
     double f = 0;
+
+    if (k > FATIA_ARRAY_SIZE(rep))
+        return fatia_pl_frag_node_now(mix, n);
+    for (size_t i = 0; i < k; i++) {
+        const struct pl_gpu *now = &mix->st->gpus[gis[i]];
+        size_t j = 0;
+        while (j < n_rep && !(same_measured(&before[rep[j]], &before[i]) &&
+                              same_measured(&mix->st->gpus[gis[rep[j]]], now)))
+            j++;
+        if (j == n_rep) {
+            rep[n_rep] = i;
+            mult[n_rep++] = 0;
+        }
+        mult[j]++;
+    }
 
     if (mix->gen[n] != mix->st->nodes[n].gen)
         node_cache(mix, n);
@@ -604,14 +642,20 @@ double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t n, const ui
         int64_t usable, unusable;
         if (!g->in_typ)
             continue;
+        if (!g->access[n]) {
+            f += (double)total * g->p;
+            continue;
+        }
         usable = g->usable[n];
         unusable = g->unusable[n];
-        for (size_t i = 0; i < k; i++) {
+        for (size_t r = 0; r < n_rep; r++) {
+            size_t i = rep[r];
             const struct pl_gpu *now = &mix->st->gpus[gis[i]];
             uint32_t ub = units(&before[i], g), ua = units(now, g);
-            usable += (int64_t)ua - (int64_t)ub;
-            unusable += (ua ? 0 : (int64_t)fatia_pl_gpu_free_milli(now)) -
-                        (ub ? 0 : (int64_t)fatia_pl_gpu_free_milli(&before[i]));
+            int64_t m = (int64_t)mult[r];
+            usable += m * ((int64_t)ua - (int64_t)ub);
+            unusable += m * ((ua ? 0 : (int64_t)fatia_pl_gpu_free_milli(now)) -
+                             (ub ? 0 : (int64_t)fatia_pl_gpu_free_milli(&before[i])));
         }
         f += group_frag(g, n, total, cpu, usable, unusable);
     }

@@ -315,7 +315,8 @@ double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t node);
 double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t node, uint32_t g,
                               const struct pl_gpu *before, int64_t d_cpu, int64_t d_mem);
 /* The same for k GPUs gis[0..k) of the node, distinct, changed from before[0..k), and the node's
- * cpu use by d_cpu: O(groups x k) from the cache, valid under the same conditions. */
+ * cpu use by d_cpu: O(groups x distinct changes) from the cache (GPUs changed alike are measured
+ * once), valid under the same conditions; k at most 16 (more: fatia_pl_frag_node_now). */
 double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t node, const uint32_t *gis,
                                const struct pl_gpu *before, size_t k, int64_t d_cpu);
 

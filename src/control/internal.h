@@ -623,6 +623,15 @@ struct fatia_control_drs fatia_control_drs(struct fatia_control *c, const struct
                                            const struct ctl_use *extra, size_t k);
 /* fatia_control_drs without extra usage, cached on the node. */
 struct fatia_control_drs fatia_control_drs_of(struct fatia_control *c, const struct ctl_node *n);
+/* The share of node at once the uses u (one per flavor-resource) of a workload in the
+ * ClusterQueue node from (at or below it) are taken off, without taking them off: the value
+ * fatia_control_drs_of(c, at) gives after fatia_control_remove_uses(from, u, k). Returns 1 with
+ * *ret set, or 0 when the caller must remove and recompute (caches off, or more uses or
+ * flavor-resources than the scratch holds). */
+#define CTL_DRS_WITHOUT_MAX 16
+int fatia_control_drs_without(struct fatia_control *c, const struct ctl_node *at,
+                              const struct ctl_node *from, const struct ctl_use *u, size_t k,
+                              struct fatia_control_drs *ret);
 int fatia_control_drs_cmp(struct fatia_control_drs a, struct fatia_control_drs b);
 int64_t fatia_control_drs_rounded(struct fatia_control_drs d);
 

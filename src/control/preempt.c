@@ -924,15 +924,26 @@ static int fs_first(struct fs_state *s, int strategy, struct ctl_wl ***ret_retry
             while (cq_has_workload(s, tq)) {
                 struct ctl_wl *wl = cq_pop(s, tq);
                 struct fatia_control_drs tnew;
-                fatia_control_snapshot_remove(c, wl);
-                tnew = fatia_control_drs_of(c, ta);
-                if (strategy_passes(strategy, pnew, told, tnew)) {
-                    if ((r = fs_yield(s, wl, "InCohortFairSharing")) < 0 || s->fits)
-                        goto out;
-                    break;
+                /* the target's share after the removal, read without removing: most candidates
+                 * fail the strategy and would be put back at once */
+                if (fatia_control_drs_without(c, ta, &wl->cq->node, wl->use, wl->n_use, &tnew)) {
+                    if (!strategy_passes(strategy, pnew, told, tnew)) {
+                        retry[n_retry++] = wl;
+                        continue;
+                    }
+                    fatia_control_snapshot_remove(c, wl);
+                } else {
+                    fatia_control_snapshot_remove(c, wl);
+                    tnew = fatia_control_drs_of(c, ta);
+                    if (!strategy_passes(strategy, pnew, told, tnew)) {
+                        fatia_control_snapshot_add(c, wl);
+                        retry[n_retry++] = wl;
+                        continue;
+                    }
                 }
-                fatia_control_snapshot_add(c, wl);
-                retry[n_retry++] = wl;
+                if ((r = fs_yield(s, wl, "InCohortFairSharing")) < 0 || s->fits)
+                    goto out;
+                break;
             }
         }
     }

@@ -228,6 +228,95 @@ static struct fatia_control_drs drs_plain(struct fatia_control *c, const struct 
     return d;
 }
 
+/* drs_plain of n with the usage of some flavor-resources replaced (set[i].v the usage of
+ * set[i].fr): the same pass, the same sums in the same order, so the value is the one drs_plain
+ * gives once the tree holds that usage. */
+static struct fatia_control_drs drs_plain_set(struct fatia_control *c, const struct ctl_node *n,
+                                              struct fatia_control_drs d, const struct ctl_use *set,
+                                              size_t k)
+{
+    uint32_t rs[DRS_FAST_MAX];
+    double bs[DRS_FAST_MAX];
+    size_t m = 0;
+    const amt_t *lend;
+
+    for (size_t i = 0; i < n->n_frs; i++) {
+        uint32_t fr = n->frs[i];
+        const struct ctl_slot *sl = &n->slot[fr];
+        amt_t u = sl->usage, b;
+        uint32_t r;
+        size_t j;
+        for (j = 0; j < k; j++)
+            if (set[j].fr == fr) {
+                u = set[j].v;
+                break;
+            }
+        if (u <= sl->subtree)
+            continue;
+        b = amt_sub(u, sl->subtree);
+        if (b <= 0)
+            continue;
+        r = c->fr_res.v[fr];
+        for (j = 0; j < m && rs[j] != r; j++)
+            ;
+        if (j == m) {
+            rs[m] = r;
+            bs[m++] = 0;
+        }
+        bs[j] += (double)b;
+    }
+    if (!m)
+        return d;
+    lend = n->parent->lend;
+    if (!lend)
+        return d;
+    for (size_t j = 0; j < m; j++) {
+        uint32_t r = rs[j];
+        double ratio;
+        if (lend[r] <= 0)
+            continue;
+        ratio = bs[j] * 1000.0 / (double)lend[r];
+        if (ratio > d.ratio || (ratio == d.ratio && d.res != UINT32_MAX &&
+                                strcmp(c->res_names.v[r], c->res_names.v[d.res]) < 0)) {
+            d.ratio = ratio;
+            d.res = r;
+        }
+    }
+    return d;
+}
+
+int fatia_control_drs_without(struct fatia_control *c, const struct ctl_node *at,
+                              const struct ctl_node *from, const struct ctl_use *u, size_t k,
+                              struct fatia_control_drs *ret)
+{
+    struct ctl_use set[CTL_DRS_WITHOUT_MAX];
+    size_t m = 0;
+
+    if (c->caches_off || k > CTL_DRS_WITHOUT_MAX || at->n_frs > DRS_FAST_MAX)
+        return 0;
+    for (size_t i = 0; i < k; i++) {
+        /* fatia_control_remove_usage's walk, reading only: what reaches at */
+        const struct ctl_node *n = from;
+        amt_t v = u[i].v;
+        for (size_t j = 0; j < i; j++)
+            if (u[j].fr == u[i].fr)
+                return 0; /* a repeated fr: the walks would interact */
+        while (n != at) {
+            amt_t stored = amt_sub(n->slot[u[i].fr].usage, fatia_control_local_quota(n, u[i].fr));
+            if (stored <= 0 || !n->parent)
+                break;
+            v = amt_min(v, stored);
+            n = n->parent;
+        }
+        if (n == at)
+            set[m++] = (struct ctl_use){u[i].fr, amt_sub(at->slot[u[i].fr].usage, v)};
+    }
+    *ret = (struct fatia_control_drs){0.0, at->weight, UINT32_MAX};
+    if (at->parent)
+        *ret = drs_plain_set(c, at, *ret, set, m);
+    return 1;
+}
+
 struct fatia_control_drs fatia_control_drs(struct fatia_control *c, const struct ctl_node *n,
                                            const struct ctl_use *extra, size_t k)
 {

@@ -41,7 +41,7 @@
 #include "base/error.h"
 #include "base/log.h"
 
-#define RERUN_MAX        8                     /* reruns of one request */
+#define RERUN_MAX       8                        /* reruns of one request */
 #define RERUN_WAIT_USEC (1 * FATIA_USEC_PER_SEC) /* the longest wait for the watch */
 
 struct rerun {
@@ -85,7 +85,8 @@ static void rerun_cb(int fd, short what, void *arg)
 bool fatia_api_rerun(struct fatia_apiserver *s, struct fatia_api_http_req *req,
                      const struct opres *r)
 {
-    struct timeval tv = {RERUN_WAIT_USEC / FATIA_USEC_PER_SEC, RERUN_WAIT_USEC % FATIA_USEC_PER_SEC};
+    struct timeval tv = {RERUN_WAIT_USEC / FATIA_USEC_PER_SEC,
+                         RERUN_WAIT_USEC % FATIA_USEC_PER_SEC};
     struct rerun *w;
 
     if (!r->stale_rv || !s->replica || s->shutting_down || !fatia_api_http_req_connected(req))

@@ -181,56 +181,9 @@ bool fatia_control_within_nominal(const struct ctl_node *n, const uint32_t *frs,
  * amounts in the same order. */
 #define DRS_FAST_MAX 64
 
-static struct fatia_control_drs drs_plain(struct fatia_control *c, const struct ctl_node *n,
-                                          struct fatia_control_drs d)
-{
-    uint32_t rs[DRS_FAST_MAX];
-    double bs[DRS_FAST_MAX];
-    size_t m = 0;
-    const amt_t *lend;
-
-    for (size_t i = 0; i < n->n_frs; i++) {
-        const struct ctl_slot *sl = &n->slot[n->frs[i]];
-        amt_t b;
-        uint32_t r;
-        size_t j;
-        if (sl->usage <= sl->subtree)
-            continue;
-        b = amt_sub(sl->usage, sl->subtree);
-        if (b <= 0)
-            continue;
-        r = c->fr_res.v[n->frs[i]];
-        for (j = 0; j < m && rs[j] != r; j++)
-            ;
-        if (j == m) {
-            rs[m] = r;
-            bs[m++] = 0;
-        }
-        bs[j] += (double)b;
-    }
-    if (!m)
-        return d;
-    lend = n->parent->lend;
-    if (!lend)
-        return d;
-    for (size_t j = 0; j < m; j++) {
-        uint32_t r = rs[j];
-        double ratio;
-        if (lend[r] <= 0)
-            continue;
-        ratio = bs[j] * 1000.0 / (double)lend[r];
-        if (ratio > d.ratio || (ratio == d.ratio && d.res != UINT32_MAX &&
-                                strcmp(c->res_names.v[r], c->res_names.v[d.res]) < 0)) {
-            d.ratio = ratio;
-            d.res = r;
-        }
-    }
-    return d;
-}
-
 /* drs_plain of n with the usage of some flavor-resources replaced (set[i].v the usage of
- * set[i].fr): the same pass, the same sums in the same order, so the value is the one drs_plain
- * gives once the tree holds that usage. */
+ * set[i].fr; k 0: the tree's): one pass, the same sums in the same order, so the value is the
+ * one drs_plain gives once the tree holds that usage. */
 static struct fatia_control_drs drs_plain_set(struct fatia_control *c, const struct ctl_node *n,
                                               struct fatia_control_drs d, const struct ctl_use *set,
                                               size_t k)
@@ -283,6 +236,12 @@ static struct fatia_control_drs drs_plain_set(struct fatia_control *c, const str
         }
     }
     return d;
+}
+
+static struct fatia_control_drs drs_plain(struct fatia_control *c, const struct ctl_node *n,
+                                          struct fatia_control_drs d)
+{
+    return drs_plain_set(c, n, d, NULL, 0);
 }
 
 int fatia_control_drs_without(struct fatia_control *c, const struct ctl_node *at,

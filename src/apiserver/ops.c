@@ -448,14 +448,9 @@ static int check_namespace(const struct opctx *c, const char *ns, const char *na
     return 0;
 }
 
-/* After an object in ns went away inside tx: if ns is terminating and now empty, it goes too. */
-static int ns_maybe_finish(struct fatia_apiserver *s, struct wtxn *tx, const char *ns)
+/* Whether namespace ns holds no object in the write view. */
+static bool ns_empty(struct fatia_apiserver *s, const char *ns)
 {
-    struct rtable *nt = ns_table(s);
-    struct entry *e = nt ? fatia_api_rtable_find(nt, ns) : NULL;
-
-    if (!e || !e->latest || !is_deleting(e->latest->tree) || has_finalizers(e->latest->tree))
-        return 0;
     for (size_t i = 0; i < s->n_tables; i++) {
         size_t lo, hi;
         if (!s->tables[i].kind->namespaced)
@@ -463,8 +458,20 @@ static int ns_maybe_finish(struct fatia_apiserver *s, struct wtxn *tx, const cha
         fatia_api_rtable_range(&s->tables[i], ns, &lo, &hi);
         for (size_t j = lo; j < hi; j++)
             if (s->tables[i].entries.v[j]->latest)
-                return 0;
+                return false;
     }
+    return true;
+}
+
+/* After an object in ns went away inside tx: if ns is terminating and now empty, it goes too. */
+static int ns_maybe_finish(struct fatia_apiserver *s, struct wtxn *tx, const char *ns)
+{
+    struct rtable *nt = ns_table(s);
+    struct entry *e = nt ? fatia_api_rtable_find(nt, ns) : NULL;
+
+    if (!e || !e->latest || !is_deleting(e->latest->tree) || has_finalizers(e->latest->tree) ||
+        !ns_empty(s, ns))
+        return 0;
     return fatia_api_wtxn_delete(s, tx, nt, e);
 }
 
@@ -842,7 +849,11 @@ static void do_update(const struct opctx *c, json_t *tree, op_done_fn done, void
     tx = begin(c, &r, 200, done, arg);
     if (!tx)
         goto out_answer;
-    if (is_deleting(old) && !has_finalizers(tree)) {
+    /* a terminating namespace waits for its content (kube-apiserver's namespace storage waits
+     * for spec.finalizers' "kubernetes", which the namespace controller removes once the
+     * namespace is empty): an update of it while objects remain is a plain update */
+    if (is_deleting(old) && !has_finalizers(tree) &&
+        !(c->t == ns_table(s) && !ns_empty(s, c->name))) {
         /* the last finalizer is gone: the object goes, its last state being this update */
         int rc = fatia_api_wtxn_delete_with(s, tx, c->t, e, tree);
         tree = NULL;

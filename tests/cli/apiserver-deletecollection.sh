@@ -182,6 +182,30 @@ api PATCH /api/v1/namespaces/team-a/pods/held -H 'Content-Type: application/merg
 [ "$CODE" = 200 ] || fail "finalizer removal: $CODE: $(cat "$TMP/body")"
 expect_names "finalizer removed" team-a pods ""
 
+# 6b. a terminating namespace waits for its content: an update of it while a held object is
+# left is a plain update (it once deleted the namespace and orphaned the object); the held
+# object's last finalizer gone, both go
+api POST /api/v1/namespaces -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"t3"}}'
+[ "$CODE" = 201 ] || fail "create t3: $CODE: $(cat "$TMP/body")"
+api POST /api/v1/namespaces/t3/configmaps \
+    -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kept","finalizers":["example.com/hold"]}}'
+[ "$CODE" = 201 ] || fail "create t3/kept: $CODE: $(cat "$TMP/body")"
+api DELETE /api/v1/namespaces/t3
+[ "$CODE" = 200 ] || fail "delete t3: $CODE: $(cat "$TMP/body")"
+api PATCH /api/v1/namespaces/t3 -H 'Content-Type: application/merge-patch+json' \
+    -d '{"metadata":{"labels":{"p":"q"}}}'
+[ "$CODE" = 200 ] || fail "patch terminating t3: $CODE: $(cat "$TMP/body")"
+api GET /api/v1/namespaces/t3
+[ "$CODE" = 200 ] || fail "t3 went with t3/kept still in it: $CODE"
+expect_line "$TMP/body" '"phase":"Terminating"'
+expect_line "$TMP/body" '"p":"q"'
+expect_names "t3 terminating" t3 configmaps "configmap/kept "
+api PATCH /api/v1/namespaces/t3/configmaps/kept -H 'Content-Type: application/merge-patch+json' \
+    -d '{"metadata":{"finalizers":null}}'
+[ "$CODE" = 200 ] || fail "t3/kept finalizer removal: $CODE: $(cat "$TMP/body")"
+api GET /api/v1/namespaces/t3
+[ "$CODE" = 404 ] || fail "t3 outlived its last object: $CODE: $(cat "$TMP/body")"
+
 # 7. kubectl delete ns --all (one DELETE per namespace): the protected ones stay
 expect_rc 1 "$k" delete ns --all --wait=false
 expect_line "$TMP/err" 'namespaces "default" is forbidden'

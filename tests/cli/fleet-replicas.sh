@@ -8,7 +8,8 @@
 # exactly one success each; a delete on one is gone on the other; kill -9 of one replica, the
 # other goes on writing, and the restarted one loads the same objects; a group commit that
 # another replica's write refuses fails only the writes that conflict, the rest go again, and a
-# failed unconditional write runs again on the winner's version (a conditional one gets 409).
+# failed unconditional write runs again on the winner's version (a conditional one gets 409); a
+# write built on a failing transaction's version fails with it and runs again.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/fatiad.bash"
 need_python3
@@ -249,6 +250,48 @@ on A GET /api/v1/namespaces/team-a/configmaps/w
 [ "$(field 'o["data"].get("a","-")+o["data"]["b"]')" = -B ] || fail "A serves w as $(cat "$TMP/body")"
 on A GET /api/v1/namespaces/team-a/configmaps/z
 [ "$(field 'o["data"]["by"]')" = B ] || fail "A serves z as $(cat "$TMP/body")"
+
+# ---- a write built on a failing transaction fails with it, and both run again ----
+# DELETE of namespace dt is one transaction of three writes: m1 deleted, m2 (a finalizer)
+# marked, dt marked Terminating. B's patch of m1 refuses it; A's patch of dt, queued behind it,
+# was built on dt's Terminating version, which is never committed: it must fail too (it writes
+# an object the failing transaction wrote), not be committed on that version. Both run again
+# on B's versions and succeed: m1 gone, m2 marked, dt Terminating with A's label.
+on A POST /api/v1/namespaces -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"dt"}}'
+[ "$CODE" = 201 ] || fail "create namespace dt on A: $CODE $(cat "$TMP/body")"
+on A POST /api/v1/namespaces/dt/configmaps -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"m1"}}'
+[ "$CODE" = 201 ] || fail "create dt/m1 on A: $CODE $(cat "$TMP/body")"
+on A POST /api/v1/namespaces/dt/configmaps -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"m2","finalizers":["example.com/keep"]}}'
+[ "$CODE" = 201 ] || fail "create dt/m2 on A: $CODE $(cat "$TMP/body")"
+wait_on B /api/v1/namespaces/dt/configmaps/m2 200
+BG=()
+touch "$TMP/hold"
+bg_on A d2 POST /api/v1/namespaces/team-a/configmaps -d '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d2"}}'
+sleep 0.3
+bg_on A nsdel DELETE /api/v1/namespaces/dt
+sleep 0.2
+CT=application/merge-patch+json bg_on A nspatch PATCH /api/v1/namespaces/dt -d '{"metadata":{"labels":{"p":"A"}}}'
+sleep 0.2
+CT=application/merge-patch+json on B PATCH /api/v1/namespaces/dt/configmaps/m1 -d '{"data":{"b":"B"}}'
+[ "$CODE" = 200 ] || fail "patch dt/m1 on B: $CODE $(cat "$TMP/body")"
+rm -f "$TMP/hold"
+wait "${BG[@]}"
+got="d2=$(cat "$TMP/d2.code") nsdel=$(cat "$TMP/nsdel.code") nspatch=$(cat "$TMP/nspatch.code")"
+[ "$got" = "d2=201 nsdel=200 nspatch=200" ] ||
+    fail "writes on a failing transaction: $got; $(cat "$TMP/nsdel.body"); $(cat "$TMP/nspatch.body")"
+on A GET /metrics
+for m in 'conflict_transactions_total{outcome="retried"} 2' 'conflict_transactions_total{outcome="failed"} 5' \
+    'write_reruns_total 4' 'write_reruns_exhausted_total 0'; do
+    grep -qF "fatia_apiserver_$m" "$TMP/body" || fail "A's metrics after dt lack $m: $(grep -E 'conflict|rerun' "$TMP/body")"
+done
+for r in A B; do
+    wait_on $r /api/v1/namespaces/dt/configmaps/m1 404
+    on $r GET /api/v1/namespaces/dt
+    [ "$(field 'o["status"]["phase"]+","+o["metadata"]["labels"]["p"]')" = Terminating,A ] ||
+        fail "$r serves dt as $(cat "$TMP/body")"
+    on $r GET /api/v1/namespaces/dt/configmaps/m2
+    [ "$(field '"deletionTimestamp" in o["metadata"]')" = True ] || fail "$r serves dt/m2 as $(cat "$TMP/body")"
+done
 for p in "$A_PID" "$B_PID"; do
     kill -TERM "$p"
     wait "$p" || fail "a replica exited $? after SIGTERM"

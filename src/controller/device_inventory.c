@@ -5,8 +5,9 @@
  * from them instead of its NodePool's simulated GPUs (docs/fleet.md, "A node role's own GPUs").
  *
  * Model: before planning, each node of the simulated inventory whose Node carries the annotation
- * gets the published GPUs (real UUIDs, PCI bus ids, memory, MIG mode and instances); its labels,
- * taints and resources stay its pool's, and the sharing policies apply as to any node. So its
+ * gets the published GPUs (real UUIDs, PCI bus ids, memory, MIG mode and instances) and its
+ * host's cpu, memory and pods (the annotation's "host"; its other resources, its labels and taints
+ * stay its pool's), and the sharing policies apply as to any node. So its
  * ResourceSlices carry the host's UUIDs, placement gives pods those, and the node agent's health
  * annotation (keyed by NVML UUIDs, device_health.c) matches them. A change of the annotation
  * re-plans, as the health one does.

@@ -83,9 +83,10 @@ struct fatia_inventory {
     char *strings; /* owned strings (names, versions), freed as one list */
     char **owned;
     size_t n_owned, owned_cap;
-    char note[256];         /* why sim was chosen by auto, or "" */
-    json_t *host_resources; /* nvml without a pool: this host's cpu, memory, pods; owned */
-    void **blocks;          /* owned allocations: GPUs read from JSON and their MIG instances */
+    char note[256];              /* why sim was chosen by auto, or "" */
+    json_t *host_resources;      /* nvml without a pool: this host's cpu, memory, pods; owned */
+    json_t *published_resources; /* the resources of published nodes (inventory_json.c), owned */
+    void **blocks; /* owned allocations: GPUs read from JSON and their MIG instances */
     size_t n_blocks, blocks_cap;
 };
 

@@ -5,13 +5,19 @@
  * NVML says instead of the NodePool's simulated GPUs.
  *
  *     {"version": 1, "driverVersion": "580.159.04", "cudaDriverVersion": "13.0",
+ *      "host": {"cpu": "16", "memory": "131811716Ki", "pods": "110"},
  *      "gpus": [{"index": 0, "minor": 0, "uuid": "GPU-...", "product": "NVIDIA H200",
  *                "memoryMiB": 143771, "pciBusID": "0000:18:00.0", "pcieRoot": "pci0000:00",
  *                "pciDeviceID": "0x233510DE", "nvlinkIsland": 0, "mig": "disabled",
  *                "migPending": "disabled",
  *                "migInstances": [{"profile": "1g.18gb", "start": 0, "uuid": "MIG-..."}]}]}
  *
- * What is published is what the planner reads of a GPU (struct fatia_inv_gpu), nothing more. The
+ * What is published is what the planner reads of a GPU (struct fatia_inv_gpu), nothing more, and
+ * the host's own capacity as the kubelet reports it ("host": online CPUs, physical memory, pods;
+ * the nvml backend's host_resources): the node is planned with it in place of its NodePool's
+ * cpu, memory and pods (its other resources stay the pool's), so that placement does not put a
+ * pod on a node role for CPU or memory its host lacks. "host" is optional (a node role before it
+ * published none; the pool's values stay). The
  * reader trusts the node for its own hardware, and for nothing else: every field is checked for
  * type and range (at most FATIA_INV_JSON_MAX_GPUS GPUs; UUIDs GPU-/MIG- and hex; indexes, minors
  * and UUIDs unique; memory 1 MiB .. 4 TiB; a PCI bus id of go-nvlib's form; MIG only on a product
@@ -30,6 +36,7 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "model/quantity.h"
 #include "supply/inventory.h"
 
 #define MAX_MEMORY_MIB (4ull << 20) /* 4 TiB */
@@ -75,6 +82,20 @@ json_t *fatia_inventory_node_json(const struct fatia_inv_node *n)
         json_object_set_new(j, "driverVersion", json_string(n->driver_version));
     if (n->cuda_driver_version)
         json_object_set_new(j, "cudaDriverVersion", json_string(n->cuda_driver_version));
+    if (n->resources && !n->pool) {
+        /* a host's own node (the nvml backend without a pool): its capacity */
+        static const char *const keys[] = {"cpu", "memory", "pods"};
+        json_t *host = json_object();
+        for (size_t i = 0; host && i < 3; i++) {
+            const char *v = fatia_json_str(n->resources, keys[i]);
+            if (v)
+                json_object_set_new(host, keys[i], json_string(v));
+        }
+        if (!host || json_object_set_new(j, "host", host) < 0) {
+            json_decref(j);
+            return NULL;
+        }
+    }
     gpus = json_object_get(j, "gpus");
     for (uint32_t i = 0; i < n->n_gpus; i++) {
         json_t *g = gpu_json(&n->gpus[i]);
@@ -389,11 +410,65 @@ static int version(struct fatia_inventory *inv, struct rd *r, const json_t *j, c
     return (*out = fatia_inventory_strdup(inv, s)) ? 0 : -ENOMEM;
 }
 
+/* One quantity of "host": a Kubernetes quantity (the kubelet's form) in [lo, hi] of its unit
+ * (cores, bytes, pods), written into res. Absent is an error unless opt. */
+static int host_quantity(struct rd *r, const json_t *host, const char *key, double lo, double hi,
+                         bool opt, json_t *res)
+{
+    const char *s;
+    struct fatia_quantity q;
+    char f[40], buf[64];
+    double v;
+    int rc = get_str(r, host, "host", key, 40, opt, &s);
+
+    if (rc < 0 || !s)
+        return rc;
+    snprintf(f, sizeof(f), "host.%s", key);
+    if (fatia_quantity_parse(s, &q, NULL, 0) < 0)
+        return bad(r, f, "'%s' is not a quantity", s);
+    v = (double)q.nano / (double)FATIA_NANO;
+    if (v < lo || v > hi)
+        return bad(r, f, "'%s' is out of range [%.0f, %.0f]", s, lo, hi);
+    fatia_quantity_format(&q, buf, sizeof(buf));
+    return json_object_set_new(res, key, json_string(buf)) < 0 ? -ENOMEM : 0;
+}
+
+/* "host": the host's cpu, memory and pods over a copy of the node's (its pool's) resources, the
+ * copy owned by inv. *out stays NULL when "host" is absent. */
+static int read_host(struct fatia_inventory *inv, struct rd *r, const struct fatia_inv_node *n,
+                     const json_t *j, json_t **out)
+{
+    static const char *const keys[] = {"cpu", "memory", "pods", NULL};
+    const json_t *host = json_object_get(j, "host");
+    json_t *res;
+    int rc;
+
+    *out = NULL;
+    if (!host)
+        return 0;
+    if (!json_is_object(host))
+        return bad(r, "host", "not an object");
+    if ((rc = only_keys(r, host, "host", keys)) < 0)
+        return rc;
+    if (!inv->published_resources && !(inv->published_resources = json_array()))
+        return -ENOMEM;
+    res = n->resources ? json_deep_copy(n->resources) : json_object();
+    if (!res || json_array_append_new(inv->published_resources, res) < 0)
+        return -ENOMEM;
+    if ((rc = host_quantity(r, host, "cpu", 1, 65536, false, res)) < 0 ||
+        (rc = host_quantity(r, host, "memory", 1 << 20, 1ull << 50, false, res)) < 0 ||
+        (rc = host_quantity(r, host, "pods", 1, 100000, true, res)) < 0)
+        return rc;
+    *out = res;
+    return 0;
+}
+
 int fatia_inventory_node_from_json(struct fatia_inventory *inv, struct fatia_inv_node *n,
                                    const json_t *j, char *why, size_t why_n)
 {
-    static const char *const keys[] = {"version", "driverVersion", "cudaDriverVersion", "gpus",
-                                       NULL};
+    static const char *const keys[] = {"version", "driverVersion", "cudaDriverVersion",
+                                       "host",    "gpus",          NULL};
+    json_t *host_res = NULL;
     struct rd r = {why, why_n};
     const char *drv = NULL, *cuda = NULL;
     const json_t *arr = json_object_get(j, "gpus"), *e;
@@ -410,7 +485,8 @@ int fatia_inventory_node_from_json(struct fatia_inventory *inv, struct fatia_inv
     if ((rc = only_keys(&r, j, "", keys)) < 0 ||
         (rc = get_int(&r, j, "(top)", "version", 1, 1, false, &v)) < 0 ||
         (rc = version(inv, &r, j, "driverVersion", &drv)) < 0 ||
-        (rc = version(inv, &r, j, "cudaDriverVersion", &cuda)) < 0)
+        (rc = version(inv, &r, j, "cudaDriverVersion", &cuda)) < 0 ||
+        (rc = read_host(inv, &r, n, j, &host_res)) < 0)
         return rc;
     if (!json_is_array(arr))
         return bad(&r, "gpus", arr ? "not an array" : "missing");
@@ -429,6 +505,8 @@ int fatia_inventory_node_from_json(struct fatia_inventory *inv, struct fatia_inv
     n->n_gpus = (uint32_t)json_array_size(arr);
     n->driver_version = drv;
     n->cuda_driver_version = cuda;
+    if (host_res)
+        n->resources = host_res;
     n->published = true;
     return 0;
 }

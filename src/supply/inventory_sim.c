@@ -48,6 +48,7 @@ void fatia_inventory_release(struct fatia_inventory *inv)
     fatia_free(inv->blocks);
     fatia_free(inv->strings);
     json_decref(inv->host_resources);
+    json_decref(inv->published_resources);
     fatia_inventory_init(inv);
 }
 

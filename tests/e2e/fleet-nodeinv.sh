@@ -5,8 +5,11 @@
 # `fatiad --role node` for box-0 whose NVML is the fake libnvidia-ml.so.1 of tests/supply
 # replaying the two-GPU H200 host (tests/data/nvml/h200x2.json):
 #   1. box-0's Node carries fatia.dev/gpu-inventory; its ResourceSlices list exactly the two
-#      recorded UUIDs (box-1 keeps its 8 simulated ones); its capacity is 2 GPUs; its labels say
-#      fatia.dev/inventory=nvml, no longer simulated;
+#      recorded UUIDs (box-1 keeps its 8 simulated ones); its capacity is 2 GPUs and its host's
+#      cpu, memory and pods (this machine's online CPUs and physical memory, as the kubelet
+#      reports them; box-1 keeps its pool's 128 cpu and 2Ti); its labels say
+#      fatia.dev/inventory=nvml, no longer simulated; a pod asking for more CPU than the host has
+#      is not placed there;
 #   2. a pod asking for one GPU on box-0 gets one of those UUIDs (fatia.dev/devices, and
 #      NVIDIA_VISIBLE_DEVICES in its process);
 #   3. hostile: box-1's node token cannot write box-0's annotation (403), a tenant cannot (403);
@@ -57,11 +60,39 @@ ann | python3 -c 'import json,sys; j=json.load(sys.stdin); assert [g["uuid"] for
     fail "the annotation: $(ann)"
 [ "$($K get node box-0 -o 'jsonpath={.status.capacity.nvidia\.com/gpu}')" = 2 ] ||
     fail "box-0's capacity: $($K get node box-0 -o 'jsonpath={.status.capacity}')"
+# the host's capacity (sysconf's online CPUs and physical pages, as nvml.c reads them)
+host_cpu=$(getconf _NPROCESSORS_ONLN)
+host_mem=$(($(getconf _PHYS_PAGES) * $(getconf PAGESIZE) / 1024))Ki
+cap() { $K get node "$1" -o "jsonpath={.status.capacity.cpu}/{.status.capacity.memory}/{.status.allocatable.cpu}"; }
+[ "$(cap box-0)" = "$host_cpu/$host_mem/$host_cpu" ] || fail "box-0's cpu/memory/allocatable cpu: $(cap box-0), want the host's $host_cpu/$host_mem/$host_cpu"
+[ "$(cap box-1)" = 128/2Ti/128 ] || fail "box-1's cpu/memory: $(cap box-1), want its pool's 128/2Ti/128"
+ann | python3 -c 'import json,sys; h=json.load(sys.stdin)["host"]; assert h == {"cpu": sys.argv[1], "memory": sys.argv[2], "pods": "110"}, h' "$host_cpu" "$host_mem" ||
+    fail "the annotation's host: $(ann)"
 lab() { $K get node "$1" -o "jsonpath={.metadata.labels.fatia\.dev/$2}"; }
 wait_until 5 eval '[ "$(lab box-0 inventory)/$(lab box-0 simulated)" = nvml/ ]' ||
     fail "box-0's labels: inventory=$(lab box-0 inventory) simulated=$(lab box-0 simulated), want nvml and none"
 [ "$(lab box-1 inventory)/$(lab box-1 simulated)" = sim/true ] || fail "box-1's labels"
 [ "$(uuids box-1 | wc -w)" = 8 ] || fail "box-1 (no node role) lost its simulated GPUs: $(uuids box-1)"
+
+# more CPU than the host has: not placed on box-0 (the pool's 128 would have taken it)
+$K apply -f - >/dev/null <<EOF || fail "create pod big"
+apiVersion: v1
+kind: Pod
+metadata: {name: big, namespace: team-a}
+spec:
+  nodeSelector: {kubernetes.io/hostname: box-0}
+  automountServiceAccountToken: false
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: python:3.12
+    command: ["sleep", "600"]
+    resources: {requests: {cpu: "$((host_cpu + 1))"}}
+EOF
+sleep 3
+[ -z "$($K get pod big -n team-a -o jsonpath='{.spec.nodeName}')" ] ||
+    fail "pod big ($((host_cpu + 1)) cpu) was placed on box-0, whose host has $host_cpu"
+$K delete pod big -n team-a --wait=false >/dev/null 2>&1
 
 # ---- 2. a pod on box-0 gets a real UUID ----
 $K apply -f - >/dev/null <<EOF || fail "create pod g"

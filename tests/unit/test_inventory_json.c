@@ -1,7 +1,8 @@
 /*
  * tests/unit/test_inventory_json.c: the published GPU inventory (supply/inventory_json.c): a
- * round trip keeps every field the planner reads, the host's memory wins over the catalog's, and
- * each malformed or absurd field is refused with its name while the node keeps its GPUs.
+ * round trip keeps every field the planner reads, the host's memory wins over the catalog's, the
+ * host's cpu, memory and pods replace the pool's (its other resources stay), and each malformed
+ * or absurd field is refused with its name while the node keeps its GPUs and resources.
  */
 #include "base/compat.h"
 
@@ -14,6 +15,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/json.h"
 #include "supply/catalog.h"
 #include "supply/inventory.h"
 
@@ -57,10 +59,16 @@ static void sim_inv(struct fatia_inventory *inv)
     inv->nodes[0].n_gpus = 1;
     snprintf(inv->gpu_store[0].uuid, sizeof(inv->gpu_store[0].uuid), "GPU-sim");
     inv->gpu_store[0].model = fatia_catalog_find(&cat, "NVIDIA H200");
+    /* its pool's resources (owned by the snapshot through host_resources, for the test) */
+    inv->host_resources = json_pack("{s:s,s:s,s:s,s:s}", "cpu", "128", "memory", "2Ti", "pods",
+                                    "110", "example.com/fpga", "2");
+    assert_non_null(inv->host_resources);
+    inv->nodes[0].resources = inv->host_resources;
 }
 
 #define GOOD                                                                                       \
-    "{\"version\":1,\"driverVersion\":\"580.159.04\",\"cudaDriverVersion\":\"13.0\",\"gpus\":["    \
+    "{\"version\":1,\"driverVersion\":\"580.159.04\",\"cudaDriverVersion\":\"13.0\","              \
+    "\"host\":{\"cpu\":\"16\",\"memory\":\"131811716Ki\",\"pods\":\"250\"},\"gpus\":["             \
     "{\"index\":0,\"minor\":0,\"uuid\":\"GPU-31c2b5b9-3c28-8f92-9f66-01497d3ccaa1\","              \
     "\"product\":\"NVIDIA H200\",\"memoryMiB\":143771,\"pciBusID\":\"0000:18:00.0\","              \
     "\"nvlinkIsland\":0,\"mig\":\"disabled\",\"migPending\":\"disabled\","                         \
@@ -100,6 +108,12 @@ static void test_round_trip(void **state)
     assert_int_equal(n->gpus[0].pci_device_id, 0x233510DE);
     assert_string_equal(n->driver_version, "580.159.04");
     assert_true(n->published);
+    /* the host's capacity over the pool's; the pool's other resources stay */
+    assert_string_equal(fatia_json_str(n->resources, "cpu"), "16");
+    assert_string_equal(fatia_json_str(n->resources, "memory"), "131811716Ki");
+    assert_string_equal(fatia_json_str(n->resources, "pods"), "250");
+    assert_string_equal(fatia_json_str(n->resources, "example.com/fpga"), "2");
+    assert_string_equal(fatia_json_str(inv.host_resources, "cpu"), "128");
     out = fatia_inventory_node_json(n);
     assert_non_null(out);
     assert_true(json_equal(in, out));
@@ -145,6 +159,17 @@ static const struct bad_case bad_cases[] = {
      "\"mig\":\"disabled\",\"migPending\":\"disabled\"",
      "gpus[1].migInstances: instances on a GPU whose MIG mode is not enabled"},
     {"\"driverVersion\":\"580.159.04\"", "\"driverVersion\":\"580; rm\"", "driverVersion:"},
+    {"\"cpu\":\"16\"", "\"cpu\":\"0\"", "host.cpu: '0' is out of range"},
+    {"\"cpu\":\"16\"", "\"cpu\":\"lots\"", "host.cpu: 'lots' is not a quantity"},
+    {"\"cpu\":\"16\"", "\"cpu\":16", "host.cpu: not a string"},
+    {"\"cpu\":\"16\",", "", "host.cpu: missing"},
+    {"\"memory\":\"131811716Ki\"", "\"memory\":\"1Ki\"", "host.memory: '1Ki' is out of range"},
+    {"\"memory\":\"131811716Ki\"", "\"memory\":\"9Ei\"", "host.memory:"},
+    {"\"pods\":\"250\"", "\"pods\":\"-1\"", "host.pods: '-1' is out of range"},
+    {"\"pods\":\"250\"", "\"pods\":\"250\",\"nvidia.com/gpu\":\"64\"",
+     "host.nvidia.com/gpu: unknown field"},
+    {"\"host\":{\"cpu\":\"16\",\"memory\":\"131811716Ki\",\"pods\":\"250\"}", "\"host\":[]",
+     "host: not an object"},
 };
 
 static void test_bad(void **state)
@@ -170,6 +195,7 @@ static void test_bad(void **state)
         /* the node keeps its GPUs */
         assert_int_equal(inv.nodes[0].n_gpus, 1);
         assert_string_equal(inv.nodes[0].gpus[0].uuid, "GPU-sim");
+        assert_string_equal(fatia_json_str(inv.nodes[0].resources, "cpu"), "128");
         json_decref(j);
         fatia_inventory_release(&inv);
     }

@@ -6,6 +6,11 @@
  * callback so that they never run inside the call (and never inside a commit). Reads come from
  * the committed cache; list items are the cached trees themselves (shared, immutable), so a list
  * of 10,000 objects costs 10,000 reference increments.
+ *
+ * Freeing the client cancels what it has in flight: every answer still to come (a write waiting
+ * for its commit, a deferred answer) holds a reference to the client's life, and one that finds
+ * it closed is dropped, its done never called. A leader's controllers stepping down
+ * (daemon/main.c) are freed with their client while the loop goes on.
  */
 #include "base/compat.h"
 
@@ -16,18 +21,38 @@
 #include "base/error.h"
 #include "base/json.h"
 
+/* Whether the client that started an operation is still there (see the file comment). */
+struct life {
+    unsigned refs;
+    bool closed;
+};
+
 struct local_client {
     struct fatia_client base;
     struct fatia_apiserver *s;
     const struct fatia_user *u;
     bool fenced;
+    struct life *life;
 };
+
+static struct life *life_ref(struct life *l)
+{
+    l->refs++;
+    return l;
+}
+
+static void life_unref(struct life *l)
+{
+    if (--l->refs == 0)
+        fatia_free(l);
+}
 
 struct fatia_client_watch {
     struct watcher *w;
 };
 
 struct deferred {
+    struct life *life;
     fatia_client_done_fn done;
     void *arg;
     int code;
@@ -44,31 +69,35 @@ static void deferred_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    d->done(d->arg, &res);
+    if (!d->life->closed)
+        d->done(d->arg, &res);
+    life_unref(d->life);
     json_decref(d->obj);
     json_decref(d->status);
     fatia_free(d);
 }
 
-/* Schedules done with the result (obj/status references are taken). */
-static void defer(struct fatia_apiserver *s, fatia_client_done_fn done, void *arg, int code,
-                  json_t *obj, json_t *status, uint64_t rv)
+/* Schedules done with the result (obj/status references are taken), unless the client that
+ * asked is freed first. */
+static void defer(struct fatia_apiserver *s, struct life *life, fatia_client_done_fn done,
+                  void *arg, int code, json_t *obj, json_t *status, uint64_t rv)
 {
     struct deferred *d = fatia_calloc(1, sizeof(*d));
     struct timeval zero = {0, 0};
 
     if (d) {
-        *d = (struct deferred){done, arg, code, obj, status, rv};
+        *d = (struct deferred){life_ref(life), done, arg, code, obj, status, rv};
         if (event_base_once(s->base, -1, EV_TIMEOUT, deferred_cb, d, &zero) == 0)
             return;
+        life_unref(life);
         fatia_free(d);
     }
     /* out of memory: answer now rather than never */
-    {
+    json_decref(obj);
+    json_decref(status);
+    if (!life->closed) {
         json_t *st = fatia_api_status_new(500, "InternalError", "out of memory");
         struct fatia_client_result res = {.code = 500, .status = st};
-        json_decref(obj);
-        json_decref(status);
         done(arg, &res);
         json_decref(st);
     }
@@ -76,6 +105,7 @@ static void defer(struct fatia_apiserver *s, fatia_client_done_fn done, void *ar
 
 struct opwait {
     struct fatia_apiserver *s;
+    struct life *life;
     fatia_client_done_fn done;
     void *arg;
 };
@@ -85,21 +115,22 @@ static void op_done(void *arg, struct opres *r)
     struct opwait *w = arg;
 
     if (r->status)
-        defer(w->s, w->done, w->arg, r->code, NULL, json_incref(r->status), 0);
+        defer(w->s, w->life, w->done, w->arg, r->code, NULL, json_incref(r->status), 0);
     else if (r->ver)
-        defer(w->s, w->done, w->arg, r->code, json_incref(r->ver->tree), NULL, r->ver->rv);
+        defer(w->s, w->life, w->done, w->arg, r->code, json_incref(r->ver->tree), NULL, r->ver->rv);
     else
-        defer(w->s, w->done, w->arg, 500, NULL,
+        defer(w->s, w->life, w->done, w->arg, 500, NULL,
               fatia_api_status_new(500, "InternalError", "no answer"), 0);
+    life_unref(w->life);
     fatia_free(w);
 }
 
-static struct opwait *opwait_new(struct fatia_apiserver *s, fatia_client_done_fn done, void *arg)
+static struct opwait *opwait_new(struct local_client *lc, fatia_client_done_fn done, void *arg)
 {
     struct opwait *w = fatia_calloc(1, sizeof(*w));
 
     if (w)
-        *w = (struct opwait){s, done, arg};
+        *w = (struct opwait){lc->s, life_ref(lc->life), done, arg};
     return w;
 }
 
@@ -118,7 +149,7 @@ static struct opctx ctx_for(struct local_client *lc, const struct fatia_kind *k,
 static void fail_deferred(struct local_client *lc, fatia_client_done_fn done, void *arg,
                           struct opres *r)
 {
-    defer(lc->s, done, arg, r->code, NULL, json_incref(r->status), 0);
+    defer(lc->s, lc->life, done, arg, r->code, NULL, json_incref(r->status), 0);
     fatia_api_opres_release(r);
 }
 
@@ -144,7 +175,7 @@ static int l_get(struct fatia_client *c, const struct fatia_kind *k, const char 
         fail_deferred(lc, done, arg, &r);
         return 0;
     }
-    defer(lc->s, done, arg, 200, json_incref(e->committed->tree), NULL, e->committed->rv);
+    defer(lc->s, lc->life, done, arg, 200, json_incref(e->committed->tree), NULL, e->committed->rv);
     return 0;
 }
 
@@ -191,7 +222,7 @@ static int l_list(struct fatia_client *c, const struct fatia_kind *k, const char
     if (!list)
         return -ENOMEM;
     (void)count;
-    defer(lc->s, done, arg, 200, list, NULL, lc->s->rv_committed);
+    defer(lc->s, lc->life, done, arg, 200, list, NULL, lc->s->rv_committed);
     return 0;
 }
 
@@ -220,7 +251,7 @@ static int l_write(struct fatia_client *c, const char *verb, const json_t *obj,
     }
     if (!cx.t || (strcmp(verb, "create") && !cx.name) || (k->namespaced && !cx.ns))
         return -EINVAL;
-    w = opwait_new(lc->s, done, arg);
+    w = opwait_new(lc, done, arg);
     if (!w)
         return -ENOMEM;
     if (!strcmp(verb, "create")) {
@@ -249,7 +280,7 @@ static int l_patch(struct fatia_client *c, const struct fatia_kind *k, const cha
         cx.dry_run = o->dry_run;
         cx.fv = o->fv;
     }
-    w = opwait_new(lc->s, done, arg);
+    w = opwait_new(lc, done, arg);
     if (!w)
         return -ENOMEM;
     fatia_api_op_patch(&cx, type, patch, n, op_done, w);
@@ -276,7 +307,7 @@ static int l_del(struct fatia_client *c, const struct fatia_kind *k, const char 
             json_object_set_new(json_object_get(opts, "preconditions"), "resourceVersion",
                                 json_string(o->resource_version));
     }
-    w = opwait_new(lc->s, done, arg);
+    w = opwait_new(lc, done, arg);
     if (!w) {
         json_decref(opts);
         return -ENOMEM;
@@ -377,16 +408,20 @@ static int l_token_request(struct fatia_client *c, const char *ns, const char *s
     }
     code = fatia_api_token_request(lc->s, lc->u, ns, sa, body, &out, why, sizeof(why));
     if (code == 201)
-        defer(lc->s, done, arg, code, out, NULL, 0);
+        defer(lc->s, lc->life, done, arg, code, out, NULL, 0);
     else
-        defer(lc->s, done, arg, code, NULL,
+        defer(lc->s, lc->life, done, arg, code, NULL,
               fatia_api_status_new(code, code == 404 ? "NotFound" : "Invalid", why), 0);
     return 0;
 }
 
 static void l_free(struct fatia_client *c)
 {
-    fatia_free(c);
+    struct local_client *lc = (struct local_client *)c;
+
+    lc->life->closed = true; /* answers still to come are dropped */
+    life_unref(lc->life);
+    fatia_free(lc);
 }
 
 static const struct fatia_client_ops local_ops = {
@@ -409,6 +444,12 @@ struct fatia_client *fatia_client_new_local(struct fatia_apiserver *s, const str
 
     if (!lc)
         return NULL;
+    lc->life = fatia_calloc(1, sizeof(*lc->life));
+    if (!lc->life) {
+        fatia_free(lc);
+        return NULL;
+    }
+    lc->life->refs = 1;
     lc->base.ops = &local_ops;
     lc->s = s;
     lc->u = u;

@@ -121,6 +121,8 @@ struct fatia_client_ops {
      * objects sees the writes before it); borrowed for the call. -ENOTSUP without a cache. */
     int (*cached_each)(struct fatia_client *c, const struct fatia_kind *k, const char *ns,
                        void (*fn)(void *arg, const json_t *obj), void *arg);
+    /* Frees the client; the operations it has in flight are cancelled: their done never runs
+     * (so their callers may be freed with it while the loop goes on). Stop its watches first. */
     void (*free)(struct fatia_client *c);
     /* POST serviceaccounts/NAME/token: an authentication.k8s.io/v1 TokenRequest (req borrowed);
      * res->obj is the TokenRequest with status.token. NULL where not served. */

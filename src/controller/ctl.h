@@ -68,6 +68,7 @@ struct informer {
     struct ctl *ctl;
     const struct fatia_kind *kind;
     struct fatia_client_watch *watch;
+    struct event *restart_ev;  /* a watch started again after a 410 or a failure; owned */
     struct fatia_strmap items; /* key -> struct informer_item */
     uint64_t rv;               /* the newest resourceVersion the watch delivered */
     bool synced;               /* the initial state has been delivered */

@@ -11,10 +11,14 @@
  *     others get 409;
  *   - ours: renew (renewTime = now), same compare-and-swap.
  * A leader whose renewals have not succeeded for the renew deadline (10 s), or that reads the
- * Lease held by another, has lost: stopped() runs (fatiad exits, as kube-controller-manager
- * does: controllers are not stopped half-way). Handover after kill -9 of the leader takes at
- * most lease + retry (17 s with the defaults; about 15 s on average: the candidates' clocks
- * start at their first read of the record).
+ * Lease held by another, has lost: stopped() runs, and the elector is a candidate again (a new
+ * term: the answer of a renewal still in flight from the old one is ignored). fatiad's stopped()
+ * frees the controllers and their client, which drops every answer they still await
+ * (apiserver/client.c), while its API server goes on serving: kube-controller-manager exits
+ * instead, but it is a process of its own, and here the API replica would go with it. If elected
+ * again, fresh controllers start from their informers, as in a new process. Handover after
+ * kill -9 of the leader takes at most lease + retry (17 s with the defaults; about 15 s on
+ * average: the candidates' clocks start at their first read of the record).
  *
  * Invariants: at most one write of the Lease is out at a time. The decision never compares
  * renewTime with our wall clock (hosts' clocks may differ): only the record's changes, seen on
@@ -52,7 +56,9 @@ struct fatia_ctlr_leader {
     struct fatia_ctlr_leader_state st;
     bool inflight;
     bool started;
-    bool lost;
+    bool lost;          /* FATIA_TEST_LEADER_NO_STEPDOWN: deposed for good */
+    unsigned term;      /* moves at each step-down */
+    unsigned sent_term; /* the term of the write in flight */
     fatia_usec_t sent_at;
     struct alive *alive;
 };
@@ -177,16 +183,22 @@ static void lose(struct fatia_ctlr_leader *l, const char *why)
 {
     if (l->lost)
         return;
-    l->lost = true;
     l->st.leader = false;
     fatia_error("leader election: lost the lease %s/%s (%s)", l->ns, l->name, why);
     if (getenv("FATIA_TEST_LEADER_NO_STEPDOWN")) {
         /* tests of the fence: a deposed leader whose controllers go on */
+        l->lost = true;
         fatia_warn("leader election: FATIA_TEST_LEADER_NO_STEPDOWN: the controllers go on");
         return;
     }
     if (l->o.stopped)
         l->o.stopped(l->o.arg);
+    /* a candidate again, from a clean record */
+    l->started = false;
+    l->term++;
+    memset(&l->st, 0, sizeof(l->st));
+    fatia_info("leader election: %s stepped down; a candidate for the lease %s/%s again",
+               l->identity, l->ns, l->name);
 }
 
 static void wrote(void *arg, const struct fatia_client_result *res)
@@ -199,6 +211,8 @@ static void wrote(void *arg, const struct fatia_client_result *res)
         return;
     }
     l->inflight = false;
+    if (l->sent_term != l->term)
+        return; /* sent before a step-down: the new term decides from the cache */
     if (res->status) {
         if (res->code == 404) {
             json_t *ns = json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
@@ -251,6 +265,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
     if (!obj)
         return;
     l->sent_at = now;
+    l->sent_term = l->term;
     r = lease ? fatia_client_update(l->c, obj, NULL, wrote, l->alive)
               : fatia_client_create(l->c, obj, NULL, wrote, l->alive);
     json_decref(obj);

@@ -196,7 +196,7 @@ static void restart_cb(evutil_socket_t fd, short what, void *arg)
     if (r < 0) {
         struct timeval tv = {1, 0};
         fatia_warn("watch of %s: %s; retrying in 1 s", inf->kind->plural, fatia_strerror(r));
-        event_base_once(inf->ctl->base, -1, EV_TIMEOUT, restart_cb, inf, &tv);
+        event_add(inf->restart_ev, &tv);
     }
 }
 
@@ -206,8 +206,13 @@ void fatia_ctlr_informer_restart(struct ctl *c, struct informer *inf)
 
     /* a fresh watch from rv 0 re-delivers every object as ADDED; objects deleted meanwhile
      * linger until their key is touched again, which the controllers tolerate (they re-read
-     * the cache and act on what is there) */
-    event_base_once(c->base, -1, EV_TIMEOUT, restart_cb, inf, &tv);
+     * the cache and act on what is there). The timer is the informer's, freed with it: the
+     * controllers may be freed while the loop goes on (a leader stepping down). */
+    if (!inf->restart_ev && !(inf->restart_ev = evtimer_new(c->base, restart_cb, inf))) {
+        fatia_error("watch of %s: out of memory; not restarted", inf->kind->plural);
+        return;
+    }
+    event_add(inf->restart_ev, &tv);
 }
 
 int fatia_controllers_new(struct event_base *base, struct fatia_client *client,

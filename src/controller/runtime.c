@@ -415,6 +415,8 @@ void fatia_ctlr_informer_free(struct informer *inf)
         return;
     if (inf->watch)
         fatia_client_watch_stop(fatia_ctlr_client(inf->ctl), inf->watch);
+    if (inf->restart_ev)
+        event_free(inf->restart_ev);
     for (size_t i = 0; i < inf->items.cap; i++)
         if (inf->items.slots[i].key)
             item_free(inf->items.slots[i].val);

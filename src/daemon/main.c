@@ -1362,8 +1362,9 @@ static int open_api(struct daemon *d)
     return 0;
 }
 
-/* --leader-elect: elected, the controllers start; deposed, fatiad exits at once (as
- * kube-controller-manager does), so that no controller acts on a lease it no longer holds. */
+/* --leader-elect: elected, the controllers start; deposed, they are freed with their client
+ * (so nothing of theirs runs again: an answer they still await is dropped) and a fresh client
+ * waits for the next term, while the API server goes on serving (controller/leader.c). */
 static void leader_started(void *arg)
 {
     struct daemon *d = arg;
@@ -1379,9 +1380,17 @@ static void leader_started(void *arg)
 
 static void leader_stopped(void *arg)
 {
-    (void)arg;
-    fatia_error("leader election lost: exiting");
-    _exit(1);
+    struct daemon *d = arg;
+
+    fatia_warn("leader election lost: the controllers stop; the API goes on serving");
+    fatia_controllers_free(d->ctl);
+    d->ctl = NULL;
+    fatia_client_free(d->ctl_client);
+    d->ctl_client = fatia_client_new_local_fenced(d->api, &fatia_user_system);
+    if (!d->ctl_client) {
+        fatia_error("out of memory after stepping down: exiting");
+        _exit(1);
+    }
 }
 
 static int start_elector(struct daemon *d)

@@ -27,8 +27,8 @@ mkdir -p "$HOME"
 N=${FLEET_JOBS:-40}
 # The renew deadline must outlast etcd's recovery from the loss of the member the survivor
 # writes to first: with 2 s the survivor, having just taken the Lease over, missed it in CI
-# ("lost the lease ... not renewed within the renew deadline", then fatiad exits as
-# kube-controller-manager does) and the second batch of Jobs got EOF.
+# ("lost the lease ... not renewed within the renew deadline"; fatiad then exited, as
+# kube-controller-manager does, and now steps down) and the second batch of Jobs got EOF.
 export FLEET_LEASE=5s FLEET_RENEW=4s
 
 start_etcd fleet 3 || finish

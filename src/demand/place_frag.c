@@ -39,7 +39,8 @@
  * a group; they differ in CPU only. Per node and group the cache keeps the usable units and the
  * free capacity of unusable GPUs (recomputed when the node changes, its gen); per group the
  * typical members are sorted by CPU with prefix sums of their probabilities, so the members a
- * node has CPU for are a binary search away. F_n(M) is O(groups x log members), and so is the
+ * node has CPU for are a binary search away. F_n(M) is O(groups x log members) (and kept per node
+ * until the node or the mix changes: placement asks for it once per node and pod), and so is the
  * effect of changing one GPU of a fraction pool (fatia_pl_frag_node_one), or k of them from a
  * snapshot (fatia_pl_frag_node_many, O(groups x k), GPUs changed alike counted once: a whole-GPU
  * request's GPUs): the Alibaba trace has 24 groups for 126 types. A group the node's filters turn
@@ -121,6 +122,10 @@ struct fatia_place_mix {
     /* per node cache */
     uint64_t *gen; /* node gen at caching; UINT64_MAX = invalid */
     int64_t *free_total, *cpu_free;
+    /* F_n(M) per node (fatia_pl_frag_node), valid while frag_gen == the node's gen and the mix was
+     * not prepared again; UINT64_MAX = invalid */
+    double *frag;
+    uint64_t *frag_gen;
     /* scarcity (fatia_pl_mix_scarcity): node classes (pl_node.cls), built on first use */
     uint32_t *node_cls; /* per node: index into cls_key */
     uint64_t *cls_key;
@@ -143,12 +148,14 @@ int fatia_place_mix_new(const struct fatia_place_state *st, unsigned coverage_pc
     m->gen = fatia_calloc(n, sizeof(*m->gen));
     m->free_total = fatia_calloc(n, sizeof(*m->free_total));
     m->cpu_free = fatia_calloc(n, sizeof(*m->cpu_free));
-    if (!m->gen || !m->free_total || !m->cpu_free) {
+    m->frag = fatia_calloc(n, sizeof(*m->frag));
+    m->frag_gen = fatia_calloc(n, sizeof(*m->frag_gen));
+    if (!m->gen || !m->free_total || !m->cpu_free || !m->frag || !m->frag_gen) {
         fatia_place_mix_free(m);
         return -ENOMEM;
     }
     for (size_t i = 0; i < n; i++)
-        m->gen[i] = UINT64_MAX;
+        m->gen[i] = m->frag_gen[i] = UINT64_MAX;
     *ret = m;
     return 0;
 }
@@ -176,6 +183,8 @@ void fatia_place_mix_free(struct fatia_place_mix *mix)
     fatia_free(mix->gen);
     fatia_free(mix->free_total);
     fatia_free(mix->cpu_free);
+    fatia_free(mix->frag);
+    fatia_free(mix->frag_gen);
     fatia_free(mix);
 }
 
@@ -466,6 +475,8 @@ int fatia_pl_mix_prepare(struct fatia_place_mix *mix)
                     group_node(st, &st->nodes[n], g, n);
         g->in_typ = now;
     }
+    for (size_t n = 0; n < st->n_nodes; n++) /* the measure changed */
+        mix->frag_gen[n] = UINT64_MAX;
     mix->dirty = false;
     return 0;
 }
@@ -509,17 +520,21 @@ double fatia_pl_frag_node(struct fatia_place_mix *mix, uint32_t n)
     const struct fatia_place_state *st = mix->st;
     double f = 0;
 
+    if (mix->frag_gen[n] == st->nodes[n].gen)
+        return mix->frag[n];
     if (mix->gen[n] != st->nodes[n].gen)
         node_cache(mix, n);
-    if (!mix->free_total[n])
-        return 0;
-    f = mix->p_cpu * (double)mix->free_total[n];
-    for (size_t k = 0; k < mix->n_g; k++) {
-        const struct mgroup *g = &mix->g[k];
-        if (g->in_typ)
-            f += group_frag(g, n, mix->free_total[n], mix->cpu_free[n], g->usable[n],
-                            g->unusable[n]);
+    if (mix->free_total[n]) {
+        f = mix->p_cpu * (double)mix->free_total[n];
+        for (size_t k = 0; k < mix->n_g; k++) {
+            const struct mgroup *g = &mix->g[k];
+            if (g->in_typ)
+                f += group_frag(g, n, mix->free_total[n], mix->cpu_free[n], g->usable[n],
+                                g->unusable[n]);
+        }
     }
+    mix->frag[n] = f;
+    mix->frag_gen[n] = st->nodes[n].gen;
     return f;
 }
 

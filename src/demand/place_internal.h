@@ -273,12 +273,57 @@ char *fatia_pl_strprintf(const char *fmt, ...)
 int fatia_pl_res_intern(struct pl_restab *t, const char *name, uint8_t kind_hint, uint16_t *ret);
 const struct pl_res *fatia_pl_res_get(const struct fatia_place_state *st, uint16_t id);
 int fatia_pl_ns_intern(struct fatia_place_state *st, const char *ns, uint32_t *ret);
-uint32_t fatia_pl_gpu_free_milli(const struct pl_gpu *g);
+/* The free capacity, milli-GPUs, of a GPU that is not a fraction pool: its free slices' weights
+ * (and, for dynamic MIG, the memory slices no instance covers). */
+uint32_t fatia_pl_gpu_free_slices(const struct pl_gpu *g);
 uint32_t fatia_pl_gpu_total_milli(const struct pl_gpu *g);
+
+/* The next three are inline: the fragmentation measure (place_frag.c) asks them for every GPU and
+ * request group it measures. */
+
+/* A GPU's free capacity, milli-GPUs: a fraction pool's free milli, else its free slices'. */
+static inline uint32_t fatia_pl_gpu_free_milli(const struct pl_gpu *g)
+{
+    if (g->fractional)
+        return g->milli_free > 0 ? (uint32_t)g->milli_free : 0;
+    return fatia_pl_gpu_free_slices(g);
+}
+
 /* The memory a fraction of milli / memory request is charged, and its cap. */
-void fatia_pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory,
-                          uint64_t *ret_charge, uint64_t *ret_cap);
-bool fatia_pl_frac_fits(const struct pl_gpu *g, const struct pl_frac *f);
+static inline void fatia_pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory,
+                                        uint64_t *ret_charge, uint64_t *ret_cap)
+{
+    uint64_t charge, cap;
+
+    if (milli >= 1000) {
+        charge = g->mem_total;
+        cap = g->mem_total > g->ctx_reserve ? g->mem_total - g->ctx_reserve : 0;
+    } else if (memory) {
+        charge = memory + g->ctx_reserve;
+        cap = memory;
+    } else {
+        charge = g->mem_per_milli * (uint64_t)milli; /* mem_total / 1000 x milli */
+        cap = charge > g->ctx_reserve ? charge - g->ctx_reserve : 0;
+    }
+    *ret_charge = charge;
+    *ret_cap = cap;
+}
+
+/* Does one more fraction f (or f's whole GPUs, one of them) fit on fraction pool g? */
+static inline bool fatia_pl_frac_fits(const struct pl_gpu *g, const struct pl_frac *f)
+{
+    uint64_t charge, cap;
+
+    if (!g->fractional)
+        return false;
+    if (f->milli >= 1000)
+        return g->users == 0 && g->shares == 0;
+    if (g->milli_free < f->milli || g->shares >= g->max_shares)
+        return false;
+    fatia_pl_frac_charge(g, f->milli, f->memory, &charge, &cap);
+    return charge <= g->mem_free && g->shares < PL_MAX_FRACTION;
+}
+
 /* Apply (+1) or revert (-1) items and scalars on the counters (no binding). */
 void fatia_pl_apply_items(struct fatia_place_state *st, uint32_t node, const struct pl_item *items,
                           size_t n, uint32_t ns, int sign);

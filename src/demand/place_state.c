@@ -164,12 +164,10 @@ uint32_t fatia_pl_gpu_total_milli(const struct pl_gpu *g)
     return 1000;
 }
 
-uint32_t fatia_pl_gpu_free_milli(const struct pl_gpu *g)
+uint32_t fatia_pl_gpu_free_slices(const struct pl_gpu *g)
 {
     uint32_t free = 0;
 
-    if (g->fractional)
-        return g->milli_free > 0 ? (uint32_t)g->milli_free : 0;
     for (uint16_t i = 0; i < g->n_slices; i++)
         if (g->slices[i].exists && g->slices[i].owner == PL_NO_OWNER)
             free += g->slices[i].weight;
@@ -184,45 +182,12 @@ uint32_t fatia_pl_gpu_free_milli(const struct pl_gpu *g)
     return free > 1000 ? 1000 : free;
 }
 
-void fatia_pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory,
-                          uint64_t *ret_charge, uint64_t *ret_cap)
-{
-    uint64_t charge, cap;
-
-    if (milli >= 1000) {
-        charge = g->mem_total;
-        cap = g->mem_total > g->ctx_reserve ? g->mem_total - g->ctx_reserve : 0;
-    } else if (memory) {
-        charge = memory + g->ctx_reserve;
-        cap = memory;
-    } else {
-        charge = g->mem_per_milli * (uint64_t)milli; /* mem_total / 1000 x milli */
-        cap = charge > g->ctx_reserve ? charge - g->ctx_reserve : 0;
-    }
-    *ret_charge = charge;
-    *ret_cap = cap;
-}
-
 int fatia_pl_first_free_fraction(const struct pl_gpu *g)
 {
     for (unsigned w = 0; w < PL_MAX_FRACTION / 64; w++)
         if (~g->fmask[w])
             return (int)(w * 64 + (unsigned)__builtin_ctzll(~g->fmask[w]));
     return -1;
-}
-
-bool fatia_pl_frac_fits(const struct pl_gpu *g, const struct pl_frac *f)
-{
-    uint64_t charge, cap;
-
-    if (!g->fractional)
-        return false;
-    if (f->milli >= 1000)
-        return g->users == 0 && g->shares == 0;
-    if (g->milli_free < f->milli || g->shares >= g->max_shares)
-        return false;
-    fatia_pl_frac_charge(g, f->milli, f->memory, &charge, &cap);
-    return charge <= g->mem_free && g->shares < PL_MAX_FRACTION;
 }
 
 /* ---- counters ---- */

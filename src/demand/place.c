@@ -1178,9 +1178,10 @@ static int place_pod(struct pl_ctx *c)
     tab = memo ? st->memo : NULL;
     /* the scarcity key depends on every node's state: applied after the memo, never kept */
     const double *scarce = NULL;
+    const uint32_t *scarce_cls = NULL;
     if (fgd(c) && (c->flags & FATIA_PLACE_FGD_SCARCE) &&
         (c->pod->n_fracs || c->pod->n_reqs || c->pod->n_claims) &&
-        (r = fatia_pl_mix_scarcity(c->mix, &scarce)) < 0)
+        (r = fatia_pl_mix_scarcity(c->mix, &scarce, &scarce_cls)) < 0)
         return r;
     for (uint32_t n = 0; n < st->n_nodes; n++) {
         struct memo *m = NULL;
@@ -1228,7 +1229,7 @@ static int place_pod(struct pl_ctx *c)
             continue;
         }
         if (scarce)
-            c->score[0] += SCARCE_WEIGHT * scarce[n];
+            c->score[0] += SCARCE_WEIGHT * scarce[scarce_cls[n]];
         if (c->best_node < 0 || better(c->score, c->best_score)) {
             c->n_ties = 1;
         } else if (c->ties && !better(c->best_score, c->score)) {

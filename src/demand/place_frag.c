@@ -54,8 +54,10 @@
  * admits of p_g x d_g / F(g), d_g the GPU demand of one pod of g (milli), F(g) the free GPU
  * capacity of every class admitting g: g's demand spread over its classes in proportion to what
  * they have free, per free milli-GPU; scaled by (all free capacity) / (sum of p_g x d_g) so that
- * 1 is a class free exactly in proportion to its choosy demand. O(nodes + groups x classes) per
- * pod; nothing when no typical group is choosy.
+ * 1 is a class free exactly in proportion to its choosy demand. The classes' free capacity is kept
+ * up to date from the state's log of changed nodes (place_internal.h, fatia_pl_node_changed), so
+ * a pod costs O(nodes changed since the last pod + choosy groups x the classes each admits), and
+ * nothing when no node changed; nothing at all when no typical group is choosy.
  *
  * Worked example (tests/unit/test_place.c): a node with two fraction-pool GPUs left with 600 and
  * 300 milli-GPUs and 8 free CPUs, against a mix of 1/2 "500 milli-GPUs, 4 CPUs" and 1/2 "one whole
@@ -91,10 +93,12 @@ struct mgroup {
     uint64_t memory;
     uint32_t units;
     uint16_t res;
-    uint64_t cons;     /* the constraints' hash */
-    bool in_typ;       /* has typical members: its columns are kept current */
-    bool constrained;  /* scarcity: some node class turns it away */
-    uint8_t *cls_ok;   /* scarcity: per node class, the static filters pass (NULL: not built) */
+    uint64_t cons;    /* the constraints' hash */
+    bool in_typ;      /* has typical members: its columns are kept current */
+    bool constrained; /* scarcity: some node class turns it away */
+    uint8_t *cls_ok;  /* scarcity: per node class, the static filters pass (NULL: not built) */
+    uint32_t *ok_cls; /* scarcity: the classes with cls_ok, ascending */
+    size_t n_ok;
     uint8_t *access;   /* per node: the static filters pass */
     int32_t *usable;   /* per node, cached */
     int64_t *unusable; /* per node, cached */
@@ -130,9 +134,16 @@ struct fatia_place_mix {
     uint32_t *node_cls; /* per node: index into cls_key */
     uint64_t *cls_key;
     size_t n_cls;
-    int64_t *cls_free; /* per class: free GPU capacity, milli */
-    double *cls_press; /* per class: the pressure */
-    double *press;     /* per node: its class's pressure (the answer) */
+    int64_t *cls_free;  /* per class: free GPU capacity, milli */
+    double *cls_press;  /* per class: the pressure (the answer) */
+    int64_t *node_free; /* per node: its free GPU capacity as counted in cls_free */
+    uint64_t chg_seen;  /* the state's chg_seq when cls_free was last brought up to date */
+    bool free_valid;    /* cls_free counts every node (else: rebuilt from every node) */
+    bool press_valid;   /* cls_press is current for cls_free and the mix */
+    bool scar_stale;    /* the mix was prepared (or groups added): choosy rebuilt */
+    size_t scar_ng;     /* groups whose cls_ok is built */
+    uint32_t *choosy;   /* the typical groups some class turns away, ascending */
+    size_t n_choosy, cap_choosy;
 };
 
 int fatia_place_mix_new(const struct fatia_place_state *st, unsigned coverage_pct,
@@ -171,12 +182,14 @@ void fatia_place_mix_free(struct fatia_place_mix *mix)
         fatia_free(mix->g[i].cpu);
         fatia_free(mix->g[i].pcum);
         fatia_free(mix->g[i].cls_ok);
+        fatia_free(mix->g[i].ok_cls);
     }
     fatia_free(mix->node_cls);
     fatia_free(mix->cls_key);
     fatia_free(mix->cls_free);
     fatia_free(mix->cls_press);
-    fatia_free(mix->press);
+    fatia_free(mix->node_free);
+    fatia_free(mix->choosy);
     fatia_free(mix->g);
     fatia_free(mix->t);
     fatia_free(mix->typ);
@@ -379,16 +392,23 @@ static void group_node(const struct fatia_place_state *st, const struct pl_node 
     g->unusable[n] = unusable;
 }
 
+/* R_n: the node's free GPU capacity, milli */
+static int64_t node_free(const struct fatia_place_state *st, const struct pl_node *nd)
+{
+    int64_t total = 0;
+
+    for (uint32_t g = 0; g < nd->n_gpus; g++)
+        total += fatia_pl_gpu_free_milli(&st->gpus[nd->first_gpu + g]);
+    return total;
+}
+
 static void node_cache(struct fatia_place_mix *mix, uint32_t n)
 {
     const struct fatia_place_state *st = mix->st;
     const struct pl_node *nd = &st->nodes[n];
-    int64_t total = 0;
     int32_t cpu = st->res->v.v[st->r_cpu].slot;
 
-    for (uint32_t g = 0; g < nd->n_gpus; g++)
-        total += fatia_pl_gpu_free_milli(&st->gpus[nd->first_gpu + g]);
-    mix->free_total[n] = total;
+    mix->free_total[n] = node_free(st, nd);
     mix->cpu_free[n] = (size_t)cpu < nd->n_scalar ? nd->alloc[cpu] - nd->used[cpu] : 0;
     for (size_t k = 0; k < mix->n_g; k++)
         if (mix->g[k].in_typ)
@@ -477,6 +497,7 @@ int fatia_pl_mix_prepare(struct fatia_place_mix *mix)
     }
     for (size_t n = 0; n < st->n_nodes; n++) /* the measure changed */
         mix->frag_gen[n] = UINT64_MAX;
+    mix->scar_stale = true;
     mix->dirty = false;
     return 0;
 }
@@ -688,8 +709,8 @@ static int scarcity_classes(struct fatia_place_mix *mix)
     mix->cls_key = fatia_calloc(nn, sizeof(*mix->cls_key));
     mix->cls_free = fatia_calloc(nn, sizeof(*mix->cls_free));
     mix->cls_press = fatia_calloc(nn, sizeof(*mix->cls_press));
-    mix->press = fatia_calloc(nn, sizeof(*mix->press));
-    if (!mix->node_cls || !mix->cls_key || !mix->cls_free || !mix->cls_press || !mix->press)
+    mix->node_free = fatia_calloc(nn, sizeof(*mix->node_free));
+    if (!mix->node_cls || !mix->cls_key || !mix->cls_free || !mix->cls_press || !mix->node_free)
         return -ENOMEM;
     for (size_t n = 0; n < st->n_nodes; n++) {
         uint64_t k = st->nodes[n].cls;
@@ -708,67 +729,115 @@ static int scarcity_group(struct fatia_place_mix *mix, struct mgroup *g)
 {
     const struct fatia_place_state *st = mix->st;
 
-    if (!(g->cls_ok = fatia_calloc(mix->n_cls ? mix->n_cls : 1, 1)))
+    g->cls_ok = fatia_calloc(mix->n_cls ? mix->n_cls : 1, 1);
+    g->ok_cls = fatia_calloc(mix->n_cls ? mix->n_cls : 1, sizeof(*g->ok_cls));
+    if (!g->cls_ok || !g->ok_cls)
         return -ENOMEM;
     for (size_t n = 0; n < st->n_nodes; n++)
         g->cls_ok[mix->node_cls[n]] |= g->access[n];
     g->constrained = false;
-    for (size_t c = 0; c < mix->n_cls; c++)
+    g->n_ok = 0;
+    for (size_t c = 0; c < mix->n_cls; c++) {
         g->constrained |= !g->cls_ok[c];
+        if (g->cls_ok[c])
+            g->ok_cls[g->n_ok++] = (uint32_t)c;
+    }
     return 0;
 }
 
-int fatia_pl_mix_scarcity(struct fatia_place_mix *mix, const double **ret)
+/* The typical groups some class turns away (after a prepare or new groups). */
+static int scarcity_choosy(struct fatia_place_mix *mix)
 {
-    const struct fatia_place_state *st = mix->st;
-    bool any = false;
     int r;
 
-    *ret = NULL;
+    for (; mix->scar_ng < mix->n_g; mix->scar_ng++)
+        if ((r = scarcity_group(mix, &mix->g[mix->scar_ng])) < 0)
+            return r;
+    if (mix->cap_choosy < mix->n_g) {
+        uint32_t *nc = fatia_reallocarray(mix->choosy, mix->n_g, sizeof(*nc));
+        if (!nc)
+            return -ENOMEM;
+        mix->choosy = nc;
+        mix->cap_choosy = mix->n_g;
+    }
+    mix->n_choosy = 0;
+    for (size_t k = 0; k < mix->n_g; k++)
+        if (mix->g[k].constrained && mix->g[k].n_mem > 0)
+            mix->choosy[mix->n_choosy++] = (uint32_t)k;
+    mix->scar_stale = false;
+    mix->press_valid = false;
+    return 0;
+}
+
+/* cls_free brought up to date: from every node the first time (or when the state's log of changed
+ * nodes no longer reaches back to the last call), else from the nodes changed since. */
+static void scarcity_free(struct fatia_place_mix *mix)
+{
+    const struct fatia_place_state *st = mix->st;
+
+    if (!mix->free_valid || st->chg_seq - mix->chg_seen > PL_CHANGES) {
+        for (size_t c = 0; c < mix->n_cls; c++)
+            mix->cls_free[c] = 0;
+        for (uint32_t n = 0; n < st->n_nodes; n++) {
+            mix->node_free[n] = node_free(st, &st->nodes[n]);
+            mix->cls_free[mix->node_cls[n]] += mix->node_free[n];
+        }
+        mix->free_valid = true;
+        mix->press_valid = false;
+    } else {
+        for (uint64_t i = mix->chg_seen; i < st->chg_seq; i++) {
+            uint32_t n = st->chg[i % PL_CHANGES];
+            int64_t f = node_free(st, &st->nodes[n]);
+            if (f == mix->node_free[n])
+                continue;
+            mix->cls_free[mix->node_cls[n]] += f - mix->node_free[n];
+            mix->node_free[n] = f;
+            mix->press_valid = false;
+        }
+    }
+    mix->chg_seen = st->chg_seq;
+}
+
+int fatia_pl_mix_scarcity(struct fatia_place_mix *mix, const double **ret_cls,
+                          const uint32_t **ret_node_cls)
+{
+    double demand = 0, all = 0;
+    int r;
+
+    *ret_cls = NULL;
+    *ret_node_cls = NULL;
     if ((r = fatia_pl_mix_prepare(mix)) < 0)
         return r;
     if (!mix->node_cls && (r = scarcity_classes(mix)) < 0)
         return r;
-    for (size_t k = 0; k < mix->n_g; k++) {
-        struct mgroup *g = &mix->g[k];
-        if (!g->cls_ok && (r = scarcity_group(mix, g)) < 0)
-            return r;
-        any |= g->constrained && g->n_mem > 0;
-    }
-    if (!any) /* no typical type is choosy: every node alike (the answer stays all zeros) */
+    if ((mix->scar_stale || mix->scar_ng != mix->n_g) && (r = scarcity_choosy(mix)) < 0)
+        return r;
+    if (!mix->n_choosy) /* no typical type is choosy: every node alike */
+        return 0;
+    scarcity_free(mix);
+    *ret_cls = mix->cls_press;
+    *ret_node_cls = mix->node_cls;
+    if (mix->press_valid)
         return 0;
     for (size_t c = 0; c < mix->n_cls; c++) {
-        mix->cls_free[c] = 0;
         mix->cls_press[c] = 0;
-    }
-    for (uint32_t n = 0; n < st->n_nodes; n++) {
-        if (mix->gen[n] != st->nodes[n].gen)
-            node_cache(mix, n);
-        mix->cls_free[mix->node_cls[n]] += mix->free_total[n];
-    }
-    double demand = 0, all = 0;
-    for (size_t c = 0; c < mix->n_cls; c++)
         all += (double)mix->cls_free[c];
-    for (size_t k = 0; k < mix->n_g; k++) {
-        const struct mgroup *g = &mix->g[k];
+    }
+    for (size_t i = 0; i < mix->n_choosy; i++) {
+        const struct mgroup *g = &mix->g[mix->choosy[i]];
         double d = g->kind == MT_FRAC ? (double)g->milli : 1000.0 * g->units, f = 0;
-        if (g->constrained && g->n_mem)
-            demand += g->p * d;
-        if (!g->constrained || !g->n_mem)
-            continue;
-        for (size_t c = 0; c < mix->n_cls; c++)
-            f += g->cls_ok[c] ? (double)mix->cls_free[c] : 0;
+        demand += g->p * d;
+        for (size_t j = 0; j < g->n_ok; j++)
+            f += (double)mix->cls_free[g->ok_cls[j]];
         if (f <= 0)
             continue;
-        for (size_t c = 0; c < mix->n_cls; c++)
-            mix->cls_press[c] += g->cls_ok[c] ? g->p * d / f : 0;
+        for (size_t j = 0; j < g->n_ok; j++)
+            mix->cls_press[g->ok_cls[j]] += g->p * d / f;
     }
     /* in units of the balanced pressure (every class free in proportion to its choosy demand) */
     for (size_t c = 0; c < mix->n_cls; c++)
         mix->cls_press[c] *= demand > 0 ? all / demand : 0;
-    for (uint32_t n = 0; n < st->n_nodes; n++)
-        mix->press[n] = mix->cls_press[mix->node_cls[n]];
-    *ret = mix->press;
+    mix->press_valid = true;
     return 0;
 }
 

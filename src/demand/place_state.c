@@ -332,7 +332,7 @@ int fatia_pl_bind_items(struct fatia_place_state *st, const char *key, uint32_t 
     for (size_t i = 0; i < n_items; i++)
         if (items[i].slice != FATIA_PLACE_FRACTION)
             st->gpus[items[i].gpu].slices[items[i].slice].owner = idx;
-    st->nodes[node].gen++;
+    fatia_pl_node_changed(st, node);
     fatia_pl_node_summary(st, node);
     st->n_bound++;
     return 0;
@@ -355,7 +355,7 @@ int fatia_place_unbind(struct fatia_place_state *st, const char *key)
     fatia_strmap_del(&st->bind_index, key);
     fatia_pl_apply_scalars(st, b->node, b->scalars, b->n_scalars, -1);
     fatia_pl_apply_items(st, b->node, b->items, b->n_items, b->ns, -1);
-    st->nodes[b->node].gen++;
+    fatia_pl_node_changed(st, b->node);
     fatia_pl_node_summary(st, b->node);
     fatia_free(b->key);
     fatia_free(b->scalars);
@@ -901,7 +901,7 @@ int fatia_pl_gpu_set_layout(struct fatia_place_state *st, struct pl_gpu *g,
     g->n_slices = n;
     g->layout = *layout;
     g->mig_enabled = true;
-    st->nodes[g->node].gen++;
+    fatia_pl_node_changed(st, g->node);
     st->nodes[g->node].cls = fatia_pl_node_class(st, &st->nodes[g->node]);
     fatia_pl_node_summary(st, g->node);
     st->layout_gen++;

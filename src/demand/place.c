@@ -17,7 +17,9 @@
  * whole GPUs (k > 1), one NVLink island that has k free: the tightest (binpack, bestfit), the
  * roomiest (spread), or the one whose k GPUs fragment least; without one, "required" fails and
  * "preferred" takes GPUs across islands. For slices (replicas, MPS shares, MIG instances), unit by
- * unit, on the GPU the policy prefers; MPS shares only on GPUs no other namespace uses.
+ * unit, on the GPU the policy prefers; MPS shares only on GPUs no other namespace uses. FGD
+ * measures a unit's candidates only when there are two or more (GPUs of a fraction pool in the same
+ * state count once): one is chosen whatever it measures, and the node is measured at the end.
  *
  * Scores (lower is better, compared in order):
  *   binpack        fresh GPUs touched, the node's free GPU capacity after, its free CPU after;
@@ -496,6 +498,24 @@ static struct pl_item unit_item(const struct pl_ctx *c, uint32_t gi, uint16_t re
     return it;
 }
 
+/* Is GPU i of the node one that FGD's choose_unit measures (it has a unit, and no GPU before it is
+ * a whole GPU of a fraction pool in the same state)? */
+static bool unit_candidate(const struct pl_ctx *c, const struct pl_node *nd, uint32_t i,
+                           uint16_t res)
+{
+    const struct pl_gpu *g = &c->st->gpus[nd->first_gpu + i];
+    int32_t slice;
+
+    if (!gpu_units(c, g, res, &slice))
+        return false;
+    for (uint32_t j = 0; res == UINT16_MAX && j < i; j++) {
+        const struct pl_gpu *h = &c->st->gpus[nd->first_gpu + j];
+        if (same_frac_state(h, g) && gpu_units(c, h, res, &slice))
+            return false;
+    }
+    return true;
+}
+
 /* One unit on the GPU the policy prefers. */
 static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node, uint16_t res,
                        uint16_t container)
@@ -504,7 +524,18 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
     int64_t best = -1;
     int32_t best_slice = -1;
     double best_key[2] = {0, 0};
+    /* the pod's only device: its measure is the node's (as choose_fraction keeps it) */
+    bool only = fgd(c) && !c->items.n && c->pod->n_fracs + c->pod->n_reqs == 1 &&
+                (c->pod->n_fracs ? c->pod->fracs[0].milli == 1000 : c->pod->reqs[0].count == 1);
+    bool measure = fgd(c);
 
+    if (measure && !only) {
+        /* one candidate is chosen whatever it measures: FGD measures the node once, at the end */
+        uint32_t n_cand = 0;
+        for (uint32_t i = 0; i < nd->n_gpus && n_cand < 2; i++)
+            n_cand += unit_candidate(c, nd, i, res);
+        measure = n_cand > 1;
+    }
     for (uint32_t i = 0; i < nd->n_gpus; i++) {
         uint32_t gi = nd->first_gpu + i;
         const struct pl_gpu *g = &st->gpus[gi];
@@ -535,7 +566,7 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
                 if (dup)
                     continue;
                 it = unit_item(c, gi, res, slice, container);
-                key[0] = frag_with(c, node, &it);
+                key[0] = measure ? frag_with(c, node, &it) : 0;
                 key[1] = 0;
                 break;
             }
@@ -555,9 +586,7 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
         return -FATIA_E_NOFIT;
     {
         struct pl_item it = unit_item(c, (uint32_t)best, res, best_slice, container);
-        /* the pod's only device: its measure is the node's (as choose_fraction keeps it) */
-        if (fgd(c) && !c->items.n && c->pod->n_fracs + c->pod->n_reqs == 1 &&
-            (c->pod->n_fracs ? c->pod->fracs[0].milli == 1000 : c->pod->reqs[0].count == 1)) {
+        if (only) {
             c->one_frag_valid = true;
             c->one_frag = best_key[0];
         }

@@ -498,22 +498,24 @@ static struct pl_item unit_item(const struct pl_ctx *c, uint32_t gi, uint16_t re
     return it;
 }
 
-/* Is GPU i of the node one that FGD's choose_unit measures (it has a unit, and no GPU before it is
- * a whole GPU of a fraction pool in the same state)? */
-static bool unit_candidate(const struct pl_ctx *c, const struct pl_node *nd, uint32_t i,
-                           uint16_t res)
+/* Has the node two or more GPUs that FGD's choose_unit would measure (with a unit, GPUs of a
+ * fraction pool in the same state counted once)? The state is an equivalence (same_frac_state), so
+ * a second one is a GPU with a unit unlike the first. */
+static bool unit_choice(const struct pl_ctx *c, const struct pl_node *nd, uint16_t res)
 {
-    const struct pl_gpu *g = &c->st->gpus[nd->first_gpu + i];
+    const struct pl_gpu *first = NULL;
     int32_t slice;
 
-    if (!gpu_units(c, g, res, &slice))
-        return false;
-    for (uint32_t j = 0; res == UINT16_MAX && j < i; j++) {
-        const struct pl_gpu *h = &c->st->gpus[nd->first_gpu + j];
-        if (same_frac_state(h, g) && gpu_units(c, h, res, &slice))
-            return false;
+    for (uint32_t i = 0; i < nd->n_gpus; i++) {
+        const struct pl_gpu *g = &c->st->gpus[nd->first_gpu + i];
+        if (!gpu_units(c, g, res, &slice))
+            continue;
+        if (!first)
+            first = g;
+        else if (res != UINT16_MAX || !same_frac_state(first, g))
+            return true;
     }
-    return true;
+    return false;
 }
 
 /* One unit on the GPU the policy prefers. */
@@ -529,13 +531,10 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
                 (c->pod->n_fracs ? c->pod->fracs[0].milli == 1000 : c->pod->reqs[0].count == 1);
     bool measure = fgd(c);
 
-    if (measure && !only) {
-        /* one candidate is chosen whatever it measures: FGD measures the node once, at the end */
-        uint32_t n_cand = 0;
-        for (uint32_t i = 0; i < nd->n_gpus && n_cand < 2; i++)
-            n_cand += unit_candidate(c, nd, i, res);
-        measure = n_cand > 1;
-    }
+    /* one candidate is chosen whatever it measures (the first GPU with a unit): FGD measures the
+     * node once, at the end */
+    if (measure && !only)
+        measure = unit_choice(c, nd, res);
     for (uint32_t i = 0; i < nd->n_gpus; i++) {
         uint32_t gi = nd->first_gpu + i;
         const struct pl_gpu *g = &st->gpus[gi];
@@ -554,6 +553,10 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
             key[1] = -(double)u;
             break;
         case FATIA_PLACE_FRAGMENTATION:
+            if (fgd(c) && !measure) {
+                key[0] = key[1] = 0;
+                break;
+            }
             if (fgd(c)) {
                 struct pl_item it;
                 bool dup = false;
@@ -566,7 +569,7 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
                 if (dup)
                     continue;
                 it = unit_item(c, gi, res, slice, container);
-                key[0] = measure ? frag_with(c, node, &it) : 0;
+                key[0] = frag_with(c, node, &it);
                 key[1] = 0;
                 break;
             }

@@ -37,7 +37,8 @@
  *
  * Cost. Types that ask the same of GPUs (kind, milli, memory, units, resource, constraints) form
  * a group; they differ in CPU only. Per node and group the cache keeps the usable units and the
- * free capacity of unusable GPUs (recomputed when the node changes, its gen); per group the
+ * free capacity of unusable GPUs (recomputed when the node changes, its gen; one block per node,
+ * every group's columns side by side, so that measuring a node reads one block); per group the
  * typical members are sorted by CPU with prefix sums of their probabilities, so the members a
  * node has CPU for are a binary search away. F_n(M) is O(groups x log members) (and kept per node
  * until the node or the mix changes: placement asks for it once per node and pod), and so is the
@@ -99,14 +100,18 @@ struct mgroup {
     uint8_t *cls_ok;  /* scarcity: per node class, the static filters pass (NULL: not built) */
     uint32_t *ok_cls; /* scarcity: the classes with cls_ok, ascending */
     size_t n_ok;
-    uint8_t *access;   /* per node: the static filters pass */
-    int32_t *usable;   /* per node, cached */
-    int64_t *unusable; /* per node, cached */
     /* typical members by CPU: cpu[i] ascending, pcum[i] = sum of p of members 0..i */
     int64_t *cpu;
     double *pcum;
     size_t n_mem, cap_mem;
     double p; /* all typical members */
+};
+
+/* A group's columns for one node (fatia_place_mix.col). */
+struct gcol {
+    int64_t unusable; /* cached */
+    int32_t usable;   /* cached */
+    uint8_t access;   /* the static filters pass */
 };
 
 struct fatia_place_mix {
@@ -116,6 +121,10 @@ struct fatia_place_mix {
     size_t n, cap;
     struct mgroup *g;
     size_t n_g, cap_g;
+    /* per node, the groups' columns: col[n x col_stride + group], so that measuring a node reads
+     * one block */
+    struct gcol *col;
+    size_t col_stride;
     uint64_t total;
     uint32_t *typ; /* types by popularity; the first n_typ are typical */
     size_t n_typ;
@@ -176,9 +185,6 @@ void fatia_place_mix_free(struct fatia_place_mix *mix)
     if (!mix)
         return;
     for (size_t i = 0; i < mix->n_g; i++) {
-        fatia_free(mix->g[i].access);
-        fatia_free(mix->g[i].usable);
-        fatia_free(mix->g[i].unusable);
         fatia_free(mix->g[i].cpu);
         fatia_free(mix->g[i].pcum);
         fatia_free(mix->g[i].cls_ok);
@@ -191,6 +197,7 @@ void fatia_place_mix_free(struct fatia_place_mix *mix)
     fatia_free(mix->node_free);
     fatia_free(mix->choosy);
     fatia_free(mix->g);
+    fatia_free(mix->col);
     fatia_free(mix->t);
     fatia_free(mix->typ);
     fatia_free(mix->gen);
@@ -263,17 +270,20 @@ static int group_of(struct fatia_place_mix *mix, const struct fatia_place_pod *p
         mix->g = ng;
         mix->cap_g = nc;
     }
-    k.access = fatia_calloc(nn, 1);
-    k.usable = fatia_calloc(nn, sizeof(*k.usable));
-    k.unusable = fatia_calloc(nn, sizeof(*k.unusable));
-    if (!k.access || !k.usable || !k.unusable) {
-        fatia_free(k.access);
-        fatia_free(k.usable);
-        fatia_free(k.unusable);
-        return -ENOMEM;
+    if (mix->n_g == mix->col_stride) {
+        size_t ns = mix->col_stride ? mix->col_stride * 2 : 16;
+        struct gcol *nc = fatia_calloc(nn * ns, sizeof(*nc));
+        if (!nc)
+            return -ENOMEM;
+        for (size_t n = 0; mix->col_stride && n < nn; n++)
+            memcpy(&nc[n * ns], &mix->col[n * mix->col_stride], mix->col_stride * sizeof(*nc));
+        fatia_free(mix->col);
+        mix->col = nc;
+        mix->col_stride = ns;
     }
     for (size_t n = 0; n < st->n_nodes; n++)
-        k.access[n] = fatia_pl_node_mismatch(st, pod, &st->nodes[n]) == NULL;
+        mix->col[n * mix->col_stride + mix->n_g].access =
+            fatia_pl_node_mismatch(st, pod, &st->nodes[n]) == NULL;
     mix->g[mix->n_g] = k;
     *ret = (uint32_t)mix->n_g++;
     return 0;
@@ -375,12 +385,12 @@ static int cmp_cpu(const void *a, const void *b, void *arg)
 }
 
 static void group_node(const struct fatia_place_state *st, const struct pl_node *nd,
-                       struct mgroup *g, size_t n)
+                       const struct mgroup *g, struct gcol *col)
 {
     int32_t usable = 0;
     int64_t unusable = 0;
 
-    for (uint32_t i = 0; g->access[n] && i < nd->n_gpus; i++) {
+    for (uint32_t i = 0; col->access && i < nd->n_gpus; i++) {
         const struct pl_gpu *gp = &st->gpus[nd->first_gpu + i];
         uint32_t u = units(gp, g);
         if (u)
@@ -388,8 +398,8 @@ static void group_node(const struct fatia_place_state *st, const struct pl_node 
         else
             unusable += fatia_pl_gpu_free_milli(gp);
     }
-    g->usable[n] = usable;
-    g->unusable[n] = unusable;
+    col->usable = usable;
+    col->unusable = unusable;
 }
 
 /* R_n: the node's free GPU capacity, milli */
@@ -412,7 +422,7 @@ static void node_cache(struct fatia_place_mix *mix, uint32_t n)
     mix->cpu_free[n] = (size_t)cpu < nd->n_scalar ? nd->alloc[cpu] - nd->used[cpu] : 0;
     for (size_t k = 0; k < mix->n_g; k++)
         if (mix->g[k].in_typ)
-            group_node(st, nd, &mix->g[k], n);
+            group_node(st, nd, &mix->g[k], &mix->col[n * mix->col_stride + k]);
     mix->gen[n] = nd->gen;
 }
 
@@ -492,7 +502,7 @@ int fatia_pl_mix_prepare(struct fatia_place_mix *mix)
         if (now && !g->in_typ)
             for (size_t n = 0; n < st->n_nodes; n++)
                 if (mix->gen[n] == st->nodes[n].gen)
-                    group_node(st, &st->nodes[n], g, n);
+                    group_node(st, &st->nodes[n], g, &mix->col[n * mix->col_stride + k]);
         g->in_typ = now;
     }
     for (size_t n = 0; n < st->n_nodes; n++) /* the measure changed */
@@ -525,12 +535,12 @@ static double hosted_p(const struct mgroup *g, int64_t cpu)
 
 /* f_g = total x P_g when g cannot run here at all, else total x (P_g - H) + unusable x H where
  * H is the probability of the members the node has CPU for */
-static double group_frag(const struct mgroup *g, size_t n, int64_t total, int64_t cpu,
+static double group_frag(const struct mgroup *g, bool access, int64_t total, int64_t cpu,
                          int64_t usable, int64_t unusable)
 {
     double h;
 
-    if (!g->access[n] || usable < (int64_t)g->units)
+    if (!access || usable < (int64_t)g->units)
         return (double)total * g->p;
     h = hosted_p(g, cpu);
     return (double)total * (g->p - h) + (double)unusable * h;
@@ -546,12 +556,13 @@ double fatia_pl_frag_node(struct fatia_place_mix *mix, uint32_t n)
     if (mix->gen[n] != st->nodes[n].gen)
         node_cache(mix, n);
     if (mix->free_total[n]) {
+        const struct gcol *col = &mix->col[n * mix->col_stride];
         f = mix->p_cpu * (double)mix->free_total[n];
         for (size_t k = 0; k < mix->n_g; k++) {
             const struct mgroup *g = &mix->g[k];
             if (g->in_typ)
-                f += group_frag(g, n, mix->free_total[n], mix->cpu_free[n], g->usable[n],
-                                g->unusable[n]);
+                f += group_frag(g, col[k].access, mix->free_total[n], mix->cpu_free[n],
+                                col[k].usable, col[k].unusable);
         }
     }
     mix->frag[n] = f;
@@ -578,7 +589,7 @@ double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
         int64_t usable = 0, unusable = 0;
         if (!g->in_typ)
             continue;
-        if (!g->access[n]) { /* group_frag's first case: the GPUs are not read */
+        if (!mix->col[n * mix->col_stride + k].access) { /* group_frag's first case: no GPU read */
             f += (double)total * g->p;
             continue;
         }
@@ -590,7 +601,7 @@ double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
             else
                 unusable += fatia_pl_gpu_free_milli(gp);
         }
-        f += group_frag(g, n, total, cpu, usable, unusable);
+        f += group_frag(g, true, total, cpu, usable, unusable);
     }
     return f;
 }
@@ -601,6 +612,7 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t 
     const struct pl_gpu *now = &mix->st->gpus[gi];
     int64_t a = fatia_pl_gpu_free_milli(before), a2 = fatia_pl_gpu_free_milli(now);
     int64_t total, cpu;
+    const struct gcol *col;
     double f = 0;
 
     (void)d_mem;
@@ -611,19 +623,20 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t 
         return 0;
     cpu = mix->cpu_free[n] - d_cpu;
     f = mix->p_cpu * (double)total;
+    col = &mix->col[n * mix->col_stride];
     for (size_t k = 0; k < mix->n_g; k++) {
         const struct mgroup *g = &mix->g[k];
         uint32_t ub, ua;
         if (!g->in_typ)
             continue;
-        if (!g->access[n]) {
+        if (!col[k].access) {
             f += (double)total * g->p;
             continue;
         }
         ub = units(before, g);
         ua = units(now, g);
-        f += group_frag(g, n, total, cpu, g->usable[n] - (int64_t)ub + (int64_t)ua,
-                        g->unusable[n] - (ub ? 0 : a) + (ua ? 0 : a2));
+        f += group_frag(g, true, total, cpu, col[k].usable - (int64_t)ub + (int64_t)ua,
+                        col[k].unusable - (ub ? 0 : a) + (ua ? 0 : a2));
     }
     return f;
 }
@@ -646,6 +659,7 @@ double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t n, const ui
      * whole-GPU request's k GPUs go from free to taken alike): the sums are of integers */
     size_t rep[16], mult[16], n_rep = 0;
     int64_t total, cpu;
+    const struct gcol *col;
     double f = 0;
 
     if (k > FATIA_ARRAY_SIZE(rep))
@@ -673,17 +687,18 @@ double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t n, const ui
         return 0;
     cpu = mix->cpu_free[n] - d_cpu;
     f = mix->p_cpu * (double)total;
+    col = &mix->col[n * mix->col_stride];
     for (size_t j = 0; j < mix->n_g; j++) {
         const struct mgroup *g = &mix->g[j];
         int64_t usable, unusable;
         if (!g->in_typ)
             continue;
-        if (!g->access[n]) {
+        if (!col[j].access) {
             f += (double)total * g->p;
             continue;
         }
-        usable = g->usable[n];
-        unusable = g->unusable[n];
+        usable = col[j].usable;
+        unusable = col[j].unusable;
         for (size_t r = 0; r < n_rep; r++) {
             size_t i = rep[r];
             const struct pl_gpu *now = &mix->st->gpus[gis[i]];
@@ -693,7 +708,7 @@ double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t n, const ui
             unusable += m * ((ua ? 0 : (int64_t)fatia_pl_gpu_free_milli(now)) -
                              (ub ? 0 : (int64_t)fatia_pl_gpu_free_milli(&before[i])));
         }
-        f += group_frag(g, n, total, cpu, usable, unusable);
+        f += group_frag(g, true, total, cpu, usable, unusable);
     }
     return f;
 }
@@ -725,16 +740,17 @@ static int scarcity_classes(struct fatia_place_mix *mix)
 }
 
 /* The classes a group's static filters let in (nodes of one class pass or fail alike). */
-static int scarcity_group(struct fatia_place_mix *mix, struct mgroup *g)
+static int scarcity_group(struct fatia_place_mix *mix, size_t k)
 {
     const struct fatia_place_state *st = mix->st;
+    struct mgroup *g = &mix->g[k];
 
     g->cls_ok = fatia_calloc(mix->n_cls ? mix->n_cls : 1, 1);
     g->ok_cls = fatia_calloc(mix->n_cls ? mix->n_cls : 1, sizeof(*g->ok_cls));
     if (!g->cls_ok || !g->ok_cls)
         return -ENOMEM;
     for (size_t n = 0; n < st->n_nodes; n++)
-        g->cls_ok[mix->node_cls[n]] |= g->access[n];
+        g->cls_ok[mix->node_cls[n]] |= mix->col[n * mix->col_stride + k].access;
     g->constrained = false;
     g->n_ok = 0;
     for (size_t c = 0; c < mix->n_cls; c++) {
@@ -751,7 +767,7 @@ static int scarcity_choosy(struct fatia_place_mix *mix)
     int r;
 
     for (; mix->scar_ng < mix->n_g; mix->scar_ng++)
-        if ((r = scarcity_group(mix, &mix->g[mix->scar_ng])) < 0)
+        if ((r = scarcity_group(mix, mix->scar_ng)) < 0)
             return r;
     if (mix->cap_choosy < mix->n_g) {
         uint32_t *nc = fatia_reallocarray(mix->choosy, mix->n_g, sizeof(*nc));

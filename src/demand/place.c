@@ -17,7 +17,9 @@
  * whole GPUs (k > 1), one NVLink island that has k free: the tightest (binpack, bestfit), the
  * roomiest (spread), or the one whose k GPUs fragment least; without one, "required" fails and
  * "preferred" takes GPUs across islands. For slices (replicas, MPS shares, MIG instances), unit by
- * unit, on the GPU the policy prefers; MPS shares only on GPUs no other namespace uses.
+ * unit, on the GPU the policy prefers; MPS shares only on GPUs no other namespace uses. FGD
+ * measures a unit's candidates only when there are two or more (GPUs of a fraction pool in the same
+ * state count once): one is chosen whatever it measures, and the node is measured at the end.
  *
  * Scores (lower is better, compared in order):
  *   binpack        fresh GPUs touched, the node's free GPU capacity after, its free CPU after;
@@ -496,6 +498,26 @@ static struct pl_item unit_item(const struct pl_ctx *c, uint32_t gi, uint16_t re
     return it;
 }
 
+/* Has the node two or more GPUs that FGD's choose_unit would measure (with a unit, GPUs of a
+ * fraction pool in the same state counted once)? The state is an equivalence (same_frac_state), so
+ * a second one is a GPU with a unit unlike the first. */
+static bool unit_choice(const struct pl_ctx *c, const struct pl_node *nd, uint16_t res)
+{
+    const struct pl_gpu *first = NULL;
+    int32_t slice;
+
+    for (uint32_t i = 0; i < nd->n_gpus; i++) {
+        const struct pl_gpu *g = &c->st->gpus[nd->first_gpu + i];
+        if (!gpu_units(c, g, res, &slice))
+            continue;
+        if (!first)
+            first = g;
+        else if (res != UINT16_MAX || !same_frac_state(first, g))
+            return true;
+    }
+    return false;
+}
+
 /* One unit on the GPU the policy prefers. */
 static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node, uint16_t res,
                        uint16_t container)
@@ -504,7 +526,15 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
     int64_t best = -1;
     int32_t best_slice = -1;
     double best_key[2] = {0, 0};
+    /* the pod's only device: its measure is the node's (as choose_fraction keeps it) */
+    bool only = fgd(c) && !c->items.n && c->pod->n_fracs + c->pod->n_reqs == 1 &&
+                (c->pod->n_fracs ? c->pod->fracs[0].milli == 1000 : c->pod->reqs[0].count == 1);
+    bool measure = fgd(c);
 
+    /* one candidate is chosen whatever it measures (the first GPU with a unit): FGD measures the
+     * node once, at the end */
+    if (measure && !only)
+        measure = unit_choice(c, nd, res);
     for (uint32_t i = 0; i < nd->n_gpus; i++) {
         uint32_t gi = nd->first_gpu + i;
         const struct pl_gpu *g = &st->gpus[gi];
@@ -523,6 +553,10 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
             key[1] = -(double)u;
             break;
         case FATIA_PLACE_FRAGMENTATION:
+            if (fgd(c) && !measure) {
+                key[0] = key[1] = 0;
+                break;
+            }
             if (fgd(c)) {
                 struct pl_item it;
                 bool dup = false;
@@ -555,9 +589,7 @@ static int choose_unit(struct pl_ctx *c, const struct pl_node *nd, uint32_t node
         return -FATIA_E_NOFIT;
     {
         struct pl_item it = unit_item(c, (uint32_t)best, res, best_slice, container);
-        /* the pod's only device: its measure is the node's (as choose_fraction keeps it) */
-        if (fgd(c) && !c->items.n && c->pod->n_fracs + c->pod->n_reqs == 1 &&
-            (c->pod->n_fracs ? c->pod->fracs[0].milli == 1000 : c->pod->reqs[0].count == 1)) {
+        if (only) {
             c->one_frag_valid = true;
             c->one_frag = best_key[0];
         }
@@ -1178,9 +1210,10 @@ static int place_pod(struct pl_ctx *c)
     tab = memo ? st->memo : NULL;
     /* the scarcity key depends on every node's state: applied after the memo, never kept */
     const double *scarce = NULL;
+    const uint32_t *scarce_cls = NULL;
     if (fgd(c) && (c->flags & FATIA_PLACE_FGD_SCARCE) &&
         (c->pod->n_fracs || c->pod->n_reqs || c->pod->n_claims) &&
-        (r = fatia_pl_mix_scarcity(c->mix, &scarce)) < 0)
+        (r = fatia_pl_mix_scarcity(c->mix, &scarce, &scarce_cls)) < 0)
         return r;
     for (uint32_t n = 0; n < st->n_nodes; n++) {
         struct memo *m = NULL;
@@ -1228,7 +1261,7 @@ static int place_pod(struct pl_ctx *c)
             continue;
         }
         if (scarce)
-            c->score[0] += SCARCE_WEIGHT * scarce[n];
+            c->score[0] += SCARCE_WEIGHT * scarce[scarce_cls[n]];
         if (c->best_node < 0 || better(c->score, c->best_score)) {
             c->n_ties = 1;
         } else if (c->ties && !better(c->best_score, c->score)) {

@@ -37,9 +37,11 @@
  *
  * Cost. Types that ask the same of GPUs (kind, milli, memory, units, resource, constraints) form
  * a group; they differ in CPU only. Per node and group the cache keeps the usable units and the
- * free capacity of unusable GPUs (recomputed when the node changes, its gen); per group the
+ * free capacity of unusable GPUs (recomputed when the node changes, its gen; one block per node,
+ * every group's columns side by side, so that measuring a node reads one block); per group the
  * typical members are sorted by CPU with prefix sums of their probabilities, so the members a
- * node has CPU for are a binary search away. F_n(M) is O(groups x log members), and so is the
+ * node has CPU for are a binary search away. F_n(M) is O(groups x log members) (and kept per node
+ * until the node or the mix changes: placement asks for it once per node and pod), and so is the
  * effect of changing one GPU of a fraction pool (fatia_pl_frag_node_one), or k of them from a
  * snapshot (fatia_pl_frag_node_many, O(groups x k), GPUs changed alike counted once: a whole-GPU
  * request's GPUs): the Alibaba trace has 24 groups for 126 types. A group the node's filters turn
@@ -53,8 +55,10 @@
  * admits of p_g x d_g / F(g), d_g the GPU demand of one pod of g (milli), F(g) the free GPU
  * capacity of every class admitting g: g's demand spread over its classes in proportion to what
  * they have free, per free milli-GPU; scaled by (all free capacity) / (sum of p_g x d_g) so that
- * 1 is a class free exactly in proportion to its choosy demand. O(nodes + groups x classes) per
- * pod; nothing when no typical group is choosy.
+ * 1 is a class free exactly in proportion to its choosy demand. The classes' free capacity is kept
+ * up to date from the state's log of changed nodes (place_internal.h, fatia_pl_node_changed), so
+ * a pod costs O(nodes changed since the last pod + choosy groups x the classes each admits), and
+ * nothing when no node changed; nothing at all when no typical group is choosy.
  *
  * Worked example (tests/unit/test_place.c): a node with two fraction-pool GPUs left with 600 and
  * 300 milli-GPUs and 8 free CPUs, against a mix of 1/2 "500 milli-GPUs, 4 CPUs" and 1/2 "one whole
@@ -90,18 +94,24 @@ struct mgroup {
     uint64_t memory;
     uint32_t units;
     uint16_t res;
-    uint64_t cons;     /* the constraints' hash */
-    bool in_typ;       /* has typical members: its columns are kept current */
-    bool constrained;  /* scarcity: some node class turns it away */
-    uint8_t *cls_ok;   /* scarcity: per node class, the static filters pass (NULL: not built) */
-    uint8_t *access;   /* per node: the static filters pass */
-    int32_t *usable;   /* per node, cached */
-    int64_t *unusable; /* per node, cached */
+    uint64_t cons;    /* the constraints' hash */
+    bool in_typ;      /* has typical members: its columns are kept current */
+    bool constrained; /* scarcity: some node class turns it away */
+    uint8_t *cls_ok;  /* scarcity: per node class, the static filters pass (NULL: not built) */
+    uint32_t *ok_cls; /* scarcity: the classes with cls_ok, ascending */
+    size_t n_ok;
     /* typical members by CPU: cpu[i] ascending, pcum[i] = sum of p of members 0..i */
     int64_t *cpu;
     double *pcum;
     size_t n_mem, cap_mem;
     double p; /* all typical members */
+};
+
+/* A group's columns for one node (fatia_place_mix.col). */
+struct gcol {
+    int64_t unusable; /* cached */
+    int32_t usable;   /* cached */
+    uint8_t access;   /* the static filters pass */
 };
 
 struct fatia_place_mix {
@@ -111,6 +121,10 @@ struct fatia_place_mix {
     size_t n, cap;
     struct mgroup *g;
     size_t n_g, cap_g;
+    /* per node, the groups' columns: col[n x col_stride + group], so that measuring a node reads
+     * one block */
+    struct gcol *col;
+    size_t col_stride;
     uint64_t total;
     uint32_t *typ; /* types by popularity; the first n_typ are typical */
     size_t n_typ;
@@ -121,13 +135,24 @@ struct fatia_place_mix {
     /* per node cache */
     uint64_t *gen; /* node gen at caching; UINT64_MAX = invalid */
     int64_t *free_total, *cpu_free;
+    /* F_n(M) per node (fatia_pl_frag_node), valid while frag_gen == the node's gen and the mix was
+     * not prepared again; UINT64_MAX = invalid */
+    double *frag;
+    uint64_t *frag_gen;
     /* scarcity (fatia_pl_mix_scarcity): node classes (pl_node.cls), built on first use */
     uint32_t *node_cls; /* per node: index into cls_key */
     uint64_t *cls_key;
     size_t n_cls;
-    int64_t *cls_free; /* per class: free GPU capacity, milli */
-    double *cls_press; /* per class: the pressure */
-    double *press;     /* per node: its class's pressure (the answer) */
+    int64_t *cls_free;  /* per class: free GPU capacity, milli */
+    double *cls_press;  /* per class: the pressure (the answer) */
+    int64_t *node_free; /* per node: its free GPU capacity as counted in cls_free */
+    uint64_t chg_seen;  /* the state's chg_seq when cls_free was last brought up to date */
+    bool free_valid;    /* cls_free counts every node (else: rebuilt from every node) */
+    bool press_valid;   /* cls_press is current for cls_free and the mix */
+    bool scar_stale;    /* the mix was prepared (or groups added): choosy rebuilt */
+    size_t scar_ng;     /* groups whose cls_ok is built */
+    uint32_t *choosy;   /* the typical groups some class turns away, ascending */
+    size_t n_choosy, cap_choosy;
 };
 
 int fatia_place_mix_new(const struct fatia_place_state *st, unsigned coverage_pct,
@@ -143,12 +168,14 @@ int fatia_place_mix_new(const struct fatia_place_state *st, unsigned coverage_pc
     m->gen = fatia_calloc(n, sizeof(*m->gen));
     m->free_total = fatia_calloc(n, sizeof(*m->free_total));
     m->cpu_free = fatia_calloc(n, sizeof(*m->cpu_free));
-    if (!m->gen || !m->free_total || !m->cpu_free) {
+    m->frag = fatia_calloc(n, sizeof(*m->frag));
+    m->frag_gen = fatia_calloc(n, sizeof(*m->frag_gen));
+    if (!m->gen || !m->free_total || !m->cpu_free || !m->frag || !m->frag_gen) {
         fatia_place_mix_free(m);
         return -ENOMEM;
     }
     for (size_t i = 0; i < n; i++)
-        m->gen[i] = UINT64_MAX;
+        m->gen[i] = m->frag_gen[i] = UINT64_MAX;
     *ret = m;
     return 0;
 }
@@ -158,24 +185,26 @@ void fatia_place_mix_free(struct fatia_place_mix *mix)
     if (!mix)
         return;
     for (size_t i = 0; i < mix->n_g; i++) {
-        fatia_free(mix->g[i].access);
-        fatia_free(mix->g[i].usable);
-        fatia_free(mix->g[i].unusable);
         fatia_free(mix->g[i].cpu);
         fatia_free(mix->g[i].pcum);
         fatia_free(mix->g[i].cls_ok);
+        fatia_free(mix->g[i].ok_cls);
     }
     fatia_free(mix->node_cls);
     fatia_free(mix->cls_key);
     fatia_free(mix->cls_free);
     fatia_free(mix->cls_press);
-    fatia_free(mix->press);
+    fatia_free(mix->node_free);
+    fatia_free(mix->choosy);
     fatia_free(mix->g);
+    fatia_free(mix->col);
     fatia_free(mix->t);
     fatia_free(mix->typ);
     fatia_free(mix->gen);
     fatia_free(mix->free_total);
     fatia_free(mix->cpu_free);
+    fatia_free(mix->frag);
+    fatia_free(mix->frag_gen);
     fatia_free(mix);
 }
 
@@ -241,17 +270,20 @@ static int group_of(struct fatia_place_mix *mix, const struct fatia_place_pod *p
         mix->g = ng;
         mix->cap_g = nc;
     }
-    k.access = fatia_calloc(nn, 1);
-    k.usable = fatia_calloc(nn, sizeof(*k.usable));
-    k.unusable = fatia_calloc(nn, sizeof(*k.unusable));
-    if (!k.access || !k.usable || !k.unusable) {
-        fatia_free(k.access);
-        fatia_free(k.usable);
-        fatia_free(k.unusable);
-        return -ENOMEM;
+    if (mix->n_g == mix->col_stride) {
+        size_t ns = mix->col_stride ? mix->col_stride * 2 : 16;
+        struct gcol *nc = fatia_calloc(nn * ns, sizeof(*nc));
+        if (!nc)
+            return -ENOMEM;
+        for (size_t n = 0; mix->col_stride && n < nn; n++)
+            memcpy(&nc[n * ns], &mix->col[n * mix->col_stride], mix->col_stride * sizeof(*nc));
+        fatia_free(mix->col);
+        mix->col = nc;
+        mix->col_stride = ns;
     }
     for (size_t n = 0; n < st->n_nodes; n++)
-        k.access[n] = fatia_pl_node_mismatch(st, pod, &st->nodes[n]) == NULL;
+        mix->col[n * mix->col_stride + mix->n_g].access =
+            fatia_pl_node_mismatch(st, pod, &st->nodes[n]) == NULL;
     mix->g[mix->n_g] = k;
     *ret = (uint32_t)mix->n_g++;
     return 0;
@@ -353,12 +385,12 @@ static int cmp_cpu(const void *a, const void *b, void *arg)
 }
 
 static void group_node(const struct fatia_place_state *st, const struct pl_node *nd,
-                       struct mgroup *g, size_t n)
+                       const struct mgroup *g, struct gcol *col)
 {
     int32_t usable = 0;
     int64_t unusable = 0;
 
-    for (uint32_t i = 0; g->access[n] && i < nd->n_gpus; i++) {
+    for (uint32_t i = 0; col->access && i < nd->n_gpus; i++) {
         const struct pl_gpu *gp = &st->gpus[nd->first_gpu + i];
         uint32_t u = units(gp, g);
         if (u)
@@ -366,24 +398,31 @@ static void group_node(const struct fatia_place_state *st, const struct pl_node 
         else
             unusable += fatia_pl_gpu_free_milli(gp);
     }
-    g->usable[n] = usable;
-    g->unusable[n] = unusable;
+    col->usable = usable;
+    col->unusable = unusable;
+}
+
+/* R_n: the node's free GPU capacity, milli */
+static int64_t node_free(const struct fatia_place_state *st, const struct pl_node *nd)
+{
+    int64_t total = 0;
+
+    for (uint32_t g = 0; g < nd->n_gpus; g++)
+        total += fatia_pl_gpu_free_milli(&st->gpus[nd->first_gpu + g]);
+    return total;
 }
 
 static void node_cache(struct fatia_place_mix *mix, uint32_t n)
 {
     const struct fatia_place_state *st = mix->st;
     const struct pl_node *nd = &st->nodes[n];
-    int64_t total = 0;
     int32_t cpu = st->res->v.v[st->r_cpu].slot;
 
-    for (uint32_t g = 0; g < nd->n_gpus; g++)
-        total += fatia_pl_gpu_free_milli(&st->gpus[nd->first_gpu + g]);
-    mix->free_total[n] = total;
+    mix->free_total[n] = node_free(st, nd);
     mix->cpu_free[n] = (size_t)cpu < nd->n_scalar ? nd->alloc[cpu] - nd->used[cpu] : 0;
     for (size_t k = 0; k < mix->n_g; k++)
         if (mix->g[k].in_typ)
-            group_node(st, nd, &mix->g[k], n);
+            group_node(st, nd, &mix->g[k], &mix->col[n * mix->col_stride + k]);
     mix->gen[n] = nd->gen;
 }
 
@@ -463,9 +502,12 @@ int fatia_pl_mix_prepare(struct fatia_place_mix *mix)
         if (now && !g->in_typ)
             for (size_t n = 0; n < st->n_nodes; n++)
                 if (mix->gen[n] == st->nodes[n].gen)
-                    group_node(st, &st->nodes[n], g, n);
+                    group_node(st, &st->nodes[n], g, &mix->col[n * mix->col_stride + k]);
         g->in_typ = now;
     }
+    for (size_t n = 0; n < st->n_nodes; n++) /* the measure changed */
+        mix->frag_gen[n] = UINT64_MAX;
+    mix->scar_stale = true;
     mix->dirty = false;
     return 0;
 }
@@ -493,12 +535,12 @@ static double hosted_p(const struct mgroup *g, int64_t cpu)
 
 /* f_g = total x P_g when g cannot run here at all, else total x (P_g - H) + unusable x H where
  * H is the probability of the members the node has CPU for */
-static double group_frag(const struct mgroup *g, size_t n, int64_t total, int64_t cpu,
+static double group_frag(const struct mgroup *g, bool access, int64_t total, int64_t cpu,
                          int64_t usable, int64_t unusable)
 {
     double h;
 
-    if (!g->access[n] || usable < (int64_t)g->units)
+    if (!access || usable < (int64_t)g->units)
         return (double)total * g->p;
     h = hosted_p(g, cpu);
     return (double)total * (g->p - h) + (double)unusable * h;
@@ -509,17 +551,22 @@ double fatia_pl_frag_node(struct fatia_place_mix *mix, uint32_t n)
     const struct fatia_place_state *st = mix->st;
     double f = 0;
 
+    if (mix->frag_gen[n] == st->nodes[n].gen)
+        return mix->frag[n];
     if (mix->gen[n] != st->nodes[n].gen)
         node_cache(mix, n);
-    if (!mix->free_total[n])
-        return 0;
-    f = mix->p_cpu * (double)mix->free_total[n];
-    for (size_t k = 0; k < mix->n_g; k++) {
-        const struct mgroup *g = &mix->g[k];
-        if (g->in_typ)
-            f += group_frag(g, n, mix->free_total[n], mix->cpu_free[n], g->usable[n],
-                            g->unusable[n]);
+    if (mix->free_total[n]) {
+        const struct gcol *col = &mix->col[n * mix->col_stride];
+        f = mix->p_cpu * (double)mix->free_total[n];
+        for (size_t k = 0; k < mix->n_g; k++) {
+            const struct mgroup *g = &mix->g[k];
+            if (g->in_typ)
+                f += group_frag(g, col[k].access, mix->free_total[n], mix->cpu_free[n],
+                                col[k].usable, col[k].unusable);
+        }
     }
+    mix->frag[n] = f;
+    mix->frag_gen[n] = st->nodes[n].gen;
     return f;
 }
 
@@ -542,7 +589,7 @@ double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
         int64_t usable = 0, unusable = 0;
         if (!g->in_typ)
             continue;
-        if (!g->access[n]) { /* group_frag's first case: the GPUs are not read */
+        if (!mix->col[n * mix->col_stride + k].access) { /* group_frag's first case: no GPU read */
             f += (double)total * g->p;
             continue;
         }
@@ -554,7 +601,7 @@ double fatia_pl_frag_node_now(struct fatia_place_mix *mix, uint32_t n)
             else
                 unusable += fatia_pl_gpu_free_milli(gp);
         }
-        f += group_frag(g, n, total, cpu, usable, unusable);
+        f += group_frag(g, true, total, cpu, usable, unusable);
     }
     return f;
 }
@@ -565,6 +612,7 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t 
     const struct pl_gpu *now = &mix->st->gpus[gi];
     int64_t a = fatia_pl_gpu_free_milli(before), a2 = fatia_pl_gpu_free_milli(now);
     int64_t total, cpu;
+    const struct gcol *col;
     double f = 0;
 
     (void)d_mem;
@@ -575,19 +623,20 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t n, uint32_t 
         return 0;
     cpu = mix->cpu_free[n] - d_cpu;
     f = mix->p_cpu * (double)total;
+    col = &mix->col[n * mix->col_stride];
     for (size_t k = 0; k < mix->n_g; k++) {
         const struct mgroup *g = &mix->g[k];
         uint32_t ub, ua;
         if (!g->in_typ)
             continue;
-        if (!g->access[n]) {
+        if (!col[k].access) {
             f += (double)total * g->p;
             continue;
         }
         ub = units(before, g);
         ua = units(now, g);
-        f += group_frag(g, n, total, cpu, g->usable[n] - (int64_t)ub + (int64_t)ua,
-                        g->unusable[n] - (ub ? 0 : a) + (ua ? 0 : a2));
+        f += group_frag(g, true, total, cpu, col[k].usable - (int64_t)ub + (int64_t)ua,
+                        col[k].unusable - (ub ? 0 : a) + (ua ? 0 : a2));
     }
     return f;
 }
@@ -610,6 +659,7 @@ double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t n, const ui
      * whole-GPU request's k GPUs go from free to taken alike): the sums are of integers */
     size_t rep[16], mult[16], n_rep = 0;
     int64_t total, cpu;
+    const struct gcol *col;
     double f = 0;
 
     if (k > FATIA_ARRAY_SIZE(rep))
@@ -637,17 +687,18 @@ double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t n, const ui
         return 0;
     cpu = mix->cpu_free[n] - d_cpu;
     f = mix->p_cpu * (double)total;
+    col = &mix->col[n * mix->col_stride];
     for (size_t j = 0; j < mix->n_g; j++) {
         const struct mgroup *g = &mix->g[j];
         int64_t usable, unusable;
         if (!g->in_typ)
             continue;
-        if (!g->access[n]) {
+        if (!col[j].access) {
             f += (double)total * g->p;
             continue;
         }
-        usable = g->usable[n];
-        unusable = g->unusable[n];
+        usable = col[j].usable;
+        unusable = col[j].unusable;
         for (size_t r = 0; r < n_rep; r++) {
             size_t i = rep[r];
             const struct pl_gpu *now = &mix->st->gpus[gis[i]];
@@ -657,7 +708,7 @@ double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t n, const ui
             unusable += m * ((ua ? 0 : (int64_t)fatia_pl_gpu_free_milli(now)) -
                              (ub ? 0 : (int64_t)fatia_pl_gpu_free_milli(&before[i])));
         }
-        f += group_frag(g, n, total, cpu, usable, unusable);
+        f += group_frag(g, true, total, cpu, usable, unusable);
     }
     return f;
 }
@@ -673,8 +724,8 @@ static int scarcity_classes(struct fatia_place_mix *mix)
     mix->cls_key = fatia_calloc(nn, sizeof(*mix->cls_key));
     mix->cls_free = fatia_calloc(nn, sizeof(*mix->cls_free));
     mix->cls_press = fatia_calloc(nn, sizeof(*mix->cls_press));
-    mix->press = fatia_calloc(nn, sizeof(*mix->press));
-    if (!mix->node_cls || !mix->cls_key || !mix->cls_free || !mix->cls_press || !mix->press)
+    mix->node_free = fatia_calloc(nn, sizeof(*mix->node_free));
+    if (!mix->node_cls || !mix->cls_key || !mix->cls_free || !mix->cls_press || !mix->node_free)
         return -ENOMEM;
     for (size_t n = 0; n < st->n_nodes; n++) {
         uint64_t k = st->nodes[n].cls;
@@ -689,71 +740,120 @@ static int scarcity_classes(struct fatia_place_mix *mix)
 }
 
 /* The classes a group's static filters let in (nodes of one class pass or fail alike). */
-static int scarcity_group(struct fatia_place_mix *mix, struct mgroup *g)
+static int scarcity_group(struct fatia_place_mix *mix, size_t k)
 {
     const struct fatia_place_state *st = mix->st;
+    struct mgroup *g = &mix->g[k];
 
-    if (!(g->cls_ok = fatia_calloc(mix->n_cls ? mix->n_cls : 1, 1)))
+    g->cls_ok = fatia_calloc(mix->n_cls ? mix->n_cls : 1, 1);
+    g->ok_cls = fatia_calloc(mix->n_cls ? mix->n_cls : 1, sizeof(*g->ok_cls));
+    if (!g->cls_ok || !g->ok_cls)
         return -ENOMEM;
     for (size_t n = 0; n < st->n_nodes; n++)
-        g->cls_ok[mix->node_cls[n]] |= g->access[n];
+        g->cls_ok[mix->node_cls[n]] |= mix->col[n * mix->col_stride + k].access;
     g->constrained = false;
-    for (size_t c = 0; c < mix->n_cls; c++)
+    g->n_ok = 0;
+    for (size_t c = 0; c < mix->n_cls; c++) {
         g->constrained |= !g->cls_ok[c];
+        if (g->cls_ok[c])
+            g->ok_cls[g->n_ok++] = (uint32_t)c;
+    }
     return 0;
 }
 
-int fatia_pl_mix_scarcity(struct fatia_place_mix *mix, const double **ret)
+/* The typical groups some class turns away (after a prepare or new groups). */
+static int scarcity_choosy(struct fatia_place_mix *mix)
 {
-    const struct fatia_place_state *st = mix->st;
-    bool any = false;
     int r;
 
-    *ret = NULL;
+    for (; mix->scar_ng < mix->n_g; mix->scar_ng++)
+        if ((r = scarcity_group(mix, mix->scar_ng)) < 0)
+            return r;
+    if (mix->cap_choosy < mix->n_g) {
+        uint32_t *nc = fatia_reallocarray(mix->choosy, mix->n_g, sizeof(*nc));
+        if (!nc)
+            return -ENOMEM;
+        mix->choosy = nc;
+        mix->cap_choosy = mix->n_g;
+    }
+    mix->n_choosy = 0;
+    for (size_t k = 0; k < mix->n_g; k++)
+        if (mix->g[k].constrained && mix->g[k].n_mem > 0)
+            mix->choosy[mix->n_choosy++] = (uint32_t)k;
+    mix->scar_stale = false;
+    mix->press_valid = false;
+    return 0;
+}
+
+/* cls_free brought up to date: from every node the first time (or when the state's log of changed
+ * nodes no longer reaches back to the last call), else from the nodes changed since. */
+static void scarcity_free(struct fatia_place_mix *mix)
+{
+    const struct fatia_place_state *st = mix->st;
+
+    if (!mix->free_valid || st->chg_seq - mix->chg_seen > PL_CHANGES) {
+        for (size_t c = 0; c < mix->n_cls; c++)
+            mix->cls_free[c] = 0;
+        for (uint32_t n = 0; n < st->n_nodes; n++) {
+            mix->node_free[n] = node_free(st, &st->nodes[n]);
+            mix->cls_free[mix->node_cls[n]] += mix->node_free[n];
+        }
+        mix->free_valid = true;
+        mix->press_valid = false;
+    } else {
+        for (uint64_t i = mix->chg_seen; i < st->chg_seq; i++) {
+            uint32_t n = st->chg[i % PL_CHANGES];
+            int64_t f = node_free(st, &st->nodes[n]);
+            if (f == mix->node_free[n])
+                continue;
+            mix->cls_free[mix->node_cls[n]] += f - mix->node_free[n];
+            mix->node_free[n] = f;
+            mix->press_valid = false;
+        }
+    }
+    mix->chg_seen = st->chg_seq;
+}
+
+int fatia_pl_mix_scarcity(struct fatia_place_mix *mix, const double **ret_cls,
+                          const uint32_t **ret_node_cls)
+{
+    double demand = 0, all = 0;
+    int r;
+
+    *ret_cls = NULL;
+    *ret_node_cls = NULL;
     if ((r = fatia_pl_mix_prepare(mix)) < 0)
         return r;
     if (!mix->node_cls && (r = scarcity_classes(mix)) < 0)
         return r;
-    for (size_t k = 0; k < mix->n_g; k++) {
-        struct mgroup *g = &mix->g[k];
-        if (!g->cls_ok && (r = scarcity_group(mix, g)) < 0)
-            return r;
-        any |= g->constrained && g->n_mem > 0;
-    }
-    if (!any) /* no typical type is choosy: every node alike (the answer stays all zeros) */
+    if ((mix->scar_stale || mix->scar_ng != mix->n_g) && (r = scarcity_choosy(mix)) < 0)
+        return r;
+    if (!mix->n_choosy) /* no typical type is choosy: every node alike */
+        return 0;
+    scarcity_free(mix);
+    *ret_cls = mix->cls_press;
+    *ret_node_cls = mix->node_cls;
+    if (mix->press_valid)
         return 0;
     for (size_t c = 0; c < mix->n_cls; c++) {
-        mix->cls_free[c] = 0;
         mix->cls_press[c] = 0;
-    }
-    for (uint32_t n = 0; n < st->n_nodes; n++) {
-        if (mix->gen[n] != st->nodes[n].gen)
-            node_cache(mix, n);
-        mix->cls_free[mix->node_cls[n]] += mix->free_total[n];
-    }
-    double demand = 0, all = 0;
-    for (size_t c = 0; c < mix->n_cls; c++)
         all += (double)mix->cls_free[c];
-    for (size_t k = 0; k < mix->n_g; k++) {
-        const struct mgroup *g = &mix->g[k];
+    }
+    for (size_t i = 0; i < mix->n_choosy; i++) {
+        const struct mgroup *g = &mix->g[mix->choosy[i]];
         double d = g->kind == MT_FRAC ? (double)g->milli : 1000.0 * g->units, f = 0;
-        if (g->constrained && g->n_mem)
-            demand += g->p * d;
-        if (!g->constrained || !g->n_mem)
-            continue;
-        for (size_t c = 0; c < mix->n_cls; c++)
-            f += g->cls_ok[c] ? (double)mix->cls_free[c] : 0;
+        demand += g->p * d;
+        for (size_t j = 0; j < g->n_ok; j++)
+            f += (double)mix->cls_free[g->ok_cls[j]];
         if (f <= 0)
             continue;
-        for (size_t c = 0; c < mix->n_cls; c++)
-            mix->cls_press[c] += g->cls_ok[c] ? g->p * d / f : 0;
+        for (size_t j = 0; j < g->n_ok; j++)
+            mix->cls_press[g->ok_cls[j]] += g->p * d / f;
     }
     /* in units of the balanced pressure (every class free in proportion to its choosy demand) */
     for (size_t c = 0; c < mix->n_cls; c++)
         mix->cls_press[c] *= demand > 0 ? all / demand : 0;
-    for (uint32_t n = 0; n < st->n_nodes; n++)
-        mix->press[n] = mix->cls_press[mix->node_cls[n]];
-    *ret = mix->press;
+    mix->press_valid = true;
     return 0;
 }
 

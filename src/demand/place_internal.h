@@ -22,6 +22,7 @@
 
 #define PL_NO_OWNER     (-1)
 #define PL_MAX_FRACTION 256 /* fraction ids per GPU (f0..f255) */
+#define PL_CHANGES      256 /* the log of changed nodes (fatia_place_state.chg) */
 
 enum pl_res_kind {
     PL_RES_SCALAR,     /* cpu, memory, pods, ... checked against node allocatable */
@@ -159,6 +160,10 @@ struct fatia_place_state {
     int64_t max_cpu_milli;
     uint32_t max_node_gpus;
     uint64_t layout_gen; /* bumped by every MIG change */
+    /* the nodes whose gen moved, oldest first: change i (of chg_seq so far) is chg[i % PL_CHANGES]
+     * while i + PL_CHANGES >= chg_seq (fatia_pl_node_changed; place_frag.c's scarcity follows it) */
+    uint32_t chg[PL_CHANGES];
+    uint64_t chg_seq;
     /* the empty twin for FATIA_PLACE_TEST, rebuilt when layout_gen moved */
     struct fatia_place_state *twin;
     uint64_t twin_gen;
@@ -273,12 +278,65 @@ char *fatia_pl_strprintf(const char *fmt, ...)
 int fatia_pl_res_intern(struct pl_restab *t, const char *name, uint8_t kind_hint, uint16_t *ret);
 const struct pl_res *fatia_pl_res_get(const struct fatia_place_state *st, uint16_t id);
 int fatia_pl_ns_intern(struct fatia_place_state *st, const char *ns, uint32_t *ret);
-uint32_t fatia_pl_gpu_free_milli(const struct pl_gpu *g);
+
+/* A committed change of the node (bind, unbind, layout): bumps its gen and logs it. */
+static inline void fatia_pl_node_changed(struct fatia_place_state *st, uint32_t node)
+{
+    st->nodes[node].gen++;
+    st->chg[st->chg_seq++ % PL_CHANGES] = node;
+}
+
+/* The free capacity, milli-GPUs, of a GPU that is not a fraction pool: its free slices' weights
+ * (and, for dynamic MIG, the memory slices no instance covers). */
+uint32_t fatia_pl_gpu_free_slices(const struct pl_gpu *g);
 uint32_t fatia_pl_gpu_total_milli(const struct pl_gpu *g);
+
+/* The next three are inline: the fragmentation measure (place_frag.c) asks them for every GPU and
+ * request group it measures. */
+
+/* A GPU's free capacity, milli-GPUs: a fraction pool's free milli, else its free slices'. */
+static inline uint32_t fatia_pl_gpu_free_milli(const struct pl_gpu *g)
+{
+    if (g->fractional)
+        return g->milli_free > 0 ? (uint32_t)g->milli_free : 0;
+    return fatia_pl_gpu_free_slices(g);
+}
+
 /* The memory a fraction of milli / memory request is charged, and its cap. */
-void fatia_pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory,
-                          uint64_t *ret_charge, uint64_t *ret_cap);
-bool fatia_pl_frac_fits(const struct pl_gpu *g, const struct pl_frac *f);
+static inline void fatia_pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory,
+                                        uint64_t *ret_charge, uint64_t *ret_cap)
+{
+    uint64_t charge, cap;
+
+    if (milli >= 1000) {
+        charge = g->mem_total;
+        cap = g->mem_total > g->ctx_reserve ? g->mem_total - g->ctx_reserve : 0;
+    } else if (memory) {
+        charge = memory + g->ctx_reserve;
+        cap = memory;
+    } else {
+        charge = g->mem_per_milli * (uint64_t)milli; /* mem_total / 1000 x milli */
+        cap = charge > g->ctx_reserve ? charge - g->ctx_reserve : 0;
+    }
+    *ret_charge = charge;
+    *ret_cap = cap;
+}
+
+/* Does one more fraction f (or f's whole GPUs, one of them) fit on fraction pool g? */
+static inline bool fatia_pl_frac_fits(const struct pl_gpu *g, const struct pl_frac *f)
+{
+    uint64_t charge, cap;
+
+    if (!g->fractional)
+        return false;
+    if (f->milli >= 1000)
+        return g->users == 0 && g->shares == 0;
+    if (g->milli_free < f->milli || g->shares >= g->max_shares)
+        return false;
+    fatia_pl_frac_charge(g, f->milli, f->memory, &charge, &cap);
+    return charge <= g->mem_free && g->shares < PL_MAX_FRACTION;
+}
+
 /* Apply (+1) or revert (-1) items and scalars on the counters (no binding). */
 void fatia_pl_apply_items(struct fatia_place_state *st, uint32_t node, const struct pl_item *items,
                           size_t n, uint32_t ns, int sign);
@@ -320,11 +378,13 @@ double fatia_pl_frag_node_one(struct fatia_place_mix *mix, uint32_t node, uint32
 double fatia_pl_frag_node_many(struct fatia_place_mix *mix, uint32_t node, const uint32_t *gis,
                                const struct pl_gpu *before, size_t k, int64_t d_cpu);
 
-/* fatia's scarcity key (FATIA_PLACE_FGD_SCARCE, place.h): per node, the pressure on its class of
+/* fatia's scarcity key (FATIA_PLACE_FGD_SCARCE, place.h): per node class, the pressure on it of
  * the typical types that only some classes admit: sum over such groups g admitted by the class of
- * p_g x (g's GPU demand per pod) / (free GPU capacity of every class admitting g). *ret: one per
- * node, or NULL when no typical type is choosy (every node alike). 0 or -ENOMEM. */
-int fatia_pl_mix_scarcity(struct fatia_place_mix *mix, const double **ret);
+ * p_g x (g's GPU demand per pod) / (free GPU capacity of every class admitting g). *ret_cls: one
+ * per class, *ret_node_cls: each node's class; both NULL when no typical type is choosy (every
+ * node alike). Valid until the next call or change. 0 or -ENOMEM. */
+int fatia_pl_mix_scarcity(struct fatia_place_mix *mix, const double **ret_cls,
+                          const uint32_t **ret_node_cls);
 
 /* place_claims.c */
 int fatia_pl_dra_map(struct fatia_place_state *st);

@@ -164,12 +164,10 @@ uint32_t fatia_pl_gpu_total_milli(const struct pl_gpu *g)
     return 1000;
 }
 
-uint32_t fatia_pl_gpu_free_milli(const struct pl_gpu *g)
+uint32_t fatia_pl_gpu_free_slices(const struct pl_gpu *g)
 {
     uint32_t free = 0;
 
-    if (g->fractional)
-        return g->milli_free > 0 ? (uint32_t)g->milli_free : 0;
     for (uint16_t i = 0; i < g->n_slices; i++)
         if (g->slices[i].exists && g->slices[i].owner == PL_NO_OWNER)
             free += g->slices[i].weight;
@@ -184,45 +182,12 @@ uint32_t fatia_pl_gpu_free_milli(const struct pl_gpu *g)
     return free > 1000 ? 1000 : free;
 }
 
-void fatia_pl_frac_charge(const struct pl_gpu *g, int32_t milli, uint64_t memory,
-                          uint64_t *ret_charge, uint64_t *ret_cap)
-{
-    uint64_t charge, cap;
-
-    if (milli >= 1000) {
-        charge = g->mem_total;
-        cap = g->mem_total > g->ctx_reserve ? g->mem_total - g->ctx_reserve : 0;
-    } else if (memory) {
-        charge = memory + g->ctx_reserve;
-        cap = memory;
-    } else {
-        charge = g->mem_per_milli * (uint64_t)milli; /* mem_total / 1000 x milli */
-        cap = charge > g->ctx_reserve ? charge - g->ctx_reserve : 0;
-    }
-    *ret_charge = charge;
-    *ret_cap = cap;
-}
-
 int fatia_pl_first_free_fraction(const struct pl_gpu *g)
 {
     for (unsigned w = 0; w < PL_MAX_FRACTION / 64; w++)
         if (~g->fmask[w])
             return (int)(w * 64 + (unsigned)__builtin_ctzll(~g->fmask[w]));
     return -1;
-}
-
-bool fatia_pl_frac_fits(const struct pl_gpu *g, const struct pl_frac *f)
-{
-    uint64_t charge, cap;
-
-    if (!g->fractional)
-        return false;
-    if (f->milli >= 1000)
-        return g->users == 0 && g->shares == 0;
-    if (g->milli_free < f->milli || g->shares >= g->max_shares)
-        return false;
-    fatia_pl_frac_charge(g, f->milli, f->memory, &charge, &cap);
-    return charge <= g->mem_free && g->shares < PL_MAX_FRACTION;
 }
 
 /* ---- counters ---- */
@@ -367,7 +332,7 @@ int fatia_pl_bind_items(struct fatia_place_state *st, const char *key, uint32_t 
     for (size_t i = 0; i < n_items; i++)
         if (items[i].slice != FATIA_PLACE_FRACTION)
             st->gpus[items[i].gpu].slices[items[i].slice].owner = idx;
-    st->nodes[node].gen++;
+    fatia_pl_node_changed(st, node);
     fatia_pl_node_summary(st, node);
     st->n_bound++;
     return 0;
@@ -390,7 +355,7 @@ int fatia_place_unbind(struct fatia_place_state *st, const char *key)
     fatia_strmap_del(&st->bind_index, key);
     fatia_pl_apply_scalars(st, b->node, b->scalars, b->n_scalars, -1);
     fatia_pl_apply_items(st, b->node, b->items, b->n_items, b->ns, -1);
-    st->nodes[b->node].gen++;
+    fatia_pl_node_changed(st, b->node);
     fatia_pl_node_summary(st, b->node);
     fatia_free(b->key);
     fatia_free(b->scalars);
@@ -936,7 +901,7 @@ int fatia_pl_gpu_set_layout(struct fatia_place_state *st, struct pl_gpu *g,
     g->n_slices = n;
     g->layout = *layout;
     g->mig_enabled = true;
-    st->nodes[g->node].gen++;
+    fatia_pl_node_changed(st, g->node);
     st->nodes[g->node].cls = fatia_pl_node_class(st, &st->nodes[g->node]);
     fatia_pl_node_summary(st, g->node);
     st->layout_gen++;

@@ -683,6 +683,21 @@ static void test_fgd_scarce(void **state)
         assert_int_equal(n, 0);
         assert_true(place1(f.st, any, keys[i], &o));
     }
+    /* the classes' free capacity follows the state's log of changed nodes (p1's bind, made after
+     * the last pressure was computed, is in it): after more changes than the log keeps it is
+     * counted again from every node; then the log alone, both ways */
+    {
+        struct fatia_place_opts o2 = o;
+        o2.flags = FATIA_PLACE_FGD_SCORE;
+        for (int i = 0; i < 150; i++) {
+            assert_true(place1(f.st, on_b, "churn", &o2));
+            assert_int_equal(fatia_place_unbind(f.st, "churn"), 0);
+        }
+    }
+    assert_int_equal(probe_node(f.st, any, &o), 3);
+    assert_int_equal(fatia_place_unbind(f.st, keys[1]), 0);
+    assert_int_equal(probe_node(f.st, any, &o), 0);
+    assert_true(place1(f.st, any, keys[1], &o));
     assert_int_equal(probe_node(f.st, any, &o), 3);
 
     /* with no choosy type in the mix the key changes nothing: the same node as FGD, pod by pod */

@@ -268,8 +268,11 @@ struct ctl_wl {
     bool rejected; /* deactivated by a Rejected check, until a tree says spec.active=false */
 
     /* last scheduling attempt (for pending output) */
-    const char *reason; /* static string */
-    char *msg;
+    const char *reason;           /* static string */
+    char *msg;                    /* the message as text; NULL: none, or the one msg_ps gives */
+    struct ctl_ps_result *msg_ps; /* a failed flavor assignment's reasons, put into words when
+                                     the message is read (fatia_control_wl_msg) */
+    size_t msg_n_ps;
     struct ctl_cq *msg_cq;
 };
 
@@ -461,8 +464,6 @@ struct ctl_config {
     size_t n_exclude;
 };
 
-#define CTL_AMT_FMT_N 512
-
 /* ---- the result arena of one cycle ---- */
 
 struct ctl_arena {
@@ -554,13 +555,6 @@ struct fatia_control {
 
         size_t n, cap;
     } * fs_memo; /* CTL_FS_MEMO_N entries, allocated on first use */
-
-    /* amounts already formatted for messages (assign.c ctl_format_amount), direct-mapped */
-    struct ctl_amt_fmt {
-        uint32_t res; /* resource id + 1; 0: empty */
-        amt_t milli;
-        char s[40];
-    } * amt_fmt; /* CTL_AMT_FMT_N entries, allocated on first use */
 
     /* scratch */
     amt_t *scratch_amt;  /* n_fr_cap */
@@ -735,6 +729,18 @@ void fatia_control_wlist_remove(struct ctl_wlist *l, struct ctl_wl *w);
 void fatia_control_wlist_append(struct ctl_wlist *l, struct ctl_wl *w);
 void fatia_control_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reason, const char *fmt,
                            ...) FATIA_PRINTF(4, 5);
+/* A workload's last message: none; the text m (taken over); the reasons of a failed assignment
+ * (ps, n_ps, taken over), put into words when read. */
+void fatia_control_wl_msg_clear(struct ctl_wl *w);
+void fatia_control_wl_msg_text(struct ctl_wl *w, char *m);
+void fatia_control_wl_msg_reasons(struct ctl_wl *w, struct ctl_ps_result *ps, size_t n_ps);
+bool fatia_control_wl_has_msg(const struct ctl_wl *w);
+/* The message in words: w->msg, or the reasons formatted into b (reset first); NULL when it has
+ * none or on -ENOMEM (then *err). */
+const char *fatia_control_wl_msg(const struct fatia_control *c, const struct ctl_wl *w,
+                                 struct fatia_buf *b, int *err);
+/* Puts reasons into words now (before the pod sets they name change). 0 or -ENOMEM. */
+int fatia_control_wl_msg_freeze(const struct fatia_control *c, struct ctl_wl *w);
 
 /* ---- assign.c ---- */
 enum ctl_mode {
@@ -750,12 +756,27 @@ struct ctl_flv_asg {
     amt_t total; /* request of the pod set for this resource */
 };
 
+/* A reason of a pod set's failed flavor assignment, put into words only when a message is read
+ * (assign.c fatia_control_reasons_message). */
+enum ctl_reason_kind {
+    CTL_REASON_TEXT,         /* text */
+    CTL_REASON_MAX_CAPACITY, /* fr: x previously considered + y current > z maximum capacity */
+    CTL_REASON_UNUSED_QUOTA, /* fr: x more needed */
+};
+
+struct ctl_reason {
+    enum ctl_reason_kind kind;
+    uint32_t fr;
+    amt_t x, y, z;
+    char *text; /* CTL_REASON_TEXT only */
+};
+
 struct ctl_ps_result {
     int32_t count;
     struct ctl_flv_asg *flv; /* sorted by resource name */
     size_t n_flv, cap_flv;
     bool failed; /* some requested resource got no flavor */
-    char **reasons;
+    struct ctl_reason *reasons;
     size_t n_reasons, cap_reasons;
 };
 
@@ -785,7 +806,14 @@ void fatia_control_assignment_release(struct ctl_assignment *a);
 int fatia_control_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
                                   struct ctl_assignment *ret, struct ctl_targets *targets);
 /* "couldn't assign flavors to pod set main: ..." (Kueue Assignment.Message). Caller frees. */
-char *fatia_control_assignment_message(const struct ctl_assignment *a, const struct ctl_wl *w);
+char *fatia_control_assignment_message(const struct fatia_control *c,
+                                       const struct ctl_assignment *a, const struct ctl_wl *w);
+/* Appends the message of failed pod set results (Kueue's "couldn't assign flavors to pod set
+ * ...") to b; pod_sets: the workload's pod sets, for their names. 0 or -ENOMEM. */
+int fatia_control_reasons_message(const struct fatia_control *c, const struct ctl_ps_result *ps,
+                                  size_t n_ps, const struct ctl_podset *pod_sets,
+                                  struct fatia_buf *b);
+void fatia_control_ps_results_free(struct ctl_ps_result *ps, size_t n);
 
 /* ---- preempt.c ---- */
 int fatia_control_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl_wl *w,

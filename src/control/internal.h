@@ -214,18 +214,24 @@ struct ctl_group {
 struct ctl_lq;
 
 struct ctl_wl {
+    /* the queue order's keys first, with the heap index: on one or two cache lines, the only
+     * ones a heap sift touches (queue.c fatia_control_wl_before) */
+    int32_t priority;
+    bool sticky;             /* preemptor waiting for its victims (BestEffortFIFO head first) */
+    bool uid_long, key_long; /* longer than the 16 bytes in uid_ord / key_ord */
+    int64_t created;         /* queue-order timestamp, usec */
+    uint64_t uid_ord[2], key_ord[2]; /* first 16 bytes of uid and key, big-endian, 0-padded */
+    size_t gidx;                     /* index in the group's heap */
+
     char *key; /* "ns/name" */
     char *ns, *name;
     char *uid;     /* metadata.uid, "" when absent */
     char *job_uid; /* label kueue.x-k8s.io/job-uid, "" when absent */
     char *queue_name;
-    int32_t priority;
-    int64_t created;    /* queue-order timestamp, usec */
     int64_t qr_time;    /* QuotaReserved time, usec; 0 = none */
     int64_t requeue_at; /* requeueState.requeueAt, usec; 0 = none */
     bool active;
     bool evicted_cond; /* Evicted=True (only meaningful while it holds quota) */
-    bool sticky;       /* preemptor waiting for its victims (BestEffortFIFO head first) */
     bool preempting;   /* its last attempt issued preemptions: ordered first in the next cycle */
     uint64_t
         pre_seq; /* when it issued them (engine counter): the order of the waiting preemptors */
@@ -254,7 +260,6 @@ struct ctl_wl {
     /* queue */
     enum ctl_qstate q;
     struct ctl_group *grp;            /* CTL_Q_HEAP / CTL_Q_INADMISSIBLE in a group */
-    size_t gidx;                      /* index in the group's heap */
     struct ctl_wl *prev, *next;       /* single-inadmissible / backoff list links */
     size_t wl_idx, lq_idx;            /* in the engine's and its LocalQueue's vectors */
     struct ctl_wl *ev_prev, *ev_next; /* the engine's list of EVICTING workloads */
@@ -709,6 +714,8 @@ const struct ctl_wl *fatia_control_queue_peek(const struct ctl_cq *cq);
 bool fatia_control_queue_bypassed(const struct ctl_wl *w); /* in a parked group, never evaluated */
 void fatia_control_queue_release(struct ctl_cq *cq);       /* frees the groups (engine teardown) */
 int fatia_control_queue_check(const struct ctl_cq *cq, char *why, size_t n);
+/* Sets w's order keys (uid_ord, key_ord) from its uid and key. */
+void fatia_control_wl_order_init(struct ctl_wl *w);
 bool fatia_control_wl_before(const struct ctl_cq *cq, const struct ctl_wl *a,
                              const struct ctl_wl *b);
 int fatia_control_queue_push(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w);

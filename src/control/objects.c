@@ -1405,6 +1405,7 @@ static int wl_decode(struct fatia_control *c, const json_t *obj, const char *key
         fatia_control_wl_free(w);
         return -ENOMEM;
     }
+    fatia_control_wl_order_init(w);
     if (fatia_json_int(spec, "priority", &prio)) {
         w->priority = (int32_t)prio;
     } else if (old) {

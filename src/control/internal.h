@@ -198,11 +198,19 @@ enum ctl_qstate {
 };
 
 /* Workloads of one ClusterQueue with the same scheduling shape and priority (queue.c). */
+/* a member of a group's heap, with its workload's order keys (queue.c) */
+struct ctl_gent {
+    int64_t created;
+    uint64_t uid[2], key[2];
+    bool uid_long, key_long;
+    struct ctl_wl *w;
+};
+
 struct ctl_group {
     uint64_t hash;
     int32_t priority;
     struct ctl_cq *cq;
-    struct ctl_wl **heap; /* by queue-order time, uid, key */
+    struct ctl_gent *heap; /* by queue-order time, uid, key */
     size_t n, cap;
     /* pairing-heap links, in the active or the parked heap of its ClusterQueue */
     struct ctl_group *child, *sibling, *prev;

@@ -50,6 +50,7 @@
 
 #include <math.h>
 
+#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -436,9 +437,12 @@ static void run_sim(struct stats *st)
                     fprintf(stderr, "  evicted %s in %s by %s: %s\n", res->evicted[i].key,
                             res->evicted[i].cluster_queue, res->evicted[i].preemptor,
                             res->evicted[i].reason);
-                for (size_t i = 0; i < res->n_pending; i++)
+                for (size_t i = 0; i < res->n_pending; i++) {
+                    char *m = fatia_control_pending_message(eng, &res->pending[i]);
                     fprintf(stderr, "  pending %s in %s: %.150s\n", res->pending[i].key,
-                            res->pending[i].cluster_queue, res->pending[i].message);
+                            res->pending[i].cluster_queue, m ? m : "(out of memory)");
+                    fatia_free(m);
+                }
             }
             if (ev_now > n_wls + 1000) {
                 fprintf(stderr, "control_bench: preemption loop at t=%.3f s\n", (double)now / 1e6);

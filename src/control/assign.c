@@ -92,74 +92,36 @@ static enum ctl_mode api_mode(enum gmode m)
     return m == G_FIT ? CTL_FIT : m == G_NOFIT ? CTL_NOFIT : CTL_PREEMPT;
 }
 
-/* ---- reasons ---- */
+/* ---- reasons ----
+ *
+ * A failed attempt's reasons are kept in structured form (the two quota reasons: the
+ * flavor-resource and the amounts) and put into words only when the message is read
+ * (fatia_control_reasons_message: the status writer, `fatia schedule`'s output). Kueue writes
+ * the message at every failed attempt; here most attempts' messages are never read before the
+ * next attempt replaces them. The text is the same either way. */
 
-static int push_reason(struct ctl_ps_result *p, char *copy)
+static struct ctl_reason *push_reason(struct ctl_ps_result *p)
 {
-    if (!copy)
-        return -ENOMEM;
     if (p->n_reasons == p->cap_reasons) {
         size_t nc = p->cap_reasons ? p->cap_reasons * 2 : 4;
-        char **v = fatia_reallocarray(p->reasons, nc, sizeof(*v));
-        if (!v) {
-            fatia_free(copy);
-            return -ENOMEM;
-        }
+        struct ctl_reason *v = fatia_reallocarray(p->reasons, nc, sizeof(*v));
+        if (!v)
+            return NULL;
         p->reasons = v;
         p->cap_reasons = nc;
     }
-    p->reasons[p->n_reasons++] = copy;
-    return 0;
+    return &p->reasons[p->n_reasons++];
 }
 
-/* add_reason for a reason made of k strings put together (the frequent reasons: no format
- * parsing, one allocation). */
-static int add_reason_cat(struct ctl_ps_result *p, const char *const *parts, size_t k)
+static int add_reason_quota(struct ctl_ps_result *p, enum ctl_reason_kind kind, uint32_t fr,
+                            amt_t x, amt_t y, amt_t z)
 {
-    size_t len = 0, at = 0;
-    char *s;
+    struct ctl_reason *e = push_reason(p);
 
-    for (size_t i = 0; i < k; i++)
-        len += strlen(parts[i]);
-    s = fatia_malloc(len + 1);
-    if (!s)
+    if (!e)
         return -ENOMEM;
-    for (size_t i = 0; i < k; i++) {
-        size_t l = strlen(parts[i]);
-        memcpy(s + at, parts[i], l);
-        at += l;
-    }
-    s[at] = '\0';
-    return push_reason(p, s);
-}
-
-/* fatia_control_format_amount of resource res, through the engine's cache of formatted amounts
- * (the same amounts recur in the messages of every cycle). */
-static const char *ctl_format_amount(struct fatia_control *c, uint32_t res, amt_t milli, char *buf,
-                                     size_t n)
-{
-    struct ctl_amt_fmt *e;
-    uint64_t h = ((uint64_t)milli * UINT64_C(0x9E3779B97F4A7C15)) ^ ((uint64_t)res << 32);
-
-    if (!c->amt_fmt && !c->caches_off)
-        c->amt_fmt = fatia_calloc(CTL_AMT_FMT_N, sizeof(*c->amt_fmt));
-    if (!c->amt_fmt || c->caches_off) {
-        fatia_control_format_amount(fatia_control_res_name(c, res), milli, buf, n);
-        return buf;
-    }
-    e = &c->amt_fmt[(h >> 23) % CTL_AMT_FMT_N];
-    if (e->res == res + 1 && e->milli == milli && strlen(e->s) < n) {
-        /* copied: a later call may reuse the entry while the caller still holds the string */
-        memcpy(buf, e->s, strlen(e->s) + 1);
-        return buf;
-    }
-    fatia_control_format_amount(fatia_control_res_name(c, res), milli, buf, n);
-    if (strlen(buf) < sizeof(e->s)) {
-        e->res = res + 1;
-        e->milli = milli;
-        memcpy(e->s, buf, strlen(buf) + 1);
-    }
-    return buf;
+    *e = (struct ctl_reason){kind, fr, x, y, z, NULL};
+    return 0;
 }
 
 static int add_reason(struct ctl_ps_result *p, const char *fmt, ...) FATIA_PRINTF(2, 3);
@@ -168,6 +130,7 @@ static int add_reason(struct ctl_ps_result *p, const char *fmt, ...)
 {
     va_list ap;
     char buf[512], *copy;
+    struct ctl_reason *e;
     int n;
 
     va_start(ap, fmt);
@@ -187,26 +150,72 @@ static int add_reason(struct ctl_ps_result *p, const char *fmt, ...)
         copy = fatia_strdup(m);
         free(m);
     }
-    return push_reason(p, copy);
+    if (!copy)
+        return -ENOMEM;
+    e = push_reason(p);
+    if (!e) {
+        fatia_free(copy);
+        return -ENOMEM;
+    }
+    *e = (struct ctl_reason){CTL_REASON_TEXT, 0, 0, 0, 0, copy};
+    return 0;
 }
 
 static void clear_reasons(struct ctl_ps_result *p, size_t from)
 {
     for (size_t i = from; i < p->n_reasons; i++)
-        fatia_free(p->reasons[i]);
+        fatia_free(p->reasons[i].text);
     p->n_reasons = from;
+}
+
+void fatia_control_ps_results_free(struct ctl_ps_result *ps, size_t n)
+{
+    for (size_t i = 0; ps && i < n; i++) {
+        fatia_free(ps[i].flv);
+        clear_reasons(&ps[i], 0);
+        fatia_free(ps[i].reasons);
+    }
+    fatia_free(ps);
 }
 
 void fatia_control_assignment_release(struct ctl_assignment *a)
 {
-    for (size_t i = 0; a->ps && i < a->n_ps; i++) {
-        fatia_free(a->ps[i].flv);
-        clear_reasons(&a->ps[i], 0);
-        fatia_free(a->ps[i].reasons);
-    }
-    fatia_free(a->ps);
+    fatia_control_ps_results_free(a->ps, a->n_ps);
     fatia_free(a->use);
     memset(a, 0, sizeof(*a));
+}
+
+/* One reason in words (Kueue flavorassigner.go fitsResourceQuota's messages). */
+static char *reason_text(const struct fatia_control *c, const struct ctl_reason *e)
+{
+    char b1[64], b2[64], b3[64];
+    const char *res, *flv;
+    struct fatia_buf b;
+    int r;
+
+    if (e->kind == CTL_REASON_TEXT)
+        return fatia_strdup(e->text);
+    res = fatia_control_res_name(c, c->fr_res.v[e->fr]);
+    flv = fatia_control_flavor_name(c, c->fr_flavor.v[e->fr]);
+    fatia_control_format_amount(res, e->x, b1, sizeof(b1));
+    fatia_buf_init(&b, 0);
+    if (e->kind == CTL_REASON_UNUSED_QUOTA) {
+        r = fatia_buf_printf(&b, "insufficient unused quota for %s in flavor %s, %s more needed",
+                             res, flv, b1);
+    } else {
+        fatia_control_format_amount(res, e->y, b2, sizeof(b2));
+        fatia_control_format_amount(res, e->z, b3, sizeof(b3));
+        r = fatia_buf_printf(&b,
+                             "insufficient quota for %s in flavor %s, previously considered "
+                             "podsets requests (%s) + current podset request (%s) > maximum "
+                             "capacity (%s)",
+                             res, flv, b1, b2, b3);
+    }
+    if (r < 0) {
+        fatia_buf_release(&b);
+        return NULL;
+    }
+    return fatia_buf_steal(&b);
 }
 
 static int cmp_str(const void *x, const void *y)
@@ -214,28 +223,61 @@ static int cmp_str(const void *x, const void *y)
     return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-char *fatia_control_assignment_message(const struct ctl_assignment *a, const struct ctl_wl *w)
+int fatia_control_reasons_message(const struct fatia_control *c, const struct ctl_ps_result *ps,
+                                  size_t n_ps, const struct ctl_podset *pod_sets,
+                                  struct fatia_buf *b)
+{
+    size_t start = b->len;
+
+    for (size_t i = 0; i < n_ps; i++) {
+        const struct ctl_ps_result *p = &ps[i];
+        char *one[8], **v;
+        int r = 0;
+        if (!p->n_reasons)
+            continue;
+        v = p->n_reasons <= FATIA_ARRAY_SIZE(one) ? one : fatia_calloc(p->n_reasons, sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        for (size_t j = 0; j < p->n_reasons; j++) {
+            v[j] = reason_text(c, &p->reasons[j]);
+            if (!v[j]) {
+                for (size_t k = 0; k < j; k++)
+                    fatia_free(v[k]);
+                if (v != one)
+                    fatia_free(v);
+                return -ENOMEM;
+            }
+        }
+        if (p->n_reasons > 1)
+            qsort(v, p->n_reasons, sizeof(*v), cmp_str);
+        if (b->len > start)
+            r |= fatia_buf_puts(b, "; ");
+        r |= fatia_buf_puts(b, "couldn't assign flavors to pod set ");
+        r |= fatia_buf_puts(b, pod_sets[i].name);
+        r |= fatia_buf_puts(b, ": ");
+        for (size_t j = 0; j < p->n_reasons; j++) {
+            if (j)
+                r |= fatia_buf_puts(b, ", ");
+            r |= fatia_buf_puts(b, v[j]);
+            fatia_free(v[j]);
+        }
+        if (v != one)
+            fatia_free(v);
+        if (r)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+char *fatia_control_assignment_message(const struct fatia_control *c,
+                                       const struct ctl_assignment *a, const struct ctl_wl *w)
 {
     struct fatia_buf b;
 
     fatia_buf_init(&b, 0);
-    (void)fatia_buf_reserve(&b, 192); /* one allocation for the usual message */
-    for (size_t i = 0; i < a->n_ps; i++) {
-        struct ctl_ps_result *p = &a->ps[i];
-        if (!p->n_reasons)
-            continue;
-        if (b.len)
-            fatia_buf_puts(&b, "; ");
-        fatia_buf_puts(&b, "couldn't assign flavors to pod set ");
-        fatia_buf_puts(&b, w->ps[i].name);
-        fatia_buf_puts(&b, ": ");
-        if (p->n_reasons > 1)
-            qsort(p->reasons, p->n_reasons, sizeof(*p->reasons), cmp_str);
-        for (size_t j = 0; j < p->n_reasons; j++) {
-            if (j)
-                fatia_buf_puts(&b, ", ");
-            fatia_buf_puts(&b, p->reasons[j]);
-        }
+    if (fatia_control_reasons_message(c, a->ps, a->n_ps, w->ps, &b) < 0) {
+        fatia_buf_release(&b);
+        return NULL;
     }
     return fatia_buf_steal(&b);
 }
@@ -310,9 +352,6 @@ static int fits_resource_quota(struct fatia_control *c, struct ctl_cq *cq, struc
                                uint32_t fr, amt_t assumed, amt_t request, struct ctl_ps_result *p,
                                struct granular *ret)
 {
-    char b1[64], b2[64], b3[64];
-    const char *res = fatia_control_res_name(c, c->fr_res.v[fr]);
-    const char *flv = fatia_control_flavor_name(c, c->fr_flavor.v[fr]);
     amt_t available = fatia_control_available(&cq->node, fr);
     amt_t max_cap = fatia_control_potential_available(&cq->node, fr);
     amt_t val = amt_add(assumed, request);
@@ -320,39 +359,15 @@ static int fits_resource_quota(struct fatia_control *c, struct ctl_cq *cq, struc
     int borrow, r;
 
     if (val > max_cap) {
-        const char *parts[] = {
-            "insufficient quota for ",
-            res,
-            " in flavor ",
-            flv,
-            ", previously considered podsets requests (",
-            ctl_format_amount(c, c->fr_res.v[fr], assumed, b1, sizeof(b1)),
-            ") + current podset request (",
-            ctl_format_amount(c, c->fr_res.v[fr], request, b2, sizeof(b2)),
-            ") > maximum capacity (",
-            ctl_format_amount(c, c->fr_res.v[fr], max_cap, b3, sizeof(b3)),
-            ")",
-        };
         *ret = (struct granular){G_NOFIT, 0};
-        return add_reason_cat(p, parts, FATIA_ARRAY_SIZE(parts));
+        return add_reason_quota(p, CTL_REASON_MAX_CAPACITY, fr, assumed, request, max_cap);
     }
     borrow = fatia_control_find_height(cq, fr, val, &may_reclaim);
     if (val <= available) {
         *ret = (struct granular){G_FIT, borrow};
         return 0;
     }
-    {
-        const char *parts[] = {
-            "insufficient unused quota for ",
-            res,
-            " in flavor ",
-            flv,
-            ", ",
-            ctl_format_amount(c, c->fr_res.v[fr], amt_sub(val, available), b1, sizeof(b1)),
-            " more needed",
-        };
-        r = add_reason_cat(p, parts, FATIA_ARRAY_SIZE(parts));
-    }
+    r = add_reason_quota(p, CTL_REASON_UNUSED_QUOTA, fr, amt_sub(val, available), 0, 0);
     if (r < 0)
         return r;
     if (cq->node.slot[fr].nominal >= val || may_reclaim || can_preempt_while_borrowing(c, cq)) {
@@ -467,7 +482,7 @@ static int find_flavor(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl
         /* the pod set's status is the failing group's alone */
         size_t k = 0;
         for (size_t i = 0; i < reasons_from; i++)
-            fatia_free(p->reasons[i]);
+            fatia_free(p->reasons[i].text);
         for (size_t i = reasons_from; i < p->n_reasons; i++)
             p->reasons[k++] = p->reasons[i];
         p->n_reasons = k;

@@ -129,7 +129,7 @@ struct fatia_control_pending {
     const char *ns, *name, *key;
     const char *cluster_queue; /* NULL when unresolved (LocalQueue missing) */
     const char *reason;        /* QuotaReserved=False reason: Pending, WaitingForQuota, ... */
-    const char *message;       /* Kueue's inadmissible message */
+    /* Kueue's inadmissible message: fatia_control_pending_message (put into words on demand) */
 };
 
 struct fatia_control_result {
@@ -153,6 +153,13 @@ struct fatia_control_result {
  * as admissions go: a failed cycle admits nothing). */
 int fatia_control_cycle(struct fatia_control *c, int64_t now,
                         const struct fatia_control_result **ret);
+
+/* The message of a pending entry of the last cycle's result (Kueue's inadmissible message, as
+ * fatia_control_workload_status gives it to the status writer until the workload is tried
+ * again), put into words now: most are never read, so the cycle keeps the reasons and formats
+ * none. A new string (fatia_free), NULL on -ENOMEM. p must come from the current result. */
+char *fatia_control_pending_message(const struct fatia_control *c,
+                                    const struct fatia_control_pending *p);
 
 /* Evictions decided outside cycles (HoldAndDrain, deactivation) since the last cycle are
  * reported in the next cycle's result. */
@@ -240,7 +247,7 @@ struct fatia_control_phase_counts {
 void fatia_control_phase_counts(const struct fatia_control *c,
                                 struct fatia_control_phase_counts *ret);
 
-/* The engine's caches (dominant resource shares per node, formatted amounts in messages) are on
+/* The engine's caches (dominant resource shares per node, the nomination memo) are on
  * by default. Turning them off changes no decision and no message, only the cost: the invariant
  * tests run an engine without them next to one with them and compare every cycle's result. */
 void fatia_control_set_caches(struct fatia_control *c, bool on);

@@ -16,8 +16,8 @@
  *      earlier entry (skip); no longer fits once this cycle's victims are removed (skip);
  *      otherwise charge the usage and either issue the preemptions (the preemptor waits, sticky
  *      in BestEffortFIFO) or admit;
- *   5. requeue every head not admitted (queue.c decides heap or inadmissible), write its
- *      message, and take back the usage that was only reserved for this cycle (preemptors and
+ *   5. requeue every head not admitted (queue.c decides heap or inadmissible), give it its
+ *      message (a failed assignment's reasons, put into words only when read), and take back the usage that was only reserved for this cycle (preemptors and
  *      reservations).
  *
  * The engine's tree is the snapshot: admissions stay, the rest is undone at step 5, which keeps
@@ -200,10 +200,27 @@ static int result_pending(struct fatia_control *c, const struct ctl_wl *w)
     p.key = fatia_control_arena_strdup(c, w->key);
     p.cluster_queue = w->msg_cq ? fatia_control_arena_strdup(c, w->msg_cq->name) : NULL;
     p.reason = w->reason ? w->reason : "Pending";
-    p.message = fatia_control_arena_strdup(c, w->msg ? w->msg : "");
-    if (!p.ns || !p.name || !p.key || !p.message || (w->msg_cq && !p.cluster_queue))
+    if (!p.ns || !p.name || !p.key || (w->msg_cq && !p.cluster_queue))
         return -ENOMEM;
     return FATIA_VEC_PUSH(&c->res_pend, p);
+}
+
+char *fatia_control_pending_message(const struct fatia_control *c,
+                                    const struct fatia_control_pending *p)
+{
+    const struct ctl_wl *w = fatia_strmap_get(&c->wl_index, p->key);
+    struct fatia_buf b;
+    const char *m;
+    char *copy;
+    int err;
+
+    if (!w)
+        return fatia_strdup("");
+    fatia_buf_init(&b, 0);
+    m = fatia_control_wl_msg(c, w, &b, &err);
+    copy = err ? NULL : fatia_strdup(m ? m : "");
+    fatia_buf_release(&b);
+    return copy;
 }
 
 /* ---- admission ---- */
@@ -269,8 +286,7 @@ static int admit(struct fatia_control *c, struct entry *e)
     if (w->lq && w->lq->usage)
         for (size_t i = 0; i < w->n_use; i++)
             w->lq->usage[w->use[i].fr] = amt_add(w->lq->usage[w->use[i].fr], w->use[i].v);
-    fatia_free(w->msg);
-    w->msg = NULL;
+    fatia_control_wl_msg_clear(w);
     w->reason = NULL;
     w->msg_cq = NULL;
     e->st = ES_ASSUMED;
@@ -627,8 +643,9 @@ static int process(struct fatia_control *c, struct entry *e, struct ctl_wl ***vi
                 return r;
             n++;
         }
-        snprintf(buf, sizeof(buf), "%s. Pending the preemption of %zu workload(s)",
-                 e->msg ? e->msg : "", n);
+        if (!e->msg && !(e->msg = fatia_control_assignment_message(c, &e->a, e->w)))
+            return -ENOMEM;
+        snprintf(buf, sizeof(buf), "%s. Pending the preemption of %zu workload(s)", e->msg, n);
         r = set_entry_msg(e, buf);
         if (r < 0)
             return r;
@@ -660,9 +677,21 @@ static int requeue(struct fatia_control *c, struct entry *e)
         e->rr = RR_FAILED_AFTER_NOMINATION;
     if (e->st == ES_SKIPPED)
         e->rr = RR_FAILED_AFTER_NOMINATION;
-    fatia_free(w->msg);
-    w->msg = e->msg;
-    e->msg = NULL;
+    if (e->msg || !e->a.ps) {
+        fatia_control_wl_msg_text(w, e->msg ? e->msg : fatia_strdup(""));
+        e->msg = NULL;
+    } else {
+        /* the assignment's reasons, put into words only if the message is read */
+        fatia_control_wl_msg_reasons(w, e->a.ps, e->a.n_ps);
+        e->a.ps = NULL;
+        e->a.n_ps = 0;
+        /* without caches (the invariant tests' twin) in words at once, as Kueue does */
+        if (c->caches_off) {
+            int r = fatia_control_wl_msg_freeze(c, w);
+            if (r < 0)
+                return r;
+        }
+    }
     w->reason = "Pending";
     w->msg_cq = cq;
     if (w->q != CTL_Q_INFLIGHT)
@@ -878,9 +907,7 @@ int fatia_control_cycle(struct fatia_control *c, int64_t now,
             e->cooldown = fatia_control_preempt_cooldown(c, e->w);
             r = fatia_control_get_assignments(c, e->cq, e->w, &e->a, &e->t);
             if (r == 0) {
-                e->msg = fatia_control_assignment_message(&e->a, e->w);
-                if (!e->msg)
-                    r = -ENOMEM;
+                /* e->msg stays NULL: the message is the assignment's reasons (requeue) */
                 e->nominated = true;
                 order[n_nom++] = e;
             }

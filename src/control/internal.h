@@ -198,11 +198,19 @@ enum ctl_qstate {
 };
 
 /* Workloads of one ClusterQueue with the same scheduling shape and priority (queue.c). */
+/* a member of a group's heap, with its workload's order keys (queue.c) */
+struct ctl_gent {
+    int64_t created;
+    uint64_t uid[2], key[2];
+    bool uid_long, key_long;
+    struct ctl_wl *w;
+};
+
 struct ctl_group {
     uint64_t hash;
     int32_t priority;
     struct ctl_cq *cq;
-    struct ctl_wl **heap; /* by queue-order time, uid, key */
+    struct ctl_gent *heap; /* by queue-order time, uid, key */
     size_t n, cap;
     /* pairing-heap links, in the active or the parked heap of its ClusterQueue */
     struct ctl_group *child, *sibling, *prev;
@@ -214,18 +222,24 @@ struct ctl_group {
 struct ctl_lq;
 
 struct ctl_wl {
+    /* the queue order's keys first, with the heap index: on one or two cache lines, the only
+     * ones a heap sift touches (queue.c fatia_control_wl_before) */
+    int32_t priority;
+    bool sticky;             /* preemptor waiting for its victims (BestEffortFIFO head first) */
+    bool uid_long, key_long; /* longer than the 16 bytes in uid_ord / key_ord */
+    int64_t created;         /* queue-order timestamp, usec */
+    uint64_t uid_ord[2], key_ord[2]; /* first 16 bytes of uid and key, big-endian, 0-padded */
+    size_t gidx;                     /* index in the group's heap */
+
     char *key; /* "ns/name" */
     char *ns, *name;
     char *uid;     /* metadata.uid, "" when absent */
     char *job_uid; /* label kueue.x-k8s.io/job-uid, "" when absent */
     char *queue_name;
-    int32_t priority;
-    int64_t created;    /* queue-order timestamp, usec */
     int64_t qr_time;    /* QuotaReserved time, usec; 0 = none */
     int64_t requeue_at; /* requeueState.requeueAt, usec; 0 = none */
     bool active;
     bool evicted_cond; /* Evicted=True (only meaningful while it holds quota) */
-    bool sticky;       /* preemptor waiting for its victims (BestEffortFIFO head first) */
     bool preempting;   /* its last attempt issued preemptions: ordered first in the next cycle */
     uint64_t
         pre_seq; /* when it issued them (engine counter): the order of the waiting preemptors */
@@ -254,7 +268,6 @@ struct ctl_wl {
     /* queue */
     enum ctl_qstate q;
     struct ctl_group *grp;            /* CTL_Q_HEAP / CTL_Q_INADMISSIBLE in a group */
-    size_t gidx;                      /* index in the group's heap */
     struct ctl_wl *prev, *next;       /* single-inadmissible / backoff list links */
     size_t wl_idx, lq_idx;            /* in the engine's and its LocalQueue's vectors */
     struct ctl_wl *ev_prev, *ev_next; /* the engine's list of EVICTING workloads */
@@ -268,8 +281,11 @@ struct ctl_wl {
     bool rejected; /* deactivated by a Rejected check, until a tree says spec.active=false */
 
     /* last scheduling attempt (for pending output) */
-    const char *reason; /* static string */
-    char *msg;
+    const char *reason;           /* static string */
+    char *msg;                    /* the message as text; NULL: none, or the one msg_ps gives */
+    struct ctl_ps_result *msg_ps; /* a failed flavor assignment's reasons, put into words when
+                                     the message is read (fatia_control_wl_msg) */
+    size_t msg_n_ps;
     struct ctl_cq *msg_cq;
 };
 
@@ -461,8 +477,6 @@ struct ctl_config {
     size_t n_exclude;
 };
 
-#define CTL_AMT_FMT_N 512
-
 /* ---- the result arena of one cycle ---- */
 
 struct ctl_arena {
@@ -554,13 +568,6 @@ struct fatia_control {
 
         size_t n, cap;
     } * fs_memo; /* CTL_FS_MEMO_N entries, allocated on first use */
-
-    /* amounts already formatted for messages (assign.c ctl_format_amount), direct-mapped */
-    struct ctl_amt_fmt {
-        uint32_t res; /* resource id + 1; 0: empty */
-        amt_t milli;
-        char s[40];
-    } * amt_fmt; /* CTL_AMT_FMT_N entries, allocated on first use */
 
     /* scratch */
     amt_t *scratch_amt;  /* n_fr_cap */
@@ -715,6 +722,8 @@ const struct ctl_wl *fatia_control_queue_peek(const struct ctl_cq *cq);
 bool fatia_control_queue_bypassed(const struct ctl_wl *w); /* in a parked group, never evaluated */
 void fatia_control_queue_release(struct ctl_cq *cq);       /* frees the groups (engine teardown) */
 int fatia_control_queue_check(const struct ctl_cq *cq, char *why, size_t n);
+/* Sets w's order keys (uid_ord, key_ord) from its uid and key. */
+void fatia_control_wl_order_init(struct ctl_wl *w);
 bool fatia_control_wl_before(const struct ctl_cq *cq, const struct ctl_wl *a,
                              const struct ctl_wl *b);
 int fatia_control_queue_push(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w);
@@ -735,6 +744,18 @@ void fatia_control_wlist_remove(struct ctl_wlist *l, struct ctl_wl *w);
 void fatia_control_wlist_append(struct ctl_wlist *l, struct ctl_wl *w);
 void fatia_control_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reason, const char *fmt,
                            ...) FATIA_PRINTF(4, 5);
+/* A workload's last message: none; the text m (taken over); the reasons of a failed assignment
+ * (ps, n_ps, taken over), put into words when read. */
+void fatia_control_wl_msg_clear(struct ctl_wl *w);
+void fatia_control_wl_msg_text(struct ctl_wl *w, char *m);
+void fatia_control_wl_msg_reasons(struct ctl_wl *w, struct ctl_ps_result *ps, size_t n_ps);
+bool fatia_control_wl_has_msg(const struct ctl_wl *w);
+/* The message in words: w->msg, or the reasons formatted into b (reset first); NULL when it has
+ * none or on -ENOMEM (then *err). */
+const char *fatia_control_wl_msg(const struct fatia_control *c, const struct ctl_wl *w,
+                                 struct fatia_buf *b, int *err);
+/* Puts reasons into words now (before the pod sets they name change). 0 or -ENOMEM. */
+int fatia_control_wl_msg_freeze(const struct fatia_control *c, struct ctl_wl *w);
 
 /* ---- assign.c ---- */
 enum ctl_mode {
@@ -750,12 +771,27 @@ struct ctl_flv_asg {
     amt_t total; /* request of the pod set for this resource */
 };
 
+/* A reason of a pod set's failed flavor assignment, put into words only when a message is read
+ * (assign.c fatia_control_reasons_message). */
+enum ctl_reason_kind {
+    CTL_REASON_TEXT,         /* text */
+    CTL_REASON_MAX_CAPACITY, /* fr: x previously considered + y current > z maximum capacity */
+    CTL_REASON_UNUSED_QUOTA, /* fr: x more needed */
+};
+
+struct ctl_reason {
+    enum ctl_reason_kind kind;
+    uint32_t fr;
+    amt_t x, y, z;
+    char *text; /* CTL_REASON_TEXT only */
+};
+
 struct ctl_ps_result {
     int32_t count;
     struct ctl_flv_asg *flv; /* sorted by resource name */
     size_t n_flv, cap_flv;
     bool failed; /* some requested resource got no flavor */
-    char **reasons;
+    struct ctl_reason *reasons;
     size_t n_reasons, cap_reasons;
 };
 
@@ -785,7 +821,14 @@ void fatia_control_assignment_release(struct ctl_assignment *a);
 int fatia_control_get_assignments(struct fatia_control *c, struct ctl_cq *cq, struct ctl_wl *w,
                                   struct ctl_assignment *ret, struct ctl_targets *targets);
 /* "couldn't assign flavors to pod set main: ..." (Kueue Assignment.Message). Caller frees. */
-char *fatia_control_assignment_message(const struct ctl_assignment *a, const struct ctl_wl *w);
+char *fatia_control_assignment_message(const struct fatia_control *c,
+                                       const struct ctl_assignment *a, const struct ctl_wl *w);
+/* Appends the message of failed pod set results (Kueue's "couldn't assign flavors to pod set
+ * ...") to b; pod_sets: the workload's pod sets, for their names. 0 or -ENOMEM. */
+int fatia_control_reasons_message(const struct fatia_control *c, const struct ctl_ps_result *ps,
+                                  size_t n_ps, const struct ctl_podset *pod_sets,
+                                  struct fatia_buf *b);
+void fatia_control_ps_results_free(struct ctl_ps_result *ps, size_t n);
 
 /* ---- preempt.c ---- */
 int fatia_control_get_targets(struct fatia_control *c, struct ctl_cq *cq, const struct ctl_wl *w,

@@ -272,7 +272,7 @@ void fatia_control_wl_free(struct ctl_wl *w)
     fatia_free(w->job_uid);
     fatia_free(w->queue_name);
     fatia_free(w->bad_msg);
-    fatia_free(w->msg);
+    fatia_control_wl_msg_clear(w);
     fatia_control_wl_checks_free(w);
     fatia_free(w);
 }
@@ -355,7 +355,6 @@ void fatia_control_free(struct fatia_control *c)
 {
     if (!c)
         return;
-    fatia_free(c->amt_fmt);
     fatia_control_memo_release(c);
     for (size_t i = 0; i < c->wls.n; i++)
         fatia_control_wl_free(c->wls.v[i]);
@@ -590,10 +589,74 @@ void fatia_control_set_msg(struct ctl_wl *w, struct ctl_cq *cq, const char *reas
         }
         va_end(ap);
     }
-    fatia_free(w->msg);
-    w->msg = m;
+    fatia_control_wl_msg_text(w, m);
     w->reason = reason;
     w->msg_cq = cq;
+}
+
+void fatia_control_wl_msg_clear(struct ctl_wl *w)
+{
+    fatia_free(w->msg);
+    w->msg = NULL;
+    fatia_control_ps_results_free(w->msg_ps, w->msg_n_ps);
+    w->msg_ps = NULL;
+    w->msg_n_ps = 0;
+}
+
+void fatia_control_wl_msg_text(struct ctl_wl *w, char *m)
+{
+    fatia_control_wl_msg_clear(w);
+    w->msg = m;
+}
+
+void fatia_control_wl_msg_reasons(struct ctl_wl *w, struct ctl_ps_result *ps, size_t n_ps)
+{
+    fatia_control_wl_msg_clear(w);
+    w->msg_ps = ps;
+    w->msg_n_ps = n_ps;
+}
+
+bool fatia_control_wl_has_msg(const struct ctl_wl *w)
+{
+    return w->msg || w->msg_ps;
+}
+
+const char *fatia_control_wl_msg(const struct fatia_control *c, const struct ctl_wl *w,
+                                 struct fatia_buf *b, int *err)
+{
+    int r;
+
+    *err = 0;
+    if (w->msg || !w->msg_ps)
+        return w->msg;
+    fatia_buf_reset(b);
+    /* (wl_update puts it into words before it replaces the pod sets) */
+    r = fatia_control_reasons_message(c, w->msg_ps, w->msg_n_ps < w->n_ps ? w->msg_n_ps : w->n_ps,
+                                      w->ps, b);
+    if (r < 0) {
+        *err = r;
+        return NULL;
+    }
+    return b->p;
+}
+
+int fatia_control_wl_msg_freeze(const struct fatia_control *c, struct ctl_wl *w)
+{
+    struct fatia_buf b;
+    int err;
+    const char *m;
+    char *copy;
+
+    if (!w->msg_ps)
+        return 0;
+    fatia_buf_init(&b, 0);
+    m = fatia_control_wl_msg(c, w, &b, &err);
+    copy = m ? fatia_strdup(m) : NULL;
+    fatia_buf_release(&b);
+    if (!copy)
+        return -ENOMEM;
+    fatia_control_wl_msg_text(w, copy);
+    return 0;
 }
 
 /* ---- namespaces ---- */
@@ -1342,6 +1405,7 @@ static int wl_decode(struct fatia_control *c, const json_t *obj, const char *key
         fatia_control_wl_free(w);
         return -ENOMEM;
     }
+    fatia_control_wl_order_init(w);
     if (fatia_json_int(spec, "priority", &prio)) {
         w->priority = (int32_t)prio;
     } else if (old) {
@@ -1396,6 +1460,11 @@ static int wl_update(struct fatia_control *c, struct ctl_wl *old, struct ctl_wl 
     bool requeue = false;
     int r;
 
+    /* a pending message names the pod sets it was tried with: in words before they change */
+    if (old->state == CTL_WL_PENDING && (r = fatia_control_wl_msg_freeze(c, old)) < 0) {
+        fatia_control_wl_free(w);
+        return r;
+    }
     if (old->priority != w->priority && old->state != CTL_WL_PENDING && old->cq)
         old->cq->min_prio_valid = false;
     old->priority = w->priority;

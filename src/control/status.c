@@ -15,7 +15,8 @@
  * admission controller writes it only when it differs from the stored one.
  *
  * Pending messages: a workload the scheduler looked at carries the message of its last attempt
- * (Kueue's QuotaReserved=False message); a blocked one gets the workload controller's message
+ * (Kueue's QuotaReserved=False message), put into words here when its attempt left reasons
+ * (objects.c fatia_control_wl_msg: the cycle formats none); a blocked one gets the workload controller's message
  * ("LocalQueue x doesn't exist", "ClusterQueue x is inactive"); one never evaluated (behind a
  * StrictFIFO head, or when a run stopped early) gets a fatia message that names what it waits for.
  */
@@ -50,9 +51,10 @@ static json_t *qty(const struct fatia_control *c, uint32_t res, amt_t milli)
 
 /* ---- pending messages ---- */
 
+/* NULL only on -ENOMEM; lazy holds the last attempt's message when it is put into words here */
 static const char *pending_message(const struct fatia_control *c, const struct ctl_wl *w,
                                    const char **reason, const struct ctl_cq **cq, char *buf,
-                                   size_t n)
+                                   size_t n, struct fatia_buf *lazy)
 {
     const struct ctl_lq *lq = w->lq;
 
@@ -82,9 +84,10 @@ static const char *pending_message(const struct fatia_control *c, const struct c
         return w->bad_msg ? w->bad_msg : "invalid workload";
     if (fatia_control_queue_bypassed(w))
         return "Bypassed scheduling evaluation because an equivalent workload recently failed";
-    if (w->msg) {
+    if (fatia_control_wl_has_msg(w)) {
+        int err;
         *reason = w->reason ? w->reason : "Pending";
-        return w->msg;
+        return fatia_control_wl_msg(c, w, lazy, &err);
     }
     if (w->q == CTL_Q_BACKOFF) {
         char t[64];
@@ -302,11 +305,15 @@ int fatia_control_workload_status(const struct fatia_control *c, const char *ns,
             json_object_set_new(st, "requeueAt", json_string(t));
         }
     } else {
-        const char *reason;
+        const char *reason, *msg;
         const struct ctl_cq *cq;
-        const char *msg = pending_message(c, w, &reason, &cq, buf, sizeof(buf));
-        st = json_pack("{s:s,s:s?,s:s,s:s}", "state", "Pending", "clusterQueue",
-                       cq ? cq->name : NULL, "reason", reason, "message", msg);
+        struct fatia_buf lazy;
+        fatia_buf_init(&lazy, 0);
+        msg = pending_message(c, w, &reason, &cq, buf, sizeof(buf), &lazy);
+        st = msg ? json_pack("{s:s,s:s?,s:s,s:s}", "state", "Pending", "clusterQueue",
+                             cq ? cq->name : NULL, "reason", reason, "message", msg)
+                 : NULL;
+        fatia_buf_release(&lazy);
     }
     if (!st)
         return -ENOMEM;
@@ -318,20 +325,24 @@ int fatia_control_workload_status(const struct fatia_control *c, const char *ns,
 int fatia_control_pending_list(const struct fatia_control *c, json_t *out)
 {
     char buf[1024];
+    struct fatia_buf lazy;
+    int r = 0;
 
-    for (size_t i = 0; i < c->wls.n; i++) {
+    fatia_buf_init(&lazy, 0);
+    for (size_t i = 0; i < c->wls.n && r == 0; i++) {
         const struct ctl_wl *w = c->wls.v[i];
         const char *reason, *msg;
         const struct ctl_cq *cq;
         if (w->state != CTL_WL_PENDING)
             continue;
-        msg = pending_message(c, w, &reason, &cq, buf, sizeof(buf));
-        if (json_array_append_new(out,
-                                  json_pack("{s:s,s:s?,s:s}", "workload", w->key, "clusterQueue",
-                                            cq ? cq->name : NULL, "message", msg)) < 0)
-            return -ENOMEM;
+        msg = pending_message(c, w, &reason, &cq, buf, sizeof(buf), &lazy);
+        if (!msg || json_array_append_new(out, json_pack("{s:s,s:s?,s:s}", "workload", w->key,
+                                                         "clusterQueue", cq ? cq->name : NULL,
+                                                         "message", msg)) < 0)
+            r = -ENOMEM;
     }
-    return 0;
+    fatia_buf_release(&lazy);
+    return r;
 }
 
 int fatia_control_usage_table(const struct fatia_control *c, json_t **ret)

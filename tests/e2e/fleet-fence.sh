@@ -61,21 +61,6 @@ grep -q "fence: a controller write refused" "$TMP/$LEADER.log" ||
     fail "the deposed leader's controllers wrote nothing that was refused (did they run?)"
 $K get jobs -n team-a -o json >"$TMP/jobs.json"
 $K get pods -n team-a -o json >"$TMP/pods.json"
-python3 - "$TMP/jobs.json" "$TMP/pods.json" "$N" <<'PY' || fail "a Job did not complete exactly once"
-import collections, json, sys
-jobs = [j for j in json.load(open(sys.argv[1]))["items"] if j["metadata"]["name"].startswith("fence-")]
-assert len(jobs) == int(sys.argv[3]), len(jobs)
-for j in jobs:
-    st = j.get("status", {})
-    assert st.get("succeeded") == 1 and not st.get("failed"), (j["metadata"]["name"], st)
-pods = collections.Counter()
-for p in json.load(open(sys.argv[2]))["items"]:
-    n = p["metadata"].get("labels", {}).get("batch.kubernetes.io/job-name", "")
-    if n.startswith("fence-"):
-        pods[n] += 1
-twice = {n: c for n, c in pods.items() if c != 1}
-assert not twice and len(pods) == len(jobs), ("pods per job", twice, len(pods))
-print("jobs: %d complete, one pod each" % len(jobs))
-PY
+python3 "$E2E_DIR/jobsonce.py" "$TMP/jobs.json" "$TMP/pods.json" "$N" fence || fail "a Job did not complete exactly once"
 python3 "$E2E_DIR/slicecheck.py" "$TMP/pods.watch" || fail "a slice was held twice"
 finish

@@ -75,22 +75,7 @@ wait_until 60 complete back || fail "the Jobs after the takeback did not complet
 # ---- every Job once; no slice twice ----
 $LK get jobs -n team-a -o json >"$TMP/jobs.json"
 $LK get pods -n team-a -o json >"$TMP/pods.json"
-python3 - "$TMP/jobs.json" "$TMP/pods.json" "$((2 * N))" <<'PY' || fail "a Job did not complete exactly once"
-import collections, json, sys
-jobs = [j for j in json.load(open(sys.argv[1]))["items"] if j["metadata"]["name"].split("-")[0] in ("down", "back")]
-assert len(jobs) == int(sys.argv[3]), len(jobs)
-for j in jobs:
-    st = j.get("status", {})
-    assert st.get("succeeded") == 1 and not st.get("failed"), (j["metadata"]["name"], st)
-pods = collections.Counter()
-for p in json.load(open(sys.argv[2]))["items"]:
-    n = p["metadata"].get("labels", {}).get("batch.kubernetes.io/job-name", "")
-    if n.split("-")[0] in ("down", "back"):
-        pods[n] += 1
-twice = {n: c for n, c in pods.items() if c != 1}
-assert not twice and len(pods) == len(jobs), ("pods per job", twice, len(pods))
-print("jobs: %d complete, one pod each" % len(jobs))
-PY
+python3 "$E2E_DIR/jobsonce.py" "$TMP/jobs.json" "$TMP/pods.json" "$((2 * N))" down back || fail "a Job did not complete exactly once"
 python3 "$E2E_DIR/slicecheck.py" "$TMP/pods.watch" || fail "a slice was held twice"
 grep -E "AddressSanitizer|runtime error" "$TMP/$LEADER.log" && fail "the sanitizer reported an error"
 finish

@@ -197,8 +197,8 @@ enum ctl_qstate {
     CTL_Q_INFLIGHT, /* popped in the running cycle */
 };
 
-/* Workloads of one ClusterQueue with the same scheduling shape and priority (queue.c). */
-/* a member of a group's heap, with its workload's order keys (queue.c) */
+/* A member of a group's heap, with its workload's order keys (queue.c): copies of ctl_wl's, so
+ * that a sift reads the heap array only. */
 struct ctl_gent {
     int64_t created;
     uint64_t uid[2], key[2];
@@ -206,6 +206,7 @@ struct ctl_gent {
     struct ctl_wl *w;
 };
 
+/* Workloads of one ClusterQueue with the same scheduling shape and priority (queue.c). */
 struct ctl_group {
     uint64_t hash;
     int32_t priority;
